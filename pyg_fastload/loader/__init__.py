@@ -1,0 +1,4 @@
+r"""Loaders: sampler plus feature join, yielding PyG mini-batches."""
+from .neighbor_loader import FastNeighborLoader
+
+__all__ = ['FastNeighborLoader']

@@ -1,0 +1,180 @@
+r"""``FastNeighborLoader``: PyG's ``NeighborLoader`` API over the vectorized
+:class:`~pyg_fastload.sampling.FastNeighborSampler`."""
+from __future__ import annotations
+
+from typing import Any, Callable, List, Optional, Union
+
+import numpy as np
+import torch
+from torch import Tensor
+from torch.utils.data import get_worker_info
+from torch_geometric.data import Data, FeatureStore, GraphStore, HeteroData
+from torch_geometric.loader import NodeLoader
+from torch_geometric.sampler.base import SubgraphType
+
+from ..sampling import FastNeighborSampler, HopSampler
+from ..sampling.graph_input import HETERO_UNSUPPORTED
+
+__all__ = ['FastNeighborLoader']
+
+
+def _check_input_nodes(input_nodes: Any, num_nodes: int) -> Optional[Tensor]:
+    r"""Validates :obj:`input_nodes` (``None``, a boolean mask or an index)
+    and returns it as a tensor."""
+    if input_nodes is None:
+        return None
+    if isinstance(input_nodes, str) or isinstance(input_nodes, tuple):
+        raise NotImplementedError(
+            f"'input_nodes={input_nodes!r}' names a node type, which only "
+            f"heterogeneous graphs have. " + HETERO_UNSUPPORTED)
+    if isinstance(input_nodes, np.ndarray):
+        input_nodes = torch.from_numpy(input_nodes)
+    elif not isinstance(input_nodes, Tensor):
+        input_nodes = torch.as_tensor(input_nodes)
+    if input_nodes.dtype == torch.bool:
+        if input_nodes.numel() != num_nodes:
+            raise ValueError(
+                f"'input_nodes' is a boolean mask of length "
+                f"{input_nodes.numel()}, but the graph has {num_nodes} nodes; "
+                f"pass a mask with one entry per node or an index tensor")
+        return input_nodes.view(-1)
+    if input_nodes.dtype.is_floating_point or input_nodes.dtype.is_complex:
+        raise TypeError(
+            f"'input_nodes' has dtype {input_nodes.dtype}: pass node ids as "
+            f"an integer tensor (e.g. torch.long) or a boolean mask")
+    input_nodes = input_nodes.view(-1).long()
+    if input_nodes.numel() > 0:
+        low, high = int(input_nodes.min()), int(input_nodes.max())
+        if low < 0 or high >= num_nodes:
+            raise IndexError(
+                f"'input_nodes' holds node id {low if low < 0 else high}, "
+                f"outside [0, {num_nodes}) for this graph")
+    return input_nodes
+
+
+def _check_has_features(data: Any) -> None:
+    if isinstance(data, Data):
+        if 'x' not in data or data.x is None:
+            raise ValueError(
+                "the data object has no node features 'x': set 'data.x' "
+                "(a [num_nodes, num_features] tensor) before building the "
+                "loader")
+        return
+    feature_store: FeatureStore = data[0]
+    names = {attr.attr_name for attr in feature_store.get_all_tensor_attrs()}
+    if 'x' not in names:
+        raise ValueError(f"the FeatureStore has no 'x' tensor (found "
+                         f"{sorted(names)}); put the node features under "
+                         f"attr_name='x'")
+
+
+class FastNeighborLoader(NodeLoader):
+    r"""A drop-in replacement for
+    :class:`torch_geometric.loader.NeighborLoader` on homogeneous graphs.
+
+    It takes the same arguments and yields the same
+    :class:`~torch_geometric.data.Data` mini-batches (``x``, ``y``,
+    ``edge_index``, ``n_id``, ``e_id``, ``input_id``, ``batch_size``,
+    ``num_sampled_nodes``, ``num_sampled_edges`` and every other node or edge
+    attribute, sliced), but samples with pyg_fastload's vectorized sampler,
+    which needs neither pyg-lib nor torch-sparse.
+
+    Args:
+        data: a :class:`~torch_geometric.data.Data` or a ``(FeatureStore,
+            GraphStore)`` tuple.
+        num_neighbors (List[int]): fan-out per hop (``-1``: all neighbours).
+        input_nodes (torch.Tensor, optional): seed nodes as an index or a
+            boolean mask; :obj:`None` means every node.
+        replace (bool): sample with replacement. (default: :obj:`False`)
+        subgraph_type (str): ``'directional'``, ``'bidirectional'`` or
+            ``'induced'``. (default: ``'directional'``)
+        disjoint (bool): one tree per seed. (default: :obj:`False`)
+        weight_attr (str, optional): edge attribute with sampling weights.
+        transform (callable, optional): applied to every mini-batch.
+        transform_sampler_output (callable, optional): applied to every
+            :class:`~torch_geometric.sampler.SamplerOutput`.
+        neighbor_sampler (HopSampler, optional): a sampler to reuse (e.g.
+            one shared by the train/val/test loaders).
+        directed (bool): deprecated, ``False`` means ``'induced'``.
+        **kwargs: :class:`torch.utils.data.DataLoader` arguments such as
+            ``batch_size``, ``shuffle``, ``drop_last``, ``num_workers`` and
+            ``generator`` (which then also drives the sampler).
+    """
+    def __init__(
+        self,
+        data: Union[Data, HeteroData, tuple],
+        num_neighbors: List[int],
+        input_nodes: Any = None,
+        input_time: Optional[Tensor] = None,
+        replace: bool = False,
+        subgraph_type: Union[SubgraphType, str] = 'directional',
+        disjoint: bool = False,
+        temporal_strategy: str = 'uniform',
+        time_attr: Optional[str] = None,
+        weight_attr: Optional[str] = None,
+        transform: Optional[Callable] = None,
+        transform_sampler_output: Optional[Callable] = None,
+        is_sorted: bool = False,
+        filter_per_worker: Optional[bool] = None,
+        neighbor_sampler: Optional[HopSampler] = None,
+        directed: bool = True,
+        **kwargs: Any,
+    ):
+        if isinstance(data, HeteroData):
+            raise NotImplementedError(HETERO_UNSUPPORTED)
+        if not isinstance(data, Data) and not (
+                isinstance(data, (tuple, list)) and len(data) == 2
+                and isinstance(data[0], FeatureStore)
+                and isinstance(data[1], GraphStore)):
+            raise TypeError(f"'data' must be a torch_geometric.data.Data or a "
+                            f"(FeatureStore, GraphStore) tuple, got "
+                            f"{type(data).__name__}")
+        if input_time is not None or time_attr is not None:
+            raise NotImplementedError(
+                "temporal sampling ('input_time'/'time_attr') is not "
+                "supported by pyg_fastload yet")
+        batch_size = kwargs.get('batch_size', 1)
+        if (isinstance(batch_size, bool) or not isinstance(batch_size, int)
+                or batch_size < 1):
+            raise ValueError(f"'batch_size' must be a positive int, got "
+                             f"{batch_size!r}")
+        _check_has_features(data)
+        if neighbor_sampler is None:
+            neighbor_sampler = FastNeighborSampler(
+                data,
+                num_neighbors=num_neighbors,
+                replace=replace,
+                subgraph_type=subgraph_type,
+                disjoint=disjoint,
+                weight_attr=weight_attr,
+                share_memory=kwargs.get('num_workers', 0) > 0,
+                directed=directed,
+            )
+        input_nodes = _check_input_nodes(input_nodes,
+                                         neighbor_sampler.num_nodes)
+        if input_nodes is None and not isinstance(data, Data):
+            input_nodes = torch.arange(neighbor_sampler.num_nodes)
+        super().__init__(
+            data=data,
+            node_sampler=neighbor_sampler,
+            input_nodes=input_nodes,
+            transform=transform,
+            transform_sampler_output=transform_sampler_output,
+            filter_per_worker=filter_per_worker,
+            **kwargs,
+        )
+
+    def collate_fn(self, index: Union[Tensor, List[int]]) -> Any:
+        r"""Samples a subgraph from a batch of input nodes; the batch's
+        randomness is drawn from the loader's ``generator`` (main process)
+        or torch's RNG (seeded per worker by the DataLoader)."""
+        input_data = self.input_data[index]
+        generator = self.generator if get_worker_info() is None else None
+        out = self.node_sampler.sample_from_nodes(input_data,
+                                                  generator=generator)
+        if self.filter_per_worker:
+            out = self.filter_fn(out)
+        return out
+
+    def __repr__(self) -> str:
+        return f'{self.__class__.__name__}({self.node_sampler})'

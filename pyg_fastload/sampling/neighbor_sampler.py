@@ -1,0 +1,295 @@
+r"""Node-wise multi-hop neighbour sampling behind PyG's ``BaseSampler``
+contract, in vectorized tensor code."""
+from __future__ import annotations
+
+import threading
+import warnings
+from typing import Any, List, Optional, Tuple, Union
+
+import torch
+from torch import Tensor
+from torch_geometric.sampler import (
+    BaseSampler,
+    EdgeSamplerInput,
+    NodeSamplerInput,
+    SamplerOutput,
+)
+from torch_geometric.sampler.base import NegativeSampling, SubgraphType
+
+from .graph_input import check_fanouts, topology_of
+from .ops import expand_ranges, sample_uniform, sample_weighted
+from .relabel import DenseRelabeler, SortedRelabeler
+
+__all__ = ['FastNeighborSampler', 'HopSampler']
+
+
+def _seed_generator(generator: Optional[torch.Generator]) -> torch.Generator:
+    r"""A fresh generator seeded from :obj:`generator` (or torch's global
+    RNG), so every batch's randomness is fixed when the batch is created."""
+    seed = int(torch.randint(0, 2**62, (1, ), generator=generator))
+    return torch.Generator().manual_seed(seed)
+
+
+class HopSampler(BaseSampler):
+    r"""Shared hop-by-hop engine: subclasses decide how many and which
+    in-edges each frontier node draws per hop (:meth:`draw`).
+
+    Args:
+        data: a :class:`~torch_geometric.data.Data`, a ``(FeatureStore,
+            GraphStore)`` tuple or a :class:`~pyg_fastload.CSCTopology`.
+        num_hops (int): number of hops.
+        subgraph_type (str): ``'directional'`` (sampled edges only),
+            ``'bidirectional'`` (sampled edges and their reverses) or
+            ``'induced'`` (every edge between sampled nodes).
+        disjoint (bool): give every seed its own tree (nodes are repeated
+            across trees; :obj:`batch` tells the tree of every node).
+        weight_attr (str, optional): edge attribute used as sampling weight.
+    """
+    def __init__(
+        self,
+        data: Any,
+        num_hops: int,
+        subgraph_type: Union[SubgraphType, str] = 'directional',
+        disjoint: bool = False,
+        weight_attr: Optional[str] = None,
+        share_memory: bool = False,
+    ):
+        self.topology = topology_of(data, weight_attr)
+        if share_memory:
+            self.topology.share_memory_()
+        self.num_hops = num_hops
+        try:
+            self.subgraph_type = SubgraphType(subgraph_type)
+        except ValueError:
+            raise ValueError(
+                f"'subgraph_type={subgraph_type!r}' is not one of "
+                f"'directional', 'bidirectional', 'induced'") from None
+        if disjoint and self.subgraph_type == SubgraphType.induced:
+            raise ValueError("'disjoint=True' cannot be combined with "
+                             "'subgraph_type=\"induced\"'")
+        self.disjoint = bool(disjoint)
+        self.weight_attr = weight_attr
+        self.cum_weight: Optional[Tensor] = None
+        if self.topology.edge_weight is not None:
+            self.cum_weight = torch.cumsum(self.topology.edge_weight, 0)
+        self._per_thread = threading.local()
+
+    @property
+    def num_nodes(self) -> int:
+        return self.topology.num_nodes
+
+    @property
+    def edge_permutation(self) -> None:
+        return None  # `SamplerOutput.edge` already holds original edge ids.
+
+    def __getstate__(self) -> dict:
+        state = self.__dict__.copy()
+        state.pop('_per_thread')
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._per_thread = threading.local()
+
+    def _relabeler(self) -> Union[DenseRelabeler, SortedRelabeler]:
+        if self.disjoint:
+            return SortedRelabeler()
+        relabeler = getattr(self._per_thread, 'relabeler', None)
+        if relabeler is None:
+            relabeler = DenseRelabeler(self.num_nodes)
+            self._per_thread.relabeler = relabeler
+        return relabeler
+
+    def draw(self, hop: int, start: Tensor, deg: Tensor,
+             generator: torch.Generator) -> Tuple[Tensor, Tensor]:
+        r"""CSC positions drawn for every frontier node at :obj:`hop`,
+        grouped by frontier node, and the number drawn per node."""
+        raise NotImplementedError
+
+    # PyG's BaseSampler contract ##############################################
+
+    def sample_from_nodes(self, inputs: NodeSamplerInput,
+                          **kwargs: Any) -> SamplerOutput:
+        if inputs.time is not None:
+            raise NotImplementedError(
+                "temporal sampling is not supported by pyg_fastload yet: "
+                "drop 'input_time'/'time_attr'")
+        generator = kwargs.get('generator')
+        out = self.sample(inputs.node, generator=_seed_generator(generator))
+        out.metadata = (inputs.input_id, inputs.time)
+        return out
+
+    def sample_from_edges(self, inputs: EdgeSamplerInput,
+                          neg_sampling: Optional[NegativeSampling] = None):
+        raise NotImplementedError(
+            "link-level sampling (LinkNeighborLoader) is not supported by "
+            "pyg_fastload yet; sample from nodes with FastNeighborLoader")
+
+    # The engine ##############################################################
+
+    def sample(self, seeds: Tensor,
+               generator: Optional[torch.Generator] = None) -> SamplerOutput:
+        r"""Samples the multi-hop neighbourhood of :obj:`seeds`.
+
+        Returns:
+            A :class:`~torch_geometric.sampler.SamplerOutput` in PyG's
+            layout: ``node`` holds the seeds first, then the nodes reached
+            for the first time hop by hop; ``row``/``col`` are local indices
+            of the source (neighbour) and destination of every sampled edge;
+            ``edge`` the original edge ids.
+        """
+        seeds = seeds.reshape(-1).long()
+        num_nodes = self.num_nodes
+        if seeds.numel() > 0 and (int(seeds.min()) < 0
+                                  or int(seeds.max()) >= num_nodes):
+            raise IndexError(f"seed node ids must lie in [0, {num_nodes}), "
+                             f"got ids from {int(seeds.min())} to "
+                             f"{int(seeds.max())}")
+        topo = self.topology
+        relabeler = self._relabeler()
+        keys = seeds
+        if self.disjoint:
+            keys = torch.arange(seeds.numel()) * num_nodes + seeds
+        try:
+            relabeler.insert_seeds(keys)
+            node_keys: List[Tensor] = [keys]
+            frontier = seeds
+            frontier_local = torch.arange(seeds.numel())
+            frontier_batch = torch.arange(seeds.numel())
+            rows, cols, edges = [], [], []
+            num_sampled_nodes = [seeds.numel()]
+            num_sampled_edges = []
+            for hop in range(self.num_hops):
+                start = topo.indptr.index_select(0, frontier)
+                deg = topo.indptr.index_select(0, frontier + 1) - start
+                pos, counts = self.draw(hop, start, deg, generator)
+                nbr = topo.indices.index_select(0, pos).long()
+                col = torch.repeat_interleave(frontier_local, counts,
+                                              output_size=pos.numel())
+                nbr_keys = nbr
+                if self.disjoint:
+                    tree = torch.repeat_interleave(frontier_batch, counts,
+                                                   output_size=pos.numel())
+                    nbr_keys = tree * num_nodes + nbr
+                row, new = relabeler.insert(nbr_keys)
+                rows.append(row)
+                cols.append(col)
+                edges.append(pos)
+                node_keys.append(new)
+                num_sampled_nodes.append(new.numel())
+                num_sampled_edges.append(pos.numel())
+                frontier_local = torch.arange(relabeler.num_local - new.numel(),
+                                              relabeler.num_local)
+                if self.disjoint:
+                    frontier_batch = torch.div(new, num_nodes,
+                                               rounding_mode='floor')
+                    frontier = new - frontier_batch * num_nodes
+                else:
+                    frontier = new
+        finally:
+            relabeler.reset()
+
+        all_keys = torch.cat(node_keys)
+        batch = None
+        if self.disjoint:
+            batch = torch.div(all_keys, num_nodes, rounding_mode='floor')
+            node = all_keys - batch * num_nodes
+        else:
+            node = all_keys
+        row, col, pos = torch.cat(rows), torch.cat(cols), torch.cat(edges)
+        if self.subgraph_type == SubgraphType.induced:
+            row, col, pos = self._induced_edges(node)
+            num_sampled_edges = None
+        edge = pos if topo.edge_id is None else topo.edge_id.index_select(
+            0, pos).long()
+        out = SamplerOutput(node=node, row=row, col=col, edge=edge,
+                            batch=batch, num_sampled_nodes=num_sampled_nodes,
+                            num_sampled_edges=num_sampled_edges)
+        if self.subgraph_type == SubgraphType.bidirectional:
+            out = out.to_bidirectional()
+        return out
+
+    def _induced_edges(self, node: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
+        r"""Every edge of the graph between two nodes of :obj:`node`."""
+        topo = self.topology
+        relabeler = self._relabeler()
+        try:
+            relabeler.insert_seeds(node)
+            start = topo.indptr[node]
+            deg = topo.indptr[node + 1] - start
+            pos = expand_ranges(start, deg)
+            col = torch.repeat_interleave(torch.arange(node.numel()), deg,
+                                          output_size=pos.numel())
+            # Look up without inserting: unseen sources get local id -1.
+            src = topo.indices[pos].long()
+            row = relabeler.lookup(src)
+            keep = row >= 0
+        finally:
+            relabeler.reset()
+        return row[keep], col[keep], pos[keep]
+
+
+class FastNeighborSampler(HopSampler):
+    r"""Node-wise neighbour sampler: at hop ``i`` every frontier node draws up
+    to ``num_neighbors[i]`` of its in-neighbours (``-1``: all of them),
+    uniformly or in proportion to :obj:`weight_attr`, with or without
+    replacement. A drop-in for PyG's
+    :class:`~torch_geometric.sampler.NeighborSampler` on homogeneous graphs
+    that needs neither pyg-lib nor torch-sparse.
+
+    Randomness comes from torch's global RNG (or a given ``generator``), so
+    ``torch.manual_seed`` makes the batches reproducible.
+
+    Args:
+        data: a :class:`~torch_geometric.data.Data`, a ``(FeatureStore,
+            GraphStore)`` tuple or a :class:`~pyg_fastload.CSCTopology`.
+        num_neighbors (List[int]): fan-out per hop.
+        replace (bool): sample with replacement. (default: :obj:`False`)
+        subgraph_type (str): ``'directional'``, ``'bidirectional'`` or
+            ``'induced'``. (default: ``'directional'``)
+        disjoint (bool): one tree per seed. (default: :obj:`False`)
+        weight_attr (str, optional): edge attribute holding sampling weights.
+        share_memory (bool): move the topology to shared memory.
+        directed (bool): deprecated, ``False`` means ``'induced'``.
+    """
+    def __init__(
+        self,
+        data: Any,
+        num_neighbors: List[int],
+        replace: bool = False,
+        subgraph_type: Union[SubgraphType, str] = 'directional',
+        disjoint: bool = False,
+        temporal_strategy: str = 'uniform',
+        time_attr: Optional[str] = None,
+        weight_attr: Optional[str] = None,
+        is_sorted: bool = False,
+        share_memory: bool = False,
+        directed: bool = True,
+    ):
+        if time_attr is not None:
+            raise NotImplementedError(
+                f"'time_attr={time_attr!r}': temporal sampling is not "
+                f"supported by pyg_fastload yet; leave 'time_attr' unset")
+        if not directed:
+            warnings.warn("'directed=False' is deprecated, use "
+                          "'subgraph_type=\"induced\"'", DeprecationWarning,
+                          stacklevel=2)
+            subgraph_type = SubgraphType.induced
+        self.num_neighbors = check_fanouts(num_neighbors)
+        self.replace = bool(replace)
+        super().__init__(data, len(self.num_neighbors), subgraph_type,
+                         disjoint, weight_attr, share_memory)
+
+    def draw(self, hop: int, start: Tensor, deg: Tensor,
+             generator: torch.Generator) -> Tuple[Tensor, Tensor]:
+        k = self.num_neighbors[hop]
+        if self.cum_weight is None:
+            return sample_uniform(start, deg, k, self.replace, generator)
+        return sample_weighted(start, deg, k, self.replace, self.cum_weight,
+                               self.topology.edge_weight, generator)
+
+    def __repr__(self) -> str:
+        return (f'{self.__class__.__name__}(num_neighbors='
+                f'{self.num_neighbors}, replace={self.replace}, '
+                f'subgraph_type={self.subgraph_type.value!r}, '
+                f'disjoint={self.disjoint})')

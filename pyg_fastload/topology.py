@@ -1,0 +1,131 @@
+r"""Graph topology in CSC form, the one representation shared by the samplers,
+the graph store and (later) the partitioners.
+
+In CSC form the in-neighbours of node ``v`` are
+``indices[indptr[v]:indptr[v + 1]]``: for PyG's default
+``flow='source_to_target'`` these are the sources of the edges that point at
+``v``, exactly the nodes a neighbour sampler draws for ``v``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import torch
+from torch import Tensor
+
+__all__ = ['CSCTopology', 'index_dtype_for']
+
+_INT32_MAX = 2**31 - 1
+
+
+def index_dtype_for(max_value: int) -> torch.dtype:
+    r"""The smallest signed integer dtype (int32 or int64) holding
+    :obj:`max_value`."""
+    return torch.int32 if max_value <= _INT32_MAX else torch.int64
+
+
+@dataclass
+class CSCTopology:
+    r"""A homogeneous graph's edges grouped by destination node.
+
+    Args:
+        indptr (torch.Tensor): ``int64`` offsets of shape ``[num_nodes + 1]``.
+        indices (torch.Tensor): source node of every edge, grouped by
+            destination (``int32`` where the node count allows it).
+        num_nodes (int): number of nodes.
+        edge_id (torch.Tensor, optional): the position of every CSC edge in
+            the original ``edge_index``; :obj:`None` means the original edges
+            were already sorted by destination (identity).
+        edge_weight (torch.Tensor, optional): a weight per CSC edge, used by
+            weighted sampling.
+    """
+    indptr: Tensor
+    indices: Tensor
+    num_nodes: int
+    edge_id: Optional[Tensor] = None
+    edge_weight: Optional[Tensor] = None
+
+    @property
+    def num_edges(self) -> int:
+        return int(self.indices.numel())
+
+    @classmethod
+    def from_edge_index(
+        cls,
+        edge_index: Tensor,
+        num_nodes: Optional[int] = None,
+        edge_weight: Optional[Tensor] = None,
+    ) -> 'CSCTopology':
+        r"""Builds the CSC form of a ``[2, num_edges]`` COO ``edge_index``
+        (row 0: source, row 1: destination) with one stable sort."""
+        if not isinstance(edge_index, Tensor):
+            raise TypeError(f"'edge_index' must be a torch.Tensor, got "
+                            f"{type(edge_index).__name__}")
+        if edge_index.dim() != 2 or edge_index.size(0) != 2:
+            raise ValueError(f"'edge_index' must have shape [2, num_edges], "
+                             f"got {list(edge_index.shape)}")
+        if edge_index.dtype.is_floating_point or edge_index.dtype == torch.bool:
+            raise TypeError(f"'edge_index' must hold integer node ids, got "
+                            f"dtype {edge_index.dtype}")
+        edge_index = edge_index.cpu()
+        num_edges = edge_index.size(1)
+        if num_nodes is None:
+            num_nodes = int(edge_index.max()) + 1 if num_edges > 0 else 0
+        if num_edges > 0:
+            low, high = int(edge_index.min()), int(edge_index.max())
+            if low < 0 or high >= num_nodes:
+                bad = low if low < 0 else high
+                raise ValueError(
+                    f"'edge_index' holds node id {bad}, outside "
+                    f"[0, num_nodes={num_nodes}); set 'num_nodes' on the data "
+                    f"object to the true node count or fix the edge list")
+        if edge_weight is not None:
+            if edge_weight.numel() != num_edges:
+                raise ValueError(
+                    f"the edge weights have {edge_weight.numel()} entries "
+                    f"but 'edge_index' has {num_edges} edges")
+            edge_weight = edge_weight.reshape(-1).cpu()
+
+        src, dst = edge_index[0], edge_index[1]
+        perm: Optional[Tensor] = None
+        if num_edges > 1 and not bool((dst[1:] >= dst[:-1]).all()):
+            dst, perm = torch.sort(dst, stable=True)
+            src = src[perm]
+            if edge_weight is not None:
+                edge_weight = edge_weight[perm]
+        counts = torch.bincount(dst, minlength=num_nodes)
+        indptr = torch.zeros(num_nodes + 1, dtype=torch.long)
+        torch.cumsum(counts, 0, out=indptr[1:])
+        indices = src.to(index_dtype_for(max(num_nodes - 1, 0)))
+        if perm is not None:
+            perm = perm.to(index_dtype_for(max(num_edges - 1, 0)))
+        return cls(indptr=indptr, indices=indices, num_nodes=num_nodes,
+                   edge_id=perm, edge_weight=edge_weight)
+
+    def in_degree(self) -> Tensor:
+        r"""Number of in-edges per node (how many neighbours can be drawn)."""
+        return self.indptr[1:] - self.indptr[:-1]
+
+    def out_degree(self) -> Tensor:
+        r"""Number of out-edges per node: how many in-neighbour lists a node
+        appears in, i.e. how often a neighbour sampler can reach it."""
+        return torch.bincount(self.indices.long(), minlength=self.num_nodes)
+
+    def destinations(self) -> Tensor:
+        r"""The destination node of every CSC edge (``int64``)."""
+        return torch.repeat_interleave(
+            torch.arange(self.num_nodes), self.in_degree(),
+            output_size=self.num_edges)
+
+    def to_edge_index(self) -> Tensor:
+        r"""A ``[2, num_edges]`` COO ``edge_index`` sorted by destination."""
+        return torch.stack([self.indices.long(), self.destinations()])
+
+    def share_memory_(self) -> 'CSCTopology':
+        r"""Moves every array to shared memory (for worker processes)."""
+        for name in ('indptr', 'indices', 'edge_id', 'edge_weight'):
+            value = getattr(self, name)
+            if value is not None:
+                value.share_memory_()
+        return self

@@ -1,0 +1,186 @@
+import pytest
+import torch
+from torch_geometric.data import Data, HeteroData
+from torch_geometric.nn import GraphSAGE
+from torch_geometric.testing import MyFeatureStore, MyGraphStore
+
+from pyg_fastload import FastNeighborLoader
+
+from .conftest import random_graph, requires_torch_sparse
+
+
+def pyg_loader(*args, **kwargs):
+    from torch_geometric.loader import NeighborLoader
+    return NeighborLoader(*args, **kwargs)
+
+
+def global_edges(batch):
+    return set(zip(batch.n_id[batch.edge_index[0]].tolist(),
+                   batch.n_id[batch.edge_index[1]].tolist()))
+
+
+def test_batches_slice_every_attribute(graph):
+    loader = FastNeighborLoader(graph, [4, 3], input_nodes=graph.train_mask,
+                                batch_size=16)
+    seeds = graph.train_mask.nonzero().view(-1)
+    assert len(loader) == (seeds.numel() + 15) // 16
+    seen = []
+    for batch in loader:
+        assert torch.equal(batch.x, graph.x[batch.n_id])
+        assert torch.equal(batch.y, graph.y[batch.n_id])
+        assert torch.equal(batch.train_mask, graph.train_mask[batch.n_id])
+        assert torch.equal(batch.edge_attr, graph.edge_attr[batch.e_id])
+        assert torch.equal(graph.edge_index[:, batch.e_id],
+                           batch.n_id[batch.edge_index])
+        assert batch.n_id.dtype == batch.e_id.dtype == torch.long
+        assert batch.edge_index.dtype == torch.long
+        # With a mask, `input_id` holds the seed node ids (as in PyG):
+        assert torch.equal(batch.n_id[:batch.batch_size], batch.input_id)
+        assert sum(batch.num_sampled_nodes) == batch.num_nodes
+        assert sum(batch.num_sampled_edges) == batch.num_edges
+        seen.append(batch.input_id)
+    assert torch.equal(torch.cat(seen), seeds)
+    # With an index, `input_id` holds positions into it:
+    loader = FastNeighborLoader(graph, [2], input_nodes=seeds.flip(0),
+                                batch_size=16)
+    for batch in loader:
+        assert torch.equal(batch.n_id[:batch.batch_size],
+                           seeds.flip(0)[batch.input_id])
+
+
+def test_same_seed_same_batches(graph):
+    def run(seed):
+        torch.manual_seed(seed)
+        loader = FastNeighborLoader(graph, [3, 2], batch_size=32,
+                                    shuffle=True)
+        return [b.n_id for b in loader]
+
+    a, b, c = run(0), run(0), run(1)
+    assert all(torch.equal(x, y) for x, y in zip(a, b))
+    assert not all(torch.equal(x, y) for x, y in zip(a, c))
+
+
+def test_generator_drives_shuffle_and_sampling(graph):
+    def run(seed):
+        gen = torch.Generator().manual_seed(seed)
+        loader = FastNeighborLoader(graph, [3], batch_size=50, shuffle=True,
+                                    generator=gen)
+        return [b.n_id for b in loader]
+
+    assert all(torch.equal(x, y) for x, y in zip(run(4), run(4)))
+
+
+def test_drop_last_and_disjoint(graph):
+    loader = FastNeighborLoader(graph, [2, 2], batch_size=64, drop_last=True,
+                                disjoint=True)
+    assert len(loader) == graph.num_nodes // 64
+    batch = next(iter(loader))
+    assert batch.batch.numel() == batch.num_nodes
+    assert torch.equal(batch.batch[:64], torch.arange(64))
+
+
+def test_transform_is_applied(graph):
+    loader = FastNeighborLoader(graph, [2], batch_size=10,
+                                transform=lambda b: b.update({'tag': 1}))
+    assert next(iter(loader)).tag == 1
+
+
+def test_feature_and_graph_store_input(graph):
+    feature_store, graph_store = MyFeatureStore(), MyGraphStore()
+    feature_store.put_tensor(graph.x, group_name=None, attr_name='x',
+                             index=None)
+    feature_store.put_tensor(graph.y, group_name=None, attr_name='y',
+                             index=None)
+    graph_store.put_edge_index(graph.edge_index, edge_type=None,
+                               layout='coo',
+                               size=(graph.num_nodes, graph.num_nodes))
+    loader = FastNeighborLoader((feature_store, graph_store), [3, 2],
+                                input_nodes=torch.arange(20), batch_size=10)
+    for batch in loader:
+        assert torch.equal(batch.x, graph.x[batch.n_id])
+        assert torch.equal(batch.y, graph.y[batch.n_id])
+        assert torch.equal(graph.edge_index[:, batch.e_id],
+                           batch.n_id[batch.edge_index])
+
+
+def test_multiprocess_workers(graph):
+    loader = FastNeighborLoader(graph, [3], batch_size=50, num_workers=2)
+    batches = list(loader)
+    assert sum(b.batch_size for b in batches) == graph.num_nodes
+    for batch in batches:
+        assert torch.equal(batch.x, graph.x[batch.n_id])
+
+
+def test_graphsage_forward_runs():
+    data = random_graph(num_features=16)
+    model = GraphSAGE(16, 32, num_layers=2, out_channels=4)
+    batch = next(iter(FastNeighborLoader(data, [5, 5], batch_size=32)))
+    out = model(batch.x, batch.edge_index)[:batch.batch_size]
+    assert out.shape == (32, 4)
+
+
+@requires_torch_sparse
+def test_structure_matches_pyg_neighbor_loader():
+    data = random_graph(num_features=16)
+    kwargs = dict(num_neighbors=[4, 3], input_nodes=data.train_mask,
+                  batch_size=16)
+    ours = next(iter(FastNeighborLoader(data, **kwargs)))
+    ref = next(iter(pyg_loader(data, **kwargs)))
+    ref_keys = set(ref.keys()) - {'num_sampled_nodes', 'num_sampled_edges'}
+    assert ref_keys <= set(ours.keys())
+    for key in ref_keys:
+        assert getattr(ours, key).dtype == getattr(ref, key).dtype, key
+    assert ours.batch_size == ref.batch_size
+    assert torch.equal(ours.n_id[:ours.batch_size],
+                       ref.n_id[:ref.batch_size])
+    assert torch.equal(ours.input_id, ref.input_id)
+    # Same orientation: edge_index[0] is the sampled neighbour (source).
+    for batch in (ours, ref):
+        assert torch.equal(data.edge_index[:, batch.e_id],
+                           batch.n_id[batch.edge_index])
+    model = GraphSAGE(16, 32, num_layers=2, out_channels=4)
+    for batch in (ours, ref):
+        out = model(batch.x, batch.edge_index)[:batch.batch_size]
+        assert out.shape == (16, 4)
+
+
+@requires_torch_sparse
+@pytest.mark.parametrize('subgraph_type', ['directional', 'induced'])
+def test_all_neighbors_equal_pyg_neighbor_loader(subgraph_type):
+    data = random_graph()
+    kwargs = dict(num_neighbors=[-1, -1], batch_size=25,
+                  subgraph_type=subgraph_type)
+    for ours, ref in zip(FastNeighborLoader(data, **kwargs),
+                         pyg_loader(data, **kwargs)):
+        assert torch.equal(ours.n_id[:ours.batch_size],
+                           ref.n_id[:ref.batch_size])
+        assert set(ours.n_id.tolist()) == set(ref.n_id.tolist())
+        assert global_edges(ours) == global_edges(ref)
+        assert ours.num_edges == ref.num_edges
+        assert torch.equal(ours.e_id.sort().values, ref.e_id.sort().values)
+
+
+def test_errors_name_the_argument(graph):
+    with pytest.raises(ValueError, match='num_neighbors'):
+        FastNeighborLoader(graph, [], batch_size=4)
+    with pytest.raises(ValueError, match=r'num_neighbors\[0\]'):
+        FastNeighborLoader(graph, [-3], batch_size=4)
+    with pytest.raises(IndexError, match='input_nodes'):
+        FastNeighborLoader(graph, [2], input_nodes=torch.tensor([0, 10**6]))
+    with pytest.raises(IndexError, match='input_nodes'):
+        FastNeighborLoader(graph, [2], input_nodes=torch.tensor([-1]))
+    with pytest.raises(TypeError, match='input_nodes'):
+        FastNeighborLoader(graph, [2], input_nodes=torch.tensor([0.5]))
+    with pytest.raises(ValueError, match='mask of length 3'):
+        FastNeighborLoader(graph, [2], input_nodes=torch.ones(3, dtype=bool))
+    with pytest.raises(ValueError, match='batch_size'):
+        FastNeighborLoader(graph, [2], batch_size=0)
+    bad = Data(x=torch.randn(4, 2), edge_index=torch.tensor([[0, 9], [1, 2]]),
+               num_nodes=4)
+    with pytest.raises(ValueError, match='node id 9'):
+        FastNeighborLoader(bad, [2])
+    no_x = Data(edge_index=graph.edge_index, num_nodes=graph.num_nodes)
+    with pytest.raises(ValueError, match="'x'"):
+        FastNeighborLoader(no_x, [2])
+    with pytest.raises(NotImplementedError, match='homogeneous'):
+        FastNeighborLoader(HeteroData(), [2])
