@@ -129,7 +129,10 @@ def test_structure_matches_pyg_neighbor_loader():
     ref_keys = set(ref.keys()) - {'num_sampled_nodes', 'num_sampled_edges'}
     assert ref_keys <= set(ours.keys())
     for key in ref_keys:
-        assert getattr(ours, key).dtype == getattr(ref, key).dtype, key
+        a, b = getattr(ours, key), getattr(ref, key)
+        assert type(a) is type(b), key
+        if isinstance(a, torch.Tensor):
+            assert a.dtype == b.dtype and a.dim() == b.dim(), key
     assert ours.batch_size == ref.batch_size
     assert torch.equal(ours.n_id[:ours.batch_size],
                        ref.n_id[:ref.batch_size])

@@ -2,7 +2,8 @@ r"""``FastNeighborLoader``: PyG's ``NeighborLoader`` API over the vectorized
 :class:`~pyg_fastload.sampling.FastNeighborSampler`."""
 from __future__ import annotations
 
-from typing import Any, Callable, List, Optional, Union
+import copy
+from typing import Any, Callable, Dict, List, Optional, Union
 
 import numpy as np
 import torch
@@ -10,10 +11,13 @@ from torch import Tensor
 from torch.utils.data import get_worker_info
 from torch_geometric.data import Data, FeatureStore, GraphStore, HeteroData
 from torch_geometric.loader import NodeLoader
+from torch_geometric.loader.utils import filter_data
+from torch_geometric.sampler import SamplerOutput
 from torch_geometric.sampler.base import SubgraphType
 
 from ..sampling import FastNeighborSampler, HopSampler
 from ..sampling.graph_input import HETERO_UNSUPPORTED
+from .buffer_pool import BufferPool
 
 __all__ = ['FastNeighborLoader']
 
@@ -163,6 +167,48 @@ class FastNeighborLoader(NodeLoader):
             filter_per_worker=filter_per_worker,
             **kwargs,
         )
+        self._pool = BufferPool()
+        self._pooled: Dict[str, Tensor] = {}
+        self._rest: Optional[Data] = None
+        if isinstance(data, Data):
+            self._split_feature_matrices(data)
+
+    def _split_feature_matrices(self, data: Data) -> None:
+        r"""Node feature matrices (2+ dims, CPU) are gathered into pooled
+        buffers; PyG's ``filter_data`` slices everything else."""
+        for key, value in data.items():
+            if (isinstance(value, Tensor) and value.dim() >= 2
+                    and not value.is_cuda and data.is_node_attr(key)
+                    and data.__cat_dim__(key, value) == 0):
+                self._pooled[key] = value
+        if self._pooled:
+            self._rest = copy.copy(data)
+            self._rest.num_nodes = data.num_nodes
+            for key in self._pooled:
+                del self._rest[key]
+
+    def filter_fn(self, out: SamplerOutput) -> Data:
+        r"""Joins the sampled subgraph with its node and edge attributes;
+        feature matrices are gathered into recycled buffers (main process
+        only: worker processes write into shared memory as in PyG)."""
+        if self._rest is None or get_worker_info() is not None:
+            return super().filter_fn(out)
+        if self.transform_sampler_output:
+            out = self.transform_sampler_output(out)
+        data = filter_data(self._rest, out.node, out.row, out.col, out.edge)
+        if 'num_nodes' not in self.data._store:
+            del data._store['num_nodes']
+        for key, value in self._pooled.items():
+            data[key] = self._pool.index_select(value, out.node)
+        data.n_id = out.node
+        data.e_id = out.edge
+        data.batch = out.batch
+        data.num_sampled_nodes = out.num_sampled_nodes
+        data.num_sampled_edges = out.num_sampled_edges
+        data.input_id = out.metadata[0]
+        data.seed_time = out.metadata[1]
+        data.batch_size = out.metadata[0].size(0)
+        return data if self.transform is None else self.transform(data)
 
     def collate_fn(self, index: Union[Tensor, List[int]]) -> Any:
         r"""Samples a subgraph from a batch of input nodes; the batch's

@@ -1,0 +1,85 @@
+r"""Measurement helpers shared by the benchmarks: timers, resident memory and
+this machine's memory-copy bandwidth."""
+from __future__ import annotations
+
+import os
+import statistics
+import time
+from typing import Dict, List
+
+import torch
+
+__all__ = [
+    'reset_peak_rss',
+    'rss_bytes',
+    'peak_rss_bytes',
+    'memcpy_bandwidth',
+    'median',
+    'Table',
+    'cpu_count',
+]
+
+
+def _status_field(name: str) -> int:
+    with open('/proc/self/status') as f:
+        for line in f:
+            if line.startswith(name + ':'):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def rss_bytes() -> int:
+    r"""Current resident set size of this process (Linux)."""
+    return _status_field('VmRSS')
+
+
+def peak_rss_bytes() -> int:
+    r"""Peak resident set size since the last :func:`reset_peak_rss`."""
+    return _status_field('VmHWM')
+
+
+def reset_peak_rss() -> bool:
+    r"""Resets the kernel's peak-RSS mark (``/proc/self/clear_refs``);
+    returns :obj:`False` where the kernel does not allow it."""
+    try:
+        with open('/proc/self/clear_refs', 'w') as f:
+            f.write('5')
+        return True
+    except OSError:
+        return False
+
+
+def memcpy_bandwidth(num_bytes: int = 256 * 2**20, repeats: int = 5) -> float:
+    r"""Best-of-:obj:`repeats` bytes/s of a large contiguous tensor copy
+    (read + write of :obj:`num_bytes` counted once, as a gather is)."""
+    src = torch.ones(num_bytes // 4, dtype=torch.float32)
+    dst = torch.empty_like(src)
+    dst.copy_(src)  # fault the pages in
+    best = float('inf')
+    for _ in range(repeats):
+        start = time.perf_counter()
+        dst.copy_(src)
+        best = min(best, time.perf_counter() - start)
+    return num_bytes / best
+
+
+def median(values: List[float]) -> float:
+    return statistics.median(values) if values else float('nan')
+
+
+class Table:
+    r"""A fixed-width text table printed row by row."""
+    def __init__(self, columns: Dict[str, int]):
+        self.columns = columns
+        print('  '.join(name.ljust(width) for name, width in columns.items()))
+
+    def row(self, *values: object) -> None:
+        cells = []
+        for value, width in zip(values, self.columns.values()):
+            text = f'{value:.3g}' if isinstance(value, float) else str(value)
+            cells.append(text.ljust(width))
+        print('  '.join(cells), flush=True)
+
+
+def cpu_count() -> int:
+    return len(os.sched_getaffinity(0))

@@ -1,0 +1,221 @@
+r"""Loader throughput: PyG's ``NeighborLoader`` (each ``num_workers``
+setting) against :class:`~pyg_fastload.FastNeighborLoader` on the same seeds,
+interleaved in one process, plus sampling alone, gathering alone and this
+machine's memory-copy bandwidth.
+
+Run ``pyg-fastload bench loader --preset products-like`` or
+``python -m pyg_fastload.bench.loader``.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import itertools
+import time
+import warnings
+from typing import Callable, Dict, Iterable, List, Optional
+
+import torch
+from torch_geometric.data import Data
+
+from ..datasets import PRESETS, load_synthetic
+from ..loader import FastNeighborLoader
+from ..loader.buffer_pool import BufferPool
+from ..sampling import FastNeighborSampler
+from .common import (
+    Table,
+    cpu_count,
+    median,
+    memcpy_bandwidth,
+    peak_rss_bytes,
+    reset_peak_rss,
+    rss_bytes,
+)
+
+__all__ = ['add_arguments', 'run', 'main']
+
+GiB = 2**30
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument('--preset', default='products-like',
+                        choices=sorted(PRESETS),
+                        help='synthetic graph to load (generated once, then '
+                        'cached)')
+    parser.add_argument('--fanout', type=int, nargs='+', default=[15, 10, 5],
+                        help='neighbours per hop (default: 15 10 5)')
+    parser.add_argument('--batch-size', type=int, default=1024)
+    parser.add_argument('--batches', type=int, default=40,
+                        help='mini-batches timed per loader and round')
+    parser.add_argument('--rounds', type=int, default=3,
+                        help='interleaved rounds; the median is reported')
+    parser.add_argument('--pyg-workers', type=int, nargs='*',
+                        default=[0, 1, 2],
+                        help="num_workers settings tried for PyG's "
+                        "NeighborLoader (empty: skip the baseline)")
+    parser.add_argument('--seed', type=int, default=0)
+    parser.add_argument('--cache-dir', default=None,
+                        help='where synthetic graphs are cached')
+
+
+def _time_loader(loader: Iterable, num_batches: int) -> float:
+    r"""Seconds to draw :obj:`num_batches` batches (worker start-up
+    included, as a user pays it every epoch)."""
+    start = time.perf_counter()
+    for batch in itertools.islice(loader, num_batches):
+        del batch
+    return time.perf_counter() - start
+
+
+def _seed_batches(data: Data, batch_size: int, num_batches: int,
+                  seed: int) -> torch.Tensor:
+    train = data.train_mask.nonzero().view(-1)
+    gen = torch.Generator().manual_seed(seed)
+    train = train[torch.randperm(train.numel(), generator=gen)]
+    return train[:batch_size * num_batches]
+
+
+def run(args: argparse.Namespace) -> Dict[str, float]:
+    r"""Runs the benchmark and prints a report; returns the headline
+    figures (seeds/s per loader and ratios)."""
+    torch.manual_seed(args.seed)
+    print(f'# loader benchmark: preset={args.preset} fanout={args.fanout} '
+          f'batch_size={args.batch_size} batches={args.batches} '
+          f'rounds={args.rounds} cpus={cpu_count()} '
+          f'torch_threads={torch.get_num_threads()}')
+    start = time.perf_counter()
+    data = load_synthetic(args.preset, root=args.cache_dir).to_data()
+    print(f'graph: {data.num_nodes:,} nodes, {data.num_edges:,} directed '
+          f'edges, {data.x.size(1)} features; loaded in '
+          f'{time.perf_counter() - start:.1f}s')
+    seeds = _seed_batches(data, args.batch_size, args.batches, args.seed)
+    num_batches = (seeds.numel() + args.batch_size - 1) // args.batch_size
+    kwargs = dict(num_neighbors=args.fanout, input_nodes=seeds,
+                  batch_size=args.batch_size, shuffle=False)
+
+    start = time.perf_counter()
+    fast_sampler = FastNeighborSampler(data, args.fanout)
+    print(f'FastNeighborSampler set-up: {time.perf_counter() - start:.1f}s')
+    loaders: Dict[str, Callable[[], Iterable]] = {
+        'FastNeighborLoader': lambda: FastNeighborLoader(
+            data, neighbor_sampler=fast_sampler, **kwargs),
+    }
+    pyg_sampler = None
+    if args.pyg_workers:
+        if importlib.util.find_spec('torch_sparse') is None:
+            print("PyG NeighborLoader skipped: it needs torch_sparse here "
+                  "(pip install --no-build-isolation torch_scatter "
+                  "torch_sparse)")
+        else:
+            from torch_geometric.loader import NeighborLoader
+            from torch_geometric.sampler import NeighborSampler
+            start = time.perf_counter()
+            with warnings.catch_warnings():  # "pyg-lib is recommended"
+                warnings.simplefilter('ignore', UserWarning)
+                pyg_sampler = NeighborSampler(data, args.fanout)
+            print(f'PyG NeighborSampler set-up: '
+                  f'{time.perf_counter() - start:.1f}s')
+            for workers in args.pyg_workers:
+                loaders[f'PyG NeighborLoader(num_workers={workers})'] = (
+                    lambda w=workers: NeighborLoader(
+                        data, neighbor_sampler=pyg_sampler, num_workers=w,
+                        persistent_workers=False, **kwargs))
+
+    times: Dict[str, List[float]] = {name: [] for name in loaders}
+    peak_extra: Optional[int] = None
+    for round_ in range(args.rounds):
+        for name, make in loaders.items():
+            loader = make()
+            # Peak memory in the last round, when the memory-mapped graph
+            # pages touched by earlier rounds already count as resident.
+            track = name == 'FastNeighborLoader' and (round_ == args.rounds
+                                                      - 1)
+            if track and reset_peak_rss():
+                before = rss_bytes()
+                times[name].append(_time_loader(loader, num_batches))
+                peak_extra = max(peak_rss_bytes() - before, 0)
+            else:
+                times[name].append(_time_loader(loader, num_batches))
+
+    print('\n## end-to-end (sampling + feature gathering)')
+    table = Table({'loader': 42, 'seeds/s': 10, 's/batch': 9})
+    rate = {}
+    for name, values in times.items():
+        rate[name] = seeds.numel() / median(values)
+        table.row(name, rate[name], median(values) / num_batches)
+    result = {'fast_seeds_per_s': rate['FastNeighborLoader']}
+    pyg_rates = {k: v for k, v in rate.items() if k.startswith('PyG')}
+    if pyg_rates:
+        best = max(pyg_rates, key=pyg_rates.get)
+        result['pyg_best_seeds_per_s'] = pyg_rates[best]
+        result['speedup'] = rate['FastNeighborLoader'] / pyg_rates[best]
+        print(f"ratio FastNeighborLoader / best PyG ({best}): "
+              f"{result['speedup']:.2f}x")
+    if peak_extra is not None:
+        print(f'FastNeighborLoader peak RSS beyond the loaded graph: '
+              f'{peak_extra / 2**20:.0f} MiB (VmHWM after clear_refs)')
+
+    result.update(_breakdown(data, seeds, args, fast_sampler, pyg_sampler))
+    return result
+
+
+def _breakdown(data: Data, seeds: torch.Tensor, args: argparse.Namespace,
+               fast_sampler: FastNeighborSampler,
+               pyg_sampler: Optional[object]) -> Dict[str, float]:
+    r"""Sampling alone, gathering alone, and the gather's bandwidth against
+    a plain memory copy."""
+    batches = seeds.split(args.batch_size)
+    gen = torch.Generator().manual_seed(args.seed)
+    start = time.perf_counter()
+    outs = [fast_sampler.sample(b, gen) for b in batches]
+    fast_sample = time.perf_counter() - start
+    result = {'fast_sample_s_per_batch': fast_sample / len(batches)}
+    print('\n## breakdown per batch')
+    table = Table({'stage': 42, 'ms/batch': 9, 'seeds/s': 10})
+    table.row('FastNeighborSampler.sample', 1e3 * fast_sample / len(batches),
+              seeds.numel() / fast_sample)
+    if pyg_sampler is not None:
+        from torch_geometric.sampler import NodeSamplerInput
+        start = time.perf_counter()
+        for b in batches:
+            pyg_sampler.sample_from_nodes(
+                NodeSamplerInput(input_id=None, node=b))
+        pyg_sample = time.perf_counter() - start
+        table.row('PyG NeighborSampler (torch_sparse)',
+                  1e3 * pyg_sample / len(batches), seeds.numel() / pyg_sample)
+        result['sampling_speedup'] = pyg_sample / fast_sample
+    x = data.x
+    gathered = sum(out.node.numel() for out in outs) * x[0].nbytes
+    start = time.perf_counter()
+    for out in outs:
+        x.index_select(0, out.node)
+    fresh = time.perf_counter() - start
+    table.row('gather x[n_id], fresh output tensor',
+              1e3 * fresh / len(batches), seeds.numel() / fresh)
+    pool = BufferPool()
+    start = time.perf_counter()
+    for out in outs:
+        pool.index_select(x, out.node)
+    pooled = time.perf_counter() - start
+    table.row('gather x[n_id], recycled buffer (ours)',
+              1e3 * pooled / len(batches), seeds.numel() / pooled)
+    nodes = sum(out.node.numel() for out in outs) / len(outs)
+    bandwidth = memcpy_bandwidth()
+    print(f'mean nodes per batch: {nodes:,.0f}; gathered '
+          f'{gathered / len(outs) / 2**20:.0f} MiB per batch')
+    for name, seconds in (('fresh', fresh), ('recycled', pooled)):
+        print(f'gather bandwidth ({name}) {gathered / seconds / GiB:.2f} '
+              f'GiB/s vs memcpy {bandwidth / GiB:.2f} GiB/s: '
+              f'{gathered / seconds / bandwidth:.0%}')
+    result['gather_fraction_of_memcpy'] = gathered / pooled / bandwidth
+    return result
+
+
+def main(argv: Optional[List[str]] = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    add_arguments(parser)
+    run(parser.parse_args(argv))
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,29 @@
+r"""The ``pyg-fastload`` command."""
+from __future__ import annotations
+
+import argparse
+from typing import List, Optional
+
+__all__ = ['main']
+
+
+def main(argv: Optional[List[str]] = None) -> None:
+    parser = argparse.ArgumentParser(
+        prog='pyg-fastload',
+        description='Fast mini-batch loading for PyTorch Geometric.')
+    commands = parser.add_subparsers(dest='command', required=True)
+    bench = commands.add_parser('bench', help='run a benchmark')
+    benchmarks = bench.add_subparsers(dest='benchmark', required=True)
+
+    from .bench import loader
+    loader_parser = benchmarks.add_parser(
+        'loader', help='FastNeighborLoader vs PyG NeighborLoader throughput')
+    loader.add_arguments(loader_parser)
+    loader_parser.set_defaults(run=loader.run)
+
+    args = parser.parse_args(argv)
+    args.run(args)
+
+
+if __name__ == '__main__':
+    main()
