@@ -18,7 +18,7 @@ from typing import Callable, Dict, Iterable, List, Optional
 import torch
 from torch_geometric.data import Data
 
-from ..datasets import PRESETS, load_synthetic
+from ..datasets import PRESETS, degree_stats, load_synthetic
 from ..loader import FastNeighborLoader
 from ..loader.buffer_pool import BufferPool
 from ..sampling import FastNeighborSampler
@@ -84,10 +84,15 @@ def run(args: argparse.Namespace) -> Dict[str, float]:
           f'rounds={args.rounds} cpus={cpu_count()} '
           f'torch_threads={torch.get_num_threads()}')
     start = time.perf_counter()
-    data = load_synthetic(args.preset, root=args.cache_dir).to_data()
+    graph = load_synthetic(args.preset, root=args.cache_dir)
+    data = graph.to_data()
     print(f'graph: {data.num_nodes:,} nodes, {data.num_edges:,} directed '
           f'edges, {data.x.size(1)} features; loaded in '
           f'{time.perf_counter() - start:.1f}s')
+    stats = degree_stats(graph.topology)
+    print(f"degrees: mean {stats['mean_degree']:.1f}, max "
+          f"{stats['max_degree']:,}, top-20% nodes hold "
+          f"{stats['top20_edge_share']:.0%} of the edges")
     seeds = _seed_batches(data, args.batch_size, args.batches, args.seed)
     num_batches = (seeds.numel() + args.batch_size - 1) // args.batch_size
     kwargs = dict(num_neighbors=args.fanout, input_nodes=seeds,
