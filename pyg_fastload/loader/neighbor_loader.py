@@ -3,12 +3,12 @@ r"""``FastNeighborLoader``: PyG's ``NeighborLoader`` API over the vectorized
 from __future__ import annotations
 
 import copy
-from typing import Any, Callable, Dict, List, Optional, Union
+from typing import Any, Callable, Dict, Iterator, List, Optional, Union
 
 import numpy as np
 import torch
 from torch import Tensor
-from torch.utils.data import get_worker_info
+from torch.utils.data import DataLoader, get_worker_info
 from torch_geometric.data import Data, FeatureStore, GraphStore, HeteroData
 from torch_geometric.loader import NodeLoader
 from torch_geometric.loader.utils import filter_data
@@ -17,7 +17,9 @@ from torch_geometric.sampler.base import SubgraphType
 
 from ..sampling import FastNeighborSampler, HopSampler
 from ..sampling.graph_input import HETERO_UNSUPPORTED
+from ..storage import TieredFeatureStore
 from .buffer_pool import BufferPool
+from .lookahead import LookaheadIterator
 
 __all__ = ['FastNeighborLoader']
 
@@ -143,6 +145,10 @@ class FastNeighborLoader(NodeLoader):
             raise ValueError(f"'batch_size' must be a positive int, got "
                              f"{batch_size!r}")
         _check_has_features(data)
+        if filter_per_worker is None and not isinstance(data, Data):
+            # Join in the main process, where the store's caches live; the
+            # sampling still runs in worker processes if there are any.
+            filter_per_worker = not isinstance(data[0], TieredFeatureStore)
         if neighbor_sampler is None:
             neighbor_sampler = FastNeighborSampler(
                 data,
@@ -187,19 +193,34 @@ class FastNeighborLoader(NodeLoader):
             for key in self._pooled:
                 del self._rest[key]
 
+    @property
+    def _tiered_store(self) -> Optional[TieredFeatureStore]:
+        if isinstance(self.data, (tuple, list)) and isinstance(
+                self.data[0], TieredFeatureStore):
+            return self.data[0]
+        return None
+
     def filter_fn(self, out: SamplerOutput) -> Data:
-        r"""Joins the sampled subgraph with its node and edge attributes;
-        feature matrices are gathered into recycled buffers (main process
-        only: worker processes write into shared memory as in PyG)."""
-        if self._rest is None or get_worker_info() is not None:
+        r"""Joins the sampled subgraph with its node and edge attributes.
+        Feature matrices are gathered into recycled buffers, and a
+        :class:`~pyg_fastload.storage.TieredFeatureStore` is read through its
+        tiers directly (main process only: worker processes write into
+        shared memory as in PyG)."""
+        store = self._tiered_store
+        if (get_worker_info() is not None
+                or (self._rest is None and store is None)):
             return super().filter_fn(out)
         if self.transform_sampler_output:
             out = self.transform_sampler_output(out)
-        data = filter_data(self._rest, out.node, out.row, out.col, out.edge)
-        if 'num_nodes' not in self.data._store:
-            del data._store['num_nodes']
-        for key, value in self._pooled.items():
-            data[key] = self._pool.index_select(value, out.node)
+        if store is not None:
+            data = self._join_store(store, out)
+        else:
+            data = filter_data(self._rest, out.node, out.row, out.col,
+                               out.edge)
+            if 'num_nodes' not in self.data._store:
+                del data._store['num_nodes']
+            for key, value in self._pooled.items():
+                data[key] = self._pool.index_select(value, out.node)
         data.n_id = out.node
         data.e_id = out.edge
         data.batch = out.batch
@@ -209,6 +230,31 @@ class FastNeighborLoader(NodeLoader):
         data.seed_time = out.metadata[1]
         data.batch_size = out.metadata[0].size(0)
         return data if self.transform is None else self.transform(data)
+
+    def _join_store(self, store: TieredFeatureStore,
+                    out: SamplerOutput) -> Data:
+        store.retire(out.node)
+        data = Data(edge_index=torch.stack([out.row, out.col]))
+        for attr in store.get_all_tensor_attrs():
+            if attr.group_name is not None:
+                continue
+            size = store.get_tensor_size(attr)
+            buffer = None
+            if len(size) >= 2 and store.device.type == 'cpu':
+                buffer = self._pool.empty((out.node.numel(), *size[1:]),
+                                          store.dtype_of(attr.attr_name))
+            data[attr.attr_name] = store.gather(attr.attr_name, out.node,
+                                                out=buffer)
+        return data
+
+    def _get_iterator(self) -> Iterator:
+        store = self._tiered_store
+        if self.filter_per_worker or store is None or not store.uses_window:
+            return super()._get_iterator()
+        return LookaheadIterator(DataLoader._get_iterator(self),
+                                 store.window_size,
+                                 lambda out: store.announce(out.node),
+                                 self.filter_fn)
 
     def collate_fn(self, index: Union[Tensor, List[int]]) -> Any:
         r"""Samples a subgraph from a batch of input nodes; the batch's

@@ -1,0 +1,40 @@
+r"""Per-tier access counters."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Dict
+
+__all__ = ['TierCounters']
+
+
+@dataclass
+class TierCounters:
+    r"""What one tier did since the last :meth:`reset`.
+
+    Attributes:
+        requests (int): rows asked of this tier (misses of the faster tiers).
+        hits (int): rows this tier served.
+        bytes (int): bytes of the rows it served.
+        pages (int): storage pages read (disk tier only, 4 KiB each).
+    """
+    requests: int = 0
+    hits: int = 0
+    bytes: int = 0
+    pages: int = 0
+
+    @property
+    def hit_ratio(self) -> float:
+        return self.hits / self.requests if self.requests else 0.0
+
+    def add(self, requests: int, hits: int, row_bytes: int,
+            pages: int = 0) -> None:
+        self.requests += requests
+        self.hits += hits
+        self.bytes += hits * row_bytes
+        self.pages += pages
+
+    def reset(self) -> None:
+        self.requests = self.hits = self.bytes = self.pages = 0
+
+    def as_dict(self) -> Dict[str, float]:
+        return {**asdict(self), 'hit_ratio': self.hit_ratio}

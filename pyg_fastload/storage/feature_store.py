@@ -1,0 +1,344 @@
+r"""``TieredFeatureStore``: a PyG ``FeatureStore`` whose rows come from the
+fastest tier that holds them: device cache, host buffer, then storage (in
+memory or a memory-mapped file)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+
+import torch
+from torch import Tensor
+from torch_geometric.data import FeatureStore, TensorAttr
+
+from ..topology import CSCTopology
+from .budget import Budget, budget_rows
+from .counters import TierCounters
+from .tiers import MemoryStorage, MmapStorage, StaticCache, WindowBufferedCache
+
+__all__ = ['TieredFeatureStore']
+
+Key = Tuple[Optional[str], str]
+DEVICE_CACHE_MODES = ('static', 'window')
+
+
+@dataclass
+class _Entry:
+    storage: Union[MemoryStorage, MmapStorage]
+    host: Optional[StaticCache] = None
+    device: Optional[StaticCache] = None
+
+    def caches(self) -> List[StaticCache]:
+        return [c for c in (self.device, self.host) if c is not None]
+
+
+def _key(attr: TensorAttr) -> Key:
+    return (attr.group_name, attr.attr_name)
+
+
+class TieredFeatureStore(FeatureStore):
+    r"""Node attributes served from a device cache, a host buffer and a
+    storage tier, fastest first; rows are looked up through one slot map per
+    cache and counted per tier (:meth:`stats`).
+
+    Tensors enter with :meth:`put_tensor` (kept in memory) or
+    :meth:`put_mmap_tensor` (a raw file, never read whole). Caches are filled
+    by :meth:`configure_caches` from a hotness policy. Works as the first
+    element of a ``(FeatureStore, GraphStore)`` tuple for PyG's
+    ``NeighborLoader`` and for :class:`~pyg_fastload.FastNeighborLoader`,
+    which uses :meth:`gather` directly.
+
+    Args:
+        device (torch.device, optional): where the device cache lives and
+            where gathered rows are returned (default: CPU; on CPU the device
+            cache is a separate tensor, so hits and misses are still real).
+    """
+    def __init__(self, device: Optional[Union[str, torch.device]] = None):
+        super().__init__()
+        self.device = torch.device(device or 'cpu')
+        self.window_size = 0
+        self._entries: Dict[Key, _Entry] = {}
+
+    # Tensors #################################################################
+
+    def put_mmap_tensor(self, path: str, dtype: torch.dtype,
+                        shape: Sequence[int], attr_name: str,
+                        group_name: Optional[str] = None,
+                        offset: int = 0) -> None:
+        r"""Registers a raw row-major file as the storage of an attribute."""
+        self._entries[(group_name, attr_name)] = _Entry(
+            MmapStorage(path, dtype, shape, offset))
+
+    def _put_tensor(self, tensor: Tensor, attr: TensorAttr) -> bool:
+        key = _key(attr)
+        if attr.index is None:
+            self._entries[key] = _Entry(MemoryStorage(tensor))
+            return True
+        entry = self._entries.get(key)
+        if entry is None or not isinstance(entry.storage, MemoryStorage):
+            return False
+        index = torch.as_tensor(attr.index).long()
+        entry.storage.tensor[index] = tensor
+        for cache in entry.caches():  # keep cached copies consistent
+            slot = cache.lookup(index)
+            held = slot >= 0
+            cache.values[slot[held].to(cache.values.device)] = tensor[
+                held.to(tensor.device)].to(cache.values.device)
+        return True
+
+    def _get_tensor(self, attr: TensorAttr) -> Optional[Tensor]:
+        entry = self._entries.get(_key(attr))
+        if entry is None:
+            return None
+        if attr.index is None:
+            return entry.storage.full()
+        index = attr.index
+        if isinstance(index, slice):
+            index = torch.arange(entry.storage.shape[0])[index]
+        return self.gather(attr.attr_name, torch.as_tensor(index),
+                           group_name=attr.group_name)
+
+    def _multi_get_tensor(self, attrs: List[TensorAttr]) -> List[Tensor]:
+        return [self._get_tensor(attr) for attr in attrs]
+
+    def _remove_tensor(self, attr: TensorAttr) -> bool:
+        return self._entries.pop(_key(attr), None) is not None
+
+    def _get_tensor_size(self, attr: TensorAttr) -> Optional[Tuple[int,
+                                                                   ...]]:
+        entry = self._entries.get(_key(attr))
+        return None if entry is None else entry.storage.shape
+
+    def get_all_tensor_attrs(self) -> List[TensorAttr]:
+        return [TensorAttr(group, name) for group, name in self._entries]
+
+    def dtype_of(self, attr_name: str,
+                 group_name: Optional[str] = None) -> torch.dtype:
+        r"""The element type of an attribute."""
+        return self._entries[(group_name, attr_name)].storage.dtype
+
+    # The fast path ###########################################################
+
+    def gather(self, attr_name: str, index: Tensor,
+               group_name: Optional[str] = None,
+               out: Optional[Tensor] = None) -> Tensor:
+        r"""Rows :obj:`index` of an attribute, each from the fastest tier
+        holding it, written into :obj:`out` if given."""
+        entry = self._entries.get((group_name, attr_name))
+        if entry is None:
+            raise KeyError(f"no tensor '{attr_name}' (group {group_name!r}) "
+                           f"in the feature store")
+        storage = entry.storage
+        ids = index.reshape(-1).to(torch.long).cpu()
+        if ids.numel() and (int(ids.min()) < 0
+                            or int(ids.max()) >= storage.shape[0]):
+            raise IndexError(f"'{attr_name}' has {storage.shape[0]} rows; "
+                             f"asked for rows {int(ids.min())} to "
+                             f"{int(ids.max())}")
+        caches = entry.caches()
+        out_device = entry.device.values.device if entry.device else (
+            torch.device('cpu'))
+        if out is None:
+            out = torch.empty((ids.numel(), *storage.shape[1:]),
+                              dtype=storage.dtype, device=out_device)
+        if not caches:
+            storage.gather(ids, out)
+            return out
+        pos = torch.arange(ids.numel())
+        for cache in caches:
+            slot = cache.lookup(ids)
+            hit = slot >= 0
+            num_hits = int(hit.sum())
+            cache.counters.add(ids.numel(), num_hits, cache.row_bytes)
+            if num_hits:
+                out.index_copy_(0, pos[hit].to(out.device),
+                                cache.read(slot[hit]).to(out.device))
+                pos, ids = pos[~hit], ids[~hit]
+        if ids.numel():
+            on_cpu = out.device.type == 'cpu'
+            rows = torch.empty((ids.numel(), *storage.shape[1:]),
+                               dtype=storage.dtype,
+                               pin_memory=not on_cpu)
+            storage.gather(ids, rows)
+            out.index_copy_(0, pos.to(out.device),
+                            rows.to(out.device, non_blocking=True))
+            if isinstance(entry.device, WindowBufferedCache):
+                first, inverse = torch.unique(ids, return_inverse=True)
+                keep = torch.full((first.numel(), ), ids.numel(),
+                                  dtype=torch.long).scatter_reduce_(
+                                      0, inverse, torch.arange(ids.numel()),
+                                      'amin')
+                entry.device.admit(first, rows[keep])
+        return out
+
+    # Caches ##################################################################
+
+    def configure_caches(
+        self,
+        topology: Optional[CSCTopology] = None,
+        policy: str = 'out_degree',
+        host_budget: Budget = None,
+        device_budget: Budget = None,
+        device_cache: str = 'static',
+        window: int = 4,
+        attrs: Optional[Sequence[str]] = None,
+        scores: Optional[Tensor] = None,
+        train_nodes: Optional[Tensor] = None,
+        num_neighbors: Optional[List[int]] = None,
+        seed: int = 0,
+        progress: bool = True,
+    ) -> None:
+        r"""Fills the host buffer and the device cache.
+
+        The hottest rows (by :obj:`scores`, or by :obj:`policy` on
+        :obj:`topology`) go to the device cache, the next ones to the host
+        buffer. With ``device_cache='window'`` the device cache starts empty
+        and fills itself with GIDS's window buffering instead.
+
+        Args:
+            topology (CSCTopology, optional): the graph, for :obj:`policy`.
+            policy (str): ``'out_degree'``, ``'reverse_pagerank'``,
+                ``'presample'`` or ``'random'``.
+            host_budget: bytes, fraction or size string for the host buffer.
+            device_budget: the same for the device cache.
+            device_cache (str): ``'static'`` or ``'window'``.
+            window (int): batches the loader samples ahead for
+                ``'window'`` (GIDS's look-ahead ``W``).
+            attrs (List[str], optional): attributes to cache (default: every
+                attribute with 2 or more dimensions, i.e. feature matrices).
+            scores (torch.Tensor, optional): hotness per node (skips policy).
+            train_nodes, num_neighbors: what ``'presample'`` samples from.
+        """
+        if device_cache not in DEVICE_CACHE_MODES:
+            raise ValueError(f"'device_cache={device_cache!r}' must be one "
+                             f"of {DEVICE_CACHE_MODES}")
+        if window < 1:
+            raise ValueError(f"'window={window}' must be >= 1 batch")
+        self.window_size = window if device_cache == 'window' else 0
+        keys = self._cacheable(attrs)
+        if not keys:
+            return
+        num_rows = self._entries[keys[0]].storage.shape[0]
+        row_bytes = sum(self._entries[k].storage.row_bytes for k in keys)
+        device_rows = budget_rows(device_budget, num_rows, row_bytes,
+                                  'device_budget')
+        host_rows = budget_rows(host_budget, num_rows, row_bytes,
+                                'host_budget')
+        static_device = device_cache == 'static'
+        needed = host_rows + (device_rows if static_device else 0)
+        order = torch.empty(0, dtype=torch.long)
+        if needed:
+            order = self._hot_order(scores, topology, policy, num_rows,
+                                    train_nodes, num_neighbors, seed,
+                                    progress)
+        device_ids = order[:device_rows] if static_device else None
+        host_ids = order[needed - host_rows:needed]
+        for key in keys:
+            entry = self._entries[key]
+            entry.host = entry.device = None
+            if host_rows:
+                entry.host = self._fill(entry, host_ids, torch.device('cpu'))
+            if device_rows and static_device:
+                entry.device = self._fill(entry, device_ids, self.device)
+            elif device_rows:
+                storage = entry.storage
+                entry.device = WindowBufferedCache(
+                    num_rows, device_rows, storage.shape[1:], storage.dtype,
+                    self.device, seed)
+
+    def _cacheable(self, attrs: Optional[Sequence[str]]) -> List[Key]:
+        if attrs is None:
+            return [k for k, e in self._entries.items()
+                    if len(e.storage.shape) >= 2]
+        keys = []
+        for name in attrs:
+            matches = [k for k in self._entries if k[1] == name]
+            if not matches:
+                raise KeyError(f"'attrs' names {name!r}, which the feature "
+                               f"store does not hold")
+            keys.extend(matches)
+        return keys
+
+    def _fill(self, entry: _Entry, ids: Tensor,
+              device: torch.device) -> StaticCache:
+        ids = ids.sort().values
+        storage = entry.storage
+        values = torch.empty((ids.numel(), *storage.shape[1:]),
+                             dtype=storage.dtype)
+        storage.gather(ids, values)
+        storage.counters.reset()
+        if device.type == 'cuda':
+            values = values.to(device)
+        elif torch.cuda.is_available():
+            values = values.pin_memory()
+        return StaticCache(storage.shape[0], ids, values)
+
+    @staticmethod
+    def _hot_order(scores: Optional[Tensor], topology: Optional[CSCTopology],
+                   policy: str, num_rows: int, train_nodes: Optional[Tensor],
+                   num_neighbors: Optional[List[int]], seed: int,
+                   progress: bool) -> Tensor:
+        from .hotness import hot_order, hotness_scores
+        if scores is None:
+            if topology is None:
+                raise ValueError("'configure_caches' needs 'topology' (or "
+                                 "precomputed 'scores') to rank rows")
+            scores = hotness_scores(policy, topology, train_nodes=train_nodes,
+                                    num_neighbors=num_neighbors, seed=seed,
+                                    progress=progress)
+        if scores.numel() != num_rows:
+            raise ValueError(f"'scores' has {scores.numel()} entries, the "
+                             f"cached tensors have {num_rows} rows")
+        return hot_order(scores)
+
+    # Window buffering protocol (called by the loader) ########################
+
+    def announce(self, ids: Tensor) -> None:
+        r"""A sampled batch needing the unique node :obj:`ids` entered the
+        loader's look-ahead window."""
+        for entry in self._entries.values():
+            if isinstance(entry.device, WindowBufferedCache):
+                entry.device.announce(ids)
+
+    def retire(self, ids: Tensor) -> None:
+        r"""The batch announced with :obj:`ids` is being fetched."""
+        for entry in self._entries.values():
+            if isinstance(entry.device, WindowBufferedCache):
+                entry.device.retire(ids)
+
+    @property
+    def uses_window(self) -> bool:
+        return any(isinstance(e.device, WindowBufferedCache)
+                   for e in self._entries.values())
+
+    # Counters ################################################################
+
+    def stats(self) -> Dict[str, Dict[str, Dict[str, float]]]:
+        r"""Per attribute and tier: requests, hits, bytes, pages, hit ratio.
+        """
+        out: Dict[str, Dict[str, Dict[str, float]]] = {}
+        for (group, name), entry in self._entries.items():
+            label = name if group is None else f'{group}.{name}'
+            tiers: Dict[str, TierCounters] = {}
+            if entry.device is not None:
+                tiers['device'] = entry.device.counters
+            if entry.host is not None:
+                tiers['host'] = entry.host.counters
+            tiers['storage'] = entry.storage.counters
+            out[label] = {tier: c.as_dict() for tier, c in tiers.items()}
+        return out
+
+    def reset_counters(self) -> None:
+        for entry in self._entries.values():
+            for tier in (*entry.caches(), entry.storage):
+                tier.counters.reset()
+
+    def __repr__(self) -> str:
+        parts = []
+        for (group, name), entry in self._entries.items():
+            kind = type(entry.storage).__name__
+            tiers = [f'{t}={c.capacity}' for t, c in (('device', entry.device),
+                                                     ('host', entry.host))
+                     if c is not None]
+            parts.append(f"{name}{list(entry.storage.shape)}:{kind}"
+                         + (f"({', '.join(tiers)})" if tiers else ''))
+        return f"{self.__class__.__name__}({', '.join(parts)})"

@@ -1,0 +1,246 @@
+r"""Feature tiers, fastest first: caches (device cache, host buffer) that hold
+some rows, and the storage that holds all of them (in memory or on disk).
+
+Every tier answers "which of these rows do you hold" with a slot map (one
+entry per node, ``-1`` if absent), so a lookup is one gather, as in
+PaGraph's ``gpu_flag``/``localid2cacheid`` arrays.
+"""
+from __future__ import annotations
+
+import os
+from typing import Optional, Sequence, Tuple
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from ..sampling.ops import expand_ranges
+from .counters import TierCounters
+
+__all__ = [
+    'MemoryStorage',
+    'MmapStorage',
+    'StaticCache',
+    'WindowBufferedCache',
+    'PAGE_BYTES',
+]
+
+PAGE_BYTES = 4096
+
+
+class MemoryStorage:
+    r"""All rows of a tensor held in (host) memory.
+
+    Args:
+        tensor (torch.Tensor): the full ``[num_rows, ...]`` tensor.
+    """
+    def __init__(self, tensor: Tensor):
+        self.tensor = tensor
+        self.counters = TierCounters()
+
+    @property
+    def shape(self) -> Tuple[int, ...]:
+        return tuple(self.tensor.shape)
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self.tensor.dtype
+
+    @property
+    def row_bytes(self) -> int:
+        return self.tensor[0].nbytes if self.tensor.numel() else 0
+
+    def full(self) -> Tensor:
+        return self.tensor
+
+    def gather(self, ids: Tensor, out: Tensor) -> None:
+        r"""Writes rows :obj:`ids` into :obj:`out` (same length)."""
+        torch.index_select(self.tensor, 0, ids, out=out)
+        self.counters.add(ids.numel(), ids.numel(), self.row_bytes)
+
+
+class MmapStorage:
+    r"""All rows of a raw row-major file, memory-mapped and never read
+    whole: a gather reads each requested row once, in file order.
+
+    Args:
+        path (str): the raw binary file.
+        dtype (torch.dtype): element type.
+        shape (Sequence[int]): ``[num_rows, ...]``.
+        offset (int): byte offset of the first row in the file.
+    """
+    def __init__(self, path: str, dtype: torch.dtype, shape: Sequence[int],
+                 offset: int = 0):
+        self.path = os.fspath(path)
+        self._dtype = dtype
+        self._shape = tuple(int(s) for s in shape)
+        itemsize = torch.empty((), dtype=dtype).element_size()
+        expected = offset + int(np.prod(self._shape)) * itemsize
+        actual = os.path.getsize(self.path)
+        if actual < expected:
+            raise ValueError(f"'{self.path}' holds {actual} bytes, but shape "
+                             f"{list(self._shape)} of {dtype} needs "
+                             f"{expected}: the file is truncated")
+        np_dtype = torch.empty((), dtype=dtype).numpy().dtype
+        self._array = np.memmap(self.path, dtype=np_dtype, mode='r',
+                                offset=offset, shape=self._shape)
+        self.offset = offset
+        self.counters = TierCounters()
+
+    def __getstate__(self) -> dict:
+        state = self.__dict__.copy()
+        state.pop('_array')
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        np_dtype = torch.empty((), dtype=self._dtype).numpy().dtype
+        self._array = np.memmap(self.path, dtype=np_dtype, mode='r',
+                                offset=self.offset, shape=self._shape)
+
+    @property
+    def shape(self) -> Tuple[int, ...]:
+        return self._shape
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self._dtype
+
+    @property
+    def row_bytes(self) -> int:
+        return int(np.prod(self._shape[1:])) * self._array.itemsize
+
+    def full(self) -> Tensor:
+        r"""The whole tensor as a copy-free view of the mapping (reading it
+        all pulls the file through the page cache)."""
+        import warnings
+        with warnings.catch_warnings():  # read-only mapping
+            warnings.simplefilter('ignore', UserWarning)
+            return torch.from_numpy(self._array)
+
+    def pages_of(self, rows: Tensor) -> int:
+        r"""Distinct file pages covered by :obj:`rows` (sorted, unique)."""
+        if rows.numel() == 0:
+            return 0
+        start = self.offset + rows * self.row_bytes
+        first = torch.div(start, PAGE_BYTES, rounding_mode='floor')
+        last = torch.div(start + self.row_bytes - 1, PAGE_BYTES,
+                         rounding_mode='floor')
+        pages = expand_ranges(first, last - first + 1)
+        return int(torch.unique_consecutive(pages).numel())
+
+    def gather(self, ids: Tensor, out: Tensor) -> None:
+        r"""Writes rows :obj:`ids` into :obj:`out`, reading every distinct
+        row once, in file order."""
+        if ids.numel() == 0:
+            return
+        rows, inverse = torch.unique(ids, sorted=True, return_inverse=True)
+        block = torch.from_numpy(self._array[rows.numpy()])
+        torch.index_select(block, 0, inverse, out=out)
+        self.counters.add(ids.numel(), rows.numel(), self.row_bytes,
+                          self.pages_of(rows))
+
+
+class StaticCache:
+    r"""A fixed set of rows (PaGraph/DSP hot-node cache, GIDS host buffer),
+    filled once from the tier below and never updated.
+
+    Args:
+        num_nodes (int): rows of the full tensor.
+        node_ids (torch.Tensor): the nodes to hold.
+        values (torch.Tensor): their rows, already on :obj:`device`.
+    """
+    def __init__(self, num_nodes: int, node_ids: Tensor, values: Tensor):
+        self.slot = torch.full((num_nodes, ), -1, dtype=torch.int64)
+        self.slot[node_ids] = torch.arange(node_ids.numel())
+        self.node_ids = node_ids
+        self.values = values
+        self.counters = TierCounters()
+
+    @property
+    def capacity(self) -> int:
+        return int(self.node_ids.numel())
+
+    @property
+    def row_bytes(self) -> int:
+        return self.values[0].nbytes if self.values.numel() else 0
+
+    def lookup(self, ids: Tensor) -> Tensor:
+        r"""Slot of every id in :obj:`values`, ``-1`` where not held."""
+        return self.slot.index_select(0, ids)
+
+    def read(self, slots: Tensor) -> Tensor:
+        return self.values.index_select(0, slots.to(self.values.device))
+
+    def nbytes(self) -> int:
+        return self.values.nbytes
+
+
+class WindowBufferedCache(StaticCache):
+    r"""A dynamic cache with GIDS's window buffering: the loader announces
+    each batch when it is sampled (``W`` batches before it is consumed), a
+    cached row whose node is still needed by an announced batch is never
+    evicted, and among the others the victim is random.
+
+    Args:
+        num_nodes (int): rows of the full tensor.
+        capacity (int): rows the cache holds.
+        row_shape (Sequence[int]): shape of one row.
+        dtype (torch.dtype): element type.
+        device (torch.device): where the rows live.
+        seed (int): seed of the eviction order.
+    """
+    def __init__(self, num_nodes: int, capacity: int,
+                 row_shape: Sequence[int], dtype: torch.dtype,
+                 device: torch.device, seed: int = 0):
+        super().__init__(num_nodes, torch.empty(0, dtype=torch.long),
+                         torch.empty((capacity, *row_shape), dtype=dtype,
+                                     device=device))
+        self._capacity = capacity
+        self.slot_node = torch.full((capacity, ), -1, dtype=torch.int64)
+        self.pending = torch.zeros(num_nodes, dtype=torch.int32)
+        self.generator = torch.Generator().manual_seed(seed)
+        self.evictions = 0
+
+    @property
+    def capacity(self) -> int:
+        return self._capacity
+
+    def announce(self, ids: Tensor) -> None:
+        r"""A batch needing the (unique) :obj:`ids` entered the window."""
+        self.pending.index_add_(0, ids, torch.ones_like(ids,
+                                                        dtype=torch.int32))
+
+    def retire(self, ids: Tensor) -> None:
+        r"""The batch announced with :obj:`ids` was consumed."""
+        self.pending.index_add_(0, ids, torch.full_like(ids, -1,
+                                                        dtype=torch.int32))
+
+    def admit(self, ids: Tensor, rows: Tensor) -> None:
+        r"""Offers freshly fetched rows (unique :obj:`ids`) to the cache:
+        free slots first, then random slots whose node no announced batch
+        still needs. Rows needed again in the window go in first."""
+        if ids.numel() == 0 or self._capacity == 0:
+            return
+        order = torch.argsort(self.pending.index_select(0, ids),
+                              descending=True, stable=True)
+        ids, rows = ids[order], rows[order.to(rows.device)]
+        occupied = self.slot_node >= 0
+        free = (~occupied).nonzero().view(-1)
+        idle = occupied & (self.pending.index_select(
+            0, self.slot_node.clamp(min=0)) == 0)
+        victims = idle.nonzero().view(-1)
+        victims = victims[torch.randperm(victims.numel(),
+                                         generator=self.generator)]
+        slots = torch.cat([free, victims])[:ids.numel()]
+        ids, rows = ids[:slots.numel()], rows[:slots.numel()]
+        evicted = self.slot_node[slots]
+        evicted = evicted[evicted >= 0]
+        self.evictions += int(evicted.numel())
+        self.slot[evicted] = -1
+        self.slot[ids] = slots
+        self.slot_node[slots] = ids
+        self.values[slots.to(self.values.device)] = rows
+
+    def nbytes(self) -> int:
+        return self.values.nbytes

@@ -1,0 +1,251 @@
+import numpy as np
+import pytest
+import torch
+from torch_geometric.data import Data
+
+from pyg_fastload import FastNeighborLoader
+from pyg_fastload.storage import (
+    CSCGraphStore,
+    TieredFeatureStore,
+    WindowBufferedCache,
+    budget_rows,
+)
+from pyg_fastload.topology import CSCTopology
+
+from .conftest import random_graph, requires_torch_sparse
+
+DTYPES = [torch.float32, torch.float16, torch.float64, torch.int64,
+          torch.uint8, torch.bool]
+
+
+def make_tensor(dtype, rows=50, cols=6):
+    gen = torch.Generator().manual_seed(0)
+    if dtype == torch.bool:
+        return torch.rand(rows, cols, generator=gen) > 0.5
+    if dtype.is_floating_point:
+        return torch.randn(rows, cols, generator=gen).to(dtype)
+    return torch.randint(0, 100, (rows, cols), generator=gen).to(dtype)
+
+
+def tiered(tensor, tmp_path=None, host=0.2, device=0.1, mode='static'):
+    store = TieredFeatureStore()
+    if tmp_path is None:
+        store.put_tensor(tensor, group_name=None, attr_name='x', index=None)
+    else:
+        path = tmp_path / 'x.bin'
+        tensor.numpy().tofile(path)
+        store.put_mmap_tensor(str(path), tensor.dtype, tensor.shape, 'x')
+    # Node 0 hottest, then 1, 2, ...: device holds 0..4, host 5..14.
+    store.configure_caches(scores=-torch.arange(tensor.size(0)).double(),
+                           host_budget=host, device_budget=device,
+                           device_cache=mode)
+    return store
+
+
+@pytest.mark.parametrize('dtype', DTYPES)
+@pytest.mark.parametrize('on_disk', [False, True])
+def test_every_tier_returns_the_source_row(tmp_path, dtype, on_disk):
+    x = make_tensor(dtype)
+    store = tiered(x, tmp_path if on_disk else None)
+    gen = torch.Generator().manual_seed(1)
+    for ids in (torch.randint(0, 50, (40, ), generator=gen),
+                torch.tensor([3, 3, 3, 7, 20, 20, 49]),
+                torch.empty(0, dtype=torch.long), torch.arange(50)):
+        assert torch.equal(store.gather('x', ids), x[ids])
+        assert torch.equal(store.get_tensor(group_name=None, attr_name='x', index=ids),
+                           x[ids])
+    assert torch.equal(store.get_tensor(group_name=None, attr_name='x', index=None), x)
+    assert store.get_tensor_size(group_name=None, attr_name='x') == (50, 6)
+
+
+def test_counters_add_up(tmp_path):
+    x = make_tensor(torch.float32)
+    store = tiered(x, tmp_path)
+    ids = torch.tensor([0, 1, 6, 6, 30, 31, 31, 49])
+    store.gather('x', ids)
+    stats = store.stats()['x']
+    device, host, storage = stats['device'], stats['host'], stats['storage']
+    assert device['requests'] == 8 and device['hits'] == 2
+    assert host['requests'] == 6 and host['hits'] == 2
+    assert storage['requests'] == 4 and storage['hits'] == 3  # 3 distinct
+    assert device['hits'] + host['hits'] + storage['requests'] == 8
+    assert storage['bytes'] == 3 * 6 * 4
+    assert storage['pages'] == 1  # rows 30, 31, 49 share the first page
+    store.reset_counters()
+    assert store.stats()['x']['device']['requests'] == 0
+
+
+def test_window_buffering_keeps_rows_still_needed():
+    num_nodes, capacity = 40, 6
+    x = make_tensor(torch.float32, rows=num_nodes)
+    store = TieredFeatureStore()
+    store.put_tensor(x, group_name=None, attr_name='x', index=None)
+    store.configure_caches(device_budget=capacity / num_nodes,
+                           device_cache='window')
+    cache = store._entries[(None, 'x')].device
+    assert isinstance(cache, WindowBufferedCache)
+    gen = torch.Generator().manual_seed(0)
+    batches = [torch.randperm(num_nodes, generator=gen)[:5].unique()
+               for _ in range(30)]
+    window = 3
+    for b in batches[:window]:
+        store.announce(b)
+    for t, batch in enumerate(batches):
+        cached = cache.slot_node[cache.slot_node >= 0]
+        needed = cached[cache.pending[cached] > 0]
+        store.retire(batch)
+        needed_later = needed[cache.pending[needed] > 0]
+        assert torch.equal(store.gather('x', batch), x[batch])
+        # A cached row that a batch in the window still needs survives:
+        assert (cache.slot[needed_later] >= 0).all()
+        if t + window < len(batches):
+            store.announce(batches[t + window])
+    assert cache.evictions > 0
+    assert store.stats()['x']['device']['hits'] > 0
+
+
+def test_window_beats_no_reuse_knowledge_on_storage_reads():
+    # Every batch repeats the rows of the batch two steps later.
+    x = make_tensor(torch.float32, rows=200)
+    gen = torch.Generator().manual_seed(3)
+    batches = [torch.randperm(200, generator=gen)[:20] for _ in range(10)]
+    batches = [torch.cat([b, batches[max(i - 2, 0)]]).unique()
+               for i, b in enumerate(batches)]
+
+    def storage_rows(announce):
+        store = TieredFeatureStore()
+        store.put_tensor(x, group_name=None, attr_name='x', index=None)
+        store.configure_caches(device_budget=0.2, device_cache='window')
+        for t, b in enumerate(batches):
+            if announce:
+                for later in batches[t + 1:t + 3]:
+                    store.announce(later)
+            store.gather('x', b)
+            if announce:
+                for later in batches[t + 1:t + 3]:
+                    store.retire(later)
+        return store.stats()['x']['storage']['hits']
+
+    assert storage_rows(True) <= storage_rows(False)
+
+
+def test_tuple_works_with_fast_loader():
+    data = random_graph(num_features=8)
+    store = TieredFeatureStore()
+    store.put_tensor(data.x, group_name=None, attr_name='x', index=None)
+    store.put_tensor(data.y, group_name=None, attr_name='y', index=None)
+    store.configure_caches(scores=torch.rand(data.num_nodes).double(),
+                           host_budget=0.3, device_budget=0.1)
+    graph_store = CSCGraphStore(
+        CSCTopology.from_edge_index(data.edge_index, data.num_nodes))
+    loader = FastNeighborLoader((store, graph_store), [3, 2],
+                                input_nodes=torch.arange(40), batch_size=10)
+    for batch in loader:
+        assert torch.equal(batch.x, data.x[batch.n_id])
+        assert torch.equal(batch.y, data.y[batch.n_id])
+        assert torch.equal(data.edge_index[:, batch.e_id],
+                           batch.n_id[batch.edge_index])
+
+
+def test_graph_store_layouts():
+    data = random_graph()
+    topo = CSCTopology.from_edge_index(data.edge_index, data.num_nodes)
+    store = CSCGraphStore(topo)
+    row, col = store.get_edge_index(edge_type=None, layout='coo')
+    assert torch.equal(torch.stack([row, col]), data.edge_index)
+    row, colptr = store.get_edge_index(edge_type=None, layout='csc')
+    assert torch.equal(row, topo.indices.long())
+    rowptr, col = store.get_edge_index(edge_type=None, layout='csr')
+    assert rowptr[-1] == data.num_edges
+    src = torch.repeat_interleave(torch.arange(data.num_nodes),
+                                  rowptr[1:] - rowptr[:-1])
+    pairs = set(zip(src.tolist(), col.tolist()))
+    assert pairs == set(zip(*data.edge_index.tolist()))
+    other = CSCGraphStore()
+    other.put_edge_index(data.edge_index, edge_type=None, layout='coo',
+                         size=(data.num_nodes, data.num_nodes))
+    assert torch.equal(other.topology.indices, topo.indices)
+
+
+@requires_torch_sparse
+def test_pyg_neighbor_loader_over_stores_equals_data():
+    from torch_geometric.loader import NeighborLoader
+    data = random_graph(num_features=8)
+    # Sort edges by (destination, source) and tell PyG (`is_sorted`): its
+    # Data path and its GraphStore path then see the same CSC order, so the
+    # same seed gives the same draws.
+    perm = torch.argsort(data.edge_index[1] * data.num_nodes
+                         + data.edge_index[0])
+    data.edge_index = data.edge_index[:, perm]
+    data.edge_attr = None
+    store = TieredFeatureStore()
+    store.put_tensor(data.x, group_name=None, attr_name='x', index=None)
+    store.put_tensor(data.y, group_name=None, attr_name='y', index=None)
+    store.configure_caches(scores=torch.rand(data.num_nodes).double(),
+                           host_budget=0.3, device_budget=0.1)
+    graph_store = CSCGraphStore(
+        CSCTopology.from_edge_index(data.edge_index, data.num_nodes))
+    kwargs = dict(num_neighbors=[3, 2], batch_size=16,
+                  input_nodes=torch.arange(48))
+    torch.manual_seed(0)
+    ours = list(NeighborLoader((store, graph_store), **kwargs))
+    torch.manual_seed(0)
+    ref = list(NeighborLoader(data, is_sorted=True, **kwargs))
+    assert len(ours) == len(ref)
+    for a, b in zip(ours, ref):
+        assert torch.equal(a.n_id, b.n_id)
+        assert torch.equal(a.x, b.x) and torch.equal(a.y, b.y)
+        assert torch.equal(a.edge_index, b.edge_index)
+        assert torch.equal(a.e_id, b.e_id)
+
+
+def test_budgets():
+    assert budget_rows(None, 100, 8, 'b') == 0
+    assert budget_rows(0.25, 100, 8, 'b') == 25
+    assert budget_rows('20%', 100, 8, 'b') == 20
+    assert budget_rows(80, 100, 8, 'b') == 10
+    assert budget_rows('1KiB', 1000, 8, 'b') == 128
+    assert budget_rows(10**9, 100, 8, 'b') == 100
+    with pytest.raises(ValueError, match="host_budget='lots'"):
+        budget_rows('lots', 100, 8, 'host_budget')
+    with pytest.raises(ValueError, match='fraction'):
+        budget_rows(1.5, 100, 8, 'device_budget')
+    with pytest.raises(ValueError, match='>= 0'):
+        budget_rows(-1, 100, 8, 'device_budget')
+
+
+def test_bad_mmap_file_and_unknown_attr(tmp_path):
+    path = tmp_path / 'x.bin'
+    np.zeros((10, 4), dtype=np.float32).tofile(path)
+    store = TieredFeatureStore()
+    with pytest.raises(ValueError, match='x.bin.*truncated'):
+        store.put_mmap_tensor(str(path), torch.float32, (20, 4), 'x')
+    with pytest.raises(KeyError, match="'feat'"):
+        store.gather('feat', torch.tensor([0]))
+    with pytest.raises(ValueError, match='device_cache'):
+        store.configure_caches(device_cache='lru')
+
+
+def test_fast_loader_samples_ahead_for_window_cache(tmp_path):
+    data = random_graph(num_features=8)
+    path = tmp_path / 'x.bin'
+    data.x.numpy().tofile(path)
+    store = TieredFeatureStore()
+    store.put_mmap_tensor(str(path), torch.float32, data.x.shape, 'x')
+    store.configure_caches(device_budget=0.2, device_cache='window',
+                           window=3)
+    graph_store = CSCGraphStore(
+        CSCTopology.from_edge_index(data.edge_index, data.num_nodes))
+    loader = FastNeighborLoader((store, graph_store), [3, 2],
+                                batch_size=20)
+    iterator = iter(loader)
+    first = next(iterator)
+    assert len(iterator.window) == 3  # three batches sampled ahead
+    cache = store._entries[(None, 'x')].device
+    assert int(cache.pending.sum()) > 0
+    batches = [first] + list(iterator)
+    assert sum(b.batch_size for b in batches) == data.num_nodes
+    for batch in batches:
+        assert torch.equal(batch.x, data.x[batch.n_id])
+    assert int(cache.pending.sum()) == 0  # every announced batch retired
+    assert store.stats()['x']['device']['hits'] > 0
