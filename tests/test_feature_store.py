@@ -249,3 +249,19 @@ def test_fast_loader_samples_ahead_for_window_cache(tmp_path):
         assert torch.equal(batch.x, data.x[batch.n_id])
     assert int(cache.pending.sum()) == 0  # every announced batch retired
     assert store.stats()['x']['device']['hits'] > 0
+
+
+def test_auto_device_budget_is_set_after_first_batch():
+    x = make_tensor(torch.float32, rows=100)
+    store = TieredFeatureStore()
+    store.put_tensor(x, group_name=None, attr_name='x', index=None)
+    assert store.free_device_bytes() > 0
+    # 30 rows of 24 bytes free beyond the reserve: the cache gets 30 rows.
+    store.free_device_bytes = lambda: 10_000 + 30 * 24
+    store.configure_caches(scores=-torch.arange(100).double(),
+                           device_budget='auto', reserve_bytes=10_000)
+    assert store._entries[(None, 'x')].device is None
+    assert torch.equal(store.gather('x', torch.arange(10)), x[:10])
+    device = store._entries[(None, 'x')].device
+    assert device is not None and device.capacity == 30
+    assert torch.equal(store.gather('x', torch.arange(100)), x)

@@ -57,6 +57,7 @@ class TieredFeatureStore(FeatureStore):
         self.device = torch.device(device or 'cpu')
         self.window_size = 0
         self._entries: Dict[Key, _Entry] = {}
+        self._auto: Optional[Dict[str, Any]] = None
 
     # Tensors #################################################################
 
@@ -142,6 +143,8 @@ class TieredFeatureStore(FeatureStore):
                               dtype=storage.dtype, device=out_device)
         if not caches:
             storage.gather(ids, out)
+            if self._auto is not None:
+                self._resolve_auto_budget()
             return out
         pos = torch.arange(ids.numel())
         for cache in caches:
@@ -168,7 +171,26 @@ class TieredFeatureStore(FeatureStore):
                                       0, inverse, torch.arange(ids.numel()),
                                       'amin')
                 entry.device.admit(first, rows[keep])
+        if self._auto is not None:
+            self._resolve_auto_budget()
         return out
+
+    def free_device_bytes(self) -> int:
+        r"""Free memory where the device cache lives."""
+        if self.device.type == 'cuda':
+            return torch.cuda.mem_get_info(self.device)[0]
+        with open('/proc/meminfo') as f:
+            for line in f:
+                if line.startswith('MemAvailable:'):
+                    return int(line.split()[1]) * 1024
+        return 0
+
+    def _resolve_auto_budget(self) -> None:
+        config, self._auto = self._auto, None
+        reserve = config.pop('reserve_bytes')
+        budget = max(self.free_device_bytes() - reserve, 0)
+        self.configure_caches(device_budget=budget, reserve_bytes=reserve,
+                              **config)
 
     # Caches ##################################################################
 
@@ -186,6 +208,7 @@ class TieredFeatureStore(FeatureStore):
         num_neighbors: Optional[List[int]] = None,
         seed: int = 0,
         progress: bool = True,
+        reserve_bytes: int = 2**30,
     ) -> None:
         r"""Fills the host buffer and the device cache.
 
@@ -199,7 +222,9 @@ class TieredFeatureStore(FeatureStore):
             policy (str): ``'out_degree'``, ``'reverse_pagerank'``,
                 ``'presample'`` or ``'random'``.
             host_budget: bytes, fraction or size string for the host buffer.
-            device_budget: the same for the device cache.
+            device_budget: the same for the device cache, or ``'auto'``:
+                after the first gathered batch, the free device memory
+                (host memory on CPU) minus :obj:`reserve_bytes` (PaGraph).
             device_cache (str): ``'static'`` or ``'window'``.
             window (int): batches the loader samples ahead for
                 ``'window'`` (GIDS's look-ahead ``W``).
@@ -213,6 +238,18 @@ class TieredFeatureStore(FeatureStore):
                              f"of {DEVICE_CACHE_MODES}")
         if window < 1:
             raise ValueError(f"'window={window}' must be >= 1 batch")
+        self._auto = None
+        if isinstance(device_budget, str) and device_budget == 'auto':
+            # Decided after the first batch, when the model's own memory use
+            # is known; until then only the host buffer serves.
+            self._auto = dict(topology=topology, policy=policy,
+                              host_budget=host_budget,
+                              device_cache=device_cache, window=window,
+                              attrs=attrs, scores=scores,
+                              train_nodes=train_nodes,
+                              num_neighbors=num_neighbors, seed=seed,
+                              progress=progress, reserve_bytes=reserve_bytes)
+            device_budget = None
         self.window_size = window if device_cache == 'window' else 0
         keys = self._cacheable(attrs)
         if not keys:
