@@ -265,3 +265,24 @@ def test_auto_device_budget_is_set_after_first_batch():
     device = store._entries[(None, 'x')].device
     assert device is not None and device.capacity == 30
     assert torch.equal(store.gather('x', torch.arange(100)), x)
+
+
+def test_read_ahead_merges_reads_of_several_batches(tmp_path):
+    data = random_graph(num_nodes=2000, num_edges=20000, num_features=64)
+    path = tmp_path / 'x.bin'
+    data.x.numpy().tofile(path)
+    store = TieredFeatureStore()
+    store.put_mmap_tensor(str(path), torch.float32, data.x.shape, 'x')
+    store.configure_caches(scores=torch.rand(2000).double(),
+                           host_budget=0.1)
+    store.set_read_ahead(batches=4, min_reads=500)
+    storage = store._entries[(None, 'x')].storage
+    storage.evict_page_cache()
+    graph_store = CSCGraphStore(
+        CSCTopology.from_edge_index(data.edge_index, data.num_nodes))
+    loader = FastNeighborLoader((store, graph_store), [5], batch_size=50)
+    for batch in loader:
+        assert torch.equal(batch.x, data.x[batch.n_id])
+    assert storage.prefetched_pages > 0
+    with pytest.raises(ValueError, match='min_reads'):
+        store.set_read_ahead(2, min_reads=0)

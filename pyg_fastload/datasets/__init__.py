@@ -1,4 +1,15 @@
 r"""Datasets for testing and benchmarking the loaders."""
+from .ondisk import (
+    FORMAT_VERSION,
+    DatasetFormatError,
+    OnDiskDataset,
+    csc_from_edge_chunks,
+    open_dataset_dir,
+    prepare_ogb,
+    prepare_pyg,
+    prepare_synthetic,
+    write_dataset_dir,
+)
 from .synthetic import (
     PRESETS,
     SyntheticGraph,
@@ -10,6 +21,15 @@ from .synthetic import (
 )
 
 __all__ = [
+    'FORMAT_VERSION',
+    'DatasetFormatError',
+    'OnDiskDataset',
+    'csc_from_edge_chunks',
+    'open_dataset_dir',
+    'prepare_ogb',
+    'prepare_pyg',
+    'prepare_synthetic',
+    'write_dataset_dir',
     'PRESETS',
     'SyntheticGraph',
     'SyntheticGraphConfig',

@@ -249,10 +249,11 @@ class FastNeighborLoader(NodeLoader):
 
     def _get_iterator(self) -> Iterator:
         store = self._tiered_store
-        if self.filter_per_worker or store is None or not store.uses_window:
+        if (self.filter_per_worker or store is None
+                or store.lookahead_depth == 0):
             return super()._get_iterator()
         return LookaheadIterator(DataLoader._get_iterator(self),
-                                 store.window_size,
+                                 store.lookahead_depth,
                                  lambda out: store.announce(out.node),
                                  self.filter_fn)
 

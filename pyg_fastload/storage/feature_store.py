@@ -56,6 +56,9 @@ class TieredFeatureStore(FeatureStore):
         super().__init__()
         self.device = torch.device(device or 'cpu')
         self.window_size = 0
+        self.read_ahead = 0
+        self.min_reads = 0
+        self._pending_reads: Dict[Key, List[Tensor]] = {}
         self._entries: Dict[Key, _Entry] = {}
         self._auto: Optional[Dict[str, Any]] = None
 
@@ -327,25 +330,51 @@ class TieredFeatureStore(FeatureStore):
                              f"cached tensors have {num_rows} rows")
         return hot_order(scores)
 
-    # Window buffering protocol (called by the loader) ########################
+    def set_read_ahead(self, batches: int, min_reads: int = 4096) -> None:
+        r"""Storage-read batching for memory-mapped storage (GIDS's
+        accumulator): the loader samples :obj:`batches` batches ahead, and
+        the storage rows they will miss are collected across batches and,
+        once at least :obj:`min_reads` rows are pending, requested from the
+        kernel in one merged, sorted, de-duplicated read-ahead
+        (``posix_fadvise(WILLNEED)``), so the reads are in flight before the
+        batches need them."""
+        if batches < 0 or min_reads < 1:
+            raise ValueError(f"'batches={batches}' must be >= 0 and "
+                             f"'min_reads={min_reads}' >= 1")
+        self.read_ahead = batches
+        self.min_reads = min_reads
+
+    @property
+    def lookahead_depth(self) -> int:
+        r"""Batches the loader should sample ahead for this store."""
+        return max(self.window_size, self.read_ahead)
+
+    # Look-ahead protocol (called by the loader) ##############################
 
     def announce(self, ids: Tensor) -> None:
         r"""A sampled batch needing the unique node :obj:`ids` entered the
         loader's look-ahead window."""
-        for entry in self._entries.values():
+        for key, entry in self._entries.items():
             if isinstance(entry.device, WindowBufferedCache):
                 entry.device.announce(ids)
+            if self.read_ahead and isinstance(entry.storage, MmapStorage):
+                self._accumulate(key, entry, ids)
+
+    def _accumulate(self, key: Key, entry: _Entry, ids: Tensor) -> None:
+        for cache in entry.caches():
+            if not isinstance(cache, WindowBufferedCache):
+                ids = ids[cache.lookup(ids) < 0]
+        pending = self._pending_reads.setdefault(key, [])
+        pending.append(ids)
+        if sum(p.numel() for p in pending) >= self.min_reads:
+            entry.storage.prefetch(torch.cat(pending))
+            pending.clear()
 
     def retire(self, ids: Tensor) -> None:
         r"""The batch announced with :obj:`ids` is being fetched."""
         for entry in self._entries.values():
             if isinstance(entry.device, WindowBufferedCache):
                 entry.device.retire(ids)
-
-    @property
-    def uses_window(self) -> bool:
-        return any(isinstance(e.device, WindowBufferedCache)
-                   for e in self._entries.values())
 
     # Counters ################################################################
 
