@@ -2,6 +2,7 @@ r"""pyg-fastload: fast sampling-based mini-batch loading for PyTorch
 Geometric."""
 from .loader import FastNeighborLoader
 from .sampling import FastNeighborSampler
+from .storage import CSCGraphStore, TieredFeatureStore, open_dataset
 from .topology import CSCTopology
 
 __version__ = '0.1.0'
@@ -10,5 +11,8 @@ __all__ = [
     'FastNeighborLoader',
     'FastNeighborSampler',
     'CSCTopology',
+    'TieredFeatureStore',
+    'CSCGraphStore',
+    'open_dataset',
     '__version__',
 ]

@@ -15,11 +15,21 @@ def main(argv: Optional[List[str]] = None) -> None:
     bench = commands.add_parser('bench', help='run a benchmark')
     benchmarks = bench.add_subparsers(dest='benchmark', required=True)
 
-    from .bench import loader
+    from .bench import cache, loader
     loader_parser = benchmarks.add_parser(
         'loader', help='FastNeighborLoader vs PyG NeighborLoader throughput')
     loader.add_arguments(loader_parser)
     loader_parser.set_defaults(run=loader.run)
+    cache_parser = benchmarks.add_parser(
+        'cache', help='hit ratio per hotness policy; features on disk')
+    cache.add_arguments(cache_parser)
+    cache_parser.set_defaults(run=cache.run)
+
+    from .datasets import ondisk
+    prepare = commands.add_parser(
+        'prepare', help='write a dataset directory (features on disk)')
+    ondisk.add_arguments(prepare)
+    prepare.set_defaults(run=ondisk.run)
 
     args = parser.parse_args(argv)
     args.run(args)

@@ -1,0 +1,248 @@
+r"""Static feature cache: how many of an epoch's feature-row fetches a cache
+of the hottest rows serves, per hotness policy (PaGraph's out-degree, GIDS'
+reverse PageRank, GNNLab's pre-sampling, random) against the oracle that
+ranks by the evaluated epoch's own accesses.
+
+Run ``pyg-fastload bench cache --preset products-like`` or
+``python -m pyg_fastload.bench.cache``.
+"""
+from __future__ import annotations
+
+import argparse
+import time
+from typing import Any, Dict, List, Optional
+
+import torch
+from torch import Tensor
+
+from ..datasets import PRESETS, SyntheticGraph, degree_stats, load_synthetic
+from ..storage.hotness import (
+    POLICIES,
+    access_counts,
+    hit_ratio_curve,
+    hot_order,
+    hotness_scores,
+)
+from .common import Table, cpu_count
+from .disk_tier import add_disk_arguments, disk_tier_section
+
+__all__ = [
+    'add_arguments',
+    'run',
+    'main',
+    'evaluation_batches',
+    'hit_ratio_section',
+    'TARGETS',
+]
+
+#: The cache fraction the targets are checked at.
+TARGET_FRACTION = 0.2
+
+#: ``policy: (min ratio to the oracle, min ratio to random)`` at
+#: :obj:`TARGET_FRACTION` (PaGraph: close to the oracle and well above
+#: random; pre-sampling: nearly the oracle).
+TARGETS: Dict[str, tuple] = {
+    'out_degree': (0.95, 2.0),
+    'presample': (0.98, None),
+}
+
+
+def _percent(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f'{text!r} is not a number: give cache sizes in percent of the '
+            f'nodes, e.g. 20') from None
+    if not 0.0 <= value <= 100.0:
+        raise argparse.ArgumentTypeError(
+            f'{text} is outside [0, 100]: give cache sizes in percent of the '
+            f'nodes')
+    return value
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f'{text!r} is not an int') from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f'{value} must be >= 1')
+    return value
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument('--preset', default='products-like',
+                        choices=sorted(PRESETS),
+                        help='synthetic graph to load (generated once, then '
+                        'cached)')
+    parser.add_argument('--fanout', type=int, nargs='+', default=[15, 10, 5],
+                        help='neighbours per hop (default: 15 10 5)')
+    parser.add_argument('--batch-size', type=_positive, default=1024)
+    parser.add_argument('--fractions', type=_percent, nargs='+',
+                        default=[0, 5, 10, 20, 40, 60, 80, 100],
+                        help='cache sizes in percent of the nodes '
+                        '(default: 0 5 10 20 40 60 80 100)')
+    parser.add_argument('--seed', type=int, default=0,
+                        help='seed of the evaluated epoch (pre-sampling uses '
+                        'seed + 1)')
+    parser.add_argument('--cache-dir', default=None,
+                        help='where synthetic graphs are cached')
+    add_disk_arguments(parser)
+    parser.add_argument('--epochs-presample', type=_positive, default=1,
+                        help="epochs sampled by the 'presample' policy")
+
+
+def evaluation_batches(graph: SyntheticGraph, batch_size: int,
+                       seed: int) -> List[Tensor]:
+    r"""The seed batches of one shuffled epoch over the training nodes (the
+    epoch every section of this benchmark evaluates)."""
+    train = graph.train_mask.nonzero().view(-1)
+    if train.numel() == 0:
+        raise ValueError('the graph has no training nodes: the benchmark '
+                         'samples epochs over train_mask')
+    gen = torch.Generator().manual_seed(seed)
+    train = train[torch.randperm(train.numel(), generator=gen)]
+    return list(train.split(batch_size))
+
+
+def _verdict(ok: bool) -> str:
+    return 'PASS' if ok else 'FALL SHORT'
+
+
+def hit_ratio_section(graph: SyntheticGraph,
+                      args: argparse.Namespace) -> Dict[str, Any]:
+    r"""Hit ratio against cache size for every policy and the oracle on one
+    evaluated epoch; prints the table and the verdicts at 20%.
+
+    Returns a dict with :obj:`fractions` (percent), :obj:`hit_ratio`
+    (``{policy or 'oracle': [ratio per fraction]}``), :obj:`at_20`
+    (``{name: ratio}`` at 20% rows), :obj:`vs_oracle` and :obj:`vs_random`
+    (ratios at 20%), :obj:`passed` (``{policy: bool}``), :obj:`seconds`
+    (time to compute every policy and the trace) and :obj:`trace`
+    (summary of the evaluated epoch's accesses).
+    """
+    topo = graph.topology
+    n = topo.num_nodes
+    fractions = [float(f) for f in args.fractions]
+    batches = evaluation_batches(graph, args.batch_size, args.seed)
+    print(f'\n## hit ratio vs cache size (one epoch: {len(batches)} batches '
+          f'of {args.batch_size} seeds, fanout {args.fanout}, seed '
+          f'{args.seed})')
+
+    seconds: Dict[str, float] = {}
+    start = time.perf_counter()
+    counts = access_counts(topo, batches, args.fanout, seed=args.seed,
+                           progress=True)
+    seconds['oracle trace (evaluated epoch)'] = time.perf_counter() - start
+    total = int(counts.sum())
+    touched = int((counts > 0).sum())
+    trace = {
+        'accesses': total,
+        'nodes_per_batch': total / len(batches),
+        'touched_share': touched / n,
+        'max_count': int(counts.max()),
+    }
+    print(f"trace: {total:,} row fetches, {trace['nodes_per_batch']:,.0f} "
+          f"nodes per batch; {trace['touched_share']:.1%} of the nodes "
+          f"fetched at least once, the hottest in {trace['max_count']} of "
+          f"{len(batches)} batches")
+
+    orders: Dict[str, Tensor] = {}
+    train = graph.train_mask.nonzero().view(-1)
+    for policy in POLICIES:
+        start = time.perf_counter()
+        scores = hotness_scores(policy, topo, train_nodes=train,
+                                num_neighbors=args.fanout,
+                                batch_size=args.batch_size,
+                                presample_epochs=args.epochs_presample,
+                                seed=args.seed + 1, progress=True)
+        orders[policy] = hot_order(scores)
+        seconds[policy] = time.perf_counter() - start
+        del scores
+    orders['oracle'] = hot_order(counts)
+
+    names = list(orders)
+    curves = {name: hit_ratio_curve(counts, order, [f / 100 for f in
+                                                     fractions])
+              for name, order in orders.items()}
+    at_20 = {name: hit_ratio_curve(counts, order, [TARGET_FRACTION])[0]
+             for name, order in orders.items()}
+
+    table = Table({'cache %': 8, **{name: max(len(name), 6)
+                                    for name in names}})
+    for i, f in enumerate(fractions):
+        table.row(f'{f:g}', *(f'{curves[name][i]:.3f}' for name in names))
+
+    pct = f'{100 * TARGET_FRACTION:g}%'
+    print(f'\n## at {pct} of the rows '
+          f'({int(round(TARGET_FRACTION * n)):,} of {n:,})')
+    vs_oracle, vs_random, passed = {}, {}, {}
+    table = Table({'policy': 17, 'hit ratio': 9, 'x oracle': 8,
+                   'x random': 8, 'target': 32})
+    for name in POLICIES:
+        oracle, rand = at_20['oracle'], at_20['random']
+        vs_oracle[name] = at_20[name] / oracle if oracle else float('nan')
+        vs_random[name] = at_20[name] / rand if rand else float('nan')
+        target = ''
+        if name in TARGETS:
+            min_oracle, min_random = TARGETS[name]
+            ok = vs_oracle[name] >= min_oracle
+            target = f'>= {min_oracle:g}x oracle'
+            if min_random is not None:
+                ok = ok and vs_random[name] >= min_random
+                target += f', >= {min_random:g}x random'
+            passed[name] = ok
+            target = f'{_verdict(ok)} ({target})'
+        table.row(name, f'{at_20[name]:.3f}', f'{vs_oracle[name]:.3f}',
+                  f'{vs_random[name]:.2f}', target)
+
+    print('\n## time to rank the rows')
+    table = Table({'policy': 30, 'seconds': 8})
+    for name, value in seconds.items():
+        table.row(name, f'{value:.1f}')
+    return {
+        'fractions': fractions,
+        'hit_ratio': curves,
+        'at_20': at_20,
+        'vs_oracle': vs_oracle,
+        'vs_random': vs_random,
+        'passed': passed,
+        'seconds': seconds,
+        'trace': trace,
+    }
+
+
+def run(args: argparse.Namespace) -> Dict[str, Any]:
+    r"""Runs the benchmark and prints a report; returns ``{'hit_ratio':
+    ...}`` with the results of :func:`hit_ratio_section`."""
+    if args.seed < 0:
+        raise ValueError(f"'--seed' = {args.seed}: pass a seed >= 0")
+    print(f'# cache benchmark: preset={args.preset} fanout={args.fanout} '
+          f'batch_size={args.batch_size} seed={args.seed} '
+          f'presample_epochs={args.epochs_presample} cpus={cpu_count()} '
+          f'torch_threads={torch.get_num_threads()}')
+    start = time.perf_counter()
+    graph = load_synthetic(args.preset, root=args.cache_dir)
+    topo = graph.topology
+    print(f'graph: {topo.num_nodes:,} nodes, {topo.num_edges:,} directed '
+          f'edges, {int(graph.train_mask.sum()):,} training nodes; loaded '
+          f'in {time.perf_counter() - start:.1f}s')
+    stats = degree_stats(topo)
+    print(f"degrees: mean {stats['mean_degree']:.1f}, median "
+          f"{stats['median_degree']:g}, max {stats['max_degree']:,}; the "
+          f"top-20% nodes hold {stats['top20_edge_share']:.1%} of the edges")
+    results = {'hit_ratio': hit_ratio_section(graph, args)}
+    if not args.skip_disk:
+        results['disk'] = disk_tier_section(args)
+    return results
+
+
+def main(argv: Optional[List[str]] = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    add_arguments(parser)
+    run(parser.parse_args(argv))
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,461 @@
+r"""Hotness policies: which node feature rows a static cache should hold.
+
+A neighbour sampler draws the *in-neighbours* of its frontier, so a node is
+fetched often when it appears in many in-neighbour lists, when random walks
+along in-edges end on it, or simply when sampling already fetched it often.
+Every policy returns one score per node (higher: hotter); :func:`hot_order`
+turns scores into the order in which a cache is filled:
+
+* ``'out_degree'``: PaGraph's static cache, the number of in-neighbour lists
+  a node appears in (:func:`out_degree_scores`).
+* ``'reverse_pagerank'``: GIDS' host buffer, the PageRank of the walk that
+  steps to a random in-neighbour (:func:`reverse_pagerank_scores`).
+* ``'presample'``: GNNLab's pre-sampling, how many mini-batches of a few
+  sampled epochs fetched the node (:func:`presample_scores`).
+* ``'random'``: the baseline (:func:`random_scores`).
+
+:func:`access_counts` records the same per-node batch counts for a given
+epoch (the trace an oracle cache would be built from) and
+:func:`hit_ratio` / :func:`hit_ratio_curve` score a cache against a trace.
+"""
+from __future__ import annotations
+
+import math
+import warnings
+from typing import Any, Iterable, List, Optional, Sequence
+
+import torch
+from torch import Tensor
+from tqdm.auto import tqdm
+
+from ..sampling import FastNeighborSampler
+from ..sampling.graph_input import topology_of
+from ..topology import CSCTopology, index_dtype_for
+
+__all__ = [
+    'POLICIES',
+    'out_degree_scores',
+    'reverse_pagerank_scores',
+    'presample_scores',
+    'random_scores',
+    'hotness_scores',
+    'hot_order',
+    'access_counts',
+    'hit_ratio',
+    'hit_ratio_curve',
+]
+
+#: The policies :func:`hotness_scores` knows.
+POLICIES = ('out_degree', 'reverse_pagerank', 'presample', 'random')
+
+
+def _as_topology(topology: Any) -> CSCTopology:
+    if isinstance(topology, CSCTopology):
+        return topology
+    try:
+        return topology_of(topology)
+    except TypeError:
+        raise TypeError(f"'topology' must be a CSCTopology (or a "
+                        f"torch_geometric.data.Data), got "
+                        f"{type(topology).__name__}") from None
+
+
+def _check_int(name: str, value: Any, low: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"'{name}' must be an int, got {value!r}")
+    if value < low:
+        raise ValueError(f"'{name}' = {value}: pass an int >= {low}")
+    return value
+
+
+def _node_ids(name: str, nodes: Any, num_nodes: int) -> Tensor:
+    r"""A 1-D ``int64`` id tensor from ids or a boolean node mask."""
+    if not isinstance(nodes, Tensor):
+        try:
+            nodes = torch.as_tensor(nodes)
+        except (TypeError, ValueError, RuntimeError):
+            raise TypeError(f"'{name}' must be a tensor of node ids or a "
+                            f"boolean node mask, got "
+                            f"{type(nodes).__name__}") from None
+    if nodes.dtype == torch.bool:
+        if nodes.numel() != num_nodes:
+            raise ValueError(f"'{name}' is a boolean mask of "
+                             f"{nodes.numel()} entries but the graph has "
+                             f"{num_nodes} nodes; pass one entry per node "
+                             f"or a tensor of node ids")
+        return nodes.reshape(-1).nonzero().view(-1)
+    if nodes.dtype.is_floating_point or nodes.dtype.is_complex:
+        raise TypeError(f"'{name}' must hold integer node ids or be a "
+                        f"boolean mask, got dtype {nodes.dtype}")
+    nodes = nodes.reshape(-1).long()
+    if nodes.numel() > 0:
+        low, high = int(nodes.min()), int(nodes.max())
+        if low < 0 or high >= num_nodes:
+            raise ValueError(f"'{name}' holds node id "
+                             f"{low if low < 0 else high}, outside "
+                             f"[0, num_nodes={num_nodes})")
+    return nodes
+
+
+# Policies ####################################################################
+
+
+def out_degree_scores(topology: CSCTopology) -> Tensor:
+    r"""PaGraph's score: the number of in-neighbour lists every node appears
+    in (its out-degree under PyG's ``flow='source_to_target'``, i.e.
+    ``degree(edge_index[0])``), as ``int64``.
+
+    Args:
+        topology (CSCTopology): the graph.
+    """
+    return _as_topology(topology).out_degree()
+
+
+def _reverse_walk_matrix(topo: CSCTopology) -> Tensor:
+    r"""The sparse CSR matrix :math:`M` with :math:`M_{u,v} = 1 /
+    \deg_{in}(v)` for every edge :math:`u \to v`, so that :math:`M r` moves
+    the mass of every node to its in-neighbours in one step.
+
+    The CSC lists edges by destination; :math:`M`'s rows are sources, so this
+    is one (parallel) sort of the sources.  A matrix-vector product over the
+    transposed arrays gathers instead of scattering and runs on all threads,
+    several times faster per iteration than an ``index_add_`` over the CSC.
+    """
+    n, m = topo.num_nodes, topo.num_edges
+    indeg = topo.in_degree()
+    src = topo.indices
+    # torch wants row offsets and columns of one dtype: int32 where both
+    # the node and the edge count fit.
+    dtype = index_dtype_for(max(n, m))
+    perm = torch.sort(src, stable=True).indices
+    dst = torch.repeat_interleave(torch.arange(n, dtype=dtype), indeg,
+                                  output_size=m)
+    col = dst.index_select(0, perm)
+    del dst, perm
+    inv = 1.0 / indeg.clamp(min=1).to(torch.float64)
+    value = inv.index_select(0, col)
+    crow = torch.zeros(n + 1, dtype=torch.long)
+    torch.cumsum(topo.out_degree(), 0, out=crow[1:])
+    crow = crow.to(dtype)
+    with warnings.catch_warnings():  # "sparse CSR support is in beta"
+        warnings.simplefilter('ignore', UserWarning)
+        return torch.sparse_csr_tensor(crow, col, value, size=(n, n),
+                                       check_invariants=False)
+
+
+def reverse_pagerank_scores(
+    topology: CSCTopology,
+    alpha: float = 0.85,
+    max_iters: int = 50,
+    tol: float = 1e-6,
+) -> Tensor:
+    r"""GIDS' score: the PageRank of the random walk that steps from a node
+    to a uniformly drawn *in*-neighbour (the direction a neighbour sampler
+    walks), teleporting uniformly with probability ``1 - alpha``; the mass
+    of nodes without in-neighbours is spread uniformly.
+
+    Power iteration in ``float64`` until the L1 change drops below
+    :obj:`tol` or :obj:`max_iters` steps; the result sums to 1.
+
+    Args:
+        topology (CSCTopology): the graph.
+        alpha (float, optional): damping, the probability of following an
+            edge. (default: :obj:`0.85`)
+        max_iters (int, optional): most power-iteration steps.
+            (default: :obj:`50`)
+        tol (float, optional): stop once the L1 change of one step is below
+            this. (default: :obj:`1e-6`)
+    """
+    topo = _as_topology(topology)
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or \
+            not 0.0 <= float(alpha) < 1.0:
+        raise ValueError(f"'alpha' = {alpha!r}: pass a damping factor in "
+                         f"[0, 1), e.g. 0.85")
+    _check_int('max_iters', max_iters, 1)
+    if isinstance(tol, bool) or not isinstance(tol, (int, float)) or \
+            not float(tol) >= 0.0:
+        raise ValueError(f"'tol' = {tol!r}: pass a tolerance >= 0")
+    n = topo.num_nodes
+    if n == 0:
+        return torch.empty(0, dtype=torch.float64)
+    score = torch.full((n, ), 1.0 / n, dtype=torch.float64)
+    if topo.num_edges == 0:
+        return score
+    alpha = float(alpha)
+    matrix = _reverse_walk_matrix(topo)
+    dangling = topo.in_degree() == 0
+    any_dangling = bool(dangling.any())
+    for _ in range(max_iters):
+        new = torch.mv(matrix, score)
+        base = 1.0 - alpha
+        if any_dangling:
+            base += alpha * float(score[dangling].sum())
+        new.mul_(alpha).add_(base / n)
+        change = float((new - score).abs_().sum())
+        score = new
+        if change < tol:
+            break
+    return score.div_(score.sum())
+
+
+def _count_batches(
+    sampler: FastNeighborSampler,
+    batches: Iterable[Tensor],
+    generator: torch.Generator,
+    counts: Tensor,
+    progress: bool,
+    desc: str,
+    total: Optional[int],
+) -> Tensor:
+    r"""Adds 1 to :obj:`counts` for every node of every batch's ``n_id``
+    (``n_id`` of a non-disjoint sample holds every node once)."""
+    bar = tqdm(batches, desc=desc, total=total, disable=not progress,
+               unit='batch', leave=False)
+    for batch in bar:
+        node = sampler.sample(batch, generator).node
+        counts.index_add_(0, node, torch.ones_like(node))
+    return counts
+
+
+def access_counts(
+    topology: CSCTopology,
+    seed_batches: Iterable[Tensor],
+    num_neighbors: Sequence[int],
+    seed: int = 0,
+    *,
+    progress: bool = False,
+) -> Tensor:
+    r"""The access trace of one pass over :obj:`seed_batches`: for every
+    node, the number of batches whose sampled ``n_id`` holds it (``int64``).
+    This is what an oracle cache for exactly these batches would rank by.
+
+    Args:
+        topology (CSCTopology): the graph.
+        seed_batches (Iterable[torch.Tensor]): the seed node ids of every
+            mini-batch, in order.
+        num_neighbors (List[int]): fan-out per hop, as for
+            :class:`~pyg_fastload.FastNeighborSampler`.
+        seed (int, optional): seed of the sampling randomness.
+            (default: :obj:`0`)
+        progress (bool, optional): show a progress bar.
+            (default: :obj:`False`)
+    """
+    topo = _as_topology(topology)
+    _check_int('seed', seed, 0)
+    sampler = FastNeighborSampler(topo, list(num_neighbors))
+    counts = torch.zeros(topo.num_nodes, dtype=torch.long)
+    generator = torch.Generator().manual_seed(seed)
+    total = len(seed_batches) if hasattr(seed_batches, '__len__') else None
+    batches = (_node_ids('seed_batches', b, topo.num_nodes)
+               for b in seed_batches)
+    return _count_batches(sampler, batches, generator, counts, progress,
+                          'tracing accesses', total)
+
+
+def presample_scores(
+    topology: CSCTopology,
+    train_nodes: Tensor,
+    num_neighbors: Sequence[int],
+    batch_size: int = 1024,
+    epochs: int = 1,
+    seed: int = 0,
+    progress: bool = True,
+) -> Tensor:
+    r"""GNNLab's score: sample :obj:`epochs` shuffled epochs over
+    :obj:`train_nodes` with :class:`~pyg_fastload.FastNeighborSampler` and
+    count, for every node, the mini-batches that fetched it (``int64``).
+
+    Use a different :obj:`seed` than training does: the point is to predict
+    the accesses of epochs that have not been sampled yet.
+
+    Args:
+        topology (CSCTopology): the graph.
+        train_nodes (torch.Tensor): training node ids or a boolean mask.
+        num_neighbors (List[int]): fan-out per hop.
+        batch_size (int, optional): seeds per mini-batch.
+            (default: :obj:`1024`)
+        epochs (int, optional): sampled epochs. (default: :obj:`1`)
+        seed (int, optional): seed of the shuffling and sampling.
+            (default: :obj:`0`)
+        progress (bool, optional): show a progress bar.
+            (default: :obj:`True`)
+    """
+    topo = _as_topology(topology)
+    train = _node_ids('train_nodes', train_nodes, topo.num_nodes)
+    _check_int('batch_size', batch_size, 1)
+    _check_int('epochs', epochs, 1)
+    _check_int('seed', seed, 0)
+    sampler = FastNeighborSampler(topo, list(num_neighbors))
+    generator = torch.Generator().manual_seed(seed)
+    counts = torch.zeros(topo.num_nodes, dtype=torch.long)
+    per_epoch = math.ceil(train.numel() / batch_size)
+    for epoch in range(epochs):
+        order = train[torch.randperm(train.numel(), generator=generator)]
+        _count_batches(sampler, order.split(batch_size), generator, counts,
+                       progress, f'pre-sampling epoch {epoch + 1}/{epochs}',
+                       per_epoch)
+    return counts
+
+
+def random_scores(num_nodes: int, seed: int = 0) -> Tensor:
+    r"""Uniform random ``float64`` scores (a random cache).
+
+    Args:
+        num_nodes (int): number of nodes.
+        seed (int, optional): the random seed. (default: :obj:`0`)
+    """
+    _check_int('num_nodes', num_nodes, 0)
+    _check_int('seed', seed, 0)
+    generator = torch.Generator().manual_seed(seed)
+    return torch.rand(num_nodes, dtype=torch.float64, generator=generator)
+
+
+def hotness_scores(
+    policy: str,
+    topology: CSCTopology,
+    *,
+    train_nodes: Optional[Tensor] = None,
+    num_neighbors: Optional[Sequence[int]] = None,
+    batch_size: int = 1024,
+    presample_epochs: int = 1,
+    seed: int = 0,
+    progress: bool = True,
+) -> Tensor:
+    r"""Per-node hotness under :obj:`policy` (one of :obj:`POLICIES`);
+    rank with :func:`hot_order`.
+
+    Args:
+        policy (str): ``'out_degree'``, ``'reverse_pagerank'``,
+            ``'presample'`` or ``'random'``.
+        topology (CSCTopology): the graph.
+        train_nodes (torch.Tensor, optional): training node ids or mask
+            (``'presample'`` only, required there).
+        num_neighbors (List[int], optional): fan-out per hop
+            (``'presample'`` only, required there).
+        batch_size (int, optional): seeds per pre-sampled mini-batch.
+            (default: :obj:`1024`)
+        presample_epochs (int, optional): pre-sampled epochs.
+            (default: :obj:`1`)
+        seed (int, optional): seed of ``'presample'`` and ``'random'``.
+            (default: :obj:`0`)
+        progress (bool, optional): show a progress bar while pre-sampling.
+            (default: :obj:`True`)
+    """
+    if policy not in POLICIES:
+        raise ValueError(f"unknown hotness 'policy' = {policy!r}: pass one "
+                         f"of {', '.join(repr(p) for p in POLICIES)}")
+    if policy == 'out_degree':
+        return out_degree_scores(topology)
+    if policy == 'reverse_pagerank':
+        return reverse_pagerank_scores(topology)
+    if policy == 'random':
+        return random_scores(_as_topology(topology).num_nodes, seed)
+    missing = [name for name, value in (('train_nodes', train_nodes),
+                                        ('num_neighbors', num_neighbors))
+               if value is None]
+    if missing:
+        raise ValueError(f"policy 'presample' samples mini-batches and needs "
+                         f"{' and '.join(repr(m) for m in missing)}: pass the "
+                         f"training nodes and the fan-out the loader uses")
+    return presample_scores(topology, train_nodes, num_neighbors,
+                            batch_size=batch_size, epochs=presample_epochs,
+                            seed=seed, progress=progress)
+
+
+# Ranking and scoring #########################################################
+
+
+def _check_scores(name: str, scores: Any) -> Tensor:
+    if not isinstance(scores, Tensor):
+        raise TypeError(f"'{name}' must be a torch.Tensor, got "
+                        f"{type(scores).__name__}")
+    if scores.dim() != 1:
+        raise ValueError(f"'{name}' must be 1-D (one entry per node), got "
+                         f"shape {list(scores.shape)}")
+    if scores.dtype.is_complex:
+        raise TypeError(f"'{name}' must be real, got dtype {scores.dtype}")
+    if scores.dtype.is_floating_point:
+        if bool(torch.isnan(scores).any()):
+            raise ValueError(f"'{name}' holds NaN; hotness must be "
+                             f"comparable")
+        return scores
+    return scores.long()
+
+
+def hot_order(scores: Tensor) -> Tensor:
+    r"""Node ids hottest first; ties go to the smaller node id (a stable
+    sort), so the order is deterministic.  A cache of ``k`` rows holds
+    ``hot_order(scores)[:k]``.
+
+    Args:
+        scores (torch.Tensor): one score per node.
+    """
+    scores = _check_scores('scores', scores)
+    return torch.sort(scores, descending=True, stable=True).indices
+
+
+def _check_counts(counts: Any) -> Tensor:
+    counts = _check_scores('counts', counts)
+    if counts.numel() > 0 and bool((counts < 0).any()):
+        raise ValueError("'counts' holds negative entries; pass access "
+                         "counts (see access_counts)")
+    return counts
+
+
+def hit_ratio(counts: Tensor, cached: Tensor) -> float:
+    r"""The share of the accesses in :obj:`counts` that a cache holding
+    :obj:`cached` serves: ``counts[cached].sum() / counts.sum()`` (``0.0``
+    for an empty trace).
+
+    Args:
+        counts (torch.Tensor): accesses per node (see :func:`access_counts`).
+        cached (torch.Tensor): the cached nodes, as a boolean mask or ids
+            (repeated ids count once).
+    """
+    counts = _check_counts(counts)
+    n = counts.numel()
+    mask = cached
+    if not (isinstance(cached, Tensor) and cached.dtype == torch.bool):
+        mask = torch.zeros(n, dtype=torch.bool)
+        mask[_node_ids('cached', cached, n)] = True
+    elif cached.numel() != n:
+        raise ValueError(f"'cached' is a boolean mask of {cached.numel()} "
+                         f"entries but 'counts' has {n}; pass one entry "
+                         f"per node or a tensor of node ids")
+    total = float(counts.sum())
+    if total == 0.0:
+        return 0.0
+    return float(counts[mask.reshape(-1)].sum()) / total
+
+
+def hit_ratio_curve(counts: Tensor, order: Tensor,
+                    fractions: Sequence[float]) -> List[float]:
+    r"""Hit ratios of caches filled along :obj:`order` with
+    ``round(f * num_nodes)`` rows for every ``f`` in :obj:`fractions`, from
+    one cumulative sum.
+
+    Args:
+        counts (torch.Tensor): accesses per node.
+        order (torch.Tensor): node ids hottest first, each at most once
+            (e.g. :func:`hot_order`); a shorter order caps the cache.
+        fractions (List[float]): cache sizes as fractions of the nodes, in
+            ``[0, 1]``.
+    """
+    counts = _check_counts(counts)
+    n = counts.numel()
+    order = _node_ids('order', order, n)
+    if order.numel() > 0 and int(torch.bincount(order).max()) > 1:
+        raise ValueError("'order' repeats a node id: pass every node at "
+                         "most once (see hot_order)")
+    for f in fractions:
+        if isinstance(f, bool) or not isinstance(f, (int, float)) or \
+                not 0.0 <= float(f) <= 1.0:
+            raise ValueError(f"'fractions' holds {f!r}: pass cache sizes "
+                             f"as fractions of the nodes in [0, 1]")
+    cum = torch.zeros(order.numel() + 1, dtype=torch.float64)
+    torch.cumsum(counts[order].to(torch.float64), 0, out=cum[1:])
+    total = float(counts.sum())
+    if total == 0.0:
+        return [0.0 for _ in fractions]
+    return [float(cum[min(int(round(float(f) * n)), order.numel())]) / total
+            for f in fractions]

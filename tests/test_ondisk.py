@@ -1,0 +1,554 @@
+import argparse
+import gzip
+import hashlib
+import json
+import os
+
+import numpy as np
+import pytest
+import torch
+from torch_geometric.data import Data
+from torch_geometric.utils import to_undirected
+
+from pyg_fastload.datasets import load_synthetic
+from pyg_fastload.datasets import ondisk
+from pyg_fastload.datasets.ondisk import (
+    FORMAT_VERSION,
+    DatasetFormatError,
+    OnDiskDataset,
+    add_arguments,
+    csc_from_edge_chunks,
+    open_dataset_dir,
+    prepare_ogb,
+    prepare_pyg,
+    prepare_synthetic,
+    run,
+    write_dataset_dir,
+)
+from pyg_fastload.topology import CSCTopology
+
+from .conftest import random_graph
+
+NODE_KEYS = ('x', 'y', 'train_mask', 'val_mask', 'test_mask')
+
+
+@pytest.fixture
+def small_chunks(monkeypatch):
+    r"""Tiny chunks, so every streaming path runs over several chunks."""
+    monkeypatch.setattr(ondisk, '_CHUNK_BYTES', 256)
+    monkeypatch.setattr(ondisk, '_EDGE_CHUNK', 7)
+    monkeypatch.setattr(ondisk, '_CSV_BLOCK_BYTES', 10)
+
+
+@pytest.fixture(scope='module')
+def tiny_dir(tmp_path_factory):
+    root = tmp_path_factory.mktemp('tiny')
+    dataset = prepare_synthetic('tiny', root / 'ds', cache_root=root / 'cache',
+                                progress=False)
+    return dataset.path, root / 'cache'
+
+
+def small_dataset(path, num_nodes=6, **kwargs) -> OnDiskDataset:
+    edge_index = torch.tensor([[1, 2, 0, 3, 5, 4, 0], [0, 0, 1, 2, 2, 3, 5]])
+    topo = CSCTopology.from_edge_index(edge_index, num_nodes=6)
+    arrays = {'x': torch.arange(6 * 3, dtype=torch.float32).view(6, 3)[
+        :num_nodes], 'y': torch.tensor([0, 1, 2, 0, 1, 2])}
+    return write_dataset_dir(path, num_nodes=6, indptr=topo.indptr,
+                             indices=topo.indices, node_arrays=arrays,
+                             name='small', source='test', progress=False,
+                             **kwargs)
+
+
+def edit_meta(path, fn):
+    file = path / 'meta.json'
+    meta = json.loads(file.read_text())
+    fn(meta)
+    file.write_text(json.dumps(meta))
+
+
+# ----------------------------------------------------------- round trips --
+def test_tiny_preset_round_trip(tiny_dir):
+    path, cache = tiny_dir
+    graph = load_synthetic('tiny', root=cache, progress=False)
+    dataset = open_dataset_dir(path, verify='checksum')
+    meta = dataset.meta
+    assert meta['format'] == 'pyg-fastload-dataset'
+    assert meta['format_version'] == FORMAT_VERSION == 1
+    assert meta['name'] == 'tiny' and meta['num_classes'] == 4
+    assert dataset.num_nodes == 2_000 and dataset.num_features == 16
+    assert dataset.num_edges == graph.topology.num_edges == 20_000
+    assert 'edge_id' not in meta['arrays']
+    assert dataset.topology.edge_id is None
+    assert torch.equal(dataset.topology.indptr, graph.topology.indptr)
+    assert torch.equal(dataset.topology.indices, graph.topology.indices)
+    assert dataset.topology.indices.dtype == torch.int32
+    for key in NODE_KEYS:
+        assert torch.equal(dataset.arrays[key], getattr(graph, key)), key
+    assert dataset.arrays['train_mask'].dtype == torch.bool
+    assert dataset.arrays['y'].dtype == torch.int64
+    # Memory-mapped, copy-on-write: writes never reach the file.
+    file = dataset.array_path('x')
+    assert file == path / 'x.bin' and file.stat().st_size == 2_000 * 16 * 4
+    spec = dataset.array_spec('x')
+    assert spec['dtype'] == 'float32' and spec['shape'] == [2_000, 16]
+    assert spec['offset'] == 0 and spec['row_bytes'] == 64
+    assert spec['numpy_dtype'] == np.float32
+    assert spec['torch_dtype'] == torch.float32
+    mapped = np.memmap(file, dtype=spec['numpy_dtype'], mode='r',
+                       offset=spec['offset'], shape=tuple(spec['shape']))
+    assert np.array_equal(mapped, graph.x.numpy())
+    dataset.arrays['x'][0, 0] += 1.0
+    assert open_dataset_dir(path, verify='checksum').arrays['x'][0, 0] == \
+        graph.x[0, 0]
+    with pytest.raises(KeyError, match='no array'):
+        dataset.array_path('nope')
+    assert "OnDiskDataset('tiny'" in repr(dataset)
+
+
+def test_pyg_round_trip_with_unsorted_edges(tmp_path):
+    data = random_graph(num_nodes=50, num_edges=300)
+    assert not bool((data.edge_index[1, 1:] >= data.edge_index[1, :-1]).all())
+    data.y = data.y.view(-1, 1)  # OGB-style [N, 1] labels get squeezed
+    data.val_mask = torch.rand(50) < 0.3
+    data.h = torch.randn(50, 2).to(torch.bfloat16)
+    data.node_year = torch.arange(50, dtype=torch.int16)
+    file = tmp_path / 'graph.pt'
+    torch.save(data, file)
+    with pytest.warns(UserWarning, match="'edge_attr'"):
+        dataset = prepare_pyg(file, tmp_path / 'ds', progress=False)
+    dataset = open_dataset_dir(dataset.path, verify='checksum')
+    assert dataset.num_nodes == 50 and dataset.num_edges == 300
+    assert dataset.num_classes == int(data.y.max()) + 1
+    assert dataset.meta['skipped_attributes'] == ['edge_attr']
+    assert set(dataset.arrays) == {'x', 'y', 'train_mask', 'val_mask', 'h',
+                                   'node_year'}
+    assert torch.equal(dataset.arrays['x'], data.x)
+    assert torch.equal(dataset.arrays['y'], data.y.view(-1))
+    assert torch.equal(dataset.arrays['train_mask'], data.train_mask)
+    assert torch.equal(dataset.arrays['val_mask'], data.val_mask)
+    assert dataset.arrays['h'].dtype == torch.bfloat16
+    assert torch.equal(dataset.arrays['h'], data.h)
+    assert dataset.arrays['node_year'].dtype == torch.int16
+    assert torch.equal(dataset.arrays['node_year'], data.node_year)
+
+    topo = dataset.topology
+    expected = CSCTopology.from_edge_index(data.edge_index, num_nodes=50)
+    assert torch.equal(topo.indptr, expected.indptr)
+    assert torch.equal(topo.indices, expected.indices)
+    assert topo.edge_id.dtype == torch.int64
+    # edge_id maps every CSC edge back to its original column.
+    assert torch.equal(data.edge_index[:, topo.edge_id], topo.to_edge_index())
+    assert torch.equal(torch.sort(topo.edge_id).values, torch.arange(300))
+
+
+def test_write_dataset_dir_streams_chunks(tmp_path, small_chunks):
+    rng = np.random.default_rng(0)
+    n = 40
+    edge_index = torch.from_numpy(rng.integers(0, n, (2, 150)))
+    topo = CSCTopology.from_edge_index(edge_index, num_nodes=n)
+    x = rng.standard_normal((n, 5)).astype(np.float32)
+    x_file = tmp_path / 'x.npy'
+    np.save(x_file, x)
+    x_mmap = np.load(x_file, mmap_mode='r')
+
+    def y_chunks():  # a chunk iterator
+        for start in range(0, n, 9):
+            yield torch.arange(start, min(start + 9, n), dtype=torch.int32)
+
+    dataset = write_dataset_dir(
+        tmp_path / 'ds', num_nodes=n, indptr=topo.indptr.numpy(),
+        indices=topo.indices, edge_id=topo.edge_id,
+        node_arrays={'x': x_mmap, 'y': y_chunks}, name='streamed',
+        source='unit test', num_classes=3, progress=False)
+    dataset = open_dataset_dir(dataset.path, verify='checksum')
+    assert np.array_equal(dataset.arrays['x'].numpy(), x)
+    assert dataset.arrays['y'].dtype == torch.int64  # integer y -> int64
+    assert torch.equal(dataset.arrays['y'], torch.arange(n))
+    assert torch.equal(dataset.topology.edge_id, topo.edge_id.long())
+    for key, spec in dataset.meta['arrays'].items():
+        digest = hashlib.sha256(
+            (dataset.path / spec['file']).read_bytes()).hexdigest()
+        assert digest == spec['sha256'], key
+    # Nothing is left behind: no temp files, no temp sibling directories.
+    assert sorted(os.listdir(tmp_path)) == ['ds', 'x.npy']
+    assert not any(name.endswith('.tmp') for name in os.listdir(
+        dataset.path))
+
+
+def test_failed_write_leaves_nothing(tmp_path):
+    def broken():
+        yield np.zeros((3, 2), dtype=np.float32)
+        raise RuntimeError('source failed')
+
+    with pytest.raises(RuntimeError, match='source failed'):
+        write_dataset_dir(tmp_path / 'ds', num_nodes=6,
+                          indptr=torch.zeros(7, dtype=torch.long),
+                          indices=torch.zeros(0, dtype=torch.long),
+                          node_arrays={'x': broken}, name='b', source='t',
+                          progress=False)
+    assert os.listdir(tmp_path) == []
+
+
+# --------------------------------------------------------- external sort --
+def test_csc_from_edge_chunks_matches_from_edge_index(tmp_path):
+    rng = np.random.default_rng(1)
+    n, e = 300, 5_000
+    src, dst = rng.integers(0, n, e), rng.integers(0, n, e)
+    bounds = [0, 1, 1, 700, 2_345, 2_346, 4_000, e]  # uneven, empty chunks
+
+    def chunks():
+        for a, b in zip(bounds[:-1], bounds[1:]):
+            # Mixed inputs: numpy int64 and torch int32.
+            if a % 2:
+                yield torch.from_numpy(src[a:b]).int(), torch.from_numpy(
+                    dst[a:b]).int()
+            else:
+                yield src[a:b], dst[a:b]
+
+    indptr_file, indices_file = csc_from_edge_chunks(chunks, n, tmp_path,
+                                                     progress=False)
+    assert indptr_file == tmp_path / 'indptr.bin'
+    expected = CSCTopology.from_edge_index(
+        torch.from_numpy(np.stack([src, dst])), num_nodes=n)
+    assert np.array_equal(np.fromfile(indptr_file, dtype=np.int64),
+                          expected.indptr.numpy())
+    # Same stable order within every destination as one global stable sort.
+    assert np.array_equal(np.fromfile(indices_file, dtype=np.int32),
+                          expected.indices.numpy())
+    assert not list(tmp_path.glob('*.tmp'))
+
+
+def test_csc_from_edge_chunks_errors(tmp_path):
+    with pytest.raises(ValueError, match=r'chunk 1 holds node id 9, '
+                       r'outside \[0, num_nodes=5\)'):
+        csc_from_edge_chunks(lambda: [(np.array([0]), np.array([1])),
+                                      (np.array([9]), np.array([1]))],
+                             5, tmp_path, progress=False)
+    calls = []
+
+    def changing():
+        calls.append(1)
+        yield np.array([0, 1]), np.array([1, len(calls) % 2 + 1])
+
+    with pytest.raises(ValueError, match='second call'):
+        csc_from_edge_chunks(changing, 5, tmp_path, progress=False)
+    assert not list(tmp_path.glob('*.tmp'))
+
+
+# ------------------------------------------------------------------- OGB --
+def write_gz(file, rows):
+    file.parent.mkdir(parents=True, exist_ok=True)
+    with gzip.open(file, 'wt') as f:
+        for row in rows:
+            f.write(','.join(str(v) for v in np.atleast_1d(row)) + '\n')
+
+
+OGB_EDGES = np.array([[0, 1], [2, 0], [1, 0], [3, 4], [4, 4], [5, 2],
+                      [2, 3], [0, 5]])  # 1->0 duplicates 0->1 reversed
+OGB_N = 6
+
+
+def fake_ogb_csv(root):
+    raw = root / 'raw'
+    write_gz(raw / 'edge.csv.gz', OGB_EDGES)
+    x = np.arange(OGB_N * 3, dtype=np.float32).reshape(OGB_N, 3) / 4 - 1
+    write_gz(raw / 'node-feat.csv.gz', x)
+    write_gz(raw / 'node-label.csv.gz', np.array([3, 0, 1, 2, 0, 1]))
+    write_gz(raw / 'node_year.csv.gz', np.arange(2000, 2000 + OGB_N))
+    write_gz(raw / 'num-node-list.csv.gz', [OGB_N])
+    write_gz(raw / 'num-edge-list.csv.gz', [len(OGB_EDGES)])
+    split = root / 'split' / 'time'
+    write_gz(split / 'train.csv.gz', [0, 1, 2])
+    write_gz(split / 'valid.csv.gz', [3])
+    write_gz(split / 'test.csv.gz', [4, 5])
+    return x
+
+
+def expected_undirected():
+    edge_index = to_undirected(torch.from_numpy(OGB_EDGES.T.copy()),
+                               num_nodes=OGB_N)
+    return CSCTopology.from_edge_index(edge_index, num_nodes=OGB_N)
+
+
+def check_ogb(dataset, x, labels):
+    topo, expected = dataset.topology, expected_undirected()
+    assert dataset.num_edges == 13  # 16 directed, minus 2 duplicates, 1 loop
+    assert torch.equal(topo.indptr, expected.indptr)
+    # Neighbour lists come out sorted (to_undirected sorts them too).
+    assert torch.equal(topo.indices.long(), expected.indices.long())
+    assert torch.equal(dataset.arrays['x'], torch.from_numpy(x))
+    assert torch.equal(dataset.arrays['y'], torch.tensor(labels))
+    assert dataset.arrays['train_mask'].tolist() == [1, 1, 1, 0, 0, 0]
+    assert dataset.arrays['val_mask'].tolist() == [0, 0, 0, 1, 0, 0]
+    assert dataset.arrays['test_mask'].tolist() == [0, 0, 0, 0, 1, 1]
+    assert 'reverse edges added' in dataset.meta['source']
+
+
+@pytest.mark.parametrize('point_at_raw', [False, True])
+def test_prepare_ogb_csv(tmp_path, small_chunks, point_at_raw):
+    root = tmp_path / 'arxiv'
+    x = fake_ogb_csv(root)
+    raw_dir = root / 'raw' if point_at_raw else root
+    dataset = prepare_ogb(raw_dir, 'ogbn-arxiv', tmp_path / 'ds',
+                          progress=False)
+    dataset = open_dataset_dir(dataset.path, verify='checksum')
+    check_ogb(dataset, x, [3, 0, 1, 2, 0, 1])
+    assert dataset.name == 'ogbn-arxiv' and dataset.num_classes == 4
+    assert torch.equal(dataset.arrays['node_year'],
+                       torch.arange(2000, 2000 + OGB_N))
+    assert "split 'time'" in dataset.meta['source']
+
+
+def test_prepare_ogb_directed(tmp_path, small_chunks):
+    root = tmp_path / 'arxiv'
+    fake_ogb_csv(root)
+    dataset = prepare_ogb(root, 'arxiv', tmp_path / 'ds', progress=False,
+                          symmetrize=False)
+    expected = CSCTopology.from_edge_index(torch.from_numpy(
+        OGB_EDGES.T.copy()), num_nodes=OGB_N)
+    assert dataset.num_edges == len(OGB_EDGES)
+    assert torch.equal(dataset.topology.indptr, expected.indptr)
+    assert torch.equal(dataset.topology.indices, expected.indices)
+    assert 'directed' in dataset.meta['source']
+
+
+def test_prepare_ogb_papers100m_npz(tmp_path, small_chunks):
+    root = tmp_path / 'papers100M-bin'
+    raw = root / 'raw'
+    raw.mkdir(parents=True)
+    x = np.random.default_rng(0).standard_normal((OGB_N, 4)).astype(
+        np.float32)
+    np.savez_compressed(
+        raw / 'data.npz', edge_index=OGB_EDGES.T.copy(), node_feat=x,
+        num_nodes_list=np.array([OGB_N]),
+        num_edges_list=np.array([len(OGB_EDGES)]),
+        node_year=np.arange(OGB_N).reshape(-1, 1))
+    labels = np.array([[1.0], [np.nan], [2.0], [0.0], [np.nan], [5.0]])
+    np.savez_compressed(raw / 'node-label.npz', node_label=labels)
+    split = root / 'split' / 'time'
+    write_gz(split / 'train.csv.gz', [0, 1, 2])
+    write_gz(split / 'valid.csv.gz', [3])
+    write_gz(split / 'test.csv.gz', [4, 5])
+    dataset = prepare_ogb(root, 'ogbn-papers100M', tmp_path / 'ds',
+                          progress=False)
+    check_ogb(dataset, x, [1, -1, 2, 0, -1, 5])
+    assert dataset.num_classes == 6
+    assert '2 missing labels (NaN) stored as -1' in dataset.meta['source']
+    assert torch.equal(dataset.arrays['node_year'], torch.arange(OGB_N))
+
+
+def test_prepare_ogb_errors(tmp_path):
+    with pytest.raises(DatasetFormatError, match='neither an OGB dataset'):
+        prepare_ogb(tmp_path, 'ogbn-arxiv', tmp_path / 'ds', progress=False)
+    root = tmp_path / 'arxiv'
+    fake_ogb_csv(root)
+    write_gz(root / 'raw' / 'num-edge-list.csv.gz', [len(OGB_EDGES) + 1])
+    with pytest.raises(DatasetFormatError, match=r'edge\.csv\.gz: holds 8 '
+                       r'edges but num-edge-list says 9'):
+        prepare_ogb(root, 'ogbn-arxiv', tmp_path / 'ds', progress=False)
+    write_gz(root / 'raw' / 'num-edge-list.csv.gz', [len(OGB_EDGES)])
+    write_gz(root / 'raw' / 'num-node-list.csv.gz', [4])
+    with pytest.raises(DatasetFormatError, match=r'edge\.csv\.gz: .*node id '
+                       r'5, outside \[0, num_nodes=4\)'):
+        prepare_ogb(root, 'ogbn-arxiv', tmp_path / 'ds', progress=False)
+    assert not (tmp_path / 'ds').exists()
+    assert not list(tmp_path.glob('.ds.tmp-*'))
+
+
+# ---------------------------------------------------------------- errors --
+def test_truncated_feature_file(tmp_path):
+    path = small_dataset(tmp_path / 'ds').path
+    with open(path / 'x.bin', 'r+b') as f:
+        f.truncate(50)
+    with pytest.raises(DatasetFormatError,
+                       match=r'x\.bin: 50 bytes on disk but meta\.json says '
+                       r'72 bytes') as info:
+        open_dataset_dir(path)
+    assert 'pyg-fastload prepare' in str(info.value)
+    with pytest.raises(DatasetFormatError,
+                       match=r'x\.bin: cannot be memory-mapped'):
+        open_dataset_dir(path, verify='none')
+
+
+def test_missing_array_file(tmp_path):
+    path = small_dataset(tmp_path / 'ds').path
+    (path / 'y.bin').unlink()
+    with pytest.raises(DatasetFormatError, match=r'y\.bin: missing'):
+        open_dataset_dir(path)
+
+
+@pytest.mark.parametrize('version', [0, 2, '1', None])
+def test_wrong_format_version(tmp_path, version):
+    path = small_dataset(tmp_path / 'ds').path
+    edit_meta(path, lambda meta: meta.update(format_version=version))
+    with pytest.raises(DatasetFormatError,
+                       match=rf'meta\.json: format_version {version!r}, but '
+                       r'this pyg-fastload reads format_version 1') as info:
+        open_dataset_dir(path)
+    if version == 2:
+        assert 'upgrade pyg-fastload' in str(info.value)
+
+
+def test_wrong_format_name(tmp_path):
+    path = small_dataset(tmp_path / 'ds').path
+    edit_meta(path, lambda meta: meta.pop('format'))
+    with pytest.raises(DatasetFormatError,
+                       match=r"meta\.json: 'format' is None, expected "
+                       r"'pyg-fastload-dataset'"):
+        open_dataset_dir(path)
+
+
+def test_missing_meta(tmp_path):
+    path = small_dataset(tmp_path / 'ds').path
+    (path / 'meta.json').unlink()
+    with pytest.raises(DatasetFormatError,
+                       match=r'meta\.json: missing.*pyg-fastload prepare'):
+        open_dataset_dir(path)
+    with pytest.raises(DatasetFormatError, match='no such dataset'):
+        open_dataset_dir(tmp_path / 'nowhere')
+    with pytest.raises(ValueError, match="invalid 'verify'"):
+        open_dataset_dir(path, verify='full')
+
+
+def test_corrupted_byte_checksum(tmp_path):
+    path = small_dataset(tmp_path / 'ds').path
+    with open(path / 'x.bin', 'r+b') as f:
+        f.seek(10)
+        byte = f.read(1)
+        f.seek(10)
+        f.write(bytes([byte[0] ^ 0xFF]))
+    open_dataset_dir(path, verify='size')  # same size: not detected
+    with pytest.raises(DatasetFormatError,
+                       match=r'x\.bin: sha256 [0-9a-f]{64} does not match '
+                       r".*corrupted.*pyg-fastload prepare"):
+        open_dataset_dir(path, verify='checksum')
+
+
+def test_inconsistent_indptr(tmp_path):
+    path = small_dataset(tmp_path / 'ds').path
+    indptr = np.fromfile(path / 'indptr.bin', dtype=np.int64)
+    indptr[3] = 0  # decreasing, same size
+    indptr.tofile(path / 'indptr.bin')
+    with pytest.raises(DatasetFormatError, match=r'indptr\.bin: decreases '
+                       r'at position 2'):
+        open_dataset_dir(path)
+    edit_meta(path, lambda meta: meta.update(num_edges=6))
+    with pytest.raises(DatasetFormatError, match=r'indices\.bin: meta\.json '
+                       r'gives int32 \[7\], expected int32 or int64 \[6\]'):
+        open_dataset_dir(path)
+
+
+def test_existing_out_dir(tmp_path):
+    small_dataset(tmp_path / 'ds')
+    with pytest.raises(FileExistsError,
+                       match=r"'.*ds' already exists; pass overwrite=True "
+                       r'\(`--overwrite`'):
+        small_dataset(tmp_path / 'ds')
+    dataset = small_dataset(tmp_path / 'ds', overwrite=True)
+    assert dataset.num_nodes == 6
+    assert sorted(os.listdir(tmp_path)) == ['ds']
+    other = tmp_path / 'precious'
+    other.mkdir()
+    (other / 'notes.txt').write_text('keep me')
+    with pytest.raises(FileExistsError, match='refusing to overwrite'):
+        small_dataset(other, overwrite=True)
+    assert (other / 'notes.txt').read_text() == 'keep me'
+
+
+def test_num_rows_mismatch(tmp_path):
+    with pytest.raises(ValueError, match=r"node array 'x' \(x\.bin\) has 5 "
+                       r'rows but 6 are needed'):
+        small_dataset(tmp_path / 'ds', num_nodes=5)
+    assert not (tmp_path / 'ds').exists()
+    path = small_dataset(tmp_path / 'ds').path
+    # A consistent meta.json/file pair whose row count is wrong.
+    with open(path / 'y.bin', 'r+b') as f:
+        f.truncate(5 * 8)
+    edit_meta(path, lambda meta: meta['arrays']['y'].update(shape=[5],
+                                                             bytes=40))
+    with pytest.raises(DatasetFormatError, match=r"y\.bin: node array 'y' "
+                       r'has 5 rows .* but num_nodes = 6'):
+        open_dataset_dir(path, verify='none')
+
+
+def test_write_argument_errors(tmp_path):
+    with pytest.raises(ValueError, match="'indices' holds 9, outside"):
+        write_dataset_dir(tmp_path / 'a', num_nodes=2,
+                          indptr=torch.tensor([0, 1, 1]),
+                          indices=torch.tensor([9]), node_arrays={},
+                          name='a', source='t', progress=False)
+    with pytest.raises(ValueError, match=r"'indices' holds 4294967297, "):
+        write_dataset_dir(tmp_path / 'a', num_nodes=2,  # would wrap to 1
+                          indptr=torch.tensor([0, 1, 1]),
+                          indices=torch.tensor([2**32 + 1]), node_arrays={},
+                          name='a', source='t', progress=False)
+    with pytest.raises(ValueError, match="'indptr' decreases at position 2"):
+        write_dataset_dir(tmp_path / 'a', num_nodes=2,
+                          indptr=torch.tensor([0, 1, 0]),
+                          indices=torch.tensor([0]), node_arrays={},
+                          name='a', source='t', progress=False)
+    with pytest.raises(ValueError, match="invalid node array name '../x'"):
+        write_dataset_dir(tmp_path / 'a', num_nodes=1,
+                          indptr=torch.tensor([0, 0]),
+                          indices=torch.tensor([], dtype=torch.long),
+                          node_arrays={'../x': torch.zeros(1)},
+                          name='a', source='t', progress=False)
+    assert os.listdir(tmp_path) == []
+
+
+def test_pyg_errors(tmp_path):
+    with pytest.raises(FileNotFoundError, match="'data_path' = .*missing.pt"):
+        prepare_pyg(tmp_path / 'missing.pt', tmp_path / 'ds', progress=False)
+    file = tmp_path / 'noedges.pt'
+    torch.save(Data(x=torch.zeros(3, 2)), file)
+    with pytest.raises(DatasetFormatError, match=r"noedges\.pt: .*no "
+                       r"'edge_index'"):
+        prepare_pyg(file, tmp_path / 'ds', progress=False)
+
+
+# ------------------------------------------------------------------- CLI --
+def parse(argv):
+    parser = argparse.ArgumentParser(prog='pyg-fastload prepare')
+    add_arguments(parser)
+    return parser.parse_args(argv)
+
+
+def test_cli(tmp_path, tiny_dir, capsys):
+    _, cache = tiny_dir
+    out = tmp_path / 'tiny'
+    argv = ['--preset', 'tiny', '--cache-dir', str(cache), '--no-progress',
+            str(out)]
+    dataset = run(parse(argv))
+    assert dataset.num_nodes == 2_000
+    assert "wrote '" in capsys.readouterr().out
+    assert open_dataset_dir(out).meta['command'].startswith(
+        'pyg-fastload prepare --preset tiny --seed 0')
+    with pytest.raises(SystemExit, match=r'already exists.*--overwrite'):
+        run(parse(argv))
+    run(parse(argv + ['--overwrite']))
+
+    file = tmp_path / 'graph.pt'
+    torch.save(random_graph(num_nodes=20, num_edges=60), file)
+    with pytest.warns(UserWarning):
+        dataset = run(parse(['--pyg-data', str(file), '--no-progress',
+                             str(tmp_path / 'pyg')]))
+    assert dataset.num_edges == 60
+
+    root = tmp_path / 'arxiv'
+    fake_ogb_csv(root)
+    dataset = run(parse(['--ogb', 'ogbn-arxiv', '--raw-dir', str(root),
+                         '--no-progress', str(tmp_path / 'ogb')]))
+    assert dataset.num_edges == 13
+    dataset = run(parse(['--ogb', 'ogbn-arxiv', '--raw-dir', str(root),
+                         '--directed', '--no-progress',
+                         str(tmp_path / 'ogb-directed')]))
+    assert dataset.num_edges == len(OGB_EDGES)
+    assert '--directed' in dataset.meta['command']
+
+    with pytest.raises(SystemExit, match='--ogb needs --raw-dir'):
+        run(parse(['--ogb', 'ogbn-arxiv', str(tmp_path / 'x')]))
+    with pytest.raises(SystemExit, match='--raw-dir only applies to --ogb'):
+        run(parse(['--preset', 'tiny', '--raw-dir', 'r',
+                   str(tmp_path / 'x')]))
+    with pytest.raises(SystemExit):  # argparse: no source given
+        parse([str(tmp_path / 'x')])
