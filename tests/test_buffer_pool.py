@@ -1,7 +1,7 @@
 import torch
 
 from pyg_fastload import FastNeighborLoader
-from pyg_fastload.loader.buffer_pool import BufferPool
+from pyg_fastload.storage.buffer_pool import BufferPool
 
 from .conftest import random_graph
 

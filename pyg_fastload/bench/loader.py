@@ -20,7 +20,7 @@ from torch_geometric.data import Data
 
 from ..datasets import PRESETS, degree_stats, load_synthetic
 from ..loader import FastNeighborLoader
-from ..loader.buffer_pool import BufferPool
+from ..storage.buffer_pool import BufferPool
 from ..sampling import FastNeighborSampler
 from .common import (
     Table,

@@ -18,7 +18,7 @@ from torch_geometric.sampler.base import SubgraphType
 from ..sampling import FastNeighborSampler, HopSampler
 from ..sampling.graph_input import HETERO_UNSUPPORTED
 from ..storage import TieredFeatureStore
-from .buffer_pool import BufferPool
+from ..storage.buffer_pool import BufferPool
 from .lookahead import LookaheadIterator
 
 __all__ = ['FastNeighborLoader']

@@ -10,6 +10,7 @@ import torch
 from torch import Tensor
 from torch_geometric.data import FeatureStore, TensorAttr
 
+from .buffer_pool import BufferPool
 from ..topology import CSCTopology
 from .budget import Budget, budget_rows
 from .counters import TierCounters
@@ -61,6 +62,7 @@ class TieredFeatureStore(FeatureStore):
         self._pending_reads: Dict[Key, List[Tensor]] = {}
         self._entries: Dict[Key, _Entry] = {}
         self._auto: Optional[Dict[str, Any]] = None
+        self._staging = BufferPool(max_buffers=1)
 
     # Tensors #################################################################
 
@@ -160,10 +162,12 @@ class TieredFeatureStore(FeatureStore):
                                 cache.read(slot[hit]).to(out.device))
                 pos, ids = pos[~hit], ids[~hit]
         if ids.numel():
-            on_cpu = out.device.type == 'cpu'
-            rows = torch.empty((ids.numel(), *storage.shape[1:]),
-                               dtype=storage.dtype,
-                               pin_memory=not on_cpu)
+            shape = (ids.numel(), *storage.shape[1:])
+            if out.device.type == 'cpu':  # recycled: no fresh page faults
+                rows = self._staging.empty(shape, storage.dtype)
+            else:  # pinned, from torch's caching host allocator
+                rows = torch.empty(shape, dtype=storage.dtype,
+                                   pin_memory=True)
             storage.gather(ids, rows)
             out.index_copy_(0, pos.to(out.device),
                             rows.to(out.device, non_blocking=True))
@@ -173,7 +177,7 @@ class TieredFeatureStore(FeatureStore):
                                   dtype=torch.long).scatter_reduce_(
                                       0, inverse, torch.arange(ids.numel()),
                                       'amin')
-                entry.device.admit(first, rows[keep])
+                entry.device.admit(first, rows, keep)
         if self._auto is not None:
             self._resolve_auto_budget()
         return out

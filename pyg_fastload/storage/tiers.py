@@ -14,6 +14,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from .buffer_pool import BufferPool
 from ..sampling.ops import expand_ranges
 from .counters import TierCounters
 
@@ -88,11 +89,13 @@ class MmapStorage:
         self.offset = offset
         self.counters = TierCounters()
         self.prefetched_pages = 0
+        self._staging = BufferPool(max_buffers=1)
 
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
         state.pop('_array')
         state.pop('_fd')
+        state['_staging'] = BufferPool(max_buffers=1)
         return state
 
     def __setstate__(self, state: dict) -> None:
@@ -168,7 +171,9 @@ class MmapStorage:
         if ids.numel() == 0:
             return
         rows, inverse = torch.unique(ids, sorted=True, return_inverse=True)
-        block = torch.from_numpy(self._array[rows.numpy()])
+        block = self._staging.empty((rows.numel(), *self._shape[1:]),
+                                    self._dtype)
+        np.take(self._array, rows.numpy(), axis=0, out=block.numpy())
         torch.index_select(block, 0, inverse, out=out)
         self.counters.add(ids.numel(), rows.numel(), self.row_bytes,
                           self.pages_of(rows))
@@ -249,15 +254,19 @@ class WindowBufferedCache(StaticCache):
         self.pending.index_add_(0, ids, torch.full_like(ids, -1,
                                                         dtype=torch.int32))
 
-    def admit(self, ids: Tensor, rows: Tensor) -> None:
-        r"""Offers freshly fetched rows (unique :obj:`ids`) to the cache:
-        free slots first, then random slots whose node no announced batch
-        still needs. Rows needed again in the window go in first."""
+    def admit(self, ids: Tensor, rows: Tensor,
+              row_index: Optional[Tensor] = None) -> None:
+        r"""Offers freshly fetched rows to the cache: unique :obj:`ids` whose
+        rows are ``rows[row_index]`` (default: ``rows``). Free slots are
+        used first, then random slots whose node no announced batch still
+        needs; rows needed again in the window go in first."""
         if ids.numel() == 0 or self._capacity == 0:
             return
-        order = torch.argsort(self.pending.index_select(0, ids),
-                              descending=True, stable=True)
-        ids, rows = ids[order], rows[order.to(rows.device)]
+        if row_index is None:
+            row_index = torch.arange(ids.numel())
+        needed = self.pending.index_select(0, ids) > 0
+        order = torch.cat([needed.nonzero().view(-1),
+                           (~needed).nonzero().view(-1)])
         occupied = self.slot_node >= 0
         free = (~occupied).nonzero().view(-1)
         idle = occupied & (self.pending.index_select(
@@ -266,14 +275,18 @@ class WindowBufferedCache(StaticCache):
         victims = victims[torch.randperm(victims.numel(),
                                          generator=self.generator)]
         slots = torch.cat([free, victims])[:ids.numel()]
-        ids, rows = ids[:slots.numel()], rows[:slots.numel()]
-        evicted = self.slot_node[slots]
+        chosen = order[:slots.numel()]
+        ids = ids.index_select(0, chosen)
+        evicted = self.slot_node.index_select(0, slots)
         evicted = evicted[evicted >= 0]
         self.evictions += int(evicted.numel())
         self.slot[evicted] = -1
         self.slot[ids] = slots
         self.slot_node[slots] = ids
-        self.values[slots.to(self.values.device)] = rows
+        picked = rows.index_select(0, row_index.index_select(0, chosen).to(
+            rows.device))
+        self.values.index_copy_(0, slots.to(self.values.device),
+                                picked.to(self.values.device))
 
     def nbytes(self) -> int:
         return self.values.nbytes
