@@ -129,8 +129,7 @@ def test_window_beats_no_reuse_knowledge_on_storage_reads():
     assert storage_rows(True) <= storage_rows(False)
 
 
-def test_tuple_works_with_fast_loader():
-    data = random_graph(num_features=8)
+def memory_stores(data):
     store = TieredFeatureStore()
     store.put_tensor(data.x, group_name=None, attr_name='x', index=None)
     store.put_tensor(data.y, group_name=None, attr_name='y', index=None)
@@ -138,6 +137,12 @@ def test_tuple_works_with_fast_loader():
                            host_budget=0.3, device_budget=0.1)
     graph_store = CSCGraphStore(
         CSCTopology.from_edge_index(data.edge_index, data.num_nodes))
+    return store, graph_store
+
+
+def test_tuple_works_with_fast_loader():
+    data = random_graph(num_features=8)
+    store, graph_store = memory_stores(data)
     loader = FastNeighborLoader((store, graph_store), [3, 2],
                                 input_nodes=torch.arange(40), batch_size=10)
     for batch in loader:
@@ -178,13 +183,7 @@ def test_pyg_neighbor_loader_over_stores_equals_data():
                          + data.edge_index[0])
     data.edge_index = data.edge_index[:, perm]
     data.edge_attr = None
-    store = TieredFeatureStore()
-    store.put_tensor(data.x, group_name=None, attr_name='x', index=None)
-    store.put_tensor(data.y, group_name=None, attr_name='y', index=None)
-    store.configure_caches(scores=torch.rand(data.num_nodes).double(),
-                           host_budget=0.3, device_budget=0.1)
-    graph_store = CSCGraphStore(
-        CSCTopology.from_edge_index(data.edge_index, data.num_nodes))
+    store, graph_store = memory_stores(data)
     kwargs = dict(num_neighbors=[3, 2], batch_size=16,
                   input_nodes=torch.arange(48))
     torch.manual_seed(0)

@@ -233,7 +233,8 @@ def test_bench_cache_hit_ratio_section(tmp_path, capsys):
     bench_cache.add_arguments(parser)
     args = parser.parse_args([
         '--preset', 'tiny', '--fanout', '4', '2', '--batch-size', '32',
-        '--fractions', '0', '10', '50', '100', '--cache-dir', str(tmp_path)
+        '--fractions', '0', '10', '50', '100', '--cache-dir', str(tmp_path),
+        '--skip-disk'
     ])
     result = bench_cache.run(args)['hit_ratio']
     out = capsys.readouterr().out

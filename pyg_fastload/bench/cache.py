@@ -15,7 +15,7 @@ from typing import Any, Dict, List, Optional
 import torch
 from torch import Tensor
 
-from ..datasets import PRESETS, SyntheticGraph, degree_stats, load_synthetic
+from ..datasets import SyntheticGraph, degree_stats, load_synthetic
 from ..storage.hotness import (
     POLICIES,
     access_counts,
@@ -23,7 +23,7 @@ from ..storage.hotness import (
     hot_order,
     hotness_scores,
 )
-from .common import Table, cpu_count
+from .common import Table, add_graph_arguments, cpu_count, positive_int
 from .disk_tier import add_disk_arguments, disk_tier_section
 
 __all__ = [
@@ -61,35 +61,14 @@ def _percent(text: str) -> float:
     return value
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f'{text!r} is not an int') from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f'{value} must be >= 1')
-    return value
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument('--preset', default='products-like',
-                        choices=sorted(PRESETS),
-                        help='synthetic graph to load (generated once, then '
-                        'cached)')
-    parser.add_argument('--fanout', type=int, nargs='+', default=[15, 10, 5],
-                        help='neighbours per hop (default: 15 10 5)')
-    parser.add_argument('--batch-size', type=_positive, default=1024)
+    add_graph_arguments(parser)
     parser.add_argument('--fractions', type=_percent, nargs='+',
                         default=[0, 5, 10, 20, 40, 60, 80, 100],
                         help='cache sizes in percent of the nodes '
                         '(default: 0 5 10 20 40 60 80 100)')
-    parser.add_argument('--seed', type=int, default=0,
-                        help='seed of the evaluated epoch (pre-sampling uses '
-                        'seed + 1)')
-    parser.add_argument('--cache-dir', default=None,
-                        help='where synthetic graphs are cached')
     add_disk_arguments(parser)
-    parser.add_argument('--epochs-presample', type=_positive, default=1,
+    parser.add_argument('--epochs-presample', type=positive_int, default=1,
                         help="epochs sampled by the 'presample' policy")
 
 
@@ -232,7 +211,9 @@ def run(args: argparse.Namespace) -> Dict[str, Any]:
     print(f"degrees: mean {stats['mean_degree']:.1f}, median "
           f"{stats['median_degree']:g}, max {stats['max_degree']:,}; the "
           f"top-20% nodes hold {stats['top20_edge_share']:.1%} of the edges")
-    results = {'hit_ratio': hit_ratio_section(graph, args)}
+    results = {}
+    if not args.skip_hit_ratio:
+        results['hit_ratio'] = hit_ratio_section(graph, args)
     if not args.skip_disk:
         results['disk'] = disk_tier_section(args)
     return results

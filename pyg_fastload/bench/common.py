@@ -2,6 +2,7 @@ r"""Measurement helpers shared by the benchmarks: timers, resident memory and
 this machine's memory-copy bandwidth."""
 from __future__ import annotations
 
+import argparse
 import os
 import statistics
 import time
@@ -10,6 +11,8 @@ from typing import Dict, List
 import torch
 
 __all__ = [
+    'add_graph_arguments',
+    'positive_int',
     'reset_peak_rss',
     'rss_bytes',
     'peak_rss_bytes',
@@ -18,6 +21,33 @@ __all__ = [
     'Table',
     'cpu_count',
 ]
+
+
+def positive_int(text: str) -> int:
+    r"""An argparse type: an int >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f'{text!r} is not an int') from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f'{value} must be >= 1')
+    return value
+
+
+def add_graph_arguments(parser: argparse.ArgumentParser) -> None:
+    r"""The options every benchmark shares: which synthetic graph, the
+    fan-outs, the batch size, the seed and the cache directory."""
+    from ..datasets import PRESETS
+    parser.add_argument('--preset', default='products-like',
+                        choices=sorted(PRESETS),
+                        help='synthetic graph to load (generated once, then '
+                        'cached)')
+    parser.add_argument('--fanout', type=int, nargs='+', default=[15, 10, 5],
+                        help='neighbours per hop (default: 15 10 5)')
+    parser.add_argument('--batch-size', type=positive_int, default=1024)
+    parser.add_argument('--seed', type=int, default=0)
+    parser.add_argument('--cache-dir', default=None,
+                        help='where synthetic graphs are cached')
 
 
 def _status_field(name: str) -> int:

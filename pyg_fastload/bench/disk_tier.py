@@ -5,6 +5,7 @@ dynamic cache without look-ahead. Part of ``pyg-fastload bench cache``."""
 from __future__ import annotations
 
 import argparse
+import gc
 import time
 from pathlib import Path
 from typing import Callable, Dict, Optional, Tuple
@@ -34,7 +35,9 @@ def add_disk_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--epoch-batches', type=int, default=100,
                         help='batches timed per configuration')
     parser.add_argument('--skip-disk', action='store_true',
-                        help='only the hit-ratio section')
+                        help='skip the features-on-disk section')
+    parser.add_argument('--skip-hit-ratio', action='store_true',
+                        help='skip the hit-ratio section')
 
 
 def _rss_split() -> Tuple[int, int]:
@@ -126,6 +129,7 @@ def disk_tier_section(args: argparse.Namespace) -> Dict[str, float]:
     table = Table({'configuration': 38, 'epoch s': 8, 'storage MiB': 11,
                    'pages': 9, 'anon +MiB': 9, 'file-backed RSS MiB': 19})
     for name, make in configs.items():
+        gc.collect()  # free the previous configuration's caches first
         anon_before, _ = _rss_split()  # caches count as growth
         if make is None:
             result = _run_epoch(in_memory, seeds, args, anon_before)
@@ -135,6 +139,7 @@ def disk_tier_section(args: argparse.Namespace) -> Dict[str, float]:
                 feature_store.window_size = 0  # same cache, blind eviction
             result = _run_epoch((feature_store, graph_store), seeds, args,
                                 anon_before, feature_store)
+            del feature_store, graph_store
         results[name] = result
         table.row(name, result['seconds'],
                   result.get('storage_bytes', 0) / MiB,

@@ -18,12 +18,13 @@ from typing import Callable, Dict, Iterable, List, Optional
 import torch
 from torch_geometric.data import Data
 
-from ..datasets import PRESETS, degree_stats, load_synthetic
+from ..datasets import degree_stats, load_synthetic
 from ..loader import FastNeighborLoader
 from ..storage.buffer_pool import BufferPool
 from ..sampling import FastNeighborSampler
 from .common import (
     Table,
+    add_graph_arguments,
     cpu_count,
     median,
     memcpy_bandwidth,
@@ -38,13 +39,7 @@ GiB = 2**30
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument('--preset', default='products-like',
-                        choices=sorted(PRESETS),
-                        help='synthetic graph to load (generated once, then '
-                        'cached)')
-    parser.add_argument('--fanout', type=int, nargs='+', default=[15, 10, 5],
-                        help='neighbours per hop (default: 15 10 5)')
-    parser.add_argument('--batch-size', type=int, default=1024)
+    add_graph_arguments(parser)
     parser.add_argument('--batches', type=int, default=40,
                         help='mini-batches timed per loader and round')
     parser.add_argument('--rounds', type=int, default=3,
@@ -53,9 +48,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         default=[0, 1, 2],
                         help="num_workers settings tried for PyG's "
                         "NeighborLoader (empty: skip the baseline)")
-    parser.add_argument('--seed', type=int, default=0)
-    parser.add_argument('--cache-dir', default=None,
-                        help='where synthetic graphs are cached')
 
 
 def _time_loader(loader: Iterable, num_batches: int) -> float:
