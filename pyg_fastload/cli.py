@@ -15,7 +15,7 @@ def main(argv: Optional[List[str]] = None) -> None:
     bench = commands.add_parser('bench', help='run a benchmark')
     benchmarks = bench.add_subparsers(dest='benchmark', required=True)
 
-    from .bench import cache, loader
+    from .bench import cache, loader, train
     loader_parser = benchmarks.add_parser(
         'loader', help='FastNeighborLoader vs PyG NeighborLoader throughput')
     loader.add_arguments(loader_parser)
@@ -24,6 +24,10 @@ def main(argv: Optional[List[str]] = None) -> None:
         'cache', help='hit ratio per hotness policy; features on disk')
     cache.add_arguments(cache_parser)
     cache_parser.set_defaults(run=cache.run)
+    train_parser = benchmarks.add_parser(
+        'train', help='training loop fed by PyG vs pyg_fastload loaders')
+    train.add_arguments(train_parser)
+    train_parser.set_defaults(run=train.run)
 
     from .datasets import ondisk
     prepare = commands.add_parser(

@@ -236,7 +236,7 @@ def test_fast_loader_samples_ahead_for_window_cache(tmp_path):
     graph_store = CSCGraphStore(
         CSCTopology.from_edge_index(data.edge_index, data.num_nodes))
     loader = FastNeighborLoader((store, graph_store), [3, 2],
-                                batch_size=20)
+                                batch_size=20, pipeline=False)
     iterator = iter(loader)
     first = next(iterator)
     assert len(iterator.window) == 3  # three batches sampled ahead
@@ -248,6 +248,12 @@ def test_fast_loader_samples_ahead_for_window_cache(tmp_path):
         assert torch.equal(batch.x, data.x[batch.n_id])
     assert int(cache.pending.sum()) == 0  # every announced batch retired
     assert store.stats()['x']['device']['hits'] > 0
+    # The pipelined loader (sampling and loading threads) does the same:
+    loader = FastNeighborLoader((store, graph_store), [3, 2],
+                                batch_size=20, pipeline=True)
+    for batch in loader:
+        assert torch.equal(batch.x, data.x[batch.n_id])
+    assert int(cache.pending.sum()) == 0
 
 
 def test_auto_device_budget_is_set_after_first_batch():

@@ -96,6 +96,8 @@ def run(args: argparse.Namespace) -> Dict[str, float]:
     loaders: Dict[str, Callable[[], Iterable]] = {
         'FastNeighborLoader': lambda: FastNeighborLoader(
             data, neighbor_sampler=fast_sampler, **kwargs),
+        'FastNeighborLoader(pipeline=False)': lambda: FastNeighborLoader(
+            data, neighbor_sampler=fast_sampler, pipeline=False, **kwargs),
     }
     pyg_sampler = None
     if args.pyg_workers:
@@ -140,7 +142,11 @@ def run(args: argparse.Namespace) -> Dict[str, float]:
     for name, values in times.items():
         rate[name] = seeds.numel() / median(values)
         table.row(name, rate[name], median(values) / num_batches)
-    result = {'fast_seeds_per_s': rate['FastNeighborLoader']}
+    result = {'fast_seeds_per_s': rate['FastNeighborLoader'],
+              'pipelined_vs_sequential': rate['FastNeighborLoader'] /
+              rate['FastNeighborLoader(pipeline=False)']}
+    print(f"pipelined / sequential FastNeighborLoader: "
+          f"{result['pipelined_vs_sequential']:.2f}x")
     pyg_rates = {k: v for k, v in rate.items() if k.startswith('PyG')}
     if pyg_rates:
         best = max(pyg_rates, key=pyg_rates.get)

@@ -8,7 +8,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Union
 import numpy as np
 import torch
 from torch import Tensor
-from torch.utils.data import DataLoader, get_worker_info
+from torch.utils.data import get_worker_info
 from torch_geometric.data import Data, FeatureStore, GraphStore, HeteroData
 from torch_geometric.loader import NodeLoader
 from torch_geometric.loader.utils import filter_data
@@ -19,7 +19,7 @@ from ..sampling import FastNeighborSampler, HopSampler
 from ..sampling.graph_input import HETERO_UNSUPPORTED
 from ..storage import TieredFeatureStore
 from ..storage.buffer_pool import BufferPool
-from .lookahead import LookaheadIterator
+from .pipeline import PipelineIterator, SequentialIterator, new_breakdown
 
 __all__ = ['FastNeighborLoader']
 
@@ -102,6 +102,11 @@ class FastNeighborLoader(NodeLoader):
         neighbor_sampler (HopSampler, optional): a sampler to reuse (e.g.
             one shared by the train/val/test loaders).
         directed (bool): deprecated, ``False`` means ``'induced'``.
+        pipeline (bool, optional): sample and load features in background
+            threads while the model trains (default: on unless
+            ``num_workers > 0``, where PyG's worker processes sample).
+            Batches are identical either way.
+        queue_capacity (int): batches ready ahead of the model (DSP: 2).
         **kwargs: :class:`torch.utils.data.DataLoader` arguments such as
             ``batch_size``, ``shuffle``, ``drop_last``, ``num_workers`` and
             ``generator`` (which then also drives the sampler).
@@ -124,6 +129,8 @@ class FastNeighborLoader(NodeLoader):
         filter_per_worker: Optional[bool] = None,
         neighbor_sampler: Optional[HopSampler] = None,
         directed: bool = True,
+        pipeline: Optional[bool] = None,
+        queue_capacity: int = 2,
         **kwargs: Any,
     ):
         if isinstance(data, HeteroData):
@@ -173,6 +180,13 @@ class FastNeighborLoader(NodeLoader):
             filter_per_worker=filter_per_worker,
             **kwargs,
         )
+        if queue_capacity < 1:
+            raise ValueError(f"'queue_capacity' must be >= 1, got "
+                             f"{queue_capacity}")
+        self.pipeline = (self.num_workers == 0) if pipeline is None else (
+            bool(pipeline) and self.num_workers == 0)
+        self.queue_capacity = queue_capacity
+        self.time_breakdown = new_breakdown()
         self._pool = BufferPool()
         self._pooled: Dict[str, Tensor] = {}
         self._rest: Optional[Data] = None
@@ -248,26 +262,36 @@ class FastNeighborLoader(NodeLoader):
         return data
 
     def _get_iterator(self) -> Iterator:
-        store = self._tiered_store
-        if (self.filter_per_worker or store is None
-                or store.lookahead_depth == 0):
+        if self.num_workers > 0:  # PyG's path: sampling in worker processes
             return super()._get_iterator()
-        return LookaheadIterator(DataLoader._get_iterator(self),
-                                 store.lookahead_depth,
-                                 lambda out: store.announce(out.node),
-                                 self.filter_fn)
+        # Everything random is drawn here, in the consumer's thread and in
+        # order, so pipelined and sequential iteration give the same batches.
+        batches = list(self.batch_sampler)
+        epoch_seed = int(torch.randint(0, 2**62, (1, ),
+                                       generator=self.generator))
 
-    def collate_fn(self, index: Union[Tensor, List[int]]) -> Any:
-        r"""Samples a subgraph from a batch of input nodes; the batch's
-        randomness is drawn from the loader's ``generator`` (main process)
-        or torch's RNG (seeded per worker by the DataLoader)."""
-        input_data = self.input_data[index]
-        generator = self.generator if get_worker_info() is None else None
-        out = self.node_sampler.sample_from_nodes(input_data,
-                                                  generator=generator)
-        if self.filter_per_worker:
-            out = self.filter_fn(out)
-        return out
+        def sampled() -> Iterator[SamplerOutput]:
+            for i, index in enumerate(batches):
+                generator = torch.Generator().manual_seed(
+                    (epoch_seed + i * 0x9E3779B97F4A7C15) % 2**63)
+                yield self.node_sampler.sample_from_nodes(
+                    self.input_data[index], generator=generator)
+
+        store = self._tiered_store
+        depth = store.lookahead_depth if store is not None else 0
+
+        def on_sampled(out: SamplerOutput) -> None:
+            if depth:
+                store.announce(out.node)
+
+        self.time_breakdown = new_breakdown()
+        if self.pipeline:
+            return PipelineIterator(sampled(), on_sampled, self.filter_fn,
+                                    self.queue_capacity,
+                                    max(self.queue_capacity, depth),
+                                    self.time_breakdown)
+        return SequentialIterator(sampled(), on_sampled, self.filter_fn,
+                                  depth, self.time_breakdown)
 
     def __repr__(self) -> str:
         return f'{self.__class__.__name__}({self.node_sampler})'

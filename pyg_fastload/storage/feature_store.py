@@ -3,6 +3,7 @@ fastest tier that holds them: device cache, host buffer, then storage (in
 memory or a memory-mapped file)."""
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
@@ -63,6 +64,18 @@ class TieredFeatureStore(FeatureStore):
         self._entries: Dict[Key, _Entry] = {}
         self._auto: Optional[Dict[str, Any]] = None
         self._staging = BufferPool(max_buffers=1)
+        # announce() runs in the loader's sampling thread, retire() in its
+        # feature-loading thread: both update the pending-reuse counts.
+        self._window_lock = threading.Lock()
+
+    def __getstate__(self) -> Dict[str, Any]:
+        state = self.__dict__.copy()
+        state.pop('_window_lock')
+        return state
+
+    def __setstate__(self, state: Dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._window_lock = threading.Lock()
 
     # Tensors #################################################################
 
@@ -360,7 +373,8 @@ class TieredFeatureStore(FeatureStore):
         loader's look-ahead window."""
         for key, entry in self._entries.items():
             if isinstance(entry.device, WindowBufferedCache):
-                entry.device.announce(ids)
+                with self._window_lock:
+                    entry.device.announce(ids)
             if self.read_ahead and isinstance(entry.storage, MmapStorage):
                 self._accumulate(key, entry, ids)
 
@@ -378,7 +392,8 @@ class TieredFeatureStore(FeatureStore):
         r"""The batch announced with :obj:`ids` is being fetched."""
         for entry in self._entries.values():
             if isinstance(entry.device, WindowBufferedCache):
-                entry.device.retire(ids)
+                with self._window_lock:
+                    entry.device.retire(ids)
 
     # Counters ################################################################
 

@@ -1,0 +1,158 @@
+r"""Training throughput: the same plain PyTorch training loop (GraphSAGE)
+fed by PyG's ``NeighborLoader`` (each ``num_workers``) and by
+:class:`~pyg_fastload.FastNeighborLoader` (pipelined and sequential, features
+in memory and on disk), interleaved in one process.
+
+Run ``pyg-fastload bench train --preset products-like`` or
+``python -m pyg_fastload.bench.train``.
+"""
+from __future__ import annotations
+
+import argparse
+import copy
+import importlib.util
+import itertools
+import time
+import warnings
+from typing import Callable, Dict, Iterable, List, Optional
+
+import torch
+import torch.nn.functional as F
+from torch_geometric.nn import GraphSAGE
+
+from ..datasets import load_synthetic
+from ..loader import FastNeighborLoader
+from .common import Table, add_graph_arguments, cpu_count, median
+
+__all__ = ['add_arguments', 'run', 'main']
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_graph_arguments(parser)
+    parser.add_argument('--hidden', type=int, default=256)
+    parser.add_argument('--batches', type=int, default=20,
+                        help='training steps timed per loader and round')
+    parser.add_argument('--rounds', type=int, default=1)
+    parser.add_argument('--pyg-workers', type=int, nargs='*',
+                        default=[0, 1, 2],
+                        help="num_workers tried for PyG's NeighborLoader")
+    parser.add_argument('--disk', action='store_true',
+                        help='also train with features on disk (host 10%% + '
+                        'window-buffered device cache 30%%)')
+
+
+def _train(model: torch.nn.Module, loader: Iterable, num_batches: int,
+           lr: float = 1e-3) -> float:
+    r"""Seconds for :obj:`num_batches` training steps."""
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    model.train()
+    start = time.perf_counter()
+    for batch in itertools.islice(loader, num_batches):
+        optimizer.zero_grad()
+        out = model(batch.x, batch.edge_index)[:batch.batch_size]
+        loss = F.cross_entropy(out, batch.y[:batch.batch_size])
+        loss.backward()
+        optimizer.step()
+    return time.perf_counter() - start
+
+
+def run(args: argparse.Namespace) -> Dict[str, float]:
+    torch.manual_seed(args.seed)
+    print(f'# train benchmark: preset={args.preset} fanout={args.fanout} '
+          f'batch_size={args.batch_size} hidden={args.hidden} '
+          f'batches={args.batches} cpus={cpu_count()} '
+          f'torch_threads={torch.get_num_threads()}')
+    graph = load_synthetic(args.preset, root=args.cache_dir)
+    data = graph.to_data()
+    train = data.train_mask.nonzero().view(-1)
+    gen = torch.Generator().manual_seed(args.seed)
+    seeds = train[torch.randperm(train.numel(), generator=gen)]
+    seeds = seeds[:args.batches * args.batch_size]
+    kwargs = dict(num_neighbors=args.fanout, input_nodes=seeds,
+                  batch_size=args.batch_size, shuffle=False)
+    num_classes = int(data.y.max()) + 1
+    initial = GraphSAGE(data.num_features, args.hidden,
+                        num_layers=len(args.fanout), out_channels=num_classes)
+    fast: Dict[str, FastNeighborLoader] = {}
+
+    def fast_loader(name: str, source, **extra) -> Callable[[], Iterable]:
+        def make() -> Iterable:
+            fast[name] = FastNeighborLoader(source, **kwargs, **extra)
+            return fast[name]
+        return make
+
+    loaders: Dict[str, Callable[[], Iterable]] = {
+        'FastNeighborLoader': fast_loader('FastNeighborLoader', data),
+        'FastNeighborLoader(pipeline=False)': fast_loader(
+            'FastNeighborLoader(pipeline=False)', data, pipeline=False),
+    }
+    if args.disk:
+        from ..storage.open import open_dataset
+        from .disk_tier import prepared_dataset_dir
+        stores = open_dataset(prepared_dataset_dir(args), host_budget=0.1,
+                              device_budget=0.3, device_cache='window',
+                              progress=False)
+        loaders['FastNeighborLoader, features on disk'] = fast_loader(
+            'FastNeighborLoader, features on disk', stores)
+    if args.pyg_workers and importlib.util.find_spec('torch_sparse'):
+        from torch_geometric.loader import NeighborLoader
+        from torch_geometric.sampler import NeighborSampler
+        with warnings.catch_warnings():
+            warnings.simplefilter('ignore', UserWarning)
+            pyg_sampler = NeighborSampler(data, args.fanout)
+        for workers in args.pyg_workers:
+            loaders[f'PyG NeighborLoader(num_workers={workers})'] = (
+                lambda w=workers: NeighborLoader(
+                    data, neighbor_sampler=pyg_sampler, num_workers=w,
+                    **kwargs))
+    elif args.pyg_workers:
+        print("PyG NeighborLoader skipped: it needs torch_sparse here")
+
+    times: Dict[str, List[float]] = {name: [] for name in loaders}
+    breakdowns: Dict[str, Dict[str, float]] = {}
+    for _ in range(args.rounds):
+        for name, make in loaders.items():
+            model = copy.deepcopy(initial)
+            times[name].append(_train(model, make(), args.batches))
+            if name in fast:
+                breakdowns[name] = dict(fast[name].time_breakdown)
+
+    print('\n## training steps (sampling + features + forward/backward)')
+    table = Table({'loader': 40, 's/step': 8, 'seeds/s': 9})
+    rate = {}
+    for name, values in times.items():
+        rate[name] = seeds.numel() / median(values)
+        table.row(name, median(values) / args.batches, rate[name])
+    result = {'pipelined_vs_sequential': rate['FastNeighborLoader'] /
+              rate['FastNeighborLoader(pipeline=False)']}
+    pyg = {k: v for k, v in rate.items() if k.startswith('PyG')}
+    if pyg:
+        best = max(pyg, key=pyg.get)
+        result['speedup'] = rate['FastNeighborLoader'] / pyg[best]
+        print(f"ratio FastNeighborLoader / best PyG ({best}): "
+              f"{result['speedup']:.2f}x (target >= 2x)")
+    print(f"pipelined / sequential FastNeighborLoader: "
+          f"{result['pipelined_vs_sequential']:.2f}x")
+
+    print('\n## where the time went (last round)')
+    table = Table({'loader': 40, 'epoch': 7, 'model': 7, 'waiting': 8,
+                   'sampling': 9, 'loading': 8, 'hidden': 7})
+    for name, b in breakdowns.items():
+        busy = b['sampling'] + b['feature_loading']
+        hidden = 1 - b['waiting'] / busy if busy else 0.0
+        table.row(name, b['epoch'], b['model'], b['waiting'], b['sampling'],
+                  b['feature_loading'], f'{max(hidden, 0):.0%}')
+        result[f'{name} starved'] = b['waiting'] / max(b['epoch'], 1e-9)
+    print('"hidden": the share of sampling + loading time the trainer did '
+          'not wait for; "waiting": the trainer starved for data.')
+    return result
+
+
+def main(argv: Optional[List[str]] = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    add_arguments(parser)
+    run(parser.parse_args(argv))
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,246 @@
+r"""The loader pipeline (DSP, PaGraph): a sampling thread and a feature-loading
+thread joined to the trainer by bounded queues, so batch ``t + 2`` is
+sampled and batch ``t + 1`` loaded while the model works on batch ``t``.
+
+Both threads run torch ops, which release the GIL, and each uses one intra-op
+thread, so the stages and the model do not fight over the cores (PaGraph's
+resource isolation). Batches come out in order; any stage failure is raised in
+the consumer with the stage named; dropping the iterator stops both threads.
+"""
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections import deque
+from typing import Any, Callable, Dict, Iterator, Optional
+
+import torch
+
+__all__ = ['StageError', 'SequentialIterator', 'PipelineIterator',
+           'new_breakdown']
+
+_POLL = 0.05  # seconds between checks of the stop flag while blocked
+
+
+class StageError(RuntimeError):
+    r"""A pipeline stage failed; :attr:`stage` names it and the original
+    exception is chained as ``__cause__``."""
+    def __init__(self, stage: str, error: BaseException):
+        super().__init__(f"the {stage} stage of the loader failed: "
+                         f"{type(error).__name__}: {error}")
+        self.stage = stage
+
+
+class _Failure:
+    def __init__(self, stage: str, error: BaseException):
+        self.stage, self.error = stage, error
+
+
+_END = object()
+
+
+def new_breakdown() -> Dict[str, float]:
+    r"""Seconds per part of an epoch: ``sampling`` and ``feature_loading``
+    (busy time of those stages), ``waiting`` (the trainer starved for data),
+    ``model`` (time the consumer spent between batches) and ``epoch``
+    (wall time of the epoch, = waiting + model)."""
+    return {'sampling': 0.0, 'feature_loading': 0.0, 'waiting': 0.0,
+            'model': 0.0, 'epoch': 0.0, 'batches': 0}
+
+
+class _ConsumerClock:
+    r"""Splits the consumer's wall time into waiting and model time."""
+    def __init__(self, breakdown: Dict[str, float]):
+        self.breakdown = breakdown
+        self.returned_at: Optional[float] = None
+
+    def start_wait(self) -> float:
+        now = time.perf_counter()
+        if self.returned_at is not None:
+            self.breakdown['model'] += now - self.returned_at
+        return now
+
+    def end_wait(self, started: float, got_batch: bool) -> None:
+        now = time.perf_counter()
+        self.breakdown['waiting'] += now - started
+        self.breakdown['epoch'] = (self.breakdown['waiting'] +
+                                   self.breakdown['model'])
+        self.breakdown['batches'] += int(got_batch)
+        self.returned_at = now
+
+
+class SequentialIterator:
+    r"""Samples up to :obj:`depth` batches ahead (for a window-buffered
+    cache or read batching) and joins each in the consumer's thread."""
+    def __init__(self, source: Iterator, on_sampled: Callable[[Any], None],
+                 join: Callable[[Any], Any], depth: int,
+                 breakdown: Dict[str, float]):
+        self.source, self.on_sampled, self.join = source, on_sampled, join
+        self.depth = depth
+        self.window: deque = deque()
+        self.exhausted = False
+        self.breakdown = breakdown
+        self.clock = _ConsumerClock(breakdown)
+
+    def __iter__(self) -> 'SequentialIterator':
+        return self
+
+    def __next__(self) -> Any:
+        started = self.clock.start_wait()
+        try:
+            while not self.exhausted and len(self.window) <= self.depth:
+                t = time.perf_counter()
+                try:
+                    out = next(self.source)
+                except StopIteration:
+                    self.exhausted = True
+                    break
+                self.on_sampled(out)
+                self.breakdown['sampling'] += time.perf_counter() - t
+                self.window.append(out)
+            if not self.window:
+                raise StopIteration
+            t = time.perf_counter()
+            data = self.join(self.window.popleft())
+            self.breakdown['feature_loading'] += time.perf_counter() - t
+        except StopIteration:
+            self.clock.end_wait(started, False)
+            raise
+        self.clock.end_wait(started, True)
+        return data
+
+
+class _Shared:
+    r"""What the stage threads share; the threads never reference the
+    iterator itself, so dropping it triggers the shutdown."""
+    def __init__(self, sample_capacity: int, load_capacity: int,
+                 breakdown: Dict[str, float]):
+        self.sampled: queue.Queue = queue.Queue(sample_capacity)
+        self.loaded: queue.Queue = queue.Queue(load_capacity)
+        self.stop = threading.Event()
+        self.breakdown = breakdown
+
+    def put(self, box: queue.Queue, item: Any) -> bool:
+        while not self.stop.is_set():
+            try:
+                box.put(item, timeout=_POLL)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def get(self, box: queue.Queue) -> Any:
+        while not self.stop.is_set():
+            try:
+                return box.get(timeout=_POLL)
+            except queue.Empty:
+                continue
+        return _END
+
+
+def _sampling_stage(shared: _Shared, source: Iterator,
+                    on_sampled: Callable[[Any], None]) -> None:
+    torch.set_num_threads(1)
+    try:
+        while True:
+            t = time.perf_counter()
+            try:
+                out = next(source)
+            except StopIteration:
+                break
+            on_sampled(out)
+            shared.breakdown['sampling'] += time.perf_counter() - t
+            if not shared.put(shared.sampled, out):
+                return
+        shared.put(shared.sampled, _END)
+    except BaseException as error:  # surfaced in the consumer
+        shared.put(shared.sampled, _Failure('sampling', error))
+
+
+def _loading_stage(shared: _Shared, join: Callable[[Any], Any]) -> None:
+    torch.set_num_threads(1)
+    while True:
+        item = shared.get(shared.sampled)
+        if item is _END or isinstance(item, _Failure):
+            shared.put(shared.loaded, item)
+            return
+        t = time.perf_counter()
+        try:
+            data = join(item)
+        except BaseException as error:
+            shared.put(shared.loaded, _Failure('feature loading', error))
+            return
+        shared.breakdown['feature_loading'] += time.perf_counter() - t
+        if not shared.put(shared.loaded, data):
+            return
+
+
+class PipelineIterator:
+    r"""Yields joined batches in order from two background stages.
+
+    Args:
+        source (Iterator): yields sampled batches in order (runs in the
+            sampling thread).
+        on_sampled (callable): called in the sampling thread per batch.
+        join (callable): sampled batch -> mini-batch (feature-loading
+            thread).
+        capacity (int): bound of the queue between loading and the trainer
+            (DSP: 2).
+        sample_capacity (int): bound of the queue between sampling and
+            loading (at least :obj:`capacity`; larger for a look-ahead).
+        breakdown (dict): where the time breakdown is accumulated.
+    """
+    def __init__(self, source: Iterator, on_sampled: Callable[[Any], None],
+                 join: Callable[[Any], Any], capacity: int,
+                 sample_capacity: int, breakdown: Dict[str, float]):
+        self.shared = _Shared(sample_capacity, capacity, breakdown)
+        self.clock = _ConsumerClock(breakdown)
+        self.threads = [
+            threading.Thread(target=_sampling_stage, daemon=True,
+                             name='pyg_fastload-sampling',
+                             args=(self.shared, source, on_sampled)),
+            threading.Thread(target=_loading_stage, daemon=True,
+                             name='pyg_fastload-loading',
+                             args=(self.shared, join)),
+        ]
+        for thread in self.threads:
+            thread.start()
+        self.done = False
+
+    def __iter__(self) -> 'PipelineIterator':
+        return self
+
+    def __next__(self) -> Any:
+        if self.done:
+            raise StopIteration
+        started = self.clock.start_wait()
+        while True:
+            try:
+                item = self.shared.loaded.get(timeout=_POLL)
+                break
+            except queue.Empty:
+                if not any(t.is_alive() for t in self.threads):
+                    self.close()
+                    raise RuntimeError("the loader pipeline's threads "
+                                       "stopped without a result") from None
+        if item is _END:
+            self.clock.end_wait(started, False)
+            self.close()
+            raise StopIteration
+        if isinstance(item, _Failure):
+            self.close()
+            raise StageError(item.stage, item.error) from item.error
+        self.clock.end_wait(started, True)
+        return item
+
+    def close(self, timeout: float = 10.0) -> None:
+        r"""Stops both stages and waits (bounded) for their threads."""
+        self.done = True
+        self.shared.stop.set()
+        for thread in self.threads:
+            if thread is not threading.current_thread():
+                thread.join(timeout)
+
+    def __del__(self) -> None:
+        self.close()

@@ -1,0 +1,131 @@
+import gc
+import threading
+import time
+
+import pytest
+import torch
+
+from pyg_fastload import FastNeighborLoader, FastNeighborSampler
+from pyg_fastload.loader.pipeline import StageError
+
+from .conftest import random_graph
+
+
+def stage_threads():
+    return [t for t in threading.enumerate()
+            if t.name.startswith('pyg_fastload-') and t.is_alive()]
+
+
+def wait_for_no_stage_threads(timeout=10.0):
+    deadline = time.monotonic() + timeout
+    while stage_threads() and time.monotonic() < deadline:
+        gc.collect()
+        time.sleep(0.02)
+    return stage_threads()
+
+
+@pytest.fixture
+def data():
+    return random_graph(num_nodes=400, num_edges=4000)
+
+
+def batches(data, pipeline, seed=0, **kwargs):
+    torch.manual_seed(seed)
+    loader = FastNeighborLoader(data, [4, 3], batch_size=32, shuffle=True,
+                                pipeline=pipeline, **kwargs)
+    return [(b.n_id, b.edge_index, b.x) for b in loader]
+
+
+def test_pipelined_equals_sequential(data):
+    a, b = batches(data, True), batches(data, False)
+    assert len(a) == len(b) == 13
+    for (n1, e1, x1), (n2, e2, x2) in zip(a, b):
+        assert torch.equal(n1, n2) and torch.equal(e1, e2)
+        assert torch.equal(x1, x2)
+    c = batches(data, True, seed=1)
+    assert not all(torch.equal(x[0], y[0]) for x, y in zip(a, c))
+
+
+class CountingSampler(FastNeighborSampler):
+    def __init__(self, *args, fail_at=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.calls = 0
+        self.fail_at = fail_at
+
+    def sample_from_nodes(self, inputs, **kwargs):
+        self.calls += 1
+        if self.calls == self.fail_at:
+            raise ValueError('bad batch')
+        return super().sample_from_nodes(inputs, **kwargs)
+
+
+def test_queues_bound_the_batches_in_flight(data):
+    sampler = CountingSampler(data, [4, 3])
+    loader = FastNeighborLoader(data, [4, 3], batch_size=8,
+                                neighbor_sampler=sampler, queue_capacity=2)
+    iterator = iter(loader)
+    for consumed in range(1, 6):
+        next(iterator)
+        time.sleep(0.1)  # a slow model: the stages run ahead and block
+        # In flight: 2 in each queue plus one in each stage's hands.
+        assert sampler.calls <= consumed + 2 + 2 + 2
+    assert iterator.shared.loaded.qsize() <= 2
+    assert iterator.shared.sampled.qsize() <= 2
+    iterator.close()
+    assert not wait_for_no_stage_threads()
+
+
+def test_sampling_failure_names_the_stage(data):
+    sampler = CountingSampler(data, [4, 3], fail_at=3)
+    loader = FastNeighborLoader(data, [4, 3], batch_size=8,
+                                neighbor_sampler=sampler)
+    with pytest.raises(StageError, match='sampling stage') as info:
+        for _ in loader:
+            pass
+    assert info.value.stage == 'sampling'
+    assert isinstance(info.value.__cause__, ValueError)
+    assert not wait_for_no_stage_threads()
+
+
+def test_loading_failure_names_the_stage(data):
+    def transform(batch):
+        raise KeyError('no such feature')
+
+    loader = FastNeighborLoader(data, [4, 3], batch_size=8,
+                                transform=transform)
+    with pytest.raises(StageError, match='feature loading stage'):
+        next(iter(loader))
+    assert not wait_for_no_stage_threads()
+
+
+def test_break_interrupt_and_deletion_stop_every_thread(data):
+    loader = FastNeighborLoader(data, [4, 3], batch_size=8)
+    for i, _ in enumerate(loader):
+        if i == 2:
+            break
+    assert not wait_for_no_stage_threads()
+    with pytest.raises(KeyboardInterrupt):
+        for i, _ in enumerate(loader):
+            if i == 1:
+                raise KeyboardInterrupt
+    assert not wait_for_no_stage_threads()
+    iterator = iter(loader)
+    next(iterator)
+    del iterator, loader
+    assert not wait_for_no_stage_threads()
+
+
+@pytest.mark.parametrize('pipeline', [True, False])
+def test_time_breakdown_sums_to_the_epoch(data, pipeline):
+    loader = FastNeighborLoader(data, [4, 3], batch_size=16,
+                                pipeline=pipeline)
+    start = time.perf_counter()
+    for _ in loader:
+        time.sleep(0.01)  # the "model"
+    wall = time.perf_counter() - start
+    times = loader.time_breakdown
+    assert times['batches'] == len(loader)
+    assert times['sampling'] > 0 and times['feature_loading'] > 0
+    assert times['model'] >= 0.01 * (len(loader) - 1)
+    assert times['epoch'] == pytest.approx(times['waiting'] + times['model'])
+    assert abs(times['epoch'] - wall) <= 0.1 * wall + 0.05
