@@ -17,7 +17,7 @@ def run(tmp_path, *extra):
 
 
 def test_train_bench_with_disk_features(tmp_path, capsys):
-    result = run(tmp_path, '--pyg-workers', '--disk')
+    result = run(tmp_path, '--pyg-workers', '--disk', '--trim')
     out = capsys.readouterr().out
     assert 'pipelined / sequential' in out and 'hidden' in out
     assert result['pipelined_vs_sequential'] > 0

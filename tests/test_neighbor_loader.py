@@ -187,3 +187,16 @@ def test_errors_name_the_argument(graph):
         FastNeighborLoader(no_x, [2])
     with pytest.raises(NotImplementedError, match='homogeneous'):
         FastNeighborLoader(HeteroData(), [2])
+
+
+def test_hop_counts_allow_trim_to_layer():
+    # Nodes and edges come hop by hop, so PyG's trim_to_layer computes the
+    # same seed outputs with far less work.
+    data = random_graph(num_features=16)
+    model = GraphSAGE(16, 32, num_layers=2, out_channels=4).eval()
+    batch = next(iter(FastNeighborLoader(data, [5, 5], batch_size=32)))
+    full = model(batch.x, batch.edge_index)[:batch.batch_size]
+    trimmed = model(batch.x, batch.edge_index,
+                    num_sampled_nodes_per_hop=batch.num_sampled_nodes,
+                    num_sampled_edges_per_hop=batch.num_sampled_edges)
+    assert torch.allclose(full, trimmed[:batch.batch_size], atol=1e-5)

@@ -36,20 +36,30 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--pyg-workers', type=int, nargs='*',
                         default=[0, 1, 2],
                         help="num_workers tried for PyG's NeighborLoader")
+    parser.add_argument('--trim', action='store_true',
+                        help='also train with trim_to_layer on '
+                        "FastNeighborLoader's batches (PyG's torch_sparse "
+                        'batches lack num_sampled_nodes)')
     parser.add_argument('--disk', action='store_true',
                         help='also train with features on disk (host 10%% + '
                         'window-buffered device cache 30%%)')
 
 
 def _train(model: torch.nn.Module, loader: Iterable, num_batches: int,
-           lr: float = 1e-3) -> float:
-    r"""Seconds for :obj:`num_batches` training steps."""
+           trim: bool = False, lr: float = 1e-3) -> float:
+    r"""Seconds for :obj:`num_batches` training steps; with :obj:`trim`,
+    every layer computes only the nodes later layers still need (PyG's
+    ``trim_to_layer``, which needs ``num_sampled_nodes``/``_edges``)."""
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     model.train()
     start = time.perf_counter()
     for batch in itertools.islice(loader, num_batches):
         optimizer.zero_grad()
-        out = model(batch.x, batch.edge_index)[:batch.batch_size]
+        hops = {}
+        if trim:
+            hops = dict(num_sampled_nodes_per_hop=batch.num_sampled_nodes,
+                        num_sampled_edges_per_hop=batch.num_sampled_edges)
+        out = model(batch.x, batch.edge_index, **hops)[:batch.batch_size]
         loss = F.cross_entropy(out, batch.y[:batch.batch_size])
         loss.backward()
         optimizer.step()
@@ -86,6 +96,9 @@ def run(args: argparse.Namespace) -> Dict[str, float]:
         'FastNeighborLoader(pipeline=False)': fast_loader(
             'FastNeighborLoader(pipeline=False)', data, pipeline=False),
     }
+    trimmed = 'FastNeighborLoader + trim_to_layer'
+    if args.trim:
+        loaders[trimmed] = fast_loader(trimmed, data)
     if args.disk:
         from ..storage.open import open_dataset
         from .disk_tier import prepared_dataset_dir
@@ -113,7 +126,8 @@ def run(args: argparse.Namespace) -> Dict[str, float]:
     for _ in range(args.rounds):
         for name, make in loaders.items():
             model = copy.deepcopy(initial)
-            times[name].append(_train(model, make(), args.batches))
+            times[name].append(_train(model, make(), args.batches,
+                                      trim=name == trimmed))
             if name in fast:
                 breakdowns[name] = dict(fast[name].time_breakdown)
 
@@ -133,6 +147,10 @@ def run(args: argparse.Namespace) -> Dict[str, float]:
               f"{result['speedup']:.2f}x (target >= 2x)")
     print(f"pipelined / sequential FastNeighborLoader: "
           f"{result['pipelined_vs_sequential']:.2f}x")
+    if args.trim and pyg:
+        result['trimmed_speedup'] = rate[trimmed] / pyg[best]
+        print(f"ratio FastNeighborLoader + trim_to_layer / best PyG (no "
+              f"trimming possible): {result['trimmed_speedup']:.2f}x")
 
     print('\n## where the time went (last round)')
     table = Table({'loader': 40, 'epoch': 7, 'model': 7, 'waiting': 8,
