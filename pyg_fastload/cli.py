@@ -16,24 +16,20 @@ def main(argv: Optional[List[str]] = None) -> None:
     benchmarks = bench.add_subparsers(dest='benchmark', required=True)
 
     from .bench import cache, loader, train
-    loader_parser = benchmarks.add_parser(
-        'loader', help='FastNeighborLoader vs PyG NeighborLoader throughput')
-    loader.add_arguments(loader_parser)
-    loader_parser.set_defaults(run=loader.run)
-    cache_parser = benchmarks.add_parser(
-        'cache', help='hit ratio per hotness policy; features on disk')
-    cache.add_arguments(cache_parser)
-    cache_parser.set_defaults(run=cache.run)
-    train_parser = benchmarks.add_parser(
-        'train', help='training loop fed by PyG vs pyg_fastload loaders')
-    train.add_arguments(train_parser)
-    train_parser.set_defaults(run=train.run)
-
     from .datasets import ondisk
-    prepare = commands.add_parser(
-        'prepare', help='write a dataset directory (features on disk)')
-    ondisk.add_arguments(prepare)
-    prepare.set_defaults(run=ondisk.run)
+    for parent, name, module, text in (
+        (benchmarks, 'loader', loader,
+         'FastNeighborLoader vs PyG NeighborLoader throughput'),
+        (benchmarks, 'cache', cache,
+         'hit ratio per hotness policy; features on disk'),
+        (benchmarks, 'train',
+         train, 'training loop fed by PyG vs pyg_fastload loaders'),
+        (commands, 'prepare', ondisk,
+         'write a dataset directory (features on disk)'),
+    ):
+        command = parent.add_parser(name, help=text)
+        module.add_arguments(command)
+        command.set_defaults(run=module.run)
 
     args = parser.parse_args(argv)
     args.run(args)

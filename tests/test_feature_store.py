@@ -1,7 +1,6 @@
 import numpy as np
 import pytest
 import torch
-from torch_geometric.data import Data
 
 from pyg_fastload import FastNeighborLoader
 from pyg_fastload.storage import (

@@ -23,7 +23,13 @@ from ..storage.hotness import (
     hot_order,
     hotness_scores,
 )
-from .common import Table, add_graph_arguments, cpu_count, positive_int
+from .common import (
+    Table,
+    add_graph_arguments,
+    benchmark_main,
+    cpu_count,
+    positive_int,
+)
 from .disk_tier import add_disk_arguments, disk_tier_section
 
 __all__ = [
@@ -220,9 +226,7 @@ def run(args: argparse.Namespace) -> Dict[str, Any]:
 
 
 def main(argv: Optional[List[str]] = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
-    add_arguments(parser)
-    run(parser.parse_args(argv))
+    benchmark_main(__doc__, add_arguments, run, argv)
 
 
 if __name__ == '__main__':

@@ -6,11 +6,12 @@ import argparse
 import os
 import statistics
 import time
-from typing import Dict, List
+from typing import Any, Callable, Dict, List, Optional
 
 import torch
 
 __all__ = [
+    'benchmark_main',
     'add_graph_arguments',
     'positive_int',
     'reset_peak_rss',
@@ -48,6 +49,16 @@ def add_graph_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--seed', type=int, default=0)
     parser.add_argument('--cache-dir', default=None,
                         help='where synthetic graphs are cached')
+
+
+def benchmark_main(doc: str,
+                   add_arguments: Callable[[argparse.ArgumentParser], None],
+                   run: Callable[[argparse.Namespace], Any],
+                   argv: Optional[List[str]] = None) -> None:
+    r"""``python -m pyg_fastload.bench.<name>``: parse and run."""
+    parser = argparse.ArgumentParser(description=doc.split('\n\n')[0])
+    add_arguments(parser)
+    run(parser.parse_args(argv))
 
 
 def _status_field(name: str) -> int:

@@ -23,6 +23,7 @@ from ..loader import FastNeighborLoader
 from ..storage.buffer_pool import BufferPool
 from ..sampling import FastNeighborSampler
 from .common import (
+    benchmark_main,
     Table,
     add_graph_arguments,
     cpu_count,
@@ -215,9 +216,7 @@ def _breakdown(data: Data, seeds: torch.Tensor, args: argparse.Namespace,
 
 
 def main(argv: Optional[List[str]] = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
-    add_arguments(parser)
-    run(parser.parse_args(argv))
+    benchmark_main(__doc__, add_arguments, run, argv)
 
 
 if __name__ == '__main__':

@@ -22,7 +22,13 @@ from torch_geometric.nn import GraphSAGE
 
 from ..datasets import load_synthetic
 from ..loader import FastNeighborLoader
-from .common import Table, add_graph_arguments, cpu_count, median
+from .common import (
+    Table,
+    add_graph_arguments,
+    benchmark_main,
+    cpu_count,
+    median,
+)
 
 __all__ = ['add_arguments', 'run', 'main']
 
@@ -167,9 +173,7 @@ def run(args: argparse.Namespace) -> Dict[str, float]:
 
 
 def main(argv: Optional[List[str]] = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
-    add_arguments(parser)
-    run(parser.parse_args(argv))
+    benchmark_main(__doc__, add_arguments, run, argv)
 
 
 if __name__ == '__main__':
