@@ -62,7 +62,8 @@ class CountingSampler(FastNeighborSampler):
 def test_queues_bound_the_batches_in_flight(data):
     sampler = CountingSampler(data, [4, 3])
     loader = FastNeighborLoader(data, [4, 3], batch_size=8,
-                                neighbor_sampler=sampler, queue_capacity=2)
+                                neighbor_sampler=sampler, queue_capacity=2,
+                                pipeline=True)
     iterator = iter(loader)
     for consumed in range(1, 6):
         next(iterator)
@@ -78,7 +79,7 @@ def test_queues_bound_the_batches_in_flight(data):
 def test_sampling_failure_names_the_stage(data):
     sampler = CountingSampler(data, [4, 3], fail_at=3)
     loader = FastNeighborLoader(data, [4, 3], batch_size=8,
-                                neighbor_sampler=sampler)
+                                neighbor_sampler=sampler, pipeline=True)
     with pytest.raises(StageError, match='sampling stage') as info:
         for _ in loader:
             pass
@@ -92,14 +93,14 @@ def test_loading_failure_names_the_stage(data):
         raise KeyError('no such feature')
 
     loader = FastNeighborLoader(data, [4, 3], batch_size=8,
-                                transform=transform)
+                                transform=transform, pipeline=True)
     with pytest.raises(StageError, match='feature loading stage'):
         next(iter(loader))
     assert not wait_for_no_stage_threads()
 
 
 def test_break_interrupt_and_deletion_stop_every_thread(data):
-    loader = FastNeighborLoader(data, [4, 3], batch_size=8)
+    loader = FastNeighborLoader(data, [4, 3], batch_size=8, pipeline=True)
     for i, _ in enumerate(loader):
         if i == 2:
             break
@@ -129,3 +130,19 @@ def test_time_breakdown_sums_to_the_epoch(data, pipeline):
     assert times['model'] >= 0.01 * (len(loader) - 1)
     assert times['epoch'] == pytest.approx(times['waiting'] + times['model'])
     assert abs(times['epoch'] - wall) <= 0.1 * wall + 0.05
+
+
+def test_auto_pipelines_only_when_loading_matters(data):
+    loader = FastNeighborLoader(data, [4, 3], batch_size=16)
+    assert loader.pipeline == 'auto'
+    first = iter(loader)
+    assert type(first).__name__ == 'SequentialIterator'
+    list(first)  # a loader-bound epoch: no model time at all
+    assert type(iter(loader)).__name__ == 'PipelineIterator'
+
+    slow = FastNeighborLoader(data, [4, 3], batch_size=100)
+    for _ in slow:
+        time.sleep(0.5)  # a model far slower than loading
+    assert type(iter(slow)).__name__ == 'SequentialIterator'
+    with pytest.raises(ValueError, match="'pipeline'"):
+        FastNeighborLoader(data, [4, 3], pipeline='sometimes')

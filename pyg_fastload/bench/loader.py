@@ -96,7 +96,7 @@ def run(args: argparse.Namespace) -> Dict[str, float]:
     print(f'FastNeighborSampler set-up: {time.perf_counter() - start:.1f}s')
     loaders: Dict[str, Callable[[], Iterable]] = {
         'FastNeighborLoader': lambda: FastNeighborLoader(
-            data, neighbor_sampler=fast_sampler, **kwargs),
+            data, neighbor_sampler=fast_sampler, pipeline=True, **kwargs),
         'FastNeighborLoader(pipeline=False)': lambda: FastNeighborLoader(
             data, neighbor_sampler=fast_sampler, pipeline=False, **kwargs),
     }

@@ -98,13 +98,14 @@ def run(args: argparse.Namespace) -> Dict[str, float]:
         return make
 
     loaders: Dict[str, Callable[[], Iterable]] = {
-        'FastNeighborLoader': fast_loader('FastNeighborLoader', data),
+        'FastNeighborLoader': fast_loader('FastNeighborLoader', data,
+                                          pipeline=True),
         'FastNeighborLoader(pipeline=False)': fast_loader(
             'FastNeighborLoader(pipeline=False)', data, pipeline=False),
     }
     trimmed = 'FastNeighborLoader + trim_to_layer'
     if args.trim:
-        loaders[trimmed] = fast_loader(trimmed, data)
+        loaders[trimmed] = fast_loader(trimmed, data, pipeline=False)
     if args.disk:
         from ..storage.open import open_dataset
         from .disk_tier import prepared_dataset_dir
@@ -112,7 +113,7 @@ def run(args: argparse.Namespace) -> Dict[str, float]:
                               device_budget=0.3, device_cache='window',
                               progress=False)
         loaders['FastNeighborLoader, features on disk'] = fast_loader(
-            'FastNeighborLoader, features on disk', stores)
+            'FastNeighborLoader, features on disk', stores, pipeline=True)
     if args.pyg_workers and importlib.util.find_spec('torch_sparse'):
         from torch_geometric.loader import NeighborLoader
         from torch_geometric.sampler import NeighborSampler

@@ -21,7 +21,11 @@ from ..storage import TieredFeatureStore
 from ..storage.buffer_pool import BufferPool
 from .pipeline import PipelineIterator, SequentialIterator, new_breakdown
 
-__all__ = ['FastNeighborLoader']
+__all__ = ['FastNeighborLoader', 'PIPELINE_MIN_LOAD_SHARE']
+
+#: ``pipeline='auto'`` pipelines once sampling + loading took at least this
+#: share of a sequential epoch.
+PIPELINE_MIN_LOAD_SHARE = 0.1
 
 
 def _check_input_nodes(input_nodes: Any, num_nodes: int) -> Optional[Tensor]:
@@ -102,9 +106,13 @@ class FastNeighborLoader(NodeLoader):
         neighbor_sampler (HopSampler, optional): a sampler to reuse (e.g.
             one shared by the train/val/test loaders).
         directed (bool): deprecated, ``False`` means ``'induced'``.
-        pipeline (bool, optional): sample and load features in background
-            threads while the model trains (default: on unless
-            ``num_workers > 0``, where PyG's worker processes sample).
+        pipeline (bool or str): sample and load features in background
+            threads while the model trains. ``'auto'`` (default) runs the
+            first epoch in the consumer's thread and pipelines later epochs
+            if sampling and loading took at least
+            :obj:`PIPELINE_MIN_LOAD_SHARE` of it (on a CPU-bound model the
+            stage threads cost the model more than they hide). Ignored with
+            ``num_workers > 0``, where PyG's worker processes sample.
             Batches are identical either way.
         queue_capacity (int): batches ready ahead of the model (DSP: 2).
         **kwargs: :class:`torch.utils.data.DataLoader` arguments such as
@@ -129,7 +137,7 @@ class FastNeighborLoader(NodeLoader):
         filter_per_worker: Optional[bool] = None,
         neighbor_sampler: Optional[HopSampler] = None,
         directed: bool = True,
-        pipeline: Optional[bool] = None,
+        pipeline: Union[bool, str] = 'auto',
         queue_capacity: int = 2,
         **kwargs: Any,
     ):
@@ -183,11 +191,15 @@ class FastNeighborLoader(NodeLoader):
         if queue_capacity < 1:
             raise ValueError(f"'queue_capacity' must be >= 1, got "
                              f"{queue_capacity}")
-        self.pipeline = (self.num_workers == 0) if pipeline is None else (
-            bool(pipeline) and self.num_workers == 0)
+        if pipeline not in (True, False, 'auto'):
+            raise ValueError(f"'pipeline' must be True, False or 'auto', "
+                             f"got {pipeline!r}")
+        self.pipeline = pipeline
         self.queue_capacity = queue_capacity
         self.time_breakdown = new_breakdown()
-        self._pool = BufferPool()
+        self._auto_decision: Optional[bool] = None
+        # The consumer's batch, the queued ones and the one being loaded.
+        self._pool = BufferPool(max_buffers=queue_capacity + 3)
         self._pooled: Dict[str, Tensor] = {}
         self._rest: Optional[Data] = None
         if isinstance(data, Data):
@@ -284,14 +296,27 @@ class FastNeighborLoader(NodeLoader):
             if depth:
                 store.announce(out.node)
 
+        pipelined = self._use_pipeline()
         self.time_breakdown = new_breakdown()
-        if self.pipeline:
+        if pipelined:
             return PipelineIterator(sampled(), on_sampled, self.filter_fn,
                                     self.queue_capacity,
                                     max(self.queue_capacity, depth),
                                     self.time_breakdown)
         return SequentialIterator(sampled(), on_sampled, self.filter_fn,
                                   depth, self.time_breakdown)
+
+    def _use_pipeline(self) -> bool:
+        if self.pipeline != 'auto':
+            return bool(self.pipeline)
+        if self._auto_decision is None:
+            last = self.time_breakdown
+            if last['batches'] < len(self):  # no complete epoch measured
+                return False
+            share = (last['sampling'] + last['feature_loading']) / max(
+                last['epoch'], 1e-9)
+            self._auto_decision = share >= PIPELINE_MIN_LOAD_SHARE
+        return self._auto_decision
 
     def __repr__(self) -> str:
         return f'{self.__class__.__name__}({self.node_sampler})'

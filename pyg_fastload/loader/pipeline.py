@@ -2,13 +2,15 @@ r"""The loader pipeline (DSP, PaGraph): a sampling thread and a feature-loading
 thread joined to the trainer by bounded queues, so batch ``t + 2`` is
 sampled and batch ``t + 1`` loaded while the model works on batch ``t``.
 
-Both threads run torch ops, which release the GIL, and each uses one intra-op
-thread, so the stages and the model do not fight over the cores (PaGraph's
-resource isolation). Batches come out in order; any stage failure is raised in
+Both threads run torch ops, which release the GIL; each uses one intra-op
+thread at a lower CPU priority, so the stages take the CPU time the model
+leaves instead of slowing its parallel kernels (PaGraph's resource
+isolation). Batches come out in order; any stage failure is raised in
 the consumer with the stage named; dropping the iterator stops both threads.
 """
 from __future__ import annotations
 
+import os
 import queue
 import threading
 import time
@@ -21,6 +23,20 @@ __all__ = ['StageError', 'SequentialIterator', 'PipelineIterator',
            'new_breakdown']
 
 _POLL = 0.05  # seconds between checks of the stop flag while blocked
+#: Niceness of the stage threads: the trainer comes first; the stages take
+#: the CPU time it leaves (and all of it while it waits for data).
+STAGE_NICENESS = 10
+
+
+def _isolate_stage() -> None:
+    r"""One intra-op thread and a lower CPU priority for the calling stage
+    thread (PaGraph's resource isolation on a shared CPU)."""
+    torch.set_num_threads(1)
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(),
+                       STAGE_NICENESS)
+    except (AttributeError, OSError):  # not Linux, or not permitted
+        pass
 
 
 class StageError(RuntimeError):
@@ -141,7 +157,7 @@ class _Shared:
 
 def _sampling_stage(shared: _Shared, source: Iterator,
                     on_sampled: Callable[[Any], None]) -> None:
-    torch.set_num_threads(1)
+    _isolate_stage()
     try:
         while True:
             t = time.perf_counter()
@@ -159,7 +175,7 @@ def _sampling_stage(shared: _Shared, source: Iterator,
 
 
 def _loading_stage(shared: _Shared, join: Callable[[Any], Any]) -> None:
-    torch.set_num_threads(1)
+    _isolate_stage()
     while True:
         item = shared.get(shared.sampled)
         if item is _END or isinstance(item, _Failure):
