@@ -15,7 +15,7 @@ def main(argv: Optional[List[str]] = None) -> None:
     bench = commands.add_parser('bench', help='run a benchmark')
     benchmarks = bench.add_subparsers(dest='benchmark', required=True)
 
-    from .bench import cache, loader, train
+    from .bench import cache, loader, model, train
     from .datasets import ondisk
     for parent, name, module, text in (
         (benchmarks, 'loader', loader,
@@ -24,6 +24,8 @@ def main(argv: Optional[List[str]] = None) -> None:
          'hit ratio per hotness policy; features on disk'),
         (benchmarks, 'train',
          train, 'training loop fed by PyG vs pyg_fastload loaders'),
+        (benchmarks, 'model', model,
+         'edge_index scatter vs sorted sparse adjacency in the model'),
         (commands, 'prepare', ondisk,
          'write a dataset directory (features on disk)'),
     ):

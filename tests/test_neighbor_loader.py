@@ -200,3 +200,22 @@ def test_hop_counts_allow_trim_to_layer():
                     num_sampled_nodes_per_hop=batch.num_sampled_nodes,
                     num_sampled_edges_per_hop=batch.num_sampled_edges)
     assert torch.allclose(full, trimmed[:batch.batch_size], atol=1e-5)
+
+
+@requires_torch_sparse
+def test_sparse_adjacency_built_in_the_loading_stage():
+    # The layout that measured fastest for SAGE/GCN on CPU
+    # (`pyg-fastload bench model`): PyG's ToSparseTensor as the transform,
+    # which runs in the feature-loading stage, off the model's path.
+    import torch_geometric.transforms as T
+    data = random_graph(num_features=16)
+    model = GraphSAGE(16, 32, num_layers=2, out_channels=4).eval()
+    torch.manual_seed(0)
+    plain = next(iter(FastNeighborLoader(data, [5, 5], batch_size=32)))
+    torch.manual_seed(0)
+    sparse = next(iter(FastNeighborLoader(
+        data, [5, 5], batch_size=32, pipeline=True,
+        transform=T.ToSparseTensor(remove_edge_index=False))))
+    assert torch.equal(plain.n_id, sparse.n_id)
+    assert torch.allclose(model(plain.x, plain.edge_index),
+                          model(sparse.x, sparse.adj_t), atol=1e-5)
