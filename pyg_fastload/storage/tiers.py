@@ -8,14 +8,15 @@ PaGraph's ``gpu_flag``/``localid2cacheid`` arrays.
 from __future__ import annotations
 
 import os
+import warnings
 from typing import Optional, Sequence, Tuple
 
 import numpy as np
 import torch
 from torch import Tensor
 
-from .buffer_pool import BufferPool
 from ..sampling.ops import expand_ranges
+from .buffer_pool import BufferPool
 from .counters import TierCounters
 
 __all__ = [
@@ -82,27 +83,32 @@ class MmapStorage:
             raise ValueError(f"'{self.path}' holds {actual} bytes, but shape "
                              f"{list(self._shape)} of {dtype} needs "
                              f"{expected}: the file is truncated")
-        np_dtype = torch.empty((), dtype=dtype).numpy().dtype
-        self._array = np.memmap(self.path, dtype=np_dtype, mode='r',
-                                offset=offset, shape=self._shape)
-        self._fd = os.open(self.path, os.O_RDONLY)
         self.offset = offset
+        self._map()
+        self._fd = os.open(self.path, os.O_RDONLY)
         self.counters = TierCounters()
         self.prefetched_pages = 0
         self._staging = BufferPool(max_buffers=1)
 
+    def _map(self) -> None:
+        np_dtype = torch.empty((), dtype=self._dtype).numpy().dtype
+        self._array = np.memmap(self.path, dtype=np_dtype, mode='r',
+                                offset=self.offset, shape=self._shape)
+        with warnings.catch_warnings():  # the mapping is read-only
+            warnings.simplefilter('ignore', UserWarning)
+            self._tensor = torch.from_numpy(self._array)
+
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
         state.pop('_array')
+        state.pop('_tensor')
         state.pop('_fd')
         state['_staging'] = BufferPool(max_buffers=1)
         return state
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
-        np_dtype = torch.empty((), dtype=self._dtype).numpy().dtype
-        self._array = np.memmap(self.path, dtype=np_dtype, mode='r',
-                                offset=self.offset, shape=self._shape)
+        self._map()
         self._fd = os.open(self.path, os.O_RDONLY)
 
     def __del__(self) -> None:
@@ -156,10 +162,7 @@ class MmapStorage:
     def full(self) -> Tensor:
         r"""The whole tensor as a copy-free view of the mapping (reading it
         all pulls the file through the page cache)."""
-        import warnings
-        with warnings.catch_warnings():  # read-only mapping
-            warnings.simplefilter('ignore', UserWarning)
-            return torch.from_numpy(self._array)
+        return self._tensor
 
     def pages_of(self, rows: Tensor) -> int:
         r"""Distinct file pages covered by :obj:`rows` (sorted, unique)."""
@@ -173,7 +176,7 @@ class MmapStorage:
         rows, inverse = torch.unique(ids, sorted=True, return_inverse=True)
         block = self._staging.empty((rows.numel(), *self._shape[1:]),
                                     self._dtype)
-        np.take(self._array, rows.numpy(), axis=0, out=block.numpy())
+        torch.index_select(self._tensor, 0, rows, out=block)  # file order
         torch.index_select(block, 0, inverse, out=out)
         self.counters.add(ids.numel(), rows.numel(), self.row_bytes,
                           self.pages_of(rows))
