@@ -11,7 +11,7 @@ from pyg_fastload.storage import (
 )
 from pyg_fastload.topology import CSCTopology
 
-from .conftest import random_graph, requires_torch_sparse
+from .conftest import random_graph, requires_cuda, requires_torch_sparse
 
 DTYPES = [torch.float32, torch.float16, torch.float64, torch.int64,
           torch.uint8, torch.bool]
@@ -290,3 +290,21 @@ def test_read_ahead_merges_reads_of_several_batches(tmp_path):
     assert storage.prefetched_pages > 0
     with pytest.raises(ValueError, match='min_reads'):
         store.set_read_ahead(2, min_reads=0)
+
+
+@requires_cuda
+@pytest.mark.parametrize('mode', ['static', 'window'])
+def test_device_cache_on_cuda(tmp_path, mode):
+    x = make_tensor(torch.float32, rows=200)
+    path = tmp_path / 'x.bin'
+    x.numpy().tofile(path)
+    store = TieredFeatureStore(device='cuda')
+    store.put_mmap_tensor(str(path), torch.float32, x.shape, 'x')
+    store.configure_caches(scores=-torch.arange(200).double(),
+                           host_budget=0.2, device_budget=0.1,
+                           device_cache=mode)
+    for ids in (torch.arange(200), torch.tensor([0, 150, 150, 3])):
+        out = store.gather('x', ids)
+        assert out.is_cuda
+        torch.cuda.synchronize()
+        assert torch.equal(out.cpu(), x[ids])
