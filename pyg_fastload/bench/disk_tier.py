@@ -65,10 +65,7 @@ def _run_epoch(data, seeds: torch.Tensor, args: argparse.Namespace,
                anon_before: int,
                store: Optional[TieredFeatureStore] = None) -> Dict[str, float]:
     if store is not None:
-        for entry in store._entries.values():
-            evict = getattr(entry.storage, 'evict_page_cache', None)
-            if evict is not None:
-                evict()
+        store.evict_page_cache()
         store.reset_counters()
     torch.manual_seed(args.seed)
     loader = FastNeighborLoader(data, args.fanout, input_nodes=seeds,

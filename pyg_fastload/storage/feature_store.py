@@ -153,19 +153,24 @@ class TieredFeatureStore(FeatureStore):
             raise IndexError(f"'{attr_name}' has {storage.shape[0]} rows; "
                              f"asked for rows {int(ids.min())} to "
                              f"{int(ids.max())}")
-        caches = entry.caches()
         out_device = entry.device.values.device if entry.device else (
             torch.device('cpu'))
         if out is None:
             out = torch.empty((ids.numel(), *storage.shape[1:]),
                               dtype=storage.dtype, device=out_device)
-        if not caches:
+        if entry.caches():
+            self._gather_tiers(entry, ids, out)
+        else:
             storage.gather(ids, out)
-            if self._auto is not None:
-                self._resolve_auto_budget()
-            return out
+        if self._auto is not None:
+            self._resolve_auto_budget()
+        return out
+
+    def _gather_tiers(self, entry: _Entry, ids: Tensor, out: Tensor) -> None:
+        r"""Fills :obj:`out` from the caches, fastest first, then storage."""
+        storage = entry.storage
         pos = torch.arange(ids.numel())
-        for cache in caches:
+        for cache in entry.caches():
             slot = cache.lookup(ids)
             hit = slot >= 0
             num_hits = int(hit.sum())
@@ -191,9 +196,6 @@ class TieredFeatureStore(FeatureStore):
                                       0, inverse, torch.arange(ids.numel()),
                                       'amin')
                 entry.device.admit(first, rows, keep)
-        if self._auto is not None:
-            self._resolve_auto_budget()
-        return out
 
     def free_device_bytes(self) -> int:
         r"""Free memory where the device cache lives."""
@@ -411,6 +413,13 @@ class TieredFeatureStore(FeatureStore):
             tiers['storage'] = entry.storage.counters
             out[label] = {tier: c.as_dict() for tier, c in tiers.items()}
         return out
+
+    def evict_page_cache(self) -> None:
+        r"""Drops the page cache of every memory-mapped tensor (cold-start
+        measurements)."""
+        for entry in self._entries.values():
+            if isinstance(entry.storage, MmapStorage):
+                entry.storage.evict_page_cache()
 
     def reset_counters(self) -> None:
         for entry in self._entries.values():
