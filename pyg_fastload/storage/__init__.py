@@ -13,13 +13,14 @@ from .hotness import (
     presample_scores,
     reverse_pagerank_scores,
 )
-from .open import open_dataset
+from .open import open_dataset, stores_from_data
 from .tiers import MemoryStorage, MmapStorage, StaticCache, WindowBufferedCache
 
 __all__ = [
     'TieredFeatureStore',
     'CSCGraphStore',
     'open_dataset',
+    'stores_from_data',
     'POLICIES',
     'hotness_scores',
     'hot_order',

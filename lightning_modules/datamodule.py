@@ -1,0 +1,403 @@
+r"""``FastLoadDataModule``: a ``LightningDataModule`` serving
+:class:`~pyg_fastload.FastNeighborLoader` batches from a synthetic preset, a
+prepared dataset directory or a PyG ``Data``."""
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Dict, List, Literal, Optional, Tuple, Union
+
+import pytorch_lightning as pl
+import torch
+from torch import Tensor
+from torch_geometric.data import Data
+
+from pyg_fastload import FastNeighborLoader, open_dataset
+from pyg_fastload.datasets import PRESETS, load_synthetic, open_dataset_dir
+from pyg_fastload.sampling.graph_input import check_fanouts
+from pyg_fastload.storage import TieredFeatureStore, stores_from_data
+from pyg_fastload.storage.budget import Budget, budget_rows
+from pyg_fastload.storage.hotness import POLICIES
+
+from .errors import ConfigError, config_section
+
+__all__ = ['FastLoadDataModule', 'FeatureCache']
+
+_SPLITS = ('train', 'val', 'test', 'predict')
+
+
+@dataclass
+class FeatureCache:
+    r"""Where feature rows live (the storage issue's tiers).
+
+    Args:
+        host_budget: host buffer of hot rows: bytes, a fraction of the rows
+            or a string such as ``'2GiB'`` / ``'10%'``.
+        device_budget: device cache (GPU memory on CUDA, a separate tensor
+            on CPU), the same units, or ``'auto'`` (free memory after the
+            first batch minus a reserve).
+        policy (str): hotness policy choosing the cached rows.
+        device_cache (str): ``'static'`` (hottest rows) or ``'window'``
+            (GIDS window buffering over the loader's look-ahead).
+        window (int): look-ahead batches for ``device_cache='window'``.
+        read_ahead (int): batches of merged storage read-ahead for features
+            on disk (0: off).
+        in_memory (bool): load a dataset directory's features into memory
+            instead of reading them from disk.
+    """
+    host_budget: Optional[Union[int, float, str]] = None
+    device_budget: Optional[Union[int, float, str]] = None
+    policy: Literal['out_degree', 'reverse_pagerank', 'presample',
+                    'random'] = 'out_degree'
+    device_cache: Literal['static', 'window'] = 'static'
+    window: int = 4
+    read_ahead: int = 0
+    in_memory: bool = False
+
+
+def _available_memory() -> int:
+    try:
+        with open('/proc/meminfo') as f:
+            for line in f:
+                if line.startswith('MemAvailable:'):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def _format_bytes(num: float) -> str:
+    for unit in ('B', 'KiB', 'MiB', 'GiB'):
+        if num < 1024:
+            return f'{num:.1f} {unit}'
+        num /= 1024
+    return f'{num:.1f} TiB'
+
+
+def _check_budget(budget: Budget, key: str) -> None:
+    r"""Fails early on a budget that cannot be met: not a size, negative,
+    a fraction above 1, or more bytes than the machine has available."""
+    if budget is None or budget == 'auto':
+        return
+    try:
+        num_bytes = budget_rows(budget, 2**62, 1, key)
+    except (TypeError, ValueError) as error:
+        raise ConfigError(key, str(error)) from None
+    if isinstance(budget, float) or (isinstance(budget, str)
+                                     and budget.strip().endswith('%')):
+        return  # a fraction of the data: checked against it in setup
+    available = _available_memory()
+    if available and num_bytes > available:
+        raise ConfigError(
+            key, f"{budget!r} ({_format_bytes(num_bytes)}) is more than the "
+            f"{_format_bytes(available)} of memory available; give a "
+            f"smaller size or a fraction such as '10%'")
+
+
+def _check_feature_cache(cache: Any) -> Optional[FeatureCache]:
+    if cache is None:
+        return None
+    if isinstance(cache, dict):
+        unknown = set(cache) - set(FeatureCache.__dataclass_fields__)
+        if unknown:
+            raise ConfigError(
+                'feature_cache', f"unknown keys {sorted(unknown)}; known: "
+                f"{sorted(FeatureCache.__dataclass_fields__)}")
+        cache = FeatureCache(**cache)
+    if not isinstance(cache, FeatureCache):
+        raise ConfigError('feature_cache', f"must be a FeatureCache or a "
+                          f"dict, got {type(cache).__name__}")
+    _check_budget(cache.host_budget, 'feature_cache.host_budget')
+    _check_budget(cache.device_budget, 'feature_cache.device_budget')
+    if cache.policy not in POLICIES:
+        raise ConfigError('feature_cache.policy',
+                          f"{cache.policy!r} is not one of {POLICIES}")
+    if cache.device_cache not in ('static', 'window'):
+        raise ConfigError('feature_cache.device_cache',
+                          f"{cache.device_cache!r} must be 'static' or "
+                          f"'window'")
+    for key in ('window', 'read_ahead'):
+        value = getattr(cache, key)
+        if not isinstance(value, int) or value < (key == 'window'):
+            raise ConfigError(f'feature_cache.{key}',
+                              f"{value!r} must be an int >= "
+                              f"{int(key == 'window')}")
+    return cache
+
+
+def _resolve_dataset(dataset: Any) -> Tuple[str, Any]:
+    r"""``('preset', name)``, ``('dir', path)`` or ``('data', Data)``."""
+    if isinstance(dataset, Data):
+        return 'data', dataset
+    if not isinstance(dataset, (str, os.PathLike)):
+        raise ConfigError('dataset', f"must be a preset name, a dataset "
+                          f"directory, a .pt file or a torch_geometric Data, "
+                          f"got {type(dataset).__name__}")
+    if isinstance(dataset, str) and dataset in PRESETS:
+        return 'preset', dataset
+    path = Path(dataset).expanduser()
+    if path.is_dir() and (path / 'meta.json').is_file():
+        return 'dir', path
+    if path.is_file() and path.suffix == '.pt':
+        return 'data', path
+    raise ConfigError(
+        'dataset', f"{str(dataset)!r} is neither a synthetic preset "
+        f"({', '.join(PRESETS)}) nor a dataset directory (no "
+        f"'{path / 'meta.json'}') nor a saved Data '.pt' file; create a "
+        f"directory with 'pyg-fastload prepare --preset arxiv-like DIR'")
+
+
+def _load_data_file(path: Path) -> Data:
+    data = torch.load(path, weights_only=False)
+    if not isinstance(data, Data):
+        raise ConfigError('dataset', f"'{path}' holds a "
+                          f"{type(data).__name__}, not a torch_geometric "
+                          f"Data")
+    return data
+
+
+class FastLoadDataModule(pl.LightningDataModule):
+    r"""Serves node-classification mini-batches through
+    :class:`~pyg_fastload.FastNeighborLoader`.
+
+    The stores and caches are built once per process in :meth:`setup`, with
+    the device cache on the trainer's device. The loaders' random streams
+    (shuffling and sampling) come from generators seeded with :obj:`seed`,
+    and their states are saved in checkpoints, so a resumed run draws the
+    same next batches as an uninterrupted one (resuming at an epoch
+    boundary).
+
+    Args:
+        dataset: a synthetic preset name (``'tiny'``, ``'arxiv-like'``,
+            ``'products-like'``: generated once and cached), a directory
+            written by ``pyg-fastload prepare`` (features stay on disk), a
+            ``.pt`` file holding a saved ``Data``, or a ``Data`` object.
+        num_neighbors (List[int]): fan-out per hop for training.
+        batch_size (int): seed nodes per training batch.
+        eval_num_neighbors (List[int], optional): fan-outs for validation,
+            test and prediction (default: :obj:`num_neighbors`).
+        eval_batch_size (int, optional): seeds per evaluation batch
+            (default: :obj:`batch_size`).
+        feature_cache (FeatureCache, optional): host buffer / device cache
+            budgets and policy; without it features are read from where the
+            dataset keeps them (memory, or disk for a directory).
+        pipeline (bool or str): the loaders' ``pipeline`` option.
+        queue_capacity (int): batches ready ahead of the model.
+        num_workers (int): PyG worker processes (0: pyg_fastload's threads).
+        drop_last (bool): drop the last incomplete training batch.
+        seed (int): seed of the loaders' random streams (the synthetic
+            presets are always generated with seed 0).
+        cache_dir (str, optional): cache root of the synthetic presets.
+        progress (bool): progress bars while preparing data and caches.
+    """
+    @config_section('data')
+    def __init__(
+        self,
+        dataset: Any = 'arxiv-like',
+        num_neighbors: List[int] = [15, 10, 5],  # noqa: B006 (CLI default)
+        batch_size: int = 1024,
+        eval_num_neighbors: Optional[List[int]] = None,
+        eval_batch_size: Optional[int] = None,
+        feature_cache: Optional[FeatureCache] = None,
+        pipeline: Union[bool, Literal['auto']] = 'auto',
+        queue_capacity: int = 2,
+        num_workers: int = 0,
+        drop_last: bool = False,
+        seed: int = 0,
+        cache_dir: Optional[str] = None,
+        progress: bool = True,
+    ):
+        super().__init__()
+        self.kind, self.source = _resolve_dataset(dataset)
+        self.num_neighbors = self._fanouts(num_neighbors, 'num_neighbors')
+        self.eval_num_neighbors = self._fanouts(
+            num_neighbors if eval_num_neighbors is None
+            else eval_num_neighbors, 'eval_num_neighbors')
+        for key, value in (('batch_size', batch_size),
+                           ('eval_batch_size', eval_batch_size),
+                           ('queue_capacity', queue_capacity)):
+            if value is not None and (isinstance(value, bool)
+                                      or not isinstance(value, int)
+                                      or value < 1):
+                raise ConfigError(key, f"{value!r} must be a positive int")
+        if not isinstance(num_workers, int) or num_workers < 0:
+            raise ConfigError('num_workers', f"{num_workers!r} must be an "
+                              f"int >= 0")
+        if pipeline not in (True, False, 'auto'):
+            raise ConfigError('pipeline', f"{pipeline!r} must be true, "
+                              f"false or 'auto'")
+        self.batch_size = batch_size
+        self.eval_batch_size = eval_batch_size or batch_size
+        self.feature_cache = _check_feature_cache(feature_cache)
+        if self.feature_cache and self.feature_cache.in_memory \
+                and self.kind != 'dir':
+            raise ConfigError('feature_cache.in_memory',
+                              'only applies to a dataset directory')
+        self.pipeline = pipeline
+        self.queue_capacity = queue_capacity
+        self.num_workers = num_workers
+        self.drop_last = drop_last
+        self.seed = seed
+        self.cache_dir = cache_dir
+        self.progress = progress
+        self.save_hyperparameters(ignore=['dataset'] if self.kind == 'data'
+                                  and isinstance(self.source, Data) else [])
+        self.generators = {split: torch.Generator().manual_seed(seed + i)
+                           for i, split in enumerate(_SPLITS)}
+        self.data: Any = None  # a Data or a (FeatureStore, GraphStore) pair
+        self._meta: Optional[Tuple[int, int]] = None
+
+    @staticmethod
+    def _fanouts(value: Any, key: str) -> List[int]:
+        try:
+            return check_fanouts(value)
+        except (TypeError, ValueError, NotImplementedError) as error:
+            raise ConfigError(key, str(error)) from None
+
+    # What the model needs to know before setup ##############################
+
+    @property
+    def num_features(self) -> int:
+        r"""Width of the node features ``x``."""
+        return self._metadata()[0]
+
+    @property
+    def num_classes(self) -> int:
+        r"""Number of label classes."""
+        return self._metadata()[1]
+
+    def _metadata(self) -> Tuple[int, int]:
+        if self._meta is not None:
+            return self._meta
+        if self.kind == 'preset':
+            config = PRESETS[self.source]
+            self._meta = (config.num_features, config.num_classes)
+        elif self.kind == 'dir':
+            dataset = open_dataset_dir(self.source, verify='none')
+            num_classes = dataset.num_classes
+            if num_classes is None:
+                num_classes = int(dataset.arrays['y'].max()) + 1
+            self._meta = (dataset.num_features, num_classes)
+        else:
+            data = self._in_memory_data()
+            self._meta = (data.num_features, int(data.y.max()) + 1)
+        return self._meta
+
+    def _in_memory_data(self) -> Data:
+        if self.kind == 'preset':
+            return load_synthetic(self.source, root=self.cache_dir,
+                                  progress=self.progress).to_data()
+        if isinstance(self.source, Path):
+            self.source = _load_data_file(self.source)
+        return self.source
+
+    # Set-up, once per process ################################################
+
+    @property
+    def device(self) -> torch.device:
+        r"""The trainer's device (CPU without a trainer)."""
+        trainer = self.trainer
+        if trainer is None:
+            return torch.device('cpu')
+        return trainer.strategy.root_device
+
+    @property
+    def feature_store(self) -> Optional[TieredFeatureStore]:
+        r"""The tiered feature store once set up (:obj:`None` for an
+        in-memory ``Data`` without :obj:`feature_cache`)."""
+        if isinstance(self.data, tuple):
+            return self.data[0]
+        return None
+
+    def prepare_data(self) -> None:
+        r"""Generates and caches a synthetic preset (once per machine)."""
+        if self.kind == 'preset':
+            load_synthetic(self.source, root=self.cache_dir,
+                           progress=self.progress)
+
+    @config_section('data')
+    def setup(self, stage: Optional[str] = None) -> None:
+        if self.data is not None:
+            return
+        cache = asdict(self.feature_cache) if self.feature_cache else {}
+        cache.pop('in_memory', None)
+        if self.kind == 'dir':
+            in_memory = bool(self.feature_cache
+                             and self.feature_cache.in_memory)
+            self.data = open_dataset(
+                self.source, device=self.device, in_memory=in_memory,
+                num_neighbors=self.num_neighbors, progress=self.progress,
+                **cache)
+            return
+        data = self._in_memory_data()
+        if self.feature_cache is None:
+            self.data = data
+            return
+        cache.pop('read_ahead')
+        try:
+            self.data = stores_from_data(
+                data, device=self.device, num_neighbors=self.num_neighbors,
+                progress=self.progress, **cache)
+        except ValueError as error:
+            raise ConfigError('feature_cache', str(error)) from None
+
+    def _split(self, split: str) -> Optional[Tensor]:
+        name = f'{split}_mask'
+        if isinstance(self.data, Data):
+            mask = self.data.get(name)
+        else:
+            names = {a.attr_name
+                     for a in self.data[0].get_all_tensor_attrs()}
+            mask = None if name not in names else self.data[0].get_tensor(
+                group_name=None, attr_name=name, index=None)
+        if mask is None:
+            raise ConfigError('dataset', f"the dataset has no '{name}', so "
+                              f"there is nothing to {split} on")
+        return torch.as_tensor(mask).bool()
+
+    @config_section('data')
+    def _loader(self, split: str) -> FastNeighborLoader:
+        if self.data is None:
+            self.setup(split)
+        train = split == 'train'
+        nodes = None if split == 'predict' else self._split(split)
+        return FastNeighborLoader(
+            self.data,
+            num_neighbors=self.num_neighbors if train
+            else self.eval_num_neighbors,
+            input_nodes=nodes,
+            batch_size=self.batch_size if train else self.eval_batch_size,
+            shuffle=train,
+            drop_last=train and self.drop_last,
+            generator=self.generators[split],
+            pipeline=self.pipeline,
+            queue_capacity=self.queue_capacity,
+            num_workers=self.num_workers,
+            persistent_workers=self.num_workers > 0,
+        )
+
+    def train_dataloader(self) -> FastNeighborLoader:
+        return self._loader('train')
+
+    def val_dataloader(self) -> FastNeighborLoader:
+        return self._loader('val')
+
+    def test_dataloader(self) -> FastNeighborLoader:
+        return self._loader('test')
+
+    def predict_dataloader(self) -> FastNeighborLoader:
+        r"""Every node of the graph."""
+        return self._loader('predict')
+
+    # Checkpointing ###########################################################
+
+    def state_dict(self) -> Dict[str, Any]:
+        r"""The loaders' random-stream states."""
+        return {'generators': {split: gen.get_state()
+                               for split, gen in self.generators.items()}}
+
+    def load_state_dict(self, state_dict: Dict[str, Any]) -> None:
+        for split, state in state_dict.get('generators', {}).items():
+            if split in self.generators:
+                self.generators[split].set_state(state)

@@ -1,0 +1,38 @@
+r"""Errors that name the configuration key at fault."""
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import Iterator, Optional
+
+__all__ = ['ConfigError', 'config_section']
+
+
+class ConfigError(ValueError):
+    r"""A bad argument of a Lightning module or data module.
+
+    :attr:`key` is the argument's name (``'feature_cache.host_budget'``)
+    and :attr:`section` the config section of the class that raised it
+    (``'data'``, ``'model'``), so the CLI names the full config key.
+    """
+    def __init__(self, key: str, message: str,
+                 section: Optional[str] = None):
+        super().__init__(f"'{key}': {message}")
+        self.key = key
+        self.detail = message
+        self.section = section
+
+    @property
+    def config_key(self) -> str:
+        r"""``section.key``, as written in a config file."""
+        return f'{self.section}.{self.key}' if self.section else self.key
+
+
+@contextmanager
+def config_section(section: str) -> Iterator[None]:
+    r"""Tags every :class:`ConfigError` raised inside with :obj:`section`."""
+    try:
+        yield
+    except ConfigError as error:
+        if error.section is None:
+            error.section = section
+        raise

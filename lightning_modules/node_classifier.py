@@ -1,0 +1,188 @@
+r"""``NodeClassifier``: GraphSAGE, GCN, GAT (or an MLP baseline) trained on
+the seed nodes of neighbour-sampled mini-batches."""
+from __future__ import annotations
+
+from typing import Any, Dict, Literal, Optional
+
+import pytorch_lightning as pl
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+from torch_geometric.data import Data
+from torch_geometric.nn import GAT, GCN, MLP, GraphSAGE
+from torchmetrics.classification import MulticlassAccuracy
+
+from .errors import ConfigError, config_section
+
+__all__ = ['NodeClassifier', 'MODELS']
+
+#: Models :class:`NodeClassifier` builds.
+MODELS = ('sage', 'gcn', 'gat', 'mlp')
+#: Models whose seed-node outputs stay exact when each layer drops the hops
+#: it no longer needs (PyG's ``trim_to_layer``); GCN's symmetric
+#: normalisation reads source degrees, which trimming changes.
+TRIMMABLE = ('sage', 'gat')
+
+
+class NodeClassifier(pl.LightningModule):
+    r"""Node classification on mini-batches from
+    :class:`~pyg_fastload.FastNeighborLoader` or PyG's ``NeighborLoader``.
+
+    Loss and accuracy are computed on the first ``batch.batch_size`` nodes
+    (the seeds). :obj:`in_channels` and :obj:`num_classes` may be left out
+    when training with a data module that knows them
+    (:class:`~lightning_modules.FastLoadDataModule`); they are then read
+    from it before the model is built and saved in the checkpoint.
+
+    Args:
+        model (str): ``'sage'``, ``'gcn'``, ``'gat'`` or ``'mlp'`` (features
+            only: the baseline that shows what the graph adds).
+        in_channels (int, optional): node feature width.
+        num_classes (int, optional): number of classes.
+        hidden_channels (int): hidden width.
+        num_layers (int): message-passing (or MLP) layers.
+        dropout (float): dropout between layers.
+        heads (int): attention heads (GAT only).
+        lr (float): Adam learning rate.
+        weight_decay (float): Adam weight decay.
+        trim (bool, optional): drop the hops a layer no longer needs
+            (``trim_to_layer``), when the batch carries per-hop counts and
+            the hops match the layers. Default: on for SAGE and GAT, where
+            it leaves the seed outputs unchanged and saves most of the work.
+    """
+    @config_section('model')
+    def __init__(
+        self,
+        model: Literal['sage', 'gcn', 'gat', 'mlp'] = 'sage',
+        in_channels: Optional[int] = None,
+        num_classes: Optional[int] = None,
+        hidden_channels: int = 256,
+        num_layers: int = 3,
+        dropout: float = 0.5,
+        heads: int = 4,
+        lr: float = 3e-3,
+        weight_decay: float = 0.0,
+        trim: Optional[bool] = None,
+    ):
+        super().__init__()
+        if model not in MODELS:
+            raise ConfigError('model', f"{model!r} is not one of {MODELS}")
+        for key, value in (('hidden_channels', hidden_channels),
+                           ('num_layers', num_layers), ('heads', heads)):
+            if isinstance(value, bool) or not isinstance(value, int) \
+                    or value < 1:
+                raise ConfigError(key, f"{value!r} must be a positive int")
+        if model == 'gat' and hidden_channels % heads:
+            raise ConfigError('hidden_channels',
+                              f"{hidden_channels} must be divisible by "
+                              f"heads={heads} for GAT")
+        if not 0.0 <= dropout < 1.0:
+            raise ConfigError('dropout', f"{dropout!r} must lie in [0, 1)")
+        if trim and model not in TRIMMABLE:
+            raise ConfigError('trim', f"trimming changes {model!r}'s "
+                              f"outputs; use it with {TRIMMABLE}")
+        self.save_hyperparameters()
+        self.trim = model in TRIMMABLE if trim is None else trim
+        self.net: Optional[torch.nn.Module] = None
+        if in_channels is not None and num_classes is not None:
+            self._build(in_channels, num_classes)
+
+    def _build(self, in_channels: int, num_classes: int) -> None:
+        hp = self.hparams
+        self.hparams.in_channels = in_channels
+        self.hparams.num_classes = num_classes
+        kwargs = dict(in_channels=in_channels,
+                      hidden_channels=hp.hidden_channels,
+                      out_channels=num_classes, num_layers=hp.num_layers,
+                      dropout=hp.dropout)
+        if hp.model == 'sage':
+            self.net = GraphSAGE(**kwargs)
+        elif hp.model == 'gcn':
+            self.net = GCN(**kwargs)
+        elif hp.model == 'gat':
+            self.net = GAT(heads=hp.heads, **kwargs)
+        else:
+            self.net = MLP(norm=None, **kwargs)
+        self.train_acc = MulticlassAccuracy(num_classes, average='micro')
+        self.val_acc = MulticlassAccuracy(num_classes, average='micro')
+        self.test_acc = MulticlassAccuracy(num_classes, average='micro')
+
+    @config_section('model')
+    def configure_model(self) -> None:
+        r"""Builds the network from the data module's feature width and
+        class count when they were not given."""
+        if self.net is not None:
+            return
+        datamodule = getattr(self.trainer, 'datamodule', None)
+        in_channels = self.hparams.in_channels
+        num_classes = self.hparams.num_classes
+        if in_channels is None:
+            in_channels = getattr(datamodule, 'num_features', None)
+        if num_classes is None:
+            num_classes = getattr(datamodule, 'num_classes', None)
+        if in_channels is None or num_classes is None:
+            raise ConfigError(
+                'in_channels' if in_channels is None else 'num_classes',
+                "unknown: pass it, or train with a data module that has "
+                "'num_features' and 'num_classes' (FastLoadDataModule)")
+        self._build(int(in_channels), int(num_classes))
+
+    def forward(self, batch: Data) -> Tensor:
+        r"""Logits of the nodes of :obj:`batch`: every node, or at least the
+        seeds, which come first (trimmed runs, and the MLP, which needs no
+        neighbours)."""
+        if self.net is None:
+            raise RuntimeError("NodeClassifier has no network yet: pass "
+                               "'in_channels' and 'num_classes', or fit it "
+                               "with a data module")
+        if self.hparams.model == 'mlp':
+            size = batch.get('batch_size')
+            return self.net(batch.x if size is None else batch.x[:size])
+        adj_t = batch.get('adj_t')
+        if adj_t is not None:
+            return self.net(batch.x, adj_t)
+        kwargs: Dict[str, Any] = {}
+        hops = batch.get('num_sampled_nodes')
+        if (self.trim and hops is not None
+                and len(hops) == self.hparams.num_layers + 1):
+            kwargs = dict(num_sampled_nodes_per_hop=list(hops),
+                          num_sampled_edges_per_hop=list(
+                              batch.num_sampled_edges))
+        return self.net(batch.x, batch.edge_index, **kwargs)
+
+    def _seed_step(self, batch: Data) -> tuple:
+        size = int(batch.batch_size)
+        logits = self(batch)[:size]
+        return logits, batch.y[:size].view(-1).long()
+
+    def training_step(self, batch: Data, batch_idx: int) -> Tensor:
+        logits, y = self._seed_step(batch)
+        loss = F.cross_entropy(logits, y)
+        self.train_acc(logits, y)
+        size = y.numel()
+        self.log('train_loss', loss, prog_bar=True, batch_size=size)
+        self.log('train_acc', self.train_acc, on_step=False, on_epoch=True,
+                 batch_size=size)
+        return loss
+
+    def validation_step(self, batch: Data, batch_idx: int) -> None:
+        logits, y = self._seed_step(batch)
+        self.val_acc(logits, y)
+        size = y.numel()
+        self.log('val_loss', F.cross_entropy(logits, y), batch_size=size)
+        self.log('val_acc', self.val_acc, prog_bar=True, batch_size=size)
+
+    def test_step(self, batch: Data, batch_idx: int) -> None:
+        logits, y = self._seed_step(batch)
+        self.test_acc(logits, y)
+        self.log('test_acc', self.test_acc, batch_size=y.numel())
+
+    def predict_step(self, batch: Data, batch_idx: int) -> Dict[str, Tensor]:
+        r"""Predicted class per seed node, with the node ids."""
+        size = int(batch.batch_size)
+        return {'n_id': batch.n_id[:size],
+                'pred': self(batch)[:size].argmax(dim=-1)}
+
+    def configure_optimizers(self) -> torch.optim.Optimizer:
+        return torch.optim.Adam(self.parameters(), lr=self.hparams.lr,
+                                weight_decay=self.hparams.weight_decay)
