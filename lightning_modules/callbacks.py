@@ -1,0 +1,453 @@
+r"""``LoaderMonitor``: a Lightning callback that logs what the training loader
+did each epoch (throughput, the loader's time breakdown, the feature store's
+cache hit ratios) and writes the per-epoch records as JSON for
+``pyg-fastload report``."""
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Dict, Iterator, List, Optional
+
+import pytorch_lightning as pl
+from pytorch_lightning.callbacks import Callback
+from torch.utils.data import DataLoader
+
+__all__ = [
+    'LoaderMonitor',
+    'NOT_SECONDS',
+    'STATS_FILENAME',
+    'STATS_FORMAT',
+    'STATS_FORMAT_VERSION',
+]
+
+#: The file :class:`LoaderMonitor` writes into the trainer's log directory.
+STATS_FILENAME = 'fastload_stats.json'
+STATS_FORMAT = 'pyg-fastload-stats'
+STATS_FORMAT_VERSION = 1
+
+#: ``time_breakdown`` entries that are not seconds: logged as
+#: ``loader/<key>`` instead of ``time/<key>``.
+NOT_SECONDS = frozenset({'batches', 'run_ahead'})
+
+#: Cumulative per-tier counters of ``TieredFeatureStore.stats()`` that are
+#: turned into per-epoch deltas.
+_COUNTERS = ('requests', 'hits', 'bytes', 'pages')
+
+#: Attributes through which wrappers commonly expose the loader they wrap
+#: (``CombinedLoader.iterables`` first).
+_WRAPPER_ATTRS = ('iterables', 'loader', 'dataloader', '_loader',
+                  '_dataloader')
+
+Stats = Dict[str, Dict[str, Dict[str, float]]]
+
+
+def _leaf_loaders(obj: Any, depth: int = 0) -> Iterator[Any]:
+    r"""The loaders inside :obj:`obj` (a loader, a list/tuple/dict of them,
+    a ``CombinedLoader`` or a wrapper), depth first."""
+    if obj is None or depth > 4:
+        return
+    if hasattr(obj, 'time_breakdown') or isinstance(obj, DataLoader):
+        yield obj
+    elif isinstance(obj, Mapping):
+        for value in obj.values():
+            yield from _leaf_loaders(value, depth + 1)
+    elif isinstance(obj, (list, tuple)):
+        for value in obj:
+            yield from _leaf_loaders(value, depth + 1)
+    else:
+        for name in _WRAPPER_ATTRS:
+            inner = getattr(obj, name, None)
+            if inner is not None and inner is not obj:
+                yield from _leaf_loaders(inner, depth + 1)
+                return
+
+
+def _timed_loader(loaders: List[Any]) -> Optional[Any]:
+    r"""The first loader with a ``time_breakdown`` dict (a
+    ``FastNeighborLoader``)."""
+    for loader in loaders:
+        if isinstance(getattr(loader, 'time_breakdown', None), Mapping):
+            return loader
+    return None
+
+
+def _feature_store(loaders: List[Any]) -> Optional[Any]:
+    r"""The first ``(feature_store, graph_store)`` feature store with a
+    ``stats()`` method (a ``TieredFeatureStore``) among the loaders' data."""
+    for loader in loaders:
+        data = getattr(loader, 'data', None)
+        if (isinstance(data, (tuple, list)) and len(data) == 2
+                and callable(getattr(data[0], 'stats', None))):
+            return data[0]
+    return None
+
+
+def _seeds(batch: Any) -> Optional[int]:
+    r"""Seed nodes in a PyG mini-batch (``batch.batch_size``), summed over
+    the batches of several loaders; :obj:`None` if there is none."""
+    if isinstance(batch, Mapping):
+        parts = [_seeds(value) for value in batch.values()]
+    elif isinstance(batch, (list, tuple)):
+        parts = [_seeds(value) for value in batch]
+    else:
+        size = getattr(batch, 'batch_size', None)
+        if isinstance(size, int) and not isinstance(size, bool):
+            return size
+        return None
+    known = [part for part in parts if part is not None]
+    return sum(known) if known else None
+
+
+def _counter_delta(after: Stats, before: Stats) -> Stats:
+    r"""``after - before`` of the cumulative counters, per attribute and
+    tier."""
+    out: Stats = {}
+    for attr, tiers in after.items():
+        out[attr] = {}
+        for tier, counters in tiers.items():
+            base = before.get(attr, {}).get(tier, {})
+            out[attr][tier] = {key: counters.get(key, 0) - base.get(key, 0)
+                               for key in _COUNTERS}
+    return out
+
+
+def _add_counters(total: Stats, delta: Stats) -> None:
+    for attr, tiers in delta.items():
+        for tier, counters in tiers.items():
+            into = total.setdefault(attr, {}).setdefault(
+                tier, dict.fromkeys(_COUNTERS, 0))
+            for key in _COUNTERS:
+                into[key] += counters[key]
+
+
+def _with_hit_ratios(counters: Stats) -> Stats:
+    r"""Adds ``hit_ratio`` (:obj:`None` without requests) to every tier."""
+    return {attr: {tier: {**c, 'hit_ratio': (c['hits'] / c['requests']
+                                             if c['requests'] else None)}
+                   for tier, c in tiers.items()}
+            for attr, tiers in counters.items()}
+
+
+def _rate(count: float, seconds: float) -> float:
+    return count / seconds if seconds > 0 else 0.0
+
+
+class _EpochState:
+    r"""What :class:`LoaderMonitor` gathers during one training epoch.  The
+    epoch is split into training segments; validation runs between them
+    and is neither timed nor counted."""
+    def __init__(self, loader: Optional[Any], store: Optional[Any]):
+        self.loader = loader
+        self.store = store
+        self.batches = 0
+        self.seeds: Optional[int] = None
+        self.train_time = 0.0
+        self.cache: Stats = {}
+        self.segment_start: Optional[float] = None
+        self.segment_stats: Stats = {}
+        self.last_mark = 0.0
+        self.smooth_seeds = 0.0
+        self.smooth_time = 0.0
+
+    def open_segment(self) -> None:
+        if self.store is not None:
+            self.segment_stats = self.store.stats()
+        self.segment_start = self.last_mark = time.perf_counter()
+
+    def close_segment(self) -> None:
+        if self.segment_start is None:
+            return
+        self.train_time += time.perf_counter() - self.segment_start
+        self.segment_start = None
+        if self.store is not None:
+            _add_counters(self.cache, _counter_delta(self.store.stats(),
+                                                     self.segment_stats))
+
+
+class LoaderMonitor(Callback):
+    r"""Logs, per training epoch, what the training loader did:
+
+    * ``throughput/seeds_per_s`` and ``throughput/batches_per_s``: seed nodes
+      (``batch.batch_size`` of PyG mini-batches) and batches over the
+      epoch's training wall time (validation excluded), for any loader;
+    * ``time/<key>``: every timing (seconds) of the loader's
+      ``time_breakdown`` at the end of the epoch (``sampling``,
+      ``feature_loading``, ``waiting``, ``model``, ``epoch`` and any other),
+      if the loader keeps one (:class:`~pyg_fastload.FastNeighborLoader`),
+      and ``loader/<key>`` for its entries in :obj:`NOT_SECONDS`
+      (``batches``, ``run_ahead``);
+    * ``cache/<attr>/<tier>/hit_ratio`` and ``cache/<attr>/<tier>/bytes``:
+      per feature attribute and tier (``device``, ``host``, ``storage``), the
+      hits over requests and the bytes that tier served during the epoch's
+      training batches, if the loader reads a
+      :class:`~pyg_fastload.TieredFeatureStore` (the store's counters are
+      read around every validation run so that its gathers are left out;
+      attributes not read during the epoch are skipped, and so is the hit
+      ratio of a tier that got no requests).
+
+    With ``val_check_interval < 1``, the loader's own ``model`` time
+    includes the validation runs inside the epoch, and the gathers a
+    pipelined loader makes for upcoming training batches while validation
+    runs are not counted.
+
+    The metrics go through :meth:`LightningModule.log`, so every logger
+    (CSV, TensorBoard, ...) gets them; a smoothed ``seeds/s`` is shown in the
+    progress bar.  The training loader is looked up at every epoch start in
+    ``trainer.train_dataloader`` (unwrapping lists, dicts, a
+    ``CombinedLoader`` and wrappers that keep the loader in ``loader`` or
+    ``dataloader``); the first loader with a ``time_breakdown`` and the first
+    ``(FeatureStore, GraphStore)`` store with ``stats()`` are used.
+
+    At the end of :meth:`Trainer.fit`, rank zero prints a summary and writes
+    the records to ``<trainer.log_dir>/fastload_stats.json`` (falling back
+    to ``trainer.default_root_dir``; not with ``fast_dev_run``), which
+    ``pyg-fastload report`` plots.  In distributed runs every rank measures
+    its own loader and rank zero's figures are logged and written.
+
+    Args:
+        smoothing (float, optional): the weight of the past in the
+            progress-bar ``seeds/s`` (an exponential moving average of seeds
+            and seconds per batch, in :math:`[0, 1)`). (default: :obj:`0.9`)
+        print_summary (bool, optional): print the summary table when fit
+            ends. (default: :obj:`True`)
+        filename (str, optional): the JSON file written into the log
+            directory; :obj:`None` writes none.
+            (default: :obj:`'fastload_stats.json'`)
+
+    Attributes:
+        records (List[Dict]): one dict per training epoch: ``epoch``,
+            ``global_step``, ``batches``, ``seeds`` (:obj:`None` without
+            ``batch_size``), ``train_time_s``, ``seeds_per_s``,
+            ``batches_per_s``, ``loader`` (class name), ``time`` (the
+            loader's timings in seconds; empty without a ``time_breakdown``),
+            ``loader_counts`` (its :obj:`NOT_SECONDS` entries) and ``cache``
+            (``{attr: {tier: {'requests', 'hits', 'bytes', 'pages',
+            'hit_ratio'}}}`` over the epoch's training batches; empty without
+            a tiered store).
+    """
+    def __init__(self, smoothing: float = 0.9, print_summary: bool = True,
+                 filename: Optional[str] = STATS_FILENAME):
+        if not (isinstance(smoothing, (int, float))
+                and 0 <= smoothing < 1):
+            raise ValueError(f"'smoothing' must be a float in [0, 1), got "
+                             f"{smoothing!r}")
+        if filename is not None and (not isinstance(filename, str)
+                                     or not filename or '/' in filename):
+            raise ValueError(f"'filename' must be a file name (no '/') or "
+                             f"None, got {filename!r}")
+        self.smoothing = float(smoothing)
+        self.print_summary = print_summary
+        self.filename = filename
+        self.records: List[Dict[str, Any]] = []
+        self._epoch: Optional[_EpochState] = None
+
+    # Hooks ###################################################################
+
+    def on_fit_start(self, trainer: pl.Trainer,
+                     pl_module: pl.LightningModule) -> None:
+        self.records = []
+        self._epoch = None
+
+    def on_train_epoch_start(self, trainer: pl.Trainer,
+                             pl_module: pl.LightningModule) -> None:
+        loaders = list(_leaf_loaders(trainer.train_dataloader))
+        self._epoch = _EpochState(_timed_loader(loaders),
+                                  _feature_store(loaders))
+        self._epoch.open_segment()
+
+    def on_train_batch_end(self, trainer: pl.Trainer,
+                           pl_module: pl.LightningModule, outputs: Any,
+                           batch: Any, batch_idx: int) -> None:
+        state = self._epoch
+        if state is None or state.segment_start is None:
+            return
+        now = time.perf_counter()
+        elapsed, state.last_mark = now - state.last_mark, now
+        state.batches += 1
+        seeds = _seeds(batch)
+        if seeds is None:
+            return
+        if state.seeds is None:
+            state.seeds = 0
+            state.smooth_seeds, state.smooth_time = seeds, elapsed
+        else:
+            a = self.smoothing
+            state.smooth_seeds = a * state.smooth_seeds + (1 - a) * seeds
+            state.smooth_time = a * state.smooth_time + (1 - a) * elapsed
+        state.seeds += seeds
+        if not trainer.barebones:
+            pl_module.log('seeds/s', _rate(state.smooth_seeds,
+                                           state.smooth_time),
+                          prog_bar=True, logger=False, on_step=True,
+                          on_epoch=False, batch_size=1)
+
+    def on_validation_start(self, trainer: pl.Trainer,
+                            pl_module: pl.LightningModule) -> None:
+        if self._epoch is not None:
+            self._epoch.close_segment()
+
+    def on_validation_end(self, trainer: pl.Trainer,
+                          pl_module: pl.LightningModule) -> None:
+        if self._epoch is not None:
+            self._epoch.open_segment()
+
+    def on_train_epoch_end(self, trainer: pl.Trainer,
+                           pl_module: pl.LightningModule) -> None:
+        state, self._epoch = self._epoch, None
+        if state is None:
+            return
+        state.close_segment()
+        record = self._record(trainer, state)
+        self.records.append(record)
+        if not trainer.barebones:
+            pl_module.log_dict(self._metrics(record), on_step=False,
+                               on_epoch=True, logger=bool(trainer.loggers),
+                               batch_size=1)
+
+    def on_fit_end(self, trainer: pl.Trainer,
+                   pl_module: pl.LightningModule) -> None:
+        self._finish(trainer)
+
+    def on_exception(self, trainer: pl.Trainer,
+                     pl_module: pl.LightningModule,
+                     exception: BaseException) -> None:
+        r"""Keeps the epochs recorded before an interrupted fit (single
+        process only: finding the log directory is collective)."""
+        if trainer.state.fn == 'fit' and trainer.world_size == 1:
+            self._finish(trainer)
+
+    # Records #################################################################
+
+    def _record(self, trainer: pl.Trainer,
+                state: _EpochState) -> Dict[str, Any]:
+        times: Dict[str, float] = {}
+        counts: Dict[str, float] = {}
+        if state.loader is not None:
+            breakdown = state.loader.time_breakdown
+            if breakdown.get('batches'):  # 0: not measured (PyG's workers)
+                for key, value in breakdown.items():
+                    if (isinstance(value, (int, float))
+                            and not isinstance(value, bool)
+                            and math.isfinite(value)):
+                        into = counts if key in NOT_SECONDS else times
+                        into[key] = value if key in NOT_SECONDS else float(
+                            value)
+        return {
+            'epoch': trainer.current_epoch,
+            'global_step': trainer.global_step,
+            'batches': state.batches,
+            'seeds': state.seeds,
+            'train_time_s': state.train_time,
+            'seeds_per_s': (None if state.seeds is None else _rate(
+                state.seeds, state.train_time)),
+            'batches_per_s': _rate(state.batches, state.train_time),
+            'loader': (None if state.loader is None else
+                       type(state.loader).__name__),
+            'time': times,
+            'loader_counts': counts,
+            'cache': _with_hit_ratios({
+                attr: tiers for attr, tiers in state.cache.items()
+                if any(c['requests'] for c in tiers.values())}),
+        }
+
+    @staticmethod
+    def _metrics(record: Dict[str, Any]) -> Dict[str, float]:
+        metrics = {'throughput/batches_per_s': record['batches_per_s']}
+        if record['seeds_per_s'] is not None:
+            metrics['throughput/seeds_per_s'] = record['seeds_per_s']
+        for key, seconds in record['time'].items():
+            metrics[f'time/{key}'] = seconds
+        for key, count in record['loader_counts'].items():
+            metrics[f'loader/{key}'] = float(count)
+        for attr, tiers in record['cache'].items():
+            for tier, counters in tiers.items():
+                if counters['hit_ratio'] is not None:
+                    metrics[f'cache/{attr}/{tier}/hit_ratio'] = counters[
+                        'hit_ratio']
+                metrics[f'cache/{attr}/{tier}/bytes'] = float(
+                    counters['bytes'])
+        return metrics
+
+    def summary(self) -> Dict[str, Any]:
+        r"""Totals over :attr:`records`: ``epochs``, ``mean_epoch_time_s``
+        (training wall time per epoch), ``seeds_per_s`` and
+        ``batches_per_s`` (totals over the summed training time;
+        ``seeds_per_s`` is :obj:`None` without ``batch_size``),
+        ``hit_ratio`` (``{attr: {tier: ratio}}``, summed hits over summed
+        requests) and ``time_share_pct`` (every loader timing summed, in
+        percent of the summed loader ``epoch`` time)."""
+        records = self.records
+        total_time = sum(r['train_time_s'] for r in records)
+        seeds = [r['seeds'] for r in records if r['seeds'] is not None]
+        cache: Stats = {}
+        for record in records:
+            _add_counters(cache, record['cache'])
+        times: Dict[str, float] = {}
+        for record in records:
+            for key, seconds in record['time'].items():
+                times[key] = times.get(key, 0.0) + seconds
+        epoch_time = times.pop('epoch', 0.0)
+        return {
+            'epochs': len(records),
+            'mean_epoch_time_s': (total_time / len(records)
+                                  if records else 0.0),
+            'seeds_per_s': _rate(sum(seeds), total_time) if seeds else None,
+            'batches_per_s': _rate(sum(r['batches'] for r in records),
+                                   total_time),
+            'hit_ratio': {attr: {tier: c['hit_ratio']
+                                 for tier, c in tiers.items()}
+                          for attr, tiers in _with_hit_ratios(cache).items()},
+            'time_share_pct': ({key: 100 * seconds / epoch_time
+                                for key, seconds in times.items()}
+                               if epoch_time > 0 else {}),
+        }
+
+    def _finish(self, trainer: pl.Trainer) -> None:
+        if not self.records:
+            return
+        # trainer.log_dir broadcasts, so every rank has to ask for it.
+        log_dir = None if trainer.fast_dev_run else (
+            trainer.log_dir or trainer.default_root_dir)
+        if not trainer.is_global_zero:
+            return
+        summary = self.summary()
+        if self.print_summary:
+            print(_format_summary(summary))
+        if log_dir is not None and self.filename is not None:
+            path = Path(log_dir) / self.filename
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps({
+                'format': STATS_FORMAT,
+                'format_version': STATS_FORMAT_VERSION,
+                'summary': summary,
+                'epochs': self.records,
+            }, indent=1))
+
+
+def _format_summary(summary: Dict[str, Any]) -> str:
+    r"""The summary as a short text table."""
+    seeds = summary['seeds_per_s']
+    lines = [
+        f"LoaderMonitor: {summary['epochs']} epoch(s), mean epoch "
+        f"{summary['mean_epoch_time_s']:.3g} s, "
+        + (f'{seeds:,.0f} seeds/s, ' if seeds is not None else '')
+        + f"{summary['batches_per_s']:.3g} batches/s"
+    ]
+    hit_ratio = summary['hit_ratio']
+    if hit_ratio:
+        tiers = list(dict.fromkeys(t for ts in hit_ratio.values() for t in ts))
+        width = max(len('hit ratio'), *map(len, hit_ratio))
+        lines.append('hit ratio'.ljust(width) + ''.join(
+            f'{tier:>9}' for tier in tiers))
+        for attr, ratios in hit_ratio.items():
+            cells = [ratios.get(tier) for tier in tiers]
+            lines.append(attr.ljust(width) + ''.join(
+                f'{"-" if r is None else f"{r:.3f}":>9}' for r in cells))
+    shares = summary['time_share_pct']
+    if shares:
+        lines.append('time (% of loader epoch): ' + ', '.join(
+            f'{key} {share:.1f}%' for key, share in shares.items()))
+    return '\n'.join(lines)

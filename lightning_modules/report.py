@@ -1,0 +1,256 @@
+r"""``pyg-fastload report LOGDIR``: plots what
+:class:`~lightning_modules.callbacks.LoaderMonitor` recorded (throughput,
+cache hit ratios and the loader's time breakdown per epoch) as PNG files."""
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+import os
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Tuple, Union
+
+from .callbacks import STATS_FILENAME, STATS_FORMAT
+
+__all__ = ['make_report', 'add_arguments', 'run']
+
+PathLike = Union[str, os.PathLike]
+
+#: The Lightning ``CSVLogger`` file read where no JSON file was written.
+METRICS_CSV = 'metrics.csv'
+
+#: The ``time_breakdown`` entries of the consumer (the training loop): they
+#: add up to the epoch and form the first stacked bar.
+_CONSUMER_KEYS = ('model', 'waiting')
+
+
+def _read_json(path: Path) -> List[Dict[str, Any]]:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as error:
+        raise ValueError(f"cannot read '{path}': {error}") from None
+    if not isinstance(data, dict) or data.get('format') != STATS_FORMAT:
+        raise ValueError(f"'{path}' is not a LoaderMonitor stats file (no "
+                         f"\"format\": \"{STATS_FORMAT}\")")
+    return data['epochs']
+
+
+def _float(text: str) -> Optional[float]:
+    return float(text) if text not in ('', None) else None
+
+
+def _read_csv(path: Path) -> List[Dict[str, Any]]:
+    r"""Per-epoch records from a ``metrics.csv`` with ``LoaderMonitor``'s
+    columns (empty if it has none); rows of one epoch are merged."""
+    with open(path, newline='') as f:
+        rows = list(csv.DictReader(f))
+    records: Dict[int, Dict[str, Any]] = {}
+    for row in rows:
+        if not row.get('epoch') or not any(
+                key.startswith('throughput/') and value
+                for key, value in row.items()):
+            continue
+        epoch = int(float(row['epoch']))
+        record = records.setdefault(epoch, {
+            'epoch': epoch, 'seeds_per_s': None, 'batches_per_s': None,
+            'time': {}, 'loader_counts': {}, 'cache': {}})
+        for key, text in row.items():
+            value = _float(text)
+            if value is None:
+                continue
+            group, _, name = key.partition('/')
+            if group == 'throughput':
+                record[name] = value
+            elif group == 'time':
+                record['time'][name] = value
+            elif group == 'loader':
+                record['loader_counts'][name] = value
+            elif group == 'cache' and name.count('/') >= 2:
+                attr, tier, field = name.rsplit('/', 2)
+                record['cache'].setdefault(attr, {}).setdefault(
+                    tier, {})[field] = value
+    return [records[epoch] for epoch in sorted(records)]
+
+
+def _find_runs(logdir: Path) -> List[Tuple[Path, List[Dict[str, Any]]]]:
+    r"""``(run directory, per-epoch records)`` for every
+    ``fastload_stats.json`` under :obj:`logdir`, and every ``metrics.csv``
+    with ``LoaderMonitor``'s columns in a directory without one."""
+    runs = [(path.parent, _read_json(path))
+            for path in sorted(logdir.rglob(STATS_FILENAME))]
+    with_json = {run_dir for run_dir, _ in runs}
+    for path in sorted(logdir.rglob(METRICS_CSV)):
+        if path.parent not in with_json:
+            records = _read_csv(path)
+            if records:
+                runs.append((path.parent, records))
+    return [(run_dir, records) for run_dir, records in runs if records]
+
+
+def _new_figure(title: str) -> Tuple[Any, Any]:
+    r"""A figure on its own Agg canvas (pyplot's global backend is left
+    alone)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import MaxNLocator
+    figure = Figure(figsize=(7, 4), layout='constrained')
+    FigureCanvasAgg(figure)
+    axes = figure.add_subplot()
+    axes.xaxis.set_major_locator(MaxNLocator(integer=True))
+    axes.set_title(title)
+    axes.set_xlabel('epoch')
+    return figure, axes
+
+
+def _value(value: Optional[float]) -> float:
+    return math.nan if value is None else value
+
+
+def _plot_throughput(records: List[Dict[str, Any]], path: Path) -> bool:
+    r"""Seeds/s per epoch (batches/s where the batches had no
+    ``batch_size``)."""
+    key, label = 'seeds_per_s', 'seed nodes / s'
+    if all(r.get(key) is None for r in records):
+        key, label = 'batches_per_s', 'batches / s'
+    figure, axes = _new_figure('training throughput per epoch')
+    axes.plot([r['epoch'] for r in records],
+              [_value(r.get(key)) for r in records], 'o-')
+    axes.set_ylabel(label)
+    axes.set_ylim(bottom=0)
+    figure.savefig(path)
+    return True
+
+
+def _plot_hit_ratio(records: List[Dict[str, Any]], path: Path) -> bool:
+    r"""One line per attribute and tier; attributes with a single tier
+    (stored without caches) are left out if any attribute has caches."""
+    tiers: Dict[str, List[str]] = {}
+    for record in records:
+        for attr, counters in record.get('cache', {}).items():
+            known = tiers.setdefault(attr, [])
+            known.extend(t for t in counters if t not in known)
+    if any(len(t) > 1 for t in tiers.values()):
+        tiers = {attr: t for attr, t in tiers.items() if len(t) > 1}
+    if not tiers:
+        return False
+    figure, axes = _new_figure('cache hit ratio per tier (training batches)')
+    epochs = [r['epoch'] for r in records]
+    for attr, names in tiers.items():
+        for tier in names:
+            axes.plot(epochs, [
+                _value(r.get('cache', {}).get(attr, {}).get(tier, {}).get(
+                    'hit_ratio')) for r in records
+            ], 'o-', label=f'{attr} / {tier}')
+    axes.set_ylabel('hits / requests')
+    axes.set_ylim(0, 1.05)
+    figure.legend(loc='outside right center')
+    figure.savefig(path)
+    return True
+
+
+def _plot_time(records: List[Dict[str, Any]], path: Path) -> bool:
+    r"""Two stacked bars per epoch: the training loop's ``model`` +
+    ``waiting`` (= the epoch) and the loader's stages (``sampling``,
+    ``feature_loading`` and any other timing; sub-timings named
+    ``<stage>.<part>`` are left out as they are inside their stage)."""
+    keys = list(dict.fromkeys(key for r in records for key in r['time']))
+    consumer = [key for key in _CONSUMER_KEYS if key in keys]
+    stages = [key for key in keys if key not in _CONSUMER_KEYS
+              and key != 'epoch' and '.' not in key]
+    if not consumer and not stages:
+        return False
+    figure, axes = _new_figure('loader time breakdown per epoch')
+    epochs = [r['epoch'] for r in records]
+    groups = [(name, group) for name, group in (('training loop', consumer),
+                                                ('loader stages', stages))
+              if group]
+    width = 0.8 / len(groups)
+    for index, (name, group) in enumerate(groups):
+        x = [e + (index - (len(groups) - 1) / 2) * width for e in epochs]
+        bottom = [0.0] * len(records)
+        for key in group:
+            heights = [r['time'].get(key, 0.0) for r in records]
+            axes.bar(x, heights, width * 0.95, bottom=bottom,
+                     label=f'{key} ({name})')
+            bottom = [b + h for b, h in zip(bottom, heights)]
+    axes.set_ylabel('seconds')
+    figure.legend(loc='outside right center')
+    figure.savefig(path)
+    return True
+
+
+_PLOTS = (('throughput.png', _plot_throughput),
+          ('hit_ratio.png', _plot_hit_ratio),
+          ('time_breakdown.png', _plot_time))
+
+
+def make_report(logdir: PathLike,
+                out_dir: Optional[PathLike] = None) -> List[Path]:
+    r"""Plots every run under :obj:`logdir`: the ``fastload_stats.json``
+    files :class:`~lightning_modules.callbacks.LoaderMonitor` writes (e.g.
+    ``lightning_logs/version_N/``, searched recursively) or, in a directory
+    without one, Lightning's ``metrics.csv`` with its columns.
+
+    Per run it writes ``throughput.png`` (seeds/s per epoch),
+    ``hit_ratio.png`` (hit ratio per attribute and tier, if the loader read
+    a tiered store) and ``time_breakdown.png`` (stacked seconds of the
+    training loop and of the loader's stages, if the loader timed them).
+
+    Args:
+        logdir (str or os.PathLike): the log directory to search.
+        out_dir (str or os.PathLike, optional): where to write; runs keep
+            their path relative to :obj:`logdir` below it. (default: next
+            to each run's file)
+
+    Returns:
+        List[pathlib.Path]: the PNG files written.
+    """
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise ImportError("make_report needs matplotlib: pip install "
+                          "matplotlib") from None
+    logdir = Path(logdir).expanduser()
+    if not logdir.is_dir():
+        raise FileNotFoundError(f"'logdir' {str(logdir)!r} is not a "
+                                f"directory: pass the log directory of a "
+                                f"run that used LoaderMonitor")
+    runs = _find_runs(logdir)
+    if not runs:
+        raise FileNotFoundError(
+            f"no '{STATS_FILENAME}' and no '{METRICS_CSV}' with "
+            f"'throughput/...' columns under {str(logdir)!r}: train with "
+            f"lightning_modules.LoaderMonitor among the Trainer's callbacks "
+            f"and pass its log directory (e.g. lightning_logs)")
+    written = []
+    for run_dir, records in runs:
+        target = run_dir
+        if out_dir is not None:
+            target = Path(out_dir).expanduser() / run_dir.relative_to(logdir)
+        target.mkdir(parents=True, exist_ok=True)
+        for name, plot in _PLOTS:
+            if plot(records, target / name):
+                written.append(target / name)
+    return written
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument('logdir',
+                        help='log directory of runs trained with '
+                        'LoaderMonitor (searched recursively)')
+    parser.add_argument('--out', dest='out_dir', default=None,
+                        help='write the plots here (default: next to each '
+                        "run's stats file)")
+
+
+def run(args: argparse.Namespace) -> List[Path]:
+    r"""Runs ``pyg-fastload report``: prints the written files.  A log
+    directory without stats exits with a one-line message."""
+    try:
+        paths = make_report(args.logdir, args.out_dir)
+    except (FileNotFoundError, ValueError) as error:
+        raise SystemExit(f'pyg-fastload report: error: {error}') from None
+    for path in paths:
+        print(path)
+    return paths

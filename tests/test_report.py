@@ -1,0 +1,56 @@
+import argparse
+import shutil
+
+import pytest
+
+from lightning_modules import report
+
+from .test_callbacks import fit_tiered_run
+
+PNG_MAGIC = b'\x89PNG\r\n\x1a\n'
+PLOTS = {'throughput.png', 'hit_ratio.png', 'time_breakdown.png'}
+
+
+def assert_pngs(paths, directory):
+    assert {path.name for path in paths} == PLOTS
+    for path in paths:
+        assert path.parent == directory
+        assert path.read_bytes()[:8] == PNG_MAGIC
+        assert path.stat().st_size > 1000
+
+
+def test_report_from_stats_json(tmp_path_factory, tmp_path):
+    run = fit_tiered_run(tmp_path_factory)
+    paths = report.make_report(run['logs'], out_dir=tmp_path)
+    relative = run['log_dir'].relative_to(run['logs'])
+    assert_pngs(paths, tmp_path / relative)
+
+
+def test_report_falls_back_to_metrics_csv(tmp_path_factory, tmp_path):
+    run = fit_tiered_run(tmp_path_factory)
+    shutil.copy(run['log_dir'] / 'metrics.csv', tmp_path)
+    records = report._read_csv(tmp_path / 'metrics.csv')
+    assert [r['epoch'] for r in records] == [0, 1]
+    assert records[1]['cache']['x']['device']['hit_ratio'] == pytest.approx(
+        run['monitor'].records[1]['cache']['x']['device']['hit_ratio'],
+        rel=1e-5)
+    assert_pngs(report.make_report(tmp_path), tmp_path)
+
+
+def test_cli_prints_paths_and_fails_clearly(tmp_path_factory, tmp_path,
+                                            capsys):
+    parser = argparse.ArgumentParser()
+    report.add_arguments(parser)
+    run = fit_tiered_run(tmp_path_factory)
+    paths = report.run(parser.parse_args(
+        [str(run['logs']), '--out', str(tmp_path / 'plots')]))
+    assert capsys.readouterr().out.split() == [str(p) for p in paths]
+
+    empty = tmp_path / 'empty'
+    (empty / 'version_0').mkdir(parents=True)
+    (empty / 'version_0' / 'metrics.csv').write_text('epoch,step\n0,1\n')
+    with pytest.raises(FileNotFoundError, match="fastload_stats.json.*empty"):
+        report.make_report(empty)
+    with pytest.raises(SystemExit, match='pyg-fastload report: error: '
+                       "'logdir' .*missing' is not a directory"):
+        report.run(parser.parse_args([str(tmp_path / 'missing')]))
