@@ -1,14 +1,18 @@
 r"""Lightning integration for pyg-fastload: the data module, the node
 classifier and the callbacks behind ``pyg-fastload fit``."""
+from .callbacks import LoaderMonitor
 from .datamodule import FastLoadDataModule, FeatureCache
 from .errors import ConfigError, config_section
 from .node_classifier import MODELS, NodeClassifier
+from .report import make_report
 
 __all__ = [
     'FastLoadDataModule',
     'FeatureCache',
     'NodeClassifier',
     'MODELS',
+    'LoaderMonitor',
+    'make_report',
     'ConfigError',
     'config_section',
 ]

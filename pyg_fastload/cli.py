@@ -1,19 +1,34 @@
-r"""The ``pyg-fastload`` command."""
+r"""The ``pyg-fastload`` command: the trainer entry points (``fit``,
+``validate``, ``test``, ``predict``) through LightningCLI, plus ``prepare``,
+``bench ...`` and ``report``."""
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import List, Optional
 
 __all__ = ['main']
 
+_TRAINER_HELP = {
+    'fit': 'train a NodeClassifier (LightningCLI: -c CONFIG.yaml, '
+           '--print_config, --trainer.max_epochs 3, ...)',
+    'validate': 'evaluate on the validation nodes (LightningCLI)',
+    'test': 'evaluate on the test nodes (LightningCLI)',
+    'predict': 'predict every node (LightningCLI)',
+}
 
-def main(argv: Optional[List[str]] = None) -> None:
+
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog='pyg-fastload',
         description='Fast mini-batch loading for PyTorch Geometric.')
     commands = parser.add_subparsers(dest='command', required=True)
+    for name, text in _TRAINER_HELP.items():
+        commands.add_parser(name, help=text, add_help=False)
     bench = commands.add_parser('bench', help='run a benchmark')
     benchmarks = bench.add_subparsers(dest='benchmark', required=True)
+
+    from lightning_modules import report
 
     from .bench import cache, loader, model, train
     from .datasets import ondisk
@@ -28,12 +43,23 @@ def main(argv: Optional[List[str]] = None) -> None:
          'edge_index scatter vs sorted sparse adjacency in the model'),
         (commands, 'prepare', ondisk,
          'write a dataset directory (features on disk)'),
+        (commands, 'report', report,
+         'draw PNG plots from the logs of pyg-fastload fit'),
     ):
         command = parent.add_parser(name, help=text)
         module.add_arguments(command)
         command.set_defaults(run=module.run)
+    return parser
 
-    args = parser.parse_args(argv)
+
+def main(argv: Optional[List[str]] = None) -> None:
+    words = sys.argv[1:] if argv is None else list(argv)
+    if words and words[0] in _TRAINER_HELP:
+        from lightning_modules.cli import run_cli
+
+        run_cli(None if argv is None else words)
+        return
+    args = _parser().parse_args(words)
     args.run(args)
 
 

@@ -1,0 +1,48 @@
+r"""``pyg-fastload fit|validate|test|predict``: LightningCLI over
+:class:`NodeClassifier` and :class:`FastLoadDataModule`."""
+from __future__ import annotations
+
+from typing import List, Optional
+
+from pytorch_lightning.cli import LightningCLI
+
+from .datamodule import FastLoadDataModule
+from .errors import ConfigError
+from .node_classifier import NodeClassifier
+
+__all__ = ['FastLoadCLI', 'SUBCOMMANDS', 'run_cli']
+
+#: The trainer entry points that go through LightningCLI.
+SUBCOMMANDS = ('fit', 'validate', 'test', 'predict')
+
+
+class FastLoadCLI(LightningCLI):
+    r"""LightningCLI with pyg-fastload's defaults: the loader monitor
+    callback, seed 0, and configuration errors reported with their config
+    key (``data.feature_cache.host_budget``) before anything trains."""
+    def instantiate_classes(self) -> None:
+        try:
+            super().instantiate_classes()
+        except ConfigError as error:
+            self.parser.error(f"config key '{error.config_key}': "
+                              f"{error.detail}")
+
+    def after_fit(self) -> None:
+        metrics = self.trainer.callback_metrics
+        if 'val_acc' in metrics and self.trainer.is_global_zero:
+            print(f"validation accuracy: {float(metrics['val_acc']):.4f}")
+
+
+def run_cli(args: Optional[List[str]] = None) -> FastLoadCLI:
+    r"""Runs ``pyg-fastload <subcommand> ...`` with :obj:`args` (default:
+    the command line after the program name, read by LightningCLI)."""
+    from .callbacks import LoaderMonitor
+
+    return FastLoadCLI(
+        NodeClassifier, FastLoadDataModule,
+        trainer_defaults={'callbacks': [LoaderMonitor()]},
+        seed_everything_default=0,
+        save_config_kwargs={'overwrite': True},
+        parser_kwargs={'prog': 'pyg-fastload'},
+        args=args,
+    )

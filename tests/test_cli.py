@@ -1,0 +1,91 @@
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from pyg_fastload.cli import main
+
+pytestmark = [
+    pytest.mark.filterwarnings("ignore:LightningCLI's args parameter"),
+    pytest.mark.filterwarnings('ignore::DeprecationWarning'),
+]
+
+CONFIGS = Path(__file__).resolve().parents[1] / 'configs'
+TINY = ['--data.dataset', 'tiny', '--data.num_neighbors', '[5, 5]',
+        '--data.batch_size', '256', '--data.progress', 'false',
+        '--model.hidden_channels', '16', '--model.num_layers', '2']
+
+
+@pytest.fixture
+def cache_env(tmp_path, monkeypatch):
+    monkeypatch.setenv('PYG_FASTLOAD_CACHE', str(tmp_path / 'cache'))
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def test_fit_end_to_end_in_a_subprocess(cache_env):
+    command = [sys.executable, '-m', 'pyg_fastload.cli', 'fit', *TINY,
+               '--trainer.max_epochs', '1', '--trainer.accelerator', 'cpu',
+               '--trainer.default_root_dir', str(cache_env / 'runs')]
+    done = subprocess.run(command, capture_output=True, text=True,
+                          timeout=300, env=os.environ.copy())
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert 'validation accuracy:' in done.stdout
+    assert 'seeds/s' in done.stdout  # the loader monitor's summary
+    stats = list((cache_env / 'runs').rglob('fastload_stats.json'))
+    assert stats and json.loads(stats[0].read_text())
+    assert list((cache_env / 'runs').rglob('*.ckpt'))
+
+
+def test_print_config_round_trips(cache_env, capsys):
+    with pytest.raises(SystemExit) as info:
+        main(['fit', '-c', str(CONFIGS / 'quickstart.yaml'),
+              '--data.batch_size', '512', '--print_config'])
+    assert info.value.code in (None, 0)
+    first = capsys.readouterr().out
+    config = yaml.safe_load(first)
+    assert config['data']['batch_size'] == 512
+    assert config['data']['feature_cache']['host_budget'] == '10%'
+    saved = cache_env / 'printed.yaml'
+    saved.write_text(first)
+    with pytest.raises(SystemExit):
+        main(['fit', '-c', str(saved), '--print_config'])
+    assert capsys.readouterr().out == first
+
+
+@pytest.mark.parametrize('config', sorted(p.name for p in
+                                          CONFIGS.glob('*.yaml')))
+def test_shipped_configs_parse(config, cache_env, capsys):
+    with pytest.raises(SystemExit):
+        main(['fit', '-c', str(CONFIGS / config), '--print_config'])
+    assert 'model:' in capsys.readouterr().out
+
+
+@pytest.mark.parametrize('args, key', [
+    (['--model.model', 'transformer'], 'model.model'),
+    (['--data.dataset', 'no/such/dir'], 'data.dataset'),
+    (['--data.feature_cache.host_budget', '150%'],
+     'data.feature_cache.host_budget'),
+    (['--model.dropout', '1.5'], 'model.dropout'),
+])
+def test_config_errors_name_the_key_before_training(args, key, cache_env,
+                                                    capsys):
+    with pytest.raises(SystemExit) as info:
+        main(['fit', *TINY, '--trainer.max_epochs', '1', *args])
+    assert info.value.code != 0
+    err = capsys.readouterr().err
+    assert key in err
+    assert not (cache_env / 'lightning_logs').exists()  # nothing trained
+
+
+def test_help_lists_every_command(capsys):
+    with pytest.raises(SystemExit):
+        main(['--help'])
+    out = capsys.readouterr().out
+    for name in ('fit', 'validate', 'test', 'predict', 'prepare', 'bench',
+                 'report'):
+        assert name in out

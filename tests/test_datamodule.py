@@ -1,0 +1,150 @@
+import pytest
+import pytorch_lightning as pl
+import torch
+from pytorch_lightning.callbacks import ModelCheckpoint
+from torch_geometric.data import Data
+
+from lightning_modules import (
+    ConfigError,
+    FastLoadDataModule,
+    FeatureCache,
+    NodeClassifier,
+)
+from pyg_fastload import TieredFeatureStore
+from pyg_fastload.datasets import load_synthetic, prepare_synthetic
+
+
+@pytest.fixture(scope='module')
+def cache_dir(tmp_path_factory):
+    return str(tmp_path_factory.mktemp('synthetic'))
+
+
+@pytest.fixture(scope='module')
+def tiny_dir(tmp_path_factory, cache_dir):
+    out = tmp_path_factory.mktemp('datasets') / 'tiny'
+    prepare_synthetic('tiny', out, cache_root=cache_dir, progress=False)
+    return out
+
+
+def module(cache_dir, **kwargs) -> FastLoadDataModule:
+    kwargs.setdefault('dataset', 'tiny')
+    kwargs.setdefault('num_neighbors', [5, 5])
+    kwargs.setdefault('batch_size', 128)
+    kwargs.setdefault('pipeline', False)
+    return FastLoadDataModule(cache_dir=cache_dir, progress=False, **kwargs)
+
+
+def trainer(tmp_path, epochs=1, callbacks=(), **kwargs) -> pl.Trainer:
+    return pl.Trainer(max_epochs=epochs, accelerator='cpu', logger=False,
+                      enable_progress_bar=False, enable_model_summary=False,
+                      default_root_dir=tmp_path, callbacks=list(callbacks),
+                      **kwargs)
+
+
+def test_preset_metadata_before_setup(cache_dir):
+    dm = module(cache_dir)
+    assert (dm.num_features, dm.num_classes) == (16, 4)
+    assert dm.data is None  # nothing loaded yet
+
+
+@pytest.mark.parametrize('cache', [None, FeatureCache(host_budget=0.1,
+                                                      device_budget='5%')])
+def test_preset_loaders(cache_dir, cache):
+    dm = module(cache_dir, feature_cache=cache, eval_batch_size=300)
+    dm.setup('fit')
+    assert (dm.feature_store is not None) == (cache is not None)
+    train = next(iter(dm.train_dataloader()))
+    assert train.batch_size == 128
+    assert train.x.size(1) == 16 and train.y.numel() == train.num_nodes
+    assert bool(train.train_mask[:train.batch_size].all())
+    val = next(iter(dm.val_dataloader()))
+    assert val.batch_size == 300 and bool(val.val_mask[:300].all())
+    graph = load_synthetic('tiny', root=cache_dir, progress=False)
+    assert torch.equal(train.x, graph.x[train.n_id])
+    if cache is not None:
+        stats = dm.feature_store.stats()['x']
+        assert stats['device']['requests'] > 0
+
+
+def test_dataset_directory_reads_features_from_disk(cache_dir, tiny_dir):
+    dm = module(cache_dir, dataset=str(tiny_dir),
+                feature_cache={'host_budget': '10%'})
+    assert (dm.num_features, dm.num_classes) == (16, 4)
+    dm.setup('fit')
+    assert isinstance(dm.feature_store, TieredFeatureStore)
+    assert 'MmapStorage' in repr(dm.feature_store)
+    batch = next(iter(dm.test_dataloader()))
+    graph = load_synthetic('tiny', root=cache_dir, progress=False)
+    assert torch.equal(batch.x, graph.x[batch.n_id])
+    assert bool(batch.test_mask[:batch.batch_size].all())
+
+
+def test_data_object_and_saved_file(cache_dir, tmp_path):
+    data = load_synthetic('tiny', root=cache_dir, progress=False).to_data()
+    dm = FastLoadDataModule(data, num_neighbors=[3], batch_size=64,
+                            progress=False)
+    assert (dm.num_features, dm.num_classes) == (16, 4)
+    assert 'dataset' not in dm.hparams  # a Data is not a hyper-parameter
+    assert next(iter(dm.train_dataloader())).x.size(1) == 16
+    path = tmp_path / 'graph.pt'
+    torch.save(Data(x=data.x, y=data.y, edge_index=data.edge_index,
+                    train_mask=data.train_mask), path)
+    dm = FastLoadDataModule(str(path), num_neighbors=[3], batch_size=64)
+    assert dm.num_classes == 4
+    with pytest.raises(ConfigError, match="no 'val_mask'"):
+        dm.val_dataloader()
+
+
+@pytest.mark.parametrize('kwargs, key', [
+    (dict(dataset='no/such/dir'), 'dataset'),
+    (dict(num_neighbors=[5, -3]), 'num_neighbors'),
+    (dict(batch_size=0), 'batch_size'),
+    (dict(pipeline='sometimes'), 'pipeline'),
+    (dict(feature_cache={'host_budget': '150%'}),
+     'feature_cache.host_budget'),
+    (dict(feature_cache={'device_budget': '64TiB'}),
+     'feature_cache.device_budget'),
+    (dict(feature_cache={'host_budget': 'lots'}),
+     'feature_cache.host_budget'),
+    (dict(feature_cache={'colour': 'red'}), 'feature_cache'),
+    (dict(feature_cache={'window': 0}), 'feature_cache.window'),
+])
+def test_bad_arguments_name_their_key(cache_dir, kwargs, key):
+    with pytest.raises(ConfigError) as info:
+        module(cache_dir, **kwargs)
+    assert info.value.key == key
+    assert info.value.config_key == f'data.{key}'
+
+
+def test_fit_beats_chance_and_resume_gives_same_next_batch(cache_dir,
+                                                           tmp_path):
+    class Record(pl.Callback):
+        def __init__(self):
+            self.first = {}
+
+        def on_train_batch_start(self, trainer, pl_module, batch, idx):
+            self.first.setdefault(trainer.current_epoch, batch.n_id.clone())
+
+    def run(epochs, record, ckpt_path=None, checkpoint=None):
+        pl.seed_everything(0)
+        dm = module(cache_dir)
+        model = NodeClassifier('sage', hidden_channels=32, num_layers=2,
+                               dropout=0.0, lr=0.01)
+        callbacks = [record] + ([checkpoint] if checkpoint else [])
+        fit = trainer(tmp_path, epochs, callbacks,
+                      enable_checkpointing=checkpoint is not None)
+        fit.fit(model, datamodule=dm, ckpt_path=ckpt_path)
+        return fit
+
+    checkpoint = ModelCheckpoint(dirpath=tmp_path / 'ckpt',
+                                 save_top_k=-1, every_n_epochs=1)
+    straight = Record()
+    fit = run(3, straight, checkpoint=checkpoint)
+    # 4 classes: chance is about 0.25.
+    assert float(fit.callback_metrics['val_acc']) > 0.6
+    resumed = Record()
+    run(3, resumed, ckpt_path=str(tmp_path / 'ckpt' /
+                                  'epoch=0-step=8.ckpt'))
+    assert sorted(resumed.first) == [1, 2]
+    for epoch in (1, 2):
+        assert torch.equal(resumed.first[epoch], straight.first[epoch])
