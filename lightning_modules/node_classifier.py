@@ -113,7 +113,7 @@ class NodeClassifier(pl.LightningModule):
         class count when they were not given."""
         if self.net is not None:
             return
-        datamodule = getattr(self.trainer, 'datamodule', None)
+        datamodule = getattr(self._trainer, 'datamodule', None)
         in_channels = self.hparams.in_channels
         num_classes = self.hparams.num_classes
         if in_channels is None:
