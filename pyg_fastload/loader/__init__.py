@@ -1,4 +1,5 @@
 r"""Loaders: sampler plus feature join, yielding PyG mini-batches."""
 from .neighbor_loader import FastNeighborLoader
+from .scheduler import RunAheadScheduler
 
-__all__ = ['FastNeighborLoader']
+__all__ = ['FastNeighborLoader', 'RunAheadScheduler']

@@ -20,6 +20,7 @@ from ..sampling.graph_input import HETERO_UNSUPPORTED
 from ..storage import TieredFeatureStore
 from ..storage.buffer_pool import BufferPool
 from .pipeline import PipelineIterator, SequentialIterator, new_breakdown
+from .scheduler import RunAheadScheduler
 
 __all__ = ['FastNeighborLoader', 'PIPELINE_MIN_LOAD_SHARE']
 
@@ -115,6 +116,16 @@ class FastNeighborLoader(NodeLoader):
             ``num_workers > 0``, where PyG's worker processes sample.
             Batches are identical either way.
         queue_capacity (int): batches ready ahead of the model (DSP: 2).
+            With the feature store's look-ahead depth it bounds the batches
+            in flight (the memory bound of :obj:`run_ahead`).
+        run_ahead (str or int): when the pipelined sampling stage starts
+            the next batch. ``'adaptive'`` (default): ByteGNN's launch score
+            from the measured sampling and model times, queue length, time
+            since the last launch and CPU utilisation
+            (:class:`~pyg_fastload.loader.scheduler.RunAheadScheduler`),
+            always while no batch is in flight and never beyond the queues'
+            bound. An int ``n``: keep ``n`` batches in flight (the queues
+            still bound it). Batches are identical either way.
         **kwargs: :class:`torch.utils.data.DataLoader` arguments such as
             ``batch_size``, ``shuffle``, ``drop_last``, ``num_workers`` and
             ``generator`` (which then also drives the sampler).
@@ -139,6 +150,7 @@ class FastNeighborLoader(NodeLoader):
         directed: bool = True,
         pipeline: Union[bool, str] = 'auto',
         queue_capacity: int = 2,
+        run_ahead: Union[str, int] = 'adaptive',
         **kwargs: Any,
     ):
         if isinstance(data, HeteroData):
@@ -194,8 +206,15 @@ class FastNeighborLoader(NodeLoader):
         if pipeline not in (True, False, 'auto'):
             raise ValueError(f"'pipeline' must be True, False or 'auto', "
                              f"got {pipeline!r}")
+        if run_ahead != 'adaptive' and (isinstance(run_ahead, bool)
+                                        or not isinstance(run_ahead, int)
+                                        or run_ahead < 1):
+            raise ValueError(f"'run_ahead' must be 'adaptive' or an int >= "
+                             f"1 (batches in flight), got {run_ahead!r}")
         self.pipeline = pipeline
         self.queue_capacity = queue_capacity
+        self.run_ahead = run_ahead
+        self._scheduler: Optional[RunAheadScheduler] = None
         self.time_breakdown = new_breakdown()
         self._auto_decision: Optional[bool] = None
         # The consumer's batch, the queued ones and the one being loaded.
@@ -299,12 +318,25 @@ class FastNeighborLoader(NodeLoader):
         pipelined = self._use_pipeline()
         self.time_breakdown = new_breakdown()
         if pipelined:
+            sample_capacity = max(self.queue_capacity, depth)
             return PipelineIterator(sampled(), on_sampled, self.filter_fn,
-                                    self.queue_capacity,
-                                    max(self.queue_capacity, depth),
-                                    self.time_breakdown)
+                                    self.queue_capacity, sample_capacity,
+                                    self.time_breakdown,
+                                    self._new_scheduler(sample_capacity +
+                                                        self.queue_capacity))
         return SequentialIterator(sampled(), on_sampled, self.filter_fn,
                                   depth, self.time_breakdown)
+
+    def _new_scheduler(self, bound: int) -> RunAheadScheduler:
+        r"""This epoch's run-ahead scheduler; an adaptive one starts from the
+        sampling and model times measured in the previous epoch."""
+        if self.run_ahead != 'adaptive':
+            return RunAheadScheduler(self.run_ahead, self.run_ahead)
+        last = self._scheduler
+        self._scheduler = RunAheadScheduler(
+            1, bound, avg_sample=last and last.avg_sample,
+            avg_train=last and last.avg_train)
+        return self._scheduler
 
     def _use_pipeline(self) -> bool:
         if self.pipeline != 'auto':

@@ -5,8 +5,11 @@ sampled and batch ``t + 1`` loaded while the model works on batch ``t``.
 Both threads run torch ops, which release the GIL; each uses one intra-op
 thread at a lower CPU priority, so the stages take the CPU time the model
 leaves instead of slowing its parallel kernels (PaGraph's resource
-isolation). Batches come out in order; any stage failure is raised in
-the consumer with the stage named; dropping the iterator stops both threads.
+isolation). The sampling stage starts a batch when a
+:class:`~pyg_fastload.loader.scheduler.RunAheadScheduler` says so (ByteGNN's
+coarse-grained scheduling). Batches come out in order; any stage failure is
+raised in the consumer with the stage named; dropping the iterator stops
+both threads.
 """
 from __future__ import annotations
 
@@ -19,22 +22,26 @@ from typing import Any, Callable, Dict, Iterator, Optional
 
 import torch
 
+from .scheduler import POLL_SECONDS, RunAheadScheduler
+
 __all__ = ['StageError', 'SequentialIterator', 'PipelineIterator',
            'new_breakdown']
 
 _POLL = 0.05  # seconds between checks of the stop flag while blocked
-#: Niceness of the stage threads: the trainer comes first; the stages take
+#: Niceness of the loading stage: the trainer comes first; the stages take
 #: the CPU time it leaves (and all of it while it waits for data).
 STAGE_NICENESS = 10
+#: Niceness of the sampling stage: it works on newer batches than the
+#: loading stage, so it yields to it (ByteGNN: older batch first).
+SAMPLING_NICENESS = STAGE_NICENESS + 2
 
 
-def _isolate_stage() -> None:
+def _isolate_stage(niceness: int) -> None:
     r"""One intra-op thread and a lower CPU priority for the calling stage
     thread (PaGraph's resource isolation on a shared CPU)."""
     torch.set_num_threads(1)
     try:
-        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(),
-                       STAGE_NICENESS)
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), niceness)
     except (AttributeError, OSError):  # not Linux, or not permitted
         pass
 
@@ -60,9 +67,15 @@ def new_breakdown() -> Dict[str, float]:
     r"""Seconds per part of an epoch: ``sampling`` and ``feature_loading``
     (busy time of those stages), ``waiting`` (the trainer starved for data),
     ``model`` (time the consumer spent between batches) and ``epoch``
-    (wall time of the epoch, = waiting + model)."""
+    (wall time of the epoch, = waiting + model); ``batches`` (count) and:
+
+    * ``throttled``: seconds the sampling stage held back because the
+      run-ahead scheduler saw no need to launch a batch yet;
+    * ``run_ahead``: batches sampled ahead of the model (the one it takes
+      included), averaged over the batches it took."""
     return {'sampling': 0.0, 'feature_loading': 0.0, 'waiting': 0.0,
-            'model': 0.0, 'epoch': 0.0, 'batches': 0}
+            'model': 0.0, 'epoch': 0.0, 'batches': 0, 'throttled': 0.0,
+            'run_ahead': 0.0}
 
 
 class _ConsumerClock:
@@ -70,12 +83,23 @@ class _ConsumerClock:
     def __init__(self, breakdown: Dict[str, float]):
         self.breakdown = breakdown
         self.returned_at: Optional[float] = None
+        #: Seconds the model spent on the last batch (None before one).
+        self.last_model: Optional[float] = None
+        self.ahead_sum = 0
 
     def start_wait(self) -> float:
         now = time.perf_counter()
         if self.returned_at is not None:
-            self.breakdown['model'] += now - self.returned_at
+            self.last_model = now - self.returned_at
+            self.breakdown['model'] += self.last_model
         return now
+
+    def count_ahead(self, ahead: int) -> None:
+        r"""The batch being returned had :obj:`ahead` batches (itself
+        included) sampled ahead of the model."""
+        self.ahead_sum += ahead
+        self.breakdown['run_ahead'] = self.ahead_sum / (
+            self.breakdown['batches'] + 1)
 
     def end_wait(self, started: float, got_batch: bool) -> None:
         now = time.perf_counter()
@@ -117,6 +141,7 @@ class SequentialIterator:
                 self.window.append(out)
             if not self.window:
                 raise StopIteration
+            self.clock.count_ahead(len(self.window))
             t = time.perf_counter()
             data = self.join(self.window.popleft())
             self.breakdown['feature_loading'] += time.perf_counter() - t
@@ -156,17 +181,26 @@ class _Shared:
 
 
 def _sampling_stage(shared: _Shared, source: Iterator,
-                    on_sampled: Callable[[Any], None]) -> None:
-    _isolate_stage()
+                    on_sampled: Callable[[Any], None],
+                    scheduler: RunAheadScheduler) -> None:
+    _isolate_stage(SAMPLING_NICENESS)
     try:
         while True:
             t = time.perf_counter()
+            while not scheduler.should_launch():
+                if shared.stop.wait(POLL_SECONDS):
+                    return
+            now = time.perf_counter()
+            shared.breakdown['throttled'] += now - t
+            t = now
             try:
                 out = next(source)
             except StopIteration:
                 break
             on_sampled(out)
-            shared.breakdown['sampling'] += time.perf_counter() - t
+            seconds = time.perf_counter() - t
+            scheduler.launched(t, seconds)
+            shared.breakdown['sampling'] += seconds
             if not shared.put(shared.sampled, out):
                 return
         shared.put(shared.sampled, _END)
@@ -175,7 +209,7 @@ def _sampling_stage(shared: _Shared, source: Iterator,
 
 
 def _loading_stage(shared: _Shared, join: Callable[[Any], Any]) -> None:
-    _isolate_stage()
+    _isolate_stage(STAGE_NICENESS)
     while True:
         item = shared.get(shared.sampled)
         if item is _END or isinstance(item, _Failure):
@@ -206,16 +240,21 @@ class PipelineIterator:
         sample_capacity (int): bound of the queue between sampling and
             loading (at least :obj:`capacity`; larger for a look-ahead).
         breakdown (dict): where the time breakdown is accumulated.
+        scheduler (RunAheadScheduler): decides when the sampling stage
+            starts a batch (within the queues' bounds).
     """
     def __init__(self, source: Iterator, on_sampled: Callable[[Any], None],
                  join: Callable[[Any], Any], capacity: int,
-                 sample_capacity: int, breakdown: Dict[str, float]):
+                 sample_capacity: int, breakdown: Dict[str, float],
+                 scheduler: RunAheadScheduler):
         self.shared = _Shared(sample_capacity, capacity, breakdown)
         self.clock = _ConsumerClock(breakdown)
+        self.scheduler = scheduler
         self.threads = [
             threading.Thread(target=_sampling_stage, daemon=True,
                              name='pyg_fastload-sampling',
-                             args=(self.shared, source, on_sampled)),
+                             args=(self.shared, source, on_sampled,
+                                   scheduler)),
             threading.Thread(target=_loading_stage, daemon=True,
                              name='pyg_fastload-loading',
                              args=(self.shared, join)),
@@ -247,6 +286,8 @@ class PipelineIterator:
         if isinstance(item, _Failure):
             self.close()
             raise StageError(item.stage, item.error) from item.error
+        self.clock.count_ahead(self.scheduler.in_flight)
+        self.scheduler.consumed(self.clock.last_model)
         self.clock.end_wait(started, True)
         return item
 
