@@ -151,6 +151,43 @@ def test_tuple_works_with_fast_loader():
                            batch.n_id[batch.edge_index])
 
 
+def test_gather_times_each_tier(tmp_path):
+    x = make_tensor(torch.float32)
+    store = tiered(x, tmp_path)
+    timings = {}
+    store.gather('x', torch.tensor([0, 7, 30]), timings=timings)  # 3 tiers
+    assert set(timings) == {'device', 'host', 'storage'}
+    assert all(seconds > 0 for seconds in timings.values())
+    store.gather('x', torch.tensor([0, 1]), timings=timings)  # device only
+    plain = TieredFeatureStore()
+    plain.put_tensor(x, group_name=None, attr_name='x', index=None)
+    only = {}
+    plain.gather('x', torch.arange(5), timings=only)
+    assert set(only) == {'storage'}
+
+
+def test_loader_breaks_feature_loading_down_by_tier(tmp_path):
+    data = random_graph(num_features=8)
+    store, graph_store = memory_stores(data)
+    for pipeline in (False, True):
+        loader = FastNeighborLoader((store, graph_store), [3, 2],
+                                    batch_size=20, pipeline=pipeline)
+        for _ in loader:
+            pass
+        times = loader.time_breakdown
+        tiers = [times[f'feature_loading.{t}']
+                 for t in ('device', 'host', 'storage')]
+        assert all(t > 0 for t in tiers)
+        assert sum(tiers) <= times['feature_loading']
+    # A Data object's feature matrices count as storage:
+    loader = FastNeighborLoader(data, [3, 2], batch_size=20)
+    for _ in loader:
+        pass
+    times = loader.time_breakdown
+    assert 0 < times['feature_loading.storage'] <= times['feature_loading']
+    assert times['feature_loading.device'] == times['feature_loading.host'] == 0
+
+
 def test_graph_store_layouts():
     data = random_graph()
     topo = CSCTopology.from_edge_index(data.edge_index, data.num_nodes)

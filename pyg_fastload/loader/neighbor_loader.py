@@ -3,6 +3,7 @@ r"""``FastNeighborLoader``: PyG's ``NeighborLoader`` API over the vectorized
 from __future__ import annotations
 
 import copy
+import time
 from typing import Any, Callable, Dict, Iterator, List, Optional, Union
 
 import numpy as np
@@ -264,8 +265,11 @@ class FastNeighborLoader(NodeLoader):
                                out.edge)
             if 'num_nodes' not in self.data._store:
                 del data._store['num_nodes']
+            started = time.perf_counter()
             for key, value in self._pooled.items():
                 data[key] = self._pool.index_select(value, out.node)
+            self.time_breakdown['feature_loading.storage'] += (
+                time.perf_counter() - started)
         data.n_id = out.node
         data.e_id = out.edge
         data.batch = out.batch
@@ -280,6 +284,7 @@ class FastNeighborLoader(NodeLoader):
                     out: SamplerOutput) -> Data:
         store.retire(out.node)
         data = Data(edge_index=torch.stack([out.row, out.col]))
+        timings: Dict[str, float] = {}
         for attr in store.get_all_tensor_attrs():
             if attr.group_name is not None:
                 continue
@@ -289,7 +294,9 @@ class FastNeighborLoader(NodeLoader):
                 buffer = self._pool.empty((out.node.numel(), *size[1:]),
                                           store.dtype_of(attr.attr_name))
             data[attr.attr_name] = store.gather(attr.attr_name, out.node,
-                                                out=buffer)
+                                                out=buffer, timings=timings)
+        for tier, seconds in timings.items():
+            self.time_breakdown[f'feature_loading.{tier}'] += seconds
         return data
 
     def _get_iterator(self) -> Iterator:

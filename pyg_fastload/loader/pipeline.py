@@ -25,7 +25,7 @@ import torch
 from .scheduler import POLL_SECONDS, RunAheadScheduler
 
 __all__ = ['StageError', 'SequentialIterator', 'PipelineIterator',
-           'new_breakdown']
+           'new_breakdown', 'TIERS']
 
 _POLL = 0.05  # seconds between checks of the stop flag while blocked
 #: Niceness of the loading stage: the trainer comes first; the stages take
@@ -61,6 +61,8 @@ class _Failure:
 
 
 _END = object()
+#: The feature tiers, fastest first, timed under ``feature_loading.<tier>``.
+TIERS = ('device', 'host', 'storage')
 
 
 def new_breakdown() -> Dict[str, float]:
@@ -69,13 +71,20 @@ def new_breakdown() -> Dict[str, float]:
     ``model`` (time the consumer spent between batches) and ``epoch``
     (wall time of the epoch, = waiting + model); ``batches`` (count) and:
 
+    * ``feature_loading.device``, ``feature_loading.host``,
+      ``feature_loading.storage``: the part of ``feature_loading`` spent
+      reading feature rows from each tier of a
+      :class:`~pyg_fastload.storage.TieredFeatureStore` (a ``Data``
+      object's feature matrices count as storage); the rest is slicing the
+      subgraph and its other attributes;
     * ``throttled``: seconds the sampling stage held back because the
       run-ahead scheduler saw no need to launch a batch yet;
     * ``run_ahead``: batches sampled ahead of the model (the one it takes
       included), averaged over the batches it took."""
     return {'sampling': 0.0, 'feature_loading': 0.0, 'waiting': 0.0,
-            'model': 0.0, 'epoch': 0.0, 'batches': 0, 'throttled': 0.0,
-            'run_ahead': 0.0}
+            'model': 0.0, 'epoch': 0.0, 'batches': 0,
+            **{f'feature_loading.{tier}': 0.0 for tier in TIERS},
+            'throttled': 0.0, 'run_ahead': 0.0}
 
 
 class _ConsumerClock:

@@ -4,6 +4,7 @@ memory or a memory-mapped file)."""
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
@@ -35,6 +36,10 @@ class _Entry:
 
 def _key(attr: TensorAttr) -> Key:
     return (attr.group_name, attr.attr_name)
+
+
+def _spent(timings: Dict[str, float], tier: str, started: float) -> None:
+    timings[tier] = timings.get(tier, 0.0) + time.perf_counter() - started
 
 
 class TieredFeatureStore(FeatureStore):
@@ -139,9 +144,14 @@ class TieredFeatureStore(FeatureStore):
 
     def gather(self, attr_name: str, index: Tensor,
                group_name: Optional[str] = None,
-               out: Optional[Tensor] = None) -> Tensor:
+               out: Optional[Tensor] = None,
+               timings: Optional[Dict[str, float]] = None) -> Tensor:
         r"""Rows :obj:`index` of an attribute, each from the fastest tier
-        holding it, written into :obj:`out` if given."""
+        holding it, written into :obj:`out` if given. Seconds spent per tier
+        (``'device'``, ``'host'``, ``'storage'``; host-side time, as CUDA
+        work is asynchronous) are added to :obj:`timings` if given."""
+        if timings is None:
+            timings = {}
         entry = self._entries.get((group_name, attr_name))
         if entry is None:
             raise KeyError(f"no tensor '{attr_name}' (group {group_name!r}) "
@@ -159,18 +169,25 @@ class TieredFeatureStore(FeatureStore):
             out = torch.empty((ids.numel(), *storage.shape[1:]),
                               dtype=storage.dtype, device=out_device)
         if entry.caches():
-            self._gather_tiers(entry, ids, out)
+            self._gather_tiers(entry, ids, out, timings)
         else:
+            started = time.perf_counter()
             storage.gather(ids, out)
+            _spent(timings, 'storage', started)
         if self._auto is not None:
             self._resolve_auto_budget()
         return out
 
-    def _gather_tiers(self, entry: _Entry, ids: Tensor, out: Tensor) -> None:
-        r"""Fills :obj:`out` from the caches, fastest first, then storage."""
+    def _gather_tiers(self, entry: _Entry, ids: Tensor, out: Tensor,
+                      timings: Dict[str, float]) -> None:
+        r"""Fills :obj:`out` from the caches, fastest first, then storage,
+        adding the seconds spent per tier to :obj:`timings`."""
         storage = entry.storage
         pos = torch.arange(ids.numel())
-        for cache in entry.caches():
+        for tier, cache in (('device', entry.device), ('host', entry.host)):
+            if cache is None:
+                continue
+            started = time.perf_counter()
             slot = cache.lookup(ids)
             hit = slot >= 0
             num_hits = int(hit.sum())
@@ -179,7 +196,9 @@ class TieredFeatureStore(FeatureStore):
                 out.index_copy_(0, pos[hit].to(out.device),
                                 cache.read(slot[hit]).to(out.device))
                 pos, ids = pos[~hit], ids[~hit]
+            _spent(timings, tier, started)
         if ids.numel():
+            started = time.perf_counter()
             shape = (ids.numel(), *storage.shape[1:])
             if out.device.type == 'cpu':  # recycled: no fresh page faults
                 rows = self._staging.empty(shape, storage.dtype)
@@ -189,13 +208,16 @@ class TieredFeatureStore(FeatureStore):
             storage.gather(ids, rows)
             out.index_copy_(0, pos.to(out.device),
                             rows.to(out.device, non_blocking=True))
+            _spent(timings, 'storage', started)
             if isinstance(entry.device, WindowBufferedCache):
+                started = time.perf_counter()
                 first, inverse = torch.unique(ids, return_inverse=True)
                 keep = torch.full((first.numel(), ), ids.numel(),
                                   dtype=torch.long).scatter_reduce_(
                                       0, inverse, torch.arange(ids.numel()),
                                       'amin')
                 entry.device.admit(first, rows, keep)
+                _spent(timings, 'device', started)
 
     def free_device_bytes(self) -> int:
         r"""Free memory where the device cache lives."""
