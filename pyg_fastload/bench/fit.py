@@ -1,0 +1,231 @@
+r"""``trainer.fit`` speed: the same :class:`~lightning_modules.NodeClassifier`
+fed by :class:`~lightning_modules.FastLoadDataModule` (default options; the
+model trims with ``trim_to_layer``, since the batches carry per-hop counts)
+and by PyG's ``LightningNodeData`` (``NeighborLoader``, each
+``num_workers``; its torch_sparse batches carry no per-hop counts, so that
+model runs untrimmed), plus FastLoadDataModule feeding an untrimmed model
+(``trim=False``), which separates the loader's share of the speed-up from
+the model's. Every fit starts from the same initial weights on the same
+``Data`` and runs ``--epochs`` epochs of ``--batches`` steps; an epoch is
+timed from Lightning's ``on_train_epoch_start`` to ``on_train_epoch_end``,
+the first epoch (warm-up, and FastNeighborLoader's ``pipeline='auto'``
+probe) is left out. The fits are interleaved when ``--rounds`` > 1. Then
+each trained model is validated on the same first ``--val-batches``
+validation batches (same seed nodes, independently sampled neighbourhoods).
+
+Run ``pyg-fastload bench fit --preset products-like --batches 5`` or
+``python -m pyg_fastload.bench.fit``.
+"""
+from __future__ import annotations
+
+import argparse
+import gc
+import importlib.util
+import math
+import time
+from typing import Any, Dict, List, Optional
+
+import pytorch_lightning as pl
+import torch
+from torch_geometric.data import Data
+
+from lightning_modules import MODELS, FastLoadDataModule, NodeClassifier
+from lightning_modules.node_classifier import TRIMMABLE
+
+from ..datasets import load_synthetic
+from .accuracy import quiet_lightning, quiet_trainer_kwargs
+from .common import (
+    Table,
+    add_graph_arguments,
+    benchmark_main,
+    cpu_count,
+    median,
+    positive_int,
+)
+
+__all__ = ['add_arguments', 'run', 'main', 'EpochTimer', 'fit_side']
+
+#: The FastLoadDataModule rows: label -> NodeClassifier's ``trim`` (the
+#: ``trim=False`` row only for models that trim by default).
+FASTLOAD_ROWS = {'FastLoadDataModule': None,
+                 'FastLoadDataModule, trim=False': False}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_graph_arguments(parser)
+    parser.add_argument('--model', default='sage', choices=MODELS)
+    parser.add_argument('--hidden', type=positive_int, default=256)
+    parser.add_argument('--layers', type=positive_int, default=3)
+    parser.add_argument('--batches', type=positive_int, default=5,
+                        help='training steps per epoch (limit_train_batches)')
+    parser.add_argument('--epochs', type=int, default=3,
+                        help='epochs per fit; the first is not timed '
+                        '(default: 3, at least 2)')
+    parser.add_argument('--rounds', type=positive_int, default=1,
+                        help='fits per loader, interleaved')
+    parser.add_argument('--val-batches', type=positive_int, default=5,
+                        help='validation batches evaluated after training')
+    parser.add_argument('--lr', type=float, default=3e-3)
+    parser.add_argument('--pyg-workers', type=int, nargs='*', default=[0],
+                        help="num_workers tried for PyG's LightningNodeData "
+                        '(the best is the baseline; none: skip PyG)')
+
+
+class EpochTimer(pl.Callback):
+    r"""Seconds of every training epoch, from ``on_train_epoch_start`` to
+    ``on_train_epoch_end`` (epoch 0 misses the fetch of its first batch,
+    which Lightning makes before the hook)."""
+    def __init__(self) -> None:
+        self.seconds: List[float] = []
+        self._start = 0.0
+
+    def on_train_epoch_start(self, trainer: pl.Trainer,
+                             module: pl.LightningModule) -> None:
+        self._start = time.perf_counter()
+
+    def on_train_epoch_end(self, trainer: pl.Trainer,
+                           module: pl.LightningModule) -> None:
+        self.seconds.append(time.perf_counter() - self._start)
+
+
+def _datamodule(data: Data, args: argparse.Namespace,
+                pyg_workers: Optional[int]) -> pl.LightningDataModule:
+    if pyg_workers is None:
+        return FastLoadDataModule(data, num_neighbors=args.fanout,
+                                  batch_size=args.batch_size, seed=args.seed,
+                                  progress=False)
+    from torch_geometric.data.lightning import LightningNodeData
+    return LightningNodeData(data, loader='neighbor',
+                             num_neighbors=args.fanout,
+                             batch_size=args.batch_size,
+                             num_workers=pyg_workers, pin_memory=False)
+
+
+def fit_side(data: Data, args: argparse.Namespace,
+             initial: Dict[str, torch.Tensor], trim: Optional[bool] = None,
+             pyg_workers: Optional[int] = None) -> Dict[str, Any]:
+    r"""One ``trainer.fit`` of ``args.epochs`` epochs of ``args.batches``
+    steps from the weights :obj:`initial`, fed by FastLoadDataModule
+    (:obj:`pyg_workers` is :obj:`None`) or PyG's ``LightningNodeData``
+    with that many workers, then validation on ``args.val_batches``
+    batches.
+
+    Returns ``{'epoch_seconds': [per timed epoch], 'fit_seconds',
+    'val_acc' (%), 'val_nodes'}``."""
+    with quiet_lightning():
+        pl.seed_everything(args.seed, verbose=False)
+        datamodule = _datamodule(data, args, pyg_workers)
+        model = NodeClassifier(model=args.model,
+                               in_channels=data.num_features,
+                               num_classes=int(data.y.max()) + 1,
+                               hidden_channels=args.hidden,
+                               num_layers=args.layers, lr=args.lr, trim=trim)
+        model.load_state_dict(initial)
+        timer = EpochTimer()
+        trainer = pl.Trainer(max_epochs=args.epochs,
+                             limit_train_batches=args.batches,
+                             limit_val_batches=0, callbacks=[timer],
+                             **quiet_trainer_kwargs())
+        start = time.perf_counter()
+        trainer.fit(model, datamodule=datamodule)
+        fit_seconds = time.perf_counter() - start
+        evaluator = pl.Trainer(limit_val_batches=args.val_batches,
+                               **quiet_trainer_kwargs())
+        val = evaluator.validate(model, datamodule=datamodule,
+                                 verbose=False)[0]
+    del trainer, evaluator, datamodule  # PyG's persistent workers
+    gc.collect()
+    return {'epoch_seconds': timer.seconds[1:], 'fit_seconds': fit_seconds,
+            'val_acc': 100 * float(val['val_acc']),
+            'val_nodes': min(args.val_batches * args.batch_size,
+                             int(data.val_mask.sum()))}
+
+
+def run(args: argparse.Namespace) -> Dict[str, float]:
+    if args.epochs < 2:
+        raise ValueError(f"'--epochs {args.epochs}': the first epoch is not "
+                         f"timed, so pass --epochs 2 or more")
+    print(f'# fit benchmark: preset={args.preset} model={args.model} '
+          f'{args.layers}x{args.hidden} fanout={args.fanout} '
+          f'batch_size={args.batch_size} batches/epoch={args.batches} '
+          f'epochs={args.epochs} (first not timed) rounds={args.rounds} '
+          f'cpus={cpu_count()} torch_threads={torch.get_num_threads()}')
+    data = load_synthetic(args.preset, root=args.cache_dir).to_data()
+    torch.manual_seed(args.seed)
+    initial = NodeClassifier(model=args.model, in_channels=data.num_features,
+                             num_classes=int(data.y.max()) + 1,
+                             hidden_channels=args.hidden,
+                             num_layers=args.layers).state_dict()
+    rows: Dict[str, Dict[str, Any]] = {
+        label: dict(trim=trim) for label, trim in FASTLOAD_ROWS.items()
+        if args.model in TRIMMABLE or trim is None}
+    if args.pyg_workers and importlib.util.find_spec('torch_sparse'):
+        for workers in args.pyg_workers:
+            rows[f'PyG LightningNodeData(num_workers={workers})'] = dict(
+                pyg_workers=workers)
+    elif args.pyg_workers:
+        print("PyG LightningNodeData skipped: PyG's NeighborLoader needs "
+              "torch_sparse (or pyg-lib) here")
+
+    results: Dict[str, List[Dict[str, Any]]] = {label: [] for label in rows}
+    for _ in range(args.rounds):
+        for label, options in rows.items():
+            results[label].append(fit_side(data, args, initial, **options))
+
+    print(f'\n## trainer.fit, {args.batches} steps per epoch (median over '
+          f'{args.rounds * (args.epochs - 1)} timed epochs)')
+    table = Table({'data module': 40, 's/step': 8, 's/epoch': 8,
+                   'fit s': 7, 'val acc %': 9})
+    step: Dict[str, float] = {}
+    accuracy: Dict[str, float] = {}
+    for label, runs in results.items():
+        epochs = [s for r in runs for s in r['epoch_seconds']]
+        step[label] = median(epochs) / args.batches
+        accuracy[label] = sum(r['val_acc'] for r in runs) / len(runs)
+        table.row(label, step[label], median(epochs),
+                  median([r['fit_seconds'] for r in runs]),
+                  f'{accuracy[label]:.2f}')
+    result: Dict[str, float] = {
+        f'{label} s/step': seconds for label, seconds in step.items()}
+    result.update({f'{label} val_acc': acc
+                   for label, acc in accuracy.items()})
+    fast = 'FastLoadDataModule'
+    untrimmed = 'FastLoadDataModule, trim=False'
+    pyg = {label: s for label, s in step.items() if label.startswith('PyG')}
+    if pyg:
+        best = min(pyg, key=pyg.get)
+        result['speedup'] = pyg[best] / step[fast]
+        print(f"ratio per epoch, {fast} / best PyG ({best}): "
+              f"{result['speedup']:.2f}x faster (target >= 2x)")
+        if untrimmed in step:
+            result['loader_speedup'] = pyg[best] / step[untrimmed]
+            result['trim_speedup'] = step[untrimmed] / step[fast]
+            print(f"  loader's share ({untrimmed} vs PyG, the same "
+                  f"untrimmed model): {result['loader_speedup']:.2f}x; "
+                  f"model's share (trim_to_layer): "
+                  f"{result['trim_speedup']:.2f}x")
+        nodes = results[fast][0]['val_nodes']
+        difference = accuracy[fast] - accuracy[best]
+        # Binomial standard error of each estimate, combined: the
+        # evaluation's noise only (training runs differ too).
+        p = (accuracy[fast] + accuracy[best]) / 200
+        noise = 100 * math.sqrt(2 * p * (1 - p) / max(nodes, 1))
+        result['val_acc_difference'] = difference
+        verdict = 'within' if abs(difference) <= 2 * noise else 'outside'
+        print(f'validation accuracy on the same {nodes} seed nodes after '
+              f'the same {args.epochs * args.batches} steps: {fast} - PyG = '
+              f'{difference:+.2f} points, {verdict} 2 standard errors of '
+              f'the estimate ({2 * noise:.2f} points)')
+    elif untrimmed in step:
+        result['trim_speedup'] = step[untrimmed] / step[fast]
+        print(f"model's share (trim_to_layer): "
+              f"{result['trim_speedup']:.2f}x")
+    return result
+
+
+def main(argv: Optional[List[str]] = None) -> None:
+    benchmark_main(__doc__, add_arguments, run, argv)
+
+
+if __name__ == '__main__':
+    main()
