@@ -436,7 +436,9 @@ def _format_summary(summary: Dict[str, Any]) -> str:
         + (f'{seeds:,.0f} seeds/s, ' if seeds is not None else '')
         + f"{summary['batches_per_s']:.3g} batches/s"
     ]
-    hit_ratio = summary['hit_ratio']
+    # Attributes with a cache tier; the rest come from storage alone.
+    hit_ratio = {attr: ratios for attr, ratios in summary['hit_ratio'].items()
+                 if len(ratios) > 1}
     if hit_ratio:
         tiers = list(dict.fromkeys(t for ts in hit_ratio.values() for t in ts))
         width = max(len('hit ratio'), *map(len, hit_ratio))
