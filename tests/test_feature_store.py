@@ -9,6 +9,7 @@ from pyg_fastload.storage import (
     WindowBufferedCache,
     budget_rows,
 )
+from pyg_fastload.storage.feature_store import AdaptiveReadAhead
 from pyg_fastload.topology import CSCTopology
 
 from .conftest import random_graph, requires_cuda, requires_torch_sparse
@@ -327,6 +328,58 @@ def test_read_ahead_merges_reads_of_several_batches(tmp_path):
     assert storage.prefetched_pages > 0
     with pytest.raises(ValueError, match='min_reads'):
         store.set_read_ahead(2, min_reads=0)
+
+
+def test_read_ahead_depth_follows_the_storage_share():
+    depth = AdaptiveReadAhead(max_batches=8, max_bytes=10_000)
+    assert depth.depth == 1
+    # Reads take half of each batch's time: the depth doubles to the bound.
+    assert [depth.observe(0.05, 0.1, 100) for _ in range(4)] == [2, 4, 8, 8]
+    # Hidden reads (1% of the time): one batch shallower per batch.
+    shares = []
+    for _ in range(20):  # the averaged share falls below 5%, then shrinks
+        depth.observe(0.001, 0.1, 100)
+        shares.append(depth.depth)
+    assert shares[-1] == 1 and all(a - b in (0, 1)
+                                   for a, b in zip(shares, shares[1:]))
+    # A batch of 4000 bytes: 10 kB hold two batches, however slow the reads.
+    capped = AdaptiveReadAhead(max_batches=8, max_bytes=10_000)
+    assert max(capped.observe(1.0, 0.1, 4000) for _ in range(5)) == 2
+    with pytest.raises(ValueError, match='max_batches'):
+        AdaptiveReadAhead(0, 10)
+    with pytest.raises(ValueError, match='shrink_share'):
+        AdaptiveReadAhead(4, 10, grow_share=0.1, shrink_share=0.2)
+
+
+@pytest.mark.parametrize('pipeline', [False, True])
+@pytest.mark.parametrize('max_bytes', [2**30, 1])
+def test_adaptive_read_ahead_keeps_batches_and_bounds(tmp_path, pipeline,
+                                                      max_bytes):
+    data = random_graph(num_nodes=2000, num_edges=20000, num_features=64)
+    path = tmp_path / 'x.bin'
+    data.x.numpy().tofile(path)
+    store = TieredFeatureStore()
+    store.put_mmap_tensor(str(path), torch.float32, data.x.shape, 'x')
+    # min_reads never reached: only due batches trigger reads.
+    store.set_read_ahead(batches=3, min_reads=10**9,
+                         max_pending_bytes=max_bytes)
+    storage = store._entries[(None, 'x')].storage
+    graph_store = CSCGraphStore(
+        CSCTopology.from_edge_index(data.edge_index, data.num_nodes))
+    loader = FastNeighborLoader((store, graph_store), [5], batch_size=50,
+                                shuffle=True, pipeline=pipeline)
+    torch.manual_seed(0)
+    depths = []
+    for batch in loader:
+        assert torch.equal(batch.x, data.x[batch.n_id])
+        depths.append(store.read_ahead_depth)
+        if max_bytes == 1:  # not even one batch fits: issued at once
+            assert not store._pending_reads[(None, 'x')]
+    assert all(1 <= d <= 3 for d in depths)
+    assert storage.prefetched_pages > 0
+    assert not store._pending_reads[(None, 'x')]  # all issued by the end
+    with pytest.raises(ValueError, match='max_pending_bytes'):
+        store.set_read_ahead(2, max_pending_bytes=0)
 
 
 @requires_cuda

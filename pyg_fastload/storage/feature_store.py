@@ -3,6 +3,7 @@ fastest tier that holds them: device cache, host buffer, then storage (in
 memory or a memory-mapped file)."""
 from __future__ import annotations
 
+import math
 import threading
 import time
 from dataclasses import dataclass
@@ -18,7 +19,7 @@ from .budget import Budget, budget_rows
 from .counters import TierCounters
 from .tiers import MemoryStorage, MmapStorage, StaticCache, WindowBufferedCache
 
-__all__ = ['TieredFeatureStore']
+__all__ = ['TieredFeatureStore', 'AdaptiveReadAhead']
 
 Key = Tuple[Optional[str], str]
 DEVICE_CACHE_MODES = ('static', 'window')
@@ -40,6 +41,60 @@ def _key(attr: TensorAttr) -> Key:
 
 def _spent(timings: Dict[str, float], tier: str, started: float) -> None:
     timings[tier] = timings.get(tier, 0.0) + time.perf_counter() - started
+
+
+class AdaptiveReadAhead:
+    r"""How many batches ahead a batch's storage reads are issued, from the
+    share of the time between batches spent reading storage: at least
+    :obj:`grow_share` doubles the depth (latency is exposed), at most
+    :obj:`shrink_share` lowers it by one (the reads are hidden; a shallower
+    look-ahead holds less memory). Bounded by :obj:`max_batches` and by
+    what :obj:`max_bytes` holds of the storage bytes a batch reads.
+
+    Args:
+        max_batches (int): the deepest look-ahead.
+        max_bytes (int): bytes the read-ahead batches may hold.
+        grow_share (float): storage share of a batch's time that grows the
+            depth.
+        shrink_share (float): storage share that shrinks it.
+        smoothing (float): weight of the newest batch in the averages.
+    """
+    def __init__(self, max_batches: int, max_bytes: int,
+                 grow_share: float = 0.25, shrink_share: float = 0.05,
+                 smoothing: float = 0.3):
+        if max_batches < 1 or max_bytes < 1:
+            raise ValueError(f"'max_batches={max_batches}' and "
+                             f"'max_bytes={max_bytes}' must be >= 1")
+        if not 0 <= shrink_share < grow_share:
+            raise ValueError(f"'shrink_share={shrink_share}' must be >= 0 "
+                             f"and below 'grow_share={grow_share}'")
+        self.max_batches, self.max_bytes = max_batches, max_bytes
+        self.grow_share, self.shrink_share = grow_share, shrink_share
+        self.smoothing = smoothing
+        self.depth = 1
+        self.read_share: Optional[float] = None
+        self.batch_bytes: Optional[float] = None
+
+    def _average(self, old: Optional[float], new: float) -> float:
+        return new if old is None else old + self.smoothing * (new - old)
+
+    def observe(self, read_seconds: float, interval: float,
+                batch_bytes: int) -> int:
+        r"""A batch read :obj:`batch_bytes` from storage in
+        :obj:`read_seconds`, :obj:`interval` seconds after the previous
+        batch; returns the new depth."""
+        share = min(read_seconds / interval, 1.0) if interval > 0 else 1.0
+        self.read_share = self._average(self.read_share, share)
+        self.batch_bytes = self._average(self.batch_bytes, batch_bytes)
+        depth = self.depth
+        if self.read_share >= self.grow_share:
+            depth *= 2
+        elif self.read_share <= self.shrink_share:
+            depth -= 1
+        fits = (self.max_bytes // math.ceil(self.batch_bytes)
+                if self.batch_bytes >= 1 else self.max_batches)
+        self.depth = max(1, min(depth, self.max_batches, fits))
+        return self.depth
 
 
 class TieredFeatureStore(FeatureStore):
@@ -65,7 +120,14 @@ class TieredFeatureStore(FeatureStore):
         self.window_size = 0
         self.read_ahead = 0
         self.min_reads = 0
+        self.max_pending_bytes = 0
         self._pending_reads: Dict[Key, List[Tensor]] = {}
+        self._read_depth: Optional[AdaptiveReadAhead] = None
+        # Batches announced and retired; the storage seconds and bytes of
+        # the batch being gathered and when the previous one started.
+        self._announced = self._retired = 0
+        self._batch_reads = [0.0, 0]
+        self._batch_started: Optional[float] = None
         self._entries: Dict[Key, _Entry] = {}
         self._auto: Optional[Dict[str, Any]] = None
         self._staging = BufferPool(max_buffers=1)
@@ -150,8 +212,6 @@ class TieredFeatureStore(FeatureStore):
         holding it, written into :obj:`out` if given. Seconds spent per tier
         (``'device'``, ``'host'``, ``'storage'``; host-side time, as CUDA
         work is asynchronous) are added to :obj:`timings` if given."""
-        if timings is None:
-            timings = {}
         entry = self._entries.get((group_name, attr_name))
         if entry is None:
             raise KeyError(f"no tensor '{attr_name}' (group {group_name!r}) "
@@ -168,12 +228,20 @@ class TieredFeatureStore(FeatureStore):
         if out is None:
             out = torch.empty((ids.numel(), *storage.shape[1:]),
                               dtype=storage.dtype, device=out_device)
+        spent: Dict[str, float] = {}
+        read_bytes = storage.counters.bytes
         if entry.caches():
-            self._gather_tiers(entry, ids, out, timings)
+            self._gather_tiers(entry, ids, out, spent)
         else:
             started = time.perf_counter()
             storage.gather(ids, out)
-            _spent(timings, 'storage', started)
+            _spent(spent, 'storage', started)
+        if self._read_depth is not None and isinstance(storage, MmapStorage):
+            self._batch_reads[0] += spent.get('storage', 0.0)
+            self._batch_reads[1] += storage.counters.bytes - read_bytes
+        if timings is not None:
+            for tier, seconds in spent.items():
+                timings[tier] = timings.get(tier, 0.0) + seconds
         if self._auto is not None:
             self._resolve_auto_budget()
         return out
@@ -371,19 +439,35 @@ class TieredFeatureStore(FeatureStore):
                              f"cached tensors have {num_rows} rows")
         return hot_order(scores)
 
-    def set_read_ahead(self, batches: int, min_reads: int = 4096) -> None:
+    def set_read_ahead(self, batches: int, min_reads: int = 4096,
+                       max_pending_bytes: int = 2**28) -> None:
         r"""Storage-read batching for memory-mapped storage (GIDS's
-        accumulator): the loader samples :obj:`batches` batches ahead, and
-        the storage rows they will miss are collected across batches and,
-        once at least :obj:`min_reads` rows are pending, requested from the
-        kernel in one merged, sorted, de-duplicated read-ahead
-        (``posix_fadvise(WILLNEED)``), so the reads are in flight before the
-        batches need them."""
-        if batches < 0 or min_reads < 1:
-            raise ValueError(f"'batches={batches}' must be >= 0 and "
-                             f"'min_reads={min_reads}' >= 1")
+        accumulator): the loader samples up to :obj:`batches` batches ahead,
+        and the storage rows they will miss are collected across batches and
+        requested from the kernel in one merged, sorted, de-duplicated
+        read-ahead (``posix_fadvise(WILLNEED)``) once at least
+        :obj:`min_reads` rows or :obj:`max_pending_bytes` bytes are pending,
+        or once the oldest pending batch is within
+        :attr:`read_ahead_depth` batches of being gathered. That depth
+        adapts to the measured storage read time
+        (:class:`AdaptiveReadAhead`, at most :obj:`batches` and at most
+        :obj:`max_pending_bytes` of read-ahead rows)."""
+        if batches < 0 or min_reads < 1 or max_pending_bytes < 1:
+            raise ValueError(f"'batches={batches}' must be >= 0, "
+                             f"'min_reads={min_reads}' >= 1 and "
+                             f"'max_pending_bytes={max_pending_bytes}' >= 1")
         self.read_ahead = batches
         self.min_reads = min_reads
+        self.max_pending_bytes = max_pending_bytes
+        self._read_depth = (AdaptiveReadAhead(batches, max_pending_bytes)
+                            if batches else None)
+        self._batch_started = None
+
+    @property
+    def read_ahead_depth(self) -> int:
+        r"""Batches ahead of being gathered at which a batch's storage
+        reads are issued at the latest (0: read-ahead off)."""
+        return self._read_depth.depth if self._read_depth else 0
 
     @property
     def lookahead_depth(self) -> int:
@@ -394,7 +478,10 @@ class TieredFeatureStore(FeatureStore):
 
     def announce(self, ids: Tensor) -> None:
         r"""A sampled batch needing the unique node :obj:`ids` entered the
-        loader's look-ahead window."""
+        loader's look-ahead window (batches are announced and retired in
+        the same order)."""
+        with self._window_lock:
+            self._announced += 1
         for key, entry in self._entries.items():
             if isinstance(entry.device, WindowBufferedCache):
                 with self._window_lock:
@@ -406,9 +493,22 @@ class TieredFeatureStore(FeatureStore):
         for cache in entry.caches():
             if not isinstance(cache, WindowBufferedCache):
                 ids = ids[cache.lookup(ids) < 0]
-        pending = self._pending_reads.setdefault(key, [])
-        pending.append(ids)
-        if sum(p.numel() for p in pending) >= self.min_reads:
+        with self._window_lock:
+            self._pending_reads.setdefault(key, []).append(ids)
+            self._flush_due_reads(key, entry)
+
+    def _flush_due_reads(self, key: Key, entry: _Entry) -> None:
+        r"""Issues the pending reads of :obj:`key` if enough rows or bytes
+        are pending or the oldest pending batch is due (lock held)."""
+        pending = self._pending_reads.get(key)
+        if not pending:
+            return
+        rows = sum(p.numel() for p in pending)
+        # Batches to be gathered before the oldest pending one:
+        before = self._announced - self._retired - len(pending)
+        if (rows >= self.min_reads
+                or rows * entry.storage.row_bytes >= self.max_pending_bytes
+                or before < self.read_ahead_depth):
             entry.storage.prefetch(torch.cat(pending))
             pending.clear()
 
@@ -418,6 +518,18 @@ class TieredFeatureStore(FeatureStore):
             if isinstance(entry.device, WindowBufferedCache):
                 with self._window_lock:
                     entry.device.retire(ids)
+        with self._window_lock:
+            self._retired += 1
+            if self._read_depth is None:
+                return
+            now = time.perf_counter()
+            if self._batch_started is not None:
+                self._read_depth.observe(self._batch_reads[0],
+                                         now - self._batch_started,
+                                         self._batch_reads[1])
+            self._batch_started, self._batch_reads = now, [0.0, 0]
+            for key, entry in self._entries.items():
+                self._flush_due_reads(key, entry)
 
     # Counters ################################################################
 
