@@ -6,9 +6,10 @@ import pytest
 import torch
 
 from pyg_fastload import FastNeighborLoader, FastNeighborSampler
-from pyg_fastload.loader.pipeline import StageError
+from pyg_fastload.loader.pipeline import (DeviceTransfer, StageError,
+                                          map_tensors)
 
-from .conftest import random_graph
+from .conftest import random_graph, requires_cuda
 
 
 def stage_threads():
@@ -146,3 +147,68 @@ def test_auto_pipelines_only_when_loading_matters(data):
     assert type(iter(slow)).__name__ == 'SequentialIterator'
     with pytest.raises(ValueError, match="'pipeline'"):
         FastNeighborLoader(data, [4, 3], pipeline='sometimes')
+
+
+def test_map_tensors_reaches_every_tensor(data):
+    nested = (torch.ones(2), [torch.zeros(1), 3], {'a': torch.ones(1)}, 'x')
+    doubled = map_tensors(nested, lambda t: t + 1)
+    assert torch.equal(doubled[0], torch.full((2, ), 2.0))
+    assert torch.equal(doubled[1][0], torch.ones(1)) and doubled[1][1] == 3
+    assert torch.equal(doubled[2]['a'], torch.full((1, ), 2.0))
+    assert doubled[3] == 'x'
+    copy = data.clone()
+    assert map_tensors(copy, lambda t: t * 0) is copy  # in place
+    assert not copy.x.any() and not copy.edge_index.any()
+
+
+@pytest.mark.parametrize('device', [None, torch.device('cpu')])
+def test_transfer_without_cuda_is_a_no_op(device):
+    transfer = DeviceTransfer(device)
+    assert not transfer.active
+    batch = torch.arange(3)
+    moved = transfer.start(batch)
+    assert moved == (batch, None)
+    assert transfer.finish(moved) is batch
+
+
+@pytest.mark.parametrize('pipeline', [True, False])
+def test_cpu_device_leaves_batches_unchanged(data, pipeline):
+    plain = batches(data, pipeline)
+    on_cpu = batches(data, pipeline, device='cpu')
+    for a, b in zip(plain, on_cpu):
+        assert all(torch.equal(x, y) and y.device.type == 'cpu'
+                   for x, y in zip(a, b))
+    loader = FastNeighborLoader(data, [4, 3], batch_size=32, device='cpu',
+                                pipeline=pipeline)
+    list(loader)
+    assert 0 <= loader.time_breakdown['transfer']
+
+
+@pytest.mark.parametrize('device, match', [
+    ('bogus', 'not a torch device'),
+    ('meta', 'not supported'),
+    pytest.param('cuda', 'needs CUDA', marks=pytest.mark.skipif(
+        torch.cuda.is_available(), reason='CUDA is available')),
+])
+def test_invalid_device(data, device, match):
+    with pytest.raises(ValueError, match=f"'device=.*{match}"):
+        FastNeighborLoader(data, [4, 3], device=device)
+
+
+@requires_cuda
+@pytest.mark.parametrize('pipeline', [True, False])
+def test_cuda_device_gets_identical_batches(data, pipeline):
+    on_cpu = batches(data, pipeline)
+    on_cuda = batches(data, pipeline, device='cuda')
+    for a, b in zip(on_cpu, on_cuda):
+        for x, y in zip(a, b):
+            assert y.is_cuda
+            assert torch.equal(x, y.cpu())
+    loader = FastNeighborLoader(data, [4, 3], batch_size=32, device='cuda',
+                                pipeline=pipeline)
+    for batch in loader:
+        # The model's stream reads the batch after the copy completed:
+        assert torch.equal(batch.x.cpu(), data.x[batch.n_id.cpu()])
+    assert loader.time_breakdown['transfer'] > 0
+    with pytest.raises(ValueError, match='num_workers=0'):
+        FastNeighborLoader(data, [4, 3], device='cuda', num_workers=1)

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from pyg_fastload import FastNeighborLoader, FastNeighborSampler
-from pyg_fastload.loader.pipeline import (PipelineIterator,
+from pyg_fastload.loader.pipeline import (DeviceTransfer, PipelineIterator,
                                           SAMPLING_NICENESS, STAGE_NICENESS,
                                           new_breakdown)
 from pyg_fastload.loader.scheduler import (LAUNCH_THRESHOLD,
@@ -108,7 +108,8 @@ def test_a_pipeline_that_never_launches_by_score_still_completes():
     scheduler = RunAheadScheduler(1, 4, threshold=math.inf, avg_sample=1.0,
                                   avg_train=1.0)
     iterator = PipelineIterator(iter(range(10)), lambda _: None,
-                                lambda x: x, 2, 2, breakdown, scheduler)
+                                lambda x: x, 2, 2, breakdown, scheduler,
+                                DeviceTransfer())
     assert list(iterator) == list(range(10))
     # Only launched when nothing was in flight: always exactly one ahead.
     assert breakdown['run_ahead'] == 1.0

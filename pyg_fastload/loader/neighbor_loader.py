@@ -20,7 +20,8 @@ from ..sampling import FastNeighborSampler, HopSampler
 from ..sampling.graph_input import HETERO_UNSUPPORTED
 from ..storage import TieredFeatureStore
 from ..storage.buffer_pool import BufferPool
-from .pipeline import PipelineIterator, SequentialIterator, new_breakdown
+from .pipeline import (DeviceTransfer, PipelineIterator, SequentialIterator,
+                       new_breakdown)
 from .scheduler import RunAheadScheduler
 
 __all__ = ['FastNeighborLoader', 'PIPELINE_MIN_LOAD_SHARE']
@@ -62,6 +63,34 @@ def _check_input_nodes(input_nodes: Any, num_nodes: int) -> Optional[Tensor]:
                 f"'input_nodes' holds node id {low if low < 0 else high}, "
                 f"outside [0, {num_nodes}) for this graph")
     return input_nodes
+
+
+def _check_device(device: Optional[Union[str, torch.device]],
+                  num_workers: int) -> Optional[torch.device]:
+    r"""Validates the loader's :obj:`device`."""
+    if device is None:
+        return None
+    try:
+        device = torch.device(device)
+    except (RuntimeError, TypeError) as error:
+        raise ValueError(f"'device={device!r}' is not a torch device: pass "
+                         f"None, 'cpu' or 'cuda[:index]'") from error
+    if device.type not in ('cpu', 'cuda'):
+        raise ValueError(f"'device={device}' is not supported: pass None, "
+                         f"'cpu' or 'cuda[:index]'")
+    if device.type == 'cuda':
+        if not torch.cuda.is_available():
+            raise ValueError(f"'device={device}' needs CUDA, which this "
+                             f"PyTorch build or machine lacks: pass None or "
+                             f"'cpu'")
+        if device.index is None:
+            device = torch.device('cuda', torch.cuda.current_device())
+        if num_workers > 0:
+            raise ValueError(f"'device={device}' needs 'num_workers=0' (got "
+                             f"{num_workers}): the loader's own pipeline "
+                             f"moves batches; with worker processes, move "
+                             f"them in the training loop")
+    return device
 
 
 def _check_has_features(data: Any) -> None:
@@ -127,6 +156,13 @@ class FastNeighborLoader(NodeLoader):
             always while no batch is in flight and never beyond the queues'
             bound. An int ``n``: keep ``n`` batches in flight (the queues
             still bound it). Batches are identical either way.
+        device (torch.device or str, optional): where batches are returned.
+            :obj:`None` (default) or ``'cpu'`` leave them on the CPU; a CUDA
+            device gets them copied from pinned memory with non-blocking
+            copies on a side stream in the loading stage, and the current
+            stream waits for the copy before the batch is returned
+            (:class:`~pyg_fastload.loader.pipeline.DeviceTransfer`). Needs
+            ``num_workers=0``.
         **kwargs: :class:`torch.utils.data.DataLoader` arguments such as
             ``batch_size``, ``shuffle``, ``drop_last``, ``num_workers`` and
             ``generator`` (which then also drives the sampler).
@@ -152,6 +188,7 @@ class FastNeighborLoader(NodeLoader):
         pipeline: Union[bool, str] = 'auto',
         queue_capacity: int = 2,
         run_ahead: Union[str, int] = 'adaptive',
+        device: Optional[Union[str, torch.device]] = None,
         **kwargs: Any,
     ):
         if isinstance(data, HeteroData):
@@ -215,6 +252,8 @@ class FastNeighborLoader(NodeLoader):
         self.pipeline = pipeline
         self.queue_capacity = queue_capacity
         self.run_ahead = run_ahead
+        self.device = _check_device(device, self.num_workers)
+        self._transfer = DeviceTransfer(self.device)
         self._scheduler: Optional[RunAheadScheduler] = None
         self.time_breakdown = new_breakdown()
         self._auto_decision: Optional[bool] = None
@@ -267,7 +306,10 @@ class FastNeighborLoader(NodeLoader):
                 del data._store['num_nodes']
             started = time.perf_counter()
             for key, value in self._pooled.items():
-                data[key] = self._pool.index_select(value, out.node)
+                data[key] = torch.index_select(
+                    value, 0, out.node,
+                    out=self._buffer((out.node.numel(), *value.shape[1:]),
+                                     value.dtype))
             self.time_breakdown['feature_loading.storage'] += (
                 time.perf_counter() - started)
         data.n_id = out.node
@@ -291,13 +333,21 @@ class FastNeighborLoader(NodeLoader):
             size = store.get_tensor_size(attr)
             buffer = None
             if len(size) >= 2 and store.device.type == 'cpu':
-                buffer = self._pool.empty((out.node.numel(), *size[1:]),
-                                          store.dtype_of(attr.attr_name))
+                buffer = self._buffer((out.node.numel(), *size[1:]),
+                                      store.dtype_of(attr.attr_name))
             data[attr.attr_name] = store.gather(attr.attr_name, out.node,
                                                 out=buffer, timings=timings)
         for tier, seconds in timings.items():
             self.time_breakdown[f'feature_loading.{tier}'] += seconds
         return data
+
+    def _buffer(self, shape: tuple, dtype: torch.dtype) -> Tensor:
+        r"""A feature buffer: recycled, or pinned (from torch's caching host
+        allocator, which keeps it until its copy is done) for a CUDA
+        :attr:`device`."""
+        if self._transfer.active:
+            return torch.empty(shape, dtype=dtype, pin_memory=True)
+        return self._pool.empty(shape, dtype)
 
     def _get_iterator(self) -> Iterator:
         if self.num_workers > 0:  # PyG's path: sampling in worker processes
@@ -330,9 +380,10 @@ class FastNeighborLoader(NodeLoader):
                                     self.queue_capacity, sample_capacity,
                                     self.time_breakdown,
                                     self._new_scheduler(sample_capacity +
-                                                        self.queue_capacity))
+                                                        self.queue_capacity),
+                                    self._transfer)
         return SequentialIterator(sampled(), on_sampled, self.filter_fn,
-                                  depth, self.time_breakdown)
+                                  depth, self.time_breakdown, self._transfer)
 
     def _new_scheduler(self, bound: int) -> RunAheadScheduler:
         r"""This epoch's run-ahead scheduler; an adaptive one starts from the

@@ -18,14 +18,14 @@ import queue
 import threading
 import time
 from collections import deque
-from typing import Any, Callable, Dict, Iterator, Optional
+from typing import Any, Callable, Dict, Iterator, Optional, Tuple
 
 import torch
 
 from .scheduler import POLL_SECONDS, RunAheadScheduler
 
 __all__ = ['StageError', 'SequentialIterator', 'PipelineIterator',
-           'new_breakdown', 'TIERS']
+           'DeviceTransfer', 'map_tensors', 'new_breakdown', 'TIERS']
 
 _POLL = 0.05  # seconds between checks of the stop flag while blocked
 #: Niceness of the loading stage: the trainer comes first; the stages take
@@ -77,6 +77,9 @@ def new_breakdown() -> Dict[str, float]:
       :class:`~pyg_fastload.storage.TieredFeatureStore` (a ``Data``
       object's feature matrices count as storage); the rest is slicing the
       subgraph and its other attributes;
+    * ``transfer``: host-side seconds spent copying batches to the
+      loader's ``device`` (pinning, queueing the copies, and making the
+      model's stream wait for them; 0 without a CUDA ``device``);
     * ``throttled``: seconds the sampling stage held back because the
       run-ahead scheduler saw no need to launch a batch yet;
     * ``run_ahead``: batches sampled ahead of the model (the one it takes
@@ -84,7 +87,81 @@ def new_breakdown() -> Dict[str, float]:
     return {'sampling': 0.0, 'feature_loading': 0.0, 'waiting': 0.0,
             'model': 0.0, 'epoch': 0.0, 'batches': 0,
             **{f'feature_loading.{tier}': 0.0 for tier in TIERS},
-            'throttled': 0.0, 'run_ahead': 0.0}
+            'transfer': 0.0, 'throttled': 0.0, 'run_ahead': 0.0}
+
+
+def map_tensors(batch: Any,
+                fn: Callable[[torch.Tensor], torch.Tensor]) -> Any:
+    r"""Applies :obj:`fn` to every tensor of a batch: a tensor, a PyG data
+    object (in place), or tensors nested in lists, tuples and dicts."""
+    if isinstance(batch, torch.Tensor):
+        return fn(batch)
+    if hasattr(batch, 'apply') and hasattr(batch, 'stores'):
+        return batch.apply(fn)
+    if isinstance(batch, (list, tuple)):
+        return type(batch)(map_tensors(item, fn) for item in batch)
+    if isinstance(batch, dict):
+        return {key: map_tensors(item, fn) for key, item in batch.items()}
+    return batch
+
+
+class DeviceTransfer:
+    r"""Moves joined batches to the loader's device. On CUDA,
+    :meth:`start` (loading stage) copies every tensor from pinned host
+    memory with ``non_blocking=True`` on a side stream and records an event;
+    :meth:`finish` (consumer) makes the current stream wait for that event
+    and records the tensors as used on it, so the model never reads a batch
+    still in flight and the allocator never reuses its memory too early.
+    Without a device, or on CPU, both are no-ops.
+
+    Args:
+        device (torch.device, optional): where batches go.
+    """
+    def __init__(self, device: Optional[torch.device] = None):
+        self.device = device
+        self.stream = (torch.cuda.Stream(device) if device is not None
+                       and device.type == 'cuda' else None)
+
+    @property
+    def active(self) -> bool:
+        r"""Whether batches are copied (a CUDA device)."""
+        return self.stream is not None
+
+    def _copy(self, tensor: torch.Tensor) -> torch.Tensor:
+        if tensor.device == self.device:
+            return tensor
+        if tensor.device.type == 'cpu' and not tensor.is_pinned():
+            tensor = tensor.pin_memory()  # torch's caching host allocator
+        return tensor.to(self.device, non_blocking=True)
+
+    def start(self, batch: Any) -> Tuple[Any, Optional[torch.cuda.Event]]:
+        r"""Queues the copy of :obj:`batch`; returns the moved batch and
+        the event marking the copy's end."""
+        if self.stream is None:
+            return batch, None
+        # Also cover work already queued for the batch (a device cache).
+        self.stream.wait_stream(torch.cuda.current_stream(self.device))
+        with torch.cuda.stream(self.stream):
+            batch = map_tensors(batch, self._copy)
+            event = torch.cuda.Event()
+            event.record(self.stream)
+        return batch, event
+
+    def finish(self, moved: Tuple[Any, Optional[torch.cuda.Event]]) -> Any:
+        r"""Makes the consumer's stream wait for a started copy; returns
+        the batch."""
+        batch, event = moved
+        if event is None:
+            return batch
+        stream = torch.cuda.current_stream(self.device)
+        stream.wait_event(event)
+
+        def record(tensor: torch.Tensor) -> torch.Tensor:
+            if tensor.is_cuda:
+                tensor.record_stream(stream)
+            return tensor
+
+        return map_tensors(batch, record)
 
 
 class _ConsumerClock:
@@ -121,12 +198,14 @@ class _ConsumerClock:
 
 class SequentialIterator:
     r"""Samples up to :obj:`depth` batches ahead (for a window-buffered
-    cache or read batching) and joins each in the consumer's thread."""
+    cache or read batching) and joins (and moves) each in the consumer's
+    thread."""
     def __init__(self, source: Iterator, on_sampled: Callable[[Any], None],
                  join: Callable[[Any], Any], depth: int,
-                 breakdown: Dict[str, float]):
+                 breakdown: Dict[str, float], transfer: DeviceTransfer):
         self.source, self.on_sampled, self.join = source, on_sampled, join
         self.depth = depth
+        self.transfer = transfer
         self.window: deque = deque()
         self.exhausted = False
         self.breakdown = breakdown
@@ -153,7 +232,10 @@ class SequentialIterator:
             self.clock.count_ahead(len(self.window))
             t = time.perf_counter()
             data = self.join(self.window.popleft())
-            self.breakdown['feature_loading'] += time.perf_counter() - t
+            now = time.perf_counter()
+            self.breakdown['feature_loading'] += now - t
+            data = self.transfer.finish(self.transfer.start(data))
+            self.breakdown['transfer'] += time.perf_counter() - now
         except StopIteration:
             self.clock.end_wait(started, False)
             raise
@@ -217,7 +299,8 @@ def _sampling_stage(shared: _Shared, source: Iterator,
         shared.put(shared.sampled, _Failure('sampling', error))
 
 
-def _loading_stage(shared: _Shared, join: Callable[[Any], Any]) -> None:
+def _loading_stage(shared: _Shared, join: Callable[[Any], Any],
+                   transfer: DeviceTransfer) -> None:
     _isolate_stage(STAGE_NICENESS)
     while True:
         item = shared.get(shared.sampled)
@@ -227,10 +310,13 @@ def _loading_stage(shared: _Shared, join: Callable[[Any], Any]) -> None:
         t = time.perf_counter()
         try:
             data = join(item)
+            now = time.perf_counter()
+            shared.breakdown['feature_loading'] += now - t
+            data = transfer.start(data)
         except BaseException as error:
             shared.put(shared.loaded, _Failure('feature loading', error))
             return
-        shared.breakdown['feature_loading'] += time.perf_counter() - t
+        shared.breakdown['transfer'] += time.perf_counter() - now
         if not shared.put(shared.loaded, data):
             return
 
@@ -251,14 +337,17 @@ class PipelineIterator:
         breakdown (dict): where the time breakdown is accumulated.
         scheduler (RunAheadScheduler): decides when the sampling stage
             starts a batch (within the queues' bounds).
+        transfer (DeviceTransfer): moves batches to the device (started in
+            the loading thread, finished in the consumer's).
     """
     def __init__(self, source: Iterator, on_sampled: Callable[[Any], None],
                  join: Callable[[Any], Any], capacity: int,
                  sample_capacity: int, breakdown: Dict[str, float],
-                 scheduler: RunAheadScheduler):
+                 scheduler: RunAheadScheduler, transfer: DeviceTransfer):
         self.shared = _Shared(sample_capacity, capacity, breakdown)
         self.clock = _ConsumerClock(breakdown)
         self.scheduler = scheduler
+        self.transfer = transfer
         self.threads = [
             threading.Thread(target=_sampling_stage, daemon=True,
                              name='pyg_fastload-sampling',
@@ -266,7 +355,7 @@ class PipelineIterator:
                                    scheduler)),
             threading.Thread(target=_loading_stage, daemon=True,
                              name='pyg_fastload-loading',
-                             args=(self.shared, join)),
+                             args=(self.shared, join, transfer)),
         ]
         for thread in self.threads:
             thread.start()
@@ -295,10 +384,13 @@ class PipelineIterator:
         if isinstance(item, _Failure):
             self.close()
             raise StageError(item.stage, item.error) from item.error
+        t = time.perf_counter()
+        data = self.transfer.finish(item)
+        self.shared.breakdown['transfer'] += time.perf_counter() - t
         self.clock.count_ahead(self.scheduler.in_flight)
         self.scheduler.consumed(self.clock.last_model)
         self.clock.end_wait(started, True)
-        return item
+        return data
 
     def close(self, timeout: float = 10.0) -> None:
         r"""Stops both stages and waits (bounded) for their threads."""
