@@ -80,8 +80,9 @@ def new_breakdown() -> Dict[str, float]:
     * ``transfer``: host-side seconds spent copying batches to the
       loader's ``device`` (pinning, queueing the copies, and making the
       model's stream wait for them; 0 without a CUDA ``device``);
-    * ``throttled``: seconds the sampling stage held back because the
-      run-ahead scheduler saw no need to launch a batch yet;
+    * ``throttled``: seconds the sampling stage was held back by the
+      run-ahead scheduler (launch score below its threshold, or its
+      maximum of batches in flight);
     * ``run_ahead``: batches sampled ahead of the model (the one it takes
       included), averaged over the batches it took."""
     return {'sampling': 0.0, 'feature_loading': 0.0, 'waiting': 0.0,
