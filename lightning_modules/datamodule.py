@@ -375,6 +375,10 @@ class FastLoadDataModule(pl.LightningDataModule):
             queue_capacity=self.queue_capacity,
             num_workers=self.num_workers,
             persistent_workers=self.num_workers > 0,
+            # On CUDA the loader's own transfer stage copies from pinned
+            # buffers on a side stream (PyG's worker processes cannot).
+            device=(self.device if self.device.type == 'cuda'
+                    and self.num_workers == 0 else None),
         )
 
     def train_dataloader(self) -> FastNeighborLoader:

@@ -30,7 +30,7 @@ def _parser() -> argparse.ArgumentParser:
 
     from lightning_modules import report
 
-    from .bench import cache, loader, model, train
+    from .bench import accuracy, cache, fit, loader, model, train
     from .datasets import ondisk
     for parent, name, module, text in (
         (benchmarks, 'loader', loader,
@@ -41,6 +41,10 @@ def _parser() -> argparse.ArgumentParser:
          train, 'training loop fed by PyG vs pyg_fastload loaders'),
         (benchmarks, 'model', model,
          'edge_index scatter vs sorted sparse adjacency in the model'),
+        (benchmarks, 'fit', fit,
+         'Lightning fit: FastLoadDataModule vs PyG LightningNodeData'),
+        (benchmarks, 'accuracy', accuracy,
+         'Cora/CiteSeer test accuracy: FastLoadDataModule vs PyG'),
         (commands, 'prepare', ondisk,
          'write a dataset directory (features on disk)'),
         (commands, 'report', report,
