@@ -13,6 +13,8 @@ from lightning_modules import (
 from pyg_fastload import TieredFeatureStore
 from pyg_fastload.datasets import load_synthetic, prepare_synthetic
 
+from .conftest import requires_torch_sparse
+
 
 @pytest.fixture(scope='module')
 def cache_dir(tmp_path_factory):
@@ -66,6 +68,16 @@ def test_preset_loaders(cache_dir, cache):
         assert stats['device']['requests'] > 0
 
 
+@requires_torch_sparse
+def test_sparse_adjacency(cache_dir):
+    dm = module(cache_dir, adjacency='sparse')
+    batch = next(iter(dm.train_dataloader()))
+    assert batch.adj_t.sizes() == [batch.num_nodes, batch.num_nodes]
+    model = NodeClassifier('gcn', in_channels=16, num_classes=4,
+                           hidden_channels=8, num_layers=2)
+    assert model(batch).shape == (batch.num_nodes, 4)
+
+
 def test_dataset_directory_reads_features_from_disk(cache_dir, tiny_dir):
     dm = module(cache_dir, dataset=str(tiny_dir),
                 feature_cache={'host_budget': '10%'})
@@ -100,6 +112,7 @@ def test_data_object_and_saved_file(cache_dir, tmp_path):
     (dict(num_neighbors=[5, -3]), 'num_neighbors'),
     (dict(batch_size=0), 'batch_size'),
     (dict(pipeline='sometimes'), 'pipeline'),
+    (dict(adjacency='dense'), 'adjacency'),
     (dict(feature_cache={'host_budget': '150%'}),
      'feature_cache.host_budget'),
     (dict(feature_cache={'device_budget': '64TiB'}),
