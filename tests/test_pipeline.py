@@ -1,4 +1,5 @@
 import gc
+import itertools
 import threading
 import time
 
@@ -147,6 +148,16 @@ def test_auto_pipelines_only_when_loading_matters(data):
     assert type(iter(slow)).__name__ == 'SequentialIterator'
     with pytest.raises(ValueError, match="'pipeline'"):
         FastNeighborLoader(data, [4, 3], pipeline='sometimes')
+
+
+def test_auto_decides_on_an_epoch_cut_short(data):
+    # Lightning's limit_train_batches stops every epoch early.
+    loader = FastNeighborLoader(data, [4, 3], batch_size=8)
+    assert len(loader) > 5
+    list(itertools.islice(iter(loader), 2))  # too few batches to judge
+    assert type(iter(loader)).__name__ == 'SequentialIterator'
+    list(itertools.islice(iter(loader), 5))
+    assert type(iter(loader)).__name__ == 'PipelineIterator'
 
 
 def test_map_tensors_reaches_every_tensor(data):

@@ -29,6 +29,8 @@ __all__ = ['FastNeighborLoader', 'PIPELINE_MIN_LOAD_SHARE']
 #: ``pipeline='auto'`` pipelines once sampling + loading took at least this
 #: share of a sequential epoch.
 PIPELINE_MIN_LOAD_SHARE = 0.1
+#: ... measured over at least this many batches (or a whole shorter epoch).
+AUTO_MIN_BATCHES = 4
 
 
 def _check_input_nodes(input_nodes: Any, num_nodes: int) -> Optional[Tensor]:
@@ -401,7 +403,9 @@ class FastNeighborLoader(NodeLoader):
             return bool(self.pipeline)
         if self._auto_decision is None:
             last = self.time_breakdown
-            if last['batches'] < len(self):  # no complete epoch measured
+            # Decide on a full epoch, or on the batches a consumer took
+            # before it stopped (e.g. Lightning's limit_train_batches).
+            if last['batches'] < min(len(self), AUTO_MIN_BATCHES):
                 return False
             share = (last['sampling'] + last['feature_loading']) / max(
                 last['epoch'], 1e-9)
