@@ -250,6 +250,10 @@ class TieredFeatureStore(FeatureStore):
                       timings: Dict[str, float]) -> None:
         r"""Fills :obj:`out` from the caches, fastest first, then storage,
         adding the seconds spent per tier to :obj:`timings`."""
+        if out.device.type == 'cpu' and not isinstance(entry.device,
+                                                       WindowBufferedCache):
+            self._compose_on_cpu(entry, ids, out, timings)
+            return
         storage = entry.storage
         pos = torch.arange(ids.numel())
         for tier, cache in (('device', entry.device), ('host', entry.host)):
@@ -286,6 +290,58 @@ class TieredFeatureStore(FeatureStore):
                                       'amin')
                 entry.device.admit(first, rows, keep)
                 _spent(timings, 'device', started)
+
+    def _compose_on_cpu(self, entry: _Entry, ids: Tensor, out: Tensor,
+                        timings: Dict[str, float]) -> None:
+        r"""CPU fast path of :meth:`_gather_tiers` (static caches): each
+        tier gathers its rows into one recycled block (storage rows in file
+        order), then a single gather puts every row in place. Gathers only:
+        scattering rows into :obj:`out` (``index_copy_``) runs 3x slower
+        than ``index_select`` on CPU. The final gather is timed with the
+        fastest cache tier."""
+        storage = entry.storage
+        block = self._staging.empty(out.shape, out.dtype)
+        source = torch.empty(ids.numel(), dtype=torch.long)
+        pos = torch.arange(ids.numel())
+        filled = 0
+
+        def place(at: Tensor, count: int) -> int:
+            source.index_copy_(0, at, torch.arange(filled, filled + count))
+            return filled + count
+
+        for tier, cache in (('device', entry.device), ('host', entry.host)):
+            if cache is None:
+                continue
+            started = time.perf_counter()
+            slot = cache.lookup(ids)
+            hit = slot >= 0
+            hit_at = hit.nonzero().view(-1)
+            cache.counters.add(ids.numel(), hit_at.numel(), cache.row_bytes)
+            if hit_at.numel():
+                cache.read(slot.index_select(0, hit_at),
+                           out=block[filled:filled + hit_at.numel()])
+                filled = place(pos.index_select(0, hit_at), hit_at.numel())
+                miss_at = (~hit).nonzero().view(-1)
+                pos = pos.index_select(0, miss_at)
+                ids = ids.index_select(0, miss_at)
+            _spent(timings, tier, started)
+        if ids.numel():
+            started = time.perf_counter()
+            rows, order = torch.sort(ids)
+            segment = block[filled:filled + ids.numel()]
+            if isinstance(storage, MmapStorage) and bool(
+                    (rows[1:] != rows[:-1]).all()):
+                # A sampled batch's ids are distinct: read in file order.
+                storage.read_sorted(rows, segment)
+                filled = place(pos.index_select(0, order), ids.numel())
+            else:
+                storage.gather(ids, segment)
+                filled = place(pos, ids.numel())
+            _spent(timings, 'storage', started)
+        started = time.perf_counter()
+        torch.index_select(block, 0, source, out=out)
+        _spent(timings, 'host' if entry.host is not None else 'device',
+               started)
 
     def free_device_bytes(self) -> int:
         r"""Free memory where the device cache lives."""

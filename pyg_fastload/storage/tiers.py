@@ -165,8 +165,17 @@ class MmapStorage:
         return self._tensor
 
     def pages_of(self, rows: Tensor) -> int:
-        r"""Distinct file pages covered by :obj:`rows` (sorted, unique)."""
-        return int(self._pages(rows).numel()) if rows.numel() else 0
+        r"""Distinct file pages covered by :obj:`rows` (sorted, unique):
+        the pages of every row, less one wherever a row starts on the page
+        the previous row ends on (counted without listing the pages)."""
+        if rows.numel() == 0:
+            return 0
+        start = self.offset + rows * self.row_bytes
+        first = torch.div(start, PAGE_BYTES, rounding_mode='floor')
+        last = torch.div(start + self.row_bytes - 1, PAGE_BYTES,
+                         rounding_mode='floor')
+        shared = int((first[1:] == last[:-1]).sum())
+        return int((last - first).sum()) + rows.numel() - shared
 
     def gather(self, ids: Tensor, out: Tensor) -> None:
         r"""Writes rows :obj:`ids` into :obj:`out`, reading every distinct
@@ -176,10 +185,16 @@ class MmapStorage:
         rows, inverse = torch.unique(ids, sorted=True, return_inverse=True)
         block = self._staging.empty((rows.numel(), *self._shape[1:]),
                                     self._dtype)
-        torch.index_select(self._tensor, 0, rows, out=block)  # file order
+        self.read_sorted(rows, block, requests=ids.numel())
         torch.index_select(block, 0, inverse, out=out)
-        self.counters.add(ids.numel(), rows.numel(), self.row_bytes,
-                          self.pages_of(rows))
+
+    def read_sorted(self, rows: Tensor, out: Tensor,
+                    requests: Optional[int] = None) -> None:
+        r"""Reads sorted distinct :obj:`rows` into :obj:`out` in file order
+        (counted as :obj:`requests` requested rows, default one per row)."""
+        torch.index_select(self._tensor, 0, rows, out=out)
+        self.counters.add(rows.numel() if requests is None else requests,
+                          rows.numel(), self.row_bytes, self.pages_of(rows))
 
 
 class StaticCache:
@@ -210,8 +225,10 @@ class StaticCache:
         r"""Slot of every id in :obj:`values`, ``-1`` where not held."""
         return self.slot.index_select(0, ids)
 
-    def read(self, slots: Tensor) -> Tensor:
-        return self.values.index_select(0, slots.to(self.values.device))
+    def read(self, slots: Tensor, out: Optional[Tensor] = None) -> Tensor:
+        r"""Rows in :obj:`slots`, into :obj:`out` if given (same device)."""
+        return torch.index_select(self.values, 0,
+                                  slots.to(self.values.device), out=out)
 
     def nbytes(self) -> int:
         return self.values.nbytes
