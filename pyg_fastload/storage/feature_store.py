@@ -35,6 +35,17 @@ class _Entry:
         return [c for c in (self.device, self.host) if c is not None]
 
 
+def _split_hits(cache: StaticCache,
+                ids: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
+    r"""Positions in :obj:`ids` the cache holds, their slots, and the
+    positions it misses; counts the lookup."""
+    slot = cache.lookup(ids)
+    hit = slot >= 0
+    hit_at = hit.nonzero().view(-1)
+    cache.counters.add(ids.numel(), hit_at.numel(), cache.row_bytes)
+    return hit_at, slot.index_select(0, hit_at), (~hit).nonzero().view(-1)
+
+
 def _key(attr: TensorAttr) -> Key:
     return (attr.group_name, attr.attr_name)
 
@@ -260,14 +271,12 @@ class TieredFeatureStore(FeatureStore):
             if cache is None:
                 continue
             started = time.perf_counter()
-            slot = cache.lookup(ids)
-            hit = slot >= 0
-            num_hits = int(hit.sum())
-            cache.counters.add(ids.numel(), num_hits, cache.row_bytes)
-            if num_hits:
-                out.index_copy_(0, pos[hit].to(out.device),
-                                cache.read(slot[hit]).to(out.device))
-                pos, ids = pos[~hit], ids[~hit]
+            hit_at, slots, miss_at = _split_hits(cache, ids)
+            if hit_at.numel():
+                out.index_copy_(0, pos.index_select(0, hit_at).to(out.device),
+                                cache.read(slots).to(out.device))
+                pos = pos.index_select(0, miss_at)
+                ids = ids.index_select(0, miss_at)
             _spent(timings, tier, started)
         if ids.numel():
             started = time.perf_counter()
@@ -313,15 +322,10 @@ class TieredFeatureStore(FeatureStore):
             if cache is None:
                 continue
             started = time.perf_counter()
-            slot = cache.lookup(ids)
-            hit = slot >= 0
-            hit_at = hit.nonzero().view(-1)
-            cache.counters.add(ids.numel(), hit_at.numel(), cache.row_bytes)
+            hit_at, slots, miss_at = _split_hits(cache, ids)
             if hit_at.numel():
-                cache.read(slot.index_select(0, hit_at),
-                           out=block[filled:filled + hit_at.numel()])
+                cache.read(slots, out=block[filled:filled + hit_at.numel()])
                 filled = place(pos.index_select(0, hit_at), hit_at.numel())
-                miss_at = (~hit).nonzero().view(-1)
                 pos = pos.index_select(0, miss_at)
                 ids = ids.index_select(0, miss_at)
             _spent(timings, tier, started)
