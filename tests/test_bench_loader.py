@@ -16,6 +16,7 @@ def test_bench_loader_runs_without_baseline(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert 'FastNeighborLoader' in proc.stdout
     assert 'gather bandwidth' in proc.stdout
+    assert 'placing rows: scatter (index_copy_) takes' in proc.stdout
 
 
 @requires_torch_sparse

@@ -203,6 +203,29 @@ def _breakdown(data: Data, seeds: torch.Tensor, args: argparse.Namespace,
     pooled = time.perf_counter() - start
     table.row('gather x[n_id], recycled buffer (ours)',
               1e3 * pooled / len(batches), seeds.numel() / pooled)
+    # Putting gathered rows in place, as the tiered store must: a gather
+    # (what it does) against a scatter (index_copy_) of the same rows.
+    perms = [torch.randperm(out.node.numel(), generator=gen) for out in outs]
+    placed = torch.empty((max(p.numel() for p in perms), *x.shape[1:]),
+                         dtype=x.dtype)
+    timings = {}
+    for name, place in (
+            ('place rows by gather (index_select)',
+             lambda perm, n: torch.index_select(x[:n], 0, perm,
+                                                out=placed[:n])),
+            ('place rows by scatter (index_copy_)',
+             lambda perm, n: placed[:n].index_copy_(0, perm, x[:n]))):
+        start = time.perf_counter()
+        for perm in perms:
+            place(perm, perm.numel())
+        timings[name] = time.perf_counter() - start
+        table.row(name, 1e3 * timings[name] / len(batches),
+                  seeds.numel() / timings[name])
+    scatter_vs_gather = (timings['place rows by scatter (index_copy_)']
+                         / timings['place rows by gather (index_select)'])
+    print(f'placing rows: scatter (index_copy_) takes {scatter_vs_gather:.1f}x '
+          f'the time of a gather (index_select)')
+    result['scatter_vs_gather'] = scatter_vs_gather
     nodes = sum(out.node.numel() for out in outs) / len(outs)
     bandwidth = memcpy_bandwidth()
     print(f'mean nodes per batch: {nodes:,.0f}; gathered '
