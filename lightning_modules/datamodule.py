@@ -19,7 +19,12 @@ from pyg_fastload import FastNeighborLoader, open_dataset
 from pyg_fastload.datasets import PRESETS, load_synthetic, open_dataset_dir
 from pyg_fastload.sampling.graph_input import check_fanouts
 from pyg_fastload.storage import TieredFeatureStore, stores_from_data
-from pyg_fastload.storage.budget import Budget, budget_rows
+from pyg_fastload.storage.budget import (
+    Budget,
+    available_memory,
+    budget_rows,
+    format_bytes,
+)
 from pyg_fastload.storage.hotness import POLICIES
 
 from .errors import ConfigError, config_section
@@ -58,25 +63,6 @@ class FeatureCache:
     in_memory: bool = False
 
 
-def _available_memory() -> int:
-    try:
-        with open('/proc/meminfo') as f:
-            for line in f:
-                if line.startswith('MemAvailable:'):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return 0
-
-
-def _format_bytes(num: float) -> str:
-    for unit in ('B', 'KiB', 'MiB', 'GiB'):
-        if num < 1024:
-            return f'{num:.1f} {unit}'
-        num /= 1024
-    return f'{num:.1f} TiB'
-
-
 def _check_budget(budget: Budget, key: str) -> None:
     r"""Fails early on a budget that cannot be met: not a size, negative,
     a fraction above 1, or more bytes than the machine has available."""
@@ -89,11 +75,11 @@ def _check_budget(budget: Budget, key: str) -> None:
     if isinstance(budget, float) or (isinstance(budget, str)
                                      and budget.strip().endswith('%')):
         return  # a fraction of the data: checked against it in setup
-    available = _available_memory()
+    available = available_memory()
     if available and num_bytes > available:
         raise ConfigError(
-            key, f"{budget!r} ({_format_bytes(num_bytes)}) is more than the "
-            f"{_format_bytes(available)} of memory available; give a "
+            key, f"{budget!r} ({format_bytes(num_bytes)}) is more than the "
+            f"{format_bytes(available)} of memory available; give a "
             f"smaller size or a fraction such as '10%'")
 
 

@@ -64,6 +64,7 @@ import torch
 from torch import Tensor
 from tqdm.auto import tqdm
 
+from ..storage.budget import format_bytes
 from ..topology import CSCTopology, index_dtype_for
 from .synthetic import (
     PRESETS,
@@ -159,15 +160,6 @@ def _to_numpy(chunk: Any, what: str) -> Tuple[np.ndarray, str]:
     if array.dtype.byteorder == '>':
         array = array.astype(array.dtype.newbyteorder('<'))
     return array, array.dtype.name
-
-
-def _format_bytes(num: int) -> str:
-    for unit in ('B', 'KiB', 'MiB', 'GiB'):
-        if num < 1024 or unit == 'GiB':
-            return f'{num:.0f} {unit}' if unit == 'B' else \
-                f'{num:.1f} {unit}'
-        num /= 1024
-    return f'{num:.1f} GiB'  # pragma: no cover
 
 
 def _sha256_file(file: Path, bar: Optional[tqdm] = None) -> str:
@@ -1855,7 +1847,7 @@ def run(args: argparse.Namespace) -> OnDiskDataset:
                        for key, spec in dataset.meta['arrays'].items())
     print(f"wrote '{dataset.path}' in {time.perf_counter() - start:.1f}s: "
           f'{dataset.num_nodes:,} nodes, {dataset.num_edges:,} edges, '
-          f'{_format_bytes(total)}')
+          f'{format_bytes(total)}')
     print(f'arrays: {arrays}')
     print(f"source: {dataset.meta['source']}")
     sys.stdout.flush()

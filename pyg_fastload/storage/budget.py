@@ -4,7 +4,7 @@ from __future__ import annotations
 import re
 from typing import Optional, Union
 
-__all__ = ['Budget', 'budget_rows']
+__all__ = ['Budget', 'budget_rows', 'available_memory', 'format_bytes']
 
 Budget = Optional[Union[int, float, str]]
 
@@ -57,3 +57,27 @@ def budget_rows(budget: Budget, num_rows: int, row_bytes: int,
         return min(num_rows, budget // max(row_bytes, 1))
     raise TypeError(f"'{name}' must be bytes, a fraction or a size string, "
                     f"got {type(budget).__name__}")
+
+
+def available_memory() -> int:
+    r"""Bytes of host memory available to new allocations (``MemAvailable``
+    of ``/proc/meminfo``; :obj:`0` where it cannot be read)."""
+    try:
+        with open('/proc/meminfo') as f:
+            for line in f:
+                if line.startswith('MemAvailable:'):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def format_bytes(num: float) -> str:
+    r"""``num`` bytes as ``'12 B'``, ``'3.4 MiB'``, ... (GiB at most)."""
+    if num < 1024:
+        return f'{num:.0f} B'
+    for unit in ('KiB', 'MiB'):
+        num /= 1024
+        if num < 1024:
+            return f'{num:.1f} {unit}'
+    return f'{num / 1024:.1f} GiB'

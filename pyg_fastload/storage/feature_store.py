@@ -15,7 +15,7 @@ from torch_geometric.data import FeatureStore, TensorAttr
 
 from .buffer_pool import BufferPool
 from ..topology import CSCTopology
-from .budget import Budget, budget_rows
+from .budget import Budget, available_memory, budget_rows
 from .counters import TierCounters
 from .tiers import MemoryStorage, MmapStorage, StaticCache, WindowBufferedCache
 
@@ -352,11 +352,7 @@ class TieredFeatureStore(FeatureStore):
         r"""Free memory where the device cache lives."""
         if self.device.type == 'cuda':
             return torch.cuda.mem_get_info(self.device)[0]
-        with open('/proc/meminfo') as f:
-            for line in f:
-                if line.startswith('MemAvailable:'):
-                    return int(line.split()[1]) * 1024
-        return 0
+        return available_memory()
 
     def _resolve_auto_budget(self) -> None:
         config, self._auto = self._auto, None

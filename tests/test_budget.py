@@ -1,0 +1,30 @@
+import pytest
+
+from pyg_fastload.storage.budget import (
+    available_memory,
+    budget_rows,
+    format_bytes,
+)
+
+
+@pytest.mark.parametrize('num, text', [
+    (5, '5 B'), (2048, '2.0 KiB'), (3 * 2**20, '3.0 MiB'),
+    (200 * 2**30, '200.0 GiB'), (2**40, '1024.0 GiB')])
+def test_format_bytes(num, text):
+    assert format_bytes(num) == text
+
+
+def test_available_memory_is_a_byte_count():
+    assert isinstance(available_memory(), int) and available_memory() >= 0
+
+
+@pytest.mark.parametrize('budget, rows', [
+    (None, 0), (0.25, 25), ('10%', 10), (400, 10), ('1KiB', 25), (10**9, 100)])
+def test_budget_rows(budget, rows):
+    assert budget_rows(budget, 100, 40, 'host_budget') == rows
+
+
+@pytest.mark.parametrize('budget', ['lots', 1.5, -1, '150%'])
+def test_bad_budgets_name_the_argument(budget):
+    with pytest.raises(ValueError, match='host_budget'):
+        budget_rows(budget, 100, 40, 'host_budget')
