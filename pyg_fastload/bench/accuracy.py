@@ -23,15 +23,13 @@ import argparse
 import contextlib
 import importlib.util
 import io
-import logging
 import os
 import shutil
 import statistics
 import tempfile
 import time
-import warnings
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Optional
+from typing import Any, Dict, List, Optional
 
 import torch
 from torch_geometric.data import Data
@@ -39,6 +37,11 @@ from torch_geometric.data import Data
 from lightning_modules import MODELS
 
 from .common import Table, benchmark_main, positive_int
+from .lightning_setup import (
+    node_data_module,
+    quiet_lightning,
+    quiet_trainer_kwargs,
+)
 
 __all__ = [
     'add_arguments',
@@ -49,8 +52,6 @@ __all__ = [
     'default_root',
     'default_fanouts',
     'load_planetoid',
-    'quiet_lightning',
-    'quiet_trainer_kwargs',
     'fit_once',
     'compare',
 ]
@@ -126,51 +127,6 @@ def load_planetoid(root: str, name: str) -> Data:
         return dataset[0]
 
 
-@contextlib.contextmanager
-def quiet_lightning() -> Iterator[None]:
-    r"""Silences Lightning's and PyG's informational logs and warnings
-    (device summary, worker-count hints, PyG's pyg-lib deprecation) while
-    the benchmark trains; restores them afterwards."""
-    levels = {logger: logger.level
-              for logger in map(logging.getLogger, (
-                  'pytorch_lightning', 'lightning_fabric',
-                  'lightning.pytorch', 'torch_geometric'))}
-    for logger in levels:
-        logger.setLevel(logging.ERROR)
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter('ignore')
-            yield
-    finally:
-        for logger, level in levels.items():
-            logger.setLevel(level)
-
-
-def quiet_trainer_kwargs() -> Dict[str, Any]:
-    r"""``pl.Trainer`` arguments for a benchmark: CPU, no progress bar,
-    logger, checkpoints or model summary."""
-    return dict(accelerator='cpu', devices=1, logger=False,
-                enable_checkpointing=False, enable_progress_bar=False,
-                enable_model_summary=False, num_sanity_val_steps=0)
-
-
-def _datamodule(data: Data, side: str, fanouts: List[int], batch_size: int,
-                seed: int) -> Any:
-    eval_batch_size = data.num_nodes  # every val/test node in one batch
-    if side == 'fastload':
-        from lightning_modules import FastLoadDataModule
-        return FastLoadDataModule(data, num_neighbors=fanouts,
-                                  batch_size=batch_size,
-                                  eval_batch_size=eval_batch_size, seed=seed,
-                                  progress=False)
-    from torch_geometric.data.lightning import LightningNodeData
-    return LightningNodeData(data, loader='neighbor', num_neighbors=fanouts,
-                             batch_size=batch_size, num_workers=0,
-                             pin_memory=False,
-                             eval_loader_kwargs=dict(
-                                 batch_size=eval_batch_size))
-
-
 def fit_once(data: Data, side: str, seed: int,
              args: argparse.Namespace) -> Dict[str, float]:
     r"""Trains a :class:`~lightning_modules.NodeClassifier` for
@@ -190,7 +146,10 @@ def fit_once(data: Data, side: str, seed: int,
     batch_size = args.batch_size or int(data.train_mask.sum())
     with quiet_lightning():
         pl.seed_everything(seed, verbose=False)
-        datamodule = _datamodule(data, side, fanouts, batch_size, seed)
+        datamodule = node_data_module(
+            data, fanouts, batch_size, seed,
+            pyg_workers=None if side == 'fastload' else 0,
+            eval_batch_size=data.num_nodes)  # all val/test nodes at once
         widths = {} if side == 'fastload' else dict(
             in_channels=data.num_features,
             num_classes=int(data.y.max()) + 1)

@@ -29,11 +29,10 @@ import pytorch_lightning as pl
 import torch
 from torch_geometric.data import Data
 
-from lightning_modules import MODELS, FastLoadDataModule, NodeClassifier
+from lightning_modules import MODELS, NodeClassifier
 from lightning_modules.node_classifier import TRIMMABLE
 
 from ..datasets import load_synthetic
-from .accuracy import quiet_lightning, quiet_trainer_kwargs
 from .common import (
     Table,
     add_graph_arguments,
@@ -41,6 +40,11 @@ from .common import (
     cpu_count,
     median,
     positive_int,
+)
+from .lightning_setup import (
+    node_data_module,
+    quiet_lightning,
+    quiet_trainer_kwargs,
 )
 
 __all__ = ['add_arguments', 'run', 'main', 'EpochTimer', 'fit_side']
@@ -88,19 +92,6 @@ class EpochTimer(pl.Callback):
         self.seconds.append(time.perf_counter() - self._start)
 
 
-def _datamodule(data: Data, args: argparse.Namespace,
-                pyg_workers: Optional[int]) -> pl.LightningDataModule:
-    if pyg_workers is None:
-        return FastLoadDataModule(data, num_neighbors=args.fanout,
-                                  batch_size=args.batch_size, seed=args.seed,
-                                  progress=False)
-    from torch_geometric.data.lightning import LightningNodeData
-    return LightningNodeData(data, loader='neighbor',
-                             num_neighbors=args.fanout,
-                             batch_size=args.batch_size,
-                             num_workers=pyg_workers, pin_memory=False)
-
-
 def fit_side(data: Data, args: argparse.Namespace,
              initial: Dict[str, torch.Tensor], trim: Optional[bool] = None,
              pyg_workers: Optional[int] = None) -> Dict[str, Any]:
@@ -114,7 +105,8 @@ def fit_side(data: Data, args: argparse.Namespace,
     'val_acc' (%), 'val_nodes'}``."""
     with quiet_lightning():
         pl.seed_everything(args.seed, verbose=False)
-        datamodule = _datamodule(data, args, pyg_workers)
+        datamodule = node_data_module(data, args.fanout, args.batch_size,
+                                      args.seed, pyg_workers)
         model = NodeClassifier(model=args.model,
                                in_channels=data.num_features,
                                num_classes=int(data.y.max()) + 1,
