@@ -17,6 +17,8 @@ from torch_geometric.data import Data
 
 from pyg_fastload import FastNeighborLoader, open_dataset
 from pyg_fastload.datasets import PRESETS, load_synthetic, open_dataset_dir
+from pyg_fastload.datasets.pyg_file import load_data_file
+from pyg_fastload.io.format import DatasetFormatError
 from pyg_fastload.sampling.graph_input import check_fanouts
 from pyg_fastload.storage import TieredFeatureStore, stores_from_data
 from pyg_fastload.storage.budget import (
@@ -137,12 +139,10 @@ def _resolve_dataset(dataset: Any) -> Tuple[str, Any]:
 
 
 def _load_data_file(path: Path) -> Data:
-    data = torch.load(path, weights_only=False)
-    if not isinstance(data, Data):
-        raise ConfigError('dataset', f"'{path}' holds a "
-                          f"{type(data).__name__}, not a torch_geometric "
-                          f"Data")
-    return data
+    try:
+        return load_data_file(path)
+    except DatasetFormatError as exc:  # also UnsafeFileError
+        raise ConfigError('dataset', str(exc)) from None
 
 
 class FastLoadDataModule(pl.LightningDataModule):

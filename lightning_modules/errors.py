@@ -4,10 +4,12 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import Iterator, Optional
 
+from pyg_fastload.errors import FastLoadError
+
 __all__ = ['ConfigError', 'config_section']
 
 
-class ConfigError(ValueError):
+class ConfigError(FastLoadError, ValueError):
     r"""A bad argument of a Lightning module or data module.
 
     :attr:`key` is the argument's name (``'feature_cache.host_budget'``)

@@ -64,8 +64,10 @@ import torch
 from torch import Tensor
 from tqdm.auto import tqdm
 
+from ..io.format import FORMAT_NAME, FORMAT_VERSION, DatasetFormatError
 from ..storage.budget import format_bytes
 from ..topology import CSCTopology, index_dtype_for
+from .pyg_file import load_data_file
 from .synthetic import (
     PRESETS,
     SyntheticGraphConfig,
@@ -89,11 +91,6 @@ __all__ = [
     'run',
 ]
 
-#: The value of ``meta.json``'s ``"format"`` key.
-FORMAT_NAME = 'pyg-fastload-dataset'
-#: Bumped whenever the layout changes incompatibly.
-FORMAT_VERSION = 1
-
 #: Bytes per chunk when streaming node arrays to disk (module attributes are
 #: read at call time, so tests can shrink them).
 _CHUNK_BYTES = 64 << 20
@@ -114,12 +111,6 @@ _PREPARE_HINT = ('pyg-fastload prepare (--preset NAME | --pyg-data FILE | '
 
 Source = Union[Tensor, np.ndarray, Callable[[], Iterable[Any]]]
 PathLike = Union[str, 'os.PathLike[str]']
-
-
-class DatasetFormatError(ValueError):
-    r"""A dataset directory (or an input file of a converter) is missing,
-    truncated, corrupted or inconsistent.  The message names the file, says
-    what is wrong and how to fix it."""
 
 
 # --------------------------------------------------------------- dtypes ----
@@ -1156,39 +1147,6 @@ def prepare_synthetic(
     )
 
 
-def _as_data(obj: Any, file: Path) -> Any:
-    from torch_geometric.data import Data, HeteroData
-
-    if isinstance(obj, (tuple, list)) and obj and isinstance(
-            obj[0], (Data, dict)):  # an InMemoryDataset's processed file
-        data, slices = obj[0], obj[1] if len(obj) > 1 else None
-        if isinstance(data, dict):
-            data_cls = obj[2] if len(obj) > 2 and isinstance(obj[2], type) \
-                else Data
-            if issubclass(data_cls, HeteroData):
-                data = HeteroData.from_dict(data)
-            else:
-                data = data_cls.from_dict(data)
-        if isinstance(slices, dict):
-            for value in slices.values():
-                if isinstance(value, Tensor) and value.numel() > 2:
-                    raise DatasetFormatError(
-                        f'{file}: holds a dataset of {value.numel() - 1} '
-                        f'graphs; pyg-fastload prepares a single graph: save '
-                        f'one Data object with torch.save(dataset[0], path)')
-        obj = data
-    if isinstance(obj, HeteroData):
-        raise DatasetFormatError(
-            f'{file}: holds a HeteroData; the on-disk format is '
-            f'homogeneous: save data.to_homogeneous() instead')
-    if not isinstance(obj, Data):
-        raise DatasetFormatError(
-            f'{file}: holds a {type(obj).__name__}, not a '
-            f'torch_geometric.data.Data; save one with torch.save(data, '
-            f'path)')
-    return obj
-
-
 def prepare_pyg(
     data_path: PathLike,
     out_dir: PathLike,
@@ -1220,13 +1178,7 @@ def prepare_pyg(
             f"'data_path' = '{data_path}' does not exist; pass a file "
             f'written with torch.save(data, path)')
     _check_target(out_dir, overwrite)
-    try:
-        obj = torch.load(data_path, weights_only=False, map_location='cpu')
-    except Exception as exc:
-        raise DatasetFormatError(
-            f'{data_path}: torch.load failed ({type(exc).__name__}: {exc}); '
-            f'pass a file written with torch.save(data, path)') from None
-    data = _as_data(obj, data_path)
+    data = load_data_file(data_path)
     num_nodes = data.num_nodes
     if num_nodes is None:
         raise DatasetFormatError(
