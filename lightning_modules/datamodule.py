@@ -19,7 +19,7 @@ from pyg_fastload import FastNeighborLoader, open_dataset
 from pyg_fastload.datasets import PRESETS, load_synthetic, open_dataset_dir
 from pyg_fastload.datasets.pyg_file import load_data_file
 from pyg_fastload.io.format import DatasetFormatError
-from pyg_fastload.sampling.graph_input import check_fanouts
+from pyg_fastload.config import check_fanouts
 from pyg_fastload.storage import TieredFeatureStore, stores_from_data
 from pyg_fastload.storage.budget import (
     Budget,

@@ -3,7 +3,7 @@ Geometric."""
 from .loader import FastNeighborLoader
 from .sampling import FastNeighborSampler
 from .storage import CSCGraphStore, TieredFeatureStore, open_dataset
-from .topology import CSCTopology
+from .graph import CSCTopology
 
 __version__ = '0.1.0'
 

@@ -10,7 +10,7 @@ from pyg_fastload.storage import (
     budget_rows,
 )
 from pyg_fastload.storage.feature_store import AdaptiveReadAhead
-from pyg_fastload.topology import CSCTopology
+from pyg_fastload.graph.topology import CSCTopology
 
 from .conftest import random_graph, requires_cuda, requires_torch_sparse
 

@@ -25,7 +25,7 @@ from pyg_fastload.datasets.ondisk import (
     run,
     write_dataset_dir,
 )
-from pyg_fastload.topology import CSCTopology
+from pyg_fastload.graph.topology import CSCTopology
 
 from .conftest import random_graph
 

@@ -15,7 +15,7 @@ from pyg_fastload.datasets import (
     load_synthetic,
 )
 from pyg_fastload.datasets import synthetic as synthetic_module
-from pyg_fastload.topology import CSCTopology
+from pyg_fastload.graph.topology import CSCTopology
 
 TENSORS = ('x', 'y', 'train_mask', 'val_mask', 'test_mask')
 

@@ -66,7 +66,7 @@ from tqdm.auto import tqdm
 
 from ..io.format import FORMAT_NAME, FORMAT_VERSION, DatasetFormatError
 from ..storage.budget import format_bytes
-from ..topology import CSCTopology, index_dtype_for
+from ..graph.topology import CSCTopology, index_dtype_for
 from .pyg_file import load_data_file
 from .synthetic import (
     PRESETS,

@@ -33,7 +33,7 @@ import torch
 from torch import Tensor
 from tqdm.auto import tqdm
 
-from ..topology import CSCTopology, index_dtype_for
+from ..graph.topology import CSCTopology, index_dtype_for
 
 __all__ = [
     'SyntheticGraphConfig',

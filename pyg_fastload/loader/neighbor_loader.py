@@ -17,7 +17,7 @@ from torch_geometric.sampler import SamplerOutput
 from torch_geometric.sampler.base import SubgraphType
 
 from ..sampling import FastNeighborSampler, HopSampler
-from ..sampling.graph_input import HETERO_UNSUPPORTED
+from ..errors import HETERO_UNSUPPORTED
 from ..storage import TieredFeatureStore
 from ..storage.buffer_pool import BufferPool
 from .pipeline import (DeviceTransfer, PipelineIterator, SequentialIterator,

@@ -8,7 +8,7 @@ import torch
 from torch import Tensor
 from torch_geometric.sampler.base import SubgraphType
 
-from .graph_input import check_fanouts
+from ..config import check_fanouts
 from .neighbor_sampler import HopSampler
 from .ops import first_occurrence_mask, sample_uniform, sample_weighted
 

@@ -16,8 +16,10 @@ from torch_geometric.sampler import (
 )
 from torch_geometric.sampler.base import NegativeSampling, SubgraphType
 
-from .graph_input import check_fanouts, topology_of
-from .ops import expand_ranges, sample_uniform, sample_weighted
+from ..config import check_fanouts
+from ..graph.convert import topology_of
+from ..graph.ranges import expand_ranges
+from .ops import sample_uniform, sample_weighted
 from .relabel import DenseRelabeler, SortedRelabeler
 
 __all__ = ['FastNeighborSampler', 'HopSampler']

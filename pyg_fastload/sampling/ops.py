@@ -7,31 +7,13 @@ from typing import Optional, Tuple, Union
 import torch
 from torch import Tensor
 
+from ..graph.ranges import expand_ranges
+
 __all__ = [
-    'expand_ranges',
     'sample_uniform',
     'sample_weighted',
     'first_occurrence_mask',
 ]
-
-
-def expand_ranges(starts: Tensor, counts: Tensor,
-                  total: Optional[int] = None) -> Tensor:
-    r"""Concatenates ``arange(s, s + c)`` for every pair ``(s, c)``.
-
-    Args:
-        starts (torch.Tensor): ``int64`` start of every range.
-        counts (torch.Tensor): ``int64`` length of every range (>= 0).
-        total (int, optional): ``counts.sum()`` if known (saves a sync).
-    """
-    if total is None:
-        total = int(counts.sum())
-    if total == 0:
-        return starts.new_empty(0)
-    offsets = torch.cumsum(counts, 0) - counts
-    shift = torch.repeat_interleave(starts - offsets, counts,
-                                    output_size=total)
-    return shift + torch.arange(total, dtype=shift.dtype)
 
 
 def _rand_below(bound: Tensor, generator: Optional[torch.Generator]) -> Tensor:

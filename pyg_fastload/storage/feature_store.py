@@ -14,7 +14,7 @@ from torch import Tensor
 from torch_geometric.data import FeatureStore, TensorAttr
 
 from .buffer_pool import BufferPool
-from ..topology import CSCTopology
+from ..graph.topology import CSCTopology
 from .budget import Budget, available_memory, budget_rows
 from .counters import TierCounters
 from .tiers import MemoryStorage, MmapStorage, StaticCache, WindowBufferedCache

@@ -8,8 +8,8 @@ from torch import Tensor
 from torch_geometric.data import EdgeAttr, GraphStore
 from torch_geometric.data.graph_store import EdgeLayout
 
-from ..sampling.graph_input import HETERO_UNSUPPORTED
-from ..topology import CSCTopology
+from ..errors import HETERO_UNSUPPORTED
+from ..graph.topology import CSCTopology
 
 __all__ = ['CSCGraphStore']
 

@@ -29,8 +29,8 @@ from torch import Tensor
 from tqdm.auto import tqdm
 
 from ..sampling import FastNeighborSampler
-from ..sampling.graph_input import topology_of
-from ..topology import CSCTopology, index_dtype_for
+from ..graph.convert import topology_of
+from ..graph.topology import CSCTopology, index_dtype_for
 
 __all__ = [
     'POLICIES',

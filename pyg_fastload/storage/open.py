@@ -9,7 +9,7 @@ import torch
 from torch_geometric.data import Data
 
 from ..datasets.ondisk import open_dataset_dir
-from ..sampling.graph_input import topology_of
+from ..graph.convert import topology_of
 from .budget import Budget
 from .feature_store import TieredFeatureStore
 from .graph_store import CSCGraphStore

@@ -15,7 +15,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from ..sampling.ops import expand_ranges
+from ..graph.ranges import expand_ranges
 from .buffer_pool import BufferPool
 from .counters import TierCounters
 

@@ -3,50 +3,18 @@ r"""Turns what a user hands a sampler (a PyG ``Data``, a
 topology, with errors that name the offending argument."""
 from __future__ import annotations
 
-from typing import Any, List, Optional, Sequence
+from typing import Any, Optional
 
 import torch
 from torch import Tensor
 from torch_geometric.data import Data, FeatureStore, GraphStore, HeteroData
 
-from ..topology import CSCTopology, index_dtype_for
+from ..errors import HETERO_UNSUPPORTED
+from .topology import CSCTopology, index_dtype_for
 
-__all__ = ['topology_of', 'check_fanouts', 'HETERO_UNSUPPORTED']
-
-HETERO_UNSUPPORTED = (
-    "pyg_fastload supports homogeneous graphs for now: pass a "
-    "torch_geometric.data.Data or a (FeatureStore, GraphStore) tuple whose "
-    "tensors have group_name=None and edge_type=None. For a HeteroData "
-    "graph, use torch_geometric.loader.NeighborLoader or convert it with "
-    "'data.to_homogeneous()'.")
+__all__ = ['topology_of']
 
 _CACHE_ATTR = '_fastload_topology'
-
-
-def check_fanouts(num_neighbors: Any) -> List[int]:
-    r"""Validates a per-hop fan-out list (``-1`` = all neighbours)."""
-    values = getattr(num_neighbors, 'values', num_neighbors)
-    if isinstance(values, dict):
-        raise NotImplementedError(
-            "'num_neighbors' given per edge type (a dict) is for "
-            "heterogeneous graphs. " + HETERO_UNSUPPORTED)
-    if isinstance(values, int) or not isinstance(values, Sequence):
-        raise TypeError(f"'num_neighbors' must be a list with one fan-out "
-                        f"per hop, e.g. [15, 10, 5], got {num_neighbors!r}")
-    if len(values) == 0:
-        raise ValueError("'num_neighbors' is empty: give one fan-out per hop, "
-                         "e.g. [15, 10, 5] (-1 takes every neighbour)")
-    out = []
-    for hop, value in enumerate(values):
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise TypeError(f"'num_neighbors[{hop}]' must be an int, got "
-                            f"{value!r}")
-        if value < -1:
-            raise ValueError(
-                f"'num_neighbors[{hop}]' is {value}: a fan-out must be >= 0, "
-                f"or -1 to take every neighbour")
-        out.append(int(value))
-    return out
 
 
 def _from_data(data: Data) -> CSCTopology:
