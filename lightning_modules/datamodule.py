@@ -16,17 +16,18 @@ from torch import Tensor
 from torch_geometric.data import Data
 
 from pyg_fastload import FastNeighborLoader, open_dataset
-from pyg_fastload.datasets import PRESETS, load_synthetic, open_dataset_dir
-from pyg_fastload.datasets.pyg_file import load_data_file
-from pyg_fastload.io.format import DatasetFormatError
-from pyg_fastload.config import check_fanouts
-from pyg_fastload.storage import TieredFeatureStore, stores_from_data
-from pyg_fastload.storage.budget import (
+from pyg_fastload.config import (
     Budget,
     available_memory,
     budget_rows,
+    check_fanouts,
     format_bytes,
 )
+from pyg_fastload.datasets import PRESETS, load_synthetic
+from pyg_fastload.datasets.pyg_file import load_data_file
+from pyg_fastload.io import open_dataset_dir
+from pyg_fastload.io.format import DatasetFormatError
+from pyg_fastload.storage import TieredFeatureStore, stores_from_data
 from pyg_fastload.storage.hotness import POLICIES
 
 from .errors import ConfigError, config_section

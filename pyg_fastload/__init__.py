@@ -1,9 +1,9 @@
 r"""pyg-fastload: fast sampling-based mini-batch loading for PyTorch
 Geometric."""
+from .graph import CSCTopology
 from .loader import FastNeighborLoader
 from .sampling import FastNeighborSampler
 from .storage import CSCGraphStore, TieredFeatureStore, open_dataset
-from .graph import CSCTopology
 
 __version__ = '0.1.0'
 

@@ -31,7 +31,7 @@ def _parser() -> argparse.ArgumentParser:
     from lightning_modules import report
 
     from .bench import accuracy, cache, fit, loader, model, train
-    from .datasets import ondisk
+    from .datasets import prepare
     for parent, name, module, text in (
         (benchmarks, 'loader', loader,
          'FastNeighborLoader vs PyG NeighborLoader throughput'),
@@ -45,7 +45,7 @@ def _parser() -> argparse.ArgumentParser:
          'Lightning fit: FastLoadDataModule vs PyG LightningNodeData'),
         (benchmarks, 'accuracy', accuracy,
          'Cora/CiteSeer test accuracy: FastLoadDataModule vs PyG'),
-        (commands, 'prepare', ondisk,
+        (commands, 'prepare', prepare,
          'write a dataset directory (features on disk)'),
         (commands, 'report', report,
          'draw PNG plots from the logs of pyg-fastload fit'),

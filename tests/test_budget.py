@@ -1,10 +1,6 @@
 import pytest
 
-from pyg_fastload.storage.budget import (
-    available_memory,
-    budget_rows,
-    format_bytes,
-)
+from pyg_fastload.config import available_memory, budget_rows, format_bytes
 
 
 @pytest.mark.parametrize('num, text', [

@@ -3,14 +3,14 @@ import pytest
 import torch
 
 from pyg_fastload import FastNeighborLoader
+from pyg_fastload.config import budget_rows
+from pyg_fastload.graph.topology import CSCTopology
 from pyg_fastload.storage import (
     CSCGraphStore,
     TieredFeatureStore,
     WindowBufferedCache,
-    budget_rows,
 )
 from pyg_fastload.storage.feature_store import AdaptiveReadAhead
-from pyg_fastload.graph.topology import CSCTopology
 
 from .conftest import random_graph, requires_cuda, requires_torch_sparse
 

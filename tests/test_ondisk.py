@@ -10,22 +10,23 @@ import torch
 from torch_geometric.data import Data
 from torch_geometric.utils import to_undirected
 
-from pyg_fastload.datasets import load_synthetic
-from pyg_fastload.datasets import ondisk
-from pyg_fastload.datasets.ondisk import (
-    FORMAT_VERSION,
-    DatasetFormatError,
-    OnDiskDataset,
-    add_arguments,
-    csc_from_edge_chunks,
-    open_dataset_dir,
+from pyg_fastload.datasets import (
+    load_synthetic,
     prepare_ogb,
     prepare_pyg,
     prepare_synthetic,
-    run,
+)
+from pyg_fastload.datasets.prepare import add_arguments, run
+from pyg_fastload.graph.topology import CSCTopology
+from pyg_fastload.io import (
+    FORMAT_VERSION,
+    DatasetFormatError,
+    OnDiskDataset,
+    csc_from_edge_chunks,
+    open_dataset_dir,
     write_dataset_dir,
 )
-from pyg_fastload.graph.topology import CSCTopology
+from pyg_fastload.io import format as fmt
 
 from .conftest import random_graph
 
@@ -35,9 +36,9 @@ NODE_KEYS = ('x', 'y', 'train_mask', 'val_mask', 'test_mask')
 @pytest.fixture
 def small_chunks(monkeypatch):
     r"""Tiny chunks, so every streaming path runs over several chunks."""
-    monkeypatch.setattr(ondisk, '_CHUNK_BYTES', 256)
-    monkeypatch.setattr(ondisk, '_EDGE_CHUNK', 7)
-    monkeypatch.setattr(ondisk, '_CSV_BLOCK_BYTES', 10)
+    monkeypatch.setattr(fmt, 'CHUNK_BYTES', 256)
+    monkeypatch.setattr(fmt, 'EDGE_CHUNK', 7)
+    monkeypatch.setattr(fmt, 'CSV_BLOCK_BYTES', 10)
 
 
 @pytest.fixture(scope='module')

@@ -7,8 +7,7 @@ import pytest
 import torch
 
 from pyg_fastload import FastNeighborLoader, FastNeighborSampler
-from pyg_fastload.loader.pipeline import (DeviceTransfer, StageError,
-                                          map_tensors)
+from pyg_fastload.loader.pipeline import DeviceTransfer, StageError, map_tensors
 
 from .conftest import random_graph, requires_cuda
 

@@ -5,11 +5,18 @@ import pytest
 import torch
 
 from pyg_fastload import FastNeighborLoader, FastNeighborSampler
-from pyg_fastload.loader.pipeline import (DeviceTransfer, PipelineIterator,
-                                          SAMPLING_NICENESS, STAGE_NICENESS,
-                                          new_breakdown)
-from pyg_fastload.loader.scheduler import (LAUNCH_THRESHOLD,
-                                           RunAheadScheduler, launch_score)
+from pyg_fastload.loader.pipeline import (
+    SAMPLING_NICENESS,
+    STAGE_NICENESS,
+    DeviceTransfer,
+    PipelineIterator,
+    new_breakdown,
+)
+from pyg_fastload.loader.scheduler import (
+    LAUNCH_THRESHOLD,
+    RunAheadScheduler,
+    launch_score,
+)
 
 from .conftest import random_graph
 

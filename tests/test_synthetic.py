@@ -14,7 +14,7 @@ from pyg_fastload.datasets import (
     generate,
     load_synthetic,
 )
-from pyg_fastload.datasets import synthetic as synthetic_module
+from pyg_fastload.datasets import synthetic_cache as synthetic_module
 from pyg_fastload.graph.topology import CSCTopology
 
 TENSORS = ('x', 'y', 'train_mask', 'val_mask', 'test_mask')

@@ -12,9 +12,8 @@ from typing import Callable, Dict, Optional, Tuple
 
 import torch
 
-from ..datasets import load_synthetic
-from ..datasets.ondisk import open_dataset_dir, prepare_synthetic
-from ..datasets.synthetic import default_cache_root
+from ..datasets import default_cache_root, load_synthetic, prepare_synthetic
+from ..io import open_dataset_dir
 from ..loader import FastNeighborLoader
 from ..storage import TieredFeatureStore
 from ..storage.open import open_dataset

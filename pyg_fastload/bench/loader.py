@@ -20,12 +20,12 @@ from torch_geometric.data import Data
 
 from ..datasets import degree_stats, load_synthetic
 from ..loader import FastNeighborLoader
-from ..storage.buffer_pool import BufferPool
 from ..sampling import FastNeighborSampler
+from ..storage.buffer_pool import BufferPool
 from .common import (
-    benchmark_main,
     Table,
     add_graph_arguments,
+    benchmark_main,
     cpu_count,
     median,
     memcpy_bandwidth,

@@ -1,35 +1,14 @@
-r"""Datasets for testing and benchmarking the loaders."""
-from .ondisk import (
-    FORMAT_VERSION,
-    DatasetFormatError,
-    OnDiskDataset,
-    csc_from_edge_chunks,
-    open_dataset_dir,
-    prepare_ogb,
-    prepare_pyg,
-    prepare_synthetic,
-    write_dataset_dir,
-)
-from .synthetic import (
-    PRESETS,
-    SyntheticGraph,
-    SyntheticGraphConfig,
-    default_cache_root,
-    degree_stats,
-    generate,
-    load_synthetic,
-)
+r"""Datasets: seeded synthetic graphs shaped like the papers' benchmarks, and
+converters from a PyG ``.pt`` file or a local OGB folder into a dataset
+directory (``pyg-fastload prepare``)."""
+from .ogb import prepare_ogb
+from .prepare import prepare_synthetic
+from .pyg_file import load_data_file, prepare_pyg
+from .synthetic import SyntheticGraph, degree_stats, generate
+from .synthetic_cache import default_cache_root, load_synthetic
+from .synthetic_config import PRESETS, SyntheticGraphConfig
 
 __all__ = [
-    'FORMAT_VERSION',
-    'DatasetFormatError',
-    'OnDiskDataset',
-    'csc_from_edge_chunks',
-    'open_dataset_dir',
-    'prepare_ogb',
-    'prepare_pyg',
-    'prepare_synthetic',
-    'write_dataset_dir',
     'PRESETS',
     'SyntheticGraph',
     'SyntheticGraphConfig',
@@ -37,4 +16,8 @@ __all__ = [
     'degree_stats',
     'generate',
     'load_synthetic',
+    'load_data_file',
+    'prepare_synthetic',
+    'prepare_pyg',
+    'prepare_ogb',
 ]

@@ -3,16 +3,23 @@ r"""Reading a graph saved with ``torch.save(data, path)`` (or an
 from __future__ import annotations
 
 import os
+import warnings
 from pathlib import Path
-from typing import Any, Union
+from typing import Any, Dict, List, Union
 
+import torch
 from torch import Tensor
 from torch_geometric.data import Data, HeteroData
 
-from ..io.format import DatasetFormatError
+from ..graph.topology import CSCTopology
+from ..io.format import TOPOLOGY_ARRAYS, DatasetFormatError, check_name
+from ..io.reader import OnDiskDataset
 from ..io.safe_load import safe_torch_load
+from ..io.writer import check_target, write_dataset_dir
 
-__all__ = ['load_data_file']
+__all__ = ['load_data_file', 'prepare_pyg']
+
+PathLike = Union[str, 'os.PathLike[str]']
 
 
 def load_data_file(path: Union[str, 'os.PathLike[str]']) -> Data:
@@ -62,3 +69,112 @@ def _as_data(obj: Any, file: Path) -> Data:
             f'torch_geometric.data.Data; save one with torch.save(data, '
             f'path)')
     return obj
+
+
+def prepare_pyg(
+    data_path: PathLike,
+    out_dir: PathLike,
+    progress: bool = True,
+    overwrite: bool = False,
+) -> OnDiskDataset:
+    r"""Converts a :class:`torch_geometric.data.Data` saved with
+    :func:`torch.save` into a dataset directory.
+
+    The ``edge_index`` becomes the CSC topology and ``edge_id`` records the
+    original position of every CSC edge (omitted when the edges were
+    already sorted by destination); every node-level tensor
+    (:meth:`Data.is_node_attr`) becomes an array; an integer ``y`` gives
+    ``num_classes``.  Edge-level attributes are not stored (warned about).
+
+    Args:
+        data_path (str or os.PathLike): the file written by
+            ``torch.save(data, data_path)`` (or an ``InMemoryDataset``'s
+            processed file holding one graph).
+        out_dir (str or os.PathLike): the dataset directory to create.
+        progress (bool, optional): show progress bars. (default: :obj:`True`)
+        overwrite (bool, optional): replace an existing :obj:`out_dir`.
+            (default: :obj:`False`)
+    """
+    data_path = Path(data_path).expanduser()
+    out_dir = Path(out_dir).expanduser()
+    if not data_path.is_file():
+        raise FileNotFoundError(
+            f"'data_path' = '{data_path}' does not exist; pass a file "
+            f'written with torch.save(data, path)')
+    check_target(out_dir, overwrite)
+    data = load_data_file(data_path)
+    num_nodes = data.num_nodes
+    if num_nodes is None:
+        raise DatasetFormatError(
+            f'{data_path}: the Data object has no nodes (no num_nodes, x or '
+            f'edge_index); set data.num_nodes')
+    num_nodes = int(num_nodes)
+    edge_index = data.get('edge_index') if 'edge_index' in data else None
+    skip = {'edge_index', 'num_nodes'}
+    if edge_index is not None:
+        try:
+            topology = CSCTopology.from_edge_index(edge_index, num_nodes)
+        except (TypeError, ValueError) as exc:
+            raise DatasetFormatError(f'{data_path}: {exc}') from None
+        edge_id = topology.edge_id
+    elif 'adj_t' in data and data.adj_t is not None:  # a SparseTensor
+        rowptr, col, _ = data.adj_t.csr()  # adj_t[dst, src]: CSR = CSC
+        topology = CSCTopology(indptr=rowptr, indices=col,
+                               num_nodes=num_nodes)
+        edge_id = None
+        skip.add('adj_t')
+    else:
+        raise DatasetFormatError(
+            f"{data_path}: the Data object has no 'edge_index' (nor "
+            f"'adj_t'); it needs edges to be sampled from")
+
+    node_arrays: Dict[str, Tensor] = {}
+    skipped: List[str] = []
+    for key, value in data.items():
+        if key in skip:
+            continue
+        if isinstance(value, Tensor) and value.dim() >= 1 and \
+                value.size(0) == num_nodes and data.is_node_attr(key):
+            check_name(key, 'attribute name', f"'{data_path}'")
+            if key in TOPOLOGY_ARRAYS:
+                raise DatasetFormatError(
+                    f"{data_path}: node attribute '{key}' clashes with the "
+                    f'topology array of that name; rename it')
+            if key == 'y' and value.dim() == 2 and value.size(1) == 1 and \
+                    not value.is_floating_point():
+                value = value.view(-1)
+            node_arrays[key] = value
+        else:
+            skipped.append(key)
+    if skipped:
+        warnings.warn(
+            f"{data_path}: attributes {', '.join(map(repr, skipped))} are "
+            f'not node-level tensors and are not stored (the on-disk format '
+            f'holds node arrays only; edge_id maps CSC edges back to the '
+            f'original edge order)', UserWarning, stacklevel=2)
+    num_classes = None
+    y = node_arrays.get('y')
+    if y is not None and y.dim() == 1 and not y.is_floating_point() and \
+            y.dtype != torch.bool and y.numel():
+        num_classes = int(y.max()) + 1
+    return write_dataset_dir(
+        out_dir,
+        num_nodes=num_nodes,
+        indptr=topology.indptr,
+        indices=topology.indices,
+        edge_id=edge_id,
+        node_arrays=node_arrays,
+        name=data_path.stem,
+        source=(f"torch_geometric Data from '{data_path.resolve()}' "
+                f"({'edge_index' if edge_index is not None else 'adj_t'} -> "
+                f'CSC' + (', edge_id = original edge positions'
+                          if edge_id is not None else
+                          ', edges were already sorted by destination')
+                + ')'),
+        num_classes=num_classes,
+        overwrite=overwrite,
+        progress=progress,
+        extra_meta={'command': f'pyg-fastload prepare --pyg-data '
+                               f'{data_path} --overwrite {out_dir}',
+                    'skipped_attributes': skipped},
+    )

@@ -17,16 +17,9 @@ back on the next call.
 """
 from __future__ import annotations
 
-import hashlib
-import json
 import math
-import os
-import shutil
-import tempfile
-import warnings
-from dataclasses import asdict, dataclass, fields
-from pathlib import Path
-from typing import Any, Dict, Optional, Union
+from dataclasses import dataclass
+from typing import Any, Dict, Union
 
 import numpy as np
 import torch
@@ -34,20 +27,9 @@ from torch import Tensor
 from tqdm.auto import tqdm
 
 from ..graph.topology import CSCTopology, index_dtype_for
+from .synthetic_config import SyntheticGraphConfig, preset_name, resolve_config
 
-__all__ = [
-    'SyntheticGraphConfig',
-    'SyntheticGraph',
-    'PRESETS',
-    'generate',
-    'load_synthetic',
-    'degree_stats',
-    'default_cache_root',
-]
-
-#: Bumped whenever the generator or the cache layout changes, so stale cache
-#: directories are never reused (the version is part of the directory hash).
-FORMAT_VERSION = 1
+__all__ = ['SyntheticGraph', 'generate', 'degree_stats', 'check_seed']
 
 #: Edges drawn per vectorised chunk (bounds the temporary memory).
 _CHUNK = 1 << 22
@@ -58,194 +40,6 @@ _MAX_ROUNDS = 64
 
 _ARRAYS = ('indptr', 'indices', 'x', 'y', 'train_mask', 'val_mask',
            'test_mask')
-
-
-@dataclass(frozen=True)
-class SyntheticGraphConfig:
-    r"""Parameters of a synthetic node-classification graph.
-
-    Args:
-        num_nodes (int): number of nodes :math:`N`.
-        num_edges (int): number of unique undirected edges; the stored graph
-            holds both directions, :obj:`2 * num_edges` directed edges.
-        num_features (int): width of the node features :obj:`x`.
-        num_classes (int): number of labels.
-        num_communities (int): number of communities (at least
-            :obj:`num_classes`); community :obj:`c` has class
-            :obj:`c % num_classes`.
-        degree_exponent (float, optional): exponent :math:`\gamma > 1` of the
-            power law :math:`p(w) \propto w^{-\gamma}` of the expected
-            degrees. (default: :obj:`2.1`)
-        max_degree_fraction (float, optional): the power law is truncated so
-            that no node's expected degree exceeds this fraction of
-            :obj:`num_nodes`. (default: :obj:`0.05`)
-        homophily (float, optional): probability that an edge stays inside
-            the community of its first endpoint. (default: :obj:`0.8`)
-        feature_signal (float, optional): length of the class centroid added
-            to the unit Gaussian noise of :obj:`x`. (default: :obj:`1.0`)
-        community_size_spread (float, optional): standard deviation of the
-            log of the community sizes (:obj:`0` gives equal sizes).
-            (default: :obj:`0.5`)
-        train_fraction (float, optional): share of nodes in the training
-            mask. (default: :obj:`0.5`)
-        val_fraction (float, optional): share of nodes in the validation
-            mask. (default: :obj:`0.2`)
-        test_fraction (float, optional): share of nodes in the test mask;
-            the three masks are disjoint and the remaining nodes are
-            unlabelled. (default: :obj:`0.3`)
-    """
-    num_nodes: int
-    num_edges: int
-    num_features: int
-    num_classes: int
-    num_communities: int
-    degree_exponent: float = 2.1
-    max_degree_fraction: float = 0.05
-    homophily: float = 0.8
-    feature_signal: float = 1.0
-    community_size_spread: float = 0.5
-    train_fraction: float = 0.5
-    val_fraction: float = 0.2
-    test_fraction: float = 0.3
-
-    def __post_init__(self) -> None:
-        _validate_config(self)
-
-    @property
-    def max_edges(self) -> int:
-        r"""The number of distinct undirected node pairs."""
-        return self.num_nodes * (self.num_nodes - 1) // 2
-
-
-def _fail(name: str, value: Any, fix: str) -> None:
-    raise ValueError(f"invalid '{name}' = {value!r}: {fix}")
-
-
-def _validate_config(cfg: SyntheticGraphConfig) -> None:
-    for name in ('num_nodes', 'num_edges', 'num_features', 'num_classes',
-                 'num_communities'):
-        value = getattr(cfg, name)
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-            _fail(name, value, 'pass an int')
-    for f in fields(cfg):
-        if f.type in ('float', float):
-            value = getattr(cfg, f.name)
-            if isinstance(value, bool) or not isinstance(
-                    value, (int, float, np.integer, np.floating)):
-                _fail(f.name, value, 'pass a float')
-            if not math.isfinite(float(value)):
-                _fail(f.name, value, 'pass a finite float')
-    if cfg.num_nodes < 2:
-        _fail('num_nodes', cfg.num_nodes, 'a graph needs at least 2 nodes')
-    if cfg.num_nodes > 2**31 - 1:
-        _fail('num_nodes', cfg.num_nodes,
-              'at most 2**31 - 1 nodes are supported')
-    if cfg.num_edges < 0:
-        _fail('num_edges', cfg.num_edges, 'pass a count >= 0')
-    if cfg.num_edges > cfg.max_edges:
-        _fail('num_edges', cfg.num_edges,
-              f'{cfg.num_nodes} nodes have at most num_nodes * (num_nodes - '
-              f'1) / 2 = {cfg.max_edges} undirected edges without self '
-              f'loops; lower num_edges or raise num_nodes')
-    if cfg.num_features < 1:
-        _fail('num_features', cfg.num_features, 'pass a width >= 1')
-    if cfg.num_classes < 1:
-        _fail('num_classes', cfg.num_classes, 'pass a count >= 1')
-    if cfg.num_communities < cfg.num_classes:
-        _fail('num_communities', cfg.num_communities,
-              f'every class needs a community: pass num_communities >= '
-              f'num_classes = {cfg.num_classes}')
-    if cfg.num_communities > cfg.num_nodes:
-        _fail('num_communities', cfg.num_communities,
-              f'every community needs a node: pass num_communities <= '
-              f'num_nodes = {cfg.num_nodes}')
-    if not cfg.degree_exponent > 1.0:
-        _fail('degree_exponent', cfg.degree_exponent,
-              'the power-law exponent must be > 1 (real graphs: 2 to 3)')
-    if not 0.0 < cfg.max_degree_fraction <= 1.0:
-        _fail('max_degree_fraction', cfg.max_degree_fraction,
-              'pass a fraction of num_nodes in (0, 1]')
-    mean_degree = 2.0 * cfg.num_edges / cfg.num_nodes
-    if cfg.max_degree_fraction * cfg.num_nodes < mean_degree:
-        _fail('max_degree_fraction', cfg.max_degree_fraction,
-              f'the degree cap max_degree_fraction * num_nodes = '
-              f'{cfg.max_degree_fraction * cfg.num_nodes:g} is below the '
-              f'mean degree 2 * num_edges / num_nodes = {mean_degree:g}; '
-              f'raise max_degree_fraction')
-    if not 0.0 <= cfg.homophily <= 1.0:
-        _fail('homophily', cfg.homophily, 'pass a probability in [0, 1]')
-    if cfg.feature_signal < 0.0:
-        _fail('feature_signal', cfg.feature_signal, 'pass a value >= 0')
-    if cfg.community_size_spread < 0.0:
-        _fail('community_size_spread', cfg.community_size_spread,
-              'pass a value >= 0 (0 gives equal community sizes)')
-    for name in ('train_fraction', 'val_fraction', 'test_fraction'):
-        value = getattr(cfg, name)
-        if not 0.0 <= value <= 1.0:
-            _fail(name, value, 'pass a fraction in [0, 1]')
-    total = cfg.train_fraction + cfg.val_fraction + cfg.test_fraction
-    if total > 1.0 + 1e-9:
-        _fail('train_fraction + val_fraction + test_fraction', total,
-              'the masks are disjoint, so the fractions must sum to at most '
-              '1; lower one of them')
-
-
-#: Ready-made configurations.  ``'arxiv-like'`` and ``'products-like'`` copy
-#: the node/edge counts, feature width, class count and split sizes of
-#: ``ogbn-arxiv`` (symmetrised) and ``ogbn-products``; the degree exponent and
-#: cap are tuned so that the maximum degree and the edge share of the
-#: highest-degree nodes are close to the real graphs.  With seed 0,
-#: :func:`degree_stats` gives (mean / median / max degree, edge share of the
-#: top 20% nodes): ``'arxiv-like'`` 13.8 / 7 / 13,765 / 0.64 (ogbn-arxiv
-#: symmetrised: mean 13.7, max 13,161) and ``'products-like'``
-#: 50.5 / 24 / 17,387 / 0.63 (ogbn-products: mean 50.5, max 17,481).
-#: ``feature_signal`` is set so that an MLP on ``x`` alone is far below a
-#: 2-layer mean-aggregation GNN (``'arxiv-like'``: about 42% vs 91% test
-#: accuracy).
-PRESETS: Dict[str, SyntheticGraphConfig] = {
-    'tiny': SyntheticGraphConfig(
-        num_nodes=2_000,
-        num_edges=10_000,
-        num_features=16,
-        num_classes=4,
-        num_communities=8,
-        degree_exponent=2.5,
-        max_degree_fraction=0.05,
-        homophily=0.8,
-        feature_signal=1.0,
-        train_fraction=0.5,
-        val_fraction=0.2,
-        test_fraction=0.3,
-    ),
-    'arxiv-like': SyntheticGraphConfig(
-        num_nodes=169_343,
-        num_edges=1_166_243,
-        num_features=128,
-        num_classes=40,
-        num_communities=80,
-        degree_exponent=2.3,
-        max_degree_fraction=0.23,
-        homophily=0.65,
-        feature_signal=2.0,
-        train_fraction=0.537,
-        val_fraction=0.176,
-        test_fraction=0.287,
-    ),
-    'products-like': SyntheticGraphConfig(
-        num_nodes=2_449_029,
-        num_edges=61_859_140,
-        num_features=100,
-        num_classes=47,
-        num_communities=94,
-        degree_exponent=2.3,
-        max_degree_fraction=0.01,
-        homophily=0.8,
-        feature_signal=2.0,
-        train_fraction=0.08,
-        val_fraction=0.016,
-        test_fraction=0.9,
-    ),
-}
 
 
 @dataclass
@@ -295,22 +89,7 @@ class SyntheticGraph:
         return data
 
 
-def _resolve(config: Union[SyntheticGraphConfig, str],
-             arg: str = 'config') -> SyntheticGraphConfig:
-    if isinstance(config, SyntheticGraphConfig):
-        return config
-    if isinstance(config, str):
-        if config not in PRESETS:
-            known = ', '.join(repr(name) for name in PRESETS)
-            raise ValueError(
-                f"unknown preset '{arg}' = {config!r}: pass one of {known} "
-                f"or a SyntheticGraphConfig")
-        return PRESETS[config]
-    raise TypeError(f"'{arg}' must be a preset name or a "
-                    f"SyntheticGraphConfig, got {type(config).__name__}")
-
-
-def _check_seed(seed: Any) -> int:
+def check_seed(seed: Any) -> int:
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
         raise ValueError(f"invalid 'seed' = {seed!r}: pass an int >= 0")
     if seed < 0:
@@ -565,13 +344,6 @@ def _labels(cfg: SyntheticGraphConfig, seed: int) -> Tensor:
     return y
 
 
-def _preset_name(config: SyntheticGraphConfig) -> str:
-    for name, preset in PRESETS.items():
-        if preset == config:
-            return name
-    return 'custom'
-
-
 def generate(
     config: Union[SyntheticGraphConfig, str],
     seed: int = 0,
@@ -590,10 +362,10 @@ def generate(
         progress (bool, optional): show a progress bar while drawing edges.
             (default: :obj:`True`)
     """
-    cfg = _resolve(config)
-    seed = _check_seed(seed)
+    cfg = resolve_config(config)
+    seed = check_seed(seed)
     keys = _draw_edges(cfg, seed, progress,
-                       desc=f'generating {_preset_name(cfg)} edges')
+                       desc=f'generating {preset_name(cfg)} edges')
     topology = _csc_from_keys(keys, cfg.num_nodes)
     del keys
     y = _labels(cfg, seed)
@@ -635,162 +407,3 @@ def degree_stats(topology: CSCTopology) -> Dict[str, float]:
         'top20_edge_share': (float(sorted_deg[:top].sum()) / num_edges
                              if num_edges else 0.0),
     }
-
-
-# --------------------------------------------------------------- disk cache --
-def default_cache_root() -> Path:
-    r"""``$PYG_FASTLOAD_CACHE`` if set, else
-    ``~/.cache/pyg_fastload/synthetic``."""
-    env = os.environ.get('PYG_FASTLOAD_CACHE')
-    if env:
-        return Path(env).expanduser()
-    return Path('~/.cache/pyg_fastload/synthetic').expanduser()
-
-
-def _config_hash(cfg: SyntheticGraphConfig) -> str:
-    blob = json.dumps({'format_version': FORMAT_VERSION,
-                       'config': asdict(cfg)}, sort_keys=True)
-    return hashlib.sha256(blob.encode()).hexdigest()[:10]
-
-
-def _cache_dir(root: Path, cfg: SyntheticGraphConfig, seed: int) -> Path:
-    return root / f'{_preset_name(cfg)}-seed{seed}-{_config_hash(cfg)}'
-
-
-def _save(graph: SyntheticGraph, path: Path) -> None:
-    r"""Writes the graph into a temporary sibling directory, then renames it
-    to :obj:`path` (atomic: a reader sees all files or none)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f'.{path.name}.tmp-',
-                                dir=path.parent))
-    try:
-        arrays = {
-            'indptr': graph.topology.indptr,
-            'indices': graph.topology.indices,
-            'x': graph.x,
-            'y': graph.y,
-            'train_mask': graph.train_mask,
-            'val_mask': graph.val_mask,
-            'test_mask': graph.test_mask,
-        }
-        for name, tensor in arrays.items():
-            np.save(tmp / f'{name}.npy', tensor.numpy())
-        meta = {
-            'format_version': FORMAT_VERSION,
-            'config': asdict(graph.config),
-            'seed': graph.seed,
-            'num_nodes': graph.num_nodes,
-            'num_directed_edges': graph.topology.num_edges,
-        }
-        with open(tmp / 'meta.json', 'w') as f:
-            json.dump(meta, f, indent=2, sort_keys=True)
-        os.chmod(tmp, 0o755)  # mkdtemp makes it private
-        if path.exists():  # a corrupted directory being replaced
-            shutil.rmtree(path, ignore_errors=True)
-        try:
-            os.replace(tmp, path)
-        except OSError:
-            if not path.exists():
-                raise
-            # Another process finished the same graph first; keep its copy.
-            shutil.rmtree(tmp, ignore_errors=True)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-
-
-def _load(path: Path, cfg: SyntheticGraphConfig, seed: int) -> SyntheticGraph:
-    r"""Memory-maps a cached graph, raising :class:`ValueError` with the
-    reason when the directory is incomplete or inconsistent."""
-    try:
-        with open(path / 'meta.json') as f:
-            meta = json.load(f)
-    except (OSError, ValueError) as exc:
-        raise ValueError(f'unreadable meta.json ({exc})') from None
-    if meta.get('format_version') != FORMAT_VERSION:
-        raise ValueError(f"format version {meta.get('format_version')!r}, "
-                         f"expected {FORMAT_VERSION}")
-    if meta.get('config') != asdict(cfg) or meta.get('seed') != seed:
-        raise ValueError('meta.json describes a different config or seed')
-    n, f_dim = cfg.num_nodes, cfg.num_features
-    num_edges = meta.get('num_directed_edges')
-    if not isinstance(num_edges, int) or num_edges < 0:
-        raise ValueError(f'bad num_directed_edges {num_edges!r}')
-    expected = {
-        'indptr': ((n + 1,), np.int64),
-        'indices': ((num_edges,), np.dtype(
-            np.int32 if index_dtype_for(n - 1) == torch.int32 else np.int64)),
-        'x': ((n, f_dim), np.float32),
-        'y': ((n,), np.int64),
-        'train_mask': ((n,), np.bool_),
-        'val_mask': ((n,), np.bool_),
-        'test_mask': ((n,), np.bool_),
-    }
-    arrays = {}
-    for name, (shape, dtype) in expected.items():
-        file = path / f'{name}.npy'
-        try:
-            # 'c' (copy-on-write) maps the file like 'r' but gives writable
-            # arrays, so torch.from_numpy neither warns nor hands out tensors
-            # whose in-place ops would crash on a read-only mapping.
-            array = np.load(file, mmap_mode='c', allow_pickle=False)
-        except (OSError, ValueError, EOFError) as exc:
-            raise ValueError(f'{file.name}: {exc}') from None
-        if array.shape != shape or array.dtype != np.dtype(dtype):
-            raise ValueError(f'{file.name}: shape {array.shape} dtype '
-                             f'{array.dtype}, expected {shape} '
-                             f'{np.dtype(dtype)}')
-        arrays[name] = array
-    indptr = arrays['indptr']
-    if int(indptr[0]) != 0 or int(indptr[-1]) != num_edges:
-        raise ValueError(f'indptr.npy: ends [{int(indptr[0])}, '
-                         f'{int(indptr[-1])}], expected [0, {num_edges}]')
-    tensors = {name: torch.from_numpy(array)
-               for name, array in arrays.items()}
-    topology = CSCTopology(indptr=tensors['indptr'],
-                           indices=tensors['indices'], num_nodes=n)
-    return SyntheticGraph(topology=topology, x=tensors['x'], y=tensors['y'],
-                          train_mask=tensors['train_mask'],
-                          val_mask=tensors['val_mask'],
-                          test_mask=tensors['test_mask'], config=cfg,
-                          seed=seed)
-
-
-def load_synthetic(
-    name_or_config: Union[SyntheticGraphConfig, str],
-    root: Optional[Union[str, os.PathLike]] = None,
-    seed: int = 0,
-    progress: bool = True,
-) -> SyntheticGraph:
-    r"""Returns a synthetic graph, generating and caching it on the first
-    call and memory-mapping the cached ``.npy`` files afterwards.
-
-    The cache directory is ``root/<name>-seed<seed>-<config hash>/`` with a
-    ``meta.json`` and one ``.npy`` file per array, written atomically.  A
-    directory that is incomplete or does not match the config is
-    regenerated with a warning.
-
-    Args:
-        name_or_config (SyntheticGraphConfig or str): a configuration or the
-            name of a preset in :obj:`PRESETS`.
-        root (str or os.PathLike, optional): the cache root; defaults to
-            ``$PYG_FASTLOAD_CACHE``, else
-            ``~/.cache/pyg_fastload/synthetic``. (default: :obj:`None`)
-        seed (int, optional): the random seed. (default: :obj:`0`)
-        progress (bool, optional): show a progress bar while generating.
-            (default: :obj:`True`)
-    """
-    cfg = _resolve(name_or_config, 'name_or_config')
-    seed = _check_seed(seed)
-    root = default_cache_root() if root is None else Path(root).expanduser()
-    path = _cache_dir(root, cfg, seed)
-    if path.exists():
-        try:
-            return _load(path, cfg, seed)
-        except ValueError as exc:
-            warnings.warn(f"the synthetic graph cache '{path}' is corrupted "
-                          f"or incomplete ({exc}); regenerating it",
-                          RuntimeWarning, stacklevel=2)
-    graph = generate(cfg, seed=seed, progress=progress)
-    _save(graph, path)
-    return graph

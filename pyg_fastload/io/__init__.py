@@ -1,5 +1,19 @@
-r"""Reading and writing files: the dataset directory format and safe
+r"""The dataset directory format in one place: its names and errors, the
+streaming writer, the validating reader, the out-of-core CSC sort, and safe
 loading of ``.pt`` files."""
+from .csc_sort import csc_from_edge_chunks
+from .format import FORMAT_VERSION, DatasetFormatError
+from .reader import OnDiskDataset, open_dataset_dir
 from .safe_load import UnsafeFileError, safe_torch_load
+from .writer import write_dataset_dir
 
-__all__ = ['UnsafeFileError', 'safe_torch_load']
+__all__ = [
+    'FORMAT_VERSION',
+    'DatasetFormatError',
+    'OnDiskDataset',
+    'open_dataset_dir',
+    'write_dataset_dir',
+    'csc_from_edge_chunks',
+    'UnsafeFileError',
+    'safe_torch_load',
+]

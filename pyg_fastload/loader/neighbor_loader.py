@@ -16,12 +16,16 @@ from torch_geometric.loader.utils import filter_data
 from torch_geometric.sampler import SamplerOutput
 from torch_geometric.sampler.base import SubgraphType
 
-from ..sampling import FastNeighborSampler, HopSampler
 from ..errors import HETERO_UNSUPPORTED
+from ..sampling import FastNeighborSampler, HopSampler
 from ..storage import TieredFeatureStore
 from ..storage.buffer_pool import BufferPool
-from .pipeline import (DeviceTransfer, PipelineIterator, SequentialIterator,
-                       new_breakdown)
+from .pipeline import (
+    DeviceTransfer,
+    PipelineIterator,
+    SequentialIterator,
+    new_breakdown,
+)
 from .scheduler import RunAheadScheduler
 
 __all__ = ['FastNeighborLoader', 'PIPELINE_MIN_LOAD_SHARE']

@@ -1,6 +1,6 @@
 r"""Storage tiers: a PyG ``FeatureStore`` with device cache, host buffer and
 in-memory or on-disk storage, hotness policies, and a CSC ``GraphStore``."""
-from .budget import budget_rows
+
 from .counters import TierCounters
 from .feature_store import TieredFeatureStore
 from .graph_store import CSCGraphStore
@@ -33,5 +33,4 @@ __all__ = [
     'MmapStorage',
     'StaticCache',
     'WindowBufferedCache',
-    'budget_rows',
 ]

@@ -13,9 +13,9 @@ import torch
 from torch import Tensor
 from torch_geometric.data import FeatureStore, TensorAttr
 
-from .buffer_pool import BufferPool
+from ..config import Budget, available_memory, budget_rows
 from ..graph.topology import CSCTopology
-from .budget import Budget, available_memory, budget_rows
+from .buffer_pool import BufferPool
 from .counters import TierCounters
 from .tiers import MemoryStorage, MmapStorage, StaticCache, WindowBufferedCache
 

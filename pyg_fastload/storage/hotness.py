@@ -28,9 +28,9 @@ import torch
 from torch import Tensor
 from tqdm.auto import tqdm
 
-from ..sampling import FastNeighborSampler
 from ..graph.convert import topology_of
 from ..graph.topology import CSCTopology, index_dtype_for
+from ..sampling import FastNeighborSampler
 
 __all__ = [
     'POLICIES',

@@ -8,9 +8,9 @@ from typing import List, Optional, Tuple, Union
 import torch
 from torch_geometric.data import Data
 
-from ..datasets.ondisk import open_dataset_dir
+from ..config import Budget
 from ..graph.convert import topology_of
-from .budget import Budget
+from ..io import open_dataset_dir
 from .feature_store import TieredFeatureStore
 from .graph_store import CSCGraphStore
 

@@ -1,0 +1,161 @@
+r"""Reading OGB's raw files in bounded chunks: gzipped CSV blocks, scalars,
+and members of ``data.npz`` streamed without loading them whole."""
+from __future__ import annotations
+
+import gzip
+import io
+import warnings
+import zipfile
+from pathlib import Path
+from typing import Any, Dict, Iterator, Optional
+
+import numpy as np
+
+from ..io import format as fmt
+from ..io.format import DatasetFormatError
+from ..io.writer import row_chunks
+
+__all__ = ['iter_csv', 'read_scalar', 'NpyMember', 'labels_chunk']
+
+
+def iter_csv(file: Path, dtype: Any, num_cols: Optional[int] = None
+              ) -> Iterator[np.ndarray]:
+    r"""Parses a (gzipped) comma-separated numeric file in blocks of about
+    :obj:`fmt.CSV_BLOCK_BYTES`, yielding ``[rows, columns]`` arrays."""
+    opener = gzip.open if file.suffix == '.gz' else open
+    line = 0
+    carry = b''
+    try:
+        with opener(file, 'rb') as f:
+            while True:
+                data = f.read(fmt.CSV_BLOCK_BYTES)
+                if data:
+                    data = carry + data
+                    cut = data.rfind(b'\n')
+                    if cut < 0:
+                        carry = data
+                        continue
+                    text, carry = data[:cut + 1], data[cut + 1:]
+                else:
+                    text, carry = carry, b''
+                if text.strip():
+                    try:
+                        array = np.loadtxt(io.StringIO(text.decode()),
+                                           delimiter=',', dtype=dtype,
+                                           ndmin=2, comments=None)
+                    except ValueError as exc:
+                        raise DatasetFormatError(
+                            f'{file}: cannot parse the lines after line '
+                            f'{line} ({exc}); the file is corrupt or not an '
+                            f'OGB CSV: unzip the OGB archive again') from None
+                    if num_cols is not None and array.shape[1] != num_cols:
+                        raise DatasetFormatError(
+                            f'{file}: lines after line {line} have '
+                            f'{array.shape[1]} columns, expected {num_cols}'
+                            f'; the file is corrupt: unzip the OGB archive '
+                            f'again')
+                    yield array
+                    line += text.count(b'\n')
+                if not data:
+                    break
+    except (OSError, EOFError, UnicodeDecodeError) as exc:
+        raise DatasetFormatError(
+            f'{file}: unreadable ({exc}); the file is truncated or corrupt: '
+            f'unzip the OGB archive again') from None
+
+
+def read_scalar(file: Path) -> int:
+    rows = np.concatenate(list(iter_csv(file, np.int64))) \
+        if file.exists() else None
+    if rows is None:
+        raise DatasetFormatError(f'{file}: missing; it is part of every OGB '
+                                 f'node-property dataset: unzip the archive '
+                                 f'again')
+    if rows.size != 1:
+        raise DatasetFormatError(
+            f'{file}: holds {rows.size} values, expected 1 (one graph); '
+            f'only node-property (ogbn-*) datasets are supported')
+    return int(rows.reshape(-1)[0])
+
+
+class NpyMember:
+    r"""Streams one ``.npy`` member of an ``.npz`` archive without loading
+    it whole (works for stored and deflated members)."""
+
+    def __init__(self, npz: Path, key: str):
+        self.npz, self.key, self.member = npz, key, f'{key}.npy'
+        with zipfile.ZipFile(npz) as zf:
+            names = zf.namelist()
+            if self.member not in names:
+                have = ', '.join(n[:-4] for n in names if n.endswith('.npy'))
+                raise DatasetFormatError(
+                    f"{npz}: has no array '{key}' (it has {have}); the file "
+                    f'is not the OGB one: unzip the archive again')
+            with zf.open(self.member) as f:
+                version = np.lib.format.read_magic(f)
+                if version == (1, 0):
+                    header = np.lib.format.read_array_header_1_0(f)
+                else:
+                    header = np.lib.format.read_array_header_2_0(f)
+                self.offset = f.tell()
+        self.shape, self.fortran, self.dtype = header
+        if self.dtype.hasobject:
+            raise DatasetFormatError(f"{npz}: array '{key}' holds Python "
+                                     f'objects; expected numbers')
+
+    def load(self) -> np.ndarray:
+        with np.load(self.npz, allow_pickle=False) as z:
+            return z[self.key]
+
+    def stream(self, start: int, count: int, chunk: int
+               ) -> Iterator[np.ndarray]:
+        r"""Yields :obj:`count` items from item :obj:`start` on (flat,
+        storage order), :obj:`chunk` items at a time."""
+        itemsize = self.dtype.itemsize
+        with zipfile.ZipFile(self.npz) as zf, zf.open(self.member) as f:
+            f.seek(self.offset + start * itemsize)
+            done = 0
+            while done < count:
+                n = min(chunk, count - done)
+                buf = f.read(n * itemsize)
+                if len(buf) != n * itemsize:
+                    raise DatasetFormatError(
+                        f"{self.npz}: array '{self.key}' is truncated; "
+                        f'download and unzip the OGB archive again')
+                yield np.frombuffer(buf, dtype=self.dtype)
+                done += n
+
+    def rows(self) -> Iterator[np.ndarray]:
+        r"""Yields row chunks of a C-order array (falls back to loading a
+        Fortran-order array whole)."""
+        if self.fortran and len(self.shape) > 1:
+            warnings.warn(f"{self.npz}: '{self.key}' is stored in Fortran "
+                          f'order and is loaded whole', RuntimeWarning)
+            array = self.load()
+            for chunk, _ in row_chunks(array, f"'{self.key}' in {self.npz}"):
+                yield chunk
+            return
+        row = int(np.prod(self.shape[1:], dtype=np.int64))
+        rows_per = max(1, fmt.CHUNK_BYTES // max(1, row * self.dtype.itemsize))
+        total = int(np.prod(self.shape, dtype=np.int64))
+        for block in self.stream(0, total, rows_per * max(row, 1)):
+            yield block.reshape(-1, *self.shape[1:])
+
+
+def labels_chunk(values: np.ndarray, file: Path,
+                  state: Dict[str, int]) -> np.ndarray:
+    r"""OGB labels as ``int64`` with ``-1`` for missing (NaN) ones."""
+    values = np.asarray(values, dtype=np.float64)
+    if values.ndim == 1:
+        values = values[:, None]
+    nan = np.isnan(values)
+    finite = values[~nan]
+    if finite.size and not bool(np.all(finite == np.round(finite))):
+        raise DatasetFormatError(f'{file}: non-integer labels; only '
+                                 f'classification datasets are supported')
+    out = np.where(nan, -1.0, values).astype(np.int64)
+    state['missing'] += int(nan.sum())
+    if finite.size:
+        state['max'] = max(state['max'], int(finite.max()))
+    state['columns'] = values.shape[1]
+    return out[:, 0] if values.shape[1] == 1 else out

@@ -1,0 +1,223 @@
+r"""Turning edge lists larger than memory into CSC arrays on disk: a two-pass
+external counting sort, then an optional pass removing duplicate edges."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Callable, Iterable, Tuple, Union
+
+import numpy as np
+import torch
+from torch import Tensor
+from tqdm.auto import tqdm
+
+from ..graph.topology import index_dtype_for
+from . import format as fmt
+from .format import int_arg
+
+__all__ = ['csc_from_edge_chunks']
+
+PathLike = Union[str, 'os.PathLike[str]']
+
+
+# --------------------------------------------------------- external CSC ----
+def _edge_pair(chunk: Any, index: int, num_nodes: int
+               ) -> Tuple[np.ndarray, np.ndarray]:
+    try:
+        src, dst = chunk
+    except (TypeError, ValueError):
+        raise TypeError(f'edge chunk {index}: expected a (src, dst) pair of '
+                        f'1-D integer arrays') from None
+    src = src.cpu().numpy() if isinstance(src, Tensor) else np.asarray(src)
+    dst = dst.cpu().numpy() if isinstance(dst, Tensor) else np.asarray(dst)
+    if src.ndim != 1 or dst.ndim != 1 or src.size != dst.size:
+        raise ValueError(f'edge chunk {index}: src and dst must be 1-D of '
+                         f'equal length, got shapes {list(src.shape)} and '
+                         f'{list(dst.shape)}')
+    for array in (src, dst):
+        if array.dtype.kind not in 'iu':
+            raise TypeError(f'edge chunk {index}: node ids must be '
+                            f'integers, got dtype {array.dtype}')
+    if src.size:
+        low = min(int(src.min()), int(dst.min()))
+        high = max(int(src.max()), int(dst.max()))
+        if low < 0 or high >= num_nodes:
+            raise ValueError(
+                f'edge chunk {index} holds node id '
+                f'{low if low < 0 else high}, outside [0, num_nodes='
+                f'{num_nodes}); fix the edge list or pass the true node '
+                f'count')
+    return src, dst.astype(np.int64, copy=False)
+
+
+def _write_raw(file: Path, array: np.ndarray) -> None:
+    tmp = file.with_name(file.name + '.tmp')
+    with open(tmp, 'wb') as f:
+        step = max(1, fmt.CHUNK_BYTES // max(1, array.itemsize))
+        for start in range(0, array.size, step):
+            f.write(np.ascontiguousarray(array[start:start + step])
+                    .view(np.uint8))
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, file)
+
+
+def _open_out(file: Path, dtype: np.dtype, size: int) -> np.ndarray:
+    if size == 0:
+        file.touch()
+        return np.zeros(0, dtype=dtype)
+    return np.memmap(file, dtype=dtype, mode='w+', shape=(size, ))
+
+
+def csc_from_edge_chunks(
+    edge_chunks: Callable[[], Iterable[Tuple[Any, Any]]],
+    num_nodes: int,
+    out_dir: PathLike,
+    progress: bool = True,
+) -> Tuple[Path, Path]:
+    r"""Builds the CSC form of an edge list larger than memory with a
+    two-pass external counting sort, in :math:`O(N)` memory plus one chunk.
+
+    Pass 1 counts the in-degrees chunk by chunk; pass 2 sorts every chunk
+    by destination (stably) and scatters its sources into a memory-mapped
+    ``indices`` file at ``cursor[dst] + rank within the chunk``.  The edge
+    order within every destination is the order of the input.  Writes
+    ``out_dir/indptr.bin`` (``int64 [N + 1]``) and ``out_dir/indices.bin``
+    (``int32 [E]``, ``int64`` from :math:`2^{31}` nodes on).
+
+    Args:
+        edge_chunks (callable): returns an iterable of ``(src, dst)`` pairs
+            of 1-D integer arrays or tensors; called twice, and must yield
+            the same edges both times.
+        num_nodes (int): number of nodes :math:`N`.
+        out_dir (str or os.PathLike): an existing directory.
+        progress (bool, optional): show progress bars. (default: :obj:`True`)
+    """
+    num_nodes = int_arg(num_nodes, 'num_nodes')
+    if not callable(edge_chunks):
+        raise TypeError("'edge_chunks' must be a callable returning an "
+                        'iterable of (src, dst) chunks (it is called twice)')
+    out_dir = Path(out_dir)
+    if not out_dir.is_dir():
+        raise FileNotFoundError(f"'out_dir' = '{out_dir}' is not an existing "
+                                f'directory; create it first')
+    counts = np.zeros(num_nodes, dtype=np.int64)
+    with tqdm(unit='edge', unit_scale=True, desc='counting in-degrees',
+              disable=not progress, leave=False) as bar:
+        for i, chunk in enumerate(edge_chunks()):
+            _, dst = _edge_pair(chunk, i, num_nodes)
+            if dst.size * 8 >= num_nodes:
+                counts += np.bincount(dst, minlength=num_nodes)
+            elif dst.size:  # a small chunk: avoid an O(N) bincount
+                nodes = np.sort(dst)
+                starts = np.flatnonzero(np.append(True,
+                                                  nodes[1:] != nodes[:-1]))
+                counts[nodes[starts]] += np.diff(np.append(starts,
+                                                           nodes.size))
+            bar.update(dst.size)
+    indptr = np.zeros(num_nodes + 1, dtype=np.int64)
+    np.cumsum(counts, out=indptr[1:])
+    del counts
+    num_edges = int(indptr[-1])
+    indptr_file = out_dir / 'indptr.bin'
+    indices_file = out_dir / 'indices.bin'
+    _write_raw(indptr_file, indptr)
+
+    index_np = np.int32 if index_dtype_for(max(num_nodes - 1, 0)) == \
+        torch.int32 else np.int64
+    tmp = indices_file.with_name(indices_file.name + '.tmp')
+    indices = _open_out(tmp, np.dtype(index_np), num_edges)
+    cursor = indptr[:-1].copy()
+    mismatch = ValueError(
+        "'edge_chunks()' yielded different edges on its second call; it "
+        'must yield the same chunks every time (e.g. re-open the file)')
+    try:
+        with tqdm(total=num_edges, unit='edge', unit_scale=True,
+                  desc='writing CSC', disable=not progress,
+                  leave=False) as bar:
+            for i, chunk in enumerate(edge_chunks()):
+                src, dst = _edge_pair(chunk, i, num_nodes)
+                if dst.size == 0:
+                    continue
+                if dst.size > 1 and not bool((dst[1:] >= dst[:-1]).all()):
+                    order = np.argsort(dst, kind='stable')
+                    dst, src = dst[order], src[order]
+                    del order
+                boundary = np.empty(dst.size, dtype=bool)
+                boundary[0] = True
+                np.not_equal(dst[1:], dst[:-1], out=boundary[1:])
+                starts = np.flatnonzero(boundary)
+                group = np.cumsum(boundary) - 1
+                del boundary
+                nodes = dst[starts]
+                cnt = np.diff(np.append(starts, dst.size))
+                base = cursor[nodes]
+                if bool((base + cnt > indptr[nodes + 1]).any()):
+                    raise mismatch
+                pos = base[group] + (np.arange(dst.size) - starts[group])
+                indices[pos] = src
+                cursor[nodes] += cnt
+                bar.update(dst.size)
+                del src, dst, starts, group, pos, base
+        if not np.array_equal(cursor, indptr[1:]):
+            raise mismatch
+        if isinstance(indices, np.memmap):
+            indices.flush()
+        del indices
+        os.replace(tmp, indices_file)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return indptr_file, indices_file
+
+
+def coalesce_csc(indptr_file: Path, indices_file: Path, num_nodes: int,
+                  progress: bool) -> int:
+    r"""Sorts every neighbour list and removes duplicate edges in place (a
+    streaming pass over ranges of destinations); returns the new edge
+    count."""
+    indptr = np.fromfile(indptr_file, dtype=np.int64)
+    num_edges = int(indptr[-1])
+    index_np = np.int32 if index_dtype_for(max(num_nodes - 1, 0)) == \
+        torch.int32 else np.int64
+    old = np.memmap(indices_file, dtype=index_np, mode='r',
+                    shape=(num_edges, )) if num_edges else \
+        np.zeros(0, dtype=index_np)
+    counts = np.zeros(num_nodes, dtype=np.int64)
+    tmp = indices_file.with_name(indices_file.name + '.tmp')
+    try:
+        with open(tmp, 'wb') as f, tqdm(
+                total=num_edges, unit='edge', unit_scale=True,
+                desc='removing duplicate edges', disable=not progress,
+                leave=False) as bar:
+            start = 0
+            while start < num_nodes:
+                stop = int(np.searchsorted(indptr, indptr[start] +
+                                           fmt.EDGE_CHUNK, side='right')) - 1
+                stop = min(max(stop, start + 1), num_nodes)
+                lo, hi = int(indptr[start]), int(indptr[stop])
+                if hi > lo:
+                    local = np.repeat(np.arange(stop - start, dtype=np.int64),
+                                      np.diff(indptr[start:stop + 1]))
+                    keys = local * num_nodes + old[lo:hi]
+                    del local
+                    keys.sort()  # (np.unique hashes first: much slower)
+                    if keys.size > 1:
+                        keys = keys[np.append(True, keys[1:] != keys[:-1])]
+                    dst_local, src = np.divmod(keys, num_nodes)
+                    counts[start:stop] = np.bincount(dst_local,
+                                                     minlength=stop - start)
+                    f.write(src.astype(index_np).view(np.uint8))
+                    del keys, dst_local, src
+                bar.update(hi - lo)
+                start = stop
+            f.flush()
+            os.fsync(f.fileno())
+        del old
+        os.replace(tmp, indices_file)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    np.cumsum(counts, out=indptr[1:])
+    _write_raw(indptr_file, indptr)
+    return int(indptr[-1])

@@ -1,0 +1,345 @@
+r"""Opening a dataset directory: ``meta.json`` checked, arrays memory-mapped
+and validated before any training starts."""
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Tuple, Union
+
+import numpy as np
+import torch
+from torch import Tensor
+from tqdm.auto import tqdm
+
+from ..graph.topology import CSCTopology
+from . import format as fmt
+from .format import (
+    FORMAT_NAME,
+    FORMAT_VERSION,
+    PREPARE_HINT,
+    TOPOLOGY_ARRAYS,
+    VERIFY_MODES,
+    DatasetFormatError,
+    numpy_dtype,
+    sha256_file,
+    torch_dtype,
+)
+
+__all__ = ['OnDiskDataset', 'open_dataset_dir']
+
+PathLike = Union[str, 'os.PathLike[str]']
+
+
+# -------------------------------------------------------------- reading ----
+@dataclass(repr=False, eq=False)
+class OnDiskDataset:
+    r"""An opened dataset directory; every tensor is memory-mapped
+    (copy-on-write: in-place edits stay in memory and never reach the
+    files).
+
+    Args:
+        path (pathlib.Path): the dataset directory.
+        meta (dict): the parsed ``meta.json``.
+        topology (CSCTopology): ``indptr``, ``indices`` and ``edge_id``
+            (:obj:`None` when the CSC order is the original edge order).
+        arrays (dict): the node arrays (``x``, ``y``, masks, ...) by name.
+    """
+    path: Path
+    meta: Dict[str, Any]
+    topology: CSCTopology
+    arrays: Dict[str, Tensor]
+
+    @property
+    def name(self) -> str:
+        return str(self.meta.get('name', self.path.name))
+
+    @property
+    def num_nodes(self) -> int:
+        return int(self.meta['num_nodes'])
+
+    @property
+    def num_edges(self) -> int:
+        return int(self.meta['num_edges'])
+
+    @property
+    def num_features(self) -> int:
+        r"""The width of ``x`` (:obj:`0` without ``x``)."""
+        x = self.arrays.get('x')
+        if x is None:
+            return 0
+        return int(x.shape[1]) if x.dim() > 1 else 1
+
+    @property
+    def num_classes(self) -> Optional[int]:
+        value = self.meta.get('num_classes')
+        return None if value is None else int(value)
+
+    def _spec(self, name: str) -> Dict[str, Any]:
+        specs = self.meta['arrays']
+        if name not in specs:
+            raise KeyError(f"dataset '{self.path}' has no array {name!r}; "
+                           f"it has {', '.join(sorted(specs))}")
+        return specs[name]
+
+    def array_path(self, name: str) -> Path:
+        r"""The raw binary file of array :obj:`name` (header-less, at
+        offset 0, row-major, little-endian).
+
+        Args:
+            name (str): the array name (``'x'``, ``'indices'``, ...).
+        """
+        return self.path / self._spec(name)['file']
+
+    def array_spec(self, name: str) -> Dict[str, Any]:
+        r"""What a reader needs to map array :obj:`name` itself: the
+        ``meta.json`` entry (``file``, ``dtype``, ``shape``, ``bytes``,
+        ``sha256``) plus ``path``, ``offset`` (always :obj:`0`),
+        ``numpy_dtype`` (the dtype to :class:`numpy.memmap` with;
+        ``int16`` for ``bfloat16``), ``torch_dtype`` and ``row_bytes``.
+
+        Args:
+            name (str): the array name.
+        """
+        spec = dict(self._spec(name))
+        np_dtype = numpy_dtype(spec['dtype'])
+        spec['shape'] = list(spec['shape'])
+        spec['path'] = self.path / spec['file']
+        spec['offset'] = 0
+        spec['numpy_dtype'] = np_dtype
+        spec['torch_dtype'] = torch_dtype(spec['dtype'])
+        spec['row_bytes'] = int(np.prod(spec['shape'][1:], dtype=np.int64)) \
+            * np_dtype.itemsize
+        return spec
+
+    def __repr__(self) -> str:
+        arrays = ', '.join(
+            f"{key}: {spec['dtype']} {list(spec['shape'])}"
+            for key, spec in self.meta['arrays'].items())
+        return (f"{self.__class__.__name__}('{self.name}', "
+                f'num_nodes={self.num_nodes:,}, num_edges={self.num_edges:,}'
+                f", arrays={{{arrays}}}, path='{self.path}')")
+
+
+def _fail(file: Path, what: str, fix: str) -> DatasetFormatError:
+    return DatasetFormatError(f'{file}: {what}; {fix}')
+
+
+def _reprepare(meta: Dict[str, Any], path: Path) -> str:
+    command = meta.get('command') if isinstance(meta, dict) else None
+    if not isinstance(command, str):
+        command = f'{PREPARE_HINT} {path}'
+    return f're-create the dataset with `{command}`'
+
+
+def _check_spec(key: str, spec: Any, meta_file: Path, fix: str) -> None:
+    def bad(what: str) -> DatasetFormatError:
+        return _fail(meta_file, f"array '{key}': {what}", fix)
+
+    if not isinstance(spec, dict):
+        raise bad('the entry is not an object')
+    file = spec.get('file')
+    if not isinstance(file, str) or not file or os.path.basename(file) != \
+            file or file in ('.', '..'):
+        raise bad(f"'file' = {file!r} is not a plain file name")
+    try:
+        dtype = numpy_dtype(spec.get('dtype'))
+    except (TypeError, ValueError):
+        raise bad(f"unknown 'dtype' = {spec.get('dtype')!r}") from None
+    shape = spec.get('shape')
+    if not isinstance(shape, list) or not shape or not all(
+            isinstance(d, int) and not isinstance(d, bool) and d >= 0
+            for d in shape):
+        raise bad(f"'shape' = {shape!r} is not a non-empty list of sizes")
+    num_bytes = spec.get('bytes')
+    expected = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    if num_bytes != expected:
+        raise bad(f"'bytes' = {num_bytes!r} does not match "
+                  f"{spec['dtype']} {shape} ({expected} bytes)")
+    sha = spec.get('sha256')
+    if not isinstance(sha, str) or not re.fullmatch(r'[0-9a-f]{64}', sha):
+        raise bad(f"'sha256' = {sha!r} is not a hex SHA-256 digest")
+
+
+def _map(file: Path, spec: Dict[str, Any]) -> Tensor:
+    dtype = numpy_dtype(spec['dtype'])
+    shape = tuple(spec['shape'])
+    if spec['bytes'] == 0:  # mmap cannot map an empty file
+        array = np.zeros(shape, dtype=dtype)
+    else:
+        # 'c' (copy-on-write) maps like 'r' but gives writable arrays, so
+        # torch.from_numpy does not warn and in-place ops stay in memory.
+        array = np.memmap(file, dtype=dtype, mode='c', shape=shape)
+    tensor = torch.from_numpy(array)
+    if spec['dtype'] == 'bfloat16':
+        tensor = tensor.view(torch.bfloat16)
+    return tensor
+
+
+def _check_indptr(indptr: np.ndarray, num_edges: int, file: Path,
+                  full: bool, fix: str) -> None:
+    if int(indptr[0]) != 0 or int(indptr[-1]) != num_edges:
+        raise _fail(file, f'starts at {int(indptr[0])} and ends at '
+                    f'{int(indptr[-1])}, expected 0 and num_edges = '
+                    f'{num_edges} (meta.json)', fix)
+    if not full:
+        return
+    step = max(1, fmt.CHUNK_BYTES // 8)
+    for start in range(0, indptr.size - 1, step):
+        block = indptr[start:start + step + 1]
+        bad = np.flatnonzero(block[1:] < block[:-1])
+        if bad.size:
+            raise _fail(file, f'decreases at position {start + int(bad[0])}'
+                        f' (CSC offsets must be non-decreasing)', fix)
+
+
+def _check_range(array: np.ndarray, high: int, file: Path, what: str,
+                 fix: str) -> None:
+    step = max(1, fmt.CHUNK_BYTES // max(1, array.itemsize))
+    for start in range(0, array.size, step):
+        block = array[start:start + step]
+        low_v, high_v = int(block.min()), int(block.max())
+        if low_v < 0 or high_v >= high:
+            raise _fail(file, f'holds {what} {low_v if low_v < 0 else high_v}'
+                        f', outside [0, {high})', fix)
+
+
+def open_dataset_dir(path: PathLike, verify: str = 'size',
+                     progress: bool = False) -> OnDiskDataset:
+    r"""Opens a dataset directory written by :func:`write_dataset_dir`
+    (``pyg-fastload prepare``), memory-mapping every array.
+
+    Args:
+        path (str or os.PathLike): the dataset directory.
+        verify (str, optional): ``'none'`` only reads ``meta.json`` and
+            checks the ends of ``indptr``; ``'size'`` also checks that every
+            file exists with exactly the bytes ``meta.json`` gives and that
+            ``indptr`` never decreases; ``'checksum'`` also recomputes every
+            SHA-256 and checks that ``indices`` and ``edge_id`` are in range
+            (reads everything once). (default: :obj:`'size'`)
+        progress (bool, optional): show a progress bar while computing
+            checksums. (default: :obj:`False`)
+    """
+    if verify not in VERIFY_MODES:
+        raise ValueError(f"invalid 'verify' = {verify!r}: pass one of "
+                         f"{', '.join(repr(v) for v in VERIFY_MODES)}")
+    path = Path(path).expanduser()
+    meta_file = path / 'meta.json'
+    generic_fix = f're-create the dataset with `{PREPARE_HINT} {path}`'
+    if not path.is_dir():
+        raise _fail(path, 'no such dataset directory', generic_fix)
+    if not meta_file.is_file():
+        raise _fail(meta_file, 'missing, so this is not a complete '
+                    'pyg-fastload dataset directory', generic_fix)
+    try:
+        with open(meta_file) as f:
+            meta = json.load(f)
+    except (OSError, ValueError) as exc:
+        raise _fail(meta_file, f'unreadable ({exc})', generic_fix) from None
+    if not isinstance(meta, dict):
+        raise _fail(meta_file, 'does not hold a JSON object', generic_fix)
+    fix = _reprepare(meta, path)
+    if meta.get('format') != FORMAT_NAME:
+        raise _fail(meta_file, f"'format' is {meta.get('format')!r}, "
+                    f"expected '{FORMAT_NAME}' (not a pyg-fastload dataset)",
+                    fix)
+    version = meta.get('format_version')
+    if version != FORMAT_VERSION:
+        if isinstance(version, int) and not isinstance(version, bool) \
+                and version > FORMAT_VERSION:
+            how = (f'it was written by a newer pyg-fastload: upgrade '
+                   f'pyg-fastload, or {fix}')
+        else:
+            how = fix
+        raise _fail(meta_file, f'format_version {version!r}, but this '
+                    f'pyg-fastload reads format_version {FORMAT_VERSION}',
+                    how)
+    for key in ('num_nodes', 'num_edges'):
+        value = meta.get(key)
+        if not isinstance(value, int) or isinstance(value, bool) or \
+                value < 0:
+            raise _fail(meta_file, f"'{key}' = {value!r} is not a count",
+                        fix)
+    num_nodes, num_edges = meta['num_nodes'], meta['num_edges']
+    specs = meta.get('arrays')
+    if not isinstance(specs, dict):
+        raise _fail(meta_file, "'arrays' is missing or not an object", fix)
+    for key in ('indptr', 'indices'):
+        if key not in specs:
+            raise _fail(meta_file, f"no '{key}' array", fix)
+    for key, spec in specs.items():
+        _check_spec(key, spec, meta_file, fix)
+
+    def expect(key: str, shape: List[int], dtypes: Tuple[str, ...]) -> None:
+        spec = specs[key]
+        if spec['shape'] != shape or spec['dtype'] not in dtypes:
+            raise _fail(path / spec['file'], f"meta.json gives {spec['dtype']}"
+                        f" {spec['shape']}, expected {' or '.join(dtypes)} "
+                        f'{shape} for num_nodes = {num_nodes}, num_edges = '
+                        f'{num_edges}', fix)
+
+    expect('indptr', [num_nodes + 1], ('int64', ))
+    expect('indices', [num_edges], ('int32', 'int64'))
+    if 'edge_id' in specs:
+        expect('edge_id', [num_edges], ('int64', ))
+    for key, spec in specs.items():
+        if key not in TOPOLOGY_ARRAYS and spec['shape'][0] != num_nodes:
+            raise _fail(path / spec['file'], f"node array '{key}' has "
+                        f"{spec['shape'][0]} rows (meta.json shape "
+                        f"{spec['shape']}) but num_nodes = {num_nodes}", fix)
+
+    if verify != 'none':
+        total = sum(spec['bytes'] for spec in specs.values())
+        bar = tqdm(total=total, unit='B', unit_scale=True,
+                   desc='verifying checksums',
+                   disable=not (progress and verify == 'checksum'))
+        with bar:
+            for key, spec in specs.items():
+                file = path / spec['file']
+                try:
+                    actual = file.stat().st_size
+                except FileNotFoundError:
+                    raise _fail(file, f"missing (array '{key}' of "
+                                f"{spec['dtype']} {spec['shape']})",
+                                fix) from None
+                if actual != spec['bytes']:
+                    raise _fail(file, f'{actual} bytes on disk but '
+                                f"meta.json says {spec['bytes']} bytes "
+                                f"({spec['dtype']} {spec['shape']}): the "
+                                f'file is truncated or was overwritten', fix)
+                if verify == 'checksum':
+                    digest = sha256_file(file, bar)
+                    if digest != spec['sha256']:
+                        raise _fail(file, f'sha256 {digest} does not match '
+                                    f"meta.json's {spec['sha256']}: the file"
+                                    f' is corrupted', fix)
+
+    def mapped(key: str) -> Tensor:
+        spec = specs[key]
+        file = path / spec['file']
+        try:
+            return _map(file, spec)
+        except (OSError, ValueError) as exc:
+            raise _fail(file, f'cannot be memory-mapped ({exc})',
+                        fix) from None
+
+    indptr = mapped('indptr')
+    indices = mapped('indices')
+    edge_id = mapped('edge_id') if 'edge_id' in specs else None
+    _check_indptr(indptr.numpy(), num_edges, path / specs['indptr']['file'],
+                  verify != 'none', fix)
+    if verify == 'checksum':
+        _check_range(indices.numpy(), num_nodes,
+                     path / specs['indices']['file'], 'node id', fix)
+        if edge_id is not None:
+            _check_range(edge_id.numpy(), num_edges,
+                         path / specs['edge_id']['file'], 'edge position',
+                         fix)
+    topology = CSCTopology(indptr=indptr, indices=indices,
+                           num_nodes=num_nodes, edge_id=edge_id)
+    arrays = {key: mapped(key) for key in specs
+              if key not in TOPOLOGY_ARRAYS}
+    return OnDiskDataset(path=path, meta=meta, topology=topology,
+                         arrays=arrays)
