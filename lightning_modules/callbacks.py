@@ -15,6 +15,8 @@ import pytorch_lightning as pl
 from pytorch_lightning.callbacks import Callback
 from torch.utils.data import DataLoader
 
+from pyg_fastload.storage import FeatureSource
+
 __all__ = [
     'LoaderMonitor',
     'NOT_SECONDS',
@@ -74,13 +76,13 @@ def _timed_loader(loaders: List[Any]) -> Optional[Any]:
     return None
 
 
-def _feature_store(loaders: List[Any]) -> Optional[Any]:
-    r"""The first ``(feature_store, graph_store)`` feature store with a
-    ``stats()`` method (a ``TieredFeatureStore``) among the loaders' data."""
+def _feature_store(loaders: List[Any]) -> Optional[FeatureSource]:
+    r"""The first :class:`~pyg_fastload.storage.FeatureSource` among the
+    loaders' ``(feature_store, graph_store)`` data."""
     for loader in loaders:
         data = getattr(loader, 'data', None)
         if (isinstance(data, (tuple, list)) and len(data) == 2
-                and callable(getattr(data[0], 'stats', None))):
+                and isinstance(data[0], FeatureSource)):
             return data[0]
     return None
 

@@ -6,6 +6,8 @@ from typing import List, Optional
 
 from pytorch_lightning.cli import LightningCLI
 
+from pyg_fastload.config import FeatureCache, SettingError
+
 from .datamodule import FastLoadDataModule
 from .errors import ConfigError
 from .node_classifier import NodeClassifier
@@ -21,11 +23,26 @@ class FastLoadCLI(LightningCLI):
     callback, seed 0, and configuration errors reported with their config
     key (``data.feature_cache.host_budget``) before anything trains."""
     def instantiate_classes(self) -> None:
+        self._check_feature_cache()
         try:
             super().instantiate_classes()
         except ConfigError as error:
             self.parser.error(f"config key '{error.config_key}': "
                               f"{error.detail}")
+
+    def _check_feature_cache(self) -> None:
+        r"""Validates ``data.feature_cache`` first, so its errors name the
+        key instead of coming back as a failed type match."""
+        config = self.config[self.subcommand] if self.subcommand else \
+            self.config
+        cache = config.get('data.feature_cache')
+        if cache is None:
+            return
+        try:
+            FeatureCache(**cache.as_dict())
+        except SettingError as error:
+            self.parser.error(f"config key 'data.feature_cache.{error.key}'"
+                              f": {error.detail}")
 
     def after_fit(self) -> None:
         metrics = self.trainer.callback_metrics

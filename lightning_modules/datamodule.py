@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import importlib.util
 import os
-from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Literal, Optional, Tuple, Union
 
@@ -15,20 +14,12 @@ import torch_geometric.transforms as T
 from torch import Tensor
 from torch_geometric.data import Data
 
-from pyg_fastload import FastNeighborLoader, open_dataset
-from pyg_fastload.config import (
-    Budget,
-    available_memory,
-    budget_rows,
-    check_fanouts,
-    format_bytes,
-)
-from pyg_fastload.datasets import PRESETS, load_synthetic
-from pyg_fastload.datasets.pyg_file import load_data_file
-from pyg_fastload.io import open_dataset_dir
-from pyg_fastload.io.format import DatasetFormatError
-from pyg_fastload.storage import TieredFeatureStore, stores_from_data
-from pyg_fastload.storage.hotness import POLICIES
+from pyg_fastload import FastNeighborLoader
+from pyg_fastload.caching import open_dataset, stores_from_data
+from pyg_fastload.config import FeatureCache, SettingError, check_fanouts
+from pyg_fastload.datasets import PRESETS, load_data_file, load_synthetic
+from pyg_fastload.io import DatasetFormatError, open_dataset_dir
+from pyg_fastload.storage import FeatureSource
 
 from .errors import ConfigError, config_section
 
@@ -37,84 +28,22 @@ __all__ = ['FastLoadDataModule', 'FeatureCache']
 _SPLITS = ('train', 'val', 'test', 'predict')
 
 
-@dataclass
-class FeatureCache:
-    r"""Where feature rows live (the storage issue's tiers).
-
-    Args:
-        host_budget: host buffer of hot rows: bytes, a fraction of the rows
-            or a string such as ``'2GiB'`` / ``'10%'``.
-        device_budget: device cache (GPU memory on CUDA, a separate tensor
-            on CPU), the same units, or ``'auto'`` (free memory after the
-            first batch minus a reserve).
-        policy (str): hotness policy choosing the cached rows.
-        device_cache (str): ``'static'`` (hottest rows) or ``'window'``
-            (GIDS window buffering over the loader's look-ahead).
-        window (int): look-ahead batches for ``device_cache='window'``.
-        read_ahead (int): batches of merged storage read-ahead for features
-            on disk (0: off).
-        in_memory (bool): load a dataset directory's features into memory
-            instead of reading them from disk.
-    """
-    host_budget: Optional[Union[int, float, str]] = None
-    device_budget: Optional[Union[int, float, str]] = None
-    policy: Literal['out_degree', 'reverse_pagerank', 'presample',
-                    'random'] = 'out_degree'
-    device_cache: Literal['static', 'window'] = 'static'
-    window: int = 4
-    read_ahead: int = 0
-    in_memory: bool = False
-
-
-def _check_budget(budget: Budget, key: str) -> None:
-    r"""Fails early on a budget that cannot be met: not a size, negative,
-    a fraction above 1, or more bytes than the machine has available."""
-    if budget is None or budget == 'auto':
-        return
-    try:
-        num_bytes = budget_rows(budget, 2**62, 1, key)
-    except (TypeError, ValueError) as error:
-        raise ConfigError(key, str(error)) from None
-    if isinstance(budget, float) or (isinstance(budget, str)
-                                     and budget.strip().endswith('%')):
-        return  # a fraction of the data: checked against it in setup
-    available = available_memory()
-    if available and num_bytes > available:
-        raise ConfigError(
-            key, f"{budget!r} ({format_bytes(num_bytes)}) is more than the "
-            f"{format_bytes(available)} of memory available; give a "
-            f"smaller size or a fraction such as '10%'")
-
-
 def _check_feature_cache(cache: Any) -> Optional[FeatureCache]:
-    if cache is None:
-        return None
-    if isinstance(cache, dict):
-        unknown = set(cache) - set(FeatureCache.__dataclass_fields__)
-        if unknown:
-            raise ConfigError(
-                'feature_cache', f"unknown keys {sorted(unknown)}; known: "
-                f"{sorted(FeatureCache.__dataclass_fields__)}")
-        cache = FeatureCache(**cache)
-    if not isinstance(cache, FeatureCache):
+    if cache is None or isinstance(cache, FeatureCache):
+        return cache
+    if not isinstance(cache, dict):
         raise ConfigError('feature_cache', f"must be a FeatureCache or a "
                           f"dict, got {type(cache).__name__}")
-    _check_budget(cache.host_budget, 'feature_cache.host_budget')
-    _check_budget(cache.device_budget, 'feature_cache.device_budget')
-    if cache.policy not in POLICIES:
-        raise ConfigError('feature_cache.policy',
-                          f"{cache.policy!r} is not one of {POLICIES}")
-    if cache.device_cache not in ('static', 'window'):
-        raise ConfigError('feature_cache.device_cache',
-                          f"{cache.device_cache!r} must be 'static' or "
-                          f"'window'")
-    for key in ('window', 'read_ahead'):
-        value = getattr(cache, key)
-        if not isinstance(value, int) or value < (key == 'window'):
-            raise ConfigError(f'feature_cache.{key}',
-                              f"{value!r} must be an int >= "
-                              f"{int(key == 'window')}")
-    return cache
+    unknown = set(cache) - set(FeatureCache.__dataclass_fields__)
+    if unknown:
+        raise ConfigError(
+            'feature_cache', f"unknown keys {sorted(unknown)}; known: "
+            f"{sorted(FeatureCache.__dataclass_fields__)}")
+    try:
+        return FeatureCache(**cache)
+    except SettingError as error:
+        raise ConfigError(f'feature_cache.{error.key}',
+                          error.detail) from None
 
 
 def _resolve_dataset(dataset: Any) -> Tuple[str, Any]:
@@ -310,8 +239,8 @@ class FastLoadDataModule(pl.LightningDataModule):
         return trainer.strategy.root_device
 
     @property
-    def feature_store(self) -> Optional[TieredFeatureStore]:
-        r"""The tiered feature store once set up (:obj:`None` for an
+    def feature_store(self) -> Optional[FeatureSource]:
+        r"""The feature store once set up (:obj:`None` for an
         in-memory ``Data`` without :obj:`feature_cache`)."""
         if isinstance(self.data, tuple):
             return self.data[0]
@@ -327,25 +256,23 @@ class FastLoadDataModule(pl.LightningDataModule):
     def setup(self, stage: Optional[str] = None) -> None:
         if self.data is not None:
             return
-        cache = asdict(self.feature_cache) if self.feature_cache else {}
-        cache.pop('in_memory', None)
+        cache = self.feature_cache or FeatureCache()
+        batch_size = self.batch_size
         if self.kind == 'dir':
-            in_memory = bool(self.feature_cache
-                             and self.feature_cache.in_memory)
             self.data = open_dataset(
-                self.source, device=self.device, in_memory=in_memory,
-                num_neighbors=self.num_neighbors, progress=self.progress,
-                **cache)
+                self.source, cache, device=self.device,
+                num_neighbors=self.num_neighbors, batch_size=batch_size,
+                progress=self.progress)
             return
         data = self._in_memory_data()
         if self.feature_cache is None:
             self.data = data
             return
-        cache.pop('read_ahead')
         try:
             self.data = stores_from_data(
-                data, device=self.device, num_neighbors=self.num_neighbors,
-                progress=self.progress, **cache)
+                data, cache, device=self.device,
+                num_neighbors=self.num_neighbors, batch_size=batch_size,
+                progress=self.progress)
         except ValueError as error:
             raise ConfigError('feature_cache', str(error)) from None
 

@@ -3,7 +3,10 @@ Geometric."""
 from .graph import CSCTopology
 from .loader import FastNeighborLoader
 from .sampling import FastNeighborSampler
-from .storage import CSCGraphStore, TieredFeatureStore, open_dataset
+from .caching import open_dataset, stores_from_data
+from .config import FeatureCache, PipelineSettings
+from .errors import FastLoadError
+from .storage import CSCGraphStore, FeatureSource, TieredFeatureStore
 
 __version__ = '0.1.0'
 
@@ -14,5 +17,10 @@ __all__ = [
     'TieredFeatureStore',
     'CSCGraphStore',
     'open_dataset',
+    'stores_from_data',
+    'FeatureCache',
+    'PipelineSettings',
+    'FeatureSource',
+    'FastLoadError',
     '__version__',
 ]

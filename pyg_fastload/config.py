@@ -3,39 +3,67 @@ budgets, the cache settings and the pipeline settings."""
 from __future__ import annotations
 
 import re
-from typing import Any, List, Optional, Sequence, Union
+from dataclasses import dataclass
+from typing import Any, List, Literal, Optional, Sequence, Union
 
-from .errors import HETERO_UNSUPPORTED
+from .errors import HETERO_UNSUPPORTED, FastLoadError
 
-__all__ = ['check_fanouts', 'Budget', 'budget_rows', 'available_memory',
-           'format_bytes']
+__all__ = [
+    'FeatureCache',
+    'PipelineSettings',
+    'SettingError',
+    'Budget',
+    'POLICIES',
+    'DEVICE_CACHE_MODES',
+    'parse_budget',
+    'budget_rows',
+    'check_fanouts',
+    'available_memory',
+    'format_bytes',
+]
 
 
 Budget = Optional[Union[int, float, str]]
+
+#: The hotness policies that can choose the cached rows.
+POLICIES = ('out_degree', 'reverse_pagerank', 'presample', 'random')
+#: How the device cache is filled: hottest rows, or GIDS window buffering.
+DEVICE_CACHE_MODES = ('static', 'window')
 
 _UNITS = {'': 1, 'b': 1, 'kb': 10**3, 'mb': 10**6, 'gb': 10**9, 'tb': 10**12,
           'kib': 2**10, 'mib': 2**20, 'gib': 2**30, 'tib': 2**40}
 
 
-def budget_rows(budget: Budget, num_rows: int, row_bytes: int,
-                name: str) -> int:
-    r"""How many rows of :obj:`row_bytes` bytes fit in :obj:`budget`.
+class SettingError(FastLoadError, ValueError):
+    r"""A bad value of one setting; :attr:`key` names it (``'window'``) and
+    :attr:`detail` says what is wrong and what to give instead."""
+    def __init__(self, key: str, detail: str):
+        super().__init__(f"'{key}': {detail}")
+        self.key = key
+        self.detail = detail
+
+
+def parse_budget(budget: Budget, name: str,
+                 allow_auto: bool = False) -> Union[None, int, float, str]:
+    r"""A memory budget in normal form: :obj:`None` (none), an ``int``
+    number of bytes, a ``float`` fraction of the rows in ``[0, 1]``, or
+    ``'auto'`` where :obj:`allow_auto`.
 
     Args:
-        budget: :obj:`None` or ``0`` (no rows), an ``int`` number of bytes, a
-            ``float`` in ``[0, 1]`` (that fraction of the rows), or a string
-            such as ``'512MiB'``, ``'2GB'`` or ``'20%'``.
-        num_rows (int): rows in the full tensor (the result never exceeds it).
-        row_bytes (int): bytes per row.
+        budget: :obj:`None`, bytes, a fraction, or a string such as
+            ``'512MiB'``, ``'2GB'`` or ``'20%'``.
         name (str): the argument's name, for error messages.
+        allow_auto (bool): accept ``'auto'``.
     """
     if budget is None:
-        return 0
+        return None
     if isinstance(budget, bool):
         raise TypeError(f"'{name}' must be bytes, a fraction or a size "
                         f"string, got {budget!r}")
     if isinstance(budget, str):
         text = budget.strip().lower()
+        if text == 'auto' and allow_auto:
+            return 'auto'
         if text.endswith('%'):
             try:
                 budget = float(text[:-1]) / 100
@@ -50,18 +78,127 @@ def budget_rows(budget: Budget, num_rows: int, row_bytes: int,
         if budget is None:
             raise ValueError(f"'{name}={text!r}' is not a size: use bytes "
                              f"(e.g. '512MiB', '2GB') or a percentage "
-                             f"('20%')")
+                             f"('20%')" + (" or 'auto'" if allow_auto else ''))
     if isinstance(budget, float):
         if not 0.0 <= budget <= 1.0:
             raise ValueError(f"'{name}={budget}' as a fraction must lie in "
                              f"[0, 1]; give bytes as an int or a string")
-        return min(num_rows, int(round(budget * num_rows)))
+        return budget
     if isinstance(budget, int):
         if budget < 0:
             raise ValueError(f"'{name}={budget}' must be >= 0 bytes")
-        return min(num_rows, budget // max(row_bytes, 1))
+        return budget
     raise TypeError(f"'{name}' must be bytes, a fraction or a size string, "
                     f"got {type(budget).__name__}")
+
+
+def budget_rows(budget: Budget, num_rows: int, row_bytes: int,
+                name: str) -> int:
+    r"""How many rows of :obj:`row_bytes` bytes fit in :obj:`budget` (see
+    :func:`parse_budget`); never more than :obj:`num_rows`."""
+    value = parse_budget(budget, name)
+    if value is None:
+        return 0
+    if isinstance(value, float):
+        return min(num_rows, int(round(value * num_rows)))
+    return min(num_rows, value // max(row_bytes, 1))
+
+
+@dataclass(frozen=True)
+class FeatureCache:
+    r"""Where feature rows live: the host buffer and device cache in front
+    of storage, validated once when made.
+
+    Args:
+        host_budget: host buffer of hot rows: bytes, a fraction of the rows
+            or a string such as ``'2GiB'`` / ``'10%'``.
+        device_budget: device cache (GPU memory on CUDA, a separate tensor
+            on CPU), the same units, or ``'auto'`` (free memory after the
+            first batch minus a reserve).
+        policy (str): hotness policy choosing the cached rows.
+        device_cache (str): ``'static'`` (hottest rows) or ``'window'``
+            (GIDS window buffering over the loader's look-ahead).
+        window (int): look-ahead batches for ``device_cache='window'``.
+        read_ahead (int): batches of merged storage read-ahead for features
+            on disk (0: off).
+        in_memory (bool): load a dataset directory's features into memory
+            instead of reading them from disk.
+    """
+    host_budget: Optional[Union[int, float, str]] = None
+    device_budget: Optional[Union[int, float, str]] = None
+    policy: Literal['out_degree', 'reverse_pagerank', 'presample',
+                    'random'] = 'out_degree'
+    device_cache: Literal['static', 'window'] = 'static'
+    window: int = 4
+    read_ahead: int = 0
+    in_memory: bool = False
+
+    def __post_init__(self) -> None:
+        for key in ('host_budget', 'device_budget'):
+            value = getattr(self, key)
+            try:
+                parsed = parse_budget(value, key, key == 'device_budget')
+            except (TypeError, ValueError) as exc:
+                raise SettingError(key, str(exc)) from None
+            if isinstance(parsed, int):
+                available = available_memory()
+                if available and parsed > available:
+                    raise SettingError(
+                        key, f"{value!r} ({format_bytes(parsed)}) is more "
+                        f"than the {format_bytes(available)} of memory "
+                        f"available; give a smaller size or a fraction such "
+                        f"as '10%'")
+        if self.policy not in POLICIES:
+            raise SettingError('policy', f"{self.policy!r} is not one of "
+                               f"{', '.join(POLICIES)}")
+        if self.device_cache not in DEVICE_CACHE_MODES:
+            raise SettingError('device_cache', f"{self.device_cache!r} must "
+                               f"be one of {DEVICE_CACHE_MODES}")
+        for key, low in (('window', 1), ('read_ahead', 0)):
+            value = getattr(self, key)
+            if isinstance(value, bool) or not isinstance(value, int) or \
+                    value < low:
+                raise SettingError(key, f"{value!r} must be an int >= {low} "
+                                   f"(batches)")
+
+    @property
+    def enabled(self) -> bool:
+        r"""Whether any cache tier is asked for."""
+        return self.host_budget is not None or self.device_budget is not None
+
+
+@dataclass(frozen=True)
+class PipelineSettings:
+    r"""How the loader overlaps sampling, loading and training.
+
+    Args:
+        pipeline (bool or str): ``True`` (sampling and loading threads),
+            ``False`` (sequential) or ``'auto'`` (decided after the first
+            epoch).
+        queue_capacity (int): batches each queue holds.
+        run_ahead (str or int): ``'adaptive'`` (ByteGNN's launch score) or a
+            fixed number of batches in flight.
+    """
+    pipeline: Union[bool, str] = 'auto'
+    queue_capacity: int = 2
+    run_ahead: Union[str, int] = 'adaptive'
+
+    def __post_init__(self) -> None:
+        if (isinstance(self.queue_capacity, bool)
+                or not isinstance(self.queue_capacity, int)
+                or self.queue_capacity < 1):
+            raise SettingError('queue_capacity', f"must be an int >= 1, got "
+                               f"{self.queue_capacity!r}")
+        if self.pipeline not in (True, False, 'auto'):
+            raise SettingError('pipeline', f"must be True, False or 'auto', "
+                               f"got {self.pipeline!r}")
+        run_ahead = self.run_ahead
+        if run_ahead != 'adaptive' and (isinstance(run_ahead, bool)
+                                        or not isinstance(run_ahead, int)
+                                        or run_ahead < 1):
+            raise SettingError('run_ahead', f"must be 'adaptive' or an int "
+                               f">= 1 (batches in flight), got "
+                               f"{run_ahead!r}")
 
 
 def check_fanouts(num_neighbors: Any) -> List[int]:

@@ -28,8 +28,8 @@ def test_gather_matches_and_old_batches_stay_intact():
     kept = [batch for batch in loader]  # every batch kept alive
     for batch in kept:
         assert torch.equal(batch.x, data.x[batch.n_id])
-    assert loader._pool.reused == 0
+    assert loader._join._pool.reused == 0
     del kept, batch
     for batch in loader:  # batches dropped as we go: buffers recycled
         assert torch.equal(batch.x, data.x[batch.n_id])
-    assert loader._pool.reused > 0
+    assert loader._join._pool.reused > 0

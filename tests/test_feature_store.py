@@ -3,19 +3,25 @@ import pytest
 import torch
 
 from pyg_fastload import FastNeighborLoader
-from pyg_fastload.config import budget_rows
+from pyg_fastload.caching import configure_caches
+from pyg_fastload.config import FeatureCache, budget_rows
 from pyg_fastload.graph.topology import CSCTopology
 from pyg_fastload.storage import (
     CSCGraphStore,
     TieredFeatureStore,
     WindowBufferedCache,
 )
-from pyg_fastload.storage.feature_store import AdaptiveReadAhead
+from pyg_fastload.storage import AdaptiveReadAhead
 
 from .conftest import random_graph, requires_cuda, requires_torch_sparse
 
 DTYPES = [torch.float32, torch.float16, torch.float64, torch.int64,
           torch.uint8, torch.bool]
+
+
+def configure(store, scores=None, reserve_bytes=2**30, **settings):
+    configure_caches(store, FeatureCache(**settings), scores=scores,
+                     reserve_bytes=reserve_bytes)
 
 
 def make_tensor(dtype, rows=50, cols=6):
@@ -36,9 +42,9 @@ def tiered(tensor, tmp_path=None, host=0.2, device=0.1, mode='static'):
         tensor.numpy().tofile(path)
         store.put_mmap_tensor(str(path), tensor.dtype, tensor.shape, 'x')
     # Node 0 hottest, then 1, 2, ...: device holds 0..4, host 5..14.
-    store.configure_caches(scores=-torch.arange(tensor.size(0)).double(),
-                           host_budget=host, device_budget=device,
-                           device_cache=mode)
+    configure(store, scores=-torch.arange(tensor.size(0)).double(),
+              host_budget=host, device_budget=device,
+              device_cache=mode)
     return store
 
 
@@ -80,8 +86,8 @@ def test_window_buffering_keeps_rows_still_needed():
     x = make_tensor(torch.float32, rows=num_nodes)
     store = TieredFeatureStore()
     store.put_tensor(x, group_name=None, attr_name='x', index=None)
-    store.configure_caches(device_budget=capacity / num_nodes,
-                           device_cache='window')
+    configure(store, device_budget=capacity / num_nodes,
+          device_cache='window')
     cache = store._entries[(None, 'x')].device
     assert isinstance(cache, WindowBufferedCache)
     gen = torch.Generator().manual_seed(0)
@@ -115,7 +121,7 @@ def test_window_beats_no_reuse_knowledge_on_storage_reads():
     def storage_rows(announce):
         store = TieredFeatureStore()
         store.put_tensor(x, group_name=None, attr_name='x', index=None)
-        store.configure_caches(device_budget=0.2, device_cache='window')
+        configure(store, device_budget=0.2, device_cache='window')
         for t, b in enumerate(batches):
             if announce:
                 for later in batches[t + 1:t + 3]:
@@ -133,8 +139,8 @@ def memory_stores(data):
     store = TieredFeatureStore()
     store.put_tensor(data.x, group_name=None, attr_name='x', index=None)
     store.put_tensor(data.y, group_name=None, attr_name='y', index=None)
-    store.configure_caches(scores=torch.rand(data.num_nodes).double(),
-                           host_budget=0.3, device_budget=0.1)
+    configure(store, scores=torch.rand(data.num_nodes).double(),
+          host_budget=0.3, device_budget=0.1)
     graph_store = CSCGraphStore(
         CSCTopology.from_edge_index(data.edge_index, data.num_nodes))
     return store, graph_store
@@ -259,7 +265,7 @@ def test_bad_mmap_file_and_unknown_attr(tmp_path):
     with pytest.raises(KeyError, match="'feat'"):
         store.gather('feat', torch.tensor([0]))
     with pytest.raises(ValueError, match='device_cache'):
-        store.configure_caches(device_cache='lru')
+        configure(store, device_cache='lru')
 
 
 def test_fast_loader_samples_ahead_for_window_cache(tmp_path):
@@ -268,8 +274,8 @@ def test_fast_loader_samples_ahead_for_window_cache(tmp_path):
     data.x.numpy().tofile(path)
     store = TieredFeatureStore()
     store.put_mmap_tensor(str(path), torch.float32, data.x.shape, 'x')
-    store.configure_caches(device_budget=0.2, device_cache='window',
-                           window=3)
+    configure(store, device_budget=0.2, device_cache='window',
+          window=3)
     graph_store = CSCGraphStore(
         CSCTopology.from_edge_index(data.edge_index, data.num_nodes))
     loader = FastNeighborLoader((store, graph_store), [3, 2],
@@ -300,8 +306,8 @@ def test_auto_device_budget_is_set_after_first_batch():
     assert store.free_device_bytes() > 0
     # 30 rows of 24 bytes free beyond the reserve: the cache gets 30 rows.
     store.free_device_bytes = lambda: 10_000 + 30 * 24
-    store.configure_caches(scores=-torch.arange(100).double(),
-                           device_budget='auto', reserve_bytes=10_000)
+    configure(store, scores=-torch.arange(100).double(),
+          device_budget='auto', reserve_bytes=10_000)
     assert store._entries[(None, 'x')].device is None
     assert torch.equal(store.gather('x', torch.arange(10)), x[:10])
     device = store._entries[(None, 'x')].device
@@ -315,8 +321,8 @@ def test_read_ahead_merges_reads_of_several_batches(tmp_path):
     data.x.numpy().tofile(path)
     store = TieredFeatureStore()
     store.put_mmap_tensor(str(path), torch.float32, data.x.shape, 'x')
-    store.configure_caches(scores=torch.rand(2000).double(),
-                           host_budget=0.1)
+    configure(store, scores=torch.rand(2000).double(),
+          host_budget=0.1)
     store.set_read_ahead(batches=4, min_reads=500)
     storage = store._entries[(None, 'x')].storage
     storage.evict_page_cache()
@@ -390,9 +396,9 @@ def test_device_cache_on_cuda(tmp_path, mode):
     x.numpy().tofile(path)
     store = TieredFeatureStore(device='cuda')
     store.put_mmap_tensor(str(path), torch.float32, x.shape, 'x')
-    store.configure_caches(scores=-torch.arange(200).double(),
-                           host_budget=0.2, device_budget=0.1,
-                           device_cache=mode)
+    configure(store, scores=-torch.arange(200).double(),
+          host_budget=0.2, device_budget=0.1,
+              device_cache=mode)
     for ids in (torch.arange(200), torch.tensor([0, 150, 150, 3])):
         out = store.gather('x', ids)
         assert out.is_cuda

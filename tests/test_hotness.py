@@ -6,8 +6,8 @@ import torch
 
 from pyg_fastload import CSCTopology
 from pyg_fastload.bench import cache as bench_cache
-from pyg_fastload.storage.hotness import (
-    POLICIES,
+from pyg_fastload.config import POLICIES
+from pyg_fastload.caching.hotness import (
     access_counts,
     hit_ratio,
     hit_ratio_curve,

@@ -16,8 +16,8 @@ import torch
 from torch import Tensor
 
 from ..datasets import SyntheticGraph, degree_stats, load_synthetic
-from ..storage.hotness import (
-    POLICIES,
+from ..config import POLICIES
+from ..caching.hotness import (
     access_counts,
     hit_ratio_curve,
     hot_order,

@@ -16,7 +16,7 @@ from ..datasets import default_cache_root, load_synthetic, prepare_synthetic
 from ..io import open_dataset_dir
 from ..loader import FastNeighborLoader
 from ..storage import TieredFeatureStore
-from ..storage.open import open_dataset
+from ..caching import open_dataset
 from .common import Table
 
 __all__ = ['add_disk_arguments', 'disk_tier_section', 'prepared_dataset_dir']

@@ -107,7 +107,7 @@ def run(args: argparse.Namespace) -> Dict[str, float]:
     if args.trim:
         loaders[trimmed] = fast_loader(trimmed, data, pipeline=False)
     if args.disk:
-        from ..storage.open import open_dataset
+        from ..caching import open_dataset
         from .disk_tier import prepared_dataset_dir
         stores = open_dataset(prepared_dataset_dir(args), host_budget=0.1,
                               device_budget=0.3, device_cache='window',

@@ -2,24 +2,22 @@ r"""``FastNeighborLoader``: PyG's ``NeighborLoader`` API over the vectorized
 :class:`~pyg_fastload.sampling.FastNeighborSampler`."""
 from __future__ import annotations
 
-import copy
-import time
-from typing import Any, Callable, Dict, Iterator, List, Optional, Union
+from typing import Any, Callable, Iterator, List, Optional, Union
 
-import numpy as np
 import torch
 from torch import Tensor
 from torch.utils.data import get_worker_info
 from torch_geometric.data import Data, FeatureStore, GraphStore, HeteroData
 from torch_geometric.loader import NodeLoader
-from torch_geometric.loader.utils import filter_data
 from torch_geometric.sampler import SamplerOutput
 from torch_geometric.sampler.base import SubgraphType
 
+from ..config import PipelineSettings
 from ..errors import HETERO_UNSUPPORTED
 from ..sampling import FastNeighborSampler, HopSampler
-from ..storage import TieredFeatureStore
-from ..storage.buffer_pool import BufferPool
+from ..storage import FeatureSource
+from .feature_join import FeatureJoin
+from .inputs import check_device, check_has_features, check_input_nodes
 from .pipeline import (
     DeviceTransfer,
     PipelineIterator,
@@ -35,84 +33,6 @@ __all__ = ['FastNeighborLoader', 'PIPELINE_MIN_LOAD_SHARE']
 PIPELINE_MIN_LOAD_SHARE = 0.1
 #: ... measured over at least this many batches (or a whole shorter epoch).
 AUTO_MIN_BATCHES = 4
-
-
-def _check_input_nodes(input_nodes: Any, num_nodes: int) -> Optional[Tensor]:
-    r"""Validates :obj:`input_nodes` (``None``, a boolean mask or an index)
-    and returns it as a tensor."""
-    if input_nodes is None:
-        return None
-    if isinstance(input_nodes, str) or isinstance(input_nodes, tuple):
-        raise NotImplementedError(
-            f"'input_nodes={input_nodes!r}' names a node type, which only "
-            f"heterogeneous graphs have. " + HETERO_UNSUPPORTED)
-    if isinstance(input_nodes, np.ndarray):
-        input_nodes = torch.from_numpy(input_nodes)
-    elif not isinstance(input_nodes, Tensor):
-        input_nodes = torch.as_tensor(input_nodes)
-    if input_nodes.dtype == torch.bool:
-        if input_nodes.numel() != num_nodes:
-            raise ValueError(
-                f"'input_nodes' is a boolean mask of length "
-                f"{input_nodes.numel()}, but the graph has {num_nodes} nodes; "
-                f"pass a mask with one entry per node or an index tensor")
-        return input_nodes.view(-1)
-    if input_nodes.dtype.is_floating_point or input_nodes.dtype.is_complex:
-        raise TypeError(
-            f"'input_nodes' has dtype {input_nodes.dtype}: pass node ids as "
-            f"an integer tensor (e.g. torch.long) or a boolean mask")
-    input_nodes = input_nodes.view(-1).long()
-    if input_nodes.numel() > 0:
-        low, high = int(input_nodes.min()), int(input_nodes.max())
-        if low < 0 or high >= num_nodes:
-            raise IndexError(
-                f"'input_nodes' holds node id {low if low < 0 else high}, "
-                f"outside [0, {num_nodes}) for this graph")
-    return input_nodes
-
-
-def _check_device(device: Optional[Union[str, torch.device]],
-                  num_workers: int) -> Optional[torch.device]:
-    r"""Validates the loader's :obj:`device`."""
-    if device is None:
-        return None
-    try:
-        device = torch.device(device)
-    except (RuntimeError, TypeError) as error:
-        raise ValueError(f"'device={device!r}' is not a torch device: pass "
-                         f"None, 'cpu' or 'cuda[:index]'") from error
-    if device.type not in ('cpu', 'cuda'):
-        raise ValueError(f"'device={device}' is not supported: pass None, "
-                         f"'cpu' or 'cuda[:index]'")
-    if device.type == 'cuda':
-        if not torch.cuda.is_available():
-            raise ValueError(f"'device={device}' needs CUDA, which this "
-                             f"PyTorch build or machine lacks: pass None or "
-                             f"'cpu'")
-        if device.index is None:
-            device = torch.device('cuda', torch.cuda.current_device())
-        if num_workers > 0:
-            raise ValueError(f"'device={device}' needs 'num_workers=0' (got "
-                             f"{num_workers}): the loader's own pipeline "
-                             f"moves batches; with worker processes, move "
-                             f"them in the training loop")
-    return device
-
-
-def _check_has_features(data: Any) -> None:
-    if isinstance(data, Data):
-        if 'x' not in data or data.x is None:
-            raise ValueError(
-                "the data object has no node features 'x': set 'data.x' "
-                "(a [num_nodes, num_features] tensor) before building the "
-                "loader")
-        return
-    feature_store: FeatureStore = data[0]
-    names = {attr.attr_name for attr in feature_store.get_all_tensor_attrs()}
-    if 'x' not in names:
-        raise ValueError(f"the FeatureStore has no 'x' tensor (found "
-                         f"{sorted(names)}); put the node features under "
-                         f"attr_name='x'")
 
 
 class FastNeighborLoader(NodeLoader):
@@ -215,11 +135,11 @@ class FastNeighborLoader(NodeLoader):
                 or batch_size < 1):
             raise ValueError(f"'batch_size' must be a positive int, got "
                              f"{batch_size!r}")
-        _check_has_features(data)
+        check_has_features(data)
         if filter_per_worker is None and not isinstance(data, Data):
             # Join in the main process, where the store's caches live; the
             # sampling still runs in worker processes if there are any.
-            filter_per_worker = not isinstance(data[0], TieredFeatureStore)
+            filter_per_worker = not isinstance(data[0], FeatureSource)
         if neighbor_sampler is None:
             neighbor_sampler = FastNeighborSampler(
                 data,
@@ -231,7 +151,7 @@ class FastNeighborLoader(NodeLoader):
                 share_memory=kwargs.get('num_workers', 0) > 0,
                 directed=directed,
             )
-        input_nodes = _check_input_nodes(input_nodes,
+        input_nodes = check_input_nodes(input_nodes,
                                          neighbor_sampler.num_nodes)
         if input_nodes is None and not isinstance(data, Data):
             input_nodes = torch.arange(neighbor_sampler.num_nodes)
@@ -244,50 +164,23 @@ class FastNeighborLoader(NodeLoader):
             filter_per_worker=filter_per_worker,
             **kwargs,
         )
-        if queue_capacity < 1:
-            raise ValueError(f"'queue_capacity' must be >= 1, got "
-                             f"{queue_capacity}")
-        if pipeline not in (True, False, 'auto'):
-            raise ValueError(f"'pipeline' must be True, False or 'auto', "
-                             f"got {pipeline!r}")
-        if run_ahead != 'adaptive' and (isinstance(run_ahead, bool)
-                                        or not isinstance(run_ahead, int)
-                                        or run_ahead < 1):
-            raise ValueError(f"'run_ahead' must be 'adaptive' or an int >= "
-                             f"1 (batches in flight), got {run_ahead!r}")
+        self.settings = PipelineSettings(pipeline, queue_capacity, run_ahead)
         self.pipeline = pipeline
         self.queue_capacity = queue_capacity
         self.run_ahead = run_ahead
-        self.device = _check_device(device, self.num_workers)
+        self.device = check_device(device, self.num_workers)
         self._transfer = DeviceTransfer(self.device)
         self._scheduler: Optional[RunAheadScheduler] = None
         self.time_breakdown = new_breakdown()
         self._auto_decision: Optional[bool] = None
         # The consumer's batch, the queued ones and the one being loaded.
-        self._pool = BufferPool(max_buffers=queue_capacity + 3)
-        self._pooled: Dict[str, Tensor] = {}
-        self._rest: Optional[Data] = None
-        if isinstance(data, Data):
-            self._split_feature_matrices(data)
-
-    def _split_feature_matrices(self, data: Data) -> None:
-        r"""Node feature matrices (2+ dims, CPU) are gathered into pooled
-        buffers; PyG's ``filter_data`` slices everything else."""
-        for key, value in data.items():
-            if (isinstance(value, Tensor) and value.dim() >= 2
-                    and not value.is_cuda and data.is_node_attr(key)
-                    and data.__cat_dim__(key, value) == 0):
-                self._pooled[key] = value
-        if self._pooled:
-            self._rest = copy.copy(data)
-            self._rest.num_nodes = data.num_nodes
-            for key in self._pooled:
-                del self._rest[key]
+        self._join = FeatureJoin(data, self._transfer,
+                                 max_buffers=queue_capacity + 3)
 
     @property
-    def _tiered_store(self) -> Optional[TieredFeatureStore]:
+    def _feature_source(self) -> Optional[FeatureSource]:
         if isinstance(self.data, (tuple, list)) and isinstance(
-                self.data[0], TieredFeatureStore):
+                self.data[0], FeatureSource):
             return self.data[0]
         return None
 
@@ -297,27 +190,16 @@ class FastNeighborLoader(NodeLoader):
         :class:`~pyg_fastload.storage.TieredFeatureStore` is read through its
         tiers directly (main process only: worker processes write into
         shared memory as in PyG)."""
-        store = self._tiered_store
+        store = self._feature_source
         if (get_worker_info() is not None
-                or (self._rest is None and store is None)):
+                or (not self._join.pooled and store is None)):
             return super().filter_fn(out)
         if self.transform_sampler_output:
             out = self.transform_sampler_output(out)
         if store is not None:
-            data = self._join_store(store, out)
+            data = self._join.from_source(store, out, self.time_breakdown)
         else:
-            data = filter_data(self._rest, out.node, out.row, out.col,
-                               out.edge)
-            if 'num_nodes' not in self.data._store:
-                del data._store['num_nodes']
-            started = time.perf_counter()
-            for key, value in self._pooled.items():
-                data[key] = torch.index_select(
-                    value, 0, out.node,
-                    out=self._buffer((out.node.numel(), *value.shape[1:]),
-                                     value.dtype))
-            self.time_breakdown['feature_loading.storage'] += (
-                time.perf_counter() - started)
+            data = self._join.from_data(self.data, out, self.time_breakdown)
         data.n_id = out.node
         data.e_id = out.edge
         data.batch = out.batch
@@ -327,33 +209,6 @@ class FastNeighborLoader(NodeLoader):
         data.seed_time = out.metadata[1]
         data.batch_size = out.metadata[0].size(0)
         return data if self.transform is None else self.transform(data)
-
-    def _join_store(self, store: TieredFeatureStore,
-                    out: SamplerOutput) -> Data:
-        store.retire(out.node)
-        data = Data(edge_index=torch.stack([out.row, out.col]))
-        timings: Dict[str, float] = {}
-        for attr in store.get_all_tensor_attrs():
-            if attr.group_name is not None:
-                continue
-            size = store.get_tensor_size(attr)
-            buffer = None
-            if len(size) >= 2 and store.device.type == 'cpu':
-                buffer = self._buffer((out.node.numel(), *size[1:]),
-                                      store.dtype_of(attr.attr_name))
-            data[attr.attr_name] = store.gather(attr.attr_name, out.node,
-                                                out=buffer, timings=timings)
-        for tier, seconds in timings.items():
-            self.time_breakdown[f'feature_loading.{tier}'] += seconds
-        return data
-
-    def _buffer(self, shape: tuple, dtype: torch.dtype) -> Tensor:
-        r"""A feature buffer: recycled, or pinned (from torch's caching host
-        allocator, which keeps it until its copy is done) for a CUDA
-        :attr:`device`."""
-        if self._transfer.active:
-            return torch.empty(shape, dtype=dtype, pin_memory=True)
-        return self._pool.empty(shape, dtype)
 
     def _get_iterator(self) -> Iterator:
         if self.num_workers > 0:  # PyG's path: sampling in worker processes
@@ -371,7 +226,7 @@ class FastNeighborLoader(NodeLoader):
                 yield self.node_sampler.sample_from_nodes(
                     self.input_data[index], generator=generator)
 
-        store = self._tiered_store
+        store = self._feature_source
         depth = store.lookahead_depth if store is not None else 0
 
         def on_sampled(out: SamplerOutput) -> None:

@@ -3,26 +3,25 @@ fastest tier that holds them: device cache, host buffer, then storage (in
 memory or a memory-mapped file)."""
 from __future__ import annotations
 
-import math
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+from typing import (Any, Callable, Dict, List, Optional, Sequence, Tuple,
+                    Union)
 
 import torch
 from torch import Tensor
 from torch_geometric.data import FeatureStore, TensorAttr
 
-from ..config import Budget, available_memory, budget_rows
-from ..graph.topology import CSCTopology
+from ..config import available_memory
 from .buffer_pool import BufferPool
 from .counters import TierCounters
+from .read_ahead import AdaptiveReadAhead
 from .tiers import MemoryStorage, MmapStorage, StaticCache, WindowBufferedCache
 
-__all__ = ['TieredFeatureStore', 'AdaptiveReadAhead']
+__all__ = ['TieredFeatureStore']
 
 Key = Tuple[Optional[str], str]
-DEVICE_CACHE_MODES = ('static', 'window')
 
 
 @dataclass
@@ -54,60 +53,6 @@ def _spent(timings: Dict[str, float], tier: str, started: float) -> None:
     timings[tier] = timings.get(tier, 0.0) + time.perf_counter() - started
 
 
-class AdaptiveReadAhead:
-    r"""How many batches ahead a batch's storage reads are issued, from the
-    share of the time between batches spent reading storage: at least
-    :obj:`grow_share` doubles the depth (latency is exposed), at most
-    :obj:`shrink_share` lowers it by one (the reads are hidden; a shallower
-    look-ahead holds less memory). Bounded by :obj:`max_batches` and by
-    what :obj:`max_bytes` holds of the storage bytes a batch reads.
-
-    Args:
-        max_batches (int): the deepest look-ahead.
-        max_bytes (int): bytes the read-ahead batches may hold.
-        grow_share (float): storage share of a batch's time that grows the
-            depth.
-        shrink_share (float): storage share that shrinks it.
-        smoothing (float): weight of the newest batch in the averages.
-    """
-    def __init__(self, max_batches: int, max_bytes: int,
-                 grow_share: float = 0.25, shrink_share: float = 0.05,
-                 smoothing: float = 0.3):
-        if max_batches < 1 or max_bytes < 1:
-            raise ValueError(f"'max_batches={max_batches}' and "
-                             f"'max_bytes={max_bytes}' must be >= 1")
-        if not 0 <= shrink_share < grow_share:
-            raise ValueError(f"'shrink_share={shrink_share}' must be >= 0 "
-                             f"and below 'grow_share={grow_share}'")
-        self.max_batches, self.max_bytes = max_batches, max_bytes
-        self.grow_share, self.shrink_share = grow_share, shrink_share
-        self.smoothing = smoothing
-        self.depth = 1
-        self.read_share: Optional[float] = None
-        self.batch_bytes: Optional[float] = None
-
-    def _average(self, old: Optional[float], new: float) -> float:
-        return new if old is None else old + self.smoothing * (new - old)
-
-    def observe(self, read_seconds: float, interval: float,
-                batch_bytes: int) -> int:
-        r"""A batch read :obj:`batch_bytes` from storage in
-        :obj:`read_seconds`, :obj:`interval` seconds after the previous
-        batch; returns the new depth."""
-        share = min(read_seconds / interval, 1.0) if interval > 0 else 1.0
-        self.read_share = self._average(self.read_share, share)
-        self.batch_bytes = self._average(self.batch_bytes, batch_bytes)
-        depth = self.depth
-        if self.read_share >= self.grow_share:
-            depth *= 2
-        elif self.read_share <= self.shrink_share:
-            depth -= 1
-        fits = (self.max_bytes // math.ceil(self.batch_bytes)
-                if self.batch_bytes >= 1 else self.max_batches)
-        self.depth = max(1, min(depth, self.max_batches, fits))
-        return self.depth
-
-
 class TieredFeatureStore(FeatureStore):
     r"""Node attributes served from a device cache, a host buffer and a
     storage tier, fastest first; rows are looked up through one slot map per
@@ -115,9 +60,9 @@ class TieredFeatureStore(FeatureStore):
 
     Tensors enter with :meth:`put_tensor` (kept in memory) or
     :meth:`put_mmap_tensor` (a raw file, never read whole). Caches are filled
-    by :meth:`configure_caches` from a hotness policy. Works as the first
-    element of a ``(FeatureStore, GraphStore)`` tuple for PyG's
-    ``NeighborLoader`` and for :class:`~pyg_fastload.FastNeighborLoader`,
+    by :func:`pyg_fastload.caching.configure_caches` from a hotness
+    policy. Works as the first element of a ``(FeatureStore, GraphStore)``
+    tuple for PyG's ``NeighborLoader`` and for :class:`~pyg_fastload.FastNeighborLoader`,
     which uses :meth:`gather` directly.
 
     Args:
@@ -140,7 +85,7 @@ class TieredFeatureStore(FeatureStore):
         self._batch_reads = [0.0, 0]
         self._batch_started: Optional[float] = None
         self._entries: Dict[Key, _Entry] = {}
-        self._auto: Optional[Dict[str, Any]] = None
+        self._after_gather: Optional[Callable[[], None]] = None
         self._staging = BufferPool(max_buffers=1)
         # announce() runs in the loader's sampling thread, retire() in its
         # feature-loading thread: both update the pending-reuse counts.
@@ -253,8 +198,9 @@ class TieredFeatureStore(FeatureStore):
         if timings is not None:
             for tier, seconds in spent.items():
                 timings[tier] = timings.get(tier, 0.0) + seconds
-        if self._auto is not None:
-            self._resolve_auto_budget()
+        if self._after_gather is not None:
+            callback, self._after_gather = self._after_gather, None
+            callback()
         return out
 
     def _gather_tiers(self, entry: _Entry, ids: Tensor, out: Tensor,
@@ -354,115 +300,58 @@ class TieredFeatureStore(FeatureStore):
             return torch.cuda.mem_get_info(self.device)[0]
         return available_memory()
 
-    def _resolve_auto_budget(self) -> None:
-        config, self._auto = self._auto, None
-        reserve = config.pop('reserve_bytes')
-        budget = max(self.free_device_bytes() - reserve, 0)
-        self.configure_caches(device_budget=budget, reserve_bytes=reserve,
-                              **config)
+    # Caches (what they hold is decided by pyg_fastload.caching) ##########
 
-    # Caches ##################################################################
-
-    def configure_caches(
-        self,
-        topology: Optional[CSCTopology] = None,
-        policy: str = 'out_degree',
-        host_budget: Budget = None,
-        device_budget: Budget = None,
-        device_cache: str = 'static',
-        window: int = 4,
-        attrs: Optional[Sequence[str]] = None,
-        scores: Optional[Tensor] = None,
-        train_nodes: Optional[Tensor] = None,
-        num_neighbors: Optional[List[int]] = None,
-        seed: int = 0,
-        progress: bool = True,
-        reserve_bytes: int = 2**30,
-    ) -> None:
-        r"""Fills the host buffer and the device cache.
-
-        The hottest rows (by :obj:`scores`, or by :obj:`policy` on
-        :obj:`topology`) go to the device cache, the next ones to the host
-        buffer. With ``device_cache='window'`` the device cache starts empty
-        and fills itself with GIDS's window buffering instead.
-
-        Args:
-            topology (CSCTopology, optional): the graph, for :obj:`policy`.
-            policy (str): ``'out_degree'``, ``'reverse_pagerank'``,
-                ``'presample'`` or ``'random'``.
-            host_budget: bytes, fraction or size string for the host buffer.
-            device_budget: the same for the device cache, or ``'auto'``:
-                after the first gathered batch, the free device memory
-                (host memory on CPU) minus :obj:`reserve_bytes` (PaGraph).
-            device_cache (str): ``'static'`` or ``'window'``.
-            window (int): batches the loader samples ahead for
-                ``'window'`` (GIDS's look-ahead ``W``).
-            attrs (List[str], optional): attributes to cache (default: every
-                attribute with 2 or more dimensions, i.e. feature matrices).
-            scores (torch.Tensor, optional): hotness per node (skips policy).
-            train_nodes, num_neighbors: what ``'presample'`` samples from.
-        """
-        if device_cache not in DEVICE_CACHE_MODES:
-            raise ValueError(f"'device_cache={device_cache!r}' must be one "
-                             f"of {DEVICE_CACHE_MODES}")
-        if window < 1:
-            raise ValueError(f"'window={window}' must be >= 1 batch")
-        self._auto = None
-        if isinstance(device_budget, str) and device_budget == 'auto':
-            # Decided after the first batch, when the model's own memory use
-            # is known; until then only the host buffer serves.
-            self._auto = dict(topology=topology, policy=policy,
-                              host_budget=host_budget,
-                              device_cache=device_cache, window=window,
-                              attrs=attrs, scores=scores,
-                              train_nodes=train_nodes,
-                              num_neighbors=num_neighbors, seed=seed,
-                              progress=progress, reserve_bytes=reserve_bytes)
-            device_budget = None
-        self.window_size = window if device_cache == 'window' else 0
-        keys = self._cacheable(attrs)
+    def cacheable(self, attrs: Optional[Sequence[str]] = None
+                  ) -> Tuple[List[Key], int, int]:
+        r"""The attributes a cache would hold (default: every attribute with
+        2 or more dimensions, i.e. feature matrices), their common row count
+        and their bytes per row added up."""
+        if attrs is None:
+            keys = [k for k, e in self._entries.items()
+                    if len(e.storage.shape) >= 2]
+        else:
+            keys = []
+            for name in attrs:
+                matches = [k for k in self._entries if k[1] == name]
+                if not matches:
+                    raise KeyError(f"'attrs' names {name!r}, which the "
+                                   f"feature store does not hold")
+                keys.extend(matches)
         if not keys:
-            return
+            return keys, 0, 0
         num_rows = self._entries[keys[0]].storage.shape[0]
         row_bytes = sum(self._entries[k].storage.row_bytes for k in keys)
-        device_rows = budget_rows(device_budget, num_rows, row_bytes,
-                                  'device_budget')
-        host_rows = budget_rows(host_budget, num_rows, row_bytes,
-                                'host_budget')
-        static_device = device_cache == 'static'
-        needed = host_rows + (device_rows if static_device else 0)
-        order = torch.empty(0, dtype=torch.long)
-        if needed:
-            order = self._hot_order(scores, topology, policy, num_rows,
-                                    train_nodes, num_neighbors, seed,
-                                    progress)
-        device_ids = order[:device_rows] if static_device else None
-        host_ids = order[needed - host_rows:needed]
+        return keys, num_rows, row_bytes
+
+    def fill_caches(self, keys: Sequence[Key], host_ids: Tensor,
+                    device_ids: Optional[Tensor] = None,
+                    window_rows: int = 0, window_size: int = 0,
+                    seed: int = 0) -> None:
+        r"""Replaces the caches of :obj:`keys`: the host buffer holds rows
+        :obj:`host_ids`; the device cache holds rows :obj:`device_ids`
+        (static) or, with :obj:`window_rows`, is a window-buffered cache of
+        that many rows over a look-ahead of :obj:`window_size` batches."""
+        self.window_size = window_size
         for key in keys:
             entry = self._entries[key]
             entry.host = entry.device = None
-            if host_rows:
-                entry.host = self._fill(entry, host_ids, torch.device('cpu'))
-            if device_rows and static_device:
+            if host_ids.numel():
+                entry.host = self._fill(entry, host_ids,
+                                        torch.device('cpu'))
+            if device_ids is not None and device_ids.numel():
                 entry.device = self._fill(entry, device_ids, self.device)
-            elif device_rows:
+            elif window_rows:
                 storage = entry.storage
                 entry.device = WindowBufferedCache(
-                    num_rows, device_rows, storage.shape[1:], storage.dtype,
-                    self.device, seed)
+                    storage.shape[0], window_rows, storage.shape[1:],
+                    storage.dtype, self.device, seed)
 
-    def _cacheable(self, attrs: Optional[Sequence[str]]) -> List[Key]:
-        if attrs is None:
-            return [k for k, e in self._entries.items()
-                    if len(e.storage.shape) >= 2]
-        keys = []
-        for name in attrs:
-            matches = [k for k in self._entries if k[1] == name]
-            if not matches:
-                raise KeyError(f"'attrs' names {name!r}, which the feature "
-                               f"store does not hold")
-            keys.extend(matches)
-        return keys
+    def when_first_gathered(self,
+                            callback: Optional[Callable[[], None]]) -> None:
+        r"""Calls :obj:`callback` once, after the next :meth:`gather` (a
+        device budget decided once the model's own memory use is known)."""
+        self._after_gather = callback
 
     def _fill(self, entry: _Entry, ids: Tensor,
               device: torch.device) -> StaticCache:
@@ -477,24 +366,6 @@ class TieredFeatureStore(FeatureStore):
         elif torch.cuda.is_available():
             values = values.pin_memory()
         return StaticCache(storage.shape[0], ids, values)
-
-    @staticmethod
-    def _hot_order(scores: Optional[Tensor], topology: Optional[CSCTopology],
-                   policy: str, num_rows: int, train_nodes: Optional[Tensor],
-                   num_neighbors: Optional[List[int]], seed: int,
-                   progress: bool) -> Tensor:
-        from .hotness import hot_order, hotness_scores
-        if scores is None:
-            if topology is None:
-                raise ValueError("'configure_caches' needs 'topology' (or "
-                                 "precomputed 'scores') to rank rows")
-            scores = hotness_scores(policy, topology, train_nodes=train_nodes,
-                                    num_neighbors=num_neighbors, seed=seed,
-                                    progress=progress)
-        if scores.numel() != num_rows:
-            raise ValueError(f"'scores' has {scores.numel()} entries, the "
-                             f"cached tensors have {num_rows} rows")
-        return hot_order(scores)
 
     def set_read_ahead(self, batches: int, min_reads: int = 4096,
                        max_pending_bytes: int = 2**28) -> None:

@@ -28,6 +28,7 @@ import torch
 from torch import Tensor
 from tqdm.auto import tqdm
 
+from ..config import POLICIES
 from ..graph.convert import topology_of
 from ..graph.topology import CSCTopology, index_dtype_for
 from ..sampling import FastNeighborSampler
@@ -45,8 +46,6 @@ __all__ = [
     'hit_ratio_curve',
 ]
 
-#: The policies :func:`hotness_scores` knows.
-POLICIES = ('out_degree', 'reverse_pagerank', 'presample', 'random')
 
 
 def _as_topology(topology: Any) -> CSCTopology:

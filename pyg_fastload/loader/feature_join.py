@@ -1,0 +1,98 @@
+r"""The feature join: a sampled subgraph's node attributes gathered into
+recycled (or pinned) buffers, from a ``Data`` or through a
+:class:`~pyg_fastload.storage.FeatureSource`'s tiers."""
+from __future__ import annotations
+
+import copy
+import time
+from typing import Any, Dict, Optional
+
+import torch
+from torch import Tensor
+from torch_geometric.data import Data
+from torch_geometric.loader.utils import filter_data
+from torch_geometric.sampler import SamplerOutput
+
+from ..storage import FeatureSource
+from ..storage.buffer_pool import BufferPool
+from .pipeline import DeviceTransfer
+
+__all__ = ['FeatureJoin']
+
+
+class FeatureJoin:
+    r"""Joins sampled subgraphs with their attributes.
+
+    For a ``Data``, node feature matrices (2+ dims, on the CPU) are gathered
+    into pooled buffers and PyG's ``filter_data`` slices everything else.
+    For a feature source, every attribute is read with its ``gather``.
+
+    Args:
+        data: the loader's ``Data`` or ``(FeatureStore, GraphStore)``.
+        transfer (DeviceTransfer): the loader's transfer stage; while it is
+            active, buffers are pinned instead of recycled.
+        max_buffers (int): recycled buffers per shape and dtype (the batches
+            that can be alive at once).
+    """
+    def __init__(self, data: Any, transfer: DeviceTransfer,
+                 max_buffers: int):
+        self._transfer = transfer
+        self._pool = BufferPool(max_buffers=max_buffers)
+        self.pooled: Dict[str, Tensor] = {}
+        self._rest: Optional[Data] = None
+        if isinstance(data, Data):
+            for key, value in data.items():
+                if (isinstance(value, Tensor) and value.dim() >= 2
+                        and not value.is_cuda and data.is_node_attr(key)
+                        and data.__cat_dim__(key, value) == 0):
+                    self.pooled[key] = value
+            if self.pooled:
+                self._rest = copy.copy(data)
+                self._rest.num_nodes = data.num_nodes
+                for key in self.pooled:
+                    del self._rest[key]
+
+    def from_data(self, data: Data, out: SamplerOutput,
+                  breakdown: Dict[str, float]) -> Data:
+        r"""The batch of a ``Data`` (feature seconds added to
+        :obj:`breakdown`)."""
+        batch = filter_data(self._rest, out.node, out.row, out.col, out.edge)
+        if 'num_nodes' not in data._store:
+            del batch._store['num_nodes']
+        started = time.perf_counter()
+        for key, value in self.pooled.items():
+            batch[key] = torch.index_select(
+                value, 0, out.node,
+                out=self.buffer((out.node.numel(), *value.shape[1:]),
+                                value.dtype))
+        breakdown['feature_loading.storage'] += time.perf_counter() - started
+        return batch
+
+    def from_source(self, store: FeatureSource, out: SamplerOutput,
+                    breakdown: Dict[str, float]) -> Data:
+        r"""The batch read through :obj:`store` (seconds per tier added to
+        :obj:`breakdown` as ``feature_loading.<tier>``)."""
+        store.retire(out.node)
+        batch = Data(edge_index=torch.stack([out.row, out.col]))
+        timings: Dict[str, float] = {}
+        for attr in store.get_all_tensor_attrs():
+            if attr.group_name is not None:
+                continue
+            size = store.get_tensor_size(attr)
+            buffer = None
+            if len(size) >= 2 and store.device.type == 'cpu':
+                buffer = self.buffer((out.node.numel(), *size[1:]),
+                                     store.dtype_of(attr.attr_name))
+            batch[attr.attr_name] = store.gather(attr.attr_name, out.node,
+                                                 out=buffer, timings=timings)
+        for tier, seconds in timings.items():
+            breakdown[f'feature_loading.{tier}'] += seconds
+        return batch
+
+    def buffer(self, shape: tuple, dtype: torch.dtype) -> Tensor:
+        r"""A feature buffer: recycled, or pinned (from torch's caching host
+        allocator, which keeps it until its copy is done) while the
+        transfer stage is active."""
+        if self._transfer.active:
+            return torch.empty(shape, dtype=dtype, pin_memory=True)
+        return self._pool.empty(shape, dtype)

@@ -1,0 +1,53 @@
+r"""What the loader needs of a feature source: a typed protocol that the
+tiered store implements and that a partitioned or remote store will too.
+The loader and the callbacks depend on this protocol only."""
+from __future__ import annotations
+
+from typing import Dict, Optional, Protocol, runtime_checkable
+
+import torch
+from torch import Tensor
+
+__all__ = ['FeatureSource', 'TierStats']
+
+#: Per attribute, per tier (``'device'``, ``'host'``, ``'storage'``, ...):
+#: counters such as ``requests``, ``hits``, ``bytes``, ``hit_ratio``.
+TierStats = Dict[str, Dict[str, Dict[str, float]]]
+
+
+@runtime_checkable
+class FeatureSource(Protocol):
+    r"""A source of node feature rows for
+    :class:`~pyg_fastload.FastNeighborLoader`.
+
+    The loader announces each sampled batch's node ids when the batch
+    enters its look-ahead window (:meth:`announce`), retires them when it
+    fetches the batch's rows (:meth:`retire`, in the same order), and reads
+    rows with :meth:`gather`. :attr:`lookahead_depth` says how many batches
+    ahead it should sample; :meth:`stats` reports per-tier counters.
+    """
+    device: torch.device
+
+    @property
+    def lookahead_depth(self) -> int:
+        r"""Batches the loader should sample ahead (0: none)."""
+
+    def gather(self, attr_name: str, index: Tensor,
+               group_name: Optional[str] = None,
+               out: Optional[Tensor] = None,
+               timings: Optional[Dict[str, float]] = None) -> Tensor:
+        r"""Rows :obj:`index` of an attribute, written into :obj:`out` if
+        given; seconds per tier are added to :obj:`timings` if given."""
+
+    def dtype_of(self, attr_name: str,
+                 group_name: Optional[str] = None) -> torch.dtype:
+        r"""The element type of an attribute."""
+
+    def announce(self, ids: Tensor) -> None:
+        r"""A sampled batch needing node :obj:`ids` entered the window."""
+
+    def retire(self, ids: Tensor) -> None:
+        r"""The batch announced with :obj:`ids` is being fetched."""
+
+    def stats(self) -> TierStats:
+        r"""Per attribute and tier: requests, hits, bytes, hit ratio."""
