@@ -1,11 +1,11 @@
 r"""pyg-fastload: fast sampling-based mini-batch loading for PyTorch
 Geometric."""
-from .graph import CSCTopology
-from .loader import FastNeighborLoader
-from .sampling import FastNeighborSampler
 from .caching import open_dataset, stores_from_data
 from .config import FeatureCache, PipelineSettings
 from .errors import FastLoadError
+from .graph import CSCTopology
+from .loader import FastNeighborLoader
+from .sampling import FastNeighborSampler
 from .storage import CSCGraphStore, FeatureSource, TieredFeatureStore
 
 __version__ = '0.1.0'

@@ -5,8 +5,8 @@ import pytest
 import torch
 from torch_geometric.nn import GCN
 
+from lightning_modules.bench import accuracy as bench_accuracy
 from pyg_fastload import FastNeighborLoader
-from pyg_fastload.bench import accuracy as bench_accuracy
 
 from .conftest import WITH_TORCH_SPARSE, random_graph
 

@@ -2,7 +2,7 @@ import argparse
 
 import pytest
 
-from pyg_fastload.bench import fit as bench_fit
+from lightning_modules.bench import fit as bench_fit
 
 from .conftest import requires_torch_sparse
 

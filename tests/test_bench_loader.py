@@ -5,7 +5,7 @@ from .conftest import requires_torch_sparse
 
 
 def run_cli(*args):
-    return subprocess.run([sys.executable, '-m', 'pyg_fastload.cli', *args],
+    return subprocess.run([sys.executable, '-m', 'lightning_modules', *args],
                           capture_output=True, text=True, timeout=300)
 
 

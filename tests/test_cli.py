@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pyg_fastload.cli import main
+from lightning_modules.command import main
 
 pytestmark = [
     pytest.mark.filterwarnings("ignore:LightningCLI's args parameter"),
@@ -28,7 +28,7 @@ def cache_env(tmp_path, monkeypatch):
 
 
 def test_fit_end_to_end_in_a_subprocess(cache_env):
-    command = [sys.executable, '-m', 'pyg_fastload.cli', 'fit', *TINY,
+    command = [sys.executable, '-m', 'lightning_modules', 'fit', *TINY,
                '--trainer.max_epochs', '1', '--trainer.accelerator', 'cpu',
                '--trainer.default_root_dir', str(cache_env / 'runs')]
     done = subprocess.run(command, capture_output=True, text=True,

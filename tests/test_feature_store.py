@@ -7,11 +7,11 @@ from pyg_fastload.caching import configure_caches
 from pyg_fastload.config import FeatureCache, budget_rows
 from pyg_fastload.graph.topology import CSCTopology
 from pyg_fastload.storage import (
+    AdaptiveReadAhead,
     CSCGraphStore,
     TieredFeatureStore,
     WindowBufferedCache,
 )
-from pyg_fastload.storage import AdaptiveReadAhead
 
 from .conftest import random_graph, requires_cuda, requires_torch_sparse
 

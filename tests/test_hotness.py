@@ -6,7 +6,6 @@ import torch
 
 from pyg_fastload import CSCTopology
 from pyg_fastload.bench import cache as bench_cache
-from pyg_fastload.config import POLICIES
 from pyg_fastload.caching.hotness import (
     access_counts,
     hit_ratio,
@@ -18,6 +17,7 @@ from pyg_fastload.caching.hotness import (
     random_scores,
     reverse_pagerank_scores,
 )
+from pyg_fastload.config import POLICIES
 
 from .conftest import random_graph
 

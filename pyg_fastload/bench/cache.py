@@ -15,14 +15,14 @@ from typing import Any, Dict, List, Optional
 import torch
 from torch import Tensor
 
-from ..datasets import SyntheticGraph, degree_stats, load_synthetic
-from ..config import POLICIES
 from ..caching.hotness import (
     access_counts,
     hit_ratio_curve,
     hot_order,
     hotness_scores,
 )
+from ..config import POLICIES
+from ..datasets import SyntheticGraph, degree_stats, load_synthetic
 from .common import (
     Table,
     add_graph_arguments,

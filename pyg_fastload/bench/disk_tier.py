@@ -12,11 +12,11 @@ from typing import Callable, Dict, Optional, Tuple
 
 import torch
 
+from ..caching import open_dataset
 from ..datasets import default_cache_root, load_synthetic, prepare_synthetic
 from ..io import open_dataset_dir
 from ..loader import FastNeighborLoader
 from ..storage import TieredFeatureStore
-from ..caching import open_dataset
 from .common import Table
 
 __all__ = ['add_disk_arguments', 'disk_tier_section', 'prepared_dataset_dir']

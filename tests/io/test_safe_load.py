@@ -59,7 +59,7 @@ def test_hostile_file_in_the_data_module(hostile_file):
 
 
 def test_hostile_file_in_prepare_command(hostile_file, tmp_path):
-    from pyg_fastload.cli import main
+    from lightning_modules.command import main
 
     file, marker = hostile_file
     with pytest.raises(SystemExit, match='refused'):

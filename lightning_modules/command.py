@@ -28,10 +28,11 @@ def _parser() -> argparse.ArgumentParser:
     bench = commands.add_parser('bench', help='run a benchmark')
     benchmarks = bench.add_subparsers(dest='benchmark', required=True)
 
-    from lightning_modules import report
+    from pyg_fastload.bench import cache, loader, model, train
+    from pyg_fastload.datasets import prepare
 
-    from .bench import accuracy, cache, fit, loader, model, train
-    from .datasets import prepare
+    from . import report
+    from .bench import accuracy, fit
     for parent, name, module, text in (
         (benchmarks, 'loader', loader,
          'FastNeighborLoader vs PyG NeighborLoader throughput'),
@@ -59,7 +60,7 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Optional[List[str]] = None) -> None:
     words = sys.argv[1:] if argv is None else list(argv)
     if words and words[0] in _TRAINER_HELP:
-        from lightning_modules.cli import run_cli
+        from .cli import run_cli
 
         run_cli(None if argv is None else words)
         return

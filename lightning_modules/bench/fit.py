@@ -14,7 +14,7 @@ each trained model is validated on the same first ``--val-batches``
 validation batches (same seed nodes, independently sampled neighbourhoods).
 
 Run ``pyg-fastload bench fit --preset products-like --batches 5`` or
-``python -m pyg_fastload.bench.fit``.
+``python -m lightning_modules.bench.fit``.
 """
 from __future__ import annotations
 
@@ -29,11 +29,7 @@ import pytorch_lightning as pl
 import torch
 from torch_geometric.data import Data
 
-from lightning_modules import MODELS, NodeClassifier
-from lightning_modules.node_classifier import TRIMMABLE
-
-from ..datasets import load_synthetic
-from .common import (
+from pyg_fastload.bench.common import (
     Table,
     add_graph_arguments,
     benchmark_main,
@@ -41,6 +37,9 @@ from .common import (
     median,
     positive_int,
 )
+from pyg_fastload.datasets import load_synthetic
+
+from ..node_classifier import MODELS, TRIMMABLE, NodeClassifier
 from .lightning_setup import (
     node_data_module,
     quiet_lightning,

@@ -15,7 +15,7 @@ have no in-edges and a wrong degree). Both sides report the model after the
 final epoch (no model selection). Published full-batch GCN: Cora 81.5%,
 CiteSeer 70.3%.
 
-Run ``pyg-fastload bench accuracy`` or ``python -m pyg_fastload.bench.accuracy``.
+Run ``pyg-fastload bench accuracy`` or ``python -m lightning_modules.bench.accuracy``.
 """
 from __future__ import annotations
 
@@ -34,9 +34,9 @@ from typing import Any, Dict, List, Optional
 import torch
 from torch_geometric.data import Data
 
-from lightning_modules import MODELS
+from pyg_fastload.bench.common import Table, benchmark_main, positive_int
 
-from .common import Table, benchmark_main, positive_int
+from ..node_classifier import MODELS
 from .lightning_setup import (
     node_data_module,
     quiet_lightning,
@@ -139,7 +139,7 @@ def fit_once(data: Data, side: str, seed: int,
     seconds of ``trainer.fit``)."""
     import pytorch_lightning as pl
 
-    from lightning_modules import NodeClassifier
+    from ..node_classifier import NodeClassifier
     if side not in ('fastload', 'pyg'):
         raise ValueError(f"'side' is {side!r}: pass 'fastload' or 'pyg'")
     fanouts = args.fanout or default_fanouts(args.model, args.layers)

@@ -22,7 +22,7 @@ def node_data_module(data: Data, num_neighbors: List[int], batch_size: int,
     is :obj:`None`, else PyG's ``LightningNodeData`` (``NeighborLoader``)
     with that many workers."""
     if pyg_workers is None:
-        from lightning_modules import FastLoadDataModule
+        from ..datamodule import FastLoadDataModule
         return FastLoadDataModule(data, num_neighbors=num_neighbors,
                                   batch_size=batch_size,
                                   eval_batch_size=eval_batch_size,
