@@ -2,7 +2,7 @@ import argparse
 
 from pyg_fastload.bench import train as bench_train
 
-from .conftest import requires_torch_sparse
+from ..conftest import requires_torch_sparse
 
 
 def run(tmp_path, *extra):

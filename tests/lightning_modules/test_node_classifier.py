@@ -9,7 +9,7 @@ from lightning_modules import (
 )
 from pyg_fastload import FastNeighborLoader
 
-from .conftest import random_graph
+from ..conftest import random_graph
 
 
 @pytest.fixture(scope='module')

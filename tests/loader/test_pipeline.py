@@ -9,7 +9,7 @@ import torch
 from pyg_fastload import FastNeighborLoader, FastNeighborSampler
 from pyg_fastload.loader.pipeline import DeviceTransfer, StageError, map_tensors
 
-from .conftest import random_graph, requires_cuda
+from ..conftest import random_graph, requires_cuda
 
 
 def stage_threads():

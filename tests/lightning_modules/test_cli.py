@@ -14,7 +14,7 @@ pytestmark = [
     pytest.mark.filterwarnings('ignore::DeprecationWarning'),
 ]
 
-CONFIGS = Path(__file__).resolve().parents[1] / 'configs'
+CONFIGS = Path(__file__).resolve().parents[2] / 'configs'
 TINY = ['--data.dataset', 'tiny', '--data.num_neighbors', '[5, 5]',
         '--data.batch_size', '256', '--data.progress', 'false',
         '--model.hidden_channels', '16', '--model.num_layers', '2']

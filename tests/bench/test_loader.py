@@ -1,7 +1,7 @@
 import subprocess
 import sys
 
-from .conftest import requires_torch_sparse
+from ..conftest import requires_torch_sparse
 
 
 def run_cli(*args):

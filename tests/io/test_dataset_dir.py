@@ -1,5 +1,3 @@
-import argparse
-import gzip
 import hashlib
 import json
 import os
@@ -7,46 +5,23 @@ import os
 import numpy as np
 import pytest
 import torch
-from torch_geometric.data import Data
-from torch_geometric.utils import to_undirected
 
 from pyg_fastload.datasets import (
     load_synthetic,
-    prepare_ogb,
     prepare_pyg,
-    prepare_synthetic,
 )
-from pyg_fastload.datasets.prepare import add_arguments, run
 from pyg_fastload.graph.topology import CSCTopology
 from pyg_fastload.io import (
     FORMAT_VERSION,
     DatasetFormatError,
     OnDiskDataset,
-    csc_from_edge_chunks,
     open_dataset_dir,
     write_dataset_dir,
 )
-from pyg_fastload.io import format as fmt
 
-from .conftest import random_graph
+from ..conftest import random_graph
 
 NODE_KEYS = ('x', 'y', 'train_mask', 'val_mask', 'test_mask')
-
-
-@pytest.fixture
-def small_chunks(monkeypatch):
-    r"""Tiny chunks, so every streaming path runs over several chunks."""
-    monkeypatch.setattr(fmt, 'CHUNK_BYTES', 256)
-    monkeypatch.setattr(fmt, 'EDGE_CHUNK', 7)
-    monkeypatch.setattr(fmt, 'CSV_BLOCK_BYTES', 10)
-
-
-@pytest.fixture(scope='module')
-def tiny_dir(tmp_path_factory):
-    root = tmp_path_factory.mktemp('tiny')
-    dataset = prepare_synthetic('tiny', root / 'ds', cache_root=root / 'cache',
-                                progress=False)
-    return dataset.path, root / 'cache'
 
 
 def small_dataset(path, num_nodes=6, **kwargs) -> OnDiskDataset:
@@ -190,172 +165,6 @@ def test_failed_write_leaves_nothing(tmp_path):
     assert os.listdir(tmp_path) == []
 
 
-# --------------------------------------------------------- external sort --
-def test_csc_from_edge_chunks_matches_from_edge_index(tmp_path):
-    rng = np.random.default_rng(1)
-    n, e = 300, 5_000
-    src, dst = rng.integers(0, n, e), rng.integers(0, n, e)
-    bounds = [0, 1, 1, 700, 2_345, 2_346, 4_000, e]  # uneven, empty chunks
-
-    def chunks():
-        for a, b in zip(bounds[:-1], bounds[1:]):
-            # Mixed inputs: numpy int64 and torch int32.
-            if a % 2:
-                yield torch.from_numpy(src[a:b]).int(), torch.from_numpy(
-                    dst[a:b]).int()
-            else:
-                yield src[a:b], dst[a:b]
-
-    indptr_file, indices_file = csc_from_edge_chunks(chunks, n, tmp_path,
-                                                     progress=False)
-    assert indptr_file == tmp_path / 'indptr.bin'
-    expected = CSCTopology.from_edge_index(
-        torch.from_numpy(np.stack([src, dst])), num_nodes=n)
-    assert np.array_equal(np.fromfile(indptr_file, dtype=np.int64),
-                          expected.indptr.numpy())
-    # Same stable order within every destination as one global stable sort.
-    assert np.array_equal(np.fromfile(indices_file, dtype=np.int32),
-                          expected.indices.numpy())
-    assert not list(tmp_path.glob('*.tmp'))
-
-
-def test_csc_from_edge_chunks_errors(tmp_path):
-    with pytest.raises(ValueError, match=r'chunk 1 holds node id 9, '
-                       r'outside \[0, num_nodes=5\)'):
-        csc_from_edge_chunks(lambda: [(np.array([0]), np.array([1])),
-                                      (np.array([9]), np.array([1]))],
-                             5, tmp_path, progress=False)
-    calls = []
-
-    def changing():
-        calls.append(1)
-        yield np.array([0, 1]), np.array([1, len(calls) % 2 + 1])
-
-    with pytest.raises(ValueError, match='second call'):
-        csc_from_edge_chunks(changing, 5, tmp_path, progress=False)
-    assert not list(tmp_path.glob('*.tmp'))
-
-
-# ------------------------------------------------------------------- OGB --
-def write_gz(file, rows):
-    file.parent.mkdir(parents=True, exist_ok=True)
-    with gzip.open(file, 'wt') as f:
-        for row in rows:
-            f.write(','.join(str(v) for v in np.atleast_1d(row)) + '\n')
-
-
-OGB_EDGES = np.array([[0, 1], [2, 0], [1, 0], [3, 4], [4, 4], [5, 2],
-                      [2, 3], [0, 5]])  # 1->0 duplicates 0->1 reversed
-OGB_N = 6
-
-
-def fake_ogb_csv(root):
-    raw = root / 'raw'
-    write_gz(raw / 'edge.csv.gz', OGB_EDGES)
-    x = np.arange(OGB_N * 3, dtype=np.float32).reshape(OGB_N, 3) / 4 - 1
-    write_gz(raw / 'node-feat.csv.gz', x)
-    write_gz(raw / 'node-label.csv.gz', np.array([3, 0, 1, 2, 0, 1]))
-    write_gz(raw / 'node_year.csv.gz', np.arange(2000, 2000 + OGB_N))
-    write_gz(raw / 'num-node-list.csv.gz', [OGB_N])
-    write_gz(raw / 'num-edge-list.csv.gz', [len(OGB_EDGES)])
-    split = root / 'split' / 'time'
-    write_gz(split / 'train.csv.gz', [0, 1, 2])
-    write_gz(split / 'valid.csv.gz', [3])
-    write_gz(split / 'test.csv.gz', [4, 5])
-    return x
-
-
-def expected_undirected():
-    edge_index = to_undirected(torch.from_numpy(OGB_EDGES.T.copy()),
-                               num_nodes=OGB_N)
-    return CSCTopology.from_edge_index(edge_index, num_nodes=OGB_N)
-
-
-def check_ogb(dataset, x, labels):
-    topo, expected = dataset.topology, expected_undirected()
-    assert dataset.num_edges == 13  # 16 directed, minus 2 duplicates, 1 loop
-    assert torch.equal(topo.indptr, expected.indptr)
-    # Neighbour lists come out sorted (to_undirected sorts them too).
-    assert torch.equal(topo.indices.long(), expected.indices.long())
-    assert torch.equal(dataset.arrays['x'], torch.from_numpy(x))
-    assert torch.equal(dataset.arrays['y'], torch.tensor(labels))
-    assert dataset.arrays['train_mask'].tolist() == [1, 1, 1, 0, 0, 0]
-    assert dataset.arrays['val_mask'].tolist() == [0, 0, 0, 1, 0, 0]
-    assert dataset.arrays['test_mask'].tolist() == [0, 0, 0, 0, 1, 1]
-    assert 'reverse edges added' in dataset.meta['source']
-
-
-@pytest.mark.parametrize('point_at_raw', [False, True])
-def test_prepare_ogb_csv(tmp_path, small_chunks, point_at_raw):
-    root = tmp_path / 'arxiv'
-    x = fake_ogb_csv(root)
-    raw_dir = root / 'raw' if point_at_raw else root
-    dataset = prepare_ogb(raw_dir, 'ogbn-arxiv', tmp_path / 'ds',
-                          progress=False)
-    dataset = open_dataset_dir(dataset.path, verify='checksum')
-    check_ogb(dataset, x, [3, 0, 1, 2, 0, 1])
-    assert dataset.name == 'ogbn-arxiv' and dataset.num_classes == 4
-    assert torch.equal(dataset.arrays['node_year'],
-                       torch.arange(2000, 2000 + OGB_N))
-    assert "split 'time'" in dataset.meta['source']
-
-
-def test_prepare_ogb_directed(tmp_path, small_chunks):
-    root = tmp_path / 'arxiv'
-    fake_ogb_csv(root)
-    dataset = prepare_ogb(root, 'arxiv', tmp_path / 'ds', progress=False,
-                          symmetrize=False)
-    expected = CSCTopology.from_edge_index(torch.from_numpy(
-        OGB_EDGES.T.copy()), num_nodes=OGB_N)
-    assert dataset.num_edges == len(OGB_EDGES)
-    assert torch.equal(dataset.topology.indptr, expected.indptr)
-    assert torch.equal(dataset.topology.indices, expected.indices)
-    assert 'directed' in dataset.meta['source']
-
-
-def test_prepare_ogb_papers100m_npz(tmp_path, small_chunks):
-    root = tmp_path / 'papers100M-bin'
-    raw = root / 'raw'
-    raw.mkdir(parents=True)
-    x = np.random.default_rng(0).standard_normal((OGB_N, 4)).astype(
-        np.float32)
-    np.savez_compressed(
-        raw / 'data.npz', edge_index=OGB_EDGES.T.copy(), node_feat=x,
-        num_nodes_list=np.array([OGB_N]),
-        num_edges_list=np.array([len(OGB_EDGES)]),
-        node_year=np.arange(OGB_N).reshape(-1, 1))
-    labels = np.array([[1.0], [np.nan], [2.0], [0.0], [np.nan], [5.0]])
-    np.savez_compressed(raw / 'node-label.npz', node_label=labels)
-    split = root / 'split' / 'time'
-    write_gz(split / 'train.csv.gz', [0, 1, 2])
-    write_gz(split / 'valid.csv.gz', [3])
-    write_gz(split / 'test.csv.gz', [4, 5])
-    dataset = prepare_ogb(root, 'ogbn-papers100M', tmp_path / 'ds',
-                          progress=False)
-    check_ogb(dataset, x, [1, -1, 2, 0, -1, 5])
-    assert dataset.num_classes == 6
-    assert '2 missing labels (NaN) stored as -1' in dataset.meta['source']
-    assert torch.equal(dataset.arrays['node_year'], torch.arange(OGB_N))
-
-
-def test_prepare_ogb_errors(tmp_path):
-    with pytest.raises(DatasetFormatError, match='neither an OGB dataset'):
-        prepare_ogb(tmp_path, 'ogbn-arxiv', tmp_path / 'ds', progress=False)
-    root = tmp_path / 'arxiv'
-    fake_ogb_csv(root)
-    write_gz(root / 'raw' / 'num-edge-list.csv.gz', [len(OGB_EDGES) + 1])
-    with pytest.raises(DatasetFormatError, match=r'edge\.csv\.gz: holds 8 '
-                       r'edges but num-edge-list says 9'):
-        prepare_ogb(root, 'ogbn-arxiv', tmp_path / 'ds', progress=False)
-    write_gz(root / 'raw' / 'num-edge-list.csv.gz', [len(OGB_EDGES)])
-    write_gz(root / 'raw' / 'num-node-list.csv.gz', [4])
-    with pytest.raises(DatasetFormatError, match=r'edge\.csv\.gz: .*node id '
-                       r'5, outside \[0, num_nodes=4\)'):
-        prepare_ogb(root, 'ogbn-arxiv', tmp_path / 'ds', progress=False)
-    assert not (tmp_path / 'ds').exists()
-    assert not list(tmp_path.glob('.ds.tmp-*'))
-
-
 # ---------------------------------------------------------------- errors --
 def test_truncated_feature_file(tmp_path):
     path = small_dataset(tmp_path / 'ds').path
@@ -495,61 +304,3 @@ def test_write_argument_errors(tmp_path):
                           node_arrays={'../x': torch.zeros(1)},
                           name='a', source='t', progress=False)
     assert os.listdir(tmp_path) == []
-
-
-def test_pyg_errors(tmp_path):
-    with pytest.raises(FileNotFoundError, match="'data_path' = .*missing.pt"):
-        prepare_pyg(tmp_path / 'missing.pt', tmp_path / 'ds', progress=False)
-    file = tmp_path / 'noedges.pt'
-    torch.save(Data(x=torch.zeros(3, 2)), file)
-    with pytest.raises(DatasetFormatError, match=r"noedges\.pt: .*no "
-                       r"'edge_index'"):
-        prepare_pyg(file, tmp_path / 'ds', progress=False)
-
-
-# ------------------------------------------------------------------- CLI --
-def parse(argv):
-    parser = argparse.ArgumentParser(prog='pyg-fastload prepare')
-    add_arguments(parser)
-    return parser.parse_args(argv)
-
-
-def test_cli(tmp_path, tiny_dir, capsys):
-    _, cache = tiny_dir
-    out = tmp_path / 'tiny'
-    argv = ['--preset', 'tiny', '--cache-dir', str(cache), '--no-progress',
-            str(out)]
-    dataset = run(parse(argv))
-    assert dataset.num_nodes == 2_000
-    assert "wrote '" in capsys.readouterr().out
-    assert open_dataset_dir(out).meta['command'].startswith(
-        'pyg-fastload prepare --preset tiny --seed 0')
-    with pytest.raises(SystemExit, match=r'already exists.*--overwrite'):
-        run(parse(argv))
-    run(parse(argv + ['--overwrite']))
-
-    file = tmp_path / 'graph.pt'
-    torch.save(random_graph(num_nodes=20, num_edges=60), file)
-    with pytest.warns(UserWarning):
-        dataset = run(parse(['--pyg-data', str(file), '--no-progress',
-                             str(tmp_path / 'pyg')]))
-    assert dataset.num_edges == 60
-
-    root = tmp_path / 'arxiv'
-    fake_ogb_csv(root)
-    dataset = run(parse(['--ogb', 'ogbn-arxiv', '--raw-dir', str(root),
-                         '--no-progress', str(tmp_path / 'ogb')]))
-    assert dataset.num_edges == 13
-    dataset = run(parse(['--ogb', 'ogbn-arxiv', '--raw-dir', str(root),
-                         '--directed', '--no-progress',
-                         str(tmp_path / 'ogb-directed')]))
-    assert dataset.num_edges == len(OGB_EDGES)
-    assert '--directed' in dataset.meta['command']
-
-    with pytest.raises(SystemExit, match='--ogb needs --raw-dir'):
-        run(parse(['--ogb', 'ogbn-arxiv', str(tmp_path / 'x')]))
-    with pytest.raises(SystemExit, match='--raw-dir only applies to --ogb'):
-        run(parse(['--preset', 'tiny', '--raw-dir', 'r',
-                   str(tmp_path / 'x')]))
-    with pytest.raises(SystemExit):  # argparse: no source given
-        parse([str(tmp_path / 'x')])

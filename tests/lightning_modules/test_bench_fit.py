@@ -4,7 +4,7 @@ import pytest
 
 from lightning_modules.bench import fit as bench_fit
 
-from .conftest import requires_torch_sparse
+from ..conftest import requires_torch_sparse
 
 
 def run(tmp_path, *extra):

@@ -13,7 +13,7 @@ from lightning_modules import (
 from pyg_fastload import TieredFeatureStore
 from pyg_fastload.datasets import load_synthetic, prepare_synthetic
 
-from .conftest import requires_torch_sparse
+from ..conftest import requires_torch_sparse
 
 
 @pytest.fixture(scope='module')
