@@ -46,6 +46,13 @@ def _weighted(topology: CSCTopology, weight: Tensor,
                                                            torch.int64)):
         raise TypeError(f"'weight_attr={weight_attr!r}' must be numeric, got "
                         f"dtype {weight.dtype}")
+    if weight.dtype.is_floating_point and not bool(
+            torch.isfinite(weight).all()):
+        bad = int((~torch.isfinite(weight)).sum())
+        raise ValueError(f"'weight_attr={weight_attr!r}' holds {bad} NaN or "
+                         f"infinite weights; sampling weights must be finite "
+                         f"and >= 0 (replace them, e.g. with "
+                         f"torch.nan_to_num(w, nan=0.0, posinf=0.0))")
     if bool((weight < 0).any()):
         raise ValueError(f"'weight_attr={weight_attr!r}' holds negative "
                          f"weights; sampling weights must be >= 0")

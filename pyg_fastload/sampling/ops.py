@@ -108,11 +108,20 @@ def sample_weighted(
     ranked per node, which equals successive weighted draws without
     replacement.
 
+    ``k=-1`` takes every positive-weight in-edge, like a fan-out at or
+    above the degree does.
+
     Returns:
         ``(positions, counts)`` as in :func:`sample_uniform`.
     """
+    if cum_weight.numel() == 0:  # a graph without edges
+        return start.new_empty(0), torch.zeros_like(deg)
     if isinstance(k, int) and k < 0:
-        return expand_ranges(start, deg), deg
+        pos = expand_ranges(start, deg)
+        rows = torch.repeat_interleave(torch.arange(deg.numel()), deg,
+                                       output_size=pos.numel())
+        keep = weight[pos] > 0
+        return pos[keep], torch.bincount(rows[keep], minlength=deg.numel())
     lo = torch.where(start > 0, cum_weight[(start - 1).clamp(min=0)], 0.0)
     end = start + deg
     hi = torch.where(deg > 0, cum_weight[(end - 1).clamp(min=0)], 0.0)

@@ -1,0 +1,67 @@
+import pytest
+import torch
+from torch_geometric.data import Data, HeteroData
+
+from pyg_fastload.graph import CSCTopology, topology_of
+from pyg_fastload.storage import CSCGraphStore, TieredFeatureStore
+
+from ..conftest import random_graph
+
+
+def test_data_gives_its_csc_and_reuses_it(graph):
+    topo = topology_of(graph)
+    expected = CSCTopology.from_edge_index(graph.edge_index, graph.num_nodes)
+    assert torch.equal(topo.indptr, expected.indptr)
+    assert torch.equal(topo.indices, expected.indices)
+    assert topology_of(graph) is topo  # built once per Data
+
+
+def test_weights_follow_the_csc_order():
+    edge_index = torch.tensor([[0, 1, 2], [2, 0, 1]])  # unsorted by dst
+    data = Data(edge_index=edge_index, w=torch.tensor([1., 2., 3.]),
+                num_nodes=3)
+    topo = topology_of(data, 'w')
+    # CSC edge e is original edge edge_id[e], so it carries that weight.
+    assert torch.equal(topo.edge_weight,
+                       data.w[topo.edge_id.long()].double())
+
+
+def test_stores_give_the_same_topology(graph):
+    feature_store = TieredFeatureStore()
+    feature_store.put_tensor(graph.x, group_name=None, attr_name='x',
+                             index=None)
+    graph_store = CSCGraphStore()
+    graph_store.put_edge_index(graph.edge_index, edge_type=None, layout='coo',
+        size=(graph.num_nodes, graph.num_nodes))
+    topo = topology_of((feature_store, graph_store))
+    expected = topology_of(graph)
+    assert torch.equal(topo.indptr, expected.indptr)
+    assert torch.equal(topo.indices.long(), expected.indices.long())
+
+
+@pytest.mark.parametrize('data, weight_attr, error, match', [
+    (HeteroData(), None, NotImplementedError, 'homogeneous'),
+    ('graph', None, TypeError, "'data' must be"),
+    (Data(x=torch.zeros(2, 1)), None, ValueError, "no 'edge_index'"),
+    (random_graph(), 'missing', ValueError, "'weight_attr='missing''"),
+    (random_graph(), 'edge_attr', ValueError, 'one per edge'),
+])
+def test_errors_name_the_argument(data, weight_attr, error, match):
+    with pytest.raises(error, match=match):
+        topology_of(data, weight_attr)
+
+
+def test_negative_weights_are_refused():
+    data = Data(edge_index=torch.tensor([[0], [1]]), w=torch.tensor([-1.]),
+                num_nodes=2)
+    with pytest.raises(ValueError, match='negative'):
+        topology_of(data, 'w')
+
+
+@pytest.mark.parametrize('bad', [float('nan'), float('inf')])
+def test_non_finite_weights_are_refused(bad):
+    data = Data(edge_index=torch.tensor([[0, 1], [1, 0]]),
+                w=torch.tensor([1., bad]), num_nodes=2)
+    with pytest.raises(ValueError, match="'weight_attr='w''.*NaN or "
+                       "infinite"):
+        topology_of(data, 'w')
