@@ -1,11 +1,11 @@
 r"""``trainer.fit`` speed: the same :class:`~lightning_modules.NodeClassifier`
-fed by :class:`~lightning_modules.FastLoadDataModule` (default options; the
-model trims with ``trim_to_layer``, since the batches carry per-hop counts)
-and by PyG's ``LightningNodeData`` (``NeighborLoader``, each
-``num_workers``; its torch_sparse batches carry no per-hop counts, so that
-model runs untrimmed), plus FastLoadDataModule feeding an untrimmed model
-(``trim=False``), which separates the loader's share of the speed-up from
-the model's. Every fit starts from the same initial weights on the same
+fed by :class:`~lightning_modules.FastLoadDataModule` and by PyG's
+``LightningNodeData`` (``NeighborLoader``, each ``num_workers``). The
+headline ratio is like for like: the same untrimmed model on both
+(``trim=False``). Beside it, FastLoadDataModule with its default
+``trim_to_layer`` model: our batches carry per-hop counts, PyG's
+torch_sparse batches do not (with pyg-lib they do), so that row shows what
+the counts enable here, not a like-for-like loader comparison. Every fit starts from the same initial weights on the same
 ``Data`` and runs ``--epochs`` epochs of ``--batches`` steps; an epoch is
 timed from Lightning's ``on_train_epoch_start`` to ``on_train_epoch_end``,
 the first epoch (warm-up, and FastNeighborLoader's ``pipeline='auto'``
@@ -182,33 +182,37 @@ def run(args: argparse.Namespace) -> Dict[str, float]:
                    for label, acc in accuracy.items()})
     fast = 'FastLoadDataModule'
     untrimmed = 'FastLoadDataModule, trim=False'
+    # Like for like: the same untrimmed model on both loaders.
+    like = untrimmed if untrimmed in step else fast
+    if untrimmed in step:
+        result['trim_speedup'] = step[untrimmed] / step[fast]
     pyg = {label: s for label, s in step.items() if label.startswith('PyG')}
     if pyg:
         best = min(pyg, key=pyg.get)
-        result['speedup'] = pyg[best] / step[fast]
-        print(f"ratio per epoch, {fast} / best PyG ({best}): "
-              f"{result['speedup']:.2f}x faster (target >= 2x)")
+        result['speedup'] = pyg[best] / step[like]
+        print(f"ratio per epoch, like for like (the same untrimmed model): "
+              f"{like} / best PyG ({best}): {result['speedup']:.2f}x "
+              f"faster (target >= 2x)")
         if untrimmed in step:
-            result['loader_speedup'] = pyg[best] / step[untrimmed]
-            result['trim_speedup'] = step[untrimmed] / step[fast]
-            print(f"  loader's share ({untrimmed} vs PyG, the same "
-                  f"untrimmed model): {result['loader_speedup']:.2f}x; "
-                  f"model's share (trim_to_layer): "
-                  f"{result['trim_speedup']:.2f}x")
-        nodes = results[fast][0]['val_nodes']
-        difference = accuracy[fast] - accuracy[best]
+            result['trimmed_speedup'] = pyg[best] / step[fast]
+            print(f"  with trim_to_layer, which the per-hop counts of our "
+                  f"batches enable and PyG's torch_sparse batches do not "
+                  f"(with pyg-lib PyG's can): {fast} / best PyG: "
+                  f"{result['trimmed_speedup']:.2f}x; model's share "
+                  f"(trim_to_layer): {result['trim_speedup']:.2f}x")
+        nodes = results[like][0]['val_nodes']
+        difference = accuracy[like] - accuracy[best]
         # Binomial standard error of each estimate, combined: the
         # evaluation's noise only (training runs differ too).
-        p = (accuracy[fast] + accuracy[best]) / 200
+        p = (accuracy[like] + accuracy[best]) / 200
         noise = 100 * math.sqrt(2 * p * (1 - p) / max(nodes, 1))
         result['val_acc_difference'] = difference
         verdict = 'within' if abs(difference) <= 2 * noise else 'outside'
         print(f'validation accuracy on the same {nodes} seed nodes after '
-              f'the same {args.epochs * args.batches} steps: {fast} - PyG = '
+              f'the same {args.epochs * args.batches} steps: {like} - PyG = '
               f'{difference:+.2f} points, {verdict} 2 standard errors of '
               f'the estimate ({2 * noise:.2f} points)')
     elif untrimmed in step:
-        result['trim_speedup'] = step[untrimmed] / step[fast]
         print(f"model's share (trim_to_layer): "
               f"{result['trim_speedup']:.2f}x")
     return result

@@ -3,17 +3,23 @@ setting) against :class:`~pyg_fastload.FastNeighborLoader` on the same seeds,
 interleaved in one process, plus sampling alone, gathering alone and this
 machine's memory-copy bandwidth.
 
+Both loaders are timed in steady state: each run starts its iterator (worker
+processes or stage threads), draws ``--warmup`` batches untimed, then times
+``--batches`` batches; the time to the first batch is reported apart as the
+start-up cost. A run's workers are shut down before the next loader is
+timed, so they do not take the cores from it.
+
 Run ``pyg-fastload bench loader --preset products-like`` or
 ``python -m pyg_fastload.bench.loader``.
 """
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib.util
-import itertools
 import time
 import warnings
-from typing import Callable, Dict, Iterable, List, Optional
+from typing import Callable, Dict, Iterable, List, Optional, Tuple
 
 import torch
 from torch_geometric.data import Data
@@ -43,6 +49,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_graph_arguments(parser)
     parser.add_argument('--batches', type=int, default=40,
                         help='mini-batches timed per loader and round')
+    parser.add_argument('--warmup', type=int, default=5,
+                        help='batches drawn untimed before the timed ones '
+                        '(the first one gives the start-up time)')
     parser.add_argument('--rounds', type=int, default=3,
                         help='interleaved rounds; the median is reported')
     parser.add_argument('--pyg-workers', type=int, nargs='*',
@@ -51,13 +60,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "NeighborLoader (empty: skip the baseline)")
 
 
-def _time_loader(loader: Iterable, num_batches: int) -> float:
-    r"""Seconds to draw :obj:`num_batches` batches (worker start-up
-    included, as a user pays it every epoch)."""
+def _time_loader(loader: Iterable, warmup: int,
+                 num_batches: int) -> Tuple[float, float]:
+    r"""``(start-up, steady)``: seconds from starting the iterator to its
+    first batch, and seconds for :obj:`num_batches` batches drawn after
+    :obj:`warmup` untimed ones. The iterator's workers are shut down
+    before returning."""
+    iterator = iter(loader)
     start = time.perf_counter()
-    for batch in itertools.islice(loader, num_batches):
-        del batch
-    return time.perf_counter() - start
+    next(iterator)
+    startup = time.perf_counter() - start
+    for _ in range(warmup - 1):
+        next(iterator)
+    start = time.perf_counter()
+    for _ in range(num_batches):
+        next(iterator)
+    steady = time.perf_counter() - start
+    shutdown = getattr(iterator, '_shutdown_workers', None)
+    if shutdown is not None:  # PyG's worker processes
+        shutdown()
+    del iterator
+    gc.collect()
+    return startup, steady
 
 
 def _seed_batches(data: Data, batch_size: int, num_batches: int,
@@ -86,8 +110,18 @@ def run(args: argparse.Namespace) -> Dict[str, float]:
     print(f"degrees: mean {stats['mean_degree']:.1f}, max "
           f"{stats['max_degree']:,}, top-20% nodes hold "
           f"{stats['top20_edge_share']:.0%} of the edges")
-    seeds = _seed_batches(data, args.batch_size, args.batches, args.seed)
-    num_batches = (seeds.numel() + args.batch_size - 1) // args.batch_size
+    if args.warmup < 1:
+        raise ValueError(f"'--warmup {args.warmup}': the first batch is the "
+                         f"start-up measurement, so pass 1 or more")
+    seeds = _seed_batches(data, args.batch_size, args.warmup + args.batches,
+                          args.seed)
+    num_batches = args.batches
+    if seeds.numel() < (args.warmup + args.batches) * args.batch_size:
+        raise ValueError(
+            f"'--warmup {args.warmup} --batches {args.batches}' need "
+            f"{(args.warmup + args.batches) * args.batch_size} training "
+            f"seeds; the graph has {seeds.numel()}: pass fewer batches")
+    timed_seeds = num_batches * args.batch_size
     kwargs = dict(num_neighbors=args.fanout, input_nodes=seeds,
                   batch_size=args.batch_size, shuffle=False)
 
@@ -119,9 +153,10 @@ def run(args: argparse.Namespace) -> Dict[str, float]:
                 loaders[f'PyG NeighborLoader(num_workers={workers})'] = (
                     lambda w=workers: NeighborLoader(
                         data, neighbor_sampler=pyg_sampler, num_workers=w,
-                        persistent_workers=False, **kwargs))
+                        **kwargs))
 
     times: Dict[str, List[float]] = {name: [] for name in loaders}
+    startups: Dict[str, List[float]] = {name: [] for name in loaders}
     peak_extra: Optional[int] = None
     for round_ in range(args.rounds):
         for name, make in loaders.items():
@@ -130,22 +165,30 @@ def run(args: argparse.Namespace) -> Dict[str, float]:
             # pages touched by earlier rounds already count as resident.
             track = name == 'FastNeighborLoader' and (round_ == args.rounds
                                                       - 1)
-            if track and reset_peak_rss():
-                before = rss_bytes()
-                times[name].append(_time_loader(loader, num_batches))
+            tracked = track and reset_peak_rss()
+            before = rss_bytes() if tracked else 0
+            startup, steady = _time_loader(loader, args.warmup, num_batches)
+            if tracked:
                 peak_extra = max(peak_rss_bytes() - before, 0)
-            else:
-                times[name].append(_time_loader(loader, num_batches))
+            times[name].append(steady)
+            startups[name].append(startup)
 
-    print('\n## end-to-end (sampling + feature gathering)')
-    table = Table({'loader': 42, 'seeds/s': 10, 's/batch': 9})
+    print(f'\n## end-to-end (sampling + feature gathering), steady state: '
+          f'{num_batches} batches after {args.warmup} untimed')
+    table = Table({'loader': 42, 'seeds/s': 10, 's/batch': 9,
+                   'start-up s': 10})
     rate = {}
     for name, values in times.items():
-        rate[name] = seeds.numel() / median(values)
-        table.row(name, rate[name], median(values) / num_batches)
-    result = {'fast_seeds_per_s': rate['FastNeighborLoader'],
+        rate[name] = timed_seeds / median(values)
+        table.row(name, rate[name], median(values) / num_batches,
+                  median(startups[name]))
+    result = {f'{name} startup_s': median(values)
+              for name, values in startups.items()}
+    result.update({f'{name} s/batch': median(values) / num_batches
+                   for name, values in times.items()})
+    result.update({'fast_seeds_per_s': rate['FastNeighborLoader'],
               'pipelined_vs_sequential': rate['FastNeighborLoader'] /
-              rate['FastNeighborLoader(pipeline=False)']}
+              rate['FastNeighborLoader(pipeline=False)']})
     print(f"pipelined / sequential FastNeighborLoader: "
           f"{result['pipelined_vs_sequential']:.2f}x")
     pyg_rates = {k: v for k, v in rate.items() if k.startswith('PyG')}
@@ -153,8 +196,11 @@ def run(args: argparse.Namespace) -> Dict[str, float]:
         best = max(pyg_rates, key=pyg_rates.get)
         result['pyg_best_seeds_per_s'] = pyg_rates[best]
         result['speedup'] = rate['FastNeighborLoader'] / pyg_rates[best]
-        print(f"ratio FastNeighborLoader / best PyG ({best}): "
-              f"{result['speedup']:.2f}x")
+        print(f"ratio FastNeighborLoader / best PyG ({best}), steady "
+              f"state: {result['speedup']:.2f}x; start-up (time to the "
+              f"first batch, paid once per epoch) "
+              f"{median(startups['FastNeighborLoader']):.3f}s vs "
+              f"{median(startups[best]):.3f}s")
     if peak_extra is not None:
         print(f'FastNeighborLoader peak RSS beyond the loaded graph: '
               f'{peak_extra / 2**20:.0f} MiB (VmHWM after clear_refs)')

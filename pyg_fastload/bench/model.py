@@ -97,13 +97,19 @@ def run(args: argparse.Namespace) -> Dict[str, float]:
     result: Dict[str, float] = {}
     num_classes = int(data.y.max()) + 1
     print()
-    table = Table({'model': 6, 'layout': 26, 'ms/step': 9, 'vs scatter': 10})
+    table = Table({'model': 6, 'layout': 26, 'ms/step': 9, 'vs scatter': 10,
+                   'max |diff|': 10})
     for model_name in args.models:
         model = MODELS[model_name](data.num_features, args.hidden,
                                    num_layers=len(args.fanout),
                                    out_channels=num_classes)
-        times = {}
+        times, outputs = {}, {}
         for name in layouts:
+            # Every layout must compute the same model: outputs in eval mode.
+            model.eval()
+            with torch.no_grad():
+                outputs[name] = model(batches[0].x, built[name][0])
+            model.train()
             # Warm-up on the first batch, then time the rest.
             _step(model, batches[0], built[name][0])
             times[name] = median([
@@ -112,8 +118,12 @@ def run(args: argparse.Namespace) -> Dict[str, float]:
             ] or [float('nan')])
         base = times['edge_index (scatter)']
         for name, seconds in times.items():
-            table.row(model_name, name, 1e3 * seconds, base / seconds)
+            diff = float((outputs[name] - outputs['edge_index (scatter)'])
+                         .abs().max())
+            table.row(model_name, name, 1e3 * seconds, base / seconds, diff)
             result[f'{model_name}/{name}'] = base / seconds
+            result[f'{model_name}/{name} ms'] = 1e3 * seconds
+            result[f'{model_name}/{name} max_diff'] = diff
     return result
 
 

@@ -14,7 +14,7 @@ import importlib.util
 import itertools
 import time
 import warnings
-from typing import Callable, Dict, Iterable, List, Optional
+from typing import Callable, Dict, Iterable, List, Optional, Tuple
 
 import torch
 import torch.nn.functional as F
@@ -52,12 +52,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _train(model: torch.nn.Module, loader: Iterable, num_batches: int,
-           trim: bool = False, lr: float = 1e-3) -> float:
-    r"""Seconds for :obj:`num_batches` training steps; with :obj:`trim`,
-    every layer computes only the nodes later layers still need (PyG's
-    ``trim_to_layer``, which needs ``num_sampled_nodes``/``_edges``)."""
+           trim: bool = False, lr: float = 1e-3) -> Tuple[float, float]:
+    r"""Seconds for :obj:`num_batches` training steps and the mean loss;
+    with :obj:`trim`, every layer computes only the nodes later layers
+    still need (PyG's ``trim_to_layer``, which needs
+    ``num_sampled_nodes``/``_edges``)."""
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     model.train()
+    losses = []
     start = time.perf_counter()
     for batch in itertools.islice(loader, num_batches):
         optimizer.zero_grad()
@@ -69,7 +71,8 @@ def _train(model: torch.nn.Module, loader: Iterable, num_batches: int,
         loss = F.cross_entropy(out, batch.y[:batch.batch_size])
         loss.backward()
         optimizer.step()
-    return time.perf_counter() - start
+        losses.append(float(loss))
+    return time.perf_counter() - start, sum(losses) / max(len(losses), 1)
 
 
 def run(args: argparse.Namespace) -> Dict[str, float]:
@@ -93,7 +96,11 @@ def run(args: argparse.Namespace) -> Dict[str, float]:
 
     def fast_loader(name: str, source, **extra) -> Callable[[], Iterable]:
         def make() -> Iterable:
-            fast[name] = FastNeighborLoader(source, **kwargs, **extra)
+            # The same random stream for every FastNeighborLoader: the same
+            # batches, so the same losses (checked by the tests).
+            fast[name] = FastNeighborLoader(
+                source, **kwargs, **extra,
+                generator=torch.Generator().manual_seed(args.seed))
             return fast[name]
         return make
 
@@ -129,12 +136,14 @@ def run(args: argparse.Namespace) -> Dict[str, float]:
         print("PyG NeighborLoader skipped: it needs torch_sparse here")
 
     times: Dict[str, List[float]] = {name: [] for name in loaders}
+    losses: Dict[str, float] = {}
     breakdowns: Dict[str, Dict[str, float]] = {}
     for _ in range(args.rounds):
         for name, make in loaders.items():
             model = copy.deepcopy(initial)
-            times[name].append(_train(model, make(), args.batches,
-                                      trim=name == trimmed))
+            seconds, losses[name] = _train(model, make(), args.batches,
+                                           trim=name == trimmed)
+            times[name].append(seconds)
             if name in fast:
                 breakdowns[name] = dict(fast[name].time_breakdown)
 
@@ -146,6 +155,7 @@ def run(args: argparse.Namespace) -> Dict[str, float]:
         table.row(name, median(values) / args.batches, rate[name])
     result = {'pipelined_vs_sequential': rate['FastNeighborLoader'] /
               rate['FastNeighborLoader(pipeline=False)']}
+    result.update({f'{name} loss': loss for name, loss in losses.items()})
     pyg = {k: v for k, v in rate.items() if k.startswith('PyG')}
     if pyg:
         best = max(pyg, key=pyg.get)

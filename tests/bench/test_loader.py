@@ -1,7 +1,15 @@
+import argparse
+import multiprocessing
 import subprocess
 import sys
 
+import pytest
+
+from pyg_fastload.bench import loader as bench_loader
+
 from ..conftest import requires_torch_sparse
+
+FAST = 'FastNeighborLoader'
 
 
 def run_cli(*args):
@@ -9,23 +17,44 @@ def run_cli(*args):
                           capture_output=True, text=True, timeout=300)
 
 
-def test_bench_loader_runs_without_baseline(tmp_path):
+def run(tmp_path, *extra):
+    parser = argparse.ArgumentParser()
+    bench_loader.add_arguments(parser)
+    args = parser.parse_args([
+        '--preset', 'tiny', '--batches', '3', '--warmup', '2', '--rounds',
+        '1', '--batch-size', '64', '--cache-dir', str(tmp_path), *extra])
+    return bench_loader.run(args)
+
+
+def test_bench_loader_command_runs_without_baseline(tmp_path):
     proc = run_cli('bench', 'loader', '--preset', 'tiny', '--batches', '2',
                    '--rounds', '1', '--batch-size', '64', '--cache-dir',
                    str(tmp_path), '--pyg-workers')
     assert proc.returncode == 0, proc.stderr
-    assert 'FastNeighborLoader' in proc.stdout
+    assert 'steady state: 2 batches after 5 untimed' in proc.stdout
     assert 'gather bandwidth' in proc.stdout
     assert 'placing rows: scatter (index_copy_) takes' in proc.stdout
 
 
 @requires_torch_sparse
-def test_bench_loader_reports_ratio(tmp_path):
-    proc = run_cli('bench', 'loader', '--preset', 'tiny', '--batches', '2',
-                   '--rounds', '1', '--batch-size', '64', '--cache-dir',
-                   str(tmp_path), '--pyg-workers', '0')
-    assert proc.returncode == 0, proc.stderr
-    assert 'ratio FastNeighborLoader / best PyG' in proc.stdout
+def test_steady_state_ratio_and_start_up_apart(tmp_path, capsys):
+    result = run(tmp_path, '--pyg-workers', '0', '1')
+    out = capsys.readouterr().out
+    assert 'start-up (time to the first batch' in out
+    best = min((k for k in result if k.startswith('PyG') and
+                k.endswith('s/batch')), key=result.get)
+    # the headline is the ratio of the steady-state times per batch
+    assert result['speedup'] == pytest.approx(
+        result[best] / result[f'{FAST} s/batch'])
+    assert f'{FAST} startup_s' in result
+    assert 'PyG NeighborLoader(num_workers=1) startup_s' in result
+    # PyG's worker processes were shut down, not left to steal the cores
+    assert multiprocessing.active_children() == []
+
+
+def test_too_few_seeds_name_the_arguments(tmp_path):
+    with pytest.raises(ValueError, match="'--warmup 5 --batches 100'"):
+        run(tmp_path, '--warmup', '5', '--batches', '100', '--pyg-workers')
 
 
 def test_bench_rejects_unknown_preset(tmp_path):

@@ -25,8 +25,9 @@ def parse(*argv):
 
 
 @requires_planetoid
-def test_accuracy_bench_on_cora(capsys):
-    args = parse('--datasets', 'Cora', '--seeds', '1', '--epochs', '30')
+def test_accuracy_bench_on_cora_reaches_parity(capsys):
+    # The bench's own schedule (200 epochs), one seed: about 5 s.
+    args = parse('--datasets', 'Cora', '--seeds', '1')
     data = bench_accuracy.load_planetoid(args.root, 'Cora')
     summary = bench_accuracy.compare(data, 'Cora', args)
     out = capsys.readouterr().out
@@ -35,15 +36,13 @@ def test_accuracy_bench_on_cora(capsys):
     for side in sides:
         (result, ) = summary['runs'][side]
         assert set(result) == {'val_acc', 'test_acc', 'seconds'}
-        assert result['test_acc'] > 2 * 100 / 7  # 7 classes: chance ~14%
-        assert summary['test_mean'][side] == result['test_acc']
+        # GCN on Cora: 81.5% published; a wrong batch would fall well short
+        assert result['test_acc'] > 77.0
     assert summary['published'] == 81.5 and '81.5%' in out
     if WITH_TORCH_SPARSE:
-        difference = summary['difference']
-        assert difference == pytest.approx(summary['test_mean']['fastload'] -
-                                           summary['test_mean']['pyg'])
-        assert summary['passed'] == (abs(difference) <= 1.5)
-        assert ('PASS' if summary['passed'] else 'FAIL') in out
+        # parity with PyG's LightningNodeData on the same schedule
+        assert abs(summary['difference']) <= bench_accuracy.TOLERANCE
+        assert summary['passed'] is True and 'PASS' in out
     else:
         assert summary['passed'] is None and 'skipped' in out
 

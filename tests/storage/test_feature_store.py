@@ -87,7 +87,7 @@ def test_window_buffering_keeps_rows_still_needed():
     store = TieredFeatureStore()
     store.put_tensor(x, group_name=None, attr_name='x', index=None)
     configure(store, device_budget=capacity / num_nodes,
-          device_cache='window')
+              device_cache='window')
     cache = store._entries[(None, 'x')].device
     assert isinstance(cache, WindowBufferedCache)
     gen = torch.Generator().manual_seed(0)
@@ -132,7 +132,8 @@ def test_window_beats_no_reuse_knowledge_on_storage_reads():
                     store.retire(later)
         return store.stats()['x']['storage']['hits']
 
-    assert storage_rows(True) <= storage_rows(False)
+    # fixed seed: 158 rows read from storage with the window, 240 without
+    assert storage_rows(True) < storage_rows(False)
 
 
 def memory_stores(data):
@@ -140,7 +141,7 @@ def memory_stores(data):
     store.put_tensor(data.x, group_name=None, attr_name='x', index=None)
     store.put_tensor(data.y, group_name=None, attr_name='y', index=None)
     configure(store, scores=torch.rand(data.num_nodes).double(),
-          host_budget=0.3, device_budget=0.1)
+              host_budget=0.3, device_budget=0.1)
     graph_store = CSCGraphStore(
         CSCTopology.from_edge_index(data.edge_index, data.num_nodes))
     return store, graph_store
@@ -275,7 +276,7 @@ def test_fast_loader_samples_ahead_for_window_cache(tmp_path):
     store = TieredFeatureStore()
     store.put_mmap_tensor(str(path), torch.float32, data.x.shape, 'x')
     configure(store, device_budget=0.2, device_cache='window',
-          window=3)
+              window=3)
     graph_store = CSCGraphStore(
         CSCTopology.from_edge_index(data.edge_index, data.num_nodes))
     loader = FastNeighborLoader((store, graph_store), [3, 2],
@@ -307,7 +308,7 @@ def test_auto_device_budget_is_set_after_first_batch():
     # 30 rows of 24 bytes free beyond the reserve: the cache gets 30 rows.
     store.free_device_bytes = lambda: 10_000 + 30 * 24
     configure(store, scores=-torch.arange(100).double(),
-          device_budget='auto', reserve_bytes=10_000)
+              device_budget='auto', reserve_bytes=10_000)
     assert store._entries[(None, 'x')].device is None
     assert torch.equal(store.gather('x', torch.arange(10)), x[:10])
     device = store._entries[(None, 'x')].device
@@ -321,16 +322,27 @@ def test_read_ahead_merges_reads_of_several_batches(tmp_path):
     data.x.numpy().tofile(path)
     store = TieredFeatureStore()
     store.put_mmap_tensor(str(path), torch.float32, data.x.shape, 'x')
-    configure(store, scores=torch.rand(2000).double(),
-          host_budget=0.1)
+    configure(store, host_budget=0.1, scores=torch.rand(
+              2000, generator=torch.Generator().manual_seed(0)).double())
     store.set_read_ahead(batches=4, min_reads=500)
     storage = store._entries[(None, 'x')].storage
     storage.evict_page_cache()
+    requests = []  # rows per read-ahead request to the kernel
+    prefetch = storage.prefetch
+    storage.prefetch = lambda ids: requests.append(ids.numel()) or \
+        prefetch(ids)
     graph_store = CSCGraphStore(
         CSCTopology.from_edge_index(data.edge_index, data.num_nodes))
     loader = FastNeighborLoader((store, graph_store), [5], batch_size=50)
+    batches = 0
     for batch in loader:
         assert torch.equal(batch.x, data.x[batch.n_id])
+        batches += 1
+    # Reads were merged: about 250 storage misses per batch, requested
+    # min_reads=500 at a time, so one request serves two or three batches
+    # (the first and last are issued when due, smaller).
+    assert len(requests) <= batches // 2
+    assert all(rows >= 500 for rows in requests[1:-1])
     assert storage.prefetched_pages > 0
     with pytest.raises(ValueError, match='min_reads'):
         store.set_read_ahead(2, min_reads=0)
@@ -397,7 +409,7 @@ def test_device_cache_on_cuda(tmp_path, mode):
     store = TieredFeatureStore(device='cuda')
     store.put_mmap_tensor(str(path), torch.float32, x.shape, 'x')
     configure(store, scores=-torch.arange(200).double(),
-          host_budget=0.2, device_budget=0.1,
+              host_budget=0.2, device_budget=0.1,
               device_cache=mode)
     for ids in (torch.arange(200), torch.tensor([0, 150, 150, 3])):
         out = store.gather('x', ids)
