@@ -19,6 +19,7 @@ from pyg_fastload.caching import open_dataset, stores_from_data
 from pyg_fastload.config import FeatureCache, SettingError, check_fanouts
 from pyg_fastload.datasets import PRESETS, load_data_file, load_synthetic
 from pyg_fastload.io import DatasetFormatError, open_dataset_dir
+from pyg_fastload.io.format import VERIFY_MODES
 from pyg_fastload.storage import FeatureSource
 
 from .errors import ConfigError, config_section
@@ -114,6 +115,9 @@ class FastLoadDataModule(pl.LightningDataModule):
             presets are always generated with seed 0).
         cache_dir (str, optional): cache root of the synthetic presets.
         progress (bool): progress bars while preparing data and caches.
+        verify (str): how a dataset directory is checked when opened:
+            ``'size'`` (file sizes and the topology's id ranges, one pass),
+            ``'checksum'`` (also every SHA-256) or ``'none'``.
     """
     @config_section('data')
     def __init__(
@@ -132,6 +136,7 @@ class FastLoadDataModule(pl.LightningDataModule):
         seed: int = 0,
         cache_dir: Optional[str] = None,
         progress: bool = True,
+        verify: Literal['none', 'size', 'checksum'] = 'size',
     ):
         super().__init__()
         self.kind, self.source = _resolve_dataset(dataset)
@@ -177,6 +182,10 @@ class FastLoadDataModule(pl.LightningDataModule):
         self.seed = seed
         self.cache_dir = cache_dir
         self.progress = progress
+        if verify not in VERIFY_MODES:
+            raise ConfigError('verify', f"{verify!r} is not one of "
+                              f"{', '.join(VERIFY_MODES)}")
+        self.verify = verify
         self.save_hyperparameters(ignore=['dataset'] if self.kind == 'data'
                                   and isinstance(self.source, Data) else [])
         self.generators = {split: torch.Generator().manual_seed(seed + i)
@@ -259,10 +268,13 @@ class FastLoadDataModule(pl.LightningDataModule):
         cache = self.feature_cache or FeatureCache()
         batch_size = self.batch_size
         if self.kind == 'dir':
-            self.data = open_dataset(
-                self.source, cache, device=self.device,
-                num_neighbors=self.num_neighbors, batch_size=batch_size,
-                progress=self.progress)
+            try:
+                self.data = open_dataset(
+                    self.source, cache, device=self.device,
+                    num_neighbors=self.num_neighbors, batch_size=batch_size,
+                    verify=self.verify, progress=self.progress)
+            except DatasetFormatError as error:
+                raise ConfigError('dataset', str(error)) from None
             return
         data = self._in_memory_data()
         if self.feature_cache is None:

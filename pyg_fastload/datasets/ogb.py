@@ -333,4 +333,4 @@ def prepare_ogb(
                      'split': split_dir.name if split_dir else None,
                      'raw_edges': raw_edges,
                      'seconds': round(time.perf_counter() - start_time, 1)}}))
-    return open_dataset_dir(out_dir, verify='size')
+    return open_dataset_dir(out_dir, verify='checksum')

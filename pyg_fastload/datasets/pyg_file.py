@@ -133,6 +133,13 @@ def prepare_pyg(
     for key, value in data.items():
         if key in skip:
             continue
+        if (key in ('x', 'y') or key.endswith('_mask')) and isinstance(
+                value, Tensor) and value.dim() >= 1 and \
+                value.size(0) != num_nodes:
+            raise DatasetFormatError(
+                f"{data_path}: '{key}' has {value.size(0)} rows but the "
+                f"graph has num_nodes = {num_nodes}; give every node one "
+                f"row of '{key}' (or fix data.num_nodes)")
         if isinstance(value, Tensor) and value.dim() >= 1 and \
                 value.size(0) == num_nodes and data.is_node_attr(key):
             check_name(key, 'attribute name', f"'{data_path}'")

@@ -26,11 +26,16 @@ def _from_data(data: Data) -> CSCTopology:
         raise ValueError("the data object has no 'edge_index': neighbour "
                          "sampling needs the graph's edges")
     edge_index = data.edge_index
+    # Any change is seen: another tensor, an in-place edit (the tensor's
+    # version counter), another shape or another node count.
+    key = (id(edge_index), edge_index._version, tuple(edge_index.shape),
+           data.num_nodes)
     cached = data.__dict__.get(_CACHE_ATTR)
-    if cached is not None and cached[0] is edge_index:
-        return cached[1]
+    if cached is not None and cached[0] is edge_index and \
+            cached[1] == key:
+        return cached[2]
     topology = CSCTopology.from_edge_index(edge_index, data.num_nodes)
-    data.__dict__[_CACHE_ATTR] = (edge_index, topology)
+    data.__dict__[_CACHE_ATTR] = (edge_index, key, topology)
     return topology
 
 

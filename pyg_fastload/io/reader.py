@@ -128,10 +128,23 @@ def _fail(file: Path, what: str, fix: str) -> DatasetFormatError:
 
 
 def _reprepare(meta: Dict[str, Any], path: Path) -> str:
-    command = meta.get('command') if isinstance(meta, dict) else None
-    if not isinstance(command, str):
-        command = f'{PREPARE_HINT} {path}'
-    return f're-create the dataset with `{command}`'
+    # meta.json's own "command" is data, never echoed as a command to run.
+    how = (" (meta.json's 'command' field records how it was made)"
+           if isinstance(meta, dict) and 'command' in meta else '')
+    return f're-create the dataset with `{PREPARE_HINT} {path}`{how}'
+
+
+def _confined(file: Path, root: Path, follow_symlinks: bool,
+              fix: str) -> None:
+    r"""Refuses a file that is (or lies behind) a link leading out of the
+    dataset directory, unless :obj:`follow_symlinks`."""
+    if follow_symlinks:
+        return
+    target = file.resolve()
+    if target.parent != root:
+        raise _fail(file, f"is a link to '{target}', outside the dataset "
+                    f"directory; copy the file into the directory, or pass "
+                    f"follow_symlinks=True if you trust the link", fix)
 
 
 def _check_spec(key: str, spec: Any, meta_file: Path, fix: str) -> None:
@@ -207,7 +220,8 @@ def _check_range(array: np.ndarray, high: int, file: Path, what: str,
 
 
 def open_dataset_dir(path: PathLike, verify: str = 'size',
-                     progress: bool = False) -> OnDiskDataset:
+                     progress: bool = False,
+                     follow_symlinks: bool = False) -> OnDiskDataset:
     r"""Opens a dataset directory written by :func:`write_dataset_dir`
     (``pyg-fastload prepare``), memory-mapping every array.
 
@@ -215,12 +229,16 @@ def open_dataset_dir(path: PathLike, verify: str = 'size',
         path (str or os.PathLike): the dataset directory.
         verify (str, optional): ``'none'`` only reads ``meta.json`` and
             checks the ends of ``indptr``; ``'size'`` also checks that every
-            file exists with exactly the bytes ``meta.json`` gives and that
-            ``indptr`` never decreases; ``'checksum'`` also recomputes every
-            SHA-256 and checks that ``indices`` and ``edge_id`` are in range
-            (reads everything once). (default: :obj:`'size'`)
+            file exists with exactly the bytes ``meta.json`` gives, that
+            ``indptr`` never decreases and that every id in ``indices`` and
+            ``edge_id`` is in range (one vectorised pass over the topology,
+            so a corrupted graph is reported with its file before any
+            training); ``'checksum'`` also recomputes every SHA-256 (reads
+            everything once). (default: :obj:`'size'`)
         progress (bool, optional): show a progress bar while computing
             checksums. (default: :obj:`False`)
+        follow_symlinks (bool, optional): accept array files that are links
+            to places outside the directory. (default: :obj:`False`)
     """
     if verify not in VERIFY_MODES:
         raise ValueError(f"invalid 'verify' = {verify!r}: pass one of "
@@ -241,6 +259,8 @@ def open_dataset_dir(path: PathLike, verify: str = 'size',
     if not isinstance(meta, dict):
         raise _fail(meta_file, 'does not hold a JSON object', generic_fix)
     fix = _reprepare(meta, path)
+    root = path.resolve()
+    _confined(meta_file, root, follow_symlinks, fix)
     if meta.get('format') != FORMAT_NAME:
         raise _fail(meta_file, f"'format' is {meta.get('format')!r}, "
                     f"expected '{FORMAT_NAME}' (not a pyg-fastload dataset)",
@@ -271,6 +291,7 @@ def open_dataset_dir(path: PathLike, verify: str = 'size',
             raise _fail(meta_file, f"no '{key}' array", fix)
     for key, spec in specs.items():
         _check_spec(key, spec, meta_file, fix)
+        _confined(path / spec['file'], root, follow_symlinks, fix)
 
     def expect(key: str, shape: List[int], dtypes: Tuple[str, ...]) -> None:
         spec = specs[key]
@@ -330,7 +351,7 @@ def open_dataset_dir(path: PathLike, verify: str = 'size',
     edge_id = mapped('edge_id') if 'edge_id' in specs else None
     _check_indptr(indptr.numpy(), num_edges, path / specs['indptr']['file'],
                   verify != 'none', fix)
-    if verify == 'checksum':
+    if verify != 'none':
         _check_range(indices.numpy(), num_nodes,
                      path / specs['indices']['file'], 'node id', fix)
         if edge_id is not None:

@@ -280,8 +280,10 @@ def write_dataset_dir(
     overwrite: bool = False,
     progress: bool = True,
     extra_meta: Optional[Dict[str, Any]] = None,
+    verify: str = 'checksum',
 ) -> 'OnDiskDataset':
-    r"""Writes a dataset directory and opens it.
+    r"""Writes a dataset directory and opens it (re-reading every file
+    against its checksum, so a bad write is caught at once).
 
     Every array is streamed to disk in row chunks of about 64 MiB, so
     memory-mapped inputs or chunk iterators larger than memory are fine.
@@ -312,6 +314,9 @@ def write_dataset_dir(
         progress (bool, optional): show progress bars. (default: :obj:`True`)
         extra_meta (dict, optional): more JSON-serialisable keys for
             ``meta.json``. (default: :obj:`None`)
+        verify (str, optional): how the written directory is checked when
+            it is opened (see :func:`open_dataset_dir`).
+            (default: :obj:`'checksum'`)
     """
     num_nodes = int_arg(num_nodes, 'num_nodes')
     if not isinstance(name, str) or not name:
@@ -398,4 +403,4 @@ def write_dataset_dir(
         meta = build_meta(name, num_nodes, num_edges, num_classes, source,
                           extra_meta)
         st.commit(meta)
-    return open_dataset_dir(path, verify='size')
+    return open_dataset_dir(path, verify=verify)

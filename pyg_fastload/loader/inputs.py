@@ -83,6 +83,15 @@ def check_has_features(data: Any) -> None:
                 "the data object has no node features 'x': set 'data.x' "
                 "(a [num_nodes, num_features] tensor) before building the "
                 "loader")
+        num_nodes = data.num_nodes
+        for key, value in data.items():
+            if (key == 'x' or data.is_node_attr(key)) and isinstance(
+                    value, Tensor) and value.dim() >= 1 and \
+                    value.size(0) != num_nodes:
+                raise ValueError(
+                    f"'data.{key}' has {value.size(0)} rows but the graph "
+                    f"has num_nodes = {num_nodes}; give every node one row "
+                    f"(or fix 'data.num_nodes')")
         return
     feature_store: FeatureStore = data[0]
     names = {attr.attr_name for attr in feature_store.get_all_tensor_attrs()}

@@ -197,3 +197,14 @@ def test_cli(tmp_path, tiny_dir, capsys):
                    str(tmp_path / 'x')]))
     with pytest.raises(SystemExit):  # argparse: no source given
         parse([str(tmp_path / 'x')])
+
+
+def test_prepare_refuses_features_that_do_not_match_the_nodes(tmp_path):
+    data = random_graph(num_nodes=20, num_edges=60)
+    data.x = data.x[:15]
+    file = tmp_path / 'graph.pt'
+    torch.save(data, file)
+    with pytest.raises(DatasetFormatError, match=r"'x' has 15 rows but the "
+                       r"graph has num_nodes = 20"):
+        prepare_pyg(file, tmp_path / 'ds', progress=False)
+    assert not (tmp_path / 'ds').exists()

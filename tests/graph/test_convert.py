@@ -65,3 +65,18 @@ def test_non_finite_weights_are_refused(bad):
     with pytest.raises(ValueError, match="'weight_attr='w''.*NaN or "
                        "infinite"):
         topology_of(data, 'w')
+
+
+def test_edits_of_the_graph_are_never_served_stale():
+    data = random_graph(num_nodes=20, num_edges=60)
+    first = topology_of(data)
+    data.edge_index[0, 0] = (data.edge_index[0, 0] + 1) % 20  # in place
+    edited = topology_of(data)
+    assert edited is not first
+    assert torch.equal(edited.to_edge_index().sort(1).values,
+                       CSCTopology.from_edge_index(data.edge_index, 20)
+                       .to_edge_index().sort(1).values)
+    data.num_nodes = 25  # more nodes, same edges
+    assert topology_of(data).num_nodes == 25
+    data.edge_index = data.edge_index[:, :30].clone()  # another tensor
+    assert topology_of(data).num_edges == 30

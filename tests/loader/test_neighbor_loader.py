@@ -219,3 +219,12 @@ def test_sparse_adjacency_built_in_the_loading_stage():
     assert torch.equal(plain.n_id, sparse.n_id)
     assert torch.allclose(model(plain.x, plain.edge_index),
                           model(sparse.x, sparse.adj_t), atol=1e-5)
+
+
+def test_feature_rows_must_match_the_node_count():
+    from pyg_fastload import FastNeighborLoader
+    data = random_graph(num_nodes=20, num_edges=60)
+    data.x = data.x[:15]  # 15 rows for 20 nodes
+    with pytest.raises(ValueError, match=r"'data\.x' has 15 rows but the "
+                       r"graph has num_nodes = 20"):
+        FastNeighborLoader(data, [2], batch_size=4)

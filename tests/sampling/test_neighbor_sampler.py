@@ -227,3 +227,14 @@ def test_layer_wise_bounds_and_validity(graph):
     assert out.edge.unique().numel() == out.edge.numel()
     assert torch.equal(graph.edge_index[:, out.edge],
                        torch.stack([out.node[out.row], out.node[out.col]]))
+
+
+@pytest.mark.parametrize('replace', [False, True])
+def test_weighted_sampling_on_a_graph_without_edges(replace):
+    data = Data(x=torch.zeros(5, 1), num_nodes=5, w=torch.empty(0),
+                edge_index=torch.empty(2, 0, dtype=torch.long))
+    sampler = FastNeighborSampler(data, [2, -1], weight_attr='w',
+                                  replace=replace)
+    out = sampler.sample(torch.tensor([0, 3]),
+                         torch.Generator().manual_seed(0))
+    assert out.node.tolist() == [0, 3] and out.row.numel() == 0
