@@ -123,6 +123,8 @@ class FeatureCache:
             on disk (0: off).
         in_memory (bool): load a dataset directory's features into memory
             instead of reading them from disk.
+        exceed_memory (bool): allow caches larger than the memory the
+            machine has (refused by default).
     """
     host_budget: Optional[Union[int, float, str]] = None
     device_budget: Optional[Union[int, float, str]] = None
@@ -132,6 +134,7 @@ class FeatureCache:
     window: int = 4
     read_ahead: int = 0
     in_memory: bool = False
+    exceed_memory: bool = False
 
     def __post_init__(self) -> None:
         for key in ('host_budget', 'device_budget'):
@@ -140,14 +143,14 @@ class FeatureCache:
                 parsed = parse_budget(value, key, key == 'device_budget')
             except (TypeError, ValueError) as exc:
                 raise SettingError(key, str(exc)) from None
-            if isinstance(parsed, int):
+            if isinstance(parsed, int) and not self.exceed_memory:
                 available = available_memory()
                 if available and parsed > available:
                     raise SettingError(
                         key, f"{value!r} ({format_bytes(parsed)}) is more "
                         f"than the {format_bytes(available)} of memory "
                         f"available; give a smaller size or a fraction such "
-                        f"as '10%'")
+                        f"as '10%', or set exceed_memory=True")
         if self.policy not in POLICIES:
             raise SettingError('policy', f"{self.policy!r} is not one of "
                                f"{', '.join(POLICIES)}")

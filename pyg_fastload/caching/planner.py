@@ -9,7 +9,8 @@ from typing import List, Optional, Sequence
 import torch
 from torch import Tensor
 
-from ..config import FeatureCache, budget_rows
+from ..config import (FeatureCache, SettingError, available_memory,
+                      budget_rows, format_bytes)
 from ..graph.topology import CSCTopology
 from ..storage import TieredFeatureStore
 from .hotness import hot_order, hotness_scores
@@ -18,6 +19,11 @@ __all__ = ['configure_caches']
 
 #: Bytes left free when ``device_budget='auto'`` sizes the device cache.
 AUTO_RESERVE_BYTES = 2**30
+#: On the CPU, where the "device" cache is a second copy in host memory,
+#: ``'auto'`` takes at most this share of the free memory ...
+CPU_AUTO_SHARE = 0.25
+#: ... and at most this many bytes.
+CPU_AUTO_MAX_BYTES = 4 * 2**30
 
 
 def configure_caches(
@@ -41,8 +47,12 @@ def configure_caches(
     buffer. With ``device_cache='window'`` the device cache starts empty
     and fills itself with GIDS's window buffering instead. With
     ``device_budget='auto'`` the device cache is sized after the first
-    gathered batch: the free device memory (host memory on CPU) minus
-    :obj:`reserve_bytes` (PaGraph).
+    gathered batch: on CUDA the free device memory minus
+    :obj:`reserve_bytes` (PaGraph); on the CPU, where that cache is a second
+    copy in host memory, the same but at most a quarter of the free memory
+    and at most 4 GiB (:data:`CPU_AUTO_SHARE`, :data:`CPU_AUTO_MAX_BYTES`).
+    Caches that would not fit in the memory the machine has are refused
+    unless ``cache.exceed_memory``.
 
     Args:
         store (TieredFeatureStore): the store whose caches to fill.
@@ -65,7 +75,11 @@ def configure_caches(
         # Decided after the first batch, when the model's own memory use is
         # known; until then only the host buffer serves.
         def resolve() -> None:
-            budget = max(store.free_device_bytes() - reserve_bytes, 0)
+            free = store.free_device_bytes()
+            budget = max(free - reserve_bytes, 0)
+            if store.device.type != 'cuda':
+                budget = min(budget, int(free * CPU_AUTO_SHARE),
+                             CPU_AUTO_MAX_BYTES)
             configure_caches(
                 store, replace(cache, device_budget=budget), topology,
                 attrs=attrs, scores=scores, train_nodes=train_nodes,
@@ -80,6 +94,8 @@ def configure_caches(
                               'device_budget')
     host_rows = budget_rows(cache.host_budget, num_rows, row_bytes,
                             'host_budget')
+    if not cache.exceed_memory:
+        _check_fits(store, host_rows * row_bytes, device_rows * row_bytes)
     static_device = cache.device_cache == 'static'
     needed = host_rows + (device_rows if static_device else 0)
     order = torch.empty(0, dtype=torch.long)
@@ -92,6 +108,26 @@ def configure_caches(
         device_ids=order[:device_rows] if static_device else None,
         window_rows=0 if static_device else device_rows,
         window_size=window_size, seed=seed)
+
+
+def _check_fits(store: TieredFeatureStore, host_bytes: int,
+                device_bytes: int) -> None:
+    r"""Refuses caches larger than the memory the machine has: the host
+    buffer (and, on the CPU, the device cache too) against the available
+    host memory, a CUDA device cache against the free device memory."""
+    on_cuda = store.device.type == 'cuda'
+    in_host = host_bytes + (0 if on_cuda else device_bytes)
+    checks = [('host_budget' if host_bytes else 'device_budget', in_host,
+               available_memory(), 'memory')]
+    if on_cuda:
+        checks.append(('device_budget', device_bytes,
+                       store.free_device_bytes(), 'free device memory'))
+    for key, needed, available, what in checks:
+        if available and needed > available:
+            raise SettingError(
+                key, f"the caches need {format_bytes(needed)}, more than the "
+                f"{format_bytes(available)} of {what} available; give a "
+                f"smaller budget, or set exceed_memory=True to allow it")
 
 
 def _hot_order(scores: Optional[Tensor], topology: Optional[CSCTopology],

@@ -416,3 +416,32 @@ def test_device_cache_on_cuda(tmp_path, mode):
         assert out.is_cuda
         torch.cuda.synchronize()
         assert torch.equal(out.cpu(), x[ids])
+
+
+def test_auto_on_the_cpu_takes_a_bounded_share(monkeypatch):
+    x = make_tensor(torch.float32, rows=100)  # 24 bytes per row
+    store = TieredFeatureStore()
+    store.put_tensor(x, group_name=None, attr_name='x', index=None)
+    store.free_device_bytes = lambda: 4000
+    configure(store, scores=-torch.arange(100).double(),
+              device_budget='auto', reserve_bytes=0)
+    store.gather('x', torch.arange(3))
+    # a quarter of the 4000 free bytes (the old rule took all 100 rows)
+    assert store._entries[(None, 'x')].device.capacity == 1000 // 24
+
+
+def test_caches_larger_than_memory_are_refused(monkeypatch):
+    from pyg_fastload.caching import planner
+    from pyg_fastload.config import SettingError
+    x = make_tensor(torch.float32, rows=100)
+    store = TieredFeatureStore()
+    store.put_tensor(x, group_name=None, attr_name='x', index=None)
+    monkeypatch.setattr(planner, 'available_memory', lambda: 1000)
+    with pytest.raises(SettingError, match=r"'host_budget': the caches need "
+                       r"1\.9 KiB, more than the 1000 B of memory.*"
+                       r"exceed_memory=True"):
+        configure(store, scores=-torch.arange(100).double(),
+                  host_budget=0.8)
+    configure(store, scores=-torch.arange(100).double(), host_budget=0.8,
+              exceed_memory=True)  # explicitly allowed
+    assert store._entries[(None, 'x')].host.capacity == 80
