@@ -14,7 +14,8 @@ import torch
 
 from ..graph.topology import index_dtype_for
 from ..io import format as fmt
-from ..io.csc_sort import coalesce_csc, csc_from_edge_chunks
+from ..io.csc_sort import (check_node_count, coalesce_csc,
+                           csc_from_edge_chunks)
 from ..io.format import DatasetFormatError, build_meta
 from ..io.reader import OnDiskDataset, open_dataset_dir
 from ..io.writer import Source, Staging, check_target
@@ -158,6 +159,11 @@ def prepare_ogb(
                                      f'archive again')
     if raw_edges is None and use_npz:
         raw_edges = file_edges
+    try:  # before anything is allocated for that many nodes
+        check_node_count(num_nodes, out_dir.parent)
+    except ValueError as exc:
+        where = npz if use_npz else raw / 'num-node-list.csv.gz'
+        raise DatasetFormatError(f'{where}: {exc}') from None
 
     def file_chunks() -> Iterator[Tuple[np.ndarray, np.ndarray]]:
         if not use_npz:

@@ -3,6 +3,7 @@ external counting sort, then an optional pass removing duplicate edges."""
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 from typing import Any, Callable, Iterable, Tuple, Union
 
@@ -12,10 +13,11 @@ from torch import Tensor
 from tqdm.auto import tqdm
 
 from ..graph.topology import index_dtype_for
+from ..config import available_memory, format_bytes
 from . import format as fmt
 from .format import int_arg
 
-__all__ = ['csc_from_edge_chunks']
+__all__ = ['csc_from_edge_chunks', 'check_node_count']
 
 PathLike = Union[str, 'os.PathLike[str]']
 
@@ -69,6 +71,30 @@ def _open_out(file: Path, dtype: np.dtype, size: int) -> np.ndarray:
     return np.memmap(file, dtype=dtype, mode='w+', shape=(size, ))
 
 
+def check_node_count(num_nodes: int, out_dir: Path) -> None:
+    r"""Refuses a node count whose per-node arrays (two ``int64`` arrays in
+    memory, one on disk in :obj:`out_dir`) cannot fit, before anything is
+    allocated."""
+    needed = 16 * (num_nodes + 1)
+    available = available_memory()
+    if available and needed > available:
+        raise ValueError(
+            f"num_nodes = {num_nodes:,} needs {format_bytes(needed)} of "
+            f"memory for the CSC offsets, more than the "
+            f"{format_bytes(available)} available: the node count is wrong "
+            f"(a corrupted or foreign file?) or the graph is too large for "
+            f"this machine")
+    probe = Path(out_dir).resolve()
+    while not probe.exists():  # the directory may not be created yet
+        probe = probe.parent
+    free = shutil.disk_usage(probe).free
+    if 8 * (num_nodes + 1) > free:
+        raise ValueError(
+            f"num_nodes = {num_nodes:,} needs {format_bytes(8 * num_nodes)} "
+            f"of disk for the CSC offsets in '{out_dir}', more than the "
+            f"{format_bytes(free)} free")
+
+
 def csc_from_edge_chunks(
     edge_chunks: Callable[[], Iterable[Tuple[Any, Any]]],
     num_nodes: int,
@@ -101,6 +127,7 @@ def csc_from_edge_chunks(
     if not out_dir.is_dir():
         raise FileNotFoundError(f"'out_dir' = '{out_dir}' is not an existing "
                                 f'directory; create it first')
+    check_node_count(num_nodes, out_dir)
     counts = np.zeros(num_nodes, dtype=np.int64)
     with tqdm(unit='edge', unit_scale=True, desc='counting in-degrees',
               disable=not progress, leave=False) as bar:

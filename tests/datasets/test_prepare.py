@@ -208,3 +208,14 @@ def test_prepare_refuses_features_that_do_not_match_the_nodes(tmp_path):
                        r"graph has num_nodes = 20"):
         prepare_pyg(file, tmp_path / 'ds', progress=False)
     assert not (tmp_path / 'ds').exists()
+
+
+def test_prepare_ogb_checks_the_node_count_before_allocating(tmp_path):
+    root = tmp_path / 'arxiv'
+    fake_ogb_csv(root)
+    write_gz(root / 'raw' / 'num-node-list.csv.gz', [10**12])  # crafted
+    with pytest.raises(DatasetFormatError,
+                       match=r"num-node-list\.csv\.gz: num_nodes = "
+                       r"1,000,000,000,000 needs .* GiB of memory"):
+        prepare_ogb(root, 'ogbn-arxiv', tmp_path / 'ds', progress=False)
+    assert not (tmp_path / 'ds').exists()
