@@ -9,8 +9,13 @@ from typing import List, Optional, Sequence
 import torch
 from torch import Tensor
 
-from ..config import (FeatureCache, SettingError, available_memory,
-                      budget_rows, format_bytes)
+from ..config import (
+    FeatureCache,
+    SettingError,
+    available_memory,
+    budget_rows,
+    format_bytes,
+)
 from ..graph.topology import CSCTopology
 from ..storage import TieredFeatureStore
 from .hotness import hot_order, hotness_scores

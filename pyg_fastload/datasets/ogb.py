@@ -14,11 +14,11 @@ import torch
 
 from ..graph.topology import index_dtype_for
 from ..io import format as fmt
-from ..io.csc_sort import (check_node_count, coalesce_csc,
-                           csc_from_edge_chunks)
+from ..io.arrays import Source
+from ..io.csc_sort import check_node_count, coalesce_csc, csc_from_edge_chunks
 from ..io.format import DatasetFormatError, build_meta
 from ..io.reader import OnDiskDataset, open_dataset_dir
-from ..io.writer import Source, Staging, check_target
+from ..io.staging import Staging, check_target
 from .ogb_raw import NpyMember, iter_csv, labels_chunk, read_scalar
 
 __all__ = ['prepare_ogb']

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..io import format as fmt
 from ..io.format import DatasetFormatError
-from ..io.writer import row_chunks
+from ..io.arrays import row_chunks
 
 __all__ = ['iter_csv', 'read_scalar', 'NpyMember', 'labels_chunk']
 

@@ -12,7 +12,8 @@ from typing import Any, Dict, Optional, Union
 
 from ..config import format_bytes
 from ..io.reader import OnDiskDataset
-from ..io.writer import check_target, write_dataset_dir
+from ..io.staging import check_target
+from ..io.writer import write_dataset_dir
 from .ogb import prepare_ogb
 from .pyg_file import prepare_pyg
 from .synthetic_cache import load_synthetic

@@ -15,7 +15,8 @@ from ..graph.topology import CSCTopology
 from ..io.format import TOPOLOGY_ARRAYS, DatasetFormatError, check_name
 from ..io.reader import OnDiskDataset
 from ..io.safe_load import safe_torch_load
-from ..io.writer import check_target, write_dataset_dir
+from ..io.staging import check_target
+from ..io.writer import write_dataset_dir
 
 __all__ = ['load_data_file', 'prepare_pyg']
 

@@ -12,8 +12,8 @@ import torch
 from torch import Tensor
 from tqdm.auto import tqdm
 
-from ..graph.topology import index_dtype_for
 from ..config import available_memory, format_bytes
+from ..graph.topology import index_dtype_for
 from . import format as fmt
 from .format import int_arg
 

@@ -2,253 +2,28 @@ r"""Writing a dataset directory: arrays streamed chunk by chunk into a
 staging directory, hashed, and renamed into place once complete."""
 from __future__ import annotations
 
-import hashlib
-import json
 import os
-import shutil
-import tempfile
-import uuid
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple, Union
+from typing import Any, Callable, Dict, Optional, Tuple, Union
 
 import numpy as np
 import torch
-from torch import Tensor
-from tqdm.auto import tqdm
 
 from ..graph.topology import index_dtype_for
-from . import format as fmt
+from .arrays import Source
 from .format import (
-    FORMAT_NAME,
     META_KEYS,
     TOPOLOGY_ARRAYS,
     build_meta,
     check_name,
     int_arg,
-    is_dataset_dir,
-    numpy_dtype,
-    sha256_file,
-    to_numpy,
 )
 from .reader import OnDiskDataset, open_dataset_dir
+from .staging import Staging
 
 __all__ = ['write_dataset_dir']
 
-Source = Union[Tensor, np.ndarray, Callable[[], Iterable[Any]]]
 PathLike = Union[str, 'os.PathLike[str]']
-
-
-# -------------------------------------------------------------- writing ----
-class ArrayWriter:
-    r"""Streams row chunks of one array into ``<name>.bin.tmp``, hashing
-    them, and renames the file on :meth:`close`."""
-
-    def __init__(self, directory: Path, name: str):
-        self.name = name
-        self.file = directory / f'{name}.bin'
-        self.tmp = directory / f'{name}.bin.tmp'
-        self._f = open(self.tmp, 'wb')
-        self._sha = hashlib.sha256()
-        self.dtype_name: Optional[str] = None
-        self.row_shape: Optional[Tuple[int, ...]] = None
-        self.rows = 0
-        self.bytes = 0
-
-    def write(self, chunk: np.ndarray, dtype_name: str) -> None:
-        if chunk.ndim == 0:
-            raise ValueError(
-                f"array '{self.name}' ({self.file.name}): got a scalar "
-                f"chunk; every array needs a first (row) dimension")
-        if self.dtype_name is None:
-            self.dtype_name, self.row_shape = dtype_name, chunk.shape[1:]
-        elif dtype_name != self.dtype_name or chunk.shape[1:] != \
-                self.row_shape:
-            raise ValueError(
-                f"array '{self.name}' ({self.file.name}): a chunk has dtype "
-                f"{dtype_name} and row shape {list(chunk.shape[1:])} but "
-                f"the first chunk had {self.dtype_name} and "
-                f"{list(self.row_shape)}; yield chunks of one dtype and "
-                f"width")
-        raw = chunk.reshape(-1).view(np.uint8)
-        self._f.write(raw)
-        self._sha.update(raw)
-        self.rows += chunk.shape[0]
-        self.bytes += raw.size
-
-    def close(self, default_dtype: str = 'float32',
-              default_row_shape: Tuple[int, ...] = ()) -> Dict[str, Any]:
-        self._f.flush()
-        os.fsync(self._f.fileno())
-        self._f.close()
-        os.replace(self.tmp, self.file)
-        if self.dtype_name is None:  # no chunk at all: an empty array
-            self.dtype_name, self.row_shape = default_dtype, default_row_shape
-        return {
-            'file': self.file.name,
-            'dtype': self.dtype_name,
-            'shape': [self.rows, *self.row_shape],
-            'bytes': self.bytes,
-            'sha256': self._sha.hexdigest(),
-        }
-
-    def abort(self) -> None:
-        self._f.close()
-        self.tmp.unlink(missing_ok=True)
-
-
-def row_chunks(source: Source, what: str) -> Iterator[Tuple[np.ndarray,
-                                                             str]]:
-    r"""Yields ``(numpy chunk, dtype name)`` pairs of about
-    :obj:`fmt.CHUNK_BYTES` from a tensor, an array (memory-mapped or not) or a
-    callable returning an iterable of chunks."""
-    if isinstance(source, (Tensor, np.ndarray)):
-        if source.ndim == 0:
-            raise ValueError(f'{what} is a scalar; pass an array with one '
-                             f'row per element')
-        row_items = int(np.prod(source.shape[1:], dtype=np.int64))
-        itemsize = source.element_size() if isinstance(source, Tensor) \
-            else source.itemsize
-        step = max(1, fmt.CHUNK_BYTES // max(1, row_items * itemsize))
-        num_rows = source.shape[0]
-        if num_rows == 0:
-            yield to_numpy(source, what)
-        for start in range(0, num_rows, step):
-            yield to_numpy(source[start:start + step], what)
-    elif callable(source):
-        for chunk in source():
-            yield to_numpy(chunk, what)
-    else:
-        raise TypeError(f'{what} must be a torch.Tensor, a numpy array or a '
-                        f'callable returning an iterable of row chunks, got '
-                        f'{type(source).__name__}')
-
-
-def check_target(path: Path, overwrite: bool) -> None:
-    r"""Fails early when :obj:`path` exists and may not be replaced."""
-    if not os.path.lexists(path):
-        return
-    if not path.is_dir():
-        raise FileExistsError(
-            f"output path '{path}' exists and is not a directory; remove it "
-            f"or choose another output directory")
-    if not overwrite:
-        raise FileExistsError(
-            f"output directory '{path}' already exists; pass "
-            f"overwrite=True (`--overwrite` on the command line) to replace "
-            f"it, or choose another directory")
-    if any(path.iterdir()) and not is_dataset_dir(path):
-        raise FileExistsError(
-            f"refusing to overwrite '{path}': it is not empty and holds no "
-            f"pyg-fastload dataset (no meta.json with format "
-            f"'{FORMAT_NAME}'); remove it yourself or choose another "
-            f"directory")
-
-
-class Staging:
-    r"""A temporary sibling directory into which a dataset is written and
-    that is renamed to the final path by :meth:`commit`."""
-
-    def __init__(self, path: PathLike, overwrite: bool, progress: bool):
-        self.path = Path(path).expanduser()
-        self.overwrite = overwrite
-        self.progress = progress
-        check_target(self.path, overwrite)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.dir = Path(tempfile.mkdtemp(prefix=f'.{self.path.name}.tmp-',
-                                         dir=self.path.parent))
-        self.specs: Dict[str, Dict[str, Any]] = {}
-
-    def __enter__(self) -> 'Staging':
-        return self
-
-    def __exit__(self, exc_type, exc, tb) -> None:
-        if self.dir.exists():  # not committed: failed
-            shutil.rmtree(self.dir, ignore_errors=True)
-
-    def write_array(
-        self,
-        name: str,
-        source: Source,
-        *,
-        expect_rows: Optional[int] = None,
-        what: Optional[str] = None,
-        cast: Optional[Callable[[np.ndarray, str],
-                                Tuple[np.ndarray, str]]] = None,
-        check: Optional[Callable[[np.ndarray, int], None]] = None,
-        default_dtype: str = 'float32',
-    ) -> Dict[str, Any]:
-        what = what or f"array '{name}'"
-        writer = ArrayWriter(self.dir, name)
-        bar = tqdm(total=expect_rows, unit='row', unit_scale=True,
-                   desc=f'writing {name}', disable=not self.progress,
-                   leave=False)
-        try:
-            for chunk, dtype_name in row_chunks(source, what):
-                if check is not None:  # before casting, which may wrap
-                    check(chunk, writer.rows)
-                if cast is not None:
-                    chunk, dtype_name = cast(chunk, dtype_name)
-                writer.write(chunk, dtype_name)
-                bar.update(chunk.shape[0])
-            if expect_rows is not None and writer.rows != expect_rows:
-                raise ValueError(
-                    f'{what} ({writer.file.name}) has {writer.rows} rows but '
-                    f'{expect_rows} are needed (one per '
-                    f"{'CSC entry' if name in TOPOLOGY_ARRAYS else 'node'}"
-                    f'); pass an array with {expect_rows} rows')
-            spec = writer.close(default_dtype)
-        except BaseException:
-            writer.abort()
-            raise
-        finally:
-            bar.close()
-        self.specs[name] = spec
-        return spec
-
-    def adopt(self, name: str, dtype_name: str,
-              shape: List[int]) -> Dict[str, Any]:
-        r"""Registers ``<name>.bin``, already written into the staging
-        directory (by :func:`csc_from_edge_chunks`), hashing it."""
-        file = self.dir / f'{name}.bin'
-        expected = int(np.prod(shape, dtype=np.int64)) * \
-            numpy_dtype(dtype_name).itemsize
-        actual = file.stat().st_size
-        if actual != expected:  # pragma: no cover - internal consistency
-            raise RuntimeError(f'{file}: {actual} bytes, expected {expected}')
-        with tqdm(total=actual, unit='B', unit_scale=True,
-                  desc=f'hashing {name}', disable=not self.progress,
-                  leave=False) as bar:
-            digest = sha256_file(file, bar)
-        spec = {'file': file.name, 'dtype': dtype_name, 'shape': list(shape),
-                'bytes': actual, 'sha256': digest}
-        self.specs[name] = spec
-        return spec
-
-    def commit(self, meta: Dict[str, Any]) -> Path:
-        meta = dict(meta)
-        meta['arrays'] = self.specs
-        meta_file = self.dir / 'meta.json'
-        with open(meta_file, 'w') as f:
-            json.dump(meta, f, indent=2)
-            f.write('\n')
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(self.dir, 0o755)  # mkdtemp makes it private
-        old: Optional[Path] = None
-        if os.path.lexists(self.path):
-            check_target(self.path, self.overwrite)
-            old = self.path.parent / f'.{self.path.name}.old-' \
-                f'{uuid.uuid4().hex[:8]}'
-            os.rename(self.path, old)
-        try:
-            os.replace(self.dir, self.path)
-        except OSError:
-            if old is not None:
-                os.rename(old, self.path)
-            raise
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
-        return self.path
 
 
 def _cast_to(dtype: np.dtype, what: str) -> Callable[[np.ndarray, str],

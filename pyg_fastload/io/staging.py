@@ -1,0 +1,275 @@
+r"""Writing a dataset directory crash-safely: a staging directory beside
+the final path, put in place atomically, with a lock file per run so that a
+later run can tell a dead run's leftovers from a live one's and clean them.
+
+Siblings of ``DIR`` (all hidden): ``.DIR.lock-TOKEN`` (held with ``flock``
+by the run while it writes), ``.DIR.tmp-TOKEN`` (what it writes) and,
+where the file system cannot exchange two directories atomically,
+``.DIR.old-TOKEN`` (the replaced dataset, for a moment).
+"""
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import fcntl
+import json
+import os
+import shutil
+import uuid
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional, Tuple, Union
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from .arrays import ArrayWriter, Source, row_chunks
+from .format import (
+    FORMAT_NAME,
+    TOPOLOGY_ARRAYS,
+    is_dataset_dir,
+    numpy_dtype,
+    sha256_file,
+)
+
+__all__ = ['Staging', 'check_target', 'recover']
+
+PathLike = Union[str, 'os.PathLike[str]']
+
+#: Whether :func:`_exchange` may use ``renameat2``; tests turn it off to
+#: exercise the two-rename fallback.
+USE_EXCHANGE = True
+_RENAME_EXCHANGE = 2
+_AT_FDCWD = -100
+
+
+def _sibling(path: Path, kind: str, token: str) -> Path:
+    return path.parent / f'.{path.name}.{kind}-{token}'
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    r"""Atomically swaps two paths (Linux ``renameat2``); :obj:`False`
+    where the system or file system cannot."""
+    if not USE_EXCHANGE:
+        return False
+    libc_name = ctypes.util.find_library('c')
+    if libc_name is None:
+        return False
+    libc = ctypes.CDLL(libc_name, use_errno=True)
+    renameat2 = getattr(libc, 'renameat2', None)
+    if renameat2 is None:
+        return False
+    result = renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b),
+                       _RENAME_EXCHANGE)
+    return result == 0
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def recover(path: PathLike, verbose: bool = True) -> List[str]:
+    r"""Repairs and cleans what runs that died while writing :obj:`path`
+    left beside it; returns what was done. A run is known dead when its
+    lock file can be locked; the leftovers of live runs are untouched.
+
+    If the dataset went missing between the two renames of the fallback
+    replacement, the previous dataset is put back; staging directories and
+    replaced datasets of dead runs are removed. Staging directories without
+    a lock file (written before pyg-fastload kept one) are reported, never
+    removed by guessing."""
+    path = Path(path).expanduser()
+    done: List[str] = []
+    prefix = f'.{path.name}.'
+    siblings = list(path.parent.iterdir()) if path.parent.is_dir() else []
+    for lock_file in siblings:
+        if not lock_file.name.startswith(prefix + 'lock-'):
+            continue
+        token = lock_file.name[len(prefix + 'lock-'):]
+        with open(lock_file, 'a') as lock:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                continue  # its run is alive
+            old, tmp = _sibling(path, 'old', token), _sibling(path, 'tmp',
+                                                                token)
+            if old.is_dir() and not os.path.lexists(path):
+                os.rename(old, path)
+                done.append(f"restored '{path}' from '{old.name}' (a run "
+                            f"died while replacing it)")
+            for leftover in (old, tmp):
+                if leftover.exists():
+                    size = sum(f.stat().st_size for f in leftover.rglob('*')
+                               if f.is_file())
+                    shutil.rmtree(leftover, ignore_errors=True)
+                    done.append(f"removed '{leftover.name}' ({size:,} "
+                                f"bytes) left by a run that died")
+            lock_file.unlink(missing_ok=True)
+    locked = {p.name[len(prefix + 'lock-'):] for p in siblings
+              if p.name.startswith(prefix + 'lock-')}
+    for leftover in siblings:
+        name = leftover.name
+        for kind in ('tmp-', 'old-'):
+            if name.startswith(prefix + kind) and \
+                    name[len(prefix + kind):] not in locked:
+                done.append(f"'{leftover}' has no lock file, so it is not "
+                            f"known to be abandoned: remove it yourself if "
+                            f"no pyg-fastload prepare is writing it")
+    if verbose:
+        for line in done:
+            print(f'pyg-fastload: {line}')
+    return done
+
+
+def check_target(path: Path, overwrite: bool) -> None:
+    r"""Fails early when :obj:`path` exists and may not be replaced."""
+    if not os.path.lexists(path):
+        return
+    if not path.is_dir():
+        raise FileExistsError(
+            f"output path '{path}' exists and is not a directory; remove it "
+            f"or choose another output directory")
+    if not overwrite:
+        raise FileExistsError(
+            f"output directory '{path}' already exists; pass "
+            f"overwrite=True (`--overwrite` on the command line) to replace "
+            f"it, or choose another directory")
+    if any(path.iterdir()) and not is_dataset_dir(path):
+        raise FileExistsError(
+            f"refusing to overwrite '{path}': it is not empty and holds no "
+            f"pyg-fastload dataset (no meta.json with format "
+            f"'{FORMAT_NAME}'); remove it yourself or choose another "
+            f"directory")
+
+
+
+class Staging:
+    r"""A temporary sibling directory into which a dataset is written and
+    that is renamed to the final path by :meth:`commit`."""
+
+    def __init__(self, path: PathLike, overwrite: bool, progress: bool):
+        self.path = Path(path).expanduser()
+        self.overwrite = overwrite
+        self.progress = progress
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        recover(self.path)  # reports what it repaired or removed
+        check_target(self.path, overwrite)
+        self.token = uuid.uuid4().hex[:12]
+        # Held for the whole write: a later run that can take it knows that
+        # this one died, and cleans up after it (see recover()).
+        self._lock_file = _sibling(self.path, 'lock', self.token)
+        self._lock = open(self._lock_file, 'w')
+        fcntl.flock(self._lock, fcntl.LOCK_EX)
+        self.dir = _sibling(self.path, 'tmp', self.token)
+        self.dir.mkdir()
+        self.specs: Dict[str, Dict[str, Any]] = {}
+
+    def __enter__(self) -> 'Staging':
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if self.dir.exists():  # not committed: failed
+            shutil.rmtree(self.dir, ignore_errors=True)
+        self._release()
+
+    def _release(self) -> None:
+        if not self._lock.closed:
+            self._lock_file.unlink(missing_ok=True)
+            self._lock.close()
+
+    def write_array(
+        self,
+        name: str,
+        source: Source,
+        *,
+        expect_rows: Optional[int] = None,
+        what: Optional[str] = None,
+        cast: Optional[Callable[[np.ndarray, str],
+                                Tuple[np.ndarray, str]]] = None,
+        check: Optional[Callable[[np.ndarray, int], None]] = None,
+        default_dtype: str = 'float32',
+    ) -> Dict[str, Any]:
+        what = what or f"array '{name}'"
+        writer = ArrayWriter(self.dir, name)
+        bar = tqdm(total=expect_rows, unit='row', unit_scale=True,
+                   desc=f'writing {name}', disable=not self.progress,
+                   leave=False)
+        try:
+            for chunk, dtype_name in row_chunks(source, what):
+                if check is not None:  # before casting, which may wrap
+                    check(chunk, writer.rows)
+                if cast is not None:
+                    chunk, dtype_name = cast(chunk, dtype_name)
+                writer.write(chunk, dtype_name)
+                bar.update(chunk.shape[0])
+            if expect_rows is not None and writer.rows != expect_rows:
+                raise ValueError(
+                    f'{what} ({writer.file.name}) has {writer.rows} rows but '
+                    f'{expect_rows} are needed (one per '
+                    f"{'CSC entry' if name in TOPOLOGY_ARRAYS else 'node'}"
+                    f'); pass an array with {expect_rows} rows')
+            spec = writer.close(default_dtype)
+        except BaseException:
+            writer.abort()
+            raise
+        finally:
+            bar.close()
+        self.specs[name] = spec
+        return spec
+
+    def adopt(self, name: str, dtype_name: str,
+              shape: List[int]) -> Dict[str, Any]:
+        r"""Registers ``<name>.bin``, already written into the staging
+        directory (by :func:`csc_from_edge_chunks`), hashing it."""
+        file = self.dir / f'{name}.bin'
+        expected = int(np.prod(shape, dtype=np.int64)) * \
+            numpy_dtype(dtype_name).itemsize
+        actual = file.stat().st_size
+        if actual != expected:  # pragma: no cover - internal consistency
+            raise RuntimeError(f'{file}: {actual} bytes, expected {expected}')
+        with tqdm(total=actual, unit='B', unit_scale=True,
+                  desc=f'hashing {name}', disable=not self.progress,
+                  leave=False) as bar:
+            digest = sha256_file(file, bar)
+        spec = {'file': file.name, 'dtype': dtype_name, 'shape': list(shape),
+                'bytes': actual, 'sha256': digest}
+        self.specs[name] = spec
+        return spec
+
+    def commit(self, meta: Dict[str, Any]) -> Path:
+        r"""Writes ``meta.json`` and puts the directory in place: with one
+        atomic rename, or, over an existing dataset, one atomic exchange
+        (``renameat2(RENAME_EXCHANGE)``) so the final path always holds a
+        complete dataset. Where the exchange is unavailable the old dataset
+        is renamed aside first; a crash between the two renames is repaired
+        by the next run (:func:`recover`)."""
+        meta = dict(meta)
+        meta['arrays'] = self.specs
+        meta_file = self.dir / 'meta.json'
+        with open(meta_file, 'w') as f:
+            json.dump(meta, f, indent=2)
+            f.write('\n')
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(self.dir, 0o755)
+        if not os.path.lexists(self.path):
+            os.replace(self.dir, self.path)
+        else:
+            check_target(self.path, self.overwrite)
+            if _exchange(self.dir, self.path):
+                shutil.rmtree(self.dir, ignore_errors=True)  # the old one
+            else:
+                old = _sibling(self.path, 'old', self.token)
+                os.rename(self.path, old)
+                try:
+                    os.replace(self.dir, self.path)
+                except OSError:
+                    os.rename(old, self.path)
+                    raise
+                shutil.rmtree(old, ignore_errors=True)
+        _fsync_dir(self.path.parent)
+        self._release()
+        return self.path
