@@ -2,6 +2,8 @@ r"""``FastNeighborLoader``: PyG's ``NeighborLoader`` API over the vectorized
 :class:`~pyg_fastload.sampling.FastNeighborSampler`."""
 from __future__ import annotations
 
+import threading
+import weakref
 from typing import Any, Callable, Iterator, List, Optional, Union
 
 import torch
@@ -33,6 +35,19 @@ __all__ = ['FastNeighborLoader', 'PIPELINE_MIN_LOAD_SHARE']
 PIPELINE_MIN_LOAD_SHARE = 0.1
 #: ... measured over at least this many batches (or a whole shorter epoch).
 AUTO_MIN_BATCHES = 4
+
+
+def _weak_join(loader: 'FastNeighborLoader') -> Callable[[Any], Any]:
+    r"""The loader's join for its loading thread, without keeping the
+    loader alive."""
+    method = weakref.WeakMethod(loader.filter_fn)
+
+    def join(out: SamplerOutput) -> Any:
+        filter_fn = method()
+        if filter_fn is None:
+            raise RuntimeError('the loader was deleted')
+        return filter_fn(out)
+    return join
 
 
 class FastNeighborLoader(NodeLoader):
@@ -176,6 +191,9 @@ class FastNeighborLoader(NodeLoader):
         # The consumer's batch, the queued ones and the one being loaded.
         self._join = FeatureJoin(data, self._transfer,
                                  max_buffers=queue_capacity + 3)
+        # The stop flags of this loader's running pipelines (set when the
+        # loader is deleted; the loader holds no iterator).
+        self._stops: List[threading.Event] = []
 
     @property
     def _feature_source(self) -> Optional[FeatureSource]:
@@ -219,12 +237,16 @@ class FastNeighborLoader(NodeLoader):
         epoch_seed = int(torch.randint(0, 2**62, (1, ),
                                        generator=self.generator))
 
+        # The stage threads hold no reference to the loader, so deleting it
+        # (or dropping the iterator) stops them.
+        sampler, inputs = self.node_sampler, self.input_data
+
         def sampled() -> Iterator[SamplerOutput]:
             for i, index in enumerate(batches):
                 generator = torch.Generator().manual_seed(
                     (epoch_seed + i * 0x9E3779B97F4A7C15) % 2**63)
-                yield self.node_sampler.sample_from_nodes(
-                    self.input_data[index], generator=generator)
+                yield sampler.sample_from_nodes(inputs[index],
+                                                generator=generator)
 
         store = self._feature_source
         depth = store.lookahead_depth if store is not None else 0
@@ -237,12 +259,14 @@ class FastNeighborLoader(NodeLoader):
         self.time_breakdown = new_breakdown()
         if pipelined:
             sample_capacity = max(self.queue_capacity, depth)
-            return PipelineIterator(sampled(), on_sampled, self.filter_fn,
-                                    self.queue_capacity, sample_capacity,
-                                    self.time_breakdown,
-                                    self._new_scheduler(sample_capacity +
-                                                        self.queue_capacity),
-                                    self._transfer)
+            iterator = PipelineIterator(
+                sampled(), on_sampled, _weak_join(self), self.queue_capacity,
+                sample_capacity, self.time_breakdown,
+                self._new_scheduler(sample_capacity + self.queue_capacity),
+                self._transfer)
+            self._stops = [e for e in self._stops if not e.is_set()]
+            self._stops.append(iterator.shared.stop)
+            return iterator
         return SequentialIterator(sampled(), on_sampled, self.filter_fn,
                                   depth, self.time_breakdown, self._transfer)
 
@@ -270,6 +294,10 @@ class FastNeighborLoader(NodeLoader):
                 last['epoch'], 1e-9)
             self._auto_decision = share >= PIPELINE_MIN_LOAD_SHARE
         return self._auto_decision
+
+    def __del__(self) -> None:
+        for stop in getattr(self, '_stops', ()):
+            stop.set()
 
     def __repr__(self) -> str:
         return f'{self.__class__.__name__}({self.node_sampler})'

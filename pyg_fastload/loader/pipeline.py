@@ -366,18 +366,15 @@ class PipelineIterator:
         return self
 
     def __next__(self) -> Any:
-        if self.done:
+        if self.done or self.shared.stop.is_set():  # closed, or loader gone
+            self.done = True
             raise StopIteration
         started = self.clock.start_wait()
-        while True:
-            try:
-                item = self.shared.loaded.get(timeout=_POLL)
-                break
-            except queue.Empty:
-                if not any(t.is_alive() for t in self.threads):
-                    self.close()
-                    raise RuntimeError("the loader pipeline's threads "
-                                       "stopped without a result") from None
+        try:
+            item = self._wait()
+        except BaseException:  # Ctrl-C while waiting: stop the stages now,
+            self.close(timeout=0.0)  # even if the iterator stays referenced
+            raise
         if item is _END:
             self.clock.end_wait(started, False)
             self.close()
@@ -393,13 +390,31 @@ class PipelineIterator:
         self.clock.end_wait(started, True)
         return data
 
-    def close(self, timeout: float = 10.0) -> None:
-        r"""Stops both stages and waits (bounded) for their threads."""
+    def _wait(self) -> Any:
+        while True:
+            try:
+                return self.shared.loaded.get(timeout=_POLL)
+            except queue.Empty:
+                if self.shared.stop.is_set():  # the loader was deleted
+                    self.done = True
+                    raise StopIteration from None
+                if not any(t.is_alive() for t in self.threads):
+                    self.close()
+                    raise RuntimeError("the loader pipeline's threads "
+                                       "stopped without a result") from None
+
+    def close(self, timeout: float = 1.0) -> None:
+        r"""Stops both stages: each notices within ``_POLL`` seconds, or as
+        soon as the user code it is running (a transform) returns; waits at
+        most :obj:`timeout` seconds per thread for that (they are daemon
+        threads that hold no reference to the loader)."""
         self.done = True
         self.shared.stop.set()
+        if timeout <= 0:
+            return
         for thread in self.threads:
             if thread is not threading.current_thread():
                 thread.join(timeout)
 
     def __del__(self) -> None:
-        self.close()
+        self.close(timeout=0.0)  # never block the code that dropped it

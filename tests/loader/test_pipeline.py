@@ -222,3 +222,55 @@ def test_cuda_device_gets_identical_batches(data, pipeline):
     assert loader.time_breakdown['transfer'] > 0
     with pytest.raises(ValueError, match='num_workers=0'):
         FastNeighborLoader(data, [4, 3], device='cuda', num_workers=1)
+
+
+def test_dropping_the_iterator_while_a_transform_hangs_is_prompt(data):
+    release, calls = threading.Event(), []
+
+    def transform(batch):
+        calls.append(1)
+        if len(calls) > 1:  # every batch after the first hangs
+            release.wait(30)
+        return batch
+
+    loader = FastNeighborLoader(data, [4, 3], batch_size=8, pipeline=True,
+                                transform=transform)
+    iterator = iter(loader)
+    next(iterator)
+    started = time.monotonic()
+    del iterator
+    gc.collect()
+    assert time.monotonic() - started < 1.0  # was 10 s per thread
+    release.set()  # the transform returns: its thread stops, none leaks
+    assert not wait_for_no_stage_threads()
+
+
+def test_deleting_the_loader_stops_its_threads(data):
+    loader = FastNeighborLoader(data, [4, 3], batch_size=8, pipeline=True)
+    iterator = iter(loader)
+    next(iterator)
+    del loader
+    gc.collect()
+    assert not wait_for_no_stage_threads()
+    with pytest.raises(StopIteration):
+        next(iterator)  # the iterator is still referenced, but closed
+
+
+def test_ctrl_c_while_waiting_stops_the_threads(data):
+    import _thread
+    release = threading.Event()
+
+    def transform(batch):
+        release.wait(30)  # the consumer waits for this batch
+        return batch
+
+    loader = FastNeighborLoader(data, [4, 3], batch_size=8, pipeline=True,
+                                transform=transform)
+    iterator = iter(loader)  # kept, as an interactive session keeps it
+    timer = threading.Timer(0.3, _thread.interrupt_main)
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        next(iterator)
+    release.set()
+    assert not wait_for_no_stage_threads()
+    assert iterator is not None
