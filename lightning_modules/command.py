@@ -30,6 +30,7 @@ def _parser() -> argparse.ArgumentParser:
 
     from pyg_fastload.bench import cache, loader, model, train
     from pyg_fastload.datasets import prepare
+    from pyg_fastload.partition import command as partition
 
     from . import report
     from .bench import accuracy, fit
@@ -48,6 +49,8 @@ def _parser() -> argparse.ArgumentParser:
          'Cora/CiteSeer test accuracy: FastLoadDataModule vs PyG'),
         (commands, 'prepare', prepare,
          'write a dataset directory (features on disk)'),
+        (commands, 'partition', partition,
+         'split a dataset directory into parts (one per rank)'),
         (commands, 'report', report,
          'draw PNG plots from the logs of pyg-fastload fit'),
     ):

@@ -66,7 +66,7 @@ TOPOLOGY_ARRAYS = ('indptr', 'indices', 'edge_id')
 VERIFY_MODES = ('none', 'size', 'checksum')
 NAME_RE = re.compile(r'^[A-Za-z_][A-Za-z0-9_.-]{0,127}$')
 META_KEYS = ('format', 'format_version', 'name', 'num_nodes', 'num_edges',
-              'arrays', 'num_classes', 'source')
+              'arrays', 'num_classes', 'source', 'index_space')
 PREPARE_HINT = ('pyg-fastload prepare (--preset NAME | --pyg-data FILE | '
                  '--ogb NAME --raw-dir DIR) --overwrite')
 

@@ -283,6 +283,11 @@ def open_dataset_dir(path: PathLike, verify: str = 'size',
             raise _fail(meta_file, f"'{key}' = {value!r} is not a count",
                         fix)
     num_nodes, num_edges = meta['num_nodes'], meta['num_edges']
+    id_space = meta.get('index_space', num_nodes)  # a part: global ids
+    if not isinstance(id_space, int) or isinstance(id_space, bool) or \
+            id_space < num_nodes:
+        raise _fail(meta_file, f"'index_space' = {id_space!r} is not a "
+                    f"count >= num_nodes", fix)
     specs = meta.get('arrays')
     if not isinstance(specs, dict):
         raise _fail(meta_file, "'arrays' is missing or not an object", fix)
@@ -302,7 +307,8 @@ def open_dataset_dir(path: PathLike, verify: str = 'size',
                         f'{num_edges}', fix)
 
     expect('indptr', [num_nodes + 1], ('int64', ))
-    expect('indices', [num_edges], ('int32', 'int64'))
+    expect('indices', [num_edges],
+           ('int32', 'int64') if id_space <= 2**31 else ('int64', ))
     if 'edge_id' in specs:
         expect('edge_id', [num_edges], ('int64', ))
     for key, spec in specs.items():
@@ -352,7 +358,7 @@ def open_dataset_dir(path: PathLike, verify: str = 'size',
     _check_indptr(indptr.numpy(), num_edges, path / specs['indptr']['file'],
                   verify != 'none', fix)
     if verify != 'none':
-        _check_range(indices.numpy(), num_nodes,
+        _check_range(indices.numpy(), id_space,
                      path / specs['indices']['file'], 'node id', fix)
         if edge_id is not None:
             _check_range(edge_id.numpy(), num_edges,

@@ -31,7 +31,7 @@ from .format import (
     sha256_file,
 )
 
-__all__ = ['Staging', 'check_target', 'recover']
+__all__ = ['Staging', 'check_target', 'recover', 'replace_directory']
 
 PathLike = Union[str, 'os.PathLike[str]']
 
@@ -69,6 +69,27 @@ def _fsync_dir(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def replace_directory(new: Path, path: Path, token: str) -> None:
+    r"""Puts directory :obj:`new` at :obj:`path`, removing what was there:
+    one atomic rename, or one atomic exchange over an existing directory;
+    where the system cannot exchange, the old directory is renamed to
+    ``.NAME.old-TOKEN`` first (see :func:`recover`)."""
+    if not os.path.lexists(path):
+        os.replace(new, path)
+    elif _exchange(new, path):
+        shutil.rmtree(new, ignore_errors=True)  # now holds the old one
+    else:
+        old = _sibling(path, 'old', token)
+        os.rename(path, old)
+        try:
+            os.replace(new, path)
+        except OSError:
+            os.rename(old, path)
+            raise
+        shutil.rmtree(old, ignore_errors=True)
+    _fsync_dir(path.parent)
 
 
 def recover(path: PathLike, verbose: bool = True) -> List[str]:
@@ -255,21 +276,8 @@ class Staging:
             f.flush()
             os.fsync(f.fileno())
         os.chmod(self.dir, 0o755)
-        if not os.path.lexists(self.path):
-            os.replace(self.dir, self.path)
-        else:
+        if os.path.lexists(self.path):
             check_target(self.path, self.overwrite)
-            if _exchange(self.dir, self.path):
-                shutil.rmtree(self.dir, ignore_errors=True)  # the old one
-            else:
-                old = _sibling(self.path, 'old', self.token)
-                os.rename(self.path, old)
-                try:
-                    os.replace(self.dir, self.path)
-                except OSError:
-                    os.rename(old, self.path)
-                    raise
-                shutil.rmtree(old, ignore_errors=True)
-        _fsync_dir(self.path.parent)
+        replace_directory(self.dir, self.path, self.token)
         self._release()
         return self.path

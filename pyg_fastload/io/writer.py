@@ -56,6 +56,7 @@ def write_dataset_dir(
     progress: bool = True,
     extra_meta: Optional[Dict[str, Any]] = None,
     verify: str = 'checksum',
+    index_space: Optional[int] = None,
 ) -> 'OnDiskDataset':
     r"""Writes a dataset directory and opens it (re-reading every file
     against its checksum, so a bad write is caught at once).
@@ -92,6 +93,10 @@ def write_dataset_dir(
         verify (str, optional): how the written directory is checked when
             it is opened (see :func:`open_dataset_dir`).
             (default: :obj:`'checksum'`)
+        index_space (int, optional): ``indices`` hold ids in
+            ``[0, index_space)`` rather than ``[0, N)``: the rows are some
+            nodes of a larger graph (a partition's part), their neighbours
+            named by their ids in that graph. (default: :obj:`None`)
     """
     num_nodes = int_arg(num_nodes, 'num_nodes')
     if not isinstance(name, str) or not name:
@@ -115,8 +120,10 @@ def write_dataset_dir(
         if key in META_KEYS:
             raise ValueError(f"'extra_meta' may not set the reserved "
                              f"meta.json key {key!r}")
+    id_space = num_nodes if index_space is None else int_arg(
+        index_space, 'index_space', minimum=num_nodes)
     index_np = np.dtype(np.int32) if index_dtype_for(
-        max(num_nodes - 1, 0)) == torch.int32 else np.dtype(np.int64)
+        max(id_space - 1, 0)) == torch.int32 else np.dtype(np.int64)
 
     state = {'last': 0}
 
@@ -162,7 +169,7 @@ def write_dataset_dir(
         num_edges = state['last']
         st.write_array('indices', indices, expect_rows=num_edges,
                        what="'indices'", check=check_range('indices',
-                                                           num_nodes),
+                                                           id_space),
                        cast=_cast_to(index_np, "'indices'"),
                        default_dtype=index_np.name)
         if edge_id is not None:
@@ -175,7 +182,10 @@ def write_dataset_dir(
             st.write_array(key, value, expect_rows=num_nodes,
                            what=f"node array '{key}'",
                            cast=_cast_labels if key == 'y' else None)
+        extra = dict(extra_meta or {})
+        if index_space is not None:
+            extra['index_space'] = id_space
         meta = build_meta(name, num_nodes, num_edges, num_classes, source,
-                          extra_meta)
+                          extra)
         st.commit(meta)
     return open_dataset_dir(path, verify=verify)

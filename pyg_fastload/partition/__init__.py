@@ -1,2 +1,15 @@
-r"""Graph partitioning (who owns which nodes): room for the partitioning
-issue; nothing here yet."""
+r"""Graph partitioning (who owns which nodes): METIS, hash and random
+methods behind one interface, DSP's contiguous renumbering and partition
+book, and partitioned dataset directories whose parts open on their own."""
+from .book import PartitionBook, renumber
+from .methods import METHODS, assign_parts
+from .parts import open_partition, partition_dataset
+
+__all__ = [
+    'METHODS',
+    'assign_parts',
+    'renumber',
+    'PartitionBook',
+    'partition_dataset',
+    'open_partition',
+]

@@ -199,6 +199,10 @@ def test_cli(tmp_path, tiny_dir, capsys):
         parse([str(tmp_path / 'x')])
 
 
+@pytest.mark.reliability(
+    fault=('`prepare --pyg-data` of a `Data` whose `x` has fewer rows than '
+           'nodes'),
+    behaviour='`DatasetFormatError` naming both sizes; nothing written')
 def test_prepare_refuses_features_that_do_not_match_the_nodes(tmp_path):
     data = random_graph(num_nodes=20, num_edges=60)
     data.x = data.x[:15]
@@ -210,6 +214,10 @@ def test_prepare_refuses_features_that_do_not_match_the_nodes(tmp_path):
     assert not (tmp_path / 'ds').exists()
 
 
+@pytest.mark.reliability(
+    fault='an OGB folder whose `num-node-list.csv.gz` says 10^12 nodes',
+    behaviour=('error naming the file and the memory it would need, before '
+               'allocating'))
 def test_prepare_ogb_checks_the_node_count_before_allocating(tmp_path):
     root = tmp_path / 'arxiv'
     fake_ogb_csv(root)

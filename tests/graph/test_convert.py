@@ -58,6 +58,9 @@ def test_negative_weights_are_refused():
         topology_of(data, 'w')
 
 
+@pytest.mark.reliability(
+    fault='NaN or infinite sampling weights',
+    behaviour='`ValueError` naming the attribute and how to fix the weights')
 @pytest.mark.parametrize('bad', [float('nan'), float('inf')])
 def test_non_finite_weights_are_refused(bad):
     data = Data(edge_index=torch.tensor([[0, 1], [1, 0]]),
@@ -67,6 +70,10 @@ def test_non_finite_weights_are_refused(bad):
         topology_of(data, 'w')
 
 
+@pytest.mark.reliability(
+    fault=('`edge_index` edited in place, replaced, or `num_nodes` changed '
+           'after a loader was built'),
+    behaviour='the next loader samples the edited graph (no stale cache)')
 def test_edits_of_the_graph_are_never_served_stale():
     data = random_graph(num_nodes=20, num_edges=60)
     first = topology_of(data)

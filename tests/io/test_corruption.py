@@ -46,6 +46,10 @@ FILES = ['indptr.bin', 'indices.bin', 'edge_id.bin', 'x.bin', 'y.bin']
 
 @settings(max_examples=40, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
+@pytest.mark.reliability(
+    fault='any flipped byte in any array file (property test)',
+    behaviour=("with `verify='checksum'`: `DatasetFormatError` naming the "
+               'file before training'))
 @given(st.sampled_from(FILES), st.integers(0, 10**6), st.integers(1, 255))
 def test_any_flipped_byte_is_caught_by_checksums(pristine, tmp_path, name,
                                                   where, flip):
@@ -60,6 +64,10 @@ def test_any_flipped_byte_is_caught_by_checksums(pristine, tmp_path, name,
 
 @settings(max_examples=25, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
+@pytest.mark.reliability(
+    fault='any truncation of any array file (property test)',
+    behaviour=('by default: `DatasetFormatError` naming the file, the sizes '
+               "and 'truncated'"))
 @given(st.sampled_from(FILES), st.integers(0, 10**6))
 def test_any_truncation_is_caught_by_default(pristine, tmp_path, name, keep):
     path = copy_of(pristine, tmp_path)
@@ -72,6 +80,11 @@ def test_any_truncation_is_caught_by_default(pristine, tmp_path, name, keep):
 
 @pytest.mark.parametrize('name, what', [('indices.bin', 'node id'),
                                         ('edge_id.bin', 'edge position')])
+@pytest.mark.reliability(
+    fault=('an out-of-range node id or edge position in the topology (sizes '
+           'intact)'),
+    behaviour=('by default (one vectorised pass): error naming the file and '
+               'the bad id, before training'))
 def test_out_of_range_ids_are_caught_by_default(pristine, tmp_path, name,
                                                 what):
     path = copy_of(pristine, tmp_path)
@@ -88,6 +101,11 @@ def test_out_of_range_ids_are_caught_by_default(pristine, tmp_path, name,
         open_dataset_dir(path)
 
 
+@pytest.mark.reliability(
+    fault=('an array file that is a link to a path outside the dataset '
+           'directory'),
+    behaviour=('refused naming the link and its target, unless '
+               '`follow_symlinks=True`'))
 def test_links_out_of_the_directory_are_refused(pristine, tmp_path):
     path = copy_of(pristine, tmp_path)
     outside = tmp_path / 'elsewhere.bin'
@@ -100,6 +118,9 @@ def test_links_out_of_the_directory_are_refused(pristine, tmp_path):
     assert dataset.arrays['x'].shape == (30, 4)
 
 
+@pytest.mark.reliability(
+    fault='a `meta.json` whose `command` field holds a shell command',
+    behaviour='never echoed: errors suggest `pyg-fastload prepare ...` only')
 def test_commands_from_meta_json_are_never_echoed(pristine, tmp_path):
     path = copy_of(pristine, tmp_path)
     meta = json.loads((path / 'meta.json').read_text())
@@ -112,6 +133,12 @@ def test_commands_from_meta_json_are_never_echoed(pristine, tmp_path):
     assert 'pyg-fastload prepare' in str(info.value)
 
 
+@pytest.mark.reliability(
+    fault=('an in-range flipped byte in the topology, opened by the data '
+           'module'),
+    behaviour=("`verify='checksum'` (`--data.verify checksum`) reports it as "
+               'a `ConfigError` naming the file; a bad `verify` value names '
+               'the key'))
 def test_data_module_reports_a_corrupt_directory_and_can_verify(
         pristine, tmp_path):
     from lightning_modules import ConfigError, FastLoadDataModule

@@ -187,6 +187,9 @@ def test_missing_array_file(tmp_path):
         open_dataset_dir(path)
 
 
+@pytest.mark.reliability(
+    fault='a dataset of another format version',
+    behaviour='error saying which version, and to upgrade or re-prepare')
 @pytest.mark.parametrize('version', [0, 2, '1', None])
 def test_wrong_format_version(tmp_path, version):
     path = small_dataset(tmp_path / 'ds').path
@@ -234,6 +237,9 @@ def test_corrupted_byte_checksum(tmp_path):
         open_dataset_dir(path, verify='checksum')
 
 
+@pytest.mark.reliability(
+    fault='CSC offsets that decrease or do not end at `num_edges`',
+    behaviour='`DatasetFormatError` naming `indptr.bin`')
 def test_inconsistent_indptr(tmp_path):
     path = small_dataset(tmp_path / 'ds').path
     indptr = np.fromfile(path / 'indptr.bin', dtype=np.int64)
@@ -248,6 +254,10 @@ def test_inconsistent_indptr(tmp_path):
         open_dataset_dir(path)
 
 
+@pytest.mark.reliability(
+    fault='`prepare` into an existing directory (a dataset, or anything else)',
+    behaviour=('refused without `--overwrite`; a non-dataset directory is '
+               'never overwritten'))
 def test_existing_out_dir(tmp_path):
     small_dataset(tmp_path / 'ds')
     with pytest.raises(FileExistsError,

@@ -32,6 +32,11 @@ def hostile_file(tmp_path):
     return file, marker
 
 
+@pytest.mark.reliability(
+    fault=('a `.pt` file whose pickle runs a shell command (beside a valid '
+           '`Data`)'),
+    behaviour=('refused with `UnsafeFileError` naming the object '
+               '(`posix.system`) and how to convert the file; nothing runs'))
 def test_hostile_file_runs_nothing(hostile_file, tmp_path):
     file, marker = hostile_file
     with pytest.raises(UnsafeFileError, match=r"refused: it refers to "
@@ -48,6 +53,10 @@ def test_hostile_file_runs_nothing(hostile_file, tmp_path):
     assert marker.exists()
 
 
+@pytest.mark.reliability(
+    fault=("the same file as `FastLoadDataModule('FILE.pt')` / "
+           '`--data.dataset`'),
+    behaviour='`ConfigError` on `dataset` naming the object; nothing runs')
 def test_hostile_file_in_the_data_module(hostile_file):
     from lightning_modules import ConfigError, FastLoadDataModule
 
@@ -58,6 +67,10 @@ def test_hostile_file_in_the_data_module(hostile_file):
     assert not marker.exists()
 
 
+@pytest.mark.reliability(
+    fault='the same file as `pyg-fastload prepare --pyg-data`',
+    behaviour=('exit with a one-line error saying it was refused; nothing '
+               'runs, nothing written'))
 def test_hostile_file_in_prepare_command(hostile_file, tmp_path):
     from lightning_modules.command import main
 
@@ -80,6 +93,9 @@ def test_safe_files_load(tmp_path):
     assert torch.equal(load_data_file(file).x, data.x)
 
 
+@pytest.mark.reliability(
+    fault='a `.pt` that is not a `torch.save` file, or no file',
+    behaviour='`DatasetFormatError` / `FileNotFoundError` naming the file')
 def test_not_a_torch_file(tmp_path):
     file = tmp_path / 'junk.pt'
     file.write_bytes(b'not a pickle at all')

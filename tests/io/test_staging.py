@@ -58,6 +58,9 @@ def test_overwrite_leaves_a_complete_dataset_and_no_leftovers(tmp_path):
     assert siblings(path) == []
 
 
+@pytest.mark.reliability(
+    fault='a process killed between the two renames of a dataset replacement',
+    behaviour='the next run restores the previous dataset and says so')
 def test_a_crash_between_the_renames_is_repaired(tmp_path, capsys):
     path = tmp_path / 'ds'
     write(path, 1.0)
@@ -71,6 +74,10 @@ def test_a_crash_between_the_renames_is_repaired(tmp_path, capsys):
     assert 'pyg-fastload: restored' in capsys.readouterr().out
 
 
+@pytest.mark.reliability(
+    fault='staging directories of a killed `prepare`',
+    behaviour=('removed by the next run (its lock file is free), which says '
+               'how many bytes'))
 def test_leftovers_of_a_killed_write_are_removed_by_the_next_one(tmp_path):
     path = tmp_path / 'ds'
     killed_during(tmp_path, 'write')
@@ -80,6 +87,9 @@ def test_leftovers_of_a_killed_write_are_removed_by_the_next_one(tmp_path):
     assert siblings(path) == []
 
 
+@pytest.mark.reliability(
+    fault='a run still writing, or a hidden directory without a lock file',
+    behaviour='left alone (reported, never removed by guessing)')
 def test_a_live_run_and_unlocked_directories_are_left_alone(tmp_path):
     path = tmp_path / 'ds'
     with Staging(path, overwrite=False, progress=False) as live:

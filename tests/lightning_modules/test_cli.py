@@ -72,6 +72,10 @@ def test_shipped_configs_parse(config, cache_env, capsys):
      'data.feature_cache.host_budget'),
     (['--model.dropout', '1.5'], 'model.dropout'),
 ])
+@pytest.mark.reliability(
+    fault=('bad config values (unknown model, missing dataset, budget 150%, '
+           'dropout 1.5)'),
+    behaviour='an error naming the config key, before anything trains')
 def test_config_errors_name_the_key_before_training(args, key, cache_env,
                                                     capsys):
     with pytest.raises(SystemExit) as info:

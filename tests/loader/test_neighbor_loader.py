@@ -163,6 +163,9 @@ def test_all_neighbors_equal_pyg_neighbor_loader(subgraph_type):
         assert torch.equal(ours.e_id.sort().values, ref.e_id.sort().values)
 
 
+@pytest.mark.reliability(
+    fault='bad loader arguments (seeds, fan-outs, batch size, hetero input)',
+    behaviour='errors naming the argument and the value')
 def test_errors_name_the_argument(graph):
     with pytest.raises(ValueError, match='num_neighbors'):
         FastNeighborLoader(graph, [], batch_size=4)
@@ -221,6 +224,10 @@ def test_sparse_adjacency_built_in_the_loading_stage():
                           model(sparse.x, sparse.adj_t), atol=1e-5)
 
 
+@pytest.mark.reliability(
+    fault='a `Data` whose `x` has fewer rows than nodes',
+    behaviour=('`ValueError` naming both sizes (was: batches holding the '
+               'whole matrix)'))
 def test_feature_rows_must_match_the_node_count():
     from pyg_fastload import FastNeighborLoader
     data = random_graph(num_nodes=20, num_edges=60)

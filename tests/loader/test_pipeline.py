@@ -77,6 +77,9 @@ def test_queues_bound_the_batches_in_flight(data):
     assert not wait_for_no_stage_threads()
 
 
+@pytest.mark.reliability(
+    fault='an exception inside the sampling stage',
+    behaviour='`StageError` naming the stage, the original chained')
 def test_sampling_failure_names_the_stage(data):
     sampler = CountingSampler(data, [4, 3], fail_at=3)
     loader = FastNeighborLoader(data, [4, 3], batch_size=8,
@@ -100,6 +103,9 @@ def test_loading_failure_names_the_stage(data):
     assert not wait_for_no_stage_threads()
 
 
+@pytest.mark.reliability(
+    fault='`break`, an exception in the loop, or dropping the iterator',
+    behaviour='both stage threads stop')
 def test_break_interrupt_and_deletion_stop_every_thread(data):
     loader = FastNeighborLoader(data, [4, 3], batch_size=8, pipeline=True)
     for i, _ in enumerate(loader):
@@ -224,6 +230,10 @@ def test_cuda_device_gets_identical_batches(data, pipeline):
         FastNeighborLoader(data, [4, 3], device='cuda', num_workers=1)
 
 
+@pytest.mark.reliability(
+    fault='dropping the iterator while a transform hangs',
+    behaviour=('returns at once (was 10 s per thread); the thread ends when '
+               'the transform returns'))
 def test_dropping_the_iterator_while_a_transform_hangs_is_prompt(data):
     release, calls = threading.Event(), []
 
@@ -245,6 +255,9 @@ def test_dropping_the_iterator_while_a_transform_hangs_is_prompt(data):
     assert not wait_for_no_stage_threads()
 
 
+@pytest.mark.reliability(
+    fault='deleting the loader while its iterator lives on',
+    behaviour='the stage threads stop; the iterator then ends')
 def test_deleting_the_loader_stops_its_threads(data):
     loader = FastNeighborLoader(data, [4, 3], batch_size=8, pipeline=True)
     iterator = iter(loader)
@@ -256,6 +269,10 @@ def test_deleting_the_loader_stops_its_threads(data):
         next(iterator)  # the iterator is still referenced, but closed
 
 
+@pytest.mark.reliability(
+    fault=('Ctrl-C while waiting for a batch, the iterator kept (interactive '
+           'session)'),
+    behaviour='the stage threads stop')
 def test_ctrl_c_while_waiting_stops_the_threads(data):
     import _thread
     release = threading.Event()

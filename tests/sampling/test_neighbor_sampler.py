@@ -229,6 +229,9 @@ def test_layer_wise_bounds_and_validity(graph):
                        torch.stack([out.node[out.row], out.node[out.col]]))
 
 
+@pytest.mark.reliability(
+    fault='weighted sampling on a graph without edges',
+    behaviour='batches of the seeds alone (was: `IndexError`)')
 @pytest.mark.parametrize('replace', [False, True])
 def test_weighted_sampling_on_a_graph_without_edges(replace):
     data = Data(x=torch.zeros(5, 1), num_nodes=5, w=torch.empty(0),

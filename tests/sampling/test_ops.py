@@ -1,3 +1,4 @@
+import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -68,6 +69,10 @@ def test_first_occurrence_mask(values):
     assert mask.tolist() == expected
 
 
+@pytest.mark.reliability(
+    fault='fan-out `-1` with weights that include zeros',
+    behaviour=('the same edges as a fan-out at or above the degree: the '
+               'positive-weight ones'))
 @settings(max_examples=40, deadline=None)
 @given(degrees, st.integers(0, 2**31))
 def test_weighted_minus_one_takes_exactly_the_positive_edges(degs, seed):

@@ -418,6 +418,10 @@ def test_device_cache_on_cuda(tmp_path, mode):
         assert torch.equal(out.cpu(), x[ids])
 
 
+@pytest.mark.reliability(
+    fault="`device_budget='auto'` on the CPU",
+    behaviour=('at most a quarter of the free memory and 4 GiB (was: all free'
+               ' RAM minus 1 GiB)'))
 def test_auto_on_the_cpu_takes_a_bounded_share(monkeypatch):
     x = make_tensor(torch.float32, rows=100)  # 24 bytes per row
     store = TieredFeatureStore()
@@ -430,6 +434,9 @@ def test_auto_on_the_cpu_takes_a_bounded_share(monkeypatch):
     assert store._entries[(None, 'x')].device.capacity == 1000 // 24
 
 
+@pytest.mark.reliability(
+    fault="cache budgets larger than the machine's memory",
+    behaviour='`SettingError` naming the budget, unless `exceed_memory=True`')
 def test_caches_larger_than_memory_are_refused(monkeypatch):
     from pyg_fastload.caching import planner
     from pyg_fastload.config import SettingError

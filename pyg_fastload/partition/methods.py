@@ -1,0 +1,105 @@
+r"""Partitioning methods behind one interface: each returns the owning part
+of every node.
+
+* ``'metis'``: METIS (pymetis) on the symmetrised topology without self
+  loops, exactly ``num_parts`` parts, with two vertex weights per node
+  (training node, and 1) so that both training nodes and all nodes are
+  balanced (DSP's patches, DistDGL's default).
+* ``'hash'``: a multiplicative hash of the node id (the control: no
+  locality at all, like PyG's and DGL's random partitions).
+* ``'random'``: a seeded random balanced assignment.
+"""
+from __future__ import annotations
+
+import warnings
+from typing import Optional
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from ..graph.topology import CSCTopology
+
+__all__ = ['METHODS', 'assign_parts']
+
+#: The methods :func:`assign_parts` knows.
+METHODS = ('metis', 'hash', 'random')
+
+_GOLDEN = 2654435761  # Knuth's multiplicative hash constant
+
+
+def _check(num_parts: int, num_nodes: int, method: str) -> None:
+    if isinstance(num_parts, bool) or not isinstance(num_parts, int) or \
+            not 1 <= num_parts <= max(num_nodes, 1):
+        raise ValueError(f"'num_parts' = {num_parts!r} must be an int in "
+                         f"[1, num_nodes = {num_nodes}]")
+    if method not in METHODS:
+        raise ValueError(f"unknown partitioning 'method' = {method!r}: pass "
+                         f"one of {', '.join(METHODS)}")
+
+
+def symmetric_adjacency(topology: CSCTopology) -> tuple:
+    r"""``(xadj, adjncy)``: the graph with every edge in both directions,
+    without self loops or duplicates, as METIS wants it (``int64``)."""
+    n = topology.num_nodes
+    dst = topology.destinations()
+    src = topology.indices.long()
+    keep = src != dst
+    src, dst = src[keep], dst[keep]
+    keys = torch.cat([src * n + dst, dst * n + src]).unique()  # sorted
+    rows, cols = keys // n, keys % n
+    xadj = torch.zeros(n + 1, dtype=torch.long)
+    torch.cumsum(torch.bincount(rows, minlength=n), 0, out=xadj[1:])
+    return xadj.numpy(), cols.numpy()
+
+
+def _metis(topology: CSCTopology, num_parts: int,
+           train_mask: Optional[Tensor], seed: int) -> np.ndarray:
+    import pymetis
+
+    n = topology.num_nodes
+    if num_parts == 1:
+        return np.zeros(n, dtype=np.int64)
+    xadj, adjncy = symmetric_adjacency(topology)
+    vweights = None
+    if train_mask is not None:
+        vweights = np.stack([train_mask.numpy().astype(np.int64),
+                             np.ones(n, dtype=np.int64)], 1).reshape(-1)
+    options = pymetis.Options(seed=seed)
+    with warnings.catch_warnings():  # xadj/adjncy: the copy-free form
+        warnings.simplefilter('ignore', DeprecationWarning)
+        result = pymetis.part_graph(num_parts, xadj=xadj, adjncy=adjncy,
+                                    vweights=vweights, options=options)
+    return np.asarray(result.vertex_part, dtype=np.int64)
+
+
+def assign_parts(topology: CSCTopology, num_parts: int, method: str = 'metis',
+                 train_mask: Optional[Tensor] = None,
+                 seed: int = 0) -> np.ndarray:
+    r"""The part (``int64`` in ``[0, num_parts)``) of every node.
+
+    Args:
+        topology (CSCTopology): the graph.
+        num_parts (int): the number of parts, in ``[1, num_nodes]``.
+        method (str): ``'metis'``, ``'hash'`` or ``'random'``.
+        train_mask (torch.Tensor, optional): training nodes, balanced across
+            parts by ``'metis'``.
+        seed (int): seed of ``'metis'`` and ``'random'``.
+    """
+    n = topology.num_nodes
+    _check(num_parts, n, method)
+    if method == 'hash':
+        ids = np.arange(n, dtype=np.uint64)
+        hashed = (ids * np.uint64(_GOLDEN)) % np.uint64(2**32)
+        return (hashed % np.uint64(num_parts)).astype(np.int64)
+    if method == 'random':
+        gen = torch.Generator().manual_seed(seed)
+        owner = torch.empty(n, dtype=torch.long)
+        owner[torch.randperm(n, generator=gen)] = torch.arange(n) % num_parts
+        return owner.numpy()
+    owner = _metis(topology, num_parts, train_mask, seed)
+    if np.unique(owner).size != num_parts:
+        raise RuntimeError(f'METIS returned {np.unique(owner).size} '
+                           f'non-empty parts, not {num_parts}: use fewer '
+                           f'parts for a graph of {n} nodes')
+    return owner

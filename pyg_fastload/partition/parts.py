@@ -1,0 +1,238 @@
+r"""Writing a partitioned dataset and opening one of its parts.
+
+``PARTS_DIR`` holds the partition book (``owner.npy``, ``new_id.npy``,
+``offsets.npy``), ``partition.json`` (format version, method, number of
+parts and hops, the source dataset's identity, this run's id and a SHA-256
+per file) and one directory per part, ``part-K``, in the dataset directory
+format: the in-neighbour lists of the part's nodes (CSC, in new global ids,
+so a sampler sees which neighbours are remote) and the part's rows of every
+node array (features, labels, masks). A machine needs only its part and
+the book.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any, Dict, Optional, Tuple, Union
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+from ..caching import open_dataset
+from ..config import FeatureCache
+from ..graph.ranges import expand_ranges
+from ..io import DatasetFormatError, open_dataset_dir, write_dataset_dir
+from ..io.format import sha256_file
+from ..io.staging import replace_directory
+from ..storage import CSCGraphStore, TieredFeatureStore
+from .book import BOOK_FILES, PartitionBook, renumber
+from .methods import assign_parts
+
+__all__ = ['partition_dataset', 'open_partition', 'PARTITION_FORMAT']
+
+#: The value of ``partition.json``'s ``"format"`` key, and its version.
+PARTITION_FORMAT = 'pyg-fastload-partition'
+PARTITION_VERSION = 1
+
+PathLike = Union[str, 'os.PathLike[str]']
+
+
+def _part_dir(parts_dir: Path, part: int) -> Path:
+    return parts_dir / f'part-{part}'
+
+
+def _check_out(out: Path, overwrite: bool) -> None:
+    if not os.path.lexists(out):
+        return
+    if not overwrite:
+        raise FileExistsError(f"'{out}' already exists; pass overwrite=True "
+                              f"(--overwrite) to replace it, or choose "
+                              f"another directory")
+    if not (out / 'partition.json').is_file():
+        raise FileExistsError(f"refusing to overwrite '{out}': it holds no "
+                              f"partition.json; remove it yourself or choose "
+                              f"another directory")
+
+
+def partition_dataset(
+    dataset_dir: PathLike,
+    out_dir: PathLike,
+    num_parts: int,
+    method: str = 'metis',
+    num_hops: int = 2,
+    seed: int = 0,
+    overwrite: bool = False,
+    progress: bool = True,
+) -> PartitionBook:
+    r"""Partitions a dataset directory (``pyg-fastload prepare``) into
+    :obj:`num_parts` parts written under :obj:`out_dir`.
+
+    The whole directory is written beside :obj:`out_dir` and renamed into
+    place once complete, so a killed run leaves nothing that opens.
+
+    Args:
+        dataset_dir: the dataset directory.
+        out_dir: the partition directory to create.
+        num_parts (int): number of parts, in ``[1, num_nodes]``.
+        method (str): ``'metis'``, ``'hash'`` or ``'random'``.
+        num_hops (int): the sampling depth the parts are meant for.
+        seed (int): seed of the method.
+        overwrite (bool): replace an existing partition directory.
+        progress (bool): show progress bars.
+    """
+    started = time.perf_counter()
+    if isinstance(num_hops, bool) or not isinstance(num_hops, int) or \
+            num_hops < 1:
+        raise ValueError(f"'num_hops' = {num_hops!r} must be an int >= 1")
+    dataset = open_dataset_dir(dataset_dir, verify='size')
+    out = Path(out_dir).expanduser()
+    _check_out(out, overwrite)
+    topo = dataset.topology
+    train = dataset.arrays.get('train_mask')
+    owner = assign_parts(topo, num_parts, method,
+                         None if train is None else train.bool(), seed)
+    new_id, offsets = renumber(owner, num_parts)
+    order = np.argsort(new_id)  # original id of every new id
+    run = uuid.uuid4().hex
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f'.{out.name}.tmp-', dir=out.parent))
+    try:
+        for name, array in (('owner.npy', owner), ('new_id.npy', new_id),
+                            ('offsets.npy', offsets)):
+            np.save(tmp / name, array, allow_pickle=False)
+        new_of = torch.from_numpy(new_id)
+        parts = tqdm(range(num_parts), desc='writing parts', unit='part',
+                     disable=not progress)
+        for part in parts:
+            nodes = torch.from_numpy(order[offsets[part]:offsets[part + 1]])
+            _write_part(_part_dir(tmp, part), dataset, topo, nodes, new_of,
+                        part, num_parts, int(offsets[part]), run)
+        files = {name: sha256_file(tmp / name) for name in BOOK_FILES}
+        for part in range(num_parts):
+            name = f'{_part_dir(tmp, part).name}/meta.json'
+            files[name] = sha256_file(tmp / name)
+        meta = {
+            'format': PARTITION_FORMAT, 'format_version': PARTITION_VERSION,
+            'method': method, 'num_parts': num_parts, 'num_hops': num_hops,
+            'seed': seed, 'run': run,
+            'dataset': {'name': dataset.name, 'num_nodes': topo.num_nodes,
+                        'num_edges': topo.num_edges,
+                        'meta_sha256': sha256_file(dataset.path /
+                                                   'meta.json')},
+            'files': files,
+            'seconds': round(time.perf_counter() - started, 1),
+        }
+        with open(tmp / 'partition.json', 'w') as f:
+            json.dump(meta, f, indent=2)
+            f.write('\n')
+        os.chmod(tmp, 0o755)
+        replace_directory(tmp, out, run[:12])
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return PartitionBook(torch.from_numpy(offsets))
+
+
+def _write_part(path: Path, dataset: Any, topo: Any, nodes: torch.Tensor,
+                new_of: torch.Tensor, part: int, num_parts: int, start: int,
+                run: str) -> None:
+    r"""Part :obj:`part`: the in-neighbour lists of :obj:`nodes` (original
+    ids, in new-id order) in new ids, and their rows of every node array."""
+    begin = topo.indptr[nodes]
+    degree = topo.indptr[nodes + 1] - begin
+    indptr = torch.zeros(nodes.numel() + 1, dtype=torch.long)
+    torch.cumsum(degree, 0, out=indptr[1:])
+    indices = new_of[topo.indices[expand_ranges(begin, degree)].long()]
+    arrays = {key: value[nodes] for key, value in dataset.arrays.items()}
+    write_dataset_dir(
+        path, num_nodes=nodes.numel(), indptr=indptr, indices=indices,
+        node_arrays=arrays, name=f'{dataset.name}-part{part}',
+        source=f"part {part} of {num_parts} of '{dataset.path}'",
+        num_classes=dataset.num_classes, progress=False, verify='size',
+        index_space=topo.num_nodes,
+        extra_meta={'partition': {'run': run, 'part': part,
+                                  'num_parts': num_parts, 'start': start}})
+
+
+def _fail(file: Path, what: str) -> DatasetFormatError:
+    return DatasetFormatError(
+        f'{file}: {what}; re-create the partition with `pyg-fastload '
+        f'partition DATASET_DIR --num-parts K --out {file.parent} '
+        f'--overwrite`')
+
+
+def read_partition_meta(parts_dir: PathLike) -> Dict[str, Any]:
+    r"""``partition.json`` of :obj:`parts_dir`, checked, and the book's
+    files checked against their checksums."""
+    parts_dir = Path(parts_dir).expanduser()
+    file = parts_dir / 'partition.json'
+    if not file.is_file():
+        raise _fail(file, 'missing, so this is not a partition directory')
+    try:
+        meta = json.loads(file.read_text())
+    except (OSError, ValueError) as exc:
+        raise _fail(file, f'unreadable ({exc})') from None
+    if not isinstance(meta, dict) or meta.get('format') != PARTITION_FORMAT:
+        raise _fail(file, f"'format' is not '{PARTITION_FORMAT}'")
+    if meta.get('format_version') != PARTITION_VERSION:
+        raise _fail(file, f"format_version {meta.get('format_version')!r}, "
+                    f'this pyg-fastload reads {PARTITION_VERSION}')
+    for name in BOOK_FILES:
+        path = parts_dir / name
+        if not path.is_file():
+            raise _fail(path, 'missing')
+        if sha256_file(path) != meta['files'].get(name):
+            raise _fail(path, 'does not match its checksum in '
+                        'partition.json (corrupted, or from another run)')
+    return meta
+
+
+def open_partition(
+    parts_dir: PathLike,
+    part: int,
+    cache: Optional[FeatureCache] = None,
+    *,
+    device: Optional[Union[str, torch.device]] = None,
+    verify: str = 'size',
+    progress: bool = True,
+) -> Tuple[TieredFeatureStore, CSCGraphStore, PartitionBook]:
+    r"""Opens part :obj:`part` of :obj:`parts_dir` alone: its feature store
+    (rows of the part's nodes, in new-id order from the part's first new
+    id), its graph store (the part's in-neighbour lists, in new ids) and the
+    partition book.
+
+    Args:
+        parts_dir: a directory written by :func:`partition_dataset`.
+        part (int): which part, in ``[0, num_parts)``.
+        cache (FeatureCache, optional): caches in front of the part's
+            features (see :func:`~pyg_fastload.open_dataset`).
+        device: where the device cache lives.
+        verify (str): how the part's files are checked.
+        progress (bool): show progress bars.
+    """
+    parts_dir = Path(parts_dir).expanduser()
+    meta = read_partition_meta(parts_dir)
+    num_parts = meta['num_parts']
+    if isinstance(part, bool) or not isinstance(part, int) or \
+            not 0 <= part < num_parts:
+        raise ValueError(f"'part' = {part!r} must be an int in [0, "
+                         f"{num_parts}) for '{parts_dir}'")
+    path = _part_dir(parts_dir, part)
+    meta_file = path / 'meta.json'
+    if not meta_file.is_file():
+        raise _fail(meta_file, f'missing: part {part} is not in this '
+                    f'directory')
+    if sha256_file(meta_file) != meta['files'].get(
+            f'{path.name}/meta.json'):
+        raise _fail(meta_file, 'does not match its checksum in '
+                    'partition.json (a part of another run or dataset?)')
+    feature_store, graph_store = open_dataset(path, cache, device=device,
+                                              verify=verify,
+                                              progress=progress)
+    return feature_store, graph_store, PartitionBook.load(parts_dir)

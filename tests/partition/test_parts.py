@@ -1,0 +1,169 @@
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from pyg_fastload.graph import CSCTopology
+from pyg_fastload.io import DatasetFormatError, open_dataset_dir
+from pyg_fastload.partition import (
+    METHODS,
+    PartitionBook,
+    assign_parts,
+    open_partition,
+    partition_dataset,
+    renumber,
+)
+
+
+@pytest.fixture(scope='module')
+def parts(tmp_path_factory, tiny_dir):
+    dataset_dir, _ = tiny_dir
+    out = {}
+    for method in METHODS:
+        path = tmp_path_factory.mktemp(method) / 'parts'
+        partition_dataset(dataset_dir, path, 4, method, progress=False)
+        out[method] = path
+    return dataset_dir, out
+
+
+@pytest.mark.parametrize('method', METHODS)
+def test_every_node_has_one_owner_and_ranges_are_contiguous(parts, method):
+    dataset_dir, paths = parts
+    path = paths[method]
+    owner = np.load(path / 'owner.npy')
+    new_id = np.load(path / 'new_id.npy')
+    offsets = np.load(path / 'offsets.npy')
+    n = open_dataset_dir(dataset_dir).num_nodes
+    assert owner.shape == (n, ) and set(np.unique(owner)) == {0, 1, 2, 3}
+    assert np.array_equal(np.sort(new_id), np.arange(n))  # a permutation
+    assert offsets[0] == 0 and offsets[-1] == n
+    # part k owns exactly the new ids [offsets[k], offsets[k + 1])
+    book = PartitionBook.load(path)
+    assert torch.equal(book.owner(torch.from_numpy(new_id)),
+                       torch.from_numpy(owner))
+
+
+@pytest.mark.parametrize('method', METHODS)
+def test_parts_round_trip_rows_and_edges(parts, method):
+    dataset_dir, paths = parts
+    dataset = open_dataset_dir(dataset_dir)
+    new_id = torch.from_numpy(np.load(paths[method] / 'new_id.npy'))
+    order = torch.argsort(new_id)
+    x, y = dataset.arrays['x'], dataset.arrays['y']
+    topo = dataset.topology
+    edges = set(zip(new_id[topo.indices.long()].tolist(),
+                    new_id[topo.destinations()].tolist()))
+    seen = set()
+    for part in range(4):
+        features, graph, book = open_partition(paths[method], part,
+                                               progress=False)
+        start, end = book.part_range(part)
+        own = order[start:end]  # original ids of the part, in new-id order
+        assert torch.equal(features.get_tensor(attr_name='x', index=None,
+                                               group_name=None), x[own])
+        assert torch.equal(features.get_tensor(attr_name='y', index=None,
+                                               group_name=None), y[own])
+        local = graph.topology
+        dst = local.destinations() + start
+        seen |= set(zip(local.indices.long().tolist(), dst.tolist()))
+    assert seen == edges  # every edge once, in new ids, at its owner
+
+
+def test_metis_cuts_fewer_edges_than_hash_and_balances(parts):
+    dataset_dir, _ = parts
+    dataset = open_dataset_dir(dataset_dir)
+    topo, train = dataset.topology, dataset.arrays['train_mask']
+
+    def cut(owner):
+        owner = torch.from_numpy(owner)
+        return float((owner[topo.indices.long()] !=
+                      owner[topo.destinations()]).float().mean())
+
+    metis = assign_parts(topo, 4, 'metis', train)
+    hashed = assign_parts(topo, 4, 'hash')
+    # tiny is a community graph: METIS keeps most edges inside a part
+    assert cut(metis) < 0.5 * cut(hashed)
+    # two balance constraints (training nodes, all nodes), seed 0:
+    # max/mean 1.032 for training nodes and 1.052 for all nodes
+    per_part = np.bincount(metis[train.numpy()], minlength=4)
+    assert per_part.max() / per_part.mean() <= 1.05
+    sizes = np.bincount(metis, minlength=4)
+    assert sizes.max() / sizes.mean() <= 1.06
+
+
+def test_renumber_keeps_original_order_within_parts():
+    owner = np.array([1, 0, 1, 0, 2])
+    new_id, offsets = renumber(owner, 3)
+    assert new_id.tolist() == [2, 0, 3, 1, 4]
+    assert offsets.tolist() == [0, 2, 4, 5]
+
+
+@pytest.mark.parametrize('num_parts, method, match', [
+    (0, 'metis', r"'num_parts' = 0 must be an int in \[1, num_nodes"),
+    (10**6, 'hash', 'num_parts'),
+    (2, 'spectral', "unknown partitioning 'method' = 'spectral'"),
+])
+def test_bad_arguments_name_themselves(num_parts, method, match):
+    topo = CSCTopology.from_edge_index(torch.tensor([[0, 1], [1, 0]]), 3)
+    with pytest.raises(ValueError, match=match):
+        assign_parts(topo, num_parts, method)
+
+
+@pytest.mark.reliability(
+    fault=('a partition file corrupted, a part missing or from another run, '
+           'a part index out of range'),
+    behaviour='an error naming the file or the argument, before training')
+def test_bad_partition_directories_are_refused(parts, tmp_path):
+    import shutil
+    dataset_dir, paths = parts
+    path = tmp_path / 'parts'
+    shutil.copytree(paths['hash'], path)
+    with pytest.raises(ValueError, match=r"'part' = 4 must be an int in "
+                       r"\[0, 4\)"):
+        open_partition(path, 4, progress=False)
+    # a part of another run (the metis partition of the same dataset)
+    shutil.rmtree(path / 'part-1')
+    shutil.copytree(paths['metis'] / 'part-1', path / 'part-1')
+    with pytest.raises(DatasetFormatError, match='another run'):
+        open_partition(path, 1, progress=False)
+    shutil.rmtree(path / 'part-2')
+    with pytest.raises(DatasetFormatError, match='part 2 is not in'):
+        open_partition(path, 2, progress=False)
+    offsets = path / 'offsets.npy'
+    np.save(offsets, np.array([0, 1, 2, 3, 2000]))
+    with pytest.raises(DatasetFormatError, match=r'offsets\.npy: does not '
+                       'match its checksum'):
+        open_partition(path, 0, progress=False)
+    meta = json.loads((path / 'partition.json').read_text())
+    meta['format_version'] = 7
+    (path / 'partition.json').write_text(json.dumps(meta))
+    with pytest.raises(DatasetFormatError, match='format_version 7'):
+        open_partition(path, 0, progress=False)
+
+
+def test_a_failed_partition_leaves_nothing(tiny_dir, tmp_path, monkeypatch):
+    from pyg_fastload.partition import parts as parts_module
+    dataset_dir, _ = tiny_dir
+
+    def fail(*args, **kwargs):
+        raise RuntimeError('killed')
+
+    monkeypatch.setattr(parts_module, '_write_part', fail)
+    with pytest.raises(RuntimeError, match='killed'):
+        partition_dataset(dataset_dir, tmp_path / 'parts', 2, 'hash',
+                          progress=False)
+    assert list(tmp_path.iterdir()) == []
+    with pytest.raises(FileExistsError, match='overwrite'):
+        partition_dataset(dataset_dir, tmp_path, 2, 'hash', progress=False)
+
+
+def test_partition_command(tiny_dir, tmp_path, capsys):
+    from lightning_modules.command import main
+    dataset_dir, _ = tiny_dir
+    main(['partition', str(dataset_dir), '--num-parts', '2', '--method',
+          'random', '--out', str(tmp_path / 'p'), '--no-progress'])
+    assert '2 parts (random) of 2,000 nodes' in capsys.readouterr().out
+    with pytest.raises(SystemExit, match='already exists'):
+        main(['partition', str(dataset_dir), '--num-parts', '2', '--out',
+              str(tmp_path / 'p')])
