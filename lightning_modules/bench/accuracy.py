@@ -15,7 +15,8 @@ have no in-edges and a wrong degree). Both sides report the model after the
 final epoch (no model selection). Published full-batch GCN: Cora 81.5%,
 CiteSeer 70.3%.
 
-Run ``pyg-fastload bench accuracy`` or ``python -m lightning_modules.bench.accuracy``.
+Run ``pyg-fastload bench accuracy`` or
+``python -m lightning_modules.bench.accuracy``.
 """
 from __future__ import annotations
 

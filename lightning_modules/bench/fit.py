@@ -5,13 +5,15 @@ headline ratio is like for like: the same untrimmed model on both
 (``trim=False``). Beside it, FastLoadDataModule with its default
 ``trim_to_layer`` model: our batches carry per-hop counts, PyG's
 torch_sparse batches do not (with pyg-lib they do), so that row shows what
-the counts enable here, not a like-for-like loader comparison. Every fit starts from the same initial weights on the same
-``Data`` and runs ``--epochs`` epochs of ``--batches`` steps; an epoch is
-timed from Lightning's ``on_train_epoch_start`` to ``on_train_epoch_end``,
-the first epoch (warm-up, and FastNeighborLoader's ``pipeline='auto'``
-probe) is left out. The fits are interleaved when ``--rounds`` > 1. Then
-each trained model is validated on the same first ``--val-batches``
-validation batches (same seed nodes, independently sampled neighbourhoods).
+the counts enable here, not a like-for-like loader comparison.
+
+Every fit starts from the same initial weights on the same ``Data`` and runs
+``--epochs`` epochs of ``--batches`` steps; an epoch is timed from
+Lightning's ``on_train_epoch_start`` to ``on_train_epoch_end``, and the
+first epoch (warm-up, and FastNeighborLoader's ``pipeline='auto'`` probe)
+is left out. The fits are interleaved when ``--rounds`` > 1. Then each
+trained model is validated on the same first ``--val-batches`` validation
+batches (same seed nodes, independently sampled neighbourhoods).
 
 Run ``pyg-fastload bench fit --preset products-like --batches 5`` or
 ``python -m lightning_modules.bench.fit``.

@@ -17,7 +17,8 @@ from ..io.writer import write_dataset_dir
 from .ogb import prepare_ogb
 from .pyg_file import prepare_pyg
 from .synthetic_cache import load_synthetic
-from .synthetic_config import PRESETS, SyntheticGraphConfig, preset_name, resolve_config
+from .synthetic_config import (PRESETS, SyntheticGraphConfig, preset_name,
+                               resolve_config)
 
 __all__ = ['prepare_synthetic', 'add_arguments', 'run']
 

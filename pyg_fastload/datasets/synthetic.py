@@ -111,7 +111,8 @@ _STAGE_COMMUNITIES, _STAGE_WEIGHTS, _STAGE_EDGES, _STAGE_RELABEL = 0, 1, 2, 3
 _STAGE_FEATURES, _STAGE_MASKS = 4, 5
 
 
-def _community_sizes(cfg: SyntheticGraphConfig, gen: torch.Generator) -> Tensor:
+def _community_sizes(cfg: SyntheticGraphConfig,
+                     gen: torch.Generator) -> Tensor:
     r"""Moderately uneven (log-normal) community sizes, each >= 1, summing
     to ``num_nodes``."""
     k, n = cfg.num_communities, cfg.num_nodes

@@ -5,7 +5,8 @@ from __future__ import annotations
 import hashlib
 import os
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, Iterator, Optional, Tuple, Union
+from typing import (Any, Callable, Dict, Iterable, Iterator, Optional, Tuple,
+                    Union)
 
 import numpy as np
 from torch import Tensor

@@ -37,7 +37,8 @@ def _pyg_records() -> List[type]:
     refers to beside the classes PyG itself registers as safe; each only
     holds a dictionary of values."""
     from torch_geometric.data.data import DataEdgeAttr, DataTensorAttr
-    from torch_geometric.data.storage import EdgeStorage, GlobalStorage, NodeStorage
+    from torch_geometric.data.storage import (EdgeStorage, GlobalStorage,
+                                              NodeStorage)
     return [DataEdgeAttr, DataTensorAttr, GlobalStorage, NodeStorage,
             EdgeStorage]
 

@@ -61,8 +61,10 @@ class TieredFeatureStore(FeatureStore):
     :meth:`put_mmap_tensor` (a raw file, never read whole). Caches are filled
     by :func:`pyg_fastload.caching.configure_caches` from a hotness
     policy. Works as the first element of a ``(FeatureStore, GraphStore)``
-    tuple for PyG's ``NeighborLoader`` and for :class:`~pyg_fastload.FastNeighborLoader`,
-    which uses :meth:`gather` directly.
+    tuple for PyG's ``NeighborLoader`` and for
+    :class:`~pyg_fastload.FastNeighborLoader`, which reads it through the
+    :class:`~pyg_fastload.storage.FeatureSource` protocol (:meth:`gather`,
+    :meth:`announce`, :meth:`retire`, :meth:`stats`).
 
     Args:
         device (torch.device, optional): where the device cache lives and
