@@ -4,6 +4,7 @@ book, and partitioned dataset directories whose parts open on their own."""
 from .book import PartitionBook, renumber
 from .methods import METHODS, assign_parts
 from .parts import open_partition, partition_dataset
+from .report import partition_report
 
 __all__ = [
     'METHODS',
@@ -12,4 +13,5 @@ __all__ = [
     'PartitionBook',
     'partition_dataset',
     'open_partition',
+    'partition_report',
 ]

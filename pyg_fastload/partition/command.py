@@ -1,4 +1,5 @@
-r"""``pyg-fastload partition DATASET_DIR --num-parts K --out PARTS_DIR``."""
+r"""``pyg-fastload partition DATASET_DIR --num-parts K --out PARTS_DIR`` and
+``pyg-fastload partition --report PARTS_DIR``."""
 from __future__ import annotations
 
 import argparse
@@ -8,21 +9,25 @@ import numpy as np
 
 from .methods import METHODS
 from .parts import partition_dataset
+from .report import format_report, partition_report
 
 __all__ = ['add_arguments', 'run']
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     r"""Adds the ``pyg-fastload partition`` arguments to :obj:`parser`."""
-    parser.add_argument('dataset_dir', metavar='DATASET_DIR',
+    parser.add_argument('dataset_dir', metavar='DATASET_DIR', nargs='?',
                         help='a directory written by pyg-fastload prepare')
-    parser.add_argument('--num-parts', type=int, required=True,
+    parser.add_argument('--report', metavar='PARTS_DIR', default=None,
+                        help='measure an existing partition instead (also '
+                        'written to PARTS_DIR/report.json)')
+    parser.add_argument('--num-parts', type=int, default=None,
                         help='number of parts')
     parser.add_argument('--method', choices=METHODS, default='metis')
     parser.add_argument('--num-hops', type=int, default=2,
                         help='the sampling depth the parts are meant for')
     parser.add_argument('--seed', type=int, default=0)
-    parser.add_argument('--out', required=True, metavar='PARTS_DIR',
+    parser.add_argument('--out', metavar='PARTS_DIR', default=None,
                         help='the partition directory to create')
     parser.add_argument('--overwrite', action='store_true',
                         help='replace PARTS_DIR if it holds a partition')
@@ -32,13 +37,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> None:
     r"""Runs ``pyg-fastload partition``; user errors exit with one line."""
+    def usage(message: str) -> SystemExit:
+        return SystemExit(f'pyg-fastload partition: error: {message}')
+
+    if args.report is not None:
+        try:
+            print(format_report(partition_report(args.report)))
+        except (OSError, ValueError) as exc:
+            raise usage(str(exc)) from None
+        return
+    missing = [flag for flag, value in (('DATASET_DIR', args.dataset_dir),
+                                        ('--num-parts', args.num_parts),
+                                        ('--out', args.out)) if value is None]
+    if missing:
+        raise usage(f"{', '.join(missing)} needed (or --report PARTS_DIR)")
     start = time.perf_counter()
     try:
         book = partition_dataset(args.dataset_dir, args.out, args.num_parts,
                                  args.method, args.num_hops, args.seed,
                                  args.overwrite, not args.no_progress)
     except (OSError, ValueError) as exc:  # incl. DatasetFormatError
-        raise SystemExit(f'pyg-fastload partition: error: {exc}') from None
+        raise usage(str(exc)) from None
     sizes = np.diff(book.offsets.numpy())
     print(f"wrote '{args.out}' in {time.perf_counter() - start:.1f}s: "
           f'{book.num_parts} parts ({args.method}) of '

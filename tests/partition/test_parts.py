@@ -167,3 +167,25 @@ def test_partition_command(tiny_dir, tmp_path, capsys):
     with pytest.raises(SystemExit, match='already exists'):
         main(['partition', str(dataset_dir), '--num-parts', '2', '--out',
               str(tmp_path / 'p')])
+
+
+def test_report_measures_cut_and_balance(parts, capsys):
+    from lightning_modules.command import main
+    dataset_dir, paths = parts
+    main(['partition', '--report', str(paths['metis'])])
+    out = capsys.readouterr().out
+    assert 'metis, 4 parts: edge cut' in out and 'max/mean' in out
+    metis = json.loads((paths['metis'] / 'report.json').read_text())
+    from pyg_fastload.partition import partition_report
+    hashed = partition_report(paths['hash'])
+    dataset = open_dataset_dir(dataset_dir)
+    assert sum(p['nodes'] for p in metis['parts']) == dataset.num_nodes
+    assert sum(p['edges'] for p in metis['parts']) == dataset.num_edges
+    assert sum(p['train_mask'] for p in metis['parts']) == int(
+        dataset.arrays['train_mask'].sum())
+    # hash scatters neighbours: about 3/4 of the edges cross 4 parts
+    assert hashed['edge_cut'] == pytest.approx(0.75, abs=0.03)
+    assert metis['edge_cut'] < 0.5 * hashed['edge_cut']
+    assert metis['balance']['train_mask'] <= 1.05
+    with pytest.raises(SystemExit, match='--num-parts, --out needed'):
+        main(['partition', str(dataset_dir)])
