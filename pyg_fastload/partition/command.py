@@ -31,6 +31,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help='the partition directory to create')
     parser.add_argument('--overwrite', action='store_true',
                         help='replace PARTS_DIR if it holds a partition')
+    parser.add_argument('--fanout', type=int, nargs='+', default=[10, 5, 3],
+                        help='--report: fan-outs of the request count')
+    parser.add_argument('--batch-size', type=int, default=1024,
+                        help='--report: seeds per sampled batch')
     parser.add_argument('--no-progress', action='store_true',
                         help='hide the progress bars')
 
@@ -42,7 +46,10 @@ def run(args: argparse.Namespace) -> None:
 
     if args.report is not None:
         try:
-            print(format_report(partition_report(args.report)))
+            print(format_report(partition_report(
+                args.report, num_neighbors=args.fanout,
+                batch_size=args.batch_size, seed=args.seed,
+                progress=not args.no_progress)))
         except (OSError, ValueError) as exc:
             raise usage(str(exc)) from None
         return

@@ -6,12 +6,14 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, Dict, List, Union
+from typing import Any, Dict, List, Sequence, Union
 
 import torch
 
+from ..graph.topology import CSCTopology
 from ..io import open_dataset_dir
 from .book import PartitionBook
+from .locality import micrograph_locality, remote_local_ratio
 from .parts import read_partition_meta
 
 __all__ = ['partition_report', 'format_report']
@@ -19,21 +21,38 @@ __all__ = ['partition_report', 'format_report']
 _SPLITS = ('train_mask', 'val_mask', 'test_mask')
 
 
-def partition_report(parts_dir: Union[str, 'os.PathLike[str]']
-                     ) -> Dict[str, Any]:
+def partition_report(parts_dir: Union[str, 'os.PathLike[str]'],
+                     locality: bool = True,
+                     num_neighbors: Sequence[int] = (10, 5, 3),
+                     batch_size: int = 1024, max_roots: int = 8192,
+                     seed: int = 0, progress: bool = True) -> Dict[str, Any]:
     r"""Measures the partition in :obj:`parts_dir` and writes
     ``report.json`` there.
 
     Returns ``{'method', 'num_parts', 'edge_cut' (share of edges whose
     source lies in another part than their destination), 'parts' (per part:
     nodes, edges, cut_edges and the seeds of each split), 'balance'
-    (max/mean over parts of nodes, edges and each split)}``."""
+    (max/mean over parts of nodes, edges and each split)}``; with
+    :obj:`locality`, also ``'locality'``: ``R_micro`` / ``R_sub`` for 2 and
+    3 hops (HopGNN, over :obj:`max_roots` training roots, fan-outs 10, 5, 3)
+    and ``'requests'``: the remote/local request ratio of one epoch per
+    part sampled with :obj:`num_neighbors` (ByteGNN). The graph is read
+    back from the parts (in new ids), so only :obj:`parts_dir` is needed.
+    """
     parts_dir = Path(parts_dir).expanduser()
     meta = read_partition_meta(parts_dir)
     book = PartitionBook.load(parts_dir)
     parts: List[Dict[str, int]] = []
+    indptrs, indices, train = [], [], []
     for part in range(meta['num_parts']):
         dataset = open_dataset_dir(parts_dir / f'part-{part}')
+        if locality:  # the parts' rows are consecutive new ids
+            offset = int(indptrs[-1][-1]) if indptrs else 0
+            indptrs.append(dataset.topology.indptr[1:] + offset)
+            indices.append(dataset.topology.indices)
+            train.append(dataset.arrays['train_mask'].bool()
+                         if 'train_mask' in dataset.arrays else
+                         torch.zeros(dataset.num_nodes, dtype=torch.bool))
         sources = book.owner(dataset.topology.indices.long())
         row = {'nodes': dataset.num_nodes, 'edges': dataset.num_edges,
                'cut_edges': int((sources != part).sum())}
@@ -53,6 +72,23 @@ def partition_report(parts_dir: Union[str, 'os.PathLike[str]']
               'edge_cut': sum(p['cut_edges'] for p in parts) / max(total, 1),
               'parts': parts, 'balance': balance,
               'partition_seconds': meta.get('seconds')}
+    if locality:
+        topology = CSCTopology(
+            torch.cat([torch.zeros(1, dtype=torch.long), *indptrs]),
+            torch.cat(indices), book.num_nodes)
+        owner = book.owner(torch.arange(book.num_nodes))
+        seeds = torch.cat(train).nonzero().view(-1)
+        gen = torch.Generator().manual_seed(seed)
+        roots = seeds[torch.randperm(seeds.numel(), generator=gen)
+                      [:max_roots]]
+        report['locality'] = {
+            f'{len(fanouts)} hops': micrograph_locality(
+                topology, owner, roots, fanouts, batch_size, seed)
+            for fanouts in ((10, 5), (10, 5, 3))}
+        report['requests'] = dict(
+            num_neighbors=list(num_neighbors), **remote_local_ratio(
+                topology, owner, seeds, num_neighbors, batch_size, seed,
+                progress))
     tmp = parts_dir / '.report.json.tmp'
     tmp.write_text(json.dumps(report, indent=2) + '\n')
     os.replace(tmp, parts_dir / 'report.json')
@@ -70,4 +106,15 @@ def format_report(report: Dict[str, Any]) -> str:
     lines.append('max/mean  ' + '  '.join(
         f"{report['balance'].get(k, float('nan')):>10.3f}"
         if k in report['balance'] else f"{'':>10}" for k in keys))
+    for hops, value in report.get('locality', {}).items():
+        lines.append(f"locality, {hops}: micrograph R_micro "
+                     f"{value['R_micro']:.3f}, subgraph R_sub "
+                     f"{value['R_sub']:.3f} (HopGNN Table 1)")
+    requests = report.get('requests')
+    if requests:
+        lines.append(f"requests in one epoch per part, fan-outs "
+                     f"{requests['num_neighbors']}: remote/local "
+                     f"{requests['ratio']:.2f} ({requests['remote']:,} / "
+                     f"{requests['local']:,}); load max/mean "
+                     f"{requests['load_balance']:.3f} (ByteGNN Fig. 13)")
     return '\n'.join(lines)

@@ -172,12 +172,13 @@ def test_partition_command(tiny_dir, tmp_path, capsys):
 def test_report_measures_cut_and_balance(parts, capsys):
     from lightning_modules.command import main
     dataset_dir, paths = parts
-    main(['partition', '--report', str(paths['metis'])])
+    main(['partition', '--report', str(paths['metis']), '--batch-size', '64',
+          '--no-progress'])
     out = capsys.readouterr().out
     assert 'metis, 4 parts: edge cut' in out and 'max/mean' in out
     metis = json.loads((paths['metis'] / 'report.json').read_text())
     from pyg_fastload.partition import partition_report
-    hashed = partition_report(paths['hash'])
+    hashed = partition_report(paths['hash'], batch_size=64, progress=False)
     dataset = open_dataset_dir(dataset_dir)
     assert sum(p['nodes'] for p in metis['parts']) == dataset.num_nodes
     assert sum(p['edges'] for p in metis['parts']) == dataset.num_edges
@@ -187,5 +188,19 @@ def test_report_measures_cut_and_balance(parts, capsys):
     assert hashed['edge_cut'] == pytest.approx(0.75, abs=0.03)
     assert metis['edge_cut'] < 0.5 * hashed['edge_cut']
     assert metis['balance']['train_mask'] <= 1.05
+    # locality (HopGNN; 64 roots per batch, a small share of a subgraph):
+    # a batch mixes all parts, so R_sub is about 1/4;
+    # a root's own tree stays in its METIS part far more often, and under
+    # hash no more often than chance
+    for hops in ('2 hops', '3 hops'):
+        loc = metis['locality'][hops]
+        assert loc['R_sub'] == pytest.approx(0.25, abs=0.05)
+        assert loc['R_micro'] >= 2 * loc['R_sub']
+        assert hashed['locality'][hops]['R_micro'] < 0.3
+    # requests (ByteGNN): under hash 3 of 4 sampled nodes are remote
+    # (remote/local about 3); METIS keeps more local (tiny: 1.86 vs 2.90,
+    # 3 hops of (10, 5, 3) reach most of its 2,000 nodes)
+    assert hashed['requests']['ratio'] == pytest.approx(3.0, abs=0.5)
+    assert metis['requests']['ratio'] < 0.8 * hashed['requests']['ratio']
     with pytest.raises(SystemExit, match='--num-parts, --out needed'):
         main(['partition', str(dataset_dir)])
