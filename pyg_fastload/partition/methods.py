@@ -46,11 +46,13 @@ def symmetric_adjacency(topology: CSCTopology) -> tuple:
     src = topology.indices.long()
     keep = src != dst
     src, dst = src[keep], dst[keep]
-    keys = torch.cat([src * n + dst, dst * n + src]).unique()  # sorted
-    rows, cols = keys // n, keys % n
-    xadj = torch.zeros(n + 1, dtype=torch.long)
-    torch.cumsum(torch.bincount(rows, minlength=n), 0, out=xadj[1:])
-    return xadj.numpy(), cols.numpy()
+    del keep
+    keys = torch.cat([src * n + dst, dst * n + src])
+    del src, dst
+    keys = keys.unique()  # sorted: row-major (row * n + col)
+    # Row boundaries by binary search, columns in place: no row array.
+    xadj = torch.searchsorted(keys, torch.arange(n + 1) * n)
+    return xadj.numpy(), keys.remainder_(n).numpy()
 
 
 def _metis(topology: CSCTopology, num_parts: int,
