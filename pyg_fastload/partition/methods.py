@@ -5,6 +5,8 @@ of every node.
   loops, exactly ``num_parts`` parts, with two vertex weights per node
   (training node, and 1) so that both training nodes and all nodes are
   balanced (DSP's patches, DistDGL's default).
+* ``'pagraph'``: PaGraph's self-reliant parts (:mod:`.pagraph`; through
+  :func:`~pyg_fastload.partition.partition_dataset`, as parts overlap).
 * ``'hash'``: a multiplicative hash of the node id (the control: no
   locality at all, like PyG's and DGL's random partitions).
 * ``'random'``: a seeded random balanced assignment.
@@ -23,16 +25,21 @@ from ..graph.topology import CSCTopology
 __all__ = ['METHODS', 'assign_parts']
 
 #: The methods :func:`assign_parts` knows.
-METHODS = ('metis', 'hash', 'random')
+METHODS = ('metis', 'pagraph', 'hash', 'random')
 
 _GOLDEN = 2654435761  # Knuth's multiplicative hash constant
 
 
-def _check(num_parts: int, num_nodes: int, method: str) -> None:
+def check_num_parts(num_parts: int, num_nodes: int) -> None:
+    r"""Refuses a part count that is not an int in ``[1, num_nodes]``."""
     if isinstance(num_parts, bool) or not isinstance(num_parts, int) or \
             not 1 <= num_parts <= max(num_nodes, 1):
         raise ValueError(f"'num_parts' = {num_parts!r} must be an int in "
                          f"[1, num_nodes = {num_nodes}]")
+
+
+def _check(num_parts: int, num_nodes: int, method: str) -> None:
+    check_num_parts(num_parts, num_nodes)
     if method not in METHODS:
         raise ValueError(f"unknown partitioning 'method' = {method!r}: pass "
                          f"one of {', '.join(METHODS)}")
@@ -99,6 +106,9 @@ def assign_parts(topology: CSCTopology, num_parts: int, method: str = 'metis',
         owner = torch.empty(n, dtype=torch.long)
         owner[torch.randperm(n, generator=gen)] = torch.arange(n) % num_parts
         return owner.numpy()
+    if method == 'pagraph':
+        raise ValueError("method 'pagraph' replicates nodes across parts: "
+                         "use partition_dataset (or pagraph_assign)")
     owner = _metis(topology, num_parts, train_mask, seed)
     if np.unique(owner).size != num_parts:
         raise RuntimeError(f'METIS returned {np.unique(owner).size} '

@@ -32,7 +32,8 @@ from ..io.format import sha256_file
 from ..io.staging import replace_directory
 from ..storage import CSCGraphStore, TieredFeatureStore
 from .book import BOOK_FILES, PartitionBook, renumber
-from .methods import assign_parts
+from .methods import assign_parts, check_num_parts as _check_parts
+from .pagraph import message_flow_levels, pagraph_assign
 
 __all__ = ['partition_dataset', 'open_partition', 'PARTITION_FORMAT']
 
@@ -80,7 +81,8 @@ def partition_dataset(
         dataset_dir: the dataset directory.
         out_dir: the partition directory to create.
         num_parts (int): number of parts, in ``[1, num_nodes]``.
-        method (str): ``'metis'``, ``'hash'`` or ``'random'``.
+        method (str): ``'metis'``, ``'pagraph'``, ``'hash'`` or
+            ``'random'``.
         num_hops (int): the sampling depth the parts are meant for.
         seed (int): seed of the method.
         overwrite (bool): replace an existing partition directory.
@@ -95,8 +97,21 @@ def partition_dataset(
     _check_out(out, overwrite)
     topo = dataset.topology
     train = dataset.arrays.get('train_mask')
-    owner = assign_parts(topo, num_parts, method,
-                         None if train is None else train.bool(), seed)
+    member: Optional[torch.Tensor] = None
+    if method == 'pagraph':
+        if train is None:
+            raise ValueError(f"method 'pagraph' assigns training nodes, but "
+                             f"'{dataset.path}' has no 'train_mask'")
+        _check_parts(num_parts, topo.num_nodes)
+        train_nodes = train.bool().nonzero().view(-1)
+        owner, member = pagraph_assign(topo, train_nodes, num_parts,
+                                       num_hops, progress)
+        level = [message_flow_levels(
+            topo, train_nodes[torch.from_numpy(owner)[train_nodes] == k],
+            num_hops) for k in range(num_parts)]
+    else:
+        owner = assign_parts(topo, num_parts, method,
+                             None if train is None else train.bool(), seed)
     new_id, offsets = renumber(owner, num_parts)
     order = np.argsort(new_id)  # original id of every new id
     run = uuid.uuid4().hex
@@ -111,8 +126,14 @@ def partition_dataset(
                      disable=not progress)
         for part in parts:
             nodes = torch.from_numpy(order[offsets[part]:offsets[part + 1]])
+            halo = None
+            if member is not None:  # PaGraph: replicas and pruned edges
+                owned = torch.from_numpy(owner) == part
+                halo = (member[part] & ~owned).nonzero().view(-1)
+                halo = halo[torch.argsort(new_of[halo])]
+                halo = (halo, level[part] < num_hops)
             _write_part(_part_dir(tmp, part), dataset, topo, nodes, new_of,
-                        part, num_parts, int(offsets[part]), run)
+                        part, num_parts, int(offsets[part]), run, halo)
         files = {name: sha256_file(tmp / name) for name in BOOK_FILES}
         for part in range(num_parts):
             name = f'{_part_dir(tmp, part).name}/meta.json'
@@ -141,23 +162,44 @@ def partition_dataset(
 
 def _write_part(path: Path, dataset: Any, topo: Any, nodes: torch.Tensor,
                 new_of: torch.Tensor, part: int, num_parts: int, start: int,
-                run: str) -> None:
+                run: str, halo: Optional[Tuple[torch.Tensor, torch.Tensor]]
+                ) -> None:
     r"""Part :obj:`part`: the in-neighbour lists of :obj:`nodes` (original
-    ids, in new-id order) in new ids, and their rows of every node array."""
-    begin = topo.indptr[nodes]
-    degree = topo.indptr[nodes + 1] - begin
-    indptr = torch.zeros(nodes.numel() + 1, dtype=torch.long)
+    ids, in new-id order) in new ids, and their rows of every node array.
+
+    With :obj:`halo` = ``(replicas, expand)`` (PaGraph), the replicas'
+    rows follow the part's own, a ``global_id`` array gives every row's new
+    id, replicas are never training (nor validation/test) nodes here, and
+    only rows with ``expand`` keep their in-edges (the message-flow edges:
+    every node less than L hops from the part's training nodes)."""
+    rows, extra = nodes, {}
+    if halo is not None:
+        replicas, expand = halo
+        rows = torch.cat([nodes, replicas])
+        extra['global_id'] = new_of[rows]
+    begin = topo.indptr[rows]
+    degree = topo.indptr[rows + 1] - begin
+    if halo is not None:
+        degree = torch.where(expand[rows], degree, 0)
+    indptr = torch.zeros(rows.numel() + 1, dtype=torch.long)
     torch.cumsum(degree, 0, out=indptr[1:])
     indices = new_of[topo.indices[expand_ranges(begin, degree)].long()]
-    arrays = {key: value[nodes] for key, value in dataset.arrays.items()}
+    arrays = {key: value[rows] for key, value in dataset.arrays.items()}
+    if halo is not None:
+        for key in ('train_mask', 'val_mask', 'test_mask'):
+            if key in arrays:
+                arrays[key][nodes.numel():] = False
+    arrays.update(extra)
     write_dataset_dir(
-        path, num_nodes=nodes.numel(), indptr=indptr, indices=indices,
+        path, num_nodes=rows.numel(), indptr=indptr, indices=indices,
         node_arrays=arrays, name=f'{dataset.name}-part{part}',
         source=f"part {part} of {num_parts} of '{dataset.path}'",
         num_classes=dataset.num_classes, progress=False, verify='size',
         index_space=topo.num_nodes,
         extra_meta={'partition': {'run': run, 'part': part,
-                                  'num_parts': num_parts, 'start': start}})
+                                  'num_parts': num_parts, 'start': start,
+                                  'owned': nodes.numel(),
+                                  'replicas': rows.numel() - nodes.numel()}})
 
 
 def _fail(file: Path, what: str) -> DatasetFormatError:

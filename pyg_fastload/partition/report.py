@@ -29,7 +29,7 @@ def partition_report(parts_dir: Union[str, 'os.PathLike[str]'],
     r"""Measures the partition in :obj:`parts_dir` and writes
     ``report.json`` there.
 
-    Returns ``{'method', 'num_parts', 'edge_cut' (share of edges whose
+    Returns ``{'method', 'num_parts', 'edge_cut' (share of stored edges whose
     source lies in another part than their destination), 'parts' (per part:
     nodes, edges, cut_edges and the seeds of each split), 'balance'
     (max/mean over parts of nodes, edges and each split)}``; with
@@ -44,8 +44,12 @@ def partition_report(parts_dir: Union[str, 'os.PathLike[str]'],
     book = PartitionBook.load(parts_dir)
     parts: List[Dict[str, int]] = []
     indptrs, indices, train = [], [], []
+    replicated = meta['method'] == 'pagraph'  # parts overlap: no locality
+    locality = locality and not replicated
+    replicas = 0
     for part in range(meta['num_parts']):
         dataset = open_dataset_dir(parts_dir / f'part-{part}')
+        replicas += dataset.meta['partition'].get('replicas', 0)
         if locality:  # the parts' rows are consecutive new ids
             offset = int(indptrs[-1][-1]) if indptrs else 0
             indptrs.append(dataset.topology.indptr[1:] + offset)
@@ -72,6 +76,8 @@ def partition_report(parts_dir: Union[str, 'os.PathLike[str]'],
               'edge_cut': sum(p['cut_edges'] for p in parts) / max(total, 1),
               'parts': parts, 'balance': balance,
               'partition_seconds': meta.get('seconds')}
+    if replicated:  # PaGraph: extra rows over the graph's nodes
+        report['replication'] = replicas / max(book.num_nodes, 1)
     if locality:
         topology = CSCTopology(
             torch.cat([torch.zeros(1, dtype=torch.long), *indptrs]),
@@ -106,6 +112,9 @@ def format_report(report: Dict[str, Any]) -> str:
     lines.append('max/mean  ' + '  '.join(
         f"{report['balance'].get(k, float('nan')):>10.3f}"
         if k in report['balance'] else f"{'':>10}" for k in keys))
+    if 'replication' in report:
+        lines.append(f"replicated nodes: {report['replication']:.1%} of "
+                     f"the graph's (PaGraph's self-reliant parts)")
     for hops, value in report.get('locality', {}).items():
         lines.append(f"locality, {hops}: micrograph R_micro "
                      f"{value['R_micro']:.3f}, subgraph R_sub "
