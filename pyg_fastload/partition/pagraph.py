@@ -51,8 +51,9 @@ def pagraph_assign(topology: CSCTopology, train_nodes: Tensor,
     ``num_hops``-hop in-neighbourhoods: replicas included).
 
     A training node is owned by the part it was streamed to; any other node
-    by the first part that holds it; nodes no part holds (more than
-    ``num_hops`` hops from every training node) are spread round-robin.
+    by one of the parts holding it, spread evenly over them; nodes no part
+    holds (more than ``num_hops`` hops from every training node) are spread
+    round-robin.
     """
     n = topology.num_nodes
     train_owner = torch.full((n, ), -1, dtype=torch.long)
@@ -78,8 +79,12 @@ def pagraph_assign(topology: CSCTopology, train_nodes: Tensor,
         nodes = torch.cat([seed, near])
         r_vnum[part] += float((~member[part, nodes]).sum())
         member[part, nodes] = True
-    held = member.any(0)
-    owner = torch.where(held, member.long().argmax(0),
+    # Other nodes: spread over the parts holding them (the k-th holder for
+    # node id k modulo their number), so owned ranges stay balanced.
+    holders = member.sum(0)
+    pick = torch.arange(n) % holders.clamp(min=1)
+    chosen = member & (member.long().cumsum(0) - 1 == pick)
+    owner = torch.where(holders > 0, chosen.long().argmax(0),
                         torch.arange(n) % num_parts)
     is_train = train_owner >= 0
     owner[is_train] = train_owner[is_train]

@@ -58,11 +58,12 @@ def partition_report(parts_dir: Union[str, 'os.PathLike[str]'],
                          if 'train_mask' in dataset.arrays else
                          torch.zeros(dataset.num_nodes, dtype=torch.bool))
         sources = book.owner(dataset.topology.indices.long())
-        row = {'nodes': dataset.num_nodes, 'edges': dataset.num_edges,
+        owned = dataset.meta['partition'].get('owned', dataset.num_nodes)
+        row = {'nodes': owned, 'edges': dataset.num_edges,
                'cut_edges': int((sources != part).sum())}
         for split in _SPLITS:
             if split in dataset.arrays:
-                row[split] = int(dataset.arrays[split].sum())
+                row[split] = int(dataset.arrays[split][:owned].sum())
         parts.append(row)
     total = sum(p['edges'] for p in parts)
     balance = {}
@@ -104,8 +105,11 @@ def partition_report(parts_dir: Union[str, 'os.PathLike[str]'],
 def format_report(report: Dict[str, Any]) -> str:
     r"""The report as a table, one row per part."""
     keys = [k for k in report['parts'][0]]
-    lines = [f"{report['method']}, {report['num_parts']} parts: edge cut "
-             f"{report['edge_cut']:.3f} (share of edges crossing parts)",
+    cut = ("edge cut n/a (parts overlap; 'cut_edges' are in-edges from "
+           "replicas)" if 'replication' in report else
+           f"edge cut {report['edge_cut']:.3f} (share of edges crossing "
+           f"parts)")
+    lines = [f"{report['method']}, {report['num_parts']} parts: {cut}",
              'part  ' + '  '.join(f'{k:>10}' for k in keys)]
     for i, row in enumerate(report['parts']):
         lines.append(f'{i:<4}  ' + '  '.join(f'{row[k]:>10,}' for k in keys))

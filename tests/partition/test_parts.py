@@ -250,3 +250,6 @@ def test_pagraph_parts_are_self_reliant(parts):
         .partition_report(paths['pagraph'], progress=False)
     assert report['replication'] == pytest.approx(replicas / 2000)
     assert report['balance']['train_mask'] <= 1.05
+    # nodes held by several parts are owned evenly among them
+    assert report['balance']['nodes'] <= 1.1
+    assert sum(p['nodes'] for p in report['parts']) == 2000
