@@ -237,8 +237,7 @@ class FastNeighborLoader(NodeLoader):
         epoch_seed = int(torch.randint(0, 2**62, (1, ),
                                        generator=self.generator))
 
-        # The stage threads hold no reference to the loader, so deleting it
-        # (or dropping the iterator) stops them.
+        # The stage threads hold no reference to the loader (see below).
         sampler, inputs = self.node_sampler, self.input_data
 
         def sampled() -> Iterator[SamplerOutput]:
@@ -264,6 +263,10 @@ class FastNeighborLoader(NodeLoader):
                 sample_capacity, self.time_breakdown,
                 self._new_scheduler(sample_capacity + self.queue_capacity),
                 self._transfer)
+            # The iterator keeps the loader alive (`next(iter(Loader(...)))`
+            # must work); the threads do not, so dropping the iterator, or
+            # the loader with its iterators, stops them.
+            iterator.owner = self
             self._stops = [e for e in self._stops if not e.is_set()]
             self._stops.append(iterator.shared.stop)
             return iterator

@@ -361,6 +361,7 @@ class PipelineIterator:
         for thread in self.threads:
             thread.start()
         self.done = False
+        self.owner: Any = None  # what the stages serve; kept alive by us
 
     def __iter__(self) -> 'PipelineIterator':
         return self
