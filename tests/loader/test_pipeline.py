@@ -284,6 +284,10 @@ def test_threads_do_not_keep_the_loader_alive(data):
     assert not wait_for_no_stage_threads()
 
 
+@pytest.mark.reliability(
+    fault=('Ctrl-C while waiting for a batch, the iterator kept '
+           '(interactive session)'),
+    behaviour='the stage threads stop')
 def test_ctrl_c_while_waiting_stops_the_threads(data):
     import _thread
     release = threading.Event()
