@@ -273,9 +273,9 @@ def test_threads_do_not_keep_the_loader_alive(data):
     kept = alive() is not None
     assert kept
     del iterator
+    assert not wait_for_no_stage_threads()  # (a join in flight holds it)
     gc.collect()
     assert alive() is None  # nothing else held it: not the stage threads
-    assert not wait_for_no_stage_threads()
     # a temporary loader: the idiom must keep working through collections
     iterator = iter(FastNeighborLoader(data, [4, 3], batch_size=8,
                                        pipeline=True))
