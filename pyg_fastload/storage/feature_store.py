@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import torch
@@ -16,6 +15,7 @@ from ..config import available_memory
 from .buffer_pool import BufferPool
 from .counters import TierCounters
 from .read_ahead import AdaptiveReadAhead
+from .tier_gather import TierEntry, gather_tiers, spent as add_spent
 from .tiers import MemoryStorage, MmapStorage, StaticCache, WindowBufferedCache
 
 __all__ = ['TieredFeatureStore']
@@ -23,33 +23,8 @@ __all__ = ['TieredFeatureStore']
 Key = Tuple[Optional[str], str]
 
 
-@dataclass
-class _Entry:
-    storage: Union[MemoryStorage, MmapStorage]
-    host: Optional[StaticCache] = None
-    device: Optional[StaticCache] = None
-
-    def caches(self) -> List[StaticCache]:
-        return [c for c in (self.device, self.host) if c is not None]
-
-
-def _split_hits(cache: StaticCache,
-                ids: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
-    r"""Positions in :obj:`ids` the cache holds, their slots, and the
-    positions it misses; counts the lookup."""
-    slot = cache.lookup(ids)
-    hit = slot >= 0
-    hit_at = hit.nonzero().view(-1)
-    cache.counters.add(ids.numel(), hit_at.numel(), cache.row_bytes)
-    return hit_at, slot.index_select(0, hit_at), (~hit).nonzero().view(-1)
-
-
 def _key(attr: TensorAttr) -> Key:
     return (attr.group_name, attr.attr_name)
-
-
-def _spent(timings: Dict[str, float], tier: str, started: float) -> None:
-    timings[tier] = timings.get(tier, 0.0) + time.perf_counter() - started
 
 
 class TieredFeatureStore(FeatureStore):
@@ -85,7 +60,7 @@ class TieredFeatureStore(FeatureStore):
         self._announced = self._retired = 0
         self._batch_reads = [0.0, 0]
         self._batch_started: Optional[float] = None
-        self._entries: Dict[Key, _Entry] = {}
+        self._entries: Dict[Key, TierEntry] = {}
         self._after_gather: Optional[Callable[[], None]] = None
         self._staging = BufferPool(max_buffers=1)
         # announce() runs in the loader's sampling thread, retire() in its
@@ -108,13 +83,13 @@ class TieredFeatureStore(FeatureStore):
                         group_name: Optional[str] = None,
                         offset: int = 0) -> None:
         r"""Registers a raw row-major file as the storage of an attribute."""
-        self._entries[(group_name, attr_name)] = _Entry(
+        self._entries[(group_name, attr_name)] = TierEntry(
             MmapStorage(path, dtype, shape, offset))
 
     def _put_tensor(self, tensor: Tensor, attr: TensorAttr) -> bool:
         key = _key(attr)
         if attr.index is None:
-            self._entries[key] = _Entry(MemoryStorage(tensor))
+            self._entries[key] = TierEntry(MemoryStorage(tensor))
             return True
         entry = self._entries.get(key)
         if entry is None or not isinstance(entry.storage, MemoryStorage):
@@ -188,11 +163,11 @@ class TieredFeatureStore(FeatureStore):
         spent: Dict[str, float] = {}
         read_bytes = storage.counters.bytes
         if entry.caches():
-            self._gather_tiers(entry, ids, out, spent)
+            gather_tiers(entry, ids, out, spent, self._staging)
         else:
             started = time.perf_counter()
             storage.gather(ids, out)
-            _spent(spent, 'storage', started)
+            add_spent(spent, 'storage', started)
         if self._read_depth is not None and isinstance(storage, MmapStorage):
             self._batch_reads[0] += spent.get('storage', 0.0)
             self._batch_reads[1] += storage.counters.bytes - read_bytes
@@ -203,97 +178,6 @@ class TieredFeatureStore(FeatureStore):
             callback, self._after_gather = self._after_gather, None
             callback()
         return out
-
-    def _gather_tiers(self, entry: _Entry, ids: Tensor, out: Tensor,
-                      timings: Dict[str, float]) -> None:
-        r"""Fills :obj:`out` from the caches, fastest first, then storage,
-        adding the seconds spent per tier to :obj:`timings`."""
-        if out.device.type == 'cpu' and not isinstance(entry.device,
-                                                       WindowBufferedCache):
-            self._compose_on_cpu(entry, ids, out, timings)
-            return
-        storage = entry.storage
-        pos = torch.arange(ids.numel())
-        for tier, cache in (('device', entry.device), ('host', entry.host)):
-            if cache is None:
-                continue
-            started = time.perf_counter()
-            hit_at, slots, miss_at = _split_hits(cache, ids)
-            if hit_at.numel():
-                out.index_copy_(0, pos.index_select(0, hit_at).to(out.device),
-                                cache.read(slots).to(out.device))
-                pos = pos.index_select(0, miss_at)
-                ids = ids.index_select(0, miss_at)
-            _spent(timings, tier, started)
-        if ids.numel():
-            started = time.perf_counter()
-            shape = (ids.numel(), *storage.shape[1:])
-            if out.device.type == 'cpu':  # recycled: no fresh page faults
-                rows = self._staging.empty(shape, storage.dtype)
-            else:  # pinned, from torch's caching host allocator
-                rows = torch.empty(shape, dtype=storage.dtype,
-                                   pin_memory=True)
-            storage.gather(ids, rows)
-            out.index_copy_(0, pos.to(out.device),
-                            rows.to(out.device, non_blocking=True))
-            _spent(timings, 'storage', started)
-            if isinstance(entry.device, WindowBufferedCache):
-                started = time.perf_counter()
-                first, inverse = torch.unique(ids, return_inverse=True)
-                keep = torch.full((first.numel(), ), ids.numel(),
-                                  dtype=torch.long).scatter_reduce_(
-                                      0, inverse, torch.arange(ids.numel()),
-                                      'amin')
-                entry.device.admit(first, rows, keep)
-                _spent(timings, 'device', started)
-
-    def _compose_on_cpu(self, entry: _Entry, ids: Tensor, out: Tensor,
-                        timings: Dict[str, float]) -> None:
-        r"""CPU fast path of :meth:`_gather_tiers` (static caches): each
-        tier gathers its rows into one recycled block (storage rows in file
-        order), then a single gather puts every row in place. Gathers only:
-        scattering rows into :obj:`out` (``index_copy_``) takes twice as
-        long as gathering them (``pyg-fastload bench loader``, 'placing
-        rows'). The final gather is timed with the fastest cache tier."""
-        storage = entry.storage
-        block = self._staging.empty(out.shape, out.dtype)
-        source = torch.empty(ids.numel(), dtype=torch.long)
-        pos = torch.arange(ids.numel())
-        filled = 0
-
-        def place(at: Tensor, count: int) -> int:
-            source.index_copy_(0, at, torch.arange(filled, filled + count))
-            return filled + count
-
-        for tier, cache in (('device', entry.device), ('host', entry.host)):
-            if cache is None:
-                continue
-            started = time.perf_counter()
-            hit_at, slots, miss_at = _split_hits(cache, ids)
-            if hit_at.numel():
-                cache.read(slots, out=block[filled:filled + hit_at.numel()])
-                filled = place(pos.index_select(0, hit_at), hit_at.numel())
-                pos = pos.index_select(0, miss_at)
-                ids = ids.index_select(0, miss_at)
-            _spent(timings, tier, started)
-        if ids.numel():
-            started = time.perf_counter()
-            segment = block[filled:filled + ids.numel()]
-            rows = order = None
-            if isinstance(storage, MmapStorage):
-                rows, order = torch.sort(ids)
-            if rows is not None and bool((rows[1:] != rows[:-1]).all()):
-                # A sampled batch's ids are distinct: read in file order.
-                storage.read_sorted(rows, segment)
-                filled = place(pos.index_select(0, order), ids.numel())
-            else:
-                storage.gather(ids, segment)
-                filled = place(pos, ids.numel())
-            _spent(timings, 'storage', started)
-        started = time.perf_counter()
-        torch.index_select(block, 0, source, out=out)
-        _spent(timings, 'host' if entry.host is not None else 'device',
-               started)
 
     def free_device_bytes(self) -> int:
         r"""Free memory where the device cache lives."""
@@ -354,7 +238,7 @@ class TieredFeatureStore(FeatureStore):
         device budget decided once the model's own memory use is known)."""
         self._after_gather = callback
 
-    def _fill(self, entry: _Entry, ids: Tensor,
+    def _fill(self, entry: TierEntry, ids: Tensor,
               device: torch.device) -> StaticCache:
         ids = ids.sort().values
         storage = entry.storage
@@ -418,7 +302,7 @@ class TieredFeatureStore(FeatureStore):
             if self.read_ahead and isinstance(entry.storage, MmapStorage):
                 self._accumulate(key, entry, ids)
 
-    def _accumulate(self, key: Key, entry: _Entry, ids: Tensor) -> None:
+    def _accumulate(self, key: Key, entry: TierEntry, ids: Tensor) -> None:
         for cache in entry.caches():
             if not isinstance(cache, WindowBufferedCache):
                 ids = ids[cache.lookup(ids) < 0]
@@ -426,7 +310,7 @@ class TieredFeatureStore(FeatureStore):
             self._pending_reads.setdefault(key, []).append(ids)
             self._flush_due_reads(key, entry)
 
-    def _flush_due_reads(self, key: Key, entry: _Entry) -> None:
+    def _flush_due_reads(self, key: Key, entry: TierEntry) -> None:
         r"""Issues the pending reads of :obj:`key` if enough rows or bytes
         are pending or the oldest pending batch is due (lock held)."""
         pending = self._pending_reads.get(key)
