@@ -28,8 +28,7 @@ def _from_data(data: Data) -> CSCTopology:
     edge_index = data.edge_index
     # Any change is seen: another tensor, an in-place edit (the tensor's
     # version counter), another shape or another node count.
-    key = (id(edge_index), edge_index._version, tuple(edge_index.shape),
-           data.num_nodes)
+    key = (edge_index._version, tuple(edge_index.shape), data.num_nodes)
     cached = data.__dict__.get(_CACHE_ATTR)
     if cached is not None and cached[0] is edge_index and \
             cached[1] == key:

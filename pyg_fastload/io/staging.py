@@ -31,7 +31,8 @@ from .format import (
     sha256_file,
 )
 
-__all__ = ['Staging', 'check_target', 'recover', 'replace_directory']
+__all__ = ['StagedDirectory', 'Staging', 'check_target', 'recover',
+           'replace_directory']
 
 PathLike = Union[str, 'os.PathLike[str]']
 
@@ -145,8 +146,13 @@ def recover(path: PathLike, verbose: bool = True) -> List[str]:
     return done
 
 
-def check_target(path: Path, overwrite: bool) -> None:
-    r"""Fails early when :obj:`path` exists and may not be replaced."""
+def check_target(path: Path, overwrite: bool,
+                 is_ours: Callable[[Path], bool] = is_dataset_dir,
+                 what: str = (f"pyg-fastload dataset (no meta.json with "
+                              f"format '{FORMAT_NAME}')")) -> None:
+    r"""Fails early when :obj:`path` exists and may not be replaced: only
+    with :obj:`overwrite`, and only an empty directory or one that
+    :obj:`is_ours` recognises (a :obj:`what`)."""
     if not os.path.lexists(path):
         return
     if not path.is_dir():
@@ -158,26 +164,34 @@ def check_target(path: Path, overwrite: bool) -> None:
             f"output directory '{path}' already exists; pass "
             f"overwrite=True (`--overwrite` on the command line) to replace "
             f"it, or choose another directory")
-    if any(path.iterdir()) and not is_dataset_dir(path):
+    if any(path.iterdir()) and not is_ours(path):
         raise FileExistsError(
             f"refusing to overwrite '{path}': it is not empty and holds no "
-            f"pyg-fastload dataset (no meta.json with format "
-            f"'{FORMAT_NAME}'); remove it yourself or choose another "
-            f"directory")
+            f"{what}; remove it yourself or choose another directory")
 
 
+class StagedDirectory:
+    r"""A directory written beside :obj:`path` and put in place atomically
+    by :meth:`put_in_place`, with a lock file held meanwhile, so that
+    :func:`recover` (run first) can clean up after runs that died.
 
-class Staging:
-    r"""A temporary sibling directory into which a dataset is written and
-    that is renamed to the final path by :meth:`commit`."""
+    Args:
+        path: the final path.
+        overwrite (bool): replace an existing directory there.
+        is_ours, what: which existing directories may be replaced (see
+            :func:`check_target`).
+    """
 
-    def __init__(self, path: PathLike, overwrite: bool, progress: bool):
+    def __init__(self, path: PathLike, overwrite: bool,
+                 is_ours: Callable[[Path], bool] = is_dataset_dir,
+                 what: str = (f"pyg-fastload dataset (no meta.json with "
+                              f"format '{FORMAT_NAME}')")):
         self.path = Path(path).expanduser()
         self.overwrite = overwrite
-        self.progress = progress
+        self._is_ours, self._what = is_ours, what
         self.path.parent.mkdir(parents=True, exist_ok=True)
         recover(self.path)  # reports what it repaired or removed
-        check_target(self.path, overwrite)
+        check_target(self.path, overwrite, is_ours, what)
         self.token = uuid.uuid4().hex[:12]
         # Held for the whole write: a later run that can take it knows that
         # this one died, and cleans up after it (see recover()).
@@ -186,13 +200,12 @@ class Staging:
         fcntl.flock(self._lock, fcntl.LOCK_EX)
         self.dir = _sibling(self.path, 'tmp', self.token)
         self.dir.mkdir()
-        self.specs: Dict[str, Dict[str, Any]] = {}
 
-    def __enter__(self) -> 'Staging':
+    def __enter__(self) -> 'StagedDirectory':
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:
-        if self.dir.exists():  # not committed: failed
+        if self.dir.exists():  # not put in place: failed
             shutil.rmtree(self.dir, ignore_errors=True)
         self._release()
 
@@ -200,6 +213,30 @@ class Staging:
         if not self._lock.closed:
             self._lock_file.unlink(missing_ok=True)
             self._lock.close()
+
+    def put_in_place(self) -> Path:
+        r"""One atomic rename, or, over an existing directory, one atomic
+        exchange (``renameat2(RENAME_EXCHANGE)``) so the final path always
+        holds a complete directory. Where the exchange is unavailable the
+        old one is renamed aside first; a crash between the two renames is
+        repaired by the next run (:func:`recover`)."""
+        os.chmod(self.dir, 0o755)
+        if os.path.lexists(self.path):
+            check_target(self.path, self.overwrite, self._is_ours,
+                         self._what)
+        replace_directory(self.dir, self.path, self.token)
+        self._release()
+        return self.path
+
+
+class Staging(StagedDirectory):
+    r"""A staged dataset directory: arrays written into it, then
+    :meth:`commit` writes ``meta.json`` and puts it in place."""
+
+    def __init__(self, path: PathLike, overwrite: bool, progress: bool):
+        super().__init__(path, overwrite)
+        self.progress = progress
+        self.specs: Dict[str, Dict[str, Any]] = {}
 
     def write_array(
         self,
@@ -261,12 +298,8 @@ class Staging:
         return spec
 
     def commit(self, meta: Dict[str, Any]) -> Path:
-        r"""Writes ``meta.json`` and puts the directory in place: with one
-        atomic rename, or, over an existing dataset, one atomic exchange
-        (``renameat2(RENAME_EXCHANGE)``) so the final path always holds a
-        complete dataset. Where the exchange is unavailable the old dataset
-        is renamed aside first; a crash between the two renames is repaired
-        by the next run (:func:`recover`)."""
+        r"""Writes ``meta.json`` and puts the dataset in place
+        (:meth:`put_in_place`)."""
         meta = dict(meta)
         meta['arrays'] = self.specs
         meta_file = self.dir / 'meta.json'
@@ -275,9 +308,4 @@ class Staging:
             f.write('\n')
             f.flush()
             os.fsync(f.fileno())
-        os.chmod(self.dir, 0o755)
-        if os.path.lexists(self.path):
-            check_target(self.path, self.overwrite)
-        replace_directory(self.dir, self.path, self.token)
-        self._release()
-        return self.path
+        return self.put_in_place()

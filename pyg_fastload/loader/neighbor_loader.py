@@ -180,9 +180,6 @@ class FastNeighborLoader(NodeLoader):
             **kwargs,
         )
         self.settings = PipelineSettings(pipeline, queue_capacity, run_ahead)
-        self.pipeline = pipeline
-        self.queue_capacity = queue_capacity
-        self.run_ahead = run_ahead
         self.device = check_device(device, self.num_workers)
         self._transfer = DeviceTransfer(self.device)
         self._scheduler: Optional[RunAheadScheduler] = None
@@ -194,6 +191,18 @@ class FastNeighborLoader(NodeLoader):
         # The stop flags of this loader's running pipelines (set when the
         # loader is deleted; the loader holds no iterator).
         self._stops: List[threading.Event] = []
+
+    @property
+    def pipeline(self) -> Union[bool, str]:
+        return self.settings.pipeline
+
+    @property
+    def queue_capacity(self) -> int:
+        return self.settings.queue_capacity
+
+    @property
+    def run_ahead(self) -> Union[str, int]:
+        return self.settings.run_ahead
 
     @property
     def _feature_source(self) -> Optional[FeatureSource]:

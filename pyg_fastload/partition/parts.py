@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -29,7 +27,7 @@ from ..config import FeatureCache
 from ..graph.ranges import expand_ranges
 from ..io import DatasetFormatError, open_dataset_dir, write_dataset_dir
 from ..io.format import sha256_file
-from ..io.staging import replace_directory
+from ..io.staging import StagedDirectory, check_target
 from ..storage import CSCGraphStore, TieredFeatureStore
 from .book import BOOK_FILES, PartitionBook, renumber
 from .methods import assign_parts, check_num_parts as _check_parts
@@ -48,17 +46,11 @@ def _part_dir(parts_dir: Path, part: int) -> Path:
     return parts_dir / f'part-{part}'
 
 
-def _check_out(out: Path, overwrite: bool) -> None:
-    if not os.path.lexists(out):
-        return
-    if not overwrite:
-        raise FileExistsError(f"'{out}' already exists; pass overwrite=True "
-                              f"(--overwrite) to replace it, or choose "
-                              f"another directory")
-    if not (out / 'partition.json').is_file():
-        raise FileExistsError(f"refusing to overwrite '{out}': it holds no "
-                              f"partition.json; remove it yourself or choose "
-                              f"another directory")
+def _is_partition(path: Path) -> bool:
+    return (path / 'partition.json').is_file()
+
+
+_WHAT = 'pyg-fastload partition (no partition.json)'
 
 
 def partition_dataset(
@@ -74,8 +66,9 @@ def partition_dataset(
     r"""Partitions a dataset directory (``pyg-fastload prepare``) into
     :obj:`num_parts` parts written under :obj:`out_dir`.
 
-    The whole directory is written beside :obj:`out_dir` and renamed into
-    place once complete, so a killed run leaves nothing that opens.
+    The whole directory is written beside :obj:`out_dir` and put in place
+    atomically once complete (as datasets are), so a killed run leaves
+    nothing that opens, and the next run cleans up after it.
 
     Args:
         dataset_dir: the dataset directory.
@@ -94,7 +87,7 @@ def partition_dataset(
         raise ValueError(f"'num_hops' = {num_hops!r} must be an int >= 1")
     dataset = open_dataset_dir(dataset_dir, verify='size')
     out = Path(out_dir).expanduser()
-    _check_out(out, overwrite)
+    check_target(out, overwrite, _is_partition, _WHAT)  # before the work
     topo = dataset.topology
     train = dataset.arrays.get('train_mask')
     member: Optional[torch.Tensor] = None
@@ -115,9 +108,8 @@ def partition_dataset(
     new_id, offsets = renumber(owner, num_parts)
     order = np.argsort(new_id)  # original id of every new id
     run = uuid.uuid4().hex
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f'.{out.name}.tmp-', dir=out.parent))
-    try:
+    with StagedDirectory(out, overwrite, _is_partition, _WHAT) as staged:
+        tmp = staged.dir
         for name, array in (('owner.npy', owner), ('new_id.npy', new_id),
                             ('offsets.npy', offsets)):
             np.save(tmp / name, array, allow_pickle=False)
@@ -152,11 +144,7 @@ def partition_dataset(
         with open(tmp / 'partition.json', 'w') as f:
             json.dump(meta, f, indent=2)
             f.write('\n')
-        os.chmod(tmp, 0o755)
-        replace_directory(tmp, out, run[:12])
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+        staged.put_in_place()
     return PartitionBook(torch.from_numpy(offsets))
 
 

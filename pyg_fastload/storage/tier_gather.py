@@ -27,7 +27,7 @@ class TierEntry:
 
 
 def split_hits(cache: StaticCache,
-                ids: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
+               ids: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
     r"""Positions in :obj:`ids` the cache holds, their slots, and the
     positions it misses; counts the lookup."""
     slot = cache.lookup(ids)
