@@ -29,6 +29,7 @@ def _parser() -> argparse.ArgumentParser:
     benchmarks = bench.add_subparsers(dest='benchmark', required=True)
 
     from pyg_fastload.bench import cache, loader, model, train
+    from pyg_fastload.bench import partition as partition_bench
     from pyg_fastload.datasets import prepare
     from pyg_fastload.partition import command as partition
 
@@ -43,6 +44,8 @@ def _parser() -> argparse.ArgumentParser:
          train, 'training loop fed by PyG vs pyg_fastload loaders'),
         (benchmarks, 'model', model,
          'edge_index scatter vs sorted sparse adjacency in the model'),
+        (benchmarks, 'partition', partition_bench,
+         'partition quality per method: cut, balance, locality, time'),
         (benchmarks, 'fit', fit,
          'Lightning fit: FastLoadDataModule vs PyG LightningNodeData'),
         (benchmarks, 'accuracy', accuracy,

@@ -7,6 +7,8 @@ of every node.
   balanced (DSP's patches, DistDGL's default).
 * ``'pagraph'``: PaGraph's self-reliant parts (:mod:`.pagraph`; through
   :func:`~pyg_fastload.partition.partition_dataset`, as parts overlap).
+* ``'bytegnn'``: ByteGNN's GNN-P (:mod:`.bytegnn`): BFS blocks around the
+  labelled nodes, assigned for locality and train/val/test balance.
 * ``'hash'``: a multiplicative hash of the node id (the control: no
   locality at all, like PyG's and DGL's random partitions).
 * ``'random'``: a seeded random balanced assignment.
@@ -14,18 +16,19 @@ of every node.
 from __future__ import annotations
 
 import warnings
-from typing import Optional
+from typing import Optional, Sequence
 
 import numpy as np
 import torch
 from torch import Tensor
 
 from ..graph.topology import CSCTopology
+from .bytegnn import gnnp_assign
 
 __all__ = ['METHODS', 'assign_parts']
 
 #: The methods :func:`assign_parts` knows.
-METHODS = ('metis', 'pagraph', 'hash', 'random')
+METHODS = ('metis', 'pagraph', 'bytegnn', 'hash', 'random')
 
 _GOLDEN = 2654435761  # Knuth's multiplicative hash constant
 
@@ -83,17 +86,23 @@ def _metis(topology: CSCTopology, num_parts: int,
 
 
 def assign_parts(topology: CSCTopology, num_parts: int, method: str = 'metis',
-                 train_mask: Optional[Tensor] = None,
-                 seed: int = 0) -> np.ndarray:
+                 masks: Sequence[Optional[Tensor]] = (None, None, None),
+                 num_hops: int = 2, seed: int = 0,
+                 progress: bool = False) -> np.ndarray:
     r"""The part (``int64`` in ``[0, num_parts)``) of every node.
 
     Args:
         topology (CSCTopology): the graph.
         num_parts (int): the number of parts, in ``[1, num_nodes]``.
-        method (str): ``'metis'``, ``'hash'`` or ``'random'``.
-        train_mask (torch.Tensor, optional): training nodes, balanced across
-            parts by ``'metis'``.
+        method (str): ``'metis'``, ``'bytegnn'``, ``'hash'`` or
+            ``'random'``.
+        masks: the ``(train, val, test)`` boolean node masks (``None`` for
+            a missing split): ``'metis'`` balances training nodes,
+            ``'bytegnn'`` grows its blocks around all three and balances
+            them.
+        num_hops (int): the sampling depth (``'bytegnn'``'s blocks).
         seed (int): seed of ``'metis'`` and ``'random'``.
+        progress (bool): show a progress bar (``'bytegnn'``).
     """
     n = topology.num_nodes
     _check(num_parts, n, method)
@@ -109,7 +118,15 @@ def assign_parts(topology: CSCTopology, num_parts: int, method: str = 'metis',
     if method == 'pagraph':
         raise ValueError("method 'pagraph' replicates nodes across parts: "
                          "use partition_dataset (or pagraph_assign)")
-    owner = _metis(topology, num_parts, train_mask, seed)
+    if method == 'bytegnn':
+        if all(m is None for m in masks):
+            raise ValueError("method 'bytegnn' grows its blocks around the "
+                             "train/val/test nodes: pass 'masks'")
+        return gnnp_assign(topology, masks, num_parts, num_hops,
+                           progress=progress)
+    train = masks[0]
+    owner = _metis(topology, num_parts,
+                   None if train is None else train.bool(), seed)
     if np.unique(owner).size != num_parts:
         raise RuntimeError(f'METIS returned {np.unique(owner).size} '
                            f'non-empty parts, not {num_parts}: use fewer '

@@ -11,12 +11,12 @@ The score is the one PaGraph's reference code computes::
 
 with ``p_vnum[i]`` the training nodes of part ``i``, ``r_vnum[i]`` all its
 nodes including replicas, and ``TV_avg = |TV| / K`` (the reference
-hard-codes ``0.65 |V| / K`` as an approximation of it). Ties between the top
-two scores go to the part with fewer training nodes.
+hard-codes ``0.65 |V| / K`` as an approximation of it). Ties go to the part
+with fewer training nodes (then the lower index).
 """
 from __future__ import annotations
 
-from typing import Tuple
+from typing import Optional, Tuple
 
 import numpy as np
 import torch
@@ -26,59 +26,83 @@ from tqdm.auto import tqdm
 from ..graph.ranges import expand_ranges
 from ..graph.topology import CSCTopology
 
-__all__ = ['pagraph_assign', 'in_neighbourhood', 'message_flow_levels']
+__all__ = ['pagraph_assign', 'message_flow_levels']
 
 
-def in_neighbourhood(topology: CSCTopology, nodes: Tensor,
-                     num_hops: int) -> Tensor:
-    r"""The nodes reachable from :obj:`nodes` within 1 to :obj:`num_hops`
-    in-edges (sorted, unique; :obj:`nodes` themselves only when reached)."""
-    indptr, indices = topology.indptr, topology.indices
-    frontier, reached = nodes, []
+def _neighbourhood_pairs(topology: CSCTopology, seeds: Tensor,
+                         num_hops: int) -> Tuple[Tensor, Tensor]:
+    r"""``(which, node)``: every node within :obj:`num_hops` in-edges of
+    ``seeds[which]`` (each pair once, the seed itself included)."""
+    n = topology.num_nodes
+    which = torch.arange(seeds.numel())
+    keys = [which * n + seeds]
+    frontier_which, frontier = which, seeds
     for _ in range(num_hops):
-        start = indptr[frontier]
-        degree = indptr[frontier + 1] - start
-        frontier = indices[expand_ranges(start, degree)].long().unique()
-        reached.append(frontier)
-    return torch.cat(reached).unique()
+        start = topology.indptr[frontier]
+        degree = topology.indptr[frontier + 1] - start
+        frontier = topology.indices[expand_ranges(start, degree)].long()
+        frontier_which = frontier_which.repeat_interleave(degree)
+        step = (frontier_which * n + frontier).unique()
+        frontier_which, frontier = step // n, step % n
+        keys.append(step)
+    pairs = torch.cat(keys).unique()
+    return pairs // n, pairs % n
 
 
 def pagraph_assign(topology: CSCTopology, train_nodes: Tensor,
-                   num_parts: int, num_hops: int,
-                   progress: bool = True) -> Tuple[np.ndarray, Tensor]:
+                   num_parts: int, num_hops: int, progress: bool = True,
+                   batch: Optional[int] = None) -> Tuple[np.ndarray, Tensor]:
     r"""``(owner, member)``: the part of every node and the ``[K, N]``
     boolean membership of every part (its training nodes and their
     ``num_hops``-hop in-neighbourhoods: replicas included).
+
+    Training nodes are streamed in batches of :obj:`batch` (default:
+    ``min(1024, ceil(|TV| / 256))``; ``1`` is the paper's node-by-node
+    stream): the neighbourhoods of a batch and their ``com`` counts are
+    taken against the parts as they stood when the batch began, the
+    training counts ``p_vnum`` are exact, and the replica counts
+    ``r_vnum`` are updated once the batch is placed.
 
     A training node is owned by the part it was streamed to; any other node
     by one of the parts holding it, spread evenly over them; nodes no part
     holds (more than ``num_hops`` hops from every training node) are spread
     round-robin.
     """
-    n = topology.num_nodes
+    n, k = topology.num_nodes, num_parts
+    if batch is None:
+        batch = min(1024, max(1, -(-train_nodes.numel() // 256)))
     train_owner = torch.full((n, ), -1, dtype=torch.long)
-    member = torch.zeros(num_parts, n, dtype=torch.bool)
-    p_vnum = torch.zeros(num_parts, dtype=torch.float64)
-    r_vnum = torch.zeros(num_parts, dtype=torch.float64)
-    average = train_nodes.numel() / num_parts
-    for v in tqdm(train_nodes.tolist(), desc='PaGraph streaming',
-                  unit='node', disable=not progress, leave=False):
-        seed = torch.tensor([v])
-        near = in_neighbourhood(topology, seed, num_hops)
-        owners = train_owner[near]
-        com = torch.bincount(owners[owners >= 0],
-                             minlength=num_parts).double() + 1
-        score = com * (average - p_vnum) / (r_vnum + 1)
-        best = torch.topk(score, min(2, num_parts)).indices
-        part = int(best[0])
-        if num_parts > 1 and score[best[1]] == score[best[0]] and \
-                p_vnum[best[1]] < p_vnum[best[0]]:
-            part = int(best[1])
-        train_owner[v] = part
-        p_vnum[part] += 1
-        nodes = torch.cat([seed, near])
-        r_vnum[part] += float((~member[part, nodes]).sum())
-        member[part, nodes] = True
+    member = torch.zeros(k, n, dtype=torch.bool)
+    p_vnum, r_vnum = [0] * k, [0] * k
+    average = train_nodes.numel() / k
+    bar = tqdm(total=train_nodes.numel(), desc='PaGraph streaming',
+               unit='node', disable=not progress, leave=False)
+    for seeds in train_nodes.split(batch):
+        which, node = _neighbourhood_pairs(topology, seeds, num_hops)
+        owners = train_owner[node]
+        known = owners >= 0
+        com = torch.bincount(which[known] * k + owners[known],
+                             minlength=seeds.numel() * k).view(-1, k)
+        chosen = []
+        for row in com.tolist():
+            best, best_key = 0, None
+            for j in range(k):
+                score = (row[j] + 1) * (average - p_vnum[j]) / (r_vnum[j] + 1)
+                key = (score, -p_vnum[j])  # a tie: fewer training nodes
+                if best_key is None or key > best_key:
+                    best, best_key = j, key
+            chosen.append(best)
+            p_vnum[best] += 1
+        part = torch.tensor(chosen)
+        train_owner[seeds] = part
+        keys = part[which] * n + node
+        keys = keys[~member.view(-1)[keys]].unique()
+        for j, added in enumerate(torch.bincount(keys // n,
+                                                 minlength=k).tolist()):
+            r_vnum[j] += added
+        member.view(-1)[keys] = True
+        bar.update(seeds.numel())
+    bar.close()
     # Other nodes: spread over the parts holding them (the k-th holder for
     # node id k modulo their number), so owned ranges stay balanced.
     holders = member.sum(0)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import time
 import uuid
 from pathlib import Path
@@ -74,8 +75,8 @@ def partition_dataset(
         dataset_dir: the dataset directory.
         out_dir: the partition directory to create.
         num_parts (int): number of parts, in ``[1, num_nodes]``.
-        method (str): ``'metis'``, ``'pagraph'``, ``'hash'`` or
-            ``'random'``.
+        method (str): ``'metis'``, ``'pagraph'``, ``'bytegnn'``, ``'hash'``
+            or ``'random'``.
         num_hops (int): the sampling depth the parts are meant for.
         seed (int): seed of the method.
         overwrite (bool): replace an existing partition directory.
@@ -103,8 +104,11 @@ def partition_dataset(
             topo, train_nodes[torch.from_numpy(owner)[train_nodes] == k],
             num_hops) for k in range(num_parts)]
     else:
+        masks = [dataset.arrays.get(f'{s}_mask') for s in
+                 ('train', 'val', 'test')]
         owner = assign_parts(topo, num_parts, method,
-                             None if train is None else train.bool(), seed)
+                             [None if m is None else m.bool() for m in masks],
+                             num_hops, seed, progress)
     new_id, offsets = renumber(owner, num_parts)
     order = np.argsort(new_id)  # original id of every new id
     run = uuid.uuid4().hex
@@ -140,6 +144,9 @@ def partition_dataset(
                                                    'meta.json')},
             'files': files,
             'seconds': round(time.perf_counter() - started, 1),
+            # the process's peak resident memory so far (Linux: KiB)
+            'peak_rss_bytes': resource.getrusage(
+                resource.RUSAGE_SELF).ru_maxrss * 1024,
         }
         with open(tmp / 'partition.json', 'w') as f:
             json.dump(meta, f, indent=2)

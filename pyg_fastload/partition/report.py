@@ -10,6 +10,7 @@ from typing import Any, Dict, List, Sequence, Union
 
 import torch
 
+from ..config import format_bytes
 from ..graph.topology import CSCTopology
 from ..io import open_dataset_dir
 from .book import PartitionBook
@@ -76,7 +77,8 @@ def partition_report(parts_dir: Union[str, 'os.PathLike[str]'],
     report = {'method': meta['method'], 'num_parts': meta['num_parts'],
               'edge_cut': sum(p['cut_edges'] for p in parts) / max(total, 1),
               'parts': parts, 'balance': balance,
-              'partition_seconds': meta.get('seconds')}
+              'partition_seconds': meta.get('seconds'),
+              'partition_peak_rss_bytes': meta.get('peak_rss_bytes')}
     if replicated:  # PaGraph: extra rows over the graph's nodes
         report['replication'] = replicas / max(book.num_nodes, 1)
     if locality:
@@ -116,6 +118,11 @@ def format_report(report: Dict[str, Any]) -> str:
     lines.append('max/mean  ' + '  '.join(
         f"{report['balance'].get(k, float('nan')):>10.3f}"
         if k in report['balance'] else f"{'':>10}" for k in keys))
+    if report.get('partition_seconds') is not None:
+        peak = report.get('partition_peak_rss_bytes')
+        lines.append(f"partitioned in {report['partition_seconds']:.1f}s" +
+                     ('' if peak is None else
+                      f', peak memory {format_bytes(peak)} (process RSS)'))
     if 'replication' in report:
         lines.append(f"replicated nodes: {report['replication']:.1%} of "
                      f"the graph's (PaGraph's self-reliant parts)")

@@ -44,7 +44,7 @@ def test_every_node_has_one_owner_and_ranges_are_contiguous(parts, method):
                        torch.from_numpy(owner))
 
 
-@pytest.mark.parametrize('method', ['metis', 'hash', 'random'])
+@pytest.mark.parametrize('method', ['metis', 'bytegnn', 'hash', 'random'])
 def test_parts_round_trip_rows_and_edges(parts, method):
     dataset_dir, paths = parts
     dataset = open_dataset_dir(dataset_dir)
@@ -80,7 +80,7 @@ def test_metis_cuts_fewer_edges_than_hash_and_balances(parts):
         return float((owner[topo.indices.long()] !=
                       owner[topo.destinations()]).float().mean())
 
-    metis = assign_parts(topo, 4, 'metis', train)
+    metis = assign_parts(topo, 4, 'metis', (train, None, None))
     hashed = assign_parts(topo, 4, 'hash')
     # tiny is a community graph: METIS keeps most edges inside a part
     assert cut(metis) < 0.5 * cut(hashed)
@@ -206,8 +206,17 @@ def test_report_measures_cut_and_balance(parts, capsys):
         main(['partition', str(dataset_dir)])
 
 
+def in_neighbourhood(topo, nodes, num_hops):
+    # every node 1 to num_hops in-edges from nodes (a plain BFS oracle)
+    frontier, reached = nodes, []
+    for _ in range(num_hops):
+        frontier = torch.cat([topo.indices[topo.indptr[v]:topo.indptr[v + 1]]
+                              for v in frontier.tolist()]).long().unique()
+        reached.append(frontier)
+    return torch.cat(reached).unique()
+
+
 def test_pagraph_parts_are_self_reliant(parts):
-    from pyg_fastload.partition.pagraph import in_neighbourhood
     dataset_dir, paths = parts
     dataset = open_dataset_dir(dataset_dir)
     topo = dataset.topology
@@ -253,3 +262,29 @@ def test_pagraph_parts_are_self_reliant(parts):
     # nodes held by several parts are owned evenly among them
     assert report['balance']['nodes'] <= 1.1
     assert sum(p['nodes'] for p in report['parts']) == 2000
+
+
+def test_pagraph_batch_of_one_is_the_papers_stream(tiny_dir):
+    from pyg_fastload.partition.pagraph import pagraph_assign
+    topo = open_dataset_dir(tiny_dir[0]).topology
+    train = torch.arange(0, 2000, 7)
+    owner, member = pagraph_assign(topo, train, 3, 2, progress=False,
+                                   batch=1)
+    # Alg. 1 node by node, the score as PaGraph's reference code has it
+    k, average = 3, train.numel() / 3
+    expected, held = {}, [set() for _ in range(k)]
+    for v in train.tolist():
+        near = set(in_neighbourhood(topo, torch.tensor([v]), 2).tolist())
+        com = [1 + sum(expected.get(u) == j for u in near) for j in range(k)]
+        trained = [sum(p == j for p in expected.values()) for j in range(k)]
+        score = [com[j] * (average - trained[j]) / (len(held[j]) + 1)
+                 for j in range(k)]
+        best = max(range(k), key=lambda j: (score[j], -trained[j], -j))
+        expected[v] = best
+        held[best] |= near | {v}
+    assert owner[train.numpy()].tolist() == list(expected.values())
+    assert [set(m.nonzero().view(-1).tolist()) for m in member] == held
+    # batched (the default) keeps the training nodes balanced
+    owner, _ = pagraph_assign(topo, train, 3, 2, progress=False)
+    count = np.bincount(owner[train.numpy()], minlength=3)
+    assert count.max() - count.min() <= 1

@@ -1,0 +1,42 @@
+import argparse
+
+from pyg_fastload.bench import partition as bench_partition
+
+
+def test_bench_partition_measures_every_method(tmp_path, capsys):
+    parser = argparse.ArgumentParser()
+    bench_partition.add_arguments(parser)
+    args = parser.parse_args(['--preset', 'tiny', '--cache-dir',
+                              str(tmp_path), '--out-dir',
+                              str(tmp_path / 'parts')])
+    reports = bench_partition.run(args)
+    out = capsys.readouterr().out
+    assert set(reports) == {'hash', 'metis', 'pagraph', 'bytegnn'}
+    assert (tmp_path / 'parts' / 'tiny-4-bytegnn' / 'report.json').exists()
+    # each partition ran in a process of its own and recorded itself
+    for report in reports.values():
+        assert report['partition_peak_rss_bytes'] > 2**20
+    assert reports['pagraph']['replication'] > 0  # parts overlap
+    assert 'edge cut' in out and 'pagraph replicates' in out
+    # the verdicts are those of check_targets on the same reports
+    for line in bench_partition.check_targets(reports):
+        assert line in out
+
+
+def _report(cut, balance, r_micro, r_sub, ratio):
+    return {'edge_cut': cut, 'balance': {'train_mask': balance},
+            'locality': {'2 hops': {'R_micro': r_micro, 'R_sub': r_sub}},
+            'requests': {'ratio': ratio}}
+
+
+def test_targets_say_met_and_short():
+    good = {'hash': _report(0.75, 1.0, 0.25, 0.25, 2.9),
+            'metis': _report(0.16, 1.002, 0.72, 0.25, 0.7),
+            'bytegnn': _report(0.38, 1.001, 0.5, 0.25, 1.3)}
+    lines = bench_partition.check_targets(good)
+    assert not [line for line in lines if line.startswith('SHORT')]
+    assert 'met: METIS edge cut 0.21x hash\'s (target <= 0.3x)' in lines
+    bad = dict(good, metis=_report(0.3, 1.2, 0.3, 0.25, 3.0))
+    short = [line for line in bench_partition.check_targets(bad)
+             if line.startswith('SHORT')]
+    assert len(short) == 4  # cut, balance, locality, request ordering
