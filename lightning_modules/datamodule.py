@@ -1,10 +1,12 @@
 r"""``FastLoadDataModule``: a ``LightningDataModule`` serving
 :class:`~pyg_fastload.FastNeighborLoader` batches from a synthetic preset, a
-prepared dataset directory or a PyG ``Data``."""
+prepared dataset directory or a PyG ``Data``, on one rank or several
+(``mode``: the whole graph on every rank, or PaGraph parts)."""
 from __future__ import annotations
 
 import importlib.util
 import os
+from datetime import timedelta
 from pathlib import Path
 from typing import Any, Dict, List, Literal, Optional, Tuple, Union
 
@@ -18,6 +20,18 @@ from pyg_fastload import FastNeighborLoader
 from pyg_fastload.caching import open_dataset, stores_from_data
 from pyg_fastload.config import FeatureCache, SettingError, check_fanouts
 from pyg_fastload.datasets import PRESETS, load_data_file, load_synthetic
+from pyg_fastload.distributed import (
+    Collectives,
+    DistContext,
+    DistributedError,
+    TrafficCounters,
+)
+from pyg_fastload.distributed.parts import open_rank_part
+from pyg_fastload.distributed.seeds import (
+    RankSeedSampler,
+    agree_num_batches,
+    shard,
+)
 from pyg_fastload.io import DatasetFormatError, open_dataset_dir
 from pyg_fastload.io.format import VERIFY_MODES
 from pyg_fastload.storage import FeatureSource
@@ -27,6 +41,9 @@ from .errors import ConfigError, config_section
 __all__ = ['FastLoadDataModule', 'FeatureCache']
 
 _SPLITS = ('train', 'val', 'test', 'predict')
+
+#: The values of ``mode``.
+MODES = ('replicated', 'pagraph')
 
 
 def _check_feature_cache(cache: Any) -> Optional[FeatureCache]:
@@ -118,11 +135,30 @@ class FastLoadDataModule(pl.LightningDataModule):
         verify (str): how a dataset directory is checked when opened:
             ``'size'`` (file sizes and the topology's id ranges, one pass),
             ``'checksum'`` (also every SHA-256) or ``'none'``.
+        mode (str): how several ranks (DDP) share the work.
+            ``'replicated'`` (default): every rank holds the whole
+            :obj:`dataset`, and each epoch's training seeds are split
+            across the ranks. ``'pagraph'``: rank ``r`` opens only part
+            ``r`` of :obj:`partitions` (``pyg-fastload partition --method
+            pagraph``), trains on that part's seeds only and exchanges
+            nothing but gradients; validation and testing use
+            :obj:`dataset` if given (seeds split across ranks), else each
+            part's own nodes (approximate: a part stores the complete
+            neighbourhoods of its training nodes only). Either way every
+            rank runs the same number of steps per epoch (the ranks agree
+            on it; a rank with fewer seeds revisits some), and the logged
+            accuracy is reduced over all ranks. Needs
+            ``trainer.use_distributed_sampler: false``: the data module
+            splits the seeds itself.
+        partitions (str, optional): the partition directory of
+            ``mode='pagraph'``.
+        dist_timeout (float): seconds any collective between ranks may
+            take before it ends with an error naming it.
     """
     @config_section('data')
     def __init__(
         self,
-        dataset: Any = 'arxiv-like',
+        dataset: Any = None,
         num_neighbors: List[int] = [15, 10, 5],  # noqa: B006 (CLI default)
         batch_size: int = 1024,
         eval_num_neighbors: Optional[List[int]] = None,
@@ -137,9 +173,33 @@ class FastLoadDataModule(pl.LightningDataModule):
         cache_dir: Optional[str] = None,
         progress: bool = True,
         verify: Literal['none', 'size', 'checksum'] = 'size',
+        mode: Literal['replicated', 'pagraph'] = 'replicated',
+        partitions: Optional[str] = None,
+        dist_timeout: float = 300.0,
     ):
         super().__init__()
-        self.kind, self.source = _resolve_dataset(dataset)
+        if mode not in MODES:
+            raise ConfigError('mode', f"{mode!r} is not one of "
+                              f"{', '.join(MODES)}")
+        if (mode == 'pagraph') != (partitions is not None):
+            raise ConfigError(
+                'partitions', "mode 'pagraph' needs a partition directory "
+                "(pyg-fastload partition DATASET_DIR --method pagraph --out "
+                "PARTS_DIR), and only it uses one" if partitions is None else
+                f"{partitions!r} is only used by mode 'pagraph' (mode "
+                f"{mode!r} holds the whole 'dataset' on every rank)")
+        if isinstance(dist_timeout, bool) or not isinstance(
+                dist_timeout, (int, float)) or dist_timeout <= 0:
+            raise ConfigError('dist_timeout', f'{dist_timeout!r} must be a '
+                              f'positive number of seconds')
+        self.mode = mode
+        self.partitions = partitions
+        self.dist_timeout = float(dist_timeout)
+        self.kind: Optional[str] = None
+        self.source: Any = None
+        if dataset is not None or partitions is None:
+            self.kind, self.source = _resolve_dataset(
+                'arxiv-like' if dataset is None else dataset)
         self.num_neighbors = self._fanouts(num_neighbors, 'num_neighbors')
         self.eval_num_neighbors = self._fanouts(
             num_neighbors if eval_num_neighbors is None
@@ -191,7 +251,11 @@ class FastLoadDataModule(pl.LightningDataModule):
         self.generators = {split: torch.Generator().manual_seed(seed + i)
                            for i, split in enumerate(_SPLITS)}
         self.data: Any = None  # a Data or a (FeatureStore, GraphStore) pair
+        self.eval_data: Any = None  # what validation/test/predict read
         self._meta: Optional[Tuple[int, int]] = None
+        self.traffic = TrafficCounters()
+        self.context = DistContext()
+        self.collectives: Optional[Collectives] = None
 
     @staticmethod
     def _fanouts(value: Any, key: str) -> List[int]:
@@ -218,8 +282,13 @@ class FastLoadDataModule(pl.LightningDataModule):
         if self.kind == 'preset':
             config = PRESETS[self.source]
             self._meta = (config.num_features, config.num_classes)
-        elif self.kind == 'dir':
-            dataset = open_dataset_dir(self.source, verify='none')
+        elif self.kind in ('dir', None):  # None: a part of 'partitions'
+            path = self.source if self.kind else next(
+                iter(sorted(Path(self.partitions).glob('part-*'))), None)
+            if path is None:
+                raise ConfigError('partitions', f"no part-* directory in "
+                                  f"{self.partitions!r}")
+            dataset = open_dataset_dir(path, verify='none')
             num_classes = dataset.num_classes
             if num_classes is None:
                 num_classes = int(dataset.arrays['y'].max()) + 1
@@ -265,11 +334,49 @@ class FastLoadDataModule(pl.LightningDataModule):
     def setup(self, stage: Optional[str] = None) -> None:
         if self.data is not None:
             return
+        self.context = DistContext.current(
+            timedelta(seconds=self.dist_timeout))
+        self._check_trainer()
+        self.collectives = Collectives(self.context, self.traffic)
+        if self.mode == 'pagraph':
+            self._setup_part()
+        if self.kind is not None:
+            self._setup_dataset()
+        if self.data is None:
+            self.data = self.eval_data
+        if self.eval_data is None:
+            self.eval_data = self.data
+
+    def _check_trainer(self) -> None:
+        trainer = self.trainer
+        if trainer is None or not self.context.is_distributed:
+            return
+        if trainer._accelerator_connector.use_distributed_sampler:
+            raise ConfigError('use_distributed_sampler', 'must be false: '
+                              'FastLoadDataModule splits the seeds across '
+                              'ranks itself (set trainer.'
+                              'use_distributed_sampler: false)',
+                              section='trainer')
+
+    def _setup_part(self) -> None:
+        try:
+            features, graph, _, _ = open_rank_part(
+                self.partitions, self.collectives, self.feature_cache,
+                method='pagraph', local=True, device=self.device,
+                num_neighbors=self.num_neighbors, batch_size=self.batch_size,
+                progress=self.progress)
+        except DistributedError as error:
+            raise ConfigError('partitions', str(error)) from None
+        self.data = (features, graph)
+
+    def _setup_dataset(self) -> None:
+        r"""The whole dataset: what every rank trains on (``replicated``),
+        or what ``pagraph`` ranks evaluate on."""
         cache = self.feature_cache or FeatureCache()
         batch_size = self.batch_size
         if self.kind == 'dir':
             try:
-                self.data = open_dataset(
+                self.eval_data = open_dataset(
                     self.source, cache, device=self.device,
                     num_neighbors=self.num_neighbors, batch_size=batch_size,
                     verify=self.verify, progress=self.progress)
@@ -278,44 +385,81 @@ class FastLoadDataModule(pl.LightningDataModule):
             return
         data = self._in_memory_data()
         if self.feature_cache is None:
-            self.data = data
+            self.eval_data = data
             return
         try:
-            self.data = stores_from_data(
+            self.eval_data = stores_from_data(
                 data, cache, device=self.device,
                 num_neighbors=self.num_neighbors, batch_size=batch_size,
                 progress=self.progress)
         except ValueError as error:
             raise ConfigError('feature_cache', str(error)) from None
 
-    def _split(self, split: str) -> Optional[Tensor]:
+    def _split(self, data: Any, split: str) -> Tensor:
+        r"""The seed ids of :obj:`split` in :obj:`data`."""
         name = f'{split}_mask'
-        if isinstance(self.data, Data):
-            mask = self.data.get(name)
+        if isinstance(data, Data):
+            mask = data.get(name)
         else:
-            names = {a.attr_name
-                     for a in self.data[0].get_all_tensor_attrs()}
-            mask = None if name not in names else self.data[0].get_tensor(
+            names = {a.attr_name for a in data[0].get_all_tensor_attrs()}
+            mask = None if name not in names else data[0].get_tensor(
                 group_name=None, attr_name=name, index=None)
         if mask is None:
             raise ConfigError('dataset', f"the dataset has no '{name}', so "
                               f"there is nothing to {split} on")
-        return torch.as_tensor(mask).bool()
+        return torch.as_tensor(mask).bool().nonzero().view(-1)
+
+    def _seeds(self, split: str) -> Tuple[Any, Optional[Tensor],
+                                          Optional[RankSeedSampler]]:
+        r"""``(data, seeds, sampler)`` of this rank for :obj:`split`."""
+        train = split == 'train'
+        data = self.data if train else self.eval_data
+        ctx = self.context
+        if split == 'predict':
+            seeds = None
+            if ctx.is_distributed:
+                num_nodes = (data.num_nodes if isinstance(data, Data) else
+                             data[1].topology.num_nodes)
+                seeds = shard(torch.arange(num_nodes), ctx.rank,
+                              ctx.world_size)
+            return data, seeds, None
+        seeds = self._split(data, split)
+        if not ctx.is_distributed and self.mode == 'replicated':
+            return data, seeds, None  # one process: the plain loader
+        if not train:
+            if self.mode == 'pagraph' and data is self.data:
+                return data, seeds, None  # each part evaluates its own
+            return data, shard(seeds, ctx.rank, ctx.world_size), None
+        replicated = self.mode == 'replicated'
+        mine = -(-seeds.numel() // ctx.world_size) if replicated \
+            else seeds.numel()
+        try:
+            steps = agree_num_batches(self.collectives, mine,
+                                      self.batch_size, self.drop_last)
+        except DistributedError as error:
+            raise ConfigError('mode', str(error)) from None
+        sampler = RankSeedSampler(
+            seeds.numel(), steps * self.batch_size, self.generators[split],
+            ctx.rank, ctx.world_size, shard_across_ranks=replicated)
+        return data, seeds, sampler
 
     @config_section('data')
     def _loader(self, split: str) -> FastNeighborLoader:
         if self.data is None:
             self.setup(split)
         train = split == 'train'
-        nodes = None if split == 'predict' else self._split(split)
+        data, nodes, sampler = self._seeds(split)
+        extra: Dict[str, Any] = {}
+        if sampler is not None:
+            extra['sampler'] = sampler
         return FastNeighborLoader(
-            self.data,
+            data,
             num_neighbors=self.num_neighbors if train
             else self.eval_num_neighbors,
             input_nodes=nodes,
             batch_size=self.batch_size if train else self.eval_batch_size,
-            shuffle=train,
-            drop_last=train and self.drop_last,
+            shuffle=train and sampler is None,
+            drop_last=train and self.drop_last and sampler is None,
             generator=self.generators[split],
             transform=self.transform,
             pipeline=self.pipeline,
@@ -326,6 +470,7 @@ class FastLoadDataModule(pl.LightningDataModule):
             # buffers on a side stream (PyG's worker processes cannot).
             device=(self.device if self.device.type == 'cuda'
                     and self.num_workers == 0 else None),
+            **extra,
         )
 
     def train_dataloader(self) -> FastNeighborLoader:

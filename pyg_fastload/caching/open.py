@@ -11,6 +11,7 @@ from torch_geometric.data import Data
 
 from ..config import FeatureCache
 from ..graph.convert import topology_of
+from ..graph.topology import CSCTopology
 from ..io import open_dataset_dir
 from ..storage import CSCGraphStore, TieredFeatureStore
 from .planner import configure_caches
@@ -40,6 +41,7 @@ def open_dataset(
     batch_size: int = 1024,
     verify: str = 'size',
     progress: bool = True,
+    topology: Optional[CSCTopology] = None,
     **settings: Any,
 ) -> Tuple[TieredFeatureStore, CSCGraphStore]:
     r"""Opens a directory written by ``pyg-fastload prepare``.
@@ -60,9 +62,15 @@ def open_dataset(
         batch_size (int): its batch size, for ``policy='presample'``.
         verify (str): ``'none'``, ``'size'`` or ``'checksum'``.
         progress (bool): show progress bars.
+        topology (CSCTopology, optional): serve this topology instead of the
+            stored one (e.g. a part's, relabelled to its own rows); the
+            hotness policies rank with it.
     """
     cache = _cache_settings(cache, settings)
     dataset = open_dataset_dir(path, verify=verify)
+    if topology is not None and topology.num_nodes != dataset.num_nodes:
+        raise ValueError(f"'topology' has {topology.num_nodes} nodes, the "
+                         f"dataset '{path}' {dataset.num_nodes}")
     feature_store = TieredFeatureStore(device)
     for name, tensor in dataset.arrays.items():
         if tensor.dim() >= 2 and not cache.in_memory:
@@ -72,7 +80,7 @@ def open_dataset(
             value = tensor.clone() if cache.in_memory else tensor
             feature_store.put_tensor(value, group_name=None, attr_name=name,
                                      index=None)
-    graph_store = CSCGraphStore(dataset.topology)
+    graph_store = CSCGraphStore(topology or dataset.topology)
     _configure(feature_store, graph_store, cache, num_neighbors, batch_size,
                progress)
     return feature_store, graph_store

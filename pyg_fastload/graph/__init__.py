@@ -1,7 +1,9 @@
 r"""The graph at the bottom of every layer: CSC topology, conversions from
 ``edge_index`` / ``Data`` / stores, and range operations."""
 from .convert import topology_of
+from .local import local_topology
 from .ranges import expand_ranges
 from .topology import CSCTopology, index_dtype_for
 
-__all__ = ['CSCTopology', 'index_dtype_for', 'topology_of', 'expand_ranges']
+__all__ = ['CSCTopology', 'index_dtype_for', 'topology_of', 'expand_ranges',
+           'local_topology']

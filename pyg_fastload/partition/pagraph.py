@@ -31,22 +31,24 @@ __all__ = ['pagraph_assign', 'message_flow_levels']
 
 def _neighbourhood_pairs(topology: CSCTopology, seeds: Tensor,
                          num_hops: int) -> Tuple[Tensor, Tensor]:
-    r"""``(which, node)``: every node within :obj:`num_hops` in-edges of
-    ``seeds[which]`` (each pair once, the seed itself included)."""
+    r"""``(which, node)``: the nodes within :obj:`num_hops` in-edges of
+    ``seeds[which]``, the seed itself included (a node reached along
+    several paths appears several times; all but the last hop are made
+    unique, the last is left to the caller)."""
     n = topology.num_nodes
     which = torch.arange(seeds.numel())
-    keys = [which * n + seeds]
-    frontier_which, frontier = which, seeds
-    for _ in range(num_hops):
-        start = topology.indptr[frontier]
-        degree = topology.indptr[frontier + 1] - start
-        frontier = topology.indices[expand_ranges(start, degree)].long()
-        frontier_which = frontier_which.repeat_interleave(degree)
-        step = (frontier_which * n + frontier).unique()
-        frontier_which, frontier = step // n, step % n
-        keys.append(step)
-    pairs = torch.cat(keys).unique()
-    return pairs // n, pairs % n
+    whiches, nodes = [which], [seeds]
+    for hop in range(num_hops):
+        start = topology.indptr[nodes[-1]]
+        degree = topology.indptr[nodes[-1] + 1] - start
+        step = topology.indices[expand_ranges(start, degree)].long()
+        step_which = whiches[-1].repeat_interleave(degree)
+        if hop < num_hops - 1:  # the next hop expands each pair once
+            key = (step_which * n + step).unique()
+            step_which, step = key // n, key % n
+        whiches.append(step_which)
+        nodes.append(step)
+    return torch.cat(whiches), torch.cat(nodes)
 
 
 def pagraph_assign(topology: CSCTopology, train_nodes: Tensor,
@@ -79,9 +81,9 @@ def pagraph_assign(topology: CSCTopology, train_nodes: Tensor,
                unit='node', disable=not progress, leave=False)
     for seeds in train_nodes.split(batch):
         which, node = _neighbourhood_pairs(topology, seeds, num_hops)
-        owners = train_owner[node]
-        known = owners >= 0
-        com = torch.bincount(which[known] * k + owners[known],
+        known = train_owner[node] >= 0  # each training node counted once:
+        key = (which[known] * n + node[known]).unique()
+        com = torch.bincount(key // n * k + train_owner[key % n],
                              minlength=seeds.numel() * k).view(-1, k)
         chosen = []
         for row in com.tolist():
@@ -95,12 +97,8 @@ def pagraph_assign(topology: CSCTopology, train_nodes: Tensor,
             p_vnum[best] += 1
         part = torch.tensor(chosen)
         train_owner[seeds] = part
-        keys = part[which] * n + node
-        keys = keys[~member.view(-1)[keys]].unique()
-        for j, added in enumerate(torch.bincount(keys // n,
-                                                 minlength=k).tolist()):
-            r_vnum[j] += added
-        member.view(-1)[keys] = True
+        member.view(-1)[part[which] * n + node] = True
+        r_vnum = member.sum(1).tolist()
         bar.update(seeds.numel())
     bar.close()
     # Other nodes: spread over the parts holding them (the k-th holder for

@@ -17,7 +17,7 @@ import resource
 import time
 import uuid
 from pathlib import Path
-from typing import Any, Dict, Optional, Tuple, Union
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 import numpy as np
 import torch
@@ -25,6 +25,7 @@ from tqdm.auto import tqdm
 
 from ..caching import open_dataset
 from ..config import FeatureCache
+from ..graph.local import local_topology
 from ..graph.ranges import expand_ranges
 from ..io import DatasetFormatError, open_dataset_dir, write_dataset_dir
 from ..io.format import sha256_file
@@ -238,11 +239,20 @@ def open_partition(
     device: Optional[Union[str, torch.device]] = None,
     verify: str = 'size',
     progress: bool = True,
+    local: bool = False,
+    num_neighbors: Optional[List[int]] = None,
+    batch_size: int = 1024,
 ) -> Tuple[TieredFeatureStore, CSCGraphStore, PartitionBook]:
     r"""Opens part :obj:`part` of :obj:`parts_dir` alone: its feature store
     (rows of the part's nodes, in new-id order from the part's first new
-    id), its graph store (the part's in-neighbour lists, in new ids) and the
-    partition book.
+    id, then a PaGraph part's replicas), its graph store (the part's
+    in-neighbour lists, in new ids) and the partition book.
+
+    With :obj:`local`, the graph store is in the part's own row ids
+    instead (neighbours the part does not store are dropped: none for the
+    message-flow rows of a PaGraph part, so sampling from its training
+    nodes is exact), and the feature store has a ``global_id`` attribute
+    (every row's new id), so batches carry it.
 
     Args:
         parts_dir: a directory written by :func:`partition_dataset`.
@@ -252,6 +262,9 @@ def open_partition(
         device: where the device cache lives.
         verify (str): how the part's files are checked.
         progress (bool): show progress bars.
+        local (bool): relabel the topology to the part's rows.
+        num_neighbors (List[int], optional): the loader's fan-outs and
+        batch_size (int): its batch size, for ``policy='presample'``.
     """
     parts_dir = Path(parts_dir).expanduser()
     meta = read_partition_meta(parts_dir)
@@ -269,7 +282,20 @@ def open_partition(
             f'{path.name}/meta.json'):
         raise _fail(meta_file, 'does not match its checksum in '
                     'partition.json (a part of another run or dataset?)')
-    feature_store, graph_store = open_dataset(path, cache, device=device,
-                                              verify=verify,
-                                              progress=progress)
-    return feature_store, graph_store, PartitionBook.load(parts_dir)
+    book = PartitionBook.load(parts_dir)
+    topology = rows = None
+    if local:
+        dataset = open_dataset_dir(path, verify='none')
+        start, end = book.part_range(part)
+        rows = dataset.arrays['global_id'].clone() if 'global_id' in \
+            dataset.arrays else torch.arange(start, end)
+        topology, _ = local_topology(dataset.topology, rows, book.num_nodes)
+    feature_store, graph_store = open_dataset(
+        path, cache, device=device, verify=verify, progress=progress,
+        topology=topology, num_neighbors=num_neighbors,
+        batch_size=batch_size)
+    if rows is not None and 'global_id' not in {
+            a.attr_name for a in feature_store.get_all_tensor_attrs()}:
+        feature_store.put_tensor(rows, group_name=None, attr_name='global_id',
+                                 index=None)
+    return feature_store, graph_store, book

@@ -288,3 +288,35 @@ def test_pagraph_batch_of_one_is_the_papers_stream(tiny_dir):
     owner, _ = pagraph_assign(topo, train, 3, 2, progress=False)
     count = np.bincount(owner[train.numpy()], minlength=3)
     assert count.max() - count.min() <= 1
+
+
+@pytest.mark.parametrize('method', ['pagraph', 'metis'])
+def test_local_parts_serve_rows_of_the_original_graph(parts, method):
+    from pyg_fastload import FastNeighborLoader
+    dataset_dir, paths = parts
+    dataset = open_dataset_dir(dataset_dir)
+    topo = dataset.topology
+    new_id = torch.from_numpy(np.load(paths[method] / 'new_id.npy'))
+    order = torch.argsort(new_id)  # original id of every new id
+    for part in range(4):
+        features, graph, _ = open_partition(paths[method], part,
+                                            progress=False, local=True)
+        train = features.get_tensor(attr_name='train_mask', index=None,
+                                    group_name=None)
+        loader = FastNeighborLoader((features, graph), [-1, -1],
+                                    input_nodes=train, batch_size=64)
+        for batch in loader:
+            original = order[batch.global_id]
+            assert torch.equal(batch.x, dataset.arrays['x'][original])
+            assert bool(dataset.arrays['train_mask'][
+                original[:batch.batch_size]].all())
+            src, dst = original[batch.edge_index]
+            edges = set(zip(src.tolist(), dst.tolist()))
+            assert edges <= set(zip(topo.indices.long().tolist(),
+                                    topo.destinations().tolist()))
+            if method == 'pagraph':  # self-reliant: every in-edge is there
+                seeds = original[:batch.batch_size]
+                need = {(int(s), int(d)) for d in seeds.tolist()
+                        for s in topo.indices[topo.indptr[d]:
+                                              topo.indptr[d + 1]].tolist()}
+                assert need <= edges

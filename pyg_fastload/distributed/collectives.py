@@ -1,0 +1,168 @@
+r"""Every collective pyg_fastload issues, each bounded by the context's
+timeout and counted: agreeing on a number, checking that every rank holds
+the same thing, and exchanging variable-sized tensors with every other
+rank (one message per peer).
+
+All ranks must call the same collectives in the same order (the loaders
+call them in lockstep). A collective that does not complete within the
+timeout, or fails because a peer died, raises :class:`DistributedError`
+naming the operation and any rank that reported its own failure
+(:meth:`Collectives.report_failure`)."""
+from __future__ import annotations
+
+import hashlib
+import math
+from typing import List, Optional, Sequence
+
+import torch
+import torch.distributed as dist
+from torch import Tensor
+
+from .context import DistContext, DistributedError
+from .counters import TrafficCounters
+
+__all__ = ['Collectives']
+
+_FAILED = 'pyg_fastload/failed/'
+
+
+class Collectives:
+    r"""The collectives of one rank.
+
+    Args:
+        context (DistContext): rank, world size and timeout.
+        counters (TrafficCounters, optional): where traffic is counted.
+        device (torch.device, optional): where tensors travel (CUDA for
+            NCCL; default CPU, gloo).
+    """
+    def __init__(self, context: DistContext,
+                 counters: Optional[TrafficCounters] = None,
+                 device: Optional[torch.device] = None):
+        self.context = context
+        self.counters = counters if counters is not None \
+            else TrafficCounters()
+        self.device = torch.device(device or 'cpu')
+        if context.is_distributed and not dist.is_initialized():
+            raise DistributedError(
+                f'world size {context.world_size} but no process group: '
+                f'launch with torchrun or a Lightning DDP strategy')
+
+    @property
+    def rank(self) -> int:
+        return self.context.rank
+
+    @property
+    def world_size(self) -> int:
+        return self.context.world_size
+
+    # Failure reporting #######################################################
+
+    def report_failure(self, message: str) -> None:
+        r"""Tells the other ranks (through the process group's store) that
+        this rank failed, so their next collective names it."""
+        if not self.context.is_distributed:
+            return
+        try:
+            store = dist.distributed_c10d._get_default_store()
+            store.set(f'{_FAILED}{self.rank}', message[:500])
+        except Exception:  # the store may be gone too: nothing to tell
+            pass
+
+    def failed_ranks(self) -> List[str]:
+        r"""``'rank R: message'`` for every rank that reported a failure."""
+        found = []
+        try:
+            store = dist.distributed_c10d._get_default_store()
+            for rank in range(self.world_size):
+                key = f'{_FAILED}{rank}'
+                if rank != self.rank and store.check([key]):
+                    found.append(f'rank {rank}: '
+                                 f'{store.get(key).decode(errors="replace")}')
+        except Exception:
+            pass
+        return found
+
+    def _wait(self, op: str, work: dist.Work) -> None:
+        try:
+            work.wait(self.context.timeout)
+        except Exception as exc:  # RuntimeError/DistBackendError
+            failed = self.failed_ranks()
+            seconds = self.context.timeout.total_seconds()
+            cause = ('; failed: ' + '; '.join(failed)) if failed else (
+                '; no rank reported a failure: a rank was killed, hangs, or '
+                'takes another path')
+            raise DistributedError(
+                f"rank {self.rank}: collective '{op}' did not complete "
+                f"within {seconds:g}s ({type(exc).__name__}: "
+                f"{str(exc).splitlines()[0][:200]}){cause}") from None
+
+    # Collectives #############################################################
+
+    def all_reduce(self, value: Tensor, op: str,
+                   reduce: dist.ReduceOp = dist.ReduceOp.SUM) -> Tensor:
+        r"""``value`` reduced over the ranks (a new tensor)."""
+        out = value.to(self.device).clone()
+        if self.context.is_distributed:
+            self._wait(op, dist.all_reduce(out, reduce, async_op=True))
+            size = out.numel() * out.element_size()
+            self.counters.add('control', size, size, self.world_size - 1)
+        return out.cpu()
+
+    def max_int(self, value: int, op: str) -> int:
+        r"""The largest :obj:`value` over the ranks."""
+        return int(self.all_reduce(torch.tensor([value]), op,
+                                   dist.ReduceOp.MAX))
+
+    def all_gather_ints(self, values: Sequence[int], op: str) -> Tensor:
+        r"""``[world_size, len(values)]``: every rank's :obj:`values`."""
+        mine = torch.tensor(list(values), dtype=torch.long,
+                            device=self.device)
+        if not self.context.is_distributed:
+            return mine.view(1, -1).cpu()
+        out = [torch.empty_like(mine) for _ in range(self.world_size)]
+        self._wait(op, dist.all_gather(out, mine, async_op=True))
+        size = mine.numel() * mine.element_size()
+        self.counters.add('control', size * (self.world_size - 1),
+                          size * (self.world_size - 1), self.world_size - 1)
+        return torch.stack(out).cpu()
+
+    def check_same(self, text: str, what: str) -> None:
+        r"""Raises on every rank unless every rank passes the same
+        :obj:`text` (e.g. the identity of the partition it opened)."""
+        digest = hashlib.sha256(text.encode()).digest()[:8]
+        value = int.from_bytes(digest, 'little', signed=True)
+        values = self.all_gather_ints([value], f'check {what}').view(-1)
+        differ = (values != values[0]).nonzero().view(-1).tolist()
+        if differ:
+            raise DistributedError(
+                f'{what} differs between ranks: rank 0 and rank(s) '
+                f'{differ} (this rank {self.rank}: {text[:200]})')
+
+    def exchange(self, send: Sequence[Tensor], kind: str,
+                 op: str) -> List[Tensor]:
+        r"""Sends ``send[r]`` to rank ``r`` and returns what every rank sent
+        here (``out[r]`` from rank ``r``): one all-to-all of the counts,
+        one of the rows. Every tensor has the same dtype and trailing
+        shape on every rank."""
+        if len(send) != self.world_size:
+            raise ValueError(f"'send' needs {self.world_size} tensors (one "
+                             f"per rank), got {len(send)}")
+        if not self.context.is_distributed:
+            return [send[0]]
+        counts = torch.tensor([t.size(0) for t in send], device=self.device)
+        got = torch.empty_like(counts)
+        self._wait(f'{op}: counts', dist.all_to_all_single(
+            got, counts, async_op=True))
+        sizes_in, sizes_out = got.tolist(), counts.tolist()
+        flat = torch.cat([t.to(self.device) for t in send])
+        out = flat.new_empty((sum(sizes_in), *flat.shape[1:]))
+        self._wait(op, dist.all_to_all_single(
+            out, flat, sizes_in, sizes_out, async_op=True))
+        row = math.prod(flat.shape[1:]) * flat.element_size()
+        mine = self.rank
+        self.counters.add(
+            kind, sent=row * (sum(sizes_out) - sizes_out[mine]),
+            received=row * (sum(sizes_in) - sizes_in[mine]),
+            messages=sum(1 for r, c in enumerate(sizes_out)
+                         if r != mine and c))
+        return list(out.cpu().split(sizes_in))

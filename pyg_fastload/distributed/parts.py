@@ -1,0 +1,113 @@
+r"""Opening this rank's part of a partition, with the start-up checks every
+rank runs together: each rank opens (or fails to open) its part, then all
+ranks compare what they opened in one collective, so a missing part, a
+part of another partitioning or a world size that does not match the
+number of parts is an error on every rank, not a hang."""
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Tuple, Union
+
+import torch
+
+from ..config import FeatureCache
+from ..partition import PartitionBook, open_partition
+from ..partition.parts import read_partition_meta
+from ..storage import CSCGraphStore, TieredFeatureStore
+from .collectives import Collectives
+from .context import DistributedError
+
+__all__ = ['open_rank_part', 'partition_identity']
+
+
+def partition_identity(meta: Dict[str, Any]) -> str:
+    r"""What makes two ranks' partitions the same one: the run id, the
+    method, the number of parts and the source dataset."""
+    dataset = meta.get('dataset', {})
+    return (f"run {meta.get('run')} method {meta.get('method')} parts "
+            f"{meta.get('num_parts')} dataset {dataset.get('name')} "
+            f"{dataset.get('meta_sha256')}")
+
+
+def _digest(text: str) -> int:
+    value = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8],
+                           'little', signed=True)
+    return value or 1  # 0 means "failed"
+
+
+def open_rank_part(
+    parts_dir: Union[str, 'os.PathLike[str]'],
+    collectives: Collectives,
+    cache: Optional[FeatureCache] = None,
+    *,
+    method: Optional[str] = None,
+    local: bool = False,
+    device: Optional[Union[str, torch.device]] = None,
+    num_neighbors: Optional[List[int]] = None,
+    batch_size: int = 1024,
+    progress: bool = True,
+) -> Tuple[TieredFeatureStore, CSCGraphStore, PartitionBook, Dict[str, Any]]:
+    r"""Opens part ``rank`` of :obj:`parts_dir` on every rank, checked.
+
+    Returns ``(feature_store, graph_store, book, partition_meta)``; raises
+    :class:`DistributedError` on every rank if any rank failed to open its
+    part, if the ranks opened different partitions, or if the world size is
+    not the number of parts.
+
+    Args:
+        parts_dir: the partition directory (``pyg-fastload partition``).
+        collectives (Collectives): this rank's collectives.
+        cache (FeatureCache, optional): caches in front of the part.
+        method (str, optional): the partitioning method the mode needs.
+        local (bool): relabel to the part's rows
+            (:func:`~pyg_fastload.partition.open_partition`).
+        device: where the device cache lives.
+        num_neighbors, batch_size: the loader's, for ``'presample'``.
+        progress (bool): show progress bars.
+    """
+    rank, world = collectives.rank, collectives.world_size
+    opened: Optional[Tuple] = None
+    error: Optional[str] = None
+    try:
+        meta = read_partition_meta(parts_dir)
+        if meta['num_parts'] != world:
+            raise ValueError(
+                f"'{parts_dir}' has {meta['num_parts']} parts but there are "
+                f"{world} ranks: launch one rank per part (e.g. torchrun "
+                f"--nproc_per_node {meta['num_parts']}, or devices/num_nodes "
+                f"multiplying to {meta['num_parts']})")
+        if method is not None and meta['method'] != method:
+            raise ValueError(
+                f"'{parts_dir}' was partitioned with '{meta['method']}', this "
+                f"mode needs '{method}': pyg-fastload partition DATASET_DIR "
+                f"--num-parts {world} --method {method} --out PARTS_DIR")
+        opened = open_partition(parts_dir, rank, cache, device=device,
+                                progress=progress, local=local,
+                                num_neighbors=num_neighbors,
+                                batch_size=batch_size)
+        code = _digest(partition_identity(meta))
+    except (OSError, ValueError) as exc:  # incl. DatasetFormatError
+        error = f"{Path(parts_dir)}: {exc}"
+        collectives.report_failure(error)
+        code = 0
+    codes = collectives.all_gather_ints([code], 'compare the opened '
+                                        'partitions').view(-1).tolist()
+    failed = [r for r, c in enumerate(codes) if c == 0]
+    if failed:
+        detail = error if error is not None else '; '.join(
+            collectives.failed_ranks())
+        raise DistributedError(f'rank(s) {failed} could not open their part '
+                               f'of the partition: {detail}')
+    if len(set(codes)) > 1:
+        groups: Dict[int, List[int]] = {}
+        for r, c in enumerate(codes):
+            groups.setdefault(c, []).append(r)
+        raise DistributedError(
+            f'the ranks opened parts of different partitionings (ranks '
+            f'grouped by partition: {sorted(groups.values())}); point every '
+            f"rank at the same PARTS_DIR (this rank {rank}: "
+            f"{partition_identity(meta)})")
+    feature_store, graph_store, book = opened
+    return feature_store, graph_store, book, meta

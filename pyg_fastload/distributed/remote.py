@@ -1,0 +1,143 @@
+r"""A partition-aware feature store: rows this rank owns come from its own
+tiers (device cache, host buffer, disk), rows other ranks own through a
+remote tier that sends one request per owner per mini-batch (ids out, rows
+back) over :class:`~pyg_fastload.distributed.collectives.Collectives`.
+
+Ids are the partition's new ids (``owner = range check`` through the
+:class:`~pyg_fastload.partition.PartitionBook`). Every rank must gather the
+same attributes in the same order, once per mini-batch (even with no remote
+ids), since each gather is a collective.
+"""
+from __future__ import annotations
+
+import time
+from typing import Dict, List, Optional, Tuple
+
+import torch
+from torch import Tensor
+from torch_geometric.data import FeatureStore, TensorAttr
+
+from ..partition import PartitionBook
+from ..storage import TieredFeatureStore
+from ..storage.protocol import TierStats
+from .collectives import Collectives
+
+__all__ = ['PartitionedFeatureStore']
+
+
+class PartitionedFeatureStore(FeatureStore):
+    r"""Features of a whole partitioned graph, seen from one rank.
+
+    Args:
+        local (TieredFeatureStore): this rank's part (rows in new-id order
+            from the part's first new id, as :func:`open_partition` opens
+            it).
+        book (PartitionBook): who owns which new id.
+        part (int): the part this rank owns.
+        collectives (Collectives): the rank's collectives.
+    """
+    def __init__(self, local: TieredFeatureStore, book: PartitionBook,
+                 part: int, collectives: Collectives):
+        super().__init__()
+        if collectives.world_size != book.num_parts:
+            raise ValueError(f'{book.num_parts} parts but world size '
+                             f'{collectives.world_size}: run one rank per '
+                             f'part')
+        self.local = local
+        self.book = book
+        self.part = part
+        self.collectives = collectives
+        self.start, self.end = book.part_range(part)
+        self._remote: Dict[str, Dict[str, float]] = {}
+
+    # The feature-source protocol ############################################
+
+    @property
+    def device(self) -> torch.device:  # type: ignore[override]
+        return self.local.device
+
+    @property
+    def lookahead_depth(self) -> int:
+        return self.local.lookahead_depth
+
+    def dtype_of(self, attr_name: str,
+                 group_name: Optional[str] = None) -> torch.dtype:
+        return self.local.dtype_of(attr_name, group_name)
+
+    def announce(self, ids: Tensor) -> None:
+        mine = ids[(ids >= self.start) & (ids < self.end)]
+        self.local.announce(mine - self.start)
+
+    def retire(self, ids: Tensor) -> None:
+        mine = ids[(ids >= self.start) & (ids < self.end)]
+        self.local.retire(mine - self.start)
+
+    def stats(self) -> TierStats:
+        stats = self.local.stats()
+        for name, remote in self._remote.items():
+            stats.setdefault(name, {})['remote'] = dict(remote)
+        return stats
+
+    def gather(self, attr_name: str, index: Tensor,
+               group_name: Optional[str] = None,
+               out: Optional[Tensor] = None,
+               timings: Optional[Dict[str, float]] = None) -> Tensor:
+        r"""Rows :obj:`index` (new ids) of an attribute: own rows from the
+        local tiers, the others from their owners (a collective)."""
+        index = index.long()
+        owner = self.book.owner(index)
+        mine = owner == self.part
+        world = self.collectives.world_size
+        order = torch.argsort(owner, stable=True)
+        counts = torch.bincount(owner, minlength=world).tolist()
+        wanted = list(index[order].split(counts))
+        wanted[self.part] = wanted[self.part][:0]  # served here
+        started = time.perf_counter()
+        asked = self.collectives.exchange(wanted, 'features',
+                                          f"request '{attr_name}' ids")
+        served = [self.local.gather(attr_name, ids - self.start,
+                                    group_name) for ids in asked]
+        if self.part < len(served):
+            served[self.part] = served[self.part][:0]
+        back = self.collectives.exchange(served, 'features',
+                                         f"send '{attr_name}' rows")
+        remote_seconds = time.perf_counter() - started
+        local = self.local.gather(attr_name, index[mine] - self.start,
+                                  group_name, timings=timings)
+        shape = (index.numel(), *local.shape[1:])
+        if out is None:
+            out = local.new_empty(shape)
+        out[mine] = local
+        if not bool(mine.all()):
+            rows = torch.cat([b for r, b in enumerate(back)
+                              if r != self.part])
+            out[order[mine[order].logical_not()]] = rows.to(out.device)
+            entry = self._remote.setdefault(attr_name,
+                                            {'requests': 0.0, 'bytes': 0.0})
+            entry['requests'] += rows.size(0)
+            entry['bytes'] += rows.numel() * rows.element_size()
+        if timings is not None:
+            timings['remote'] = timings.get('remote', 0.0) + remote_seconds
+        return out
+
+    # The FeatureStore contract ##############################################
+
+    def _put_tensor(self, tensor: Tensor, attr: TensorAttr) -> bool:
+        raise NotImplementedError('a partitioned store is read-only')
+
+    def _remove_tensor(self, attr: TensorAttr) -> bool:
+        raise NotImplementedError('a partitioned store is read-only')
+
+    def _get_tensor(self, attr: TensorAttr) -> Optional[Tensor]:
+        if attr.index is None or isinstance(attr.index, slice):
+            raise ValueError(f"'{attr.attr_name}': a partitioned store "
+                             f"serves rows by id (pass an index)")
+        return self.gather(attr.attr_name, torch.as_tensor(attr.index),
+                           attr.group_name)
+
+    def _get_tensor_size(self, attr: TensorAttr) -> Optional[Tuple]:
+        size = self.local.get_tensor_size(attr)
+        return None if size is None else (self.book.num_nodes, *size[1:])
+
+    def get_all_tensor_attrs(self) -> List[TensorAttr]:
+        return self.local.get_all_tensor_attrs()
