@@ -2,6 +2,7 @@ r"""Lightning integration for pyg-fastload: the data module, the node
 classifier and the callbacks behind ``pyg-fastload fit``."""
 from .callbacks import LoaderMonitor
 from .datamodule import FastLoadDataModule, FeatureCache
+from .dist_monitor import DistributedMonitor
 from .errors import ConfigError, config_section
 from .node_classifier import MODELS, NodeClassifier
 from .report import make_report
@@ -12,6 +13,7 @@ __all__ = [
     'NodeClassifier',
     'MODELS',
     'LoaderMonitor',
+    'DistributedMonitor',
     'make_report',
     'ConfigError',
     'config_section',

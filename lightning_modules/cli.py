@@ -19,8 +19,9 @@ SUBCOMMANDS = ('fit', 'validate', 'test', 'predict')
 
 
 class FastLoadCLI(LightningCLI):
-    r"""LightningCLI with pyg-fastload's defaults: the loader monitor
-    callback, seed 0, and configuration errors reported with their config
+    r"""LightningCLI with pyg-fastload's defaults: the loader and
+    distributed monitor callbacks, ``use_distributed_sampler: false`` (the
+    data module shards seeds by rank itself), seed 0, and configuration errors reported with their config
     key (``data.feature_cache.host_budget``) before anything trains."""
     def instantiate_classes(self) -> None:
         self._check_feature_cache()
@@ -54,10 +55,14 @@ def run_cli(args: Optional[List[str]] = None) -> FastLoadCLI:
     r"""Runs ``pyg-fastload <subcommand> ...`` with :obj:`args` (default:
     the command line after the program name, read by LightningCLI)."""
     from .callbacks import LoaderMonitor
+    from .dist_monitor import DistributedMonitor
 
     return FastLoadCLI(
         NodeClassifier, FastLoadDataModule,
-        trainer_defaults={'callbacks': [LoaderMonitor()]},
+        # The data module splits the seeds across ranks itself.
+        trainer_defaults={'callbacks': [LoaderMonitor(),
+                                        DistributedMonitor()],
+                          'use_distributed_sampler': False},
         seed_everything_default=0,
         save_config_kwargs={'overwrite': True},
         parser_kwargs={'prog': 'pyg-fastload'},

@@ -169,7 +169,8 @@ class NodeClassifier(pl.LightningModule):
         logits, y = self._seed_step(batch)
         self.val_acc(logits, y)
         size = y.numel()
-        self.log('val_loss', F.cross_entropy(logits, y), batch_size=size)
+        self.log('val_loss', F.cross_entropy(logits, y), batch_size=size,
+                 sync_dist=True)  # accuracy: torchmetrics syncs it
         self.log('val_acc', self.val_acc, prog_bar=True, batch_size=size)
 
     def test_step(self, batch: Data, batch_idx: int) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import time
 from typing import List, Optional, Sequence
 
 import torch
@@ -24,6 +25,7 @@ from .counters import TrafficCounters
 __all__ = ['Collectives']
 
 _FAILED = 'pyg_fastload/failed/'
+_SEEN = 'pyg_fastload/seen/'
 
 
 class Collectives:
@@ -82,15 +84,45 @@ class Collectives:
             pass
         return found
 
+    def heartbeat(self, step: int) -> None:
+        r"""Records that this rank reached :obj:`step` (the time and step
+        of the last heartbeat name a rank that was killed or hangs)."""
+        if not self.context.is_distributed:
+            return
+        try:
+            store = dist.distributed_c10d._get_default_store()
+            store.set(f'{_SEEN}{self.rank}', f'{time.time()} {step}')
+        except Exception:
+            pass
+
+    def last_heard(self) -> List[str]:
+        r"""``'rank R: last heard N s ago at step S'`` for every other rank
+        that sent a heartbeat, the longest silent first."""
+        heard = []
+        try:
+            store = dist.distributed_c10d._get_default_store()
+            now = time.time()
+            for rank in range(self.world_size):
+                key = f'{_SEEN}{rank}'
+                if rank != self.rank and store.check([key]):
+                    when, step = store.get(key).decode().split()
+                    heard.append((now - float(when), rank, step))
+        except Exception:
+            return []
+        return [f'rank {rank}: last heard {ago:.1f}s ago at step {step}'
+                for ago, rank, step in sorted(heard, reverse=True)]
+
     def _wait(self, op: str, work: dist.Work) -> None:
         try:
             work.wait(self.context.timeout)
         except Exception as exc:  # RuntimeError/DistBackendError
             failed = self.failed_ranks()
             seconds = self.context.timeout.total_seconds()
+            heard = self.last_heard()
             cause = ('; failed: ' + '; '.join(failed)) if failed else (
                 '; no rank reported a failure: a rank was killed, hangs, or '
-                'takes another path')
+                'takes another path' + (f" ({'; '.join(heard)})" if heard
+                                        else ''))
             raise DistributedError(
                 f"rank {self.rank}: collective '{op}' did not complete "
                 f"within {seconds:g}s ({type(exc).__name__}: "

@@ -6,8 +6,6 @@ from __future__ import annotations
 import threading
 from typing import Any, Dict
 
-import torch
-import torch.distributed as dist
 
 __all__ = ['TrafficCounters', 'KINDS', 'counting_allreduce_hook']
 
@@ -60,8 +58,9 @@ def counting_allreduce_hook(counters: TrafficCounters, world_size: int
         allreduce_hook,
     )
 
-    def hook(state: Any, bucket: dist.GradBucket
-             ) -> torch.futures.Future:
+    # No annotations: DDP compares them with dist.GradBucket at runtime, and
+    # this module's are strings (postponed evaluation).
+    def hook(state, bucket):  # type: ignore[no-untyped-def]
         tensor = bucket.buffer()
         size = tensor.numel() * tensor.element_size()
         moved = 2 * (world_size - 1) * size // max(world_size, 1)

@@ -1,0 +1,140 @@
+r"""``DistributedMonitor``: counts, per rank and epoch, the training steps,
+the epoch time and the bytes and messages exchanged for sampling, features
+and gradients (gradients from DDP's buckets, through a counting
+communication hook), and writes every rank's records to
+``dist_stats.json`` in the trainer's log directory (rank 0)."""
+from __future__ import annotations
+
+import json
+import sys
+import time
+import warnings
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+import pytorch_lightning as pl
+from pytorch_lightning.callbacks import Callback
+from torch.nn.parallel import DistributedDataParallel
+
+from pyg_fastload.distributed import (
+    KINDS,
+    Collectives,
+    DistContext,
+    DistributedError,
+    TrafficCounters,
+    counting_allreduce_hook,
+)
+
+__all__ = ['DistributedMonitor', 'DIST_STATS_FILENAME']
+
+#: The file :class:`DistributedMonitor` writes into the log directory.
+DIST_STATS_FILENAME = 'dist_stats.json'
+
+_FIELDS = ('bytes_sent', 'bytes_received', 'messages')
+
+#: What gloo and NCCL say when a peer is gone or a collective timed out.
+_COMM_FAILURES = ('Connection closed by peer', 'Connection reset',
+                  'Timed out', 'timed out', 'NCCL')
+
+
+class DistributedMonitor(Callback):
+    r"""Per-rank step counts and traffic of every training epoch.
+
+    With a :class:`~lightning_modules.FastLoadDataModule` the counters are
+    the data module's (its collectives count sampling and feature
+    traffic); the gradient buckets are counted by a DDP communication hook
+    registered at the start of fit (unless another hook is registered).
+    ``records`` holds, per epoch, every rank's ``steps``, ``seconds`` and
+    per-kind bytes and messages (the epoch's deltas).
+    """
+    def __init__(self) -> None:
+        self.records: List[Dict[str, Any]] = []
+        self._traffic: Optional[TrafficCounters] = None
+        self._collectives: Optional[Collectives] = None
+        self._steps = 0
+        self._started = 0.0
+        self._before: Dict[str, Dict[str, int]] = {}
+
+    def on_fit_start(self, trainer: pl.Trainer,
+                     pl_module: pl.LightningModule) -> None:
+        datamodule = getattr(trainer, 'datamodule', None)
+        self._traffic = getattr(datamodule, 'traffic', None) or \
+            TrafficCounters()
+        self._collectives = getattr(datamodule, 'collectives', None) or \
+            Collectives(DistContext.current(), self._traffic)
+        model = trainer.strategy.model
+        if isinstance(model, DistributedDataParallel):
+            try:
+                model.register_comm_hook(None, counting_allreduce_hook(
+                    self._traffic, trainer.world_size))
+            except RuntimeError as exc:  # a user's hook is registered
+                warnings.warn(f'gradient bytes are not counted: {exc}')
+
+    def on_train_epoch_start(self, trainer: pl.Trainer,
+                             pl_module: pl.LightningModule) -> None:
+        self._steps = 0
+        self._started = time.perf_counter()
+        self._before = self._traffic.snapshot() if self._traffic else {}
+
+    def on_train_batch_end(self, trainer: pl.Trainer,
+                           pl_module: pl.LightningModule, outputs: Any,
+                           batch: Any, batch_idx: int) -> None:
+        self._steps += 1
+        if self._collectives is not None:
+            self._collectives.heartbeat(trainer.global_step)
+
+    def on_train_epoch_end(self, trainer: pl.Trainer,
+                           pl_module: pl.LightningModule) -> None:
+        if self._traffic is None or self._collectives is None:
+            return
+        seconds = time.perf_counter() - self._started
+        now = self._traffic.snapshot()
+        values = [self._steps, int(seconds * 1e6)]
+        for kind in KINDS:
+            values += [now[kind][f] - self._before.get(kind, {}).get(f, 0)
+                       for f in _FIELDS]
+        table = self._collectives.all_gather_ints(
+            values, 'gather the epoch statistics').tolist()
+        ranks = []
+        for row in table:
+            entry: Dict[str, Any] = {'steps': row[0],
+                                     'seconds': row[1] / 1e6}
+            for i, kind in enumerate(KINDS):
+                entry[kind] = dict(zip(_FIELDS, row[2 + 3 * i:5 + 3 * i]))
+            ranks.append(entry)
+        self.records.append({'epoch': trainer.current_epoch,
+                             'ranks': ranks})
+        log_dir = trainer.log_dir  # collective: every rank asks
+        if trainer.is_global_zero and log_dir is not None:
+            self._write(Path(log_dir), trainer.world_size)
+
+    def on_exception(self, trainer: pl.Trainer,
+                     pl_module: pl.LightningModule,
+                     exception: BaseException) -> None:
+        r"""A rank's own failure is told to the other ranks (their next
+        collective names it); a rank stopped by a communication failure
+        says which rank failed, or when it last heard from each."""
+        if self._collectives is None or trainer.world_size == 1:
+            return
+        rank = trainer.global_rank
+        text = f'{type(exception).__name__}: {exception}'
+        if not isinstance(exception, DistributedError) and \
+                not any(mark in str(exception) for mark in _COMM_FAILURES):
+            self._collectives.report_failure(text)
+            message = f'rank {rank} failed ({text[:200]}); told the others'
+        else:
+            failed = self._collectives.failed_ranks()
+            message = f'rank {rank} stopped: ' + (
+                'failed: ' + '; '.join(failed) if failed else
+                'no rank reported a failure (killed?); ' +
+                ('; '.join(self._collectives.last_heard()) or
+                 'no heartbeat yet'))
+        print(f'pyg-fastload: {message}', file=sys.stderr, flush=True)
+
+    def _write(self, log_dir: Path, world_size: int) -> None:
+        path = log_dir / DIST_STATS_FILENAME
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix('.tmp')
+        tmp.write_text(json.dumps({'world_size': world_size,
+                                   'epochs': self.records}, indent=2))
+        tmp.replace(path)

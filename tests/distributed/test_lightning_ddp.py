@@ -1,0 +1,152 @@
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from pyg_fastload.io import open_dataset_dir
+from pyg_fastload.partition import partition_dataset
+
+from .ranks import free_port
+
+pytestmark = pytest.mark.timeout(420)
+
+
+def _config(tmp_path: Path, data: dict, devices: int = 2) -> Path:
+    config = {
+        'seed_everything': 0,
+        'trainer': {
+            'accelerator': 'cpu', 'devices': devices, 'max_epochs': 1,
+            'strategy': {
+                'class_path': 'pytorch_lightning.strategies.DDPStrategy',
+                'init_args': {'process_group_backend': 'gloo',
+                              'timeout': '0:01:00'}},
+            'use_distributed_sampler': False,
+            'enable_progress_bar': False, 'enable_model_summary': False,
+            'logger': [{'class_path': 'pytorch_lightning.loggers.CSVLogger',
+                        'init_args': {'save_dir': str(tmp_path / 'logs'),
+                                      'name': 'run'}}],
+        },
+        'model': {'model': 'sage', 'hidden_channels': 16, 'num_layers': 2},
+        'data': dict({'num_neighbors': [5, 5], 'batch_size': 64,
+                      'progress': False, 'dist_timeout': 60}, **data),
+    }
+    path = tmp_path / 'config.yaml'
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def _fit(args, tmp_path, env=None, timeout=300):
+    env = dict(os.environ, **(env or {}))
+    env['MASTER_PORT'] = str(free_port())
+    return subprocess.run([sys.executable, '-m', 'pyg_fastload', 'fit',
+                           *args], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def _stats(tmp_path):
+    files = list((tmp_path / 'logs').rglob('dist_stats.json'))
+    assert len(files) == 1, files
+    return json.loads(files[0].read_text())
+
+
+@pytest.fixture(scope='module')
+def pagraph_parts(tmp_path_factory, tiny_dir):
+    dataset_dir, _ = tiny_dir
+    out = tmp_path_factory.mktemp('ddp') / 'parts'
+    partition_dataset(dataset_dir, out, 2, 'pagraph', progress=False)
+    return dataset_dir, out
+
+
+@pytest.mark.parametrize('mode', ['replicated', 'pagraph'])
+def test_ddp_fit_runs_equal_steps_and_counts_traffic(pagraph_parts,
+                                                     tmp_path, mode):
+    dataset_dir, parts = pagraph_parts
+    data = {'dataset': str(dataset_dir), 'mode': mode}
+    if mode == 'pagraph':
+        data['partitions'] = str(parts)
+    result = _fit(['--config', str(_config(tmp_path, data))], tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert 'validation accuracy' in result.stdout
+    stats = _stats(tmp_path)
+    assert stats['world_size'] == 2
+    ranks = stats['epochs'][0]['ranks']
+    assert ranks[0]['steps'] == ranks[1]['steps'] > 0
+    for rank in ranks:
+        # only gradients cross ranks in these modes
+        assert rank['features']['bytes_received'] == 0
+        assert rank['sampling']['bytes_received'] == 0
+        assert rank['gradients']['bytes_sent'] > 0
+    assert ranks[0]['gradients'] == ranks[1]['gradients']
+    train = int(open_dataset_dir(dataset_dir).arrays['train_mask'].sum())
+    if mode == 'replicated':  # the seeds split in two, batches of 64
+        assert ranks[0]['steps'] == -(-(-(-train // 2)) // 64)
+    else:  # each part's own seeds (PaGraph balances them within 1)
+        assert ranks[0]['steps'] == -(-(train // 2 + 1) // 64)
+
+
+@pytest.mark.reliability(
+    fault='a rank raises or is killed mid-epoch (Lightning DDP)',
+    behaviour='every rank stops; the others name the failed rank (its error, '
+              'or when it was last heard from); no stray processes')
+@pytest.mark.parametrize('kill', [False, True])
+def test_a_failing_rank_ends_the_run(pagraph_parts, tmp_path, kill):
+    import time
+    dataset_dir, parts = pagraph_parts
+    config = _config(tmp_path, {'dataset': str(dataset_dir)})
+    text = config.read_text().replace('trainer:\n', (
+        'trainer:\n  callbacks:\n  - class_path: '
+        'tests.distributed.faults.FailOnRank\n    init_args:\n'
+        f'      kill: {str(kill).lower()}\n'), 1)
+    config.write_text(text)
+    root = str(Path(__file__).resolve().parents[2])
+    started = time.monotonic()
+    result = _fit(['--config', str(config)], tmp_path,
+                  env={'PYTHONPATH': root}, timeout=200)
+    assert result.returncode != 0
+    assert time.monotonic() - started < 150  # well within the timeouts
+    if kill:  # the survivor names the silent rank
+        assert re.search(r'pyg-fastload: rank 0 stopped: no rank reported '
+                         r'a failure \(killed\?\); rank 1: last heard '
+                         r'[0-9.]+s ago at step [0-9]+', result.stderr)
+    else:
+        assert 'pyg-fastload: rank 1 failed (ValueError: injected failure ' \
+            'at batch 3); told the others' in result.stderr
+        assert 'pyg-fastload: rank 0 stopped: failed: rank 1: ValueError: ' \
+            'injected failure at batch 3' in result.stderr
+    # no stray rank left behind
+    left = subprocess.run(['pgrep', '-f', str(config)], capture_output=True,
+                          text=True).stdout.split()
+    assert left == []
+
+
+def test_two_torchrun_machines_train_an_epoch(pagraph_parts, tmp_path):
+    dataset_dir, parts = pagraph_parts
+    config = _config(tmp_path, {'dataset': str(dataset_dir),
+                                'mode': 'pagraph',
+                                'partitions': str(parts)}, devices=1)
+    port = str(free_port())
+    machines = [subprocess.Popen(
+        [sys.executable, '-m', 'torch.distributed.run', '--nnodes', '2',
+         '--node_rank', str(node), '--nproc_per_node', '1',
+         '--master_addr', '127.0.0.1', '--master_port', port,
+         '-m', 'pyg_fastload', 'fit', '--config', str(config),
+         '--trainer.num_nodes', '2'],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True) for node in (0, 1)]
+    try:
+        outputs = [m.communicate(timeout=300) for m in machines]
+    finally:
+        for machine in machines:
+            machine.kill()
+    for machine, (_, err) in zip(machines, outputs):
+        assert machine.returncode == 0, err[-3000:]
+    stats = _stats(tmp_path)
+    assert stats['world_size'] == 2
+    ranks = stats['epochs'][0]['ranks']
+    assert ranks[0]['steps'] == ranks[1]['steps'] > 0
+    assert ranks[0]['gradients']['bytes_sent'] > 0
