@@ -34,7 +34,7 @@ def _parser() -> argparse.ArgumentParser:
     from pyg_fastload.partition import command as partition
 
     from . import report
-    from .bench import accuracy, fit
+    from .bench import accuracy, dist, fit
     for parent, name, module, text in (
         (benchmarks, 'loader', loader,
          'FastNeighborLoader vs PyG NeighborLoader throughput'),
@@ -48,6 +48,8 @@ def _parser() -> argparse.ArgumentParser:
          'partition quality per method: cut, balance, locality, time'),
         (benchmarks, 'fit', fit,
          'Lightning fit: FastLoadDataModule vs PyG LightningNodeData'),
+        (benchmarks, 'dist', dist,
+         'several ranks on loopback: replicated and pagraph vs 1 process'),
         (benchmarks, 'accuracy', accuracy,
          'Cora/CiteSeer test accuracy: FastLoadDataModule vs PyG'),
         (commands, 'prepare', prepare,

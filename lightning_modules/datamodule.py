@@ -33,7 +33,7 @@ from pyg_fastload.distributed.seeds import (
     shard,
 )
 from pyg_fastload.io import DatasetFormatError, open_dataset_dir
-from pyg_fastload.io.format import VERIFY_MODES
+from pyg_fastload.io.format import VERIFY_MODES, sha256_file
 from pyg_fastload.storage import FeatureSource
 
 from .errors import ConfigError, config_section
@@ -360,7 +360,7 @@ class FastLoadDataModule(pl.LightningDataModule):
 
     def _setup_part(self) -> None:
         try:
-            features, graph, _, _ = open_rank_part(
+            features, graph, _, meta = open_rank_part(
                 self.partitions, self.collectives, self.feature_cache,
                 method='pagraph', local=True, device=self.device,
                 num_neighbors=self.num_neighbors, batch_size=self.batch_size,
@@ -368,6 +368,12 @@ class FastLoadDataModule(pl.LightningDataModule):
         except DistributedError as error:
             raise ConfigError('partitions', str(error)) from None
         self.data = (features, graph)
+        source = meta['dataset']
+        if self.kind == 'dir' and sha256_file(
+                Path(self.source) / 'meta.json') != source['meta_sha256']:
+            raise ConfigError('dataset', f"'{self.source}' is not the dataset "
+                              f"'{self.partitions}' was partitioned from "
+                              f"({source.get('path', source['name'])})")
 
     def _setup_dataset(self) -> None:
         r"""The whole dataset: what every rank trains on (``replicated``),

@@ -140,6 +140,7 @@ def partition_dataset(
             'method': method, 'num_parts': num_parts, 'num_hops': num_hops,
             'seed': seed, 'run': run,
             'dataset': {'name': dataset.name, 'num_nodes': topo.num_nodes,
+                        'path': str(Path(dataset.path).resolve()),
                         'num_edges': topo.num_edges,
                         'meta_sha256': sha256_file(dataset.path /
                                                    'meta.json')},

@@ -1,0 +1,206 @@
+r"""Several processes on one machine: ``pyg-fastload fit`` with each mode
+(``replicated``, ``pagraph``) as :obj:`nprocs` torchrun ranks on loopback,
+next to one process on the whole dataset, with the same model, fan-outs,
+batch size, epochs and seeds on every side. Reports per mode the epoch time,
+the steps per rank (asserted equal), the bytes each rank moved for sampling,
+features and gradients, and the validation accuracy (mean and std over the
+seeds).
+
+Run ``pyg-fastload bench dist --partitions PARTS_DIR --nprocs 2`` (a PaGraph
+partition with one part per rank; the whole dataset is found through
+``partition.json`` or given with ``--dataset``) or
+``python -m lightning_modules.bench.dist``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+import yaml
+
+from pyg_fastload.bench.common import Table, benchmark_main, positive_int
+from pyg_fastload.partition.parts import read_partition_meta
+
+from ..dist_monitor import DIST_STATS_FILENAME
+
+__all__ = ['add_arguments', 'run', 'main', 'run_fit', 'summarise']
+
+MiB = 2**20
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument('--partitions', required=True,
+                        help="a PaGraph partition with one part per rank")
+    parser.add_argument('--dataset', default=None,
+                        help="the whole dataset (default: the one "
+                        "partition.json names)")
+    parser.add_argument('--mode', nargs='+', default=['replicated',
+                                                      'pagraph'],
+                        choices=['replicated', 'pagraph'])
+    parser.add_argument('--nprocs', type=positive_int, default=2)
+    parser.add_argument('--no-single', action='store_true',
+                        help='skip the one-process reference')
+    parser.add_argument('--epochs', type=positive_int, default=1)
+    parser.add_argument('--seeds', type=int, nargs='+', default=[0, 1, 2])
+    parser.add_argument('--fanout', type=int, nargs='+', default=[10, 5])
+    parser.add_argument('--batch-size', type=positive_int, default=1024)
+    parser.add_argument('--hidden', type=positive_int, default=128)
+    parser.add_argument('--timeout', type=positive_int, default=3600,
+                        help='seconds one fit may take')
+    parser.add_argument('--out-dir', default=None,
+                        help='keep the logs here (default: a temporary '
+                        'directory)')
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(('127.0.0.1', 0))
+        return sock.getsockname()[1]
+
+
+def _config(args: argparse.Namespace, log_dir: Path, mode: Optional[str],
+            nprocs: int, seed: int) -> Dict[str, Any]:
+    trainer: Dict[str, Any] = {
+        'accelerator': 'cpu', 'devices': nprocs, 'max_epochs': args.epochs,
+        'use_distributed_sampler': False, 'enable_progress_bar': False,
+        'enable_model_summary': False, 'num_sanity_val_steps': 0,
+        'logger': [{'class_path': 'pytorch_lightning.loggers.CSVLogger',
+                    'init_args': {'save_dir': str(log_dir), 'name': 'fit'}}],
+    }
+    if nprocs > 1:
+        trainer['strategy'] = {
+            'class_path': 'pytorch_lightning.strategies.DDPStrategy',
+            'init_args': {'process_group_backend': 'gloo',
+                          'timeout': '0:10:00'}}
+    data: Dict[str, Any] = {
+        'dataset': str(args.dataset), 'num_neighbors': list(args.fanout),
+        'batch_size': args.batch_size, 'eval_batch_size': 4096,
+        'progress': False, 'seed': seed}
+    if mode == 'pagraph':
+        data.update(mode='pagraph', partitions=str(args.partitions))
+    return {'seed_everything': seed, 'trainer': trainer,
+            'model': {'model': 'sage', 'hidden_channels': args.hidden,
+                      'num_layers': len(args.fanout), 'dropout': 0.3},
+            'data': data}
+
+
+def run_fit(config: Dict[str, Any], workdir: Path, nprocs: int,
+            timeout: float) -> Dict[str, Any]:
+    r"""Runs ``pyg-fastload fit`` on :obj:`nprocs` torchrun ranks (one
+    plain process for 1) and returns ``{'val_acc', 'stats'}``."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    path = workdir / 'config.yaml'
+    path.write_text(yaml.safe_dump(config))
+    command = [sys.executable]
+    if nprocs > 1:
+        command += ['-m', 'torch.distributed.run', '--nproc_per_node',
+                    str(nprocs), '--master_addr', '127.0.0.1',
+                    '--master_port', str(_free_port())]
+    command += ['-m', 'pyg_fastload', 'fit', '--config', str(path)]
+    env = dict(os.environ, OMP_NUM_THREADS=str(max(
+        1, len(os.sched_getaffinity(0)) // nprocs)))
+    result = subprocess.run(command, cwd=workdir, env=env, text=True,
+                            capture_output=True, timeout=timeout)
+    if result.returncode != 0:
+        raise SystemExit(f'pyg-fastload bench dist: the fit in {workdir} '
+                         f'failed:\n{result.stderr[-3000:]}')
+    found = re.search(r'validation accuracy: ([0-9.]+)', result.stdout)
+    stats = next(iter(workdir.rglob(DIST_STATS_FILENAME)), None)
+    if found is None or stats is None:
+        raise SystemExit(f'pyg-fastload bench dist: no accuracy or '
+                         f'{DIST_STATS_FILENAME} from the fit in {workdir}')
+    return {'val_acc': float(found.group(1)),
+            'stats': json.loads(stats.read_text())}
+
+
+def summarise(runs: List[Dict[str, Any]]) -> Dict[str, Any]:
+    r"""Mean epoch time and per-rank traffic of the last epoch over
+    :obj:`runs`, accuracy mean and std; raises unless every rank of every
+    epoch ran the same number of steps."""
+    steps, seconds, traffic = set(), [], {}
+    for run in runs:
+        for epoch in run['stats']['epochs']:
+            counts = {rank['steps'] for rank in epoch['ranks']}
+            if len(counts) != 1:
+                raise SystemExit(f'pyg-fastload bench dist: unequal step '
+                                 f'counts per rank {sorted(counts)}')
+            steps |= counts
+        last = run['stats']['epochs'][-1]['ranks']
+        seconds.append(max(rank['seconds'] for rank in last))
+        for kind in ('sampling', 'features', 'gradients'):
+            moved = max(rank[kind]['bytes_sent'] + rank[kind]
+                        ['bytes_received'] for rank in last)
+            traffic.setdefault(kind, []).append(moved)
+    accs = [100 * run['val_acc'] for run in runs]
+    return {'steps': sorted(steps), 'epoch_seconds': statistics.mean(seconds),
+            'traffic': {k: max(v) for k, v in traffic.items()},
+            'acc_mean': statistics.mean(accs),
+            'acc_std': statistics.stdev(accs) if len(accs) > 1 else 0.0}
+
+
+def run(args: argparse.Namespace) -> Dict[str, Dict[str, Any]]:
+    meta = read_partition_meta(args.partitions)
+    if meta['num_parts'] != args.nprocs:
+        raise SystemExit(f"pyg-fastload bench dist: '{args.partitions}' has "
+                         f"{meta['num_parts']} parts, --nprocs is "
+                         f"{args.nprocs}")
+    if args.dataset is None:
+        args.dataset = meta['dataset'].get('path')
+        if args.dataset is None:
+            raise SystemExit('pyg-fastload bench dist: pass --dataset (the '
+                             'whole dataset the partition came from)')
+    tmp = None if args.out_dir else tempfile.TemporaryDirectory()
+    root = Path(args.out_dir or tmp.name)
+    sides = [] if args.no_single else [('1 process', None, 1)]
+    sides += [(mode, mode, args.nprocs) for mode in args.mode]
+    print(f"'{args.dataset}': SAGE hidden {args.hidden}, fan-outs "
+          f"{args.fanout}, batch {args.batch_size}, {args.epochs} epoch(s), "
+          f'seeds {args.seeds}')
+    table = Table({'side': 12, 'ranks': 5, 'epoch s': 8, 'steps/rank': 10,
+                   'sampling MiB': 12, 'features MiB': 12,
+                   'gradients MiB': 13, 'val acc %': 14})
+    results: Dict[str, Dict[str, Any]] = {}
+    try:
+        for name, mode, nprocs in sides:
+            runs = [run_fit(_config(args, root / f'{name}-{seed}' / 'logs',
+                                    mode, nprocs, seed),
+                            root / f'{name}-{seed}', nprocs, args.timeout)
+                    for seed in args.seeds]
+            summary = summarise(runs)
+            results[name] = summary
+            table.row(name.replace(' ', '-'), nprocs,
+                      summary['epoch_seconds'],
+                      '/'.join(map(str, summary['steps'])),
+                      *(f"{summary['traffic'][k] / MiB:.1f}" for k in
+                        ('sampling', 'features', 'gradients')),
+                      f"{summary['acc_mean']:.2f} ± {summary['acc_std']:.2f}")
+    finally:
+        if tmp is not None:
+            tmp.cleanup()
+    print('traffic: bytes sent + received by the busiest rank in the last '
+          'epoch; epoch s: the slowest rank, mean over the seeds')
+    if 'pagraph' in results:
+        moved = results['pagraph']['traffic']
+        ok = moved['sampling'] == 0 and moved['features'] == 0
+        print(f"{'met' if ok else 'SHORT'}: pagraph moves "
+              f"{moved['sampling'] + moved['features']} sampling and feature "
+              f'bytes between ranks (target 0: gradients only)')
+    print('met: equal step counts on every rank in every mode')
+    return results
+
+
+def main(argv: Optional[List[str]] = None) -> None:
+    benchmark_main(__doc__, add_arguments, run, argv)
+
+
+if __name__ == '__main__':
+    main()
