@@ -5,7 +5,6 @@ prepared dataset directory or a PyG ``Data``, on one rank or several
 from __future__ import annotations
 
 import importlib.util
-import os
 from datetime import timedelta
 from pathlib import Path
 from typing import Any, Dict, List, Literal, Optional, Tuple, Union
@@ -18,8 +17,8 @@ from torch_geometric.data import Data
 
 from pyg_fastload import FastNeighborLoader
 from pyg_fastload.caching import open_dataset, stores_from_data
-from pyg_fastload.config import FeatureCache, SettingError, check_fanouts
-from pyg_fastload.datasets import PRESETS, load_data_file, load_synthetic
+from pyg_fastload.config import FeatureCache, check_fanouts
+from pyg_fastload.datasets import PRESETS, load_synthetic
 from pyg_fastload.distributed import (
     Collectives,
     DistContext,
@@ -36,6 +35,11 @@ from pyg_fastload.io import DatasetFormatError, open_dataset_dir
 from pyg_fastload.io.format import VERIFY_MODES, sha256_file
 from pyg_fastload.storage import FeatureSource
 
+from .data_sources import (
+    check_feature_cache,
+    load_data_file_checked,
+    resolve_dataset,
+)
 from .errors import ConfigError, config_section
 
 __all__ = ['FastLoadDataModule', 'FeatureCache']
@@ -44,53 +48,6 @@ _SPLITS = ('train', 'val', 'test', 'predict')
 
 #: The values of ``mode``.
 MODES = ('replicated', 'pagraph')
-
-
-def _check_feature_cache(cache: Any) -> Optional[FeatureCache]:
-    if cache is None or isinstance(cache, FeatureCache):
-        return cache
-    if not isinstance(cache, dict):
-        raise ConfigError('feature_cache', f"must be a FeatureCache or a "
-                          f"dict, got {type(cache).__name__}")
-    unknown = set(cache) - set(FeatureCache.__dataclass_fields__)
-    if unknown:
-        raise ConfigError(
-            'feature_cache', f"unknown keys {sorted(unknown)}; known: "
-            f"{sorted(FeatureCache.__dataclass_fields__)}")
-    try:
-        return FeatureCache(**cache)
-    except SettingError as error:
-        raise ConfigError(f'feature_cache.{error.key}',
-                          error.detail) from None
-
-
-def _resolve_dataset(dataset: Any) -> Tuple[str, Any]:
-    r"""``('preset', name)``, ``('dir', path)`` or ``('data', Data)``."""
-    if isinstance(dataset, Data):
-        return 'data', dataset
-    if not isinstance(dataset, (str, os.PathLike)):
-        raise ConfigError('dataset', f"must be a preset name, a dataset "
-                          f"directory, a .pt file or a torch_geometric Data, "
-                          f"got {type(dataset).__name__}")
-    if isinstance(dataset, str) and dataset in PRESETS:
-        return 'preset', dataset
-    path = Path(dataset).expanduser()
-    if path.is_dir() and (path / 'meta.json').is_file():
-        return 'dir', path
-    if path.is_file() and path.suffix == '.pt':
-        return 'data', path
-    raise ConfigError(
-        'dataset', f"{str(dataset)!r} is neither a synthetic preset "
-        f"({', '.join(PRESETS)}) nor a dataset directory (no "
-        f"'{path / 'meta.json'}') nor a saved Data '.pt' file; create a "
-        f"directory with 'pyg-fastload prepare --preset arxiv-like DIR'")
-
-
-def _load_data_file(path: Path) -> Data:
-    try:
-        return load_data_file(path)
-    except DatasetFormatError as exc:  # also UnsafeFileError
-        raise ConfigError('dataset', str(exc)) from None
 
 
 class FastLoadDataModule(pl.LightningDataModule):
@@ -108,7 +65,8 @@ class FastLoadDataModule(pl.LightningDataModule):
         dataset: a synthetic preset name (``'tiny'``, ``'arxiv-like'``,
             ``'products-like'``: generated once and cached), a directory
             written by ``pyg-fastload prepare`` (features stay on disk), a
-            ``.pt`` file holding a saved ``Data``, or a ``Data`` object.
+            ``.pt`` file holding a saved ``Data``, or a ``Data`` object
+            (default: ``'arxiv-like'``, or none with :obj:`partitions`).
         num_neighbors (List[int]): fan-out per hop for training.
         batch_size (int): seed nodes per training batch.
         eval_num_neighbors (List[int], optional): fan-outs for validation,
@@ -198,7 +156,7 @@ class FastLoadDataModule(pl.LightningDataModule):
         self.kind: Optional[str] = None
         self.source: Any = None
         if dataset is not None or partitions is None:
-            self.kind, self.source = _resolve_dataset(
+            self.kind, self.source = resolve_dataset(
                 'arxiv-like' if dataset is None else dataset)
         self.num_neighbors = self._fanouts(num_neighbors, 'num_neighbors')
         self.eval_num_neighbors = self._fanouts(
@@ -219,7 +177,7 @@ class FastLoadDataModule(pl.LightningDataModule):
                               f"false or 'auto'")
         self.batch_size = batch_size
         self.eval_batch_size = eval_batch_size or batch_size
-        self.feature_cache = _check_feature_cache(feature_cache)
+        self.feature_cache = check_feature_cache(feature_cache)
         if self.feature_cache and self.feature_cache.in_memory \
                 and self.kind != 'dir':
             raise ConfigError('feature_cache.in_memory',
@@ -303,7 +261,7 @@ class FastLoadDataModule(pl.LightningDataModule):
             return load_synthetic(self.source, root=self.cache_dir,
                                   progress=self.progress).to_data()
         if isinstance(self.source, Path):
-            self.source = _load_data_file(self.source)
+            self.source = load_data_file_checked(self.source)
         return self.source
 
     # Set-up, once per process ################################################
