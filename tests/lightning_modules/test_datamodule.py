@@ -161,3 +161,28 @@ def test_fit_beats_chance_and_resume_gives_same_next_batch(cache_dir,
     assert sorted(resumed.first) == [1, 2]
     for epoch in (1, 2):
         assert torch.equal(resumed.first[epoch], straight.first[epoch])
+
+
+def test_distributed_settings_are_checked(tiny_dir, monkeypatch):
+    from types import SimpleNamespace
+
+    dataset_dir = tiny_dir
+    with pytest.raises(ConfigError, match="mode 'pagraph' needs a partition"):
+        FastLoadDataModule(dataset=str(dataset_dir), mode='pagraph')
+    with pytest.raises(ConfigError, match="only used by mode 'pagraph'"):
+        FastLoadDataModule(dataset=str(dataset_dir), partitions='parts')
+    with pytest.raises(ConfigError, match="'ring' is not one of"):
+        FastLoadDataModule(dataset=str(dataset_dir), mode='ring')
+    with pytest.raises(ConfigError, match="'dist_timeout': 0 must be"):
+        FastLoadDataModule(dataset=str(dataset_dir), dist_timeout=0)
+    # two ranks with Lightning's sampler injection on: refused, named
+    monkeypatch.setenv('RANK', '0')
+    monkeypatch.setenv('WORLD_SIZE', '2')
+    datamodule = FastLoadDataModule(dataset=str(dataset_dir))
+    connector = SimpleNamespace(use_distributed_sampler=True)
+    datamodule.trainer = SimpleNamespace(
+        _accelerator_connector=connector,
+        strategy=SimpleNamespace(root_device=torch.device('cpu')))
+    with pytest.raises(ConfigError) as info:
+        datamodule.setup('fit')
+    assert info.value.config_key == 'trainer.use_distributed_sampler'
