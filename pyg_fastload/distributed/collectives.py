@@ -34,8 +34,8 @@ class Collectives:
     Args:
         context (DistContext): rank, world size and timeout.
         counters (TrafficCounters, optional): where traffic is counted.
-        device (torch.device, optional): where tensors travel (CUDA for
-            NCCL; default CPU, gloo).
+        device (torch.device, optional): where tensors travel (default:
+            the current CUDA device under NCCL, else the CPU).
     """
     def __init__(self, context: DistContext,
                  counters: Optional[TrafficCounters] = None,
@@ -43,7 +43,11 @@ class Collectives:
         self.context = context
         self.counters = counters if counters is not None \
             else TrafficCounters()
-        self.device = torch.device(device or 'cpu')
+        if device is None:  # NCCL moves CUDA tensors only
+            nccl = dist.is_initialized() and dist.get_backend() == 'nccl'
+            device = torch.device('cuda', torch.cuda.current_device()) \
+                if nccl else torch.device('cpu')
+        self.device = torch.device(device)
         if context.is_distributed and not dist.is_initialized():
             raise DistributedError(
                 f'world size {context.world_size} but no process group: '

@@ -108,6 +108,19 @@ class HopSampler(BaseSampler):
         grouped by frontier node, and the number drawn per node."""
         raise NotImplementedError
 
+    def expand(self, hop: int, frontier: Tensor,
+               generator: Optional[torch.Generator]
+               ) -> Tuple[Tensor, Tensor, Tensor]:
+        r"""One hop: ``(neighbours, counts, edges)``, the sampled
+        in-neighbours of every frontier node (grouped by frontier node, in
+        frontier order), how many each drew, and the CSC position of every
+        sampled edge. A distributed sampler overrides this."""
+        topo = self.topology
+        start = topo.indptr.index_select(0, frontier)
+        deg = topo.indptr.index_select(0, frontier + 1) - start
+        pos, counts = self.draw(hop, start, deg, generator)
+        return topo.indices.index_select(0, pos).long(), counts, pos
+
     # PyG's BaseSampler contract ##############################################
 
     def sample_from_nodes(self, inputs: NodeSamplerInput,
@@ -162,10 +175,7 @@ class HopSampler(BaseSampler):
             num_sampled_nodes = [seeds.numel()]
             num_sampled_edges = []
             for hop in range(self.num_hops):
-                start = topo.indptr.index_select(0, frontier)
-                deg = topo.indptr.index_select(0, frontier + 1) - start
-                pos, counts = self.draw(hop, start, deg, generator)
-                nbr = topo.indices.index_select(0, pos).long()
+                nbr, counts, pos = self.expand(hop, frontier, generator)
                 col = torch.repeat_interleave(frontier_local, counts,
                                               output_size=pos.numel())
                 nbr_keys = nbr

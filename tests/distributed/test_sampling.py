@@ -1,0 +1,113 @@
+from datetime import timedelta
+
+import numpy as np
+import pytest
+import torch
+from scipy.stats import chi2
+
+from pyg_fastload.distributed import Collectives, DistContext
+from pyg_fastload.distributed.parts import open_rank_part
+from pyg_fastload.distributed.sampling import CollectiveSampler
+from pyg_fastload.io import open_dataset_dir
+from pyg_fastload.partition import partition_dataset
+from pyg_fastload.sampling import FastNeighborSampler
+
+from .ranks import run_ranks
+
+pytestmark = pytest.mark.timeout(180)
+
+
+@pytest.fixture(scope='module')
+def hash_parts(tmp_path_factory, tiny_dir):
+    dataset_dir, _ = tiny_dir
+    out = tmp_path_factory.mktemp('csp') / 'parts'
+    partition_dataset(dataset_dir, out, 2, 'hash', progress=False)
+    return dataset_dir, out
+
+
+def _sampler(rank, parts_dir, fanouts, **kwargs):
+    coll = Collectives(DistContext.current(timedelta(seconds=30)))
+    _, graph, book, _ = open_rank_part(parts_dir, coll, progress=False)
+    return CollectiveSampler(graph.topology, book, rank, coll, fanouts,
+                             **kwargs), book
+
+
+def _full(rank, world, parts_dir):
+    sampler, book = _sampler(rank, parts_dir, [-1, -1], edge_ids=True)
+    start, end = book.part_range(rank)
+    seeds = torch.arange(start, min(end, start + 40))
+    out = sampler.sample(seeds, torch.Generator().manual_seed(rank))
+    traffic = sampler.collectives.counters.snapshot()['sampling']
+    return (out.node.numpy(), out.row.numpy(), out.col.numpy(),
+            out.edge.numpy(), out.num_sampled_nodes, traffic,
+            sampler.pull_bytes)
+
+
+def test_full_neighbourhoods_equal_local_sampling(hash_parts):
+    dataset_dir, parts = hash_parts
+    topo = open_dataset_dir(dataset_dir).topology
+    new_id = torch.from_numpy(np.load(parts / 'new_id.npy'))
+    order = torch.argsort(new_id)
+    local = FastNeighborSampler(topo, [-1, -1])
+    results = run_ranks(_full, 2, parts)
+    for rank in range(2):
+        status, value = results[rank]
+        assert status == 'ok', value
+        node, row, col, edge, counts, traffic, pull = value
+        node = torch.from_numpy(node)
+        seeds = order[node[:counts[0]]]
+        ref = local.sample(seeds)
+        # the same nodes in the same order, the same edges
+        assert torch.equal(order[node], ref.node)
+        assert counts == ref.num_sampled_nodes
+        ours = set(zip(row.tolist(), col.tolist()))
+        assert ours == set(zip(ref.row.tolist(), ref.col.tolist()))
+        assert (edge >= 0).all() and len(set(edge.tolist())) == len(edge)
+        # hop 0: the seeds are local, nothing moves; hop 1: remote
+        # frontier ids out and their neighbours back, one message each
+        assert traffic['bytes_sent'] > 0 and traffic['messages'] == 2
+        assert pull > 0
+
+
+def _draws(rank, world, parts_dir, reps):
+    sampler, book = _sampler(rank, parts_dir, [3])
+    start, end = book.part_range(1 - rank)  # the other rank's nodes
+    seeds = torch.arange(start, start + 30)
+    gen = torch.Generator().manual_seed(100 + rank)
+    pairs = []
+    for _ in range(reps):
+        out = sampler.sample(seeds, gen)
+        pairs.append(np.stack([out.node[out.row].numpy(),
+                               out.node[out.col].numpy()]))
+    return seeds.numpy(), np.concatenate(pairs, 1)
+
+
+def test_remote_draws_are_uniform_over_in_edges(hash_parts):
+    dataset_dir, parts = hash_parts
+    topo = open_dataset_dir(dataset_dir).topology
+    new_id = np.load(parts / 'new_id.npy')
+    reps = 300
+    results = run_ranks(_draws, 2, parts, reps)
+    for rank in range(2):
+        status, value = results[rank]
+        assert status == 'ok', value
+        seeds, pairs = value
+        order = np.argsort(new_id)
+        counts = {}
+        for src, dst in zip(*pairs.tolist()):
+            counts[(src, dst)] = counts.get((src, dst), 0) + 1
+        stat, dof = 0.0, 0
+        for seed in seeds.tolist():
+            v = int(order[seed])
+            nbrs = new_id[topo.indices[topo.indptr[v]:
+                                       topo.indptr[v + 1]].long().numpy()]
+            observed = [counts.pop((int(u), seed), 0) for u in nbrs]
+            deg = len(nbrs)
+            if deg <= 3:  # every in-edge, every time
+                assert observed == [reps] * deg
+                continue
+            expected = reps * 3 / deg
+            stat += sum((o - expected) ** 2 / expected for o in observed)
+            dof += deg - 1
+        assert counts == {}  # nothing sampled that is not an in-edge
+        assert chi2.sf(stat, dof) > 1e-3, (stat, dof)
