@@ -25,6 +25,7 @@ from pyg_fastload.distributed import (
     DistributedError,
     TrafficCounters,
 )
+from pyg_fastload.distributed.dsp import DSPRank, open_dsp_rank
 from pyg_fastload.distributed.parts import open_rank_part
 from pyg_fastload.distributed.seeds import (
     RankSeedSampler,
@@ -33,6 +34,7 @@ from pyg_fastload.distributed.seeds import (
 )
 from pyg_fastload.io import DatasetFormatError, open_dataset_dir
 from pyg_fastload.io.format import VERIFY_MODES, sha256_file
+from pyg_fastload.partition.parts import read_partition_meta
 from pyg_fastload.storage import FeatureSource
 
 from .data_sources import (
@@ -47,7 +49,7 @@ __all__ = ['FastLoadDataModule', 'FeatureCache']
 _SPLITS = ('train', 'val', 'test', 'predict')
 
 #: The values of ``mode``.
-MODES = ('replicated', 'pagraph')
+MODES = ('replicated', 'pagraph', 'dsp')
 
 
 class FastLoadDataModule(pl.LightningDataModule):
@@ -102,14 +104,20 @@ class FastLoadDataModule(pl.LightningDataModule):
             nothing but gradients; validation and testing use
             :obj:`dataset` if given (seeds split across ranks), else each
             part's own nodes (approximate: a part stores the complete
-            neighbourhoods of its training nodes only). Either way every
+            neighbourhoods of its training nodes only). ``'dsp'``: rank
+            ``r`` opens part ``r`` of a disjoint partition (``--method
+            metis``) and serves the whole graph with the others: sampling
+            pushes each hop's frontier to its owners (collective sampling)
+            and features come from their owners' tiers (one partitioned
+            cache), on process groups of their own; evaluation reads
+            :obj:`dataset` if given, else the parts (collectively). Every
             rank runs the same number of steps per epoch (the ranks agree
             on it; a rank with fewer seeds revisits some), and the logged
             accuracy is reduced over all ranks. Needs
             ``trainer.use_distributed_sampler: false``: the data module
             splits the seeds itself.
-        partitions (str, optional): the partition directory of
-            ``mode='pagraph'``.
+        partitions (str, optional): the partition directory of the modes
+            ``'pagraph'`` and ``'dsp'``.
         dist_timeout (float): seconds any collective between ranks may
             take before it ends with an error naming it.
     """
@@ -131,7 +139,7 @@ class FastLoadDataModule(pl.LightningDataModule):
         cache_dir: Optional[str] = None,
         progress: bool = True,
         verify: Literal['none', 'size', 'checksum'] = 'size',
-        mode: Literal['replicated', 'pagraph'] = 'replicated',
+        mode: Literal['replicated', 'pagraph', 'dsp'] = 'replicated',
         partitions: Optional[str] = None,
         dist_timeout: float = 300.0,
     ):
@@ -139,13 +147,15 @@ class FastLoadDataModule(pl.LightningDataModule):
         if mode not in MODES:
             raise ConfigError('mode', f"{mode!r} is not one of "
                               f"{', '.join(MODES)}")
-        if (mode == 'pagraph') != (partitions is not None):
+        if (mode != 'replicated') != (partitions is not None):
             raise ConfigError(
-                'partitions', "mode 'pagraph' needs a partition directory "
-                "(pyg-fastload partition DATASET_DIR --method pagraph --out "
-                "PARTS_DIR), and only it uses one" if partitions is None else
-                f"{partitions!r} is only used by mode 'pagraph' (mode "
-                f"{mode!r} holds the whole 'dataset' on every rank)")
+                'partitions', f"mode {mode!r} needs a partition directory "
+                f"(pyg-fastload partition DATASET_DIR --method "
+                f"{'pagraph' if mode == 'pagraph' else 'metis'} --out "
+                f"PARTS_DIR)" if partitions is None else
+                f"{partitions!r} is only used by modes 'pagraph' and 'dsp' "
+                f"(mode 'replicated' holds the whole 'dataset' on every "
+                f"rank)")
         if isinstance(dist_timeout, bool) or not isinstance(
                 dist_timeout, (int, float)) or dist_timeout <= 0:
             raise ConfigError('dist_timeout', f'{dist_timeout!r} must be a '
@@ -214,6 +224,8 @@ class FastLoadDataModule(pl.LightningDataModule):
         self.traffic = TrafficCounters()
         self.context = DistContext()
         self.collectives: Optional[Collectives] = None
+        self.dsp: Optional[DSPRank] = None
+        self.samplers: Dict[str, Any] = {}
 
     @staticmethod
     def _fanouts(value: Any, key: str) -> List[int]:
@@ -296,7 +308,7 @@ class FastLoadDataModule(pl.LightningDataModule):
             timedelta(seconds=self.dist_timeout))
         self._check_trainer()
         self.collectives = Collectives(self.context, self.traffic)
-        if self.mode == 'pagraph':
+        if self.mode != 'replicated':
             self._setup_part()
         if self.kind is not None:
             self._setup_dataset()
@@ -317,15 +329,28 @@ class FastLoadDataModule(pl.LightningDataModule):
                               section='trainer')
 
     def _setup_part(self) -> None:
+        r"""This rank's part: PaGraph's, relabelled to its own rows; or
+        DSP's, with the whole graph's features and collective samplers."""
         try:
-            features, graph, _, meta = open_rank_part(
-                self.partitions, self.collectives, self.feature_cache,
-                method='pagraph', local=True, device=self.device,
-                num_neighbors=self.num_neighbors, batch_size=self.batch_size,
-                progress=self.progress)
-        except DistributedError as error:
+            if self.mode == 'pagraph':
+                features, graph, _, meta = open_rank_part(
+                    self.partitions, self.collectives, self.feature_cache,
+                    method='pagraph', local=True, device=self.device,
+                    num_neighbors=self.num_neighbors,
+                    batch_size=self.batch_size, progress=self.progress)
+                self.data = (features, graph)
+            else:
+                self.dsp = open_dsp_rank(
+                    self.partitions, self.collectives, self.feature_cache,
+                    device=self.device, num_neighbors=self.num_neighbors,
+                    batch_size=self.batch_size, progress=self.progress)
+                meta = read_partition_meta(self.partitions)
+                self.data = self.dsp.data
+                self.samplers = {  # collectives: the same order everywhere
+                    'train': self.dsp.sampler(self.num_neighbors),
+                    'eval': self.dsp.sampler(self.eval_num_neighbors)}
+        except (DistributedError, ValueError) as error:
             raise ConfigError('partitions', str(error)) from None
-        self.data = (features, graph)
         source = meta['dataset']
         if self.kind == 'dir' and sha256_file(
                 Path(self.source) / 'meta.json') != source['meta_sha256']:
@@ -380,6 +405,9 @@ class FastLoadDataModule(pl.LightningDataModule):
         data = self.data if train else self.eval_data
         ctx = self.context
         if split == 'predict':
+            if self.mode == 'dsp' and data is self.data:
+                raise ConfigError('dataset', "mode 'dsp' predicts on the "
+                                  "whole graph: give 'dataset'")
             seeds = None
             if ctx.is_distributed:
                 num_nodes = (data.num_nodes if isinstance(data, Data) else
@@ -387,24 +415,29 @@ class FastLoadDataModule(pl.LightningDataModule):
                 seeds = shard(torch.arange(num_nodes), ctx.rank,
                               ctx.world_size)
             return data, seeds, None
-        seeds = self._split(data, split)
+        dsp_part = self.mode == 'dsp' and data is self.data
+        seeds = self.dsp.seeds(split) if dsp_part else \
+            self._split(data, split)
         if not ctx.is_distributed and self.mode == 'replicated':
             return data, seeds, None  # one process: the plain loader
-        if not train:
+        if not train and not dsp_part:
             if self.mode == 'pagraph' and data is self.data:
                 return data, seeds, None  # each part evaluates its own
             return data, shard(seeds, ctx.rank, ctx.world_size), None
+        # Every rank runs the same number of batches (DSP's evaluation
+        # too: its batches are collectives; a short rank revisits seeds).
         replicated = self.mode == 'replicated'
         mine = -(-seeds.numel() // ctx.world_size) if replicated \
             else seeds.numel()
+        size = self.batch_size if train else self.eval_batch_size
         try:
-            steps = agree_num_batches(self.collectives, mine,
-                                      self.batch_size, self.drop_last)
+            steps = agree_num_batches(self.collectives, mine, size,
+                                      train and self.drop_last)
         except DistributedError as error:
             raise ConfigError('mode', str(error)) from None
         sampler = RankSeedSampler(
-            seeds.numel(), steps * self.batch_size, self.generators[split],
-            ctx.rank, ctx.world_size, shard_across_ranks=replicated)
+            seeds.numel(), steps * size, self.generators[split], ctx.rank,
+            ctx.world_size, shard_across_ranks=replicated, shuffle=train)
         return data, seeds, sampler
 
     @config_section('data')
@@ -416,6 +449,9 @@ class FastLoadDataModule(pl.LightningDataModule):
         extra: Dict[str, Any] = {}
         if sampler is not None:
             extra['sampler'] = sampler
+        if self.mode == 'dsp' and data is self.data:
+            extra['neighbor_sampler'] = self.samplers[
+                'train' if train else 'eval']
         return FastNeighborLoader(
             data,
             num_neighbors=self.num_neighbors if train

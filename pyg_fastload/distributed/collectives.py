@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import math
 import time
-from typing import List, Optional, Sequence
+from typing import Any, List, Optional, Sequence
 
 import torch
 import torch.distributed as dist
@@ -36,11 +36,17 @@ class Collectives:
         counters (TrafficCounters, optional): where traffic is counted.
         device (torch.device, optional): where tensors travel (default:
             the current CUDA device under NCCL, else the CPU).
+        group (optional): the process group (default: the world's). Stages
+            that issue collectives concurrently (sampling, feature loading,
+            DDP's gradients) each need their own, so their collectives
+            never interleave.
     """
     def __init__(self, context: DistContext,
                  counters: Optional[TrafficCounters] = None,
-                 device: Optional[torch.device] = None):
+                 device: Optional[torch.device] = None,
+                 group: Optional[Any] = None):
         self.context = context
+        self.group = group
         self.counters = counters if counters is not None \
             else TrafficCounters()
         if device is None:  # NCCL moves CUDA tensors only
@@ -52,6 +58,14 @@ class Collectives:
             raise DistributedError(
                 f'world size {context.world_size} but no process group: '
                 f'launch with torchrun or a Lightning DDP strategy')
+
+    def new_stage(self) -> 'Collectives':
+        r"""Collectives of the same ranks on a process group of their own
+        (a collective: every rank calls it, in the same order)."""
+        if not self.context.is_distributed:
+            return Collectives(self.context, self.counters, self.device)
+        group = dist.new_group(timeout=self.context.timeout)
+        return Collectives(self.context, self.counters, self.device, group)
 
     @property
     def rank(self) -> int:
@@ -139,7 +153,8 @@ class Collectives:
         r"""``value`` reduced over the ranks (a new tensor)."""
         out = value.to(self.device).clone()
         if self.context.is_distributed:
-            self._wait(op, dist.all_reduce(out, reduce, async_op=True))
+            self._wait(op, dist.all_reduce(out, reduce, group=self.group,
+                                              async_op=True))
             size = out.numel() * out.element_size()
             self.counters.add('control', size, size, self.world_size - 1)
         return out.cpu()
@@ -156,7 +171,8 @@ class Collectives:
         if not self.context.is_distributed:
             return mine.view(1, -1).cpu()
         out = [torch.empty_like(mine) for _ in range(self.world_size)]
-        self._wait(op, dist.all_gather(out, mine, async_op=True))
+        self._wait(op, dist.all_gather(out, mine, group=self.group,
+                                       async_op=True))
         size = mine.numel() * mine.element_size()
         self.counters.add('control', size * (self.world_size - 1),
                           size * (self.world_size - 1), self.world_size - 1)
@@ -188,12 +204,12 @@ class Collectives:
         counts = torch.tensor([t.size(0) for t in send], device=self.device)
         got = torch.empty_like(counts)
         self._wait(f'{op}: counts', dist.all_to_all_single(
-            got, counts, async_op=True))
+            got, counts, group=self.group, async_op=True))
         sizes_in, sizes_out = got.tolist(), counts.tolist()
         flat = torch.cat([t.to(self.device) for t in send])
         out = flat.new_empty((sum(sizes_in), *flat.shape[1:]))
         self._wait(op, dist.all_to_all_single(
-            out, flat, sizes_in, sizes_out, async_op=True))
+            out, flat, sizes_in, sizes_out, group=self.group, async_op=True))
         row = math.prod(flat.shape[1:]) * flat.element_size()
         mine = self.rank
         self.counters.add(

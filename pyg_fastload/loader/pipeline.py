@@ -77,6 +77,8 @@ def new_breakdown() -> Dict[str, float]:
       :class:`~pyg_fastload.storage.TieredFeatureStore` (a ``Data``
       object's feature matrices count as storage); the rest is slicing the
       subgraph and its other attributes;
+    * ``feature_loading.remote``: seconds spent exchanging rows with other
+      ranks (a partitioned store, DSP mode);
     * ``transfer``: host-side seconds spent copying batches to the
       loader's ``device`` (pinning, queueing the copies, and making the
       model's stream wait for them; 0 without a CUDA ``device``);
@@ -88,6 +90,7 @@ def new_breakdown() -> Dict[str, float]:
     return {'sampling': 0.0, 'feature_loading': 0.0, 'waiting': 0.0,
             'model': 0.0, 'epoch': 0.0, 'batches': 0,
             **{f'feature_loading.{tier}': 0.0 for tier in TIERS},
+            'feature_loading.remote': 0.0,
             'transfer': 0.0, 'throttled': 0.0, 'run_ahead': 0.0}
 
 

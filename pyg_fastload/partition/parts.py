@@ -284,18 +284,21 @@ def open_partition(
         raise _fail(meta_file, 'does not match its checksum in '
                     'partition.json (a part of another run or dataset?)')
     book = PartitionBook.load(parts_dir)
-    topology = rows = None
-    if local:
-        dataset = open_dataset_dir(path, verify='none')
-        start, end = book.part_range(part)
-        rows = dataset.arrays['global_id'].clone() if 'global_id' in \
-            dataset.arrays else torch.arange(start, end)
+    dataset = open_dataset_dir(path, verify='none')
+    start, end = book.part_range(part)
+    rows = dataset.arrays['global_id'].clone() if 'global_id' in \
+        dataset.arrays else torch.arange(start, end)
+    topology = None
+    if local or (cache is not None and cache.enabled):
+        # The caches rank the part's rows on its own edges.
         topology, _ = local_topology(dataset.topology, rows, book.num_nodes)
     feature_store, graph_store = open_dataset(
         path, cache, device=device, verify=verify, progress=progress,
         topology=topology, num_neighbors=num_neighbors,
         batch_size=batch_size)
-    if rows is not None and 'global_id' not in {
+    if not local:
+        graph_store = CSCGraphStore(dataset.topology)
+    elif 'global_id' not in {
             a.attr_name for a in feature_store.get_all_tensor_attrs()}:
         feature_store.put_tensor(rows, group_name=None, attr_name='global_id',
                                  index=None)

@@ -62,13 +62,24 @@ def pagraph_parts(tmp_path_factory, tiny_dir):
     return dataset_dir, out
 
 
-@pytest.mark.parametrize('mode', ['replicated', 'pagraph'])
+@pytest.fixture(scope='module')
+def metis_parts(tmp_path_factory, tiny_dir):
+    dataset_dir, _ = tiny_dir
+    out = tmp_path_factory.mktemp('ddp') / 'metis'
+    partition_dataset(dataset_dir, out, 2, 'metis', progress=False)
+    return out
+
+
+@pytest.mark.parametrize('mode', ['replicated', 'pagraph', 'dsp'])
 def test_ddp_fit_runs_equal_steps_and_counts_traffic(pagraph_parts,
-                                                     tmp_path, mode):
+                                                     metis_parts, tmp_path,
+                                                     mode):
     dataset_dir, parts = pagraph_parts
     data = {'dataset': str(dataset_dir), 'mode': mode}
-    if mode == 'pagraph':
-        data['partitions'] = str(parts)
+    if mode != 'replicated':
+        data['partitions'] = str(parts if mode == 'pagraph' else metis_parts)
+    if mode == 'dsp':  # stages with collectives run concurrently
+        data['pipeline'] = True
     result = _fit(['--config', str(_config(tmp_path, data))], tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     assert 'validation accuracy' in result.stdout
@@ -77,16 +88,22 @@ def test_ddp_fit_runs_equal_steps_and_counts_traffic(pagraph_parts,
     ranks = stats['epochs'][0]['ranks']
     assert ranks[0]['steps'] == ranks[1]['steps'] > 0
     for rank in ranks:
-        # only gradients cross ranks in these modes
-        assert rank['features']['bytes_received'] == 0
-        assert rank['sampling']['bytes_received'] == 0
+        if mode == 'dsp':  # frontiers and rows cross ranks
+            assert rank['features']['bytes_received'] > 0
+            assert rank['sampling']['bytes_received'] > 0
+        else:  # only gradients cross ranks
+            assert rank['features']['bytes_received'] == 0
+            assert rank['sampling']['bytes_received'] == 0
         assert rank['gradients']['bytes_sent'] > 0
     assert ranks[0]['gradients'] == ranks[1]['gradients']
     train = int(open_dataset_dir(dataset_dir).arrays['train_mask'].sum())
     if mode == 'replicated':  # the seeds split in two, batches of 64
         assert ranks[0]['steps'] == -(-(-(-train // 2)) // 64)
-    else:  # each part's own seeds (PaGraph balances them within 1)
+    elif mode == 'pagraph':  # each part's own (balanced within 1)
         assert ranks[0]['steps'] == -(-(train // 2 + 1) // 64)
+    else:  # the larger part's seeds (METIS balances within 5%)
+        assert -(-train // 128) <= ranks[0]['steps'] <= \
+            -(-int(train * 0.53) // 64)
 
 
 @pytest.mark.reliability(

@@ -1,0 +1,81 @@
+r"""DSP mode on one rank: its part of a (METIS) partition, the features of
+the whole graph through one partitioned cache (its own part's hottest rows
+in its tiers, every other row from its owner: remote cache, then the
+owner's storage), and collective samplers, with the sampling and the
+feature loading on process groups of their own so the pipeline's stages
+(and DDP's gradients) never interleave their collectives."""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import List, Optional, Union
+
+import torch
+from torch import Tensor
+
+from ..config import FeatureCache
+from ..partition import PartitionBook
+from .collectives import Collectives
+from .parts import open_rank_part
+from .remote import PartitionedFeatureStore
+from .sampling import CollectiveSampler
+
+__all__ = ['DSPRank', 'open_dsp_rank']
+
+
+@dataclass
+class DSPRank:
+    r"""What one DSP rank serves: ``data`` is the ``(feature store, graph
+    store)`` pair a :class:`~pyg_fastload.FastNeighborLoader` takes (with
+    a :meth:`sampler`), ids are the partition's new ids."""
+    features: PartitionedFeatureStore
+    graph: object
+    book: PartitionBook
+    part: int
+    sampling: Collectives
+    fetching: Collectives
+
+    @property
+    def data(self) -> tuple:
+        return self.features, self.graph
+
+    def sampler(self, num_neighbors: List[int],
+                **kwargs: object) -> CollectiveSampler:
+        r"""A collective sampler (a collective: every rank builds its
+        samplers in the same order)."""
+        return CollectiveSampler(self.graph.topology, self.book, self.part,
+                                 self.sampling, num_neighbors, **kwargs)
+
+    def seeds(self, split: str) -> Tensor:
+        r"""This rank's seeds of :obj:`split` (its own nodes), in new
+        ids."""
+        mask = self.features.local.get_tensor(
+            group_name=None, attr_name=f'{split}_mask', index=None)
+        start, _ = self.book.part_range(self.part)
+        return torch.as_tensor(mask).bool().nonzero().view(-1) + start
+
+
+def open_dsp_rank(parts_dir: Union[str, 'os.PathLike[str]'],
+                  collectives: Collectives,
+                  cache: Optional[FeatureCache] = None, *,
+                  device: Optional[Union[str, torch.device]] = None,
+                  num_neighbors: Optional[List[int]] = None,
+                  batch_size: int = 1024,
+                  progress: bool = True) -> DSPRank:
+    r"""Opens part ``rank`` of :obj:`parts_dir` (checked on every rank, see
+    :func:`open_rank_part`) for DSP: any partition whose parts do not
+    overlap (``metis``, ``bytegnn``, ``hash``, ``random``)."""
+    features, graph, book, meta = open_rank_part(
+        parts_dir, collectives, cache, device=device,
+        num_neighbors=num_neighbors, batch_size=batch_size,
+        progress=progress)
+    if meta['method'] == 'pagraph':
+        raise ValueError(f"'{parts_dir}' holds PaGraph's overlapping parts; "
+                         f"DSP needs disjoint ones: pyg-fastload partition "
+                         f"DATASET_DIR --num-parts {book.num_parts} --method "
+                         f"metis --out PARTS_DIR")
+    sampling = collectives.new_stage()
+    fetching = collectives.new_stage()
+    part = collectives.rank
+    store = PartitionedFeatureStore(features, book, part, fetching)
+    return DSPRank(store, graph, book, part, sampling, fetching)
