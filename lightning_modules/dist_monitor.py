@@ -10,7 +10,7 @@ import sys
 import time
 import warnings
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 import pytorch_lightning as pl
 from pytorch_lightning.callbacks import Callback
@@ -24,6 +24,7 @@ from pyg_fastload.distributed import (
     TrafficCounters,
     counting_allreduce_hook,
 )
+from pyg_fastload.storage import cached_and_stored
 
 __all__ = ['DistributedMonitor', 'DIST_STATS_FILENAME']
 
@@ -44,8 +45,11 @@ class DistributedMonitor(Callback):
     the data module's (its collectives count sampling and feature
     traffic); the gradient buckets are counted by a DDP communication hook
     registered at the start of fit (unless another hook is registered).
-    ``records`` holds, per epoch, every rank's ``steps``, ``seconds`` and
-    per-kind bytes and messages (the epoch's deltas).
+    ``records`` holds, per epoch, every rank's ``steps``, ``seconds``,
+    ``rows_cached`` and ``rows_stored`` (feature rows of ``x`` its own
+    caches served and it read from storage, for itself and under DSP for
+    the other ranks) and per-kind bytes and messages (the epoch's
+    deltas).
     """
     def __init__(self) -> None:
         self.records: List[Dict[str, Any]] = []
@@ -54,6 +58,8 @@ class DistributedMonitor(Callback):
         self._steps = 0
         self._started = 0.0
         self._before: Dict[str, Dict[str, int]] = {}
+        self._rows_before = (0.0, 0.0)
+        self._store: Optional[Any] = None
 
     def on_fit_start(self, trainer: pl.Trainer,
                      pl_module: pl.LightningModule) -> None:
@@ -62,6 +68,9 @@ class DistributedMonitor(Callback):
             TrafficCounters()
         self._collectives = getattr(datamodule, 'collectives', None) or \
             Collectives(DistContext.current(), self._traffic)
+        data = getattr(datamodule, 'data', None)
+        store = data[0] if isinstance(data, tuple) else None
+        self._store = getattr(store, 'local', store)  # the rank's own tiers
         model = trainer.strategy.model
         if isinstance(model, DistributedDataParallel):
             try:
@@ -75,6 +84,14 @@ class DistributedMonitor(Callback):
         self._steps = 0
         self._started = time.perf_counter()
         self._before = self._traffic.snapshot() if self._traffic else {}
+        self._rows_before = self._rows()
+
+    def _rows(self) -> Tuple[float, float]:
+        r"""``(rows of 'x' this rank's caches served, rows it read from
+        storage)`` so far, for itself and, under DSP, for other ranks."""
+        if self._store is None or not hasattr(self._store, 'stats'):
+            return 0.0, 0.0
+        return cached_and_stored(self._store.stats().get('x', {}))
 
     def on_train_batch_end(self, trainer: pl.Trainer,
                            pl_module: pl.LightningModule, outputs: Any,
@@ -89,7 +106,8 @@ class DistributedMonitor(Callback):
             return
         seconds = time.perf_counter() - self._started
         now = self._traffic.snapshot()
-        values = [self._steps, int(seconds * 1e6)]
+        rows = [int(a - b) for a, b in zip(self._rows(), self._rows_before)]
+        values = [self._steps, int(seconds * 1e6), *rows]
         for kind in KINDS:
             values += [now[kind][f] - self._before.get(kind, {}).get(f, 0)
                        for f in _FIELDS]
@@ -98,9 +116,11 @@ class DistributedMonitor(Callback):
         ranks = []
         for row in table:
             entry: Dict[str, Any] = {'steps': row[0],
-                                     'seconds': row[1] / 1e6}
+                                     'seconds': row[1] / 1e6,
+                                     'rows_cached': row[2],
+                                     'rows_stored': row[3]}
             for i, kind in enumerate(KINDS):
-                entry[kind] = dict(zip(_FIELDS, row[2 + 3 * i:5 + 3 * i]))
+                entry[kind] = dict(zip(_FIELDS, row[4 + 3 * i:7 + 3 * i]))
             ranks.append(entry)
         self.records.append({'epoch': trainer.current_epoch,
                              'ranks': ranks})

@@ -1,13 +1,16 @@
 r"""Several processes on one machine: ``pyg-fastload fit`` with each mode
-(``replicated``, ``pagraph``) as :obj:`nprocs` torchrun ranks on loopback,
-next to one process on the whole dataset, with the same model, fan-outs,
-batch size, epochs and seeds on every side. Reports per mode the epoch time,
-the steps per rank (asserted equal), the bytes each rank moved for sampling,
-features and gradients, and the validation accuracy (mean and std over the
-seeds).
+(``replicated``, ``pagraph``, ``dsp``) as :obj:`nprocs` torchrun ranks on
+loopback, next to one process on the whole dataset, with the same model,
+fan-outs, batch size, epochs, seeds and per-rank cache budget on every side.
+Reports per mode the epoch time, the steps per rank (asserted equal), the
+bytes each rank moved for sampling, features and gradients, the feature
+cache hit ratio over all ranks, the rows read from storage, DSP's pushed
+vs pull-equivalent sampling bytes, and the validation accuracy (mean and
+std over the seeds).
 
-Run ``pyg-fastload bench dist --partitions PARTS_DIR --nprocs 2`` (a PaGraph
-partition with one part per rank; the whole dataset is found through
+Run ``pyg-fastload bench dist --partitions PARTS_DIR [PARTS_DIR ...]
+--nprocs 2`` (one part per rank; ``pagraph`` uses the PaGraph partition,
+``dsp`` a disjoint one; the whole dataset is found through
 ``partition.json`` or given with ``--dataset``) or
 ``python -m lightning_modules.bench.dist``.
 """
@@ -38,14 +41,18 @@ MiB = 2**20
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument('--partitions', required=True,
-                        help="a PaGraph partition with one part per rank")
+    parser.add_argument('--partitions', required=True, nargs='+',
+                        help="partitions with one part per rank: a PaGraph "
+                        "one for 'pagraph', a disjoint one (metis) for 'dsp'")
     parser.add_argument('--dataset', default=None,
                         help="the whole dataset (default: the one "
                         "partition.json names)")
     parser.add_argument('--mode', nargs='+', default=['replicated',
                                                       'pagraph'],
-                        choices=['replicated', 'pagraph'])
+                        choices=['replicated', 'pagraph', 'dsp'])
+    parser.add_argument('--host-budget', default=None,
+                        help="every rank's feature cache (e.g. 200MiB; "
+                        "policy out_degree); default: none")
     parser.add_argument('--nprocs', type=positive_int, default=2)
     parser.add_argument('--no-single', action='store_true',
                         help='skip the one-process reference')
@@ -68,7 +75,7 @@ def _free_port() -> int:
 
 
 def _config(args: argparse.Namespace, log_dir: Path, mode: Optional[str],
-            nprocs: int, seed: int) -> Dict[str, Any]:
+            nprocs: int, seed: int, parts: Optional[str]) -> Dict[str, Any]:
     trainer: Dict[str, Any] = {
         'accelerator': 'cpu', 'devices': nprocs, 'max_epochs': args.epochs,
         'use_distributed_sampler': False, 'enable_progress_bar': False,
@@ -85,8 +92,11 @@ def _config(args: argparse.Namespace, log_dir: Path, mode: Optional[str],
         'dataset': str(args.dataset), 'num_neighbors': list(args.fanout),
         'batch_size': args.batch_size, 'eval_batch_size': 4096,
         'progress': False, 'seed': seed}
-    if mode == 'pagraph':
-        data.update(mode='pagraph', partitions=str(args.partitions))
+    if mode in ('pagraph', 'dsp'):
+        data.update(mode=mode, partitions=str(parts))
+    if args.host_budget:
+        data['feature_cache'] = {'host_budget': args.host_budget,
+                                 'policy': 'out_degree'}
     return {'seed_everything': seed, 'trainer': trainer,
             'model': {'model': 'sage', 'hidden_channels': args.hidden,
                       'num_layers': len(args.fanout), 'dropout': 0.3},
@@ -126,7 +136,7 @@ def summarise(runs: List[Dict[str, Any]]) -> Dict[str, Any]:
     r"""Mean epoch time and per-rank traffic of the last epoch over
     :obj:`runs`, accuracy mean and std; raises unless every rank of every
     epoch ran the same number of steps."""
-    steps, seconds, traffic = set(), [], {}
+    steps, seconds, traffic, cached, stored = set(), [], {}, [], []
     for run in runs:
         for epoch in run['stats']['epochs']:
             counts = {rank['steps'] for rank in epoch['ranks']}
@@ -136,28 +146,48 @@ def summarise(runs: List[Dict[str, Any]]) -> Dict[str, Any]:
             steps |= counts
         last = run['stats']['epochs'][-1]['ranks']
         seconds.append(max(rank['seconds'] for rank in last))
-        for kind in ('sampling', 'features', 'gradients'):
+        for kind in ('sampling', 'features', 'gradients', 'sampling_pull'):
             moved = max(rank[kind]['bytes_sent'] + rank[kind]
                         ['bytes_received'] for rank in last)
             traffic.setdefault(kind, []).append(moved)
+        cached.append(sum(rank['rows_cached'] for rank in last))
+        stored.append(sum(rank['rows_stored'] for rank in last))
     accs = [100 * run['val_acc'] for run in runs]
+    rows = sum(cached) + sum(stored)
     return {'steps': sorted(steps), 'epoch_seconds': statistics.mean(seconds),
             'traffic': {k: max(v) for k, v in traffic.items()},
+            'hit_ratio': sum(cached) / rows if rows else 0.0,
+            'rows_stored': statistics.mean(stored),
             'acc_mean': statistics.mean(accs),
             'acc_std': statistics.stdev(accs) if len(accs) > 1 else 0.0}
 
 
-def run(args: argparse.Namespace) -> Dict[str, Dict[str, Any]]:
-    meta = read_partition_meta(args.partitions)
-    if meta['num_parts'] != args.nprocs:
-        raise SystemExit(f"pyg-fastload bench dist: '{args.partitions}' has "
-                         f"{meta['num_parts']} parts, --nprocs is "
-                         f"{args.nprocs}")
-    if args.dataset is None:
-        args.dataset = meta['dataset'].get('path')
+def _partitions(args: argparse.Namespace) -> Dict[str, str]:
+    r"""The partition each partitioned mode uses, by method, checked."""
+    found: Dict[str, str] = {}
+    for path in args.partitions:
+        meta = read_partition_meta(path)
+        if meta['num_parts'] != args.nprocs:
+            raise SystemExit(f"pyg-fastload bench dist: '{path}' has "
+                             f"{meta['num_parts']} parts, --nprocs is "
+                             f"{args.nprocs}")
+        mode = 'pagraph' if meta['method'] == 'pagraph' else 'dsp'
+        found.setdefault(mode, path)
         if args.dataset is None:
-            raise SystemExit('pyg-fastload bench dist: pass --dataset (the '
-                             'whole dataset the partition came from)')
+            args.dataset = meta['dataset'].get('path')
+    for mode in args.mode:
+        if mode != 'replicated' and mode not in found:
+            kind = 'a PaGraph' if mode == 'pagraph' else 'a disjoint (metis)'
+            raise SystemExit(f'pyg-fastload bench dist: mode {mode!r} needs '
+                             f'{kind} partition in --partitions')
+    if args.dataset is None:
+        raise SystemExit('pyg-fastload bench dist: pass --dataset (the '
+                         'whole dataset the partitions came from)')
+    return found
+
+
+def run(args: argparse.Namespace) -> Dict[str, Dict[str, Any]]:
+    parts = _partitions(args)
     tmp = None if args.out_dir else tempfile.TemporaryDirectory()
     root = Path(args.out_dir or tmp.name)
     sides = [] if args.no_single else [('1 process', None, 1)]
@@ -167,12 +197,13 @@ def run(args: argparse.Namespace) -> Dict[str, Dict[str, Any]]:
           f'seeds {args.seeds}')
     table = Table({'side': 12, 'ranks': 5, 'epoch s': 8, 'steps/rank': 10,
                    'sampling MiB': 12, 'features MiB': 12,
-                   'gradients MiB': 13, 'val acc %': 14})
+                   'gradients MiB': 13, 'cache hits': 10,
+                   'stored rows': 11, 'val acc %': 14})
     results: Dict[str, Dict[str, Any]] = {}
     try:
         for name, mode, nprocs in sides:
             runs = [run_fit(_config(args, root / f'{name}-{seed}' / 'logs',
-                                    mode, nprocs, seed),
+                                    mode, nprocs, seed, parts.get(mode)),
                             root / f'{name}-{seed}', nprocs, args.timeout)
                     for seed in args.seeds]
             summary = summarise(runs)
@@ -180,14 +211,30 @@ def run(args: argparse.Namespace) -> Dict[str, Dict[str, Any]]:
             table.row(name.replace(' ', '-'), nprocs,
                       summary['epoch_seconds'],
                       '/'.join(map(str, summary['steps'])),
-                      *(f"{summary['traffic'][k] / MiB:.1f}" for k in
+                      *(f"{summary['traffic'][k] / MiB:.3g}" for k in
                         ('sampling', 'features', 'gradients')),
+                      f"{summary['hit_ratio']:.3f}",
+                      f"{summary['rows_stored']:,.0f}",
                       f"{summary['acc_mean']:.2f} ± {summary['acc_std']:.2f}")
     finally:
         if tmp is not None:
             tmp.cleanup()
     print('traffic: bytes sent + received by the busiest rank in the last '
-          'epoch; epoch s: the slowest rank, mean over the seeds')
+          'epoch; epoch s: the slowest rank, mean over the seeds; cache '
+          'hits: share of feature rows served by a cache, over all ranks; '
+          'stored rows: rows read from storage per epoch, all ranks')
+    if 'dsp' in results:
+        moved = results['dsp']['traffic']
+        ratio = moved['sampling'] / max(moved['sampling_pull'], 1)
+        print(f"{'met' if ratio <= 0.3 else 'SHORT'}: dsp's collective "
+              f"sampling moved {ratio:.2f}x the bytes pulling the adjacency "
+              f"lists would have (target <= 0.3x)")
+        if 'replicated' in results and results['replicated']['hit_ratio']:
+            gain = results['dsp']['hit_ratio'] / \
+                results['replicated']['hit_ratio']
+            print(f"{'met' if gain >= 1.5 else 'SHORT'}: dsp's partitioned "
+                  f"cache hit ratio is {gain:.2f}x replicated's at the same "
+                  f"per-rank budget (target >= 1.5x)")
     if 'pagraph' in results:
         moved = results['pagraph']['traffic']
         ok = moved['sampling'] == 0 and moved['features'] == 0

@@ -1,6 +1,8 @@
 r"""Bytes and messages each rank sends and receives, per kind of traffic
-(``'sampling'``, ``'features'``, ``'gradients'``, ``'control'``), and the DDP
-communication hook that counts gradient buckets."""
+(``'sampling'``, ``'features'``, ``'gradients'``, ``'control'``; and
+``'sampling_pull'``: not traffic, but what pulling the remote frontier
+nodes' adjacency lists would have moved instead of collective sampling),
+and the DDP communication hook that counts gradient buckets."""
 from __future__ import annotations
 
 import threading
@@ -10,7 +12,7 @@ from typing import Any, Dict
 __all__ = ['TrafficCounters', 'KINDS', 'counting_allreduce_hook']
 
 #: The kinds of traffic counted.
-KINDS = ('sampling', 'features', 'gradients', 'control')
+KINDS = ('sampling', 'features', 'gradients', 'control', 'sampling_pull')
 
 
 class TrafficCounters:

@@ -18,7 +18,7 @@ from torch import Tensor
 from torch_geometric.data import FeatureStore, TensorAttr
 
 from ..partition import PartitionBook
-from ..storage import TieredFeatureStore
+from ..storage import TieredFeatureStore, cached_and_stored
 from ..storage.protocol import TierStats
 from .collectives import Collectives
 
@@ -49,6 +49,7 @@ class PartitionedFeatureStore(FeatureStore):
         self.collectives = collectives
         self.start, self.end = book.part_range(part)
         self._remote: Dict[str, Dict[str, float]] = {}
+        self._served: Dict[str, Dict[str, float]] = {}
 
     # The feature-source protocol ############################################
 
@@ -73,9 +74,15 @@ class PartitionedFeatureStore(FeatureStore):
         self.local.retire(mine - self.start)
 
     def stats(self) -> TierStats:
+        r"""The local tiers' counters (rows this rank served, for itself and
+        for others), plus per attribute ``'remote'`` (rows and bytes it
+        fetched from other ranks) and ``'served'`` (rows it served to other
+        ranks from its caches and from its storage)."""
         stats = self.local.stats()
         for name, remote in self._remote.items():
             stats.setdefault(name, {})['remote'] = dict(remote)
+        for name, served in self._served.items():
+            stats.setdefault(name, {})['served'] = dict(served)
         return stats
 
     def gather(self, attr_name: str, index: Tensor,
@@ -95,8 +102,15 @@ class PartitionedFeatureStore(FeatureStore):
         started = time.perf_counter()
         asked = self.collectives.exchange(wanted, 'features',
                                           f"request '{attr_name}' ids")
+        before = cached_and_stored(self.local.stats().get(attr_name, {}))
         served = [self.local.gather(attr_name, ids - self.start,
                                     group_name) for ids in asked]
+        cached, stored = (a - b for a, b in zip(
+            cached_and_stored(self.local.stats().get(attr_name, {})), before))
+        entry = self._served.setdefault(attr_name,
+                                        {'cache': 0.0, 'storage': 0.0})
+        entry['cache'] += cached
+        entry['storage'] += stored
         if self.part < len(served):
             served[self.part] = served[self.part][:0]
         back = self.collectives.exchange(served, 'features',
@@ -141,3 +155,4 @@ class PartitionedFeatureStore(FeatureStore):
 
     def get_all_tensor_attrs(self) -> List[TensorAttr]:
         return self.local.get_all_tensor_attrs()
+

@@ -46,10 +46,11 @@ class CollectiveSampler(FastNeighborSampler):
             (``part's first edge + CSC position``); otherwise ``e_id`` is
             ``-1`` and less is sent.
 
-    :attr:`pull_bytes` counts what pulling the remote frontier nodes'
-    adjacency lists would have moved instead (an ``indptr`` pair and the
-    list, plus weights), for comparison with the pushed bytes the
-    collectives count (DSP Fig. 11).
+    :attr:`pull_bytes` (and the counters' ``'sampling_pull'`` kind, on the
+    owner's side) counts what pulling the remote frontier nodes' adjacency
+    lists would have moved instead (an ``indptr`` pair and the list, plus
+    weights), for comparison with the pushed bytes the collectives count
+    as ``'sampling'`` (DSP Fig. 11).
     """
     def __init__(self, topology: CSCTopology, book: PartitionBook, part: int,
                  collectives: Collectives, num_neighbors: List[int],
@@ -143,6 +144,7 @@ class CollectiveSampler(FastNeighborSampler):
             if r != self.part:
                 total += 16 * chunk.numel() + per_edge * int(chunk.sum())
         self.pull_bytes += total
+        self.collectives.counters.add('sampling_pull', received=total)
 
     def __repr__(self) -> str:
         return (f'{self.__class__.__name__}(part={self.part}, '

@@ -1,7 +1,7 @@
 r"""Storage tiers: a PyG ``FeatureStore`` with device cache, host buffer and
 in-memory or on-disk storage, a CSC ``GraphStore``, and the
 :class:`FeatureSource` protocol the loader reads features through."""
-from .counters import TierCounters
+from .counters import TierCounters, cached_and_stored
 from .feature_store import TieredFeatureStore
 from .graph_store import CSCGraphStore
 from .protocol import FeatureSource
@@ -13,6 +13,7 @@ __all__ = [
     'TieredFeatureStore',
     'CSCGraphStore',
     'TierCounters',
+    'cached_and_stored',
     'AdaptiveReadAhead',
     'MemoryStorage',
     'MmapStorage',

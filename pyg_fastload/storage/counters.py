@@ -2,9 +2,9 @@ r"""Per-tier access counters."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Dict
+from typing import Dict, Tuple
 
-__all__ = ['TierCounters']
+__all__ = ['TierCounters', 'cached_and_stored']
 
 
 @dataclass
@@ -38,3 +38,11 @@ class TierCounters:
 
     def as_dict(self) -> Dict[str, float]:
         return {**asdict(self), 'hit_ratio': self.hit_ratio}
+
+
+def cached_and_stored(tiers: Dict[str, Dict[str, float]]
+                      ) -> Tuple[float, float]:
+    r"""``(rows the caches served, rows read from storage)`` from one
+    attribute's ``stats()`` entry (tier name to counters)."""
+    cached = sum(tiers[t]['hits'] for t in ('device', 'host') if t in tiers)
+    return cached, tiers.get('storage', {}).get('hits', 0.0)

@@ -8,16 +8,27 @@ from pyg_fastload.partition import partition_dataset
 def test_bench_dist_compares_modes_with_one_process(tiny_dir, tmp_path,
                                                     capsys):
     dataset_dir, _ = tiny_dir
-    parts = tmp_path / 'parts'
+    parts, metis = tmp_path / 'parts', tmp_path / 'metis'
     partition_dataset(dataset_dir, parts, 2, 'pagraph', progress=False)
-    main(['bench', 'dist', '--partitions', str(parts), '--mode', 'pagraph',
-          '--seeds', '0', '--batch-size', '128', '--hidden', '16',
-          '--fanout', '5', '5', '--out-dir', str(tmp_path / 'out')])
+    partition_dataset(dataset_dir, metis, 2, 'metis', progress=False)
+    main(['bench', 'dist', '--partitions', str(parts), str(metis),
+          '--mode', 'pagraph', 'dsp', '--seeds', '0', '--batch-size', '128',
+          '--hidden', '16', '--fanout', '5', '5', '--host-budget', '64KiB',
+          '--out-dir', str(tmp_path / 'out')])
     out = capsys.readouterr().out
     assert 'met: pagraph moves 0 sampling and feature bytes' in out
+    assert "dsp's collective sampling moved" in out
     lines = {line.split()[0]: line.split() for line in out.splitlines()
-             if line.startswith(('1-process', 'pagraph'))}
+             if line.startswith(('1-process', 'pagraph', 'dsp'))}
     assert lines['1-process'][1] == '1' and lines['pagraph'][1] == '2'
+    # dsp moves frontiers and rows; pagraph nothing but gradients
+    assert float(lines['dsp'][4]) > 0 and float(lines['dsp'][5]) > 0
+    assert float(lines['pagraph'][4]) == float(lines['pagraph'][5]) == 0
+    # 64 KiB per rank holds half of tiny's rows on one process, but the
+    # whole of a DSP part: the partitioned cache serves every row
+    hits = {side: float(lines[side][7]) for side in lines}
+    assert 0.3 < hits['1-process'] < 0.9
+    assert hits['dsp'] > hits['1-process']
     # the dataset was found through partition.json; both sides trained
     assert float(lines['1-process'][-3]) > 20  # tiny: far above 1/classes
     assert float(lines['pagraph'][-3]) > 20
