@@ -42,7 +42,8 @@ class TierCounters:
 
 def cached_and_stored(tiers: Dict[str, Dict[str, float]]
                       ) -> Tuple[float, float]:
-    r"""``(rows the caches served, rows read from storage)`` from one
-    attribute's ``stats()`` entry (tier name to counters)."""
+    r"""``(rows the caches served, rows asked of storage)`` from one
+    attribute's ``stats()`` entry (tier name to counters); together, every
+    row requested (storage may read a repeated row once)."""
     cached = sum(tiers[t]['hits'] for t in ('device', 'host') if t in tiers)
-    return cached, tiers.get('storage', {}).get('hits', 0.0)
+    return cached, tiers.get('storage', {}).get('requests', 0.0)

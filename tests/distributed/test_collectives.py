@@ -181,3 +181,41 @@ def test_start_up_checks_fail_on_every_rank(hash_parts, tmp_path):
         message = results[rank][1]
         assert 'rank(s) [1] could not open their part' in message
         assert 'part 1 is not in this directory' in message
+
+
+def _any_ids(rank, world, parts_dir, dataset_dir):
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from pyg_fastload.config import FeatureCache
+    coll = _collectives()
+    cache = FeatureCache(host_budget='8KiB', policy='out_degree')
+    features, _, book, _ = open_rank_part(parts_dir, coll, cache,
+                                          progress=False)
+    store = PartitionedFeatureStore(features, book, rank, coll)
+    x = open_dataset_dir(dataset_dir).arrays['x']
+    order = torch.argsort(torch.from_numpy(np.load(parts_dir /
+                                                   'new_id.npy')))
+
+    # The same examples on every rank (each gather is a collective).
+    @settings(derandomize=True, max_examples=40, deadline=None,
+              database=None)
+    @given(st.lists(st.integers(0, book.num_nodes - 1), max_size=60))
+    def check(ids):
+        ids = torch.tensor(ids, dtype=torch.long)
+        assert torch.equal(store.gather('x', ids), x[order[ids]])
+
+    check()
+    stats = store.stats()['x']
+    # every row this rank served, for itself or others, came from its
+    # host buffer or its storage; some of the others' from its buffer
+    total = stats['host']['requests']
+    return (stats['host']['hits'] + stats['storage']['requests'] == total,
+            stats['served']['cache'] > 0)
+
+
+def test_partitioned_cache_returns_the_rows_for_any_ids(hash_parts):
+    dataset_dir, root = hash_parts
+    results = run_ranks(_any_ids, 2, root / 'a', dataset_dir)
+    for rank in range(2):
+        assert results[rank] == ('ok', (True, True))
