@@ -2,7 +2,7 @@ r"""DSP's collective sampling: each hop's frontier is pushed to the owners of
 its nodes, each owner samples the requests it received from its own CSC
 with the ordinary vectorised sampler, and the sampled neighbour ids (with
 per-node counts) come back the same way; frontier nodes a rank owns never
-leave it.
+leave it. Node-wise (uniform or weighted) and layer-wise (DSP Eq. 2).
 
 Per hop, two exchanges (each one all-to-all of sizes and one of data):
 frontier ids out, ``[counts, neighbour ids (, edge ids)]`` back. Ids travel
@@ -21,6 +21,11 @@ from ..graph.ranges import expand_ranges
 from ..graph.topology import CSCTopology, index_dtype_for
 from ..partition import PartitionBook
 from ..sampling import FastNeighborSampler
+from ..sampling.ops import (
+    first_occurrence_mask,
+    sample_uniform,
+    sample_weighted,
+)
 from .collectives import Collectives
 
 __all__ = ['CollectiveSampler']
@@ -45,6 +50,12 @@ class CollectiveSampler(FastNeighborSampler):
         edge_ids (bool): also send back each sampled edge's global id
             (``part's first edge + CSC position``); otherwise ``e_id`` is
             ``-1`` and less is sent.
+        layer_wise (bool): :obj:`num_neighbors` are layer sizes: draws for
+            a hop's whole frontier, node ``u`` picked in proportion to its
+            in-degree (or in-edge weight), as
+            :class:`~pyg_fastload.sampling.LayerWiseSampler` (DSP, Eq. 2),
+            with one more exchange per hop (masses back, pick counts
+            out).
 
     :attr:`pull_bytes` (and the counters' ``'sampling_pull'`` kind, on the
     owner's side) counts what pulling the remote frontier nodes' adjacency
@@ -56,7 +67,8 @@ class CollectiveSampler(FastNeighborSampler):
                  collectives: Collectives, num_neighbors: List[int],
                  replace: bool = False, disjoint: bool = False,
                  subgraph_type: str = 'directional',
-                 weight_attr: Optional[str] = None, edge_ids: bool = False):
+                 weight_attr: Optional[str] = None, edge_ids: bool = False,
+                 layer_wise: bool = False):
         if subgraph_type == 'induced':
             raise ValueError("collective sampling draws 'directional' or "
                              "'bidirectional' subgraphs, not 'induced'")
@@ -74,6 +86,11 @@ class CollectiveSampler(FastNeighborSampler):
             raise ValueError(f'the topology has {topology.num_nodes} rows, '
                              f'part {part} owns {self.end - self.start}')
         self.edge_ids = edge_ids
+        if layer_wise and (disjoint or replace):
+            raise ValueError("'layer_wise' draws with replacement over the "
+                             "whole frontier: leave 'disjoint' and 'replace' "
+                             "unset")
+        self.layer_wise = layer_wise
         self.dtype = index_dtype_for(book.num_nodes)
         edges = collectives.all_gather_ints(
             [topology.num_edges], 'count the edges of every part').view(-1)
@@ -99,9 +116,64 @@ class CollectiveSampler(FastNeighborSampler):
         topo = self.topology
         start = topo.indptr.index_select(0, ids)
         deg = topo.indptr.index_select(0, ids + 1) - start
-        pos, counts = self.draw(hop, start, deg, generator)
-        nbr = topo.indices.index_select(0, pos).to(self.dtype)
         self._count_pull(deg, lengths)
+        if self.layer_wise:
+            pos, counts = self._layer_draw(hop, start, deg, lengths, order,
+                                           sizes, generator)
+        else:
+            pos, counts = self.draw(hop, start, deg, generator)
+        return self._send_back(hop, pos, counts, lengths, order, sizes)
+
+    def _layer_draw(self, hop: int, start: Tensor, deg: Tensor,
+                    lengths: List[int], order: Tensor, sizes: List[int],
+                    generator: Optional[torch.Generator]
+                    ) -> Tuple[Tensor, Tensor]:
+        r"""DSP's Eq. 2 across ranks: the owners send back each frontier
+        node's mass (in-degree, or in-edge weight), the requester draws the
+        layer's ``size`` picks over its whole frontier and sends each owner
+        its nodes' pick counts, and the owners draw that many in-edges of
+        each (with replacement; a repeated edge kept once)."""
+        size = self.num_neighbors[hop]
+        if size < 0:
+            return sample_uniform(start, deg, -1, False, generator)
+        coll = self.collectives
+        mass = _mass(start, deg, self.cum_weight)
+        back = coll.exchange(list(mass.split(lengths)), 'sampling',
+                             f'hop {hop}: return the frontier masses')
+        inverse = torch.empty_like(order)
+        inverse[order] = torch.arange(order.numel())
+        frontier_mass = torch.cat(back)[inverse]
+        picks = torch.zeros(order.numel(), dtype=torch.long)
+        if size > 0 and bool((frontier_mass > 0).any()):
+            drawn = torch.multinomial(frontier_mass, size, replacement=True,
+                                      generator=generator)
+            picks = torch.bincount(drawn, minlength=order.numel())
+        got = coll.exchange(list(picks[order].split(sizes)), 'sampling',
+                            f'hop {hop}: send the pick counts to the owners')
+        draws = torch.cat(got)
+        if self.cum_weight is None:
+            pos, counts = sample_uniform(start, deg, draws, True, generator)
+        else:
+            pos, counts = sample_weighted(start, deg, draws, True,
+                                          self.cum_weight,
+                                          self.topology.edge_weight,
+                                          generator)
+        rows = torch.repeat_interleave(torch.arange(deg.numel()), counts,
+                                       output_size=pos.numel())
+        # A repeated edge is kept once per requester (two ranks may ask
+        # for the same node).
+        asker = torch.repeat_interleave(
+            torch.arange(len(lengths)), torch.tensor(lengths))[rows]
+        keep = first_occurrence_mask(
+            asker * (self.topology.num_edges + 1) + pos)
+        return pos[keep], torch.bincount(rows[keep], minlength=deg.numel())
+
+    def _send_back(self, hop: int, pos: Tensor, counts: Tensor,
+                   lengths: List[int], order: Tensor, sizes: List[int]
+                   ) -> Tuple[Tensor, Tensor, Tensor]:
+        r"""Returns each requester its nodes' draws, and puts the draws
+        this rank asked for back in frontier order."""
+        nbr = self.topology.indices.index_select(0, pos).to(self.dtype)
         replies = []
         drawn = counts.split(lengths)
         sums = [int(c.sum()) for c in drawn]
@@ -112,8 +184,8 @@ class CollectiveSampler(FastNeighborSampler):
             if self.edge_ids:  # int64: as pairs of int32 words if need be
                 parts.append(edges[r].contiguous().view(self.dtype))
             replies.append(torch.cat(parts))
-        back = coll.exchange(replies, 'sampling',
-                             f'hop {hop}: return the sampled neighbours')
+        back = self.collectives.exchange(
+            replies, 'sampling', f'hop {hop}: return the sampled neighbours')
         got_counts, got_nbrs, got_edges = [], [], []
         for r, reply in enumerate(back):
             count = reply[:sizes[r]].long()
@@ -149,3 +221,13 @@ class CollectiveSampler(FastNeighborSampler):
     def __repr__(self) -> str:
         return (f'{self.__class__.__name__}(part={self.part}, '
                 f'num_neighbors={self.num_neighbors})')
+
+
+def _mass(start: Tensor, deg: Tensor, cum_weight: Optional[Tensor]) -> Tensor:
+    r"""Each node's in-degree, or the total weight of its in-edges."""
+    if cum_weight is None:
+        return deg.to(torch.float64)
+    end = (start + deg - 1).clamp(min=0)
+    before = torch.where(start > 0, cum_weight[(start - 1).clamp(min=0)],
+                         0.0)
+    return torch.where(deg > 0, cum_weight[end] - before, 0.0).double()

@@ -111,3 +111,52 @@ def test_remote_draws_are_uniform_over_in_edges(hash_parts):
             dof += deg - 1
         assert counts == {}  # nothing sampled that is not an in-edge
         assert chi2.sf(stat, dof) > 1e-3, (stat, dof)
+
+
+def _layer_draws(rank, world, parts_dir, reps, size):
+    sampler, book = _sampler(rank, parts_dir, [size], layer_wise=True)
+    start, _ = book.part_range(rank)
+    other, _ = book.part_range(1 - rank)
+    # a frontier half local, half remote
+    seeds = torch.cat([torch.arange(start, start + 10),
+                       torch.arange(other, other + 10)])
+    gen = torch.Generator().manual_seed(7 + rank)
+    pairs = []
+    for _ in range(reps):
+        out = sampler.sample(seeds, gen)
+        assert out.row.numel() <= size
+        pairs.append(np.stack([out.node[out.row].numpy(),
+                               out.node[out.col].numpy()]))
+    return seeds.numpy(), pairs
+
+
+def test_layer_wise_draws_follow_eq_2(hash_parts):
+    # DSP Eq. 2: `size` draws with replacement from the union of the
+    # frontier's in-edges, so every in-edge is in a layer with probability
+    # 1 - (1 - 1/E)^size, E the frontier's total in-degree
+    dataset_dir, parts = hash_parts
+    topo = open_dataset_dir(dataset_dir).topology
+    new_id = np.load(parts / 'new_id.npy')
+    order = np.argsort(new_id)
+    reps, size = 300, 40
+    results = run_ranks(_layer_draws, 2, parts, reps, size)
+    for rank in range(2):
+        status, value = results[rank]
+        assert status == 'ok', value
+        seeds, batches = value
+        edges = []
+        for seed in seeds.tolist():
+            v = int(order[seed])
+            nbrs = new_id[topo.indices[topo.indptr[v]:
+                                       topo.indptr[v + 1]].long().numpy()]
+            edges += [(int(u), seed) for u in nbrs]
+        p = 1 - (1 - 1 / len(edges)) ** size
+        counts = dict.fromkeys(edges, 0)
+        for pairs in batches:
+            for edge in set(zip(*pairs.tolist())):
+                assert edge in counts  # only in-edges of the frontier
+                counts[edge] += 1
+        expected = reps * p
+        stat = sum((o - expected) ** 2 / (expected * (1 - p))
+                   for o in counts.values())
+        assert chi2.sf(stat, len(edges)) > 1e-3, (stat, len(edges))
