@@ -68,9 +68,15 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Optional[List[str]] = None) -> None:
     words = sys.argv[1:] if argv is None else list(argv)
     if words and words[0] in _TRAINER_HELP:
+        import torch.distributed as dist
+
         from .cli import run_cli
 
         run_cli(None if argv is None else words)
+        if dist.is_available() and dist.is_initialized():
+            # Lightning leaves the process group up; shut it down before the
+            # interpreter does (a gloo group torn down at exit can abort).
+            dist.destroy_process_group()
         return
     args = _parser().parse_args(words)
     args.run(args)
