@@ -45,13 +45,21 @@ def run_ranks(target: Callable, world_size: int, *args: Any,
     out: Dict[int, Tuple] = {}
     deadline = time.monotonic() + timeout
     try:
-        while len(out) < world_size:
+        while len(out) < world_size and time.monotonic() < deadline:
             try:
-                rank, *rest = results.get(
-                    timeout=max(0.1, deadline - time.monotonic()))
+                rank, *rest = results.get(timeout=0.2)
+                out[rank] = tuple(rest)
+                continue
             except queue.Empty:
-                break
-            out[rank] = tuple(rest)
+                pass
+            # a rank that exited without reporting (killed) reports nothing
+            if all(rank in out or not procs[rank].is_alive()
+                   for rank in range(world_size)):
+                try:  # a last report in flight
+                    rank, *rest = results.get(timeout=1)
+                    out[rank] = tuple(rest)
+                except queue.Empty:
+                    break
     finally:
         for proc in procs:
             proc.join(timeout=5)
