@@ -1,7 +1,8 @@
 r"""``FastLoadDataModule``: a ``LightningDataModule`` serving
 :class:`~pyg_fastload.FastNeighborLoader` batches from a synthetic preset, a
 prepared dataset directory or a PyG ``Data``, on one rank or several
-(``mode``: the whole graph on every rank, or PaGraph parts)."""
+(``mode``: the whole graph on every rank, PaGraph's self-reliant parts, or
+DSP's parts served collectively)."""
 from __future__ import annotations
 
 import importlib.util

@@ -98,7 +98,7 @@ class PartitionedFeatureStore(FeatureStore):
         order = torch.argsort(owner, stable=True)
         counts = torch.bincount(owner, minlength=world).tolist()
         wanted = list(index[order].split(counts))
-        wanted[self.part] = wanted[self.part][:0]  # served here
+        wanted[self.part] = wanted[self.part][:0]  # served here, below
         started = time.perf_counter()
         asked = self.collectives.exchange(wanted, 'features',
                                           f"request '{attr_name}' ids")
@@ -111,8 +111,6 @@ class PartitionedFeatureStore(FeatureStore):
                                         {'cache': 0.0, 'storage': 0.0})
         entry['cache'] += cached
         entry['storage'] += stored
-        if self.part < len(served):
-            served[self.part] = served[self.part][:0]
         back = self.collectives.exchange(served, 'features',
                                          f"send '{attr_name}' rows")
         remote_seconds = time.perf_counter() - started
