@@ -21,8 +21,9 @@ SUBCOMMANDS = ('fit', 'validate', 'test', 'predict')
 class FastLoadCLI(LightningCLI):
     r"""LightningCLI with pyg-fastload's defaults: the loader and
     distributed monitor callbacks, ``use_distributed_sampler: false`` (the
-    data module shards seeds by rank itself), seed 0, and configuration errors reported with their config
-    key (``data.feature_cache.host_budget``) before anything trains."""
+    data module shards seeds by rank itself), seed 0, and configuration
+    errors reported with their config key
+    (``data.feature_cache.host_budget``) before anything trains."""
     def instantiate_classes(self) -> None:
         self._check_feature_cache()
         try:

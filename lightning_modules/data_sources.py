@@ -1,10 +1,14 @@
 r"""What ``FastLoadDataModule``'s ``dataset`` and ``feature_cache``
-arguments may be, checked with errors that name the argument."""
+arguments may be, checked with errors that name the argument, and the seeds
+of a split."""
 from __future__ import annotations
 
 import os
 from pathlib import Path
 from typing import Any, Optional, Tuple
+
+import torch
+from torch import Tensor
 
 from torch_geometric.data import Data
 
@@ -14,7 +18,8 @@ from pyg_fastload.io import DatasetFormatError
 
 from .errors import ConfigError
 
-__all__ = ['check_feature_cache', 'resolve_dataset', 'load_data_file_checked']
+__all__ = ['check_feature_cache', 'resolve_dataset', 'load_data_file_checked',
+           'split_seeds']
 
 
 def check_feature_cache(cache: Any) -> Optional[FeatureCache]:
@@ -62,3 +67,18 @@ def load_data_file_checked(path: Path) -> Data:
         return load_data_file(path)
     except DatasetFormatError as exc:  # also UnsafeFileError
         raise ConfigError('dataset', str(exc)) from None
+
+
+def split_seeds(data: Any, split: str) -> Tensor:
+    r"""The seed ids of :obj:`split` in :obj:`data`."""
+    name = f'{split}_mask'
+    if isinstance(data, Data):
+        mask = data.get(name)
+    else:
+        names = {a.attr_name for a in data[0].get_all_tensor_attrs()}
+        mask = None if name not in names else data[0].get_tensor(
+            group_name=None, attr_name=name, index=None)
+    if mask is None:
+        raise ConfigError('dataset', f"the dataset has no '{name}', so "
+                          f"there is nothing to {split} on")
+    return torch.as_tensor(mask).bool().nonzero().view(-1)

@@ -26,11 +26,15 @@ from pyg_fastload.distributed import (
     DistributedError,
     TrafficCounters,
 )
-from pyg_fastload.distributed.dsp import DSPRank, open_dsp_rank
+from pyg_fastload.distributed.dsp import (
+    LAUNCH_ORDERS,
+    DSPRank,
+    open_dsp_rank,
+)
 from pyg_fastload.distributed.parts import open_rank_part
 from pyg_fastload.distributed.seeds import (
     RankSeedSampler,
-    agree_num_batches,
+    rank_seed_sampler,
     shard,
 )
 from pyg_fastload.io import DatasetFormatError, open_dataset_dir
@@ -40,6 +44,7 @@ from pyg_fastload.storage import FeatureSource
 
 from .data_sources import (
     check_feature_cache,
+    split_seeds,
     load_data_file_checked,
     resolve_dataset,
 )
@@ -121,6 +126,9 @@ class FastLoadDataModule(pl.LightningDataModule):
             ``'pagraph'`` and ``'dsp'``.
         dist_timeout (float): seconds any collective between ranks may
             take before it ends with an error naming it.
+        launch_order (str): how ``'dsp'`` keeps its pipelined stages'
+            collectives apart: a process group each (``'groups'``), or one
+            group with DSP's leader-ordered launch (``'coordinator'``).
     """
     @config_section('data')
     def __init__(
@@ -143,6 +151,7 @@ class FastLoadDataModule(pl.LightningDataModule):
         mode: Literal['replicated', 'pagraph', 'dsp'] = 'replicated',
         partitions: Optional[str] = None,
         dist_timeout: float = 300.0,
+        launch_order: Literal['groups', 'coordinator'] = 'groups',
     ):
         super().__init__()
         if mode not in MODES:
@@ -161,6 +170,10 @@ class FastLoadDataModule(pl.LightningDataModule):
                 dist_timeout, (int, float)) or dist_timeout <= 0:
             raise ConfigError('dist_timeout', f'{dist_timeout!r} must be a '
                               f'positive number of seconds')
+        if launch_order not in LAUNCH_ORDERS:
+            raise ConfigError('launch_order', f"{launch_order!r} is not one "
+                              f"of {', '.join(LAUNCH_ORDERS)}")
+        self.launch_order = launch_order
         self.mode = mode
         self.partitions = partitions
         self.dist_timeout = float(dist_timeout)
@@ -344,7 +357,8 @@ class FastLoadDataModule(pl.LightningDataModule):
                 self.dsp = open_dsp_rank(
                     self.partitions, self.collectives, self.feature_cache,
                     device=self.device, num_neighbors=self.num_neighbors,
-                    batch_size=self.batch_size, progress=self.progress)
+                    batch_size=self.batch_size, progress=self.progress,
+                    launch_order=self.launch_order)
                 meta = read_partition_meta(self.partitions)
                 self.data = self.dsp.data
                 self.samplers = {  # collectives: the same order everywhere
@@ -385,20 +399,6 @@ class FastLoadDataModule(pl.LightningDataModule):
         except ValueError as error:
             raise ConfigError('feature_cache', str(error)) from None
 
-    def _split(self, data: Any, split: str) -> Tensor:
-        r"""The seed ids of :obj:`split` in :obj:`data`."""
-        name = f'{split}_mask'
-        if isinstance(data, Data):
-            mask = data.get(name)
-        else:
-            names = {a.attr_name for a in data[0].get_all_tensor_attrs()}
-            mask = None if name not in names else data[0].get_tensor(
-                group_name=None, attr_name=name, index=None)
-        if mask is None:
-            raise ConfigError('dataset', f"the dataset has no '{name}', so "
-                              f"there is nothing to {split} on")
-        return torch.as_tensor(mask).bool().nonzero().view(-1)
-
     def _seeds(self, split: str) -> Tuple[Any, Optional[Tensor],
                                           Optional[RankSeedSampler]]:
         r"""``(data, seeds, sampler)`` of this rank for :obj:`split`."""
@@ -418,27 +418,21 @@ class FastLoadDataModule(pl.LightningDataModule):
             return data, seeds, None
         dsp_part = self.mode == 'dsp' and data is self.data
         seeds = self.dsp.seeds(split) if dsp_part else \
-            self._split(data, split)
+            split_seeds(data, split)
         if not ctx.is_distributed and self.mode == 'replicated':
             return data, seeds, None  # one process: the plain loader
         if not train and not dsp_part:
             if self.mode == 'pagraph' and data is self.data:
                 return data, seeds, None  # each part evaluates its own
             return data, shard(seeds, ctx.rank, ctx.world_size), None
-        # Every rank runs the same number of batches (DSP's evaluation
-        # too: its batches are collectives; a short rank revisits seeds).
-        replicated = self.mode == 'replicated'
-        mine = -(-seeds.numel() // ctx.world_size) if replicated \
-            else seeds.numel()
-        size = self.batch_size if train else self.eval_batch_size
         try:
-            steps = agree_num_batches(self.collectives, mine, size,
-                                      train and self.drop_last)
+            sampler = rank_seed_sampler(
+                self.collectives, seeds.numel(),
+                self.batch_size if train else self.eval_batch_size,
+                self.generators[split], train, self.mode == 'replicated',
+                train and self.drop_last)
         except DistributedError as error:
             raise ConfigError('mode', str(error)) from None
-        sampler = RankSeedSampler(
-            seeds.numel(), steps * size, self.generators[split], ctx.rank,
-            ctx.world_size, shard_across_ranks=replicated, shuffle=train)
         return data, seeds, sampler
 
     @config_section('data')
@@ -473,6 +467,12 @@ class FastLoadDataModule(pl.LightningDataModule):
                     and self.num_workers == 0 else None),
             **extra,
         )
+
+    def teardown(self, stage: Optional[str] = None) -> None:
+        r"""Stops DSP's launch coordinator (every rank, at the end of
+        fit)."""
+        if self.dsp is not None and stage == 'fit':
+            self.dsp.close()
 
     def train_dataloader(self) -> FastNeighborLoader:
         return self._loader('train')

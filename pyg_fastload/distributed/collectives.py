@@ -39,14 +39,24 @@ class Collectives:
         group (optional): the process group (default: the world's). Stages
             that issue collectives concurrently (sampling, feature loading,
             DDP's gradients) each need their own, so their collectives
-            never interleave.
+            never interleave, unless they share a
+        coordinator (LaunchCoordinator, optional): which launches each
+            :meth:`exchange` in the leader's order, with the id ``(batch,
+            stage, 0, phase)``: the batch counted by :meth:`begin_batch`,
+            the phase by the exchanges within it.
+        stage (int): this stage's number in those ids.
     """
     def __init__(self, context: DistContext,
                  counters: Optional[TrafficCounters] = None,
                  device: Optional[torch.device] = None,
-                 group: Optional[Any] = None):
+                 group: Optional[Any] = None,
+                 coordinator: Optional[Any] = None, stage: int = 0):
         self.context = context
         self.group = group
+        self.coordinator = coordinator
+        self.stage = stage
+        self._batch = -1
+        self._phase = 0
         self.counters = counters if counters is not None \
             else TrafficCounters()
         if device is None:  # NCCL moves CUDA tensors only
@@ -190,12 +200,26 @@ class Collectives:
                 f'{what} differs between ranks: rank 0 and rank(s) '
                 f'{differ} (this rank {self.rank}: {text[:200]})')
 
+    def begin_batch(self) -> None:
+        r"""The stage starts its next batch (ids of ordered launches)."""
+        self._batch += 1
+        self._phase = 0
+
     def exchange(self, send: Sequence[Tensor], kind: str,
                  op: str) -> List[Tensor]:
         r"""Sends ``send[r]`` to rank ``r`` and returns what every rank sent
         here (``out[r]`` from rank ``r``): one all-to-all of the counts,
         one of the rows. Every tensor has the same dtype and trailing
-        shape on every rank."""
+        shape on every rank. With a coordinator, launched in its order."""
+        if self.coordinator is None or not self.context.is_distributed:
+            return self._exchange(send, kind, op)
+        cid = (self._batch, self.stage, 0, self._phase)
+        self._phase += 1
+        return self.coordinator.run(
+            cid, lambda: self._exchange(send, kind, op))
+
+    def _exchange(self, send: Sequence[Tensor], kind: str,
+                  op: str) -> List[Tensor]:
         if len(send) != self.world_size:
             raise ValueError(f"'send' needs {self.world_size} tensors (one "
                              f"per rank), got {len(send)}")

@@ -16,11 +16,15 @@ from torch import Tensor
 from ..config import FeatureCache
 from ..partition import PartitionBook
 from .collectives import Collectives
+from .launch_order import LaunchCoordinator
 from .parts import open_rank_part
 from .remote import PartitionedFeatureStore
 from .sampling import CollectiveSampler
 
-__all__ = ['DSPRank', 'open_dsp_rank']
+__all__ = ['DSPRank', 'open_dsp_rank', 'LAUNCH_ORDERS']
+
+#: How :func:`open_dsp_rank` keeps concurrent stages' collectives apart.
+LAUNCH_ORDERS = ('groups', 'coordinator')
 
 
 @dataclass
@@ -34,6 +38,7 @@ class DSPRank:
     part: int
     sampling: Collectives
     fetching: Collectives
+    coordinator: Optional[LaunchCoordinator] = None
 
     @property
     def data(self) -> tuple:
@@ -45,6 +50,12 @@ class DSPRank:
         samplers in the same order)."""
         return CollectiveSampler(self.graph.topology, self.book, self.part,
                                  self.sampling, num_neighbors, **kwargs)
+
+    def close(self) -> None:
+        r"""Stops the launch coordinator, if any (every rank calls it)."""
+        if self.coordinator is not None:
+            self.coordinator.close()
+            self.coordinator = None
 
     def seeds(self, split: str) -> Tensor:
         r"""This rank's seeds of :obj:`split` (its own nodes), in new
@@ -61,10 +72,21 @@ def open_dsp_rank(parts_dir: Union[str, 'os.PathLike[str]'],
                   device: Optional[Union[str, torch.device]] = None,
                   num_neighbors: Optional[List[int]] = None,
                   batch_size: int = 1024,
-                  progress: bool = True) -> DSPRank:
+                  progress: bool = True,
+                  launch_order: str = 'groups') -> DSPRank:
     r"""Opens part ``rank`` of :obj:`parts_dir` (checked on every rank, see
     :func:`open_rank_part`) for DSP: any partition whose parts do not
-    overlap (``metis``, ``bytegnn``, ``hash``, ``random``)."""
+    overlap (``metis``, ``bytegnn``, ``hash``, ``random``).
+
+    :obj:`launch_order` keeps the concurrent stages' collectives apart:
+    ``'groups'`` gives sampling and feature loading a process group each;
+    ``'coordinator'`` puts both on one and launches every collective in
+    the order a leader decides (DSP's CCC,
+    :class:`~pyg_fastload.distributed.launch_order.LaunchCoordinator`);
+    :meth:`DSPRank.close` stops it."""
+    if launch_order not in LAUNCH_ORDERS:
+        raise ValueError(f"'launch_order' = {launch_order!r} is not one of "
+                         f"{', '.join(LAUNCH_ORDERS)}")
     features, graph, book, meta = open_rank_part(
         parts_dir, collectives, cache, device=device,
         num_neighbors=num_neighbors, batch_size=batch_size,
@@ -74,8 +96,16 @@ def open_dsp_rank(parts_dir: Union[str, 'os.PathLike[str]'],
                          f"DSP needs disjoint ones: pyg-fastload partition "
                          f"DATASET_DIR --num-parts {book.num_parts} --method "
                          f"metis --out PARTS_DIR")
-    sampling = collectives.new_stage()
-    fetching = collectives.new_stage()
+    coordinator = None
+    if launch_order == 'groups':
+        sampling = collectives.new_stage()
+        fetching = collectives.new_stage()
+    else:
+        data = collectives.new_stage()
+        coordinator = LaunchCoordinator(collectives.new_stage())
+        sampling, fetching = (
+            Collectives(data.context, data.counters, data.device, data.group,
+                        coordinator, stage) for stage in (0, 1))
     part = collectives.rank
     store = PartitionedFeatureStore(features, book, part, fetching)
-    return DSPRank(store, graph, book, part, sampling, fetching)
+    return DSPRank(store, graph, book, part, sampling, fetching, coordinator)

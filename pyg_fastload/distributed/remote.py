@@ -70,6 +70,9 @@ class PartitionedFeatureStore(FeatureStore):
         self.local.announce(mine - self.start)
 
     def retire(self, ids: Tensor) -> None:
+        r"""A batch's rows are about to be gathered (the loader calls this
+        once per batch): also starts the batch's ordered launches."""
+        self.collectives.begin_batch()
         mine = ids[(ids >= self.start) & (ids < self.end)]
         self.local.retire(mine - self.start)
 

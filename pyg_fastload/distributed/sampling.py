@@ -16,6 +16,7 @@ from typing import List, Optional, Tuple
 
 import torch
 from torch import Tensor
+from torch_geometric.sampler import SamplerOutput
 
 from ..graph.ranges import expand_ranges
 from ..graph.topology import CSCTopology, index_dtype_for
@@ -100,6 +101,14 @@ class CollectiveSampler(FastNeighborSampler):
     @property
     def num_nodes(self) -> int:
         return self.book.num_nodes
+
+    def sample(self, seeds: Tensor,
+               generator: Optional[torch.Generator] = None
+               ) -> SamplerOutput:
+        r"""As :meth:`HopSampler.sample`; also starts the batch's ordered
+        launches."""
+        self.collectives.begin_batch()
+        return super().sample(seeds, generator)
 
     def expand(self, hop: int, frontier: Tensor,
                generator: Optional[torch.Generator]

@@ -11,7 +11,8 @@ from torch.utils.data import Sampler
 
 from .collectives import Collectives
 
-__all__ = ['RankSeedSampler', 'agree_num_batches', 'shard']
+__all__ = ['RankSeedSampler', 'agree_num_batches', 'rank_seed_sampler',
+           'shard']
 
 
 def shard(seeds: torch.Tensor, rank: int, world_size: int) -> torch.Tensor:
@@ -94,3 +95,19 @@ class RankSeedSampler(Sampler[int]):
 
     def __len__(self) -> int:
         return self.num_samples
+
+
+def rank_seed_sampler(collectives: Collectives, num_seeds: int,
+                      batch_size: int, generator: torch.Generator,
+                      shuffle: bool = True, replicated: bool = False,
+                      drop_last: bool = False) -> RankSeedSampler:
+    r"""This rank's sampler over its :obj:`num_seeds` seeds, for the number
+    of batches all ranks agree on (a collective): every rank runs the same
+    number of batches, a short rank revisiting some of its seeds.
+    :obj:`replicated`: every rank holds all seeds and takes its share."""
+    world = collectives.world_size
+    mine = -(-num_seeds // world) if replicated else num_seeds
+    steps = agree_num_batches(collectives, mine, batch_size, drop_last)
+    return RankSeedSampler(num_seeds, steps * batch_size, generator,
+                           collectives.rank, world,
+                           shard_across_ranks=replicated, shuffle=shuffle)

@@ -70,12 +70,16 @@ def metis_parts(tmp_path_factory, tiny_dir):
     return out
 
 
-@pytest.mark.parametrize('mode', ['replicated', 'pagraph', 'dsp'])
+@pytest.mark.parametrize('mode', ['replicated', 'pagraph', 'dsp',
+                                  'dsp-coordinator'])
 def test_ddp_fit_runs_equal_steps_and_counts_traffic(pagraph_parts,
                                                      metis_parts, tmp_path,
                                                      mode):
     dataset_dir, parts = pagraph_parts
+    mode, _, order = mode.partition('-')
     data = {'dataset': str(dataset_dir), 'mode': mode}
+    if order:  # both stages on one group, in the leader's launch order
+        data['launch_order'] = order
     if mode != 'replicated':
         data['partitions'] = str(parts if mode == 'pagraph' else metis_parts)
     if mode == 'dsp':  # stages with collectives run concurrently
