@@ -98,10 +98,12 @@ class PartitionedFeatureStore(FeatureStore):
         owner = self.book.owner(index)
         mine = owner == self.part
         world = self.collectives.world_size
-        order = torch.argsort(owner, stable=True)
-        counts = torch.bincount(owner, minlength=world).tolist()
-        wanted = list(index[order].split(counts))
-        wanted[self.part] = wanted[self.part][:0]  # served here, below
+        # Each remote row once (pre-gathering: disjoint micrographs repeat
+        # nodes), grouped by owner.
+        remote, back_to = torch.unique(index[~mine], return_inverse=True)
+        owners = self.book.owner(remote)
+        counts = torch.bincount(owners, minlength=world).tolist()
+        wanted = list(remote.split(counts))  # unique ids are owner-sorted
         started = time.perf_counter()
         asked = self.collectives.exchange(wanted, 'features',
                                           f"request '{attr_name}' ids")
@@ -124,9 +126,8 @@ class PartitionedFeatureStore(FeatureStore):
             out = local.new_empty(shape)
         out[mine] = local
         if not bool(mine.all()):
-            rows = torch.cat([b for r, b in enumerate(back)
-                              if r != self.part])
-            out[order[mine[order].logical_not()]] = rows.to(out.device)
+            rows = torch.cat(back)
+            out[~mine] = rows[back_to].to(out.device)
             entry = self._remote.setdefault(attr_name,
                                             {'requests': 0.0, 'bytes': 0.0})
             entry['requests'] += rows.size(0)

@@ -26,6 +26,7 @@ from tqdm.auto import tqdm
 from ..caching import open_dataset
 from ..config import FeatureCache
 from ..graph.local import local_topology
+from ..graph.topology import CSCTopology
 from ..graph.ranges import expand_ranges
 from ..io import DatasetFormatError, open_dataset_dir, write_dataset_dir
 from ..io.format import sha256_file
@@ -35,7 +36,8 @@ from .book import BOOK_FILES, PartitionBook, renumber
 from .methods import assign_parts, check_num_parts as _check_parts
 from .pagraph import message_flow_levels, pagraph_assign
 
-__all__ = ['partition_dataset', 'open_partition', 'PARTITION_FORMAT']
+__all__ = ['partition_dataset', 'open_partition', 'full_topology',
+           'PARTITION_FORMAT']
 
 #: The value of ``partition.json``'s ``"format"`` key, and its version.
 PARTITION_FORMAT = 'pyg-fastload-partition'
@@ -303,3 +305,24 @@ def open_partition(
         feature_store.put_tensor(rows, group_name=None, attr_name='global_id',
                                  index=None)
     return feature_store, graph_store, book
+
+
+def full_topology(parts_dir: PathLike) -> CSCTopology:
+    r"""The whole graph in new ids, from the parts of a disjoint partition
+    (their rows are consecutive new ids): every part's in-neighbour lists,
+    end to end. Checks the book like :func:`open_partition`."""
+    parts_dir = Path(parts_dir).expanduser()
+    meta = read_partition_meta(parts_dir)
+    if meta['method'] == 'pagraph':
+        raise ValueError(f"'{parts_dir}': PaGraph's parts overlap and keep "
+                         f"only message-flow edges; the whole graph is not "
+                         f"in them")
+    book = PartitionBook.load(parts_dir)
+    indptrs, indices = [torch.zeros(1, dtype=torch.long)], []
+    for part in range(meta['num_parts']):
+        topo = open_dataset_dir(_part_dir(parts_dir, part),
+                                verify='none').topology
+        indptrs.append(topo.indptr[1:] + indptrs[-1][-1])
+        indices.append(topo.indices)
+    return CSCTopology(torch.cat(indptrs), torch.cat(indices),
+                       book.num_nodes)

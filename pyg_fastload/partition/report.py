@@ -11,11 +11,10 @@ from typing import Any, Dict, List, Sequence, Union
 import torch
 
 from ..config import format_bytes
-from ..graph.topology import CSCTopology
 from ..io import open_dataset_dir
 from .book import PartitionBook
 from .locality import micrograph_locality, remote_local_ratio
-from .parts import read_partition_meta
+from .parts import full_topology, read_partition_meta
 
 __all__ = ['partition_report', 'format_report']
 
@@ -44,17 +43,14 @@ def partition_report(parts_dir: Union[str, 'os.PathLike[str]'],
     meta = read_partition_meta(parts_dir)
     book = PartitionBook.load(parts_dir)
     parts: List[Dict[str, int]] = []
-    indptrs, indices, train = [], [], []
+    train = []
     replicated = meta['method'] == 'pagraph'  # parts overlap: no locality
     locality = locality and not replicated
     replicas = 0
     for part in range(meta['num_parts']):
         dataset = open_dataset_dir(parts_dir / f'part-{part}')
         replicas += dataset.meta['partition'].get('replicas', 0)
-        if locality:  # the parts' rows are consecutive new ids
-            offset = int(indptrs[-1][-1]) if indptrs else 0
-            indptrs.append(dataset.topology.indptr[1:] + offset)
-            indices.append(dataset.topology.indices)
+        if locality:
             train.append(dataset.arrays['train_mask'].bool()
                          if 'train_mask' in dataset.arrays else
                          torch.zeros(dataset.num_nodes, dtype=torch.bool))
@@ -82,9 +78,7 @@ def partition_report(parts_dir: Union[str, 'os.PathLike[str]'],
     if replicated:  # PaGraph: extra rows over the graph's nodes
         report['replication'] = replicas / max(book.num_nodes, 1)
     if locality:
-        topology = CSCTopology(
-            torch.cat([torch.zeros(1, dtype=torch.long), *indptrs]),
-            torch.cat(indices), book.num_nodes)
+        topology = full_topology(parts_dir)
         owner = book.owner(torch.arange(book.num_nodes))
         seeds = torch.cat(train).nonzero().view(-1)
         gen = torch.Generator().manual_seed(seed)

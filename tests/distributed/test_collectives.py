@@ -122,8 +122,10 @@ def _remote_rows(rank, world, parts_dir):
     store = PartitionedFeatureStore(features, book, rank, coll)
     gen = torch.Generator().manual_seed(rank)
     ids = torch.randint(0, book.num_nodes, (300, ), generator=gen)
+    ids = torch.cat([ids, ids[:50]])  # repeats
     rows = store.gather('x', ids)
-    remote = int((book.owner(ids) != rank).sum())
+    # each remote row is fetched once, however often it is asked for
+    remote = int(ids[book.owner(ids) != rank].unique().numel())
     return (ids.numpy(), rows.numpy(), remote,
             coll.counters.snapshot()['features'],
             store.stats()['x']['remote'])
