@@ -19,7 +19,7 @@ from pyg_fastload.io import DatasetFormatError
 from .errors import ConfigError
 
 __all__ = ['check_feature_cache', 'resolve_dataset', 'load_data_file_checked',
-           'split_seeds']
+           'split_seeds', 'LossNorm']
 
 
 def check_feature_cache(cache: Any) -> Optional[FeatureCache]:
@@ -82,3 +82,16 @@ def split_seeds(data: Any, split: str) -> Tensor:
         raise ConfigError('dataset', f"the dataset has no '{name}', so "
                           f"there is nothing to {split} on")
     return torch.as_tensor(mask).bool().nonzero().view(-1)
+
+
+class LossNorm:
+    r"""A batch transform for HopGNN mode: sets ``loss_norm`` (the per-rank
+    batch size the summed loss is divided by), then applies
+    :obj:`inner`."""
+    def __init__(self, batch_size: int, inner: Optional[Any] = None):
+        self.batch_size = batch_size
+        self.inner = inner
+
+    def __call__(self, batch: Data) -> Data:
+        batch.loss_norm = self.batch_size
+        return batch if self.inner is None else self.inner(batch)

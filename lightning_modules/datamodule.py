@@ -43,6 +43,7 @@ from pyg_fastload.partition.parts import read_partition_meta
 from pyg_fastload.storage import FeatureSource
 
 from .data_sources import (
+    LossNorm,
     check_feature_cache,
     split_seeds,
     load_data_file_checked,
@@ -55,7 +56,7 @@ __all__ = ['FastLoadDataModule', 'FeatureCache']
 _SPLITS = ('train', 'val', 'test', 'predict')
 
 #: The values of ``mode``.
-MODES = ('replicated', 'pagraph', 'dsp')
+MODES = ('replicated', 'pagraph', 'dsp', 'hopgnn')
 
 
 class FastLoadDataModule(pl.LightningDataModule):
@@ -101,27 +102,18 @@ class FastLoadDataModule(pl.LightningDataModule):
         verify (str): how a dataset directory is checked when opened:
             ``'size'`` (file sizes and the topology's id ranges, one pass),
             ``'checksum'`` (also every SHA-256) or ``'none'``.
-        mode (str): how several ranks (DDP) share the work.
-            ``'replicated'`` (default): every rank holds the whole
-            :obj:`dataset`, and each epoch's training seeds are split
-            across the ranks. ``'pagraph'``: rank ``r`` opens only part
-            ``r`` of :obj:`partitions` (``pyg-fastload partition --method
-            pagraph``), trains on that part's seeds only and exchanges
-            nothing but gradients; validation and testing use
-            :obj:`dataset` if given (seeds split across ranks), else each
-            part's own nodes (approximate: a part stores the complete
-            neighbourhoods of its training nodes only). ``'dsp'``: rank
-            ``r`` opens part ``r`` of a disjoint partition (``--method
-            metis``) and serves the whole graph with the others: sampling
-            pushes each hop's frontier to its owners (collective sampling)
-            and features come from their owners' tiers (one partitioned
-            cache), on process groups of their own; evaluation reads
-            :obj:`dataset` if given, else the parts (collectively). Every
-            rank runs the same number of steps per epoch (the ranks agree
-            on it; a rank with fewer seeds revisits some), and the logged
-            accuracy is reduced over all ranks. Needs
-            ``trainer.use_distributed_sampler: false``: the data module
-            splits the seeds itself.
+        mode (str): how several ranks (DDP) share the work (README,
+            "Several processes and machines"): ``'replicated'`` (default;
+            the whole :obj:`dataset` on every rank, the seeds split),
+            ``'pagraph'`` (rank ``r`` trains on PaGraph part ``r`` alone,
+            exchanging only gradients), ``'dsp'`` (disjoint parts serving
+            the whole graph collectively: collective sampling and one
+            partitioned cache) or ``'hopgnn'`` (the same parts; roots drawn
+            globally, trained where their features live, the same update as
+            ``'replicated'``). Partitioned modes evaluate on
+            :obj:`dataset` if given, else on the parts. Every rank runs the
+            same number of steps per epoch; the logged accuracy is global.
+            Needs ``trainer.use_distributed_sampler: false``.
         partitions (str, optional): the partition directory of the modes
             ``'pagraph'`` and ``'dsp'``.
         dist_timeout (float): seconds any collective between ranks may
@@ -148,7 +140,7 @@ class FastLoadDataModule(pl.LightningDataModule):
         cache_dir: Optional[str] = None,
         progress: bool = True,
         verify: Literal['none', 'size', 'checksum'] = 'size',
-        mode: Literal['replicated', 'pagraph', 'dsp'] = 'replicated',
+        mode: Literal['replicated', 'pagraph', 'dsp', 'hopgnn'] = 'replicated',
         partitions: Optional[str] = None,
         dist_timeout: float = 300.0,
         launch_order: Literal['groups', 'coordinator'] = 'groups',
@@ -358,7 +350,8 @@ class FastLoadDataModule(pl.LightningDataModule):
                     self.partitions, self.collectives, self.feature_cache,
                     device=self.device, num_neighbors=self.num_neighbors,
                     batch_size=self.batch_size, progress=self.progress,
-                    launch_order=self.launch_order)
+                    launch_order=self.launch_order,
+                    feature_centric=self.mode == 'hopgnn')
                 meta = read_partition_meta(self.partitions)
                 self.data = self.dsp.data
                 self.samplers = {  # collectives: the same order everywhere
@@ -406,9 +399,9 @@ class FastLoadDataModule(pl.LightningDataModule):
         data = self.data if train else self.eval_data
         ctx = self.context
         if split == 'predict':
-            if self.mode == 'dsp' and data is self.data:
-                raise ConfigError('dataset', "mode 'dsp' predicts on the "
-                                  "whole graph: give 'dataset'")
+            if self.dsp is not None and data is self.data:
+                raise ConfigError('dataset', f"mode {self.mode!r} predicts "
+                                  f"on the whole graph: give 'dataset'")
             seeds = None
             if ctx.is_distributed:
                 num_nodes = (data.num_nodes if isinstance(data, Data) else
@@ -416,7 +409,7 @@ class FastLoadDataModule(pl.LightningDataModule):
                 seeds = shard(torch.arange(num_nodes), ctx.rank,
                               ctx.world_size)
             return data, seeds, None
-        dsp_part = self.mode == 'dsp' and data is self.data
+        dsp_part = self.dsp is not None and data is self.data
         seeds = self.dsp.seeds(split) if dsp_part else \
             split_seeds(data, split)
         if not ctx.is_distributed and self.mode == 'replicated':
@@ -429,7 +422,8 @@ class FastLoadDataModule(pl.LightningDataModule):
             sampler = rank_seed_sampler(
                 self.collectives, seeds.numel(),
                 self.batch_size if train else self.eval_batch_size,
-                self.generators[split], train, self.mode == 'replicated',
+                self.generators[split], train,
+                self.mode in ('replicated', 'hopgnn'),
                 train and self.drop_last)
         except DistributedError as error:
             raise ConfigError('mode', str(error)) from None
@@ -444,9 +438,12 @@ class FastLoadDataModule(pl.LightningDataModule):
         extra: Dict[str, Any] = {}
         if sampler is not None:
             extra['sampler'] = sampler
-        if self.mode == 'dsp' and data is self.data:
+        if self.dsp is not None and data is self.data:
             extra['neighbor_sampler'] = self.samplers[
                 'train' if train else 'eval']
+        transform = self.transform
+        if self.mode == 'hopgnn' and train and data is self.data:
+            transform = LossNorm(self.batch_size, self.transform)
         return FastNeighborLoader(
             data,
             num_neighbors=self.num_neighbors if train
@@ -456,7 +453,7 @@ class FastLoadDataModule(pl.LightningDataModule):
             shuffle=train and sampler is None,
             drop_last=train and self.drop_last and sampler is None,
             generator=self.generators[split],
-            transform=self.transform,
+            transform=transform,
             pipeline=self.pipeline,
             queue_capacity=self.queue_capacity,
             num_workers=self.num_workers,

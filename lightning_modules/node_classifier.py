@@ -157,9 +157,14 @@ class NodeClassifier(pl.LightningModule):
 
     def training_step(self, batch: Data, batch_idx: int) -> Tensor:
         logits, y = self._seed_step(batch)
-        loss = F.cross_entropy(logits, y)
+        if 'loss_norm' in batch:  # HopGNN: a rank trains the roots homed
+            # on it; sum / per-rank batch keeps DDP's averaged update.
+            loss = F.cross_entropy(logits, y, reduction='sum') / \
+                batch.loss_norm
+        else:
+            loss = F.cross_entropy(logits, y)
         self.train_acc(logits, y)
-        size = y.numel()
+        size = max(y.numel(), 1)
         self.log('train_loss', loss, prog_bar=True, batch_size=size)
         self.log('train_acc', self.train_acc, on_step=False, on_epoch=True,
                  batch_size=size)

@@ -1,9 +1,11 @@
-r"""DSP mode on one rank: its part of a (METIS) partition, the features of
-the whole graph through one partitioned cache (its own part's hottest rows
-in its tiers, every other row from its owner: remote cache, then the
-owner's storage), and collective samplers, with the sampling and the
-feature loading on process groups of their own so the pipeline's stages
-(and DDP's gradients) never interleave their collectives."""
+r"""DSP and HopGNN modes on one rank: its part of a (METIS) partition, the
+features of the whole graph through one partitioned cache (its own part's
+hottest rows in its tiers, every other row from its owner: remote cache,
+then the owner's storage), and the mode's samplers: DSP's collective
+samplers, or HopGNN's root router over the whole topology. Sampling and
+feature loading run on process groups of their own (or one, in a leader's
+launch order), so the pipeline's stages and DDP never interleave their
+collectives."""
 from __future__ import annotations
 
 import os
@@ -15,7 +17,10 @@ from torch import Tensor
 
 from ..config import FeatureCache
 from ..partition import PartitionBook
+from ..partition.parts import full_topology
+from ..storage import CSCGraphStore
 from .collectives import Collectives
+from .hopgnn import RootRouter
 from .launch_order import LaunchCoordinator
 from .parts import open_rank_part
 from .remote import PartitionedFeatureStore
@@ -29,9 +34,10 @@ LAUNCH_ORDERS = ('groups', 'coordinator')
 
 @dataclass
 class DSPRank:
-    r"""What one DSP rank serves: ``data`` is the ``(feature store, graph
-    store)`` pair a :class:`~pyg_fastload.FastNeighborLoader` takes (with
-    a :meth:`sampler`), ids are the partition's new ids."""
+    r"""What one DSP or HopGNN (:obj:`feature_centric`) rank serves:
+    ``data`` is the ``(feature store, graph store)`` pair a
+    :class:`~pyg_fastload.FastNeighborLoader` takes (with a
+    :meth:`sampler`), ids are the partition's new ids."""
     features: PartitionedFeatureStore
     graph: object
     book: PartitionBook
@@ -39,17 +45,19 @@ class DSPRank:
     sampling: Collectives
     fetching: Collectives
     coordinator: Optional[LaunchCoordinator] = None
+    feature_centric: bool = False
 
     @property
     def data(self) -> tuple:
         return self.features, self.graph
 
     def sampler(self, num_neighbors: List[int],
-                **kwargs: object) -> CollectiveSampler:
-        r"""A collective sampler (a collective: every rank builds its
-        samplers in the same order)."""
-        return CollectiveSampler(self.graph.topology, self.book, self.part,
-                                 self.sampling, num_neighbors, **kwargs)
+                **kwargs: object) -> Union[CollectiveSampler, RootRouter]:
+        r"""A collective sampler, or HopGNN's root router (a collective:
+        every rank builds its samplers in the same order)."""
+        kind = RootRouter if self.feature_centric else CollectiveSampler
+        return kind(self.graph.topology, self.book, self.part, self.sampling,
+                    num_neighbors, **kwargs)
 
     def close(self) -> None:
         r"""Stops the launch coordinator, if any (every rank calls it)."""
@@ -58,12 +66,17 @@ class DSPRank:
             self.coordinator = None
 
     def seeds(self, split: str) -> Tensor:
-        r"""This rank's seeds of :obj:`split` (its own nodes), in new
-        ids."""
+        r"""The seeds of :obj:`split` in new ids: this rank's own (DSP), or
+        every rank's (HopGNN draws from the global set; a collective)."""
         mask = self.features.local.get_tensor(
             group_name=None, attr_name=f'{split}_mask', index=None)
         start, _ = self.book.part_range(self.part)
-        return torch.as_tensor(mask).bool().nonzero().view(-1) + start
+        mine = torch.as_tensor(mask).bool().nonzero().view(-1) + start
+        if not self.feature_centric:
+            return mine
+        world = self.sampling.world_size
+        return torch.cat(self.sampling.exchange(
+            [mine] * world, 'control', f'gather the {split} seeds'))
 
 
 def open_dsp_rank(parts_dir: Union[str, 'os.PathLike[str]'],
@@ -73,7 +86,8 @@ def open_dsp_rank(parts_dir: Union[str, 'os.PathLike[str]'],
                   num_neighbors: Optional[List[int]] = None,
                   batch_size: int = 1024,
                   progress: bool = True,
-                  launch_order: str = 'groups') -> DSPRank:
+                  launch_order: str = 'groups',
+                  feature_centric: bool = False) -> DSPRank:
     r"""Opens part ``rank`` of :obj:`parts_dir` (checked on every rank, see
     :func:`open_rank_part`) for DSP: any partition whose parts do not
     overlap (``metis``, ``bytegnn``, ``hash``, ``random``).
@@ -83,7 +97,8 @@ def open_dsp_rank(parts_dir: Union[str, 'os.PathLike[str]'],
     ``'coordinator'`` puts both on one and launches every collective in
     the order a leader decides (DSP's CCC,
     :class:`~pyg_fastload.distributed.launch_order.LaunchCoordinator`);
-    :meth:`DSPRank.close` stops it."""
+    :meth:`DSPRank.close` stops it. :obj:`feature_centric`: HopGNN (the
+    whole topology, assembled from the parts, for local micrographs)."""
     if launch_order not in LAUNCH_ORDERS:
         raise ValueError(f"'launch_order' = {launch_order!r} is not one of "
                          f"{', '.join(LAUNCH_ORDERS)}")
@@ -108,4 +123,7 @@ def open_dsp_rank(parts_dir: Union[str, 'os.PathLike[str]'],
                         coordinator, stage) for stage in (0, 1))
     part = collectives.rank
     store = PartitionedFeatureStore(features, book, part, fetching)
-    return DSPRank(store, graph, book, part, sampling, fetching, coordinator)
+    if feature_centric:
+        graph = CSCGraphStore(full_topology(parts_dir))
+    return DSPRank(store, graph, book, part, sampling, fetching, coordinator,
+                   feature_centric)

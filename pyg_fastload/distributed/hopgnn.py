@@ -80,6 +80,7 @@ class RootRouter(FastNeighborSampler):
 
     def sample_from_nodes(self, inputs: NodeSamplerInput,
                           **kwargs: Any) -> SamplerOutput:
+        self.collectives.begin_batch()
         home = self.route(inputs.node)
         self.load.append(home.numel())
         generator: Optional[torch.Generator] = kwargs.get('generator')
