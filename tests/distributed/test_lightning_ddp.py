@@ -171,3 +171,43 @@ def test_two_torchrun_machines_train_an_epoch(pagraph_parts, tmp_path):
     ranks = stats['epochs'][0]['ranks']
     assert ranks[0]['steps'] == ranks[1]['steps'] > 0
     assert ranks[0]['gradients']['bytes_sent'] > 0
+
+
+@pytest.mark.reliability(
+    fault='Ctrl-C in the launcher of a 2-rank fit',
+    behaviour='every rank ends; no stray process is left')
+def test_ctrl_c_in_the_launcher_ends_every_rank(pagraph_parts, tmp_path):
+    import signal
+    import time
+    dataset_dir, _ = pagraph_parts
+    config = _config(tmp_path, {'dataset': str(dataset_dir),
+                                'batch_size': 8})
+    text = config.read_text().replace('max_epochs: 1', 'max_epochs: 1000')
+    config.write_text(text)
+    env = dict(os.environ, MASTER_PORT=str(free_port()))
+    launcher = subprocess.Popen(
+        [sys.executable, '-m', 'pyg_fastload', 'fit', '--config',
+         str(config)], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:  # both ranks are training
+            time.sleep(1)
+            ranks = subprocess.run(['pgrep', '-f', str(config)],
+                                   capture_output=True, text=True)
+            if len(ranks.stdout.split()) >= 2 and \
+                    list(tmp_path.rglob('metrics.csv')):
+                break
+        assert len(ranks.stdout.split()) >= 2, 'the ranks did not start'
+        launcher.send_signal(signal.SIGINT)
+        launcher.communicate(timeout=90)
+        for _ in range(30):  # the other rank follows
+            left = subprocess.run(['pgrep', '-f', str(config)],
+                                  capture_output=True, text=True).stdout
+            if not left.split():
+                break
+            time.sleep(1)
+        assert left.split() == []
+    finally:
+        launcher.kill()
+        subprocess.run(['pkill', '-9', '-f', str(config)])
