@@ -100,6 +100,12 @@ def test_ddp_fit_runs_equal_steps_and_counts_traffic(pagraph_parts,
             assert rank['sampling']['bytes_received'] == 0
         assert rank['gradients']['bytes_sent'] > 0
     assert ranks[0]['gradients'] == ranks[1]['gradients']
+    load = stats['epochs'][0].get('root_load')
+    if mode == 'hopgnn':  # every drawn root trained once, somewhere
+        assert load['roots'] == ranks[0]['steps'] * 64 * 2
+        assert 1.0 <= load['max_over_mean'] <= 2.0
+    else:
+        assert load is None
     train = int(open_dataset_dir(dataset_dir).arrays['train_mask'].sum())
     if mode in ('replicated', 'hopgnn'):  # all seeds split in two
         assert ranks[0]['steps'] == -(-(-(-train // 2)) // 64)
