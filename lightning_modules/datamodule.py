@@ -39,7 +39,6 @@ from pyg_fastload.distributed.seeds import (
 )
 from pyg_fastload.io import DatasetFormatError, open_dataset_dir
 from pyg_fastload.io.format import VERIFY_MODES, sha256_file
-from pyg_fastload.partition.parts import read_partition_meta
 from pyg_fastload.storage import FeatureSource
 
 from .data_sources import (
@@ -352,7 +351,7 @@ class FastLoadDataModule(pl.LightningDataModule):
                     batch_size=self.batch_size, progress=self.progress,
                     launch_order=self.launch_order,
                     feature_centric=self.mode == 'hopgnn')
-                meta = read_partition_meta(self.partitions)
+                meta = self.dsp.meta
                 self.data = self.dsp.data
                 self.samplers = {  # collectives: the same order everywhere
                     'train': self.dsp.sampler(self.num_neighbors),

@@ -1,6 +1,6 @@
 r"""Every collective pyg_fastload issues, each bounded by the context's
-timeout and counted: agreeing on a number, checking that every rank holds
-the same thing, and exchanging variable-sized tensors with every other
+timeout and counted: agreeing on a number, gathering a few ints from every
+rank, and exchanging variable-sized tensors with every other
 rank (one message per peer).
 
 All ranks must call the same collectives in the same order (the loaders
@@ -10,7 +10,6 @@ naming the operation and any rank that reported its own failure
 (:meth:`Collectives.report_failure`)."""
 from __future__ import annotations
 
-import hashlib
 import math
 import time
 from typing import Any, List, Optional, Sequence
@@ -187,18 +186,6 @@ class Collectives:
         self.counters.add('control', size * (self.world_size - 1),
                           size * (self.world_size - 1), self.world_size - 1)
         return torch.stack(out).cpu()
-
-    def check_same(self, text: str, what: str) -> None:
-        r"""Raises on every rank unless every rank passes the same
-        :obj:`text` (e.g. the identity of the partition it opened)."""
-        digest = hashlib.sha256(text.encode()).digest()[:8]
-        value = int.from_bytes(digest, 'little', signed=True)
-        values = self.all_gather_ints([value], f'check {what}').view(-1)
-        differ = (values != values[0]).nonzero().view(-1).tolist()
-        if differ:
-            raise DistributedError(
-                f'{what} differs between ranks: rank 0 and rank(s) '
-                f'{differ} (this rank {self.rank}: {text[:200]})')
 
     def begin_batch(self) -> None:
         r"""The stage starts its next batch (ids of ordered launches)."""

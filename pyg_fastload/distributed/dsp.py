@@ -46,6 +46,7 @@ class DSPRank:
     fetching: Collectives
     coordinator: Optional[LaunchCoordinator] = None
     feature_centric: bool = False
+    meta: Optional[dict] = None  # partition.json
 
     @property
     def data(self) -> tuple:
@@ -126,4 +127,4 @@ def open_dsp_rank(parts_dir: Union[str, 'os.PathLike[str]'],
     if feature_centric:
         graph = CSCGraphStore(full_topology(parts_dir))
     return DSPRank(store, graph, book, part, sampling, fetching, coordinator,
-                   feature_centric)
+                   feature_centric, meta)

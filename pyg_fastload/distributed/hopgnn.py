@@ -8,7 +8,8 @@ per iteration (pre-gathering, in
 
 Micrographs are sampled on the whole topology, which every rank holds
 (``partition.full_topology``): topology is small next to features
-(products-like: 0.5 GB of ids vs 1 GB of features), and a full topology
+(products-like's ``meta.json``: 495 MB of neighbour ids, 980 MB of
+features), and a full topology
 keeps micrograph sampling local with no collectives.
 
 The update equals data-parallel training on the same global batch when

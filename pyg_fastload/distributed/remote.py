@@ -107,11 +107,11 @@ class PartitionedFeatureStore(FeatureStore):
         started = time.perf_counter()
         asked = self.collectives.exchange(wanted, 'features',
                                           f"request '{attr_name}' ids")
-        before = cached_and_stored(self.local.stats().get(attr_name, {}))
+        before = self._tier_rows(attr_name)
         served = [self.local.gather(attr_name, ids - self.start,
                                     group_name) for ids in asked]
-        cached, stored = (a - b for a, b in zip(
-            cached_and_stored(self.local.stats().get(attr_name, {})), before))
+        cached, stored = (a - b for a, b in zip(self._tier_rows(attr_name),
+                                                before))
         entry = self._served.setdefault(attr_name,
                                         {'cache': 0.0, 'storage': 0.0})
         entry['cache'] += cached
@@ -135,6 +135,10 @@ class PartitionedFeatureStore(FeatureStore):
         if timings is not None:
             timings['remote'] = timings.get('remote', 0.0) + remote_seconds
         return out
+
+    def _tier_rows(self, attr_name: str) -> Tuple[float, float]:
+        return cached_and_stored(
+            self.local.stats(attr_name).get(attr_name, {}))
 
     # The FeatureStore contract ##############################################
 

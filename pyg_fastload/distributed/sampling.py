@@ -58,9 +58,9 @@ class CollectiveSampler(FastNeighborSampler):
             with one more exchange per hop (masses back, pick counts
             out).
 
-    :attr:`pull_bytes` (and the counters' ``'sampling_pull'`` kind, on the
-    owner's side) counts what pulling the remote frontier nodes' adjacency
-    lists would have moved instead (an ``indptr`` pair and the list, plus
+    The counters' ``'sampling_pull'`` kind (on the owner's side) counts
+    what pulling the remote frontier nodes' adjacency lists would have
+    moved instead (an ``indptr`` pair and the list, plus
     weights), for comparison with the pushed bytes the collectives count
     as ``'sampling'`` (DSP Fig. 11).
     """
@@ -96,7 +96,6 @@ class CollectiveSampler(FastNeighborSampler):
         edges = collectives.all_gather_ints(
             [topology.num_edges], 'count the edges of every part').view(-1)
         self.edge_offset = int(edges[:part].sum())
-        self.pull_bytes = 0
 
     @property
     def num_nodes(self) -> int:
@@ -224,7 +223,6 @@ class CollectiveSampler(FastNeighborSampler):
         for r, chunk in enumerate(deg.split(lengths)):
             if r != self.part:
                 total += 16 * chunk.numel() + per_edge * int(chunk.sum())
-        self.pull_bytes += total
         self.collectives.counters.add('sampling_pull', received=total)
 
     def __repr__(self) -> str:

@@ -346,11 +346,14 @@ class TieredFeatureStore(FeatureStore):
 
     # Counters ################################################################
 
-    def stats(self) -> Dict[str, Dict[str, Dict[str, float]]]:
-        r"""Per attribute and tier: requests, hits, bytes, pages, hit ratio.
-        """
+    def stats(self, attr_name: Optional[str] = None
+              ) -> Dict[str, Dict[str, Dict[str, float]]]:
+        r"""Per attribute and tier: requests, hits, bytes, pages, hit ratio
+        (of :obj:`attr_name` only, if given)."""
         out: Dict[str, Dict[str, Dict[str, float]]] = {}
         for (group, name), entry in self._entries.items():
+            if attr_name is not None and name != attr_name:
+                continue
             label = name if group is None else f'{group}.{name}'
             tiers: Dict[str, TierCounters] = {}
             if entry.device is not None:

@@ -14,8 +14,8 @@ def test_bench_partition_measures_every_method(tmp_path, capsys):
     assert set(reports) == {'hash', 'metis', 'pagraph', 'bytegnn'}
     assert (tmp_path / 'parts' / 'tiny-4-bytegnn' / 'report.json').exists()
     # each partition ran in a process of its own and recorded itself
-    for report in reports.values():
-        assert report['partition_peak_rss_bytes'] > 2**20
+    for report in reports.values():  # a process that imported torch
+        assert 100 * 2**20 < report['partition_peak_rss_bytes'] < 16 * 2**30
     assert reports['pagraph']['replication'] > 0  # parts overlap
     assert 'edge cut' in out and 'pagraph replicates' in out
     # the verdicts are those of check_targets on the same reports

@@ -100,6 +100,12 @@ def test_ddp_fit_runs_equal_steps_and_counts_traffic(pagraph_parts,
             assert rank['sampling']['bytes_received'] == 0
         assert rank['gradients']['bytes_sent'] > 0
     assert ranks[0]['gradients'] == ranks[1]['gradients']
+    # 2 ranks: a ring all-reduce sends and receives each bucket once per
+    # step, the same buckets every step
+    grads = ranks[0]['gradients']
+    assert grads['bytes_sent'] == grads['bytes_received']
+    assert grads['bytes_sent'] % ranks[0]['steps'] == 0
+    assert grads['messages'] % (2 * ranks[0]['steps']) == 0
     load = stats['epochs'][0].get('root_load')
     if mode == 'hopgnn':  # every drawn root trained once, somewhere
         assert load['roots'] == ranks[0]['steps'] * 64 * 2

@@ -38,9 +38,10 @@ def _full(rank, world, parts_dir):
     seeds = torch.arange(start, min(end, start + 40))
     out = sampler.sample(seeds, torch.Generator().manual_seed(rank))
     traffic = sampler.collectives.counters.snapshot()['sampling']
+    pull = sampler.collectives.counters.snapshot()['sampling_pull']
     return (out.node.numpy(), out.row.numpy(), out.col.numpy(),
             out.edge.numpy(), out.num_sampled_nodes, traffic,
-            sampler.pull_bytes)
+            pull['bytes_received'])
 
 
 def test_full_neighbourhoods_equal_local_sampling(hash_parts):
@@ -49,6 +50,7 @@ def test_full_neighbourhoods_equal_local_sampling(hash_parts):
     new_id = torch.from_numpy(np.load(parts / 'new_id.npy'))
     order = torch.argsort(new_id)
     local = FastNeighborSampler(topo, [-1, -1])
+    offsets = torch.from_numpy(np.load(parts / 'offsets.npy'))
     results = run_ranks(_full, 2, parts)
     for rank in range(2):
         status, value = results[rank]
@@ -66,7 +68,14 @@ def test_full_neighbourhoods_equal_local_sampling(hash_parts):
         # hop 0: the seeds are local, nothing moves; hop 1: remote
         # frontier ids out and their neighbours back, one message each
         assert traffic['bytes_sent'] > 0 and traffic['messages'] == 2
-        assert pull > 0
+        # pulling instead: an indptr pair and the int32 list of every
+        # frontier node the other rank sent here at hop 1
+        other = results[1 - rank][1]
+        frontier = torch.from_numpy(other[0])[other[4][0]:sum(other[4][:2])]
+        owned = frontier[(frontier >= offsets[rank]) &
+                         (frontier < offsets[rank + 1])]
+        degree = topo.indptr[order[owned] + 1] - topo.indptr[order[owned]]
+        assert pull == 16 * owned.numel() + 4 * int(degree.sum()) > 0
 
 
 def _draws(rank, world, parts_dir, reps):
