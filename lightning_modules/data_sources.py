@@ -4,8 +4,9 @@ of a split."""
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional, Tuple
+from typing import Any, Literal, Optional, Tuple
 
 import torch
 from torch import Tensor
@@ -19,7 +20,7 @@ from pyg_fastload.io import DatasetFormatError
 from .errors import ConfigError
 
 __all__ = ['check_feature_cache', 'resolve_dataset', 'load_data_file_checked',
-           'split_seeds', 'LossNorm']
+           'split_seeds', 'LossNorm', 'ModeOptions']
 
 
 def check_feature_cache(cache: Any) -> Optional[FeatureCache]:
@@ -82,6 +83,51 @@ def split_seeds(data: Any, split: str) -> Tensor:
         raise ConfigError('dataset', f"the dataset has no '{name}', so "
                           f"there is nothing to {split} on")
     return torch.as_tensor(mask).bool().nonzero().view(-1)
+
+
+@dataclass(frozen=True)
+class ModeOptions:
+    r"""Options of the partitioned modes (README, "Several processes and
+    machines").
+
+    Args:
+        sampling (str): ``'dsp'``'s collective sampling: ``'node'``-wise
+            fan-outs or ``'layer'``-wise (DSP Eq. 2: ``num_neighbors`` are
+            layer sizes).
+        seeds (str): where ``'dsp'`` ranks draw their seeds: their ``'own'``
+            part's (DSP), or the ``'global'`` training set as in data
+            parallelism (the model-centric baseline of HopGNN).
+        merges (int): ``'hopgnn'``'s time steps merged away per iteration
+            (0: one time step per rank).
+        merge_search (bool): ``'hopgnn'`` chooses :obj:`merges` by HopGNN's
+            examination period (one more merge per epoch while epochs get
+            faster; the counts are in ``dist_stats.json``).
+    """
+    sampling: Literal['node', 'layer'] = 'node'
+    seeds: Literal['own', 'global'] = 'own'
+    merges: int = 0
+    merge_search: bool = False
+
+    def __post_init__(self) -> None:
+        for key, value, allowed in (('sampling', self.sampling,
+                                     ('node', 'layer')),
+                                    ('seeds', self.seeds, ('own', 'global'))):
+            if value not in allowed:
+                raise ConfigError(f'mode_options.{key}', f"{value!r} is not "
+                                  f"one of {', '.join(allowed)}")
+        if isinstance(self.merges, bool) or not isinstance(
+                self.merges, int) or self.merges < 0:
+            raise ConfigError('mode_options.merges', f"{self.merges!r} must "
+                              f"be an int >= 0 (below the world size)")
+
+    def check(self, mode: str) -> None:
+        r"""Refuses options that :obj:`mode` would ignore."""
+        if mode != 'dsp' and (self.sampling, self.seeds) != ('node', 'own'):
+            raise ConfigError('mode_options', f"'sampling' and 'seeds' are "
+                              f"options of mode 'dsp', not {mode!r}")
+        if mode != 'hopgnn' and (self.merges or self.merge_search):
+            raise ConfigError('mode_options', f"'merges' and 'merge_search' "
+                              f"are options of mode 'hopgnn', not {mode!r}")
 
 
 class LossNorm:

@@ -26,29 +26,25 @@ from pyg_fastload.distributed import (
     DistributedError,
     TrafficCounters,
 )
-from pyg_fastload.distributed.dsp import (
-    LAUNCH_ORDERS,
-    DSPRank,
-    open_dsp_rank,
-)
-from pyg_fastload.distributed.parts import open_rank_part
+from pyg_fastload.distributed.dsp import LAUNCH_ORDERS, DSPRank
 from pyg_fastload.distributed.seeds import (
     RankSeedSampler,
     rank_seed_sampler,
     shard,
 )
 from pyg_fastload.io import DatasetFormatError, open_dataset_dir
-from pyg_fastload.io.format import VERIFY_MODES, sha256_file
+from pyg_fastload.io.format import VERIFY_MODES
 from pyg_fastload.storage import FeatureSource
 
 from .data_sources import (
-    LossNorm,
+    ModeOptions,
     check_feature_cache,
     split_seeds,
     load_data_file_checked,
     resolve_dataset,
 )
 from .errors import ConfigError, config_section
+from .rank_parts import mode_loader_args, setup_part
 
 __all__ = ['FastLoadDataModule', 'FeatureCache']
 
@@ -120,6 +116,8 @@ class FastLoadDataModule(pl.LightningDataModule):
         launch_order (str): how ``'dsp'`` keeps its pipelined stages'
             collectives apart: a process group each (``'groups'``), or one
             group with DSP's leader-ordered launch (``'coordinator'``).
+        mode_options (ModeOptions, optional): ``'dsp'``'s layer-wise
+            sampling and global seeds, ``'hopgnn'``'s micrograph merging.
     """
     @config_section('data')
     def __init__(
@@ -143,6 +141,7 @@ class FastLoadDataModule(pl.LightningDataModule):
         partitions: Optional[str] = None,
         dist_timeout: float = 300.0,
         launch_order: Literal['groups', 'coordinator'] = 'groups',
+        mode_options: Optional[ModeOptions] = None,
     ):
         super().__init__()
         if mode not in MODES:
@@ -165,6 +164,10 @@ class FastLoadDataModule(pl.LightningDataModule):
             raise ConfigError('launch_order', f"{launch_order!r} is not one "
                               f"of {', '.join(LAUNCH_ORDERS)}")
         self.launch_order = launch_order
+        if isinstance(mode_options, dict):
+            mode_options = ModeOptions(**mode_options)
+        self.mode_options = mode_options or ModeOptions()
+        self.mode_options.check(mode)
         self.mode = mode
         self.partitions = partitions
         self.dist_timeout = float(dist_timeout)
@@ -238,6 +241,12 @@ class FastLoadDataModule(pl.LightningDataModule):
             return check_fanouts(value)
         except (TypeError, ValueError, NotImplementedError) as error:
             raise ConfigError(key, str(error)) from None
+
+    @property
+    def global_seeds(self) -> bool:
+        r"""Ranks draw their seeds from the whole training set."""
+        return self.mode in ('replicated', 'hopgnn') or (
+            self.mode == 'dsp' and self.mode_options.seeds == 'global')
 
     # What the model needs to know before setup ##############################
 
@@ -314,7 +323,7 @@ class FastLoadDataModule(pl.LightningDataModule):
         self._check_trainer()
         self.collectives = Collectives(self.context, self.traffic)
         if self.mode != 'replicated':
-            self._setup_part()
+            setup_part(self)
         if self.kind is not None:
             self._setup_dataset()
         if self.data is None:
@@ -332,38 +341,6 @@ class FastLoadDataModule(pl.LightningDataModule):
                               'ranks itself (set trainer.'
                               'use_distributed_sampler: false)',
                               section='trainer')
-
-    def _setup_part(self) -> None:
-        r"""This rank's part: PaGraph's, relabelled to its own rows; or
-        DSP's, with the whole graph's features and collective samplers."""
-        try:
-            if self.mode == 'pagraph':
-                features, graph, _, meta = open_rank_part(
-                    self.partitions, self.collectives, self.feature_cache,
-                    method='pagraph', local=True, device=self.device,
-                    num_neighbors=self.num_neighbors,
-                    batch_size=self.batch_size, progress=self.progress)
-                self.data = (features, graph)
-            else:
-                self.dsp = open_dsp_rank(
-                    self.partitions, self.collectives, self.feature_cache,
-                    device=self.device, num_neighbors=self.num_neighbors,
-                    batch_size=self.batch_size, progress=self.progress,
-                    launch_order=self.launch_order,
-                    feature_centric=self.mode == 'hopgnn')
-                meta = self.dsp.meta
-                self.data = self.dsp.data
-                self.samplers = {  # collectives: the same order everywhere
-                    'train': self.dsp.sampler(self.num_neighbors),
-                    'eval': self.dsp.sampler(self.eval_num_neighbors)}
-        except (DistributedError, ValueError) as error:
-            raise ConfigError('partitions', str(error)) from None
-        source = meta['dataset']
-        if self.kind == 'dir' and sha256_file(
-                Path(self.source) / 'meta.json') != source['meta_sha256']:
-            raise ConfigError('dataset', f"'{self.source}' is not the dataset "
-                              f"'{self.partitions}' was partitioned from "
-                              f"({source.get('path', source['name'])})")
 
     def _setup_dataset(self) -> None:
         r"""The whole dataset: what every rank trains on (``replicated``),
@@ -409,8 +386,8 @@ class FastLoadDataModule(pl.LightningDataModule):
                               ctx.world_size)
             return data, seeds, None
         dsp_part = self.dsp is not None and data is self.data
-        seeds = self.dsp.seeds(split) if dsp_part else \
-            split_seeds(data, split)
+        seeds = self.dsp.seeds(split, self.global_seeds) if dsp_part \
+            else split_seeds(data, split)
         if not ctx.is_distributed and self.mode == 'replicated':
             return data, seeds, None  # one process: the plain loader
         if not train and not dsp_part:
@@ -422,7 +399,7 @@ class FastLoadDataModule(pl.LightningDataModule):
                 self.collectives, seeds.numel(),
                 self.batch_size if train else self.eval_batch_size,
                 self.generators[split], train,
-                self.mode in ('replicated', 'hopgnn'),
+                self.global_seeds,
                 train and self.drop_last)
         except DistributedError as error:
             raise ConfigError('mode', str(error)) from None
@@ -434,15 +411,7 @@ class FastLoadDataModule(pl.LightningDataModule):
             self.setup(split)
         train = split == 'train'
         data, nodes, sampler = self._seeds(split)
-        extra: Dict[str, Any] = {}
-        if sampler is not None:
-            extra['sampler'] = sampler
-        if self.dsp is not None and data is self.data:
-            extra['neighbor_sampler'] = self.samplers[
-                'train' if train else 'eval']
-        transform = self.transform
-        if self.mode == 'hopgnn' and train and data is self.data:
-            transform = LossNorm(self.batch_size, self.transform)
+        extra, transform = mode_loader_args(self, split, data, sampler)
         return FastNeighborLoader(
             data,
             num_neighbors=self.num_neighbors if train

@@ -133,7 +133,7 @@ class DistributedMonitor(Callback):
         if trainer.is_global_zero and log_dir is not None:
             self._write(Path(log_dir), trainer.world_size)
 
-    def _root_load(self) -> Dict[str, float]:
+    def _root_load(self) -> Dict[str, Any]:
         r"""HopGNN: the roots each rank trained per iteration, max/mean
         over the ranks: its mean, and the share of iterations within 10%
         (the paper: 97.3% on 4 servers)."""
@@ -144,9 +144,26 @@ class DistributedMonitor(Callback):
         table = self._collectives.all_gather_ints(
             mine, 'gather the roots per rank').double()
         ratio = table.max(0).values / table.mean(0).clamp(min=1e-9)
-        return {'roots': int(table.sum()),
-                'max_over_mean': float(ratio.mean()),
-                'within_10_percent': float((ratio <= 1.1).double().mean())}
+        out: Dict[str, Any] = {
+            'roots': int(table.sum()), 'max_over_mean': float(ratio.mean()),
+            'within_10_percent': float((ratio <= 1.1).double().mean())}
+        # Feature locality of the micrographs so far, over all ranks
+        stats = self._router.stats()
+        keys = ('rows', 'local', 'remote', 'remote_per_step', 'requests',
+                'requests_per_step')
+        total = self._collectives.all_gather_ints(
+            [int(stats[k]) for k in keys], 'gather the locality').sum(0)
+        local = dict(zip(keys, total.tolist()))
+        local['local_hit_rate'] = local['local'] / max(local['rows'], 1)
+        local['pregather_rows_saved'] = \
+            local['remote_per_step'] / max(local['remote'], 1)
+        local['pregather_requests_saved'] = \
+            local['requests_per_step'] / max(local['requests'], 1)
+        out['micrographs'] = local
+        out['time_steps'] = stats['time_steps']
+        if 'search' in stats:
+            out['merge_search'] = stats['search']
+        return out
 
     def on_exception(self, trainer: pl.Trainer,
                      pl_module: pl.LightningModule,

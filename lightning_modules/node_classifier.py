@@ -12,6 +12,8 @@ from torch_geometric.data import Data
 from torch_geometric.nn import GAT, GCN, MLP, GraphSAGE
 from torchmetrics.classification import MulticlassAccuracy
 
+from pyg_fastload.distributed.hopgnn import split_time_steps
+
 from .errors import ConfigError, config_section
 
 __all__ = ['NodeClassifier', 'MODELS']
@@ -156,6 +158,8 @@ class NodeClassifier(pl.LightningModule):
         return logits, batch.y[:size].view(-1).long()
 
     def training_step(self, batch: Data, batch_idx: int) -> Tensor:
+        if 'step_ptr' in batch and batch.step_ptr.numel() > 2:
+            return self._time_steps(batch)
         logits, y = self._seed_step(batch)
         if 'loss_norm' in batch:  # HopGNN: a rank trains the roots homed
             # on it; sum / per-rank batch keeps DDP's averaged update.
@@ -163,12 +167,45 @@ class NodeClassifier(pl.LightningModule):
                 batch.loss_norm
         else:
             loss = F.cross_entropy(logits, y)
+        self._log_train(loss, logits, y)
+        return loss
+
+    def _time_steps(self, batch: Data) -> Tensor:
+        r"""HopGNN's time steps: one forward and backward per step (its
+        activations freed before the next), gradients accumulated; the
+        returned loss carries the earlier steps' gradients (``p * g`` with
+        value 0), so DDP combines everything in one backward."""
+        params = [p for p in self.parameters() if p.requires_grad]
+        carried = [torch.zeros_like(p) for p in params]
+        steps = split_time_steps(batch)
+        total = torch.zeros(())
+        all_logits, all_y = [], []
+        for i, step in enumerate(steps):
+            logits, y = self._seed_step(step)
+            loss = F.cross_entropy(logits, y, reduction='sum') / \
+                batch.loss_norm
+            all_logits.append(logits.detach())
+            all_y.append(y)
+            if i == len(steps) - 1:
+                break
+            total = total + loss.detach()
+            if y.numel():
+                grads = torch.autograd.grad(loss, params, allow_unused=True)
+                for acc, grad in zip(carried, grads):
+                    if grad is not None:
+                        acc += grad
+        for p, acc in zip(params, carried):
+            loss = loss + (p * acc).sum() - (p.detach() * acc).sum()
+        self._log_train(total + loss.detach(), torch.cat(all_logits),
+                        torch.cat(all_y))
+        return loss
+
+    def _log_train(self, loss: Tensor, logits: Tensor, y: Tensor) -> None:
         self.train_acc(logits, y)
         size = max(y.numel(), 1)
         self.log('train_loss', loss, prog_bar=True, batch_size=size)
         self.log('train_acc', self.train_acc, on_step=False, on_epoch=True,
                  batch_size=size)
-        return loss
 
     def validation_step(self, batch: Data, batch_idx: int) -> None:
         logits, y = self._seed_step(batch)

@@ -66,14 +66,15 @@ class DSPRank:
             self.coordinator.close()
             self.coordinator = None
 
-    def seeds(self, split: str) -> Tensor:
+    def seeds(self, split: str, everyone: Optional[bool] = None) -> Tensor:
         r"""The seeds of :obj:`split` in new ids: this rank's own (DSP), or
-        every rank's (HopGNN draws from the global set; a collective)."""
+        :obj:`everyone`'s (default for HopGNN, which draws from the global
+        set; a collective)."""
         mask = self.features.local.get_tensor(
             group_name=None, attr_name=f'{split}_mask', index=None)
         start, _ = self.book.part_range(self.part)
         mine = torch.as_tensor(mask).bool().nonzero().view(-1) + start
-        if not self.feature_centric:
+        if not (self.feature_centric if everyone is None else everyone):
             return mine
         world = self.sampling.world_size
         return torch.cat(self.sampling.exchange(

@@ -1,32 +1,43 @@
-r"""HopGNN's feature-centric training on one rank: every rank draws its
-mini-batch from the global training set as in data parallelism, the roots
-are routed to the rank that owns their features, and each rank samples one
-micrograph (a disjoint computation tree) per root it received and trains
-them, fetching the union of its micrographs' remote rows once per owner
-per iteration (pre-gathering, in
+r"""HopGNN's feature-centric training on one rank: every rank (model ``m``)
+draws its mini-batch from the global training set as in data parallelism,
+the roots are routed to the rank that owns their features (their home),
+and each rank samples one micrograph (a disjoint computation tree) per root
+it received. The micrographs a rank holds are grouped into *time steps*,
+one per origin model: at step ``t`` model ``m`` visits rank ``(m + t) % N``
+and trains the micrographs it drew that are homed there (HopGNN 4.2). The
+union of a rank's micrographs' remote rows is fetched once per owner per
+iteration (pre-gathering, in
 :class:`~pyg_fastload.distributed.PartitionedFeatureStore`).
 
 Micrographs are sampled on the whole topology, which every rank holds
 (``partition.full_topology``): topology is small next to features
 (products-like's ``meta.json``: 495 MB of neighbour ids, 980 MB of
-features), and a full topology
-keeps micrograph sampling local with no collectives.
+features), and a full topology keeps micrograph sampling local with no
+collectives.
 
-The update equals data-parallel training on the same global batch when
-each rank's loss is the *sum* over the roots it trained divided by the
-per-rank batch size (DDP averages the ranks' gradients), and no layer uses
-batch statistics (batch norm sees only the micrographs one rank trains).
-Each rank trains all micrographs homed on it in one step per iteration:
-HopGNN's time steps (one per origin model, accumulating gradients before
-one all-reduce) sum to the same gradient, so this is its fully merged
-schedule, without moving any micrograph off its home.
+Models are replicas here (DDP), so instead of migrating a model between
+steps each rank trains its steps one after the other, accumulating
+gradients, and DDP combines them once per iteration. The update equals
+data-parallel training on the same global batch when each rank's loss is
+the *sum* over the roots it trained divided by the per-rank batch size (DDP
+averages), and no layer uses batch statistics (batch norm would see one
+time step's micrographs).
+
+Micrograph merging (HopGNN 5.3, :func:`merge_order`) removes the step with
+the fewest roots and spreads each model's roots of that step evenly over
+its remaining steps, so those micrographs train away from their home and
+their rows are fetched remotely: fewer, larger steps for more remote rows.
+:class:`MergeSearch` picks how many steps to merge from measured epoch
+times (the examination period).
 """
 from __future__ import annotations
 
-from typing import Any, List, Optional
+import time
+from typing import Any, Dict, List, Optional
 
 import torch
 from torch import Tensor
+from torch_geometric.data import Data
 from torch_geometric.sampler import NodeSamplerInput, SamplerOutput
 
 from ..graph.topology import CSCTopology
@@ -34,16 +45,122 @@ from ..partition import PartitionBook
 from ..sampling import FastNeighborSampler
 from .collectives import Collectives
 
-__all__ = ['RootRouter']
+__all__ = ['RootRouter', 'MergeSearch', 'merge_order', 'assign_steps',
+           'split_time_steps']
+
+
+def merge_order(counts: Tensor, merges: int) -> List[int]:
+    r"""The steps HopGNN's merging removes, in order. :obj:`counts` is
+    ``R[m][t]``, the roots model ``m`` trains at step ``t``; each round
+    removes the step with the fewest roots over all models (the first on a
+    tie) and spreads every model's roots of it evenly over the remaining
+    steps (the first ``R mod k`` remaining steps take one more), as
+    :func:`assign_steps` does root by root."""
+    counts = counts.clone().long()
+    alive = list(range(counts.size(1)))
+    if not 0 <= merges < len(alive):
+        raise ValueError(f"'merges' = {merges} must lie in [0, "
+                         f"{len(alive) - 1}] for {len(alive)} steps")
+    removed = []
+    for _ in range(merges):
+        step = alive[int(torch.argmin(counts[:, alive].sum(0)))]
+        alive.remove(step)
+        removed.append(step)
+        base, extra = counts[:, step] // len(alive), \
+            counts[:, step] % len(alive)
+        for j, t in enumerate(alive):
+            counts[:, t] += base + (extra > j).long()
+        counts[:, step] = 0
+    return removed
+
+
+def assign_steps(steps: Tensor, removed: List[int],
+                 num_steps: int) -> Tensor:
+    r"""Each root's step (of :obj:`num_steps`) after merging away
+    :obj:`removed` (in order): the roots of a removed step go round robin
+    to the remaining ones."""
+    steps = steps.clone()
+    alive = list(range(num_steps))
+    for step in removed:
+        alive.remove(step)
+        moved = (steps == step).nonzero().view(-1)
+        targets = torch.tensor(alive, dtype=steps.dtype)
+        steps[moved] = targets[torch.arange(moved.numel()) % len(alive)]
+    return steps
+
+
+def split_time_steps(batch: Data) -> List[Data]:
+    r"""A :class:`RootRouter` batch as one batch per time step: the
+    micrographs of roots ``[step_ptr[j], step_ptr[j + 1])`` with their
+    ``x``, ``y``, ``edge_index``, ``batch_size`` and per-hop counts (the
+    trees are disjoint, so no edge crosses two steps)."""
+    ptr = batch.step_ptr
+    node_step = torch.searchsorted(ptr, batch.batch, right=True) - 1
+    hops = torch.repeat_interleave(
+        torch.arange(len(batch.num_sampled_nodes)),
+        torch.as_tensor(batch.num_sampled_nodes))
+    edge_hops = torch.repeat_interleave(
+        torch.arange(len(batch.num_sampled_edges)),
+        torch.as_tensor(batch.num_sampled_edges))
+    col = batch.edge_index[1]
+    steps = []
+    for j in range(ptr.numel() - 1):
+        mask = node_step == j
+        local = torch.cumsum(mask, 0) - 1
+        keep = mask[col]
+        edge_index = local[batch.edge_index[:, keep]]
+        num_hops = len(batch.num_sampled_nodes)
+        steps.append(Data(
+            x=batch.x[mask], y=batch.y[mask], edge_index=edge_index,
+            batch_size=int(ptr[j + 1] - ptr[j]),
+            num_sampled_nodes=torch.bincount(
+                hops[mask], minlength=num_hops).tolist(),
+            num_sampled_edges=torch.bincount(
+                edge_hops[keep], minlength=num_hops - 1).tolist()))
+    return steps
+
+
+class MergeSearch:
+    r"""HopGNN's examination period: from the second epoch on, merge one
+    more step per epoch while the epoch time falls; at the first epoch that
+    is not faster, go back to the best count and keep it.
+
+    Args:
+        num_steps (int): steps without merging (the world size).
+    """
+    def __init__(self, num_steps: int):
+        self.num_steps = num_steps
+        self.merges = 0
+        self.history: List[Dict[str, float]] = []
+        self.done = num_steps <= 1
+
+    def epoch_done(self, seconds: float) -> int:
+        r"""Records an epoch's time at the current count; returns the
+        number of merges for the next epoch."""
+        self.history.append({'time_steps': self.num_steps - self.merges,
+                             'seconds': seconds})
+        if self.done:
+            return self.merges
+        if len(self.history) >= 2 and seconds >= self.history[-2]['seconds']:
+            self.done = True
+            self.merges -= 1  # back to the previous, faster count
+        elif self.merges + 1 < self.num_steps:
+            self.merges += 1
+        else:
+            self.done = True
+        return self.merges
 
 
 class RootRouter(FastNeighborSampler):
-    r"""Routes this rank's drawn roots to their homes and samples the
-    micrographs of the roots homed here (a collective per batch).
+    r"""Routes this rank's drawn roots to where they train (their home, or
+    another rank of their model's path after merging) and samples the
+    micrographs of the roots it receives (a collective per batch).
 
-    The batches it produces hold the roots this rank received (``n_id[:
-    batch_size]``, in new ids; ``input_id`` = those ids), and one disjoint
-    tree per root. :attr:`load` lists the roots trained here per batch.
+    A batch holds the roots this rank received (``n_id[:batch_size]``),
+    grouped by time step (``step_ptr``: the roots of step ``j`` are
+    ``[step_ptr[j], step_ptr[j + 1])``; ``batch`` maps every node to its
+    root), with one disjoint tree per root. :attr:`load` lists the roots
+    trained here per batch; :meth:`stats` the feature locality.
 
     Args:
         topology (CSCTopology): the whole graph, in new ids.
@@ -52,43 +169,131 @@ class RootRouter(FastNeighborSampler):
         collectives (Collectives): this rank's collectives.
         num_neighbors (List[int]): fan-out per hop.
         replace (bool): sample with replacement.
+        merges (int): time steps merged away per iteration (0: one step
+            per rank).
+        merge_search (bool): choose :obj:`merges` by HopGNN's examination
+            period (needs :attr:`batches_per_epoch`).
     """
     def __init__(self, topology: CSCTopology, book: PartitionBook, part: int,
                  collectives: Collectives, num_neighbors: List[int],
-                 replace: bool = False):
+                 replace: bool = False, merges: int = 0,
+                 merge_search: bool = False):
         if collectives.world_size != book.num_parts:
             raise ValueError(f'{book.num_parts} parts but world size '
                              f'{collectives.world_size}')
+        world = collectives.world_size
+        if not 0 <= merges < world:
+            raise ValueError(f"'merges' = {merges} must lie in [0, "
+                             f"{world - 1}] with {world} ranks")
         super().__init__(topology, num_neighbors, replace=replace,
                          disjoint=True)
         self.book = book
         self.part = part
         self.collectives = collectives
+        self.merges = merges
+        self.search = MergeSearch(world) if merge_search else None
+        self.batches_per_epoch: Optional[int] = None
         self.load: List[int] = []
+        self.locality: Dict[str, float] = dict.fromkeys(
+            ('rows', 'local', 'remote', 'remote_per_step', 'requests',
+             'requests_per_step'), 0.0)
+        self._calls = 0
+        self._epoch_started: Optional[float] = None
+        self._last_call: Optional[float] = None
 
-    def route(self, roots: Tensor) -> Tensor:
-        r"""Sends each root to its home; returns the roots homed here, in
-        the order of the ranks that drew them."""
+    @property
+    def time_steps(self) -> int:
+        r"""Time steps per iteration (world size minus merges)."""
+        return self.collectives.world_size - self.merges
+
+    def route(self, roots: Tensor) -> tuple:
+        r"""Sends each root to the rank its model trains it on; returns the
+        roots received (grouped by time step) and ``step_ptr``."""
         roots = roots.long()
-        owner = self.book.owner(roots)
-        order = torch.argsort(owner, stable=True)
-        sizes = torch.bincount(owner,
-                               minlength=self.collectives.world_size)
+        world, rank = self.collectives.world_size, self.collectives.rank
+        steps = (self.book.owner(roots) - rank) % world
+        removed: List[int] = []
+        if self.merges:
+            counts = torch.bincount(steps, minlength=world)
+            table = torch.stack(self.collectives.exchange(
+                [counts] * world, 'control', 'share the roots per step'))
+            # R[m][t]: every model's roots per step, the same on every rank
+            removed = merge_order(table, self.merges)
+            steps = assign_steps(steps, removed, world)
+        dest = (steps + rank) % world
+        order = torch.argsort(dest, stable=True)
+        sizes = torch.bincount(dest, minlength=world)
         got = self.collectives.exchange(
             list(roots[order].split(sizes.tolist())), 'sampling',
-            'route the roots to their homes')
-        return torch.cat(got)
+            'route the roots to their ranks')
+        # rank i's step t trains model (i - t) % N: origins in step order
+        alive = [t for t in range(world) if t not in removed]
+        groups = [got[(rank - t) % world] for t in alive]
+        ptr = torch.tensor([0] + [g.numel() for g in groups]).cumsum(0)
+        return torch.cat(groups), ptr
 
     def sample_from_nodes(self, inputs: NodeSamplerInput,
                           **kwargs: Any) -> SamplerOutput:
+        self._epoch_clock()
         self.collectives.begin_batch()
-        home = self.route(inputs.node)
-        self.load.append(home.numel())
+        roots, ptr = self.route(inputs.node)
+        self.load.append(roots.numel())
         generator: Optional[torch.Generator] = kwargs.get('generator')
-        out = self.sample(home, generator=generator)
-        out.metadata = (home, None)
+        out = self.sample(roots, generator=generator)
+        self._count_locality(out, ptr)
+        out.metadata = (roots, None, {'step_ptr': ptr})
+        return out
+
+    def _count_locality(self, out: SamplerOutput, ptr: Tensor) -> None:
+        r"""Rows of this iteration's micrographs: local, remote (fetched
+        once per iteration), and what fetching per time step would
+        fetch."""
+        owner = self.book.owner(out.node)
+        remote = owner != self.part
+        node_step = torch.searchsorted(ptr, out.batch, right=True) - 1
+        num_nodes = self.book.num_nodes
+        keys = torch.unique(node_step[remote] * num_nodes + out.node[remote])
+        per_step_owner = torch.unique(
+            node_step[remote] * self.collectives.world_size + owner[remote])
+        stat = self.locality
+        stat['rows'] += torch.unique(out.node).numel()
+        stat['local'] += torch.unique(out.node[~remote]).numel()
+        stat['remote'] += torch.unique(out.node[remote]).numel()
+        stat['remote_per_step'] += keys.numel()
+        stat['requests'] += torch.unique(owner[remote]).numel()
+        stat['requests_per_step'] += per_step_owner.numel()
+
+    def _epoch_clock(self) -> None:
+        r"""Times the epochs from this stage's calls (validation between
+        epochs excluded); at each epoch boundary the search takes the
+        slowest rank's time and sets the next epoch's merges."""
+        now = time.perf_counter()
+        if self.search is None or not self.batches_per_epoch:
+            return
+        if self._calls and self._calls % self.batches_per_epoch == 0:
+            mine = torch.tensor([self._last_call - self._epoch_started])
+            seconds = torch.cat(self.collectives.exchange(
+                [mine] * self.collectives.world_size, 'control',
+                'agree on the epoch time')).max()
+            self.merges = self.search.epoch_done(float(seconds))
+            self._epoch_started = None
+        if self._epoch_started is None:
+            self._epoch_started = now
+        self._calls += 1
+        self._last_call = now
+
+    def stats(self) -> Dict[str, Any]:
+        r"""Per-iteration feature locality summed so far (rows of the
+        micrographs, local, remote fetched once per iteration, remote as
+        fetched per time step, owner requests both ways), the time steps and
+        the merge search's epochs."""
+        out: Dict[str, Any] = dict(self.locality)
+        out['time_steps'] = self.time_steps
+        if self.search is not None:
+            out['search'] = list(self.search.history)
         return out
 
     def __repr__(self) -> str:
         return (f'{self.__class__.__name__}(part={self.part}, '
-                f'num_neighbors={self.num_neighbors})')
+                f'num_neighbors={self.num_neighbors}, '
+                f'time_steps={self.time_steps})')

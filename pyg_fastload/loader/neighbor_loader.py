@@ -235,6 +235,9 @@ class FastNeighborLoader(NodeLoader):
         data.input_id = out.metadata[0]
         data.seed_time = out.metadata[1]
         data.batch_size = out.metadata[0].size(0)
+        if len(out.metadata) > 2:  # a sampler's own batch attributes
+            for key, value in out.metadata[2].items():
+                data[key] = value
         return data if self.transform is None else self.transform(data)
 
     def _get_iterator(self) -> Iterator:

@@ -3,6 +3,8 @@ from datetime import timedelta
 import pytest
 import torch
 import torch.nn.functional as F
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pyg_fastload import FastNeighborLoader
 from pyg_fastload.distributed import (
@@ -10,7 +12,12 @@ from pyg_fastload.distributed import (
     DistContext,
     PartitionedFeatureStore,
 )
-from pyg_fastload.distributed.hopgnn import RootRouter
+from pyg_fastload.distributed.hopgnn import (
+    MergeSearch,
+    RootRouter,
+    assign_steps,
+    merge_order,
+)
 from pyg_fastload.distributed.parts import open_rank_part
 from pyg_fastload.partition import partition_dataset
 from pyg_fastload.partition.parts import full_topology
@@ -102,3 +109,151 @@ def test_hopgnn_gradients_equal_data_parallel_ones(metis_parts, empty):
     assert sorted(trained) == sorted(drawn[0] + drawn[1])
     if empty:
         assert results[1][1][2] == []
+
+
+# Time steps and micrograph merging ##########################################
+
+def test_merge_order_follows_the_papers_example():
+    # HopGNN Fig. 10 (3 servers): step 1 holds the fewest roots; model 1's
+    # two roots there go one each to its steps 0 and 2.
+    counts = torch.tensor([[2, 0, 3], [4, 2, 2], [3, 1, 2]])
+    assert merge_order(counts, 1) == [1]
+    steps = torch.tensor([0, 0, 0, 0, 1, 1, 2, 2])  # model 1's roots
+    moved = assign_steps(steps, [1], 3)
+    assert moved.tolist() == [0, 0, 0, 0, 0, 2, 2, 2]
+    assert torch.bincount(moved, minlength=3).tolist() == [5, 0, 3]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(2, 5).flatmap(lambda n: st.tuples(
+    st.lists(st.lists(st.integers(0, 9), min_size=n, max_size=n),
+             min_size=n, max_size=n),
+    st.integers(0, n - 1))))
+def test_merging_keeps_every_root_and_agrees_with_the_counts(case):
+    table, merges = case
+    counts = torch.tensor(table)
+    removed = merge_order(counts, merges)
+    n = counts.size(0)
+    assert len(set(removed)) == merges
+    # every model moves its own roots; the per-step totals every rank
+    # computed from the shared counts must match what the models did
+    after = torch.zeros_like(counts)
+    for m in range(n):
+        steps = torch.repeat_interleave(torch.arange(n), counts[m])
+        moved = assign_steps(steps, removed, n)
+        assert moved.numel() == steps.numel()  # no root lost
+        assert not any(int(t) in removed for t in moved)
+        after[m] = torch.bincount(moved, minlength=n)
+    assert after.sum(1).tolist() == counts.sum(1).tolist()
+    assert after[:, removed].sum() == 0
+    # merging never removes a step that holds more roots than another
+    if merges:
+        first = removed[0]
+        assert counts[:, first].sum() == counts.sum(0).min()
+
+
+def test_merge_search_keeps_the_fastest_count():
+    search = MergeSearch(4)
+    assert search.epoch_done(10.0) == 1  # 4 steps measured, try 3
+    assert search.epoch_done(8.0) == 2   # 3 faster: try 2
+    assert search.epoch_done(9.0) == 1   # 2 slower: back to 3, keep it
+    assert search.epoch_done(5.0) == 1
+    assert [h['time_steps'] for h in search.history] == [4, 3, 2, 3]
+
+
+def test_time_steps_give_the_whole_batchs_outputs(tiny_dir):
+    from torch_geometric.nn import GraphSAGE
+    from pyg_fastload.datasets import load_synthetic
+    from pyg_fastload.distributed.hopgnn import split_time_steps
+    data = load_synthetic('tiny', root=tiny_dir[1], progress=False).to_data()
+    loader = FastNeighborLoader(data, [5, 3], input_nodes=torch.arange(60),
+                                batch_size=60, disjoint=True)
+    batch = next(iter(loader))
+    batch.step_ptr = torch.tensor([0, 25, 25, 60])  # one step empty
+    torch.manual_seed(0)
+    model = GraphSAGE(data.num_features, 16, 2).eval()
+    whole = model(batch.x, batch.edge_index)[:60]
+    steps = split_time_steps(batch)
+    assert [s.batch_size for s in steps] == [25, 0, 35]
+    assert sum(s.num_nodes for s in steps) == batch.num_nodes
+    assert sum(s.edge_index.size(1) for s in steps) == \
+        batch.edge_index.size(1)
+    parts = [model(s.x, s.edge_index,
+                   num_sampled_nodes_per_hop=s.num_sampled_nodes,
+                   num_sampled_edges_per_hop=s.num_sampled_edges)[
+                       :s.batch_size] for s in steps]
+    assert torch.allclose(torch.cat(parts), whole, atol=1e-5)
+    assert torch.equal(torch.cat([s.y[:s.batch_size] for s in steps]),
+                       batch.y[:60])
+
+
+def _time_step_grads(rank, world, parts_dir, drawn, merges):
+    from lightning_modules import NodeClassifier
+    coll = Collectives(DistContext.current(timedelta(seconds=30)))
+    features, _, book, _ = open_rank_part(parts_dir, coll, progress=False)
+    topo = full_topology(parts_dir)
+    data = (PartitionedFeatureStore(features, book, rank, coll),
+            CSCGraphStore(topo))
+    x = features.get_tensor(attr_name='x', index=None, group_name=None)
+    torch.manual_seed(0)
+    model = NodeClassifier('sage', x.size(1), 8, hidden_channels=16,
+                           num_layers=2, dropout=0.0)
+    roots = torch.tensor(drawn[rank])
+    router = RootRouter(topo, book, rank, coll, [-1, -1], merges=merges)
+    hop = FastNeighborLoader(data, [-1, -1], input_nodes=roots,
+                             batch_size=roots.numel(),
+                             neighbor_sampler=router)
+    batch = next(iter(hop))
+    batch.loss_norm = roots.numel()
+    model.zero_grad()
+    model.training_step(batch, 0).backward()
+    grads = [coll.all_reduce(p.grad, 'average') / world
+             for p in model.parameters()]
+    # the reference: plain data parallelism, one batch per rank
+    plain = FastNeighborLoader(
+        data, [-1, -1], input_nodes=roots, batch_size=roots.numel(),
+        neighbor_sampler=FastNeighborSampler(topo, [-1, -1], disjoint=True))
+    ref = next(iter(plain))
+    model.zero_grad()
+    logits = model(ref)[:ref.batch_size]
+    (F.cross_entropy(logits, ref.y[:ref.batch_size].long(),
+                     reduction='sum') / roots.numel()).backward()
+    refs = [coll.all_reduce(p.grad, 'average') / world
+            for p in model.parameters()]
+    ptr = batch.step_ptr.tolist()
+    steps = [batch.input_id[a:b].tolist() for a, b in zip(ptr, ptr[1:])]
+    return (max(float((a - b).abs().max()) for a, b in zip(grads, refs)),
+            max(float(g.abs().max()) for g in refs), steps,
+            router.stats())
+
+
+@pytest.mark.parametrize('merges', [0, 1])
+def test_time_steps_and_merging_keep_the_data_parallel_update(metis_parts,
+                                                              merges):
+    drawn = [list(range(0, 2000, 41))[:38], list(range(7, 2000, 53))[:38]]
+    results = run_ranks(_time_step_grads, 2, metis_parts, drawn, merges)
+    from pyg_fastload.partition import PartitionBook
+    book = PartitionBook.load(metis_parts)
+    trained = []
+    for rank in range(2):
+        status, value = results[rank]
+        assert status == 'ok', value
+        diff, scale, steps, stats = value
+        assert scale > 0 and diff <= 1e-5 * max(scale, 1.0)
+        assert len(steps) == 2 - merges == stats['time_steps']
+        for j, roots in enumerate(steps):
+            # step j on this rank trains the roots of one model only
+            if merges == 0:
+                origin = (rank - j) % 2
+                assert set(roots) <= set(drawn[origin])
+                homes = book.owner(torch.tensor(roots, dtype=torch.long))
+                assert bool((homes == rank).all())
+            trained += roots
+        assert stats['rows'] == stats['local'] + stats['remote']
+        assert stats['remote_per_step'] >= stats['remote']
+    assert sorted(trained) == sorted(drawn[0] + drawn[1])
+    if merges:  # one step left: the emptier step merged into the other,
+        # so each rank trains all the roots of one model, on one path
+        mine = [sorted(results[r][1][2][0]) for r in range(2)]
+        assert mine in ([sorted(drawn[0]), sorted(drawn[1])],
+                        [sorted(drawn[1]), sorted(drawn[0])])

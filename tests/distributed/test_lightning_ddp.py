@@ -71,20 +71,29 @@ def metis_parts(tmp_path_factory, tiny_dir):
 
 
 @pytest.mark.parametrize('mode', ['replicated', 'pagraph', 'dsp',
-                                  'dsp-coordinator', 'hopgnn'])
+                                  'dsp-coordinator', 'dsp-options', 'hopgnn',
+                                  'hopgnn-search'])
 def test_ddp_fit_runs_equal_steps_and_counts_traffic(pagraph_parts,
                                                      metis_parts, tmp_path,
                                                      mode):
     dataset_dir, parts = pagraph_parts
-    mode, _, order = mode.partition('-')
+    mode, _, variant = mode.partition('-')
     data = {'dataset': str(dataset_dir), 'mode': mode}
-    if order:  # both stages on one group, in the leader's launch order
-        data['launch_order'] = order
+    epochs = 1
+    if variant == 'coordinator':  # both stages on one group, in the
+        data['launch_order'] = variant  # leader's launch order
+    elif variant == 'options':  # layer-wise, seeds drawn globally
+        data['mode_options'] = {'sampling': 'layer', 'seeds': 'global'}
+        data['num_neighbors'] = [256, 256]
+    elif variant == 'search':  # HopGNN's examination period
+        data['mode_options'] = {'merge_search': True}
+        epochs = 2
     if mode != 'replicated':
         data['partitions'] = str(parts if mode == 'pagraph' else metis_parts)
     if mode in ('dsp', 'hopgnn'):  # stages with collectives concurrently
         data['pipeline'] = True
-    result = _fit(['--config', str(_config(tmp_path, data))], tmp_path)
+    result = _fit(['--config', str(_config(tmp_path, data)),
+                   '--trainer.max_epochs', str(epochs)], tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     assert 'validation accuracy' in result.stdout
     stats = _stats(tmp_path)
@@ -110,10 +119,20 @@ def test_ddp_fit_runs_equal_steps_and_counts_traffic(pagraph_parts,
     if mode == 'hopgnn':  # every drawn root trained once, somewhere
         assert load['roots'] == ranks[0]['steps'] * 64 * 2
         assert 1.0 <= load['max_over_mean'] <= 2.0
+        local = load['micrographs']
+        assert local['rows'] == local['local'] + local['remote']
+        assert local['remote_per_step'] >= local['remote'] > 0
+        assert load['time_steps'] == 2
+        if variant == 'search':  # epoch 0 timed at 2 steps, epoch 1 at 1
+            last = stats['epochs'][1]['root_load']
+            assert [h['time_steps'] for h in last['merge_search']] == [2]
+            assert last['time_steps'] == 1
+            assert last['roots'] == load['roots']  # every root, again
     else:
         assert load is None
     train = int(open_dataset_dir(dataset_dir).arrays['train_mask'].sum())
-    if mode in ('replicated', 'hopgnn'):  # all seeds split in two
+    if mode in ('replicated', 'hopgnn') or variant == 'options':
+        # all seeds split in two
         assert ranks[0]['steps'] == -(-(-(-train // 2)) // 64)
     elif mode == 'pagraph':  # each part's own (balanced within 1)
         assert ranks[0]['steps'] == -(-(train // 2 + 1) // 64)
