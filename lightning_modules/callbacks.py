@@ -36,7 +36,7 @@ NOT_SECONDS = frozenset({'batches', 'run_ahead'})
 
 #: Cumulative per-tier counters of ``TieredFeatureStore.stats()`` that are
 #: turned into per-epoch deltas.
-_COUNTERS = ('requests', 'hits', 'bytes', 'pages')
+_COUNTERS = ('requests', 'hits', 'bytes', 'pages', 'device_bytes')
 
 #: Attributes through which wrappers commonly expose the loader they wrap
 #: (``CombinedLoader.iterables`` first).
@@ -371,6 +371,9 @@ class LoaderMonitor(Callback):
                         'hit_ratio']
                 metrics[f'cache/{attr}/{tier}/bytes'] = float(
                     counters['bytes'])
+                if tier == 'storage':  # measured: what the device read
+                    metrics[f'cache/{attr}/storage/device_bytes'] = float(
+                        counters['device_bytes'])
         return metrics
 
     def summary(self) -> Dict[str, Any]:
@@ -379,7 +382,9 @@ class LoaderMonitor(Callback):
         ``batches_per_s`` (totals over the summed training time;
         ``seeds_per_s`` is :obj:`None` without ``batch_size``),
         ``hit_ratio`` (``{attr: {tier: ratio}}``, summed hits over summed
-        requests) and ``time_share_pct`` (every loader timing summed, in
+        requests), ``storage_read`` (per attribute, rows asked of storage
+        and the bytes the device delivered, measured) and
+        ``time_share_pct`` (every loader timing summed, in
         percent of the summed loader ``epoch`` time)."""
         records = self.records
         total_time = sum(r['train_time_s'] for r in records)
@@ -402,6 +407,11 @@ class LoaderMonitor(Callback):
             'hit_ratio': {attr: {tier: c['hit_ratio']
                                  for tier, c in tiers.items()}
                           for attr, tiers in _with_hit_ratios(cache).items()},
+            'storage_read': {attr: {'rows': tiers['storage']['requests'],
+                                    'device_bytes': tiers['storage'][
+                                        'device_bytes']}
+                             for attr, tiers in cache.items()
+                             if 'storage' in tiers},
             'time_share_pct': ({key: 100 * seconds / epoch_time
                                 for key, seconds in times.items()}
                                if epoch_time > 0 else {}),
@@ -450,6 +460,11 @@ def _format_summary(summary: Dict[str, Any]) -> str:
             cells = [ratios.get(tier) for tier in tiers]
             lines.append(attr.ljust(width) + ''.join(
                 f'{"-" if r is None else f"{r:.3f}":>9}' for r in cells))
+    for attr, read in summary.get('storage_read', {}).items():
+        if read['rows']:
+            lines.append(f"{attr}: {read['rows']:,} rows asked of storage, "
+                         f"{read['device_bytes'] / 2**20:,.1f} MiB read "
+                         f"from the device (measured)")
     shares = summary['time_share_pct']
     if shares:
         lines.append('time (% of loader epoch): ' + ', '.join(

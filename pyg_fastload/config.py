@@ -125,6 +125,12 @@ class FeatureCache:
             instead of reading them from disk.
         exceed_memory (bool): allow caches larger than the memory the
             machine has (refused by default).
+        storage (str): how a dataset directory's feature matrices are read:
+            ``'mmap'`` (memory-mapped: the page cache keeps what was read)
+            or ``'direct'`` (``O_DIRECT`` reads, many in flight: the host
+            buffer is the only host cache;
+            :class:`~pyg_fastload.storage.DirectStorage`).
+        reads_in_flight (int): direct reads issued at once.
     """
     host_budget: Optional[Union[int, float, str]] = None
     device_budget: Optional[Union[int, float, str]] = None
@@ -135,6 +141,8 @@ class FeatureCache:
     read_ahead: int = 0
     in_memory: bool = False
     exceed_memory: bool = False
+    storage: Literal['mmap', 'direct'] = 'mmap'
+    reads_in_flight: int = 16
 
     def __post_init__(self) -> None:
         for key in ('host_budget', 'device_budget'):
@@ -157,7 +165,15 @@ class FeatureCache:
         if self.device_cache not in DEVICE_CACHE_MODES:
             raise SettingError('device_cache', f"{self.device_cache!r} must "
                                f"be one of {DEVICE_CACHE_MODES}")
-        for key, low in (('window', 1), ('read_ahead', 0)):
+        if self.storage not in ('mmap', 'direct'):
+            raise SettingError('storage', f"{self.storage!r} must be 'mmap' "
+                               f"or 'direct'")
+        if self.storage == 'direct' and (self.read_ahead or self.in_memory):
+            raise SettingError('storage', "'direct' reads bypass the page "
+                               "cache that 'read_ahead' warms and 'in_memory' "
+                               "replaces; drop one of them")
+        for key, low in (('window', 1), ('read_ahead', 0),
+                         ('reads_in_flight', 1)):
             value = getattr(self, key)
             if isinstance(value, bool) or not isinstance(value, int) or \
                     value < low:

@@ -1,9 +1,11 @@
 r"""Storage tiers: a PyG ``FeatureStore`` with device cache, host buffer and
-in-memory or on-disk storage, a CSC ``GraphStore``, and the
+in-memory or on-disk storage (memory-mapped or direct reads), a CSC ``GraphStore``, and the
 :class:`FeatureSource` protocol the loader reads features through."""
 from .counters import TierCounters, cached_and_stored
+from .direct import DirectStorage
 from .feature_store import TieredFeatureStore
 from .graph_store import CSCGraphStore
+from .io_stats import device_read_bytes, process_read_bytes
 from .protocol import FeatureSource
 from .read_ahead import AdaptiveReadAhead
 from .tiers import MemoryStorage, MmapStorage, StaticCache, WindowBufferedCache
@@ -17,6 +19,9 @@ __all__ = [
     'AdaptiveReadAhead',
     'MemoryStorage',
     'MmapStorage',
+    'DirectStorage',
+    'process_read_bytes',
+    'device_read_bytes',
     'StaticCache',
     'WindowBufferedCache',
 ]

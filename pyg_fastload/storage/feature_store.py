@@ -14,6 +14,7 @@ from torch_geometric.data import FeatureStore, TensorAttr
 from ..config import available_memory
 from .buffer_pool import BufferPool
 from .counters import TierCounters
+from .direct import DirectStorage
 from .read_ahead import AdaptiveReadAhead
 from .tier_gather import TierEntry, gather_tiers, spent as add_spent
 from .tiers import MemoryStorage, MmapStorage, StaticCache, WindowBufferedCache
@@ -81,10 +82,15 @@ class TieredFeatureStore(FeatureStore):
     def put_mmap_tensor(self, path: str, dtype: torch.dtype,
                         shape: Sequence[int], attr_name: str,
                         group_name: Optional[str] = None,
-                        offset: int = 0) -> None:
-        r"""Registers a raw row-major file as the storage of an attribute."""
-        self._entries[(group_name, attr_name)] = TierEntry(
-            MmapStorage(path, dtype, shape, offset))
+                        offset: int = 0, direct: bool = False,
+                        in_flight: int = 16) -> None:
+        r"""Registers a raw row-major file as the storage of an attribute:
+        memory-mapped, or read with direct I/O (:obj:`direct`,
+        :obj:`in_flight` reads at once; :class:`DirectStorage`)."""
+        storage = DirectStorage(path, dtype, shape, offset,
+                                in_flight=in_flight) if direct else \
+            MmapStorage(path, dtype, shape, offset)
+        self._entries[(group_name, attr_name)] = TierEntry(storage)
 
     def _put_tensor(self, tensor: Tensor, attr: TensorAttr) -> bool:
         key = _key(attr)

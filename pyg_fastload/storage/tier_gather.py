@@ -46,8 +46,7 @@ def gather_tiers(entry: TierEntry, ids: Tensor, out: Tensor,
              timings: Dict[str, float], staging: BufferPool) -> None:
     r"""Fills :obj:`out` from the caches, fastest first, then storage,
     adding the seconds spent per tier to :obj:`timings`."""
-    if out.device.type == 'cpu' and not isinstance(entry.device,
-                                                   WindowBufferedCache):
+    if out.device.type == 'cpu':
         _compose_on_cpu(entry, ids, out, timings, staging)
         return
     storage = entry.storage
@@ -65,31 +64,39 @@ def gather_tiers(entry: TierEntry, ids: Tensor, out: Tensor,
         spent(timings, tier, started)
     if ids.numel():
         started = time.perf_counter()
-        shape = (ids.numel(), *storage.shape[1:])
-        if out.device.type == 'cpu':  # recycled: no fresh page faults
-            rows = staging.empty(shape, storage.dtype)
-        else:  # pinned, from torch's caching host allocator
-            rows = torch.empty(shape, dtype=storage.dtype,
-                               pin_memory=True)
+        # pinned, from torch's caching host allocator
+        rows = torch.empty((ids.numel(), *storage.shape[1:]),
+                           dtype=storage.dtype, pin_memory=True)
         storage.gather(ids, rows)
         out.index_copy_(0, pos.to(out.device),
                         rows.to(out.device, non_blocking=True))
         spent(timings, 'storage', started)
-        if isinstance(entry.device, WindowBufferedCache):
-            started = time.perf_counter()
-            first, inverse = torch.unique(ids, return_inverse=True)
-            keep = torch.full((first.numel(), ), ids.numel(),
-                              dtype=torch.long).scatter_reduce_(
-                                  0, inverse, torch.arange(ids.numel()),
-                                  'amin')
-            entry.device.admit(first, rows, keep)
-            spent(timings, 'device', started)
+        _admit(entry, ids, rows, timings)
+
+
+def _admit(entry: TierEntry, ids: Tensor, rows: Tensor,
+           timings: Dict[str, float], distinct: bool = False) -> None:
+    r"""Offers rows just read from storage (``rows[i]`` is row ``ids[i]``)
+    to a window-buffered device cache."""
+    if not isinstance(entry.device, WindowBufferedCache):
+        return
+    started = time.perf_counter()
+    if distinct:
+        entry.device.admit(ids, rows)
+    else:
+        first, inverse = torch.unique(ids, return_inverse=True)
+        keep = torch.full((first.numel(), ), ids.numel(),
+                          dtype=torch.long).scatter_reduce_(
+                              0, inverse, torch.arange(ids.numel()), 'amin')
+        entry.device.admit(first, rows, keep)
+    spent(timings, 'device', started)
 
 def _compose_on_cpu(entry: TierEntry, ids: Tensor, out: Tensor,
                 timings: Dict[str, float], staging: BufferPool) -> None:
-    r"""CPU fast path of :func:`gather_tiers` (static caches): each
-    tier gathers its rows into one recycled block (storage rows in file
-    order), then a single gather puts every row in place. Gathers only:
+    r"""CPU path of :func:`gather_tiers`: each tier gathers its rows into
+    one recycled block (storage rows in file order; rows read from storage
+    are offered to a window-buffered cache from there), then a single
+    gather puts every row in place. Gathers only:
     scattering rows into :obj:`out` (``index_copy_``) takes 1.8x
     (products-like) to 3.0x (arxiv-like) the time of gathering them
     (``pyg-fastload bench loader --preset P``, 'placing rows'). The final
@@ -125,10 +132,13 @@ def _compose_on_cpu(entry: TierEntry, ids: Tensor, out: Tensor,
             # A sampled batch's ids are distinct: read in file order.
             storage.read_sorted(rows, segment)
             filled = place(pos.index_select(0, order), ids.numel())
+            spent(timings, 'storage', started)
+            _admit(entry, rows, segment, timings, distinct=True)
         else:
             storage.gather(ids, segment)
             filled = place(pos, ids.numel())
-        spent(timings, 'storage', started)
+            spent(timings, 'storage', started)
+            _admit(entry, ids, segment, timings)
     started = time.perf_counter()
     torch.index_select(block, 0, source, out=out)
     spent(timings, 'host' if entry.host is not None else 'device',

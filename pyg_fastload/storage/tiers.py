@@ -18,6 +18,7 @@ from torch import Tensor
 from ..graph.ranges import expand_ranges
 from .buffer_pool import BufferPool
 from .counters import TierCounters
+from .io_stats import process_read_bytes
 
 __all__ = [
     'MemoryStorage',
@@ -192,9 +193,13 @@ class MmapStorage:
                     requests: Optional[int] = None) -> None:
         r"""Reads sorted distinct :obj:`rows` into :obj:`out` in file order
         (counted as :obj:`requests` requested rows, default one per row)."""
+        before = process_read_bytes()
         torch.index_select(self._tensor, 0, rows, out=out)
+        after = process_read_bytes()
         self.counters.add(rows.numel() if requests is None else requests,
                           rows.numel(), self.row_bytes, self.pages_of(rows))
+        if before is not None and after is not None:
+            self.counters.device_bytes += after - before
 
 
 class StaticCache:

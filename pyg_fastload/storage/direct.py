@@ -1,0 +1,254 @@
+r"""The direct-read storage tier: feature rows read from their file with
+``O_DIRECT`` (no page cache), many reads in flight, neighbouring rows merged
+into one read (GIDS's storage path, with CPU threads in place of GPU
+threads).
+
+The page cache would otherwise keep every row read once, so host memory
+would not be bounded by the host buffer's budget, and "bytes read" would be
+rows times row size rather than what the device delivered. Here the only
+host copy of a row is the host buffer (when it holds the row) and the batch
+being assembled; every read is counted in device blocks.
+
+Where the file system refuses ``O_DIRECT`` (tmpfs, some network file
+systems) the tier says so once and reads through the page cache, dropping
+what it read from it right after (``posix_fadvise(DONTNEED)``), so memory
+stays bounded; its counters then say ``direct = 0``.
+"""
+from __future__ import annotations
+
+import mmap
+import os
+import threading
+import warnings
+from concurrent.futures import ThreadPoolExecutor
+from typing import List, Optional, Sequence, Tuple
+
+import torch
+from torch import Tensor
+
+from .tiers import MmapStorage
+
+__all__ = ['DirectStorage', 'BLOCK_BYTES']
+
+#: Alignment of direct reads: offsets, lengths and buffers (the page size
+#: covers every logical block size in use, 512 B and 4 KiB).
+BLOCK_BYTES = 4096
+
+
+class DirectStorageError(ValueError):
+    r"""A read returned fewer bytes than the rows need (the file shrank
+    after it was opened): never a partial row."""
+
+
+class _AlignedBuffer:
+    r"""A reusable block-aligned byte buffer (an anonymous mapping, aligned
+    to the page size), grown on demand."""
+    def __init__(self) -> None:
+        self._map: Optional[mmap.mmap] = None
+        self.view: Optional[memoryview] = None
+
+    def get(self, nbytes: int) -> Tuple[memoryview, Tensor]:
+        if self._map is None or len(self._map) < nbytes:
+            self.close()
+            size = max(BLOCK_BYTES, -(-nbytes // BLOCK_BYTES) * BLOCK_BYTES)
+            self._map = mmap.mmap(-1, size)
+            self.view = memoryview(self._map)
+        with warnings.catch_warnings():  # writable, owned here
+            warnings.simplefilter('ignore', UserWarning)
+            tensor = torch.frombuffer(self._map, dtype=torch.uint8)
+        return self.view, tensor
+
+    def close(self) -> None:
+        if self.view is not None:
+            self.view.release()
+            self.view = None
+        if self._map is not None:
+            self._map.close()
+            self._map = None
+
+
+def _open_direct(path: str, direct: Optional[bool]) -> Tuple[int, bool]:
+    r"""``(fd, direct)``: the file opened with ``O_DIRECT`` if the file
+    system allows it (probed with one aligned read), else without."""
+    flag = getattr(os, 'O_DIRECT', None)
+    if direct is not False and flag is not None:
+        probe = mmap.mmap(-1, BLOCK_BYTES)
+        fd = -1
+        try:
+            fd = os.open(path, os.O_RDONLY | flag)
+            os.preadv(fd, [probe], 0)
+            return fd, True
+        except OSError as error:
+            if fd >= 0:
+                os.close(fd)
+            reason = f'{error.strerror} (errno {error.errno})'
+        finally:
+            probe.close()
+    else:
+        reason = ('this platform has no O_DIRECT' if flag is None else
+                  'direct=False')
+    if direct:
+        raise OSError(f"'{path}': direct reads are not possible: {reason}; "
+                      f"use storage='mmap' or keep the file on a local file "
+                      f"system that allows O_DIRECT (ext4, xfs)")
+    if direct is None:
+        warnings.warn(f"'{path}': the file system refuses O_DIRECT "
+                      f"({reason}); reading through the page cache and "
+                      f"dropping the rows from it after each read")
+    return os.open(path, os.O_RDONLY), False
+
+
+class DirectStorage(MmapStorage):
+    r"""All rows of a raw row-major file, read with direct I/O.
+
+    Rows of a gather are read in file order; rows whose blocks touch (or
+    lie within :obj:`merge_gap` blocks) are merged into one read, and up to
+    :obj:`in_flight` reads run at once (reader threads: ``preadv`` releases
+    the GIL). Rows are gathered from the aligned read buffer straight into
+    the caller's buffer (the batch's). A whole-tensor read (:meth:`full`,
+    used for small attributes) goes through the memory map.
+
+    Args:
+        path (str): the raw binary file.
+        dtype (torch.dtype): element type.
+        shape (Sequence[int]): ``[num_rows, ...]``.
+        offset (int): byte offset of the first row (a multiple of the
+            element size).
+        in_flight (int): reads issued at once.
+        merge_gap (int): blocks between two rows' reads that are read
+            through rather than split (0: only touching reads merge).
+        direct (bool, optional): require ``O_DIRECT`` (:obj:`True`), never
+            use it (:obj:`False`), or use it where the file system allows
+            (:obj:`None`, with a warning where it does not).
+    """
+    def __init__(self, path: str, dtype: torch.dtype, shape: Sequence[int],
+                 offset: int = 0, in_flight: int = 16, merge_gap: int = 0,
+                 direct: Optional[bool] = None):
+        super().__init__(path, dtype, shape, offset)
+        for key, value, low in (('in_flight', in_flight, 1),
+                                ('merge_gap', merge_gap, 0)):
+            if isinstance(value, bool) or not isinstance(value, int) or \
+                    value < low:
+                raise ValueError(f"'{key}' = {value!r} must be an int >= "
+                                 f"{low}")
+        itemsize = torch.empty((), dtype=dtype).element_size()
+        if offset % itemsize:
+            raise ValueError(f"'offset' = {offset} is not a multiple of the "
+                             f"{itemsize}-byte element size of {dtype}")
+        self.in_flight = in_flight
+        self.merge_gap = merge_gap
+        self._want_direct = direct
+        self._open()
+
+    def _open(self) -> None:
+        os.close(self._fd)  # the buffered descriptor MmapStorage opened
+        self._fd = None
+        self._fd, self.direct = _open_direct(self.path, self._want_direct)
+        self._buffer = _AlignedBuffer()
+        self._pool: Optional[ThreadPoolExecutor] = None
+        self._lock = threading.Lock()  # one gather at a time per storage
+        self.file_bytes = os.path.getsize(self.path)
+        self.read_calls = 0
+
+    def __getstate__(self) -> dict:
+        state = super().__getstate__()
+        for key in ('_buffer', '_pool', '_lock'):
+            state.pop(key)
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        super().__setstate__(state)
+        self._open()
+
+    def __del__(self) -> None:
+        pool = getattr(self, '_pool', None)
+        if pool is not None:
+            pool.shutdown(wait=False)
+        buffer = getattr(self, '_buffer', None)
+        if buffer is not None:
+            buffer.close()
+        super().__del__()
+
+    def prefetch(self, ids: Tensor) -> int:
+        r"""Nothing to ask of the page cache: direct reads bypass it."""
+        return 0
+
+    def extents(self, rows: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
+        r"""The merged reads of sorted distinct :obj:`rows`: ``(first
+        block, blocks, extent of every row)``."""
+        start = self.offset + rows * self.row_bytes
+        first = torch.div(start, BLOCK_BYTES, rounding_mode='floor')
+        last = torch.div(start + self.row_bytes - 1, BLOCK_BYTES,
+                         rounding_mode='floor')
+        new = torch.ones(rows.numel(), dtype=torch.bool)
+        new[1:] = first[1:] > last[:-1] + 1 + self.merge_gap
+        extent = torch.cumsum(new, 0) - 1
+        begins = first[new]
+        ends = torch.full((begins.numel(), ), -1, dtype=torch.long)
+        ends.scatter_reduce_(0, extent, last, 'amax')
+        return begins, ends - begins + 1, extent
+
+    def read_sorted(self, rows: Tensor, out: Tensor,
+                    requests: Optional[int] = None) -> None:
+        r"""Reads sorted distinct :obj:`rows` into :obj:`out` (counted as
+        :obj:`requests` requested rows, default one per row; ``pages`` and
+        ``device_bytes`` are the blocks read)."""
+        if rows.numel() == 0:
+            return
+        begins, blocks, extent = self.extents(rows)
+        at = torch.cumsum(blocks, 0) - blocks  # each read's place, blocks
+        total = int(blocks.sum()) * BLOCK_BYTES
+        with self._lock:
+            view, raw = self._buffer.get(total)
+            reads = list(zip((begins * BLOCK_BYTES).tolist(),
+                             (blocks * BLOCK_BYTES).tolist(),
+                             (at * BLOCK_BYTES).tolist()))
+            self._run(reads, view)
+            start = self.offset + rows * self.row_bytes
+            place = at.index_select(0, extent) * BLOCK_BYTES + (
+                start - begins.index_select(0, extent) * BLOCK_BYTES)
+            elems = self.row_bytes // self._array.itemsize
+            flat = raw[:total].view(self._dtype)
+            windows = flat.unfold(0, elems, 1)  # row i = elements i..
+            target = out.view(rows.numel(), elems) if out.is_contiguous() \
+                else None
+            picked = torch.index_select(
+                windows, 0, place // self._array.itemsize, out=target)
+            if target is None:
+                out.copy_(picked.view(out.shape))
+        self.read_calls += len(reads)
+        self.counters.add(rows.numel() if requests is None else requests,
+                          rows.numel(), self.row_bytes, total // BLOCK_BYTES)
+        self.counters.device_bytes += total
+
+    def _run(self, reads: List[Tuple[int, int, int]],
+             view: memoryview) -> None:
+        r"""Issues :obj:`reads` ``(file offset, length, buffer offset)``,
+        up to :attr:`in_flight` at once."""
+        workers = min(self.in_flight, len(reads))
+        if workers <= 1:
+            self._read_all(reads, view)
+            return
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(
+                self.in_flight, thread_name_prefix='pyg-fastload-read')
+        futures = [self._pool.submit(self._read_all, reads[i::workers], view)
+                   for i in range(workers)]
+        for future in futures:
+            future.result()
+
+    def _read_all(self, reads: List[Tuple[int, int, int]],
+                  view: memoryview) -> None:
+        fd, size = self._fd, self.file_bytes
+        for offset, length, at in reads:
+            want = min(length, size - offset)  # the last block may be short
+            got = os.preadv(fd, [view[at:at + length]], offset)
+            if got < want:
+                raise DirectStorageError(
+                    f"'{self.path}': read {got} of {want} bytes at offset "
+                    f"{offset}: the file is shorter than its "
+                    f"{list(self.shape)} rows of {self.dtype} (truncated "
+                    f"after it was opened?)")
+            if not self.direct:
+                os.posix_fadvise(fd, offset, length,
+                                 os.POSIX_FADV_DONTNEED)

@@ -1,0 +1,40 @@
+r"""Measured I/O: the bytes this process had read from storage devices
+(``read_bytes`` of ``/proc/self/io``: page-cache hits are not in it, direct
+reads and page faults that went to the device are), and the bytes a block
+device read (``/sys/dev/block/MAJOR:MINOR/stat``)."""
+from __future__ import annotations
+
+import os
+from typing import Optional
+
+__all__ = ['process_read_bytes', 'device_read_bytes']
+
+SECTOR_BYTES = 512  # the unit of /sys/block/*/stat, whatever the device
+
+
+def process_read_bytes() -> Optional[int]:
+    r"""Bytes this process has caused to be read from storage so far, or
+    :obj:`None` where the kernel does not say (not Linux, or no
+    ``/proc/self/io``)."""
+    try:
+        with open('/proc/self/io', 'rb') as handle:
+            for line in handle:
+                if line.startswith(b'read_bytes:'):
+                    return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+def device_read_bytes(path: str) -> Optional[int]:
+    r"""Bytes the block device holding :obj:`path` has read since boot (all
+    processes), or :obj:`None` where it is not known (no sysfs, or a file
+    system without a block device, such as tmpfs)."""
+    try:
+        dev = os.stat(path).st_dev
+        stat = f'/sys/dev/block/{os.major(dev)}:{os.minor(dev)}/stat'
+        with open(stat) as handle:
+            fields = handle.read().split()
+        return int(fields[2]) * SECTOR_BYTES  # sectors read
+    except (OSError, IndexError, ValueError):
+        return None
