@@ -1,6 +1,7 @@
 r"""Datasets: seeded synthetic graphs shaped like the papers' benchmarks, and
 converters from a PyG ``.pt`` file or a local OGB folder into a dataset
 directory (``pyg-fastload prepare``)."""
+from .disk_synthetic import DISK_PRESETS, DiskGraphConfig, prepare_disk_synthetic
 from .ogb import prepare_ogb
 from .prepare import prepare_synthetic
 from .pyg_file import load_data_file, prepare_pyg
@@ -10,6 +11,9 @@ from .synthetic_config import PRESETS, SyntheticGraphConfig
 
 __all__ = [
     'PRESETS',
+    'DISK_PRESETS',
+    'DiskGraphConfig',
+    'prepare_disk_synthetic',
     'SyntheticGraph',
     'SyntheticGraphConfig',
     'default_cache_root',

@@ -14,6 +14,7 @@ from ..config import format_bytes
 from ..io.reader import OnDiskDataset
 from ..io.staging import check_target
 from ..io.writer import write_dataset_dir
+from .disk_synthetic import DISK_PRESETS, prepare_disk_synthetic
 from .ogb import prepare_ogb
 from .pyg_file import prepare_pyg
 from .synthetic_cache import load_synthetic
@@ -86,9 +87,12 @@ def prepare_synthetic(
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     r"""Adds the ``pyg-fastload prepare`` arguments to :obj:`parser`."""
     source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument('--preset', choices=sorted(PRESETS),
+    source.add_argument('--preset', choices=sorted([*PRESETS,
+                                                    *DISK_PRESETS]),
                         help='a synthetic graph preset (generated once and '
-                        'cached, see --cache-dir)')
+                        'cached, see --cache-dir; papers-like is generated '
+                        'straight into OUT_DIR in bounded memory: 56M nodes, '
+                        '28.7 GB of features at --scale 1)')
     source.add_argument('--pyg-data', metavar='FILE',
                         help='a torch_geometric Data saved with torch.save')
     source.add_argument('--ogb', metavar='NAME',
@@ -115,6 +119,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "dataset's standard split)")
     parser.add_argument('--seed', type=int, default=None,
                         help='--preset: the random seed (default: 0)')
+    parser.add_argument('--scale', type=float, default=None,
+                        help='--preset papers-like: times the nodes (2: '
+                        "ogbn-papers100M's 112M)")
     parser.add_argument('--cache-dir', default=None,
                         help='--preset: where synthetic graphs are cached')
     parser.add_argument('--overwrite', action='store_true',
@@ -137,13 +144,22 @@ def run(args: argparse.Namespace) -> OnDiskDataset:
     for key, flag in (('seed', '--seed'), ('cache_dir', '--cache-dir')):
         if getattr(args, key, None) is not None and not args.preset:
             raise usage(f'{flag} only applies to --preset')
+    if args.scale is not None and args.preset not in DISK_PRESETS:
+        raise usage(f"--scale only applies to --preset "
+                    f"{' or '.join(DISK_PRESETS)}")
     if args.ogb and not args.raw_dir:
         raise usage('--ogb needs --raw-dir DIR, the unzipped OGB dataset '
                     '(nothing is downloaded)')
     progress = not args.no_progress
     start = time.perf_counter()
     try:
-        if args.preset:
+        if args.preset in DISK_PRESETS:
+            dataset = prepare_disk_synthetic(
+                args.preset, args.out_dir,
+                seed=0 if args.seed is None else args.seed,
+                scale=1.0 if args.scale is None else args.scale,
+                progress=progress, overwrite=args.overwrite)
+        elif args.preset:
             dataset = prepare_synthetic(
                 args.preset, args.out_dir,
                 seed=0 if args.seed is None else args.seed,
