@@ -33,6 +33,8 @@ __all__ = ['DirectStorage', 'BLOCK_BYTES']
 #: Alignment of direct reads: offsets, lengths and buffers (the page size
 #: covers every logical block size in use, 512 B and 4 KiB).
 BLOCK_BYTES = 4096
+#: Bytes of the aligned read buffer: larger gathers are read in waves.
+WAVE_BYTES = 64 * 2**20
 
 
 class DirectStorageError(ValueError):
@@ -192,7 +194,18 @@ class DirectStorage(MmapStorage):
                     requests: Optional[int] = None) -> None:
         r"""Reads sorted distinct :obj:`rows` into :obj:`out` (counted as
         :obj:`requests` requested rows, default one per row; ``pages`` and
-        ``device_bytes`` are the blocks read)."""
+        ``device_bytes`` are the blocks read), in waves whose read buffer
+        stays within :data:`WAVE_BYTES`."""
+        per_row = (self.row_bytes // BLOCK_BYTES + 2 + self.merge_gap) * \
+            BLOCK_BYTES  # the most blocks one row can add to a wave
+        step = max(1, WAVE_BYTES // per_row)
+        for start in range(0, rows.numel(), step):
+            self._read_wave(rows[start:start + step],
+                            out[start:start + step])
+        self.counters.requests += (rows.numel() if requests is None
+                                   else requests) - rows.numel()
+
+    def _read_wave(self, rows: Tensor, out: Tensor) -> None:
         if rows.numel() == 0:
             return
         begins, blocks, extent = self.extents(rows)
@@ -217,8 +230,8 @@ class DirectStorage(MmapStorage):
             if target is None:
                 out.copy_(picked.view(out.shape))
         self.read_calls += len(reads)
-        self.counters.add(rows.numel() if requests is None else requests,
-                          rows.numel(), self.row_bytes, total // BLOCK_BYTES)
+        self.counters.add(rows.numel(), rows.numel(), self.row_bytes,
+                          total // BLOCK_BYTES)
         self.counters.device_bytes += total
 
     def _run(self, reads: List[Tuple[int, int, int]],

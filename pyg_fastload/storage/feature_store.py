@@ -246,11 +246,14 @@ class TieredFeatureStore(FeatureStore):
 
     def _fill(self, entry: TierEntry, ids: Tensor,
               device: torch.device) -> StaticCache:
-        ids = ids.sort().values
+        ids = torch.unique(ids)  # sorted: read in file order, no staging
         storage = entry.storage
         values = torch.empty((ids.numel(), *storage.shape[1:]),
                              dtype=storage.dtype)
-        storage.gather(ids, values)
+        if isinstance(storage, MmapStorage):
+            storage.read_sorted(ids, values)
+        else:
+            storage.gather(ids, values)
         storage.counters.reset()
         if device.type == 'cuda':
             values = values.to(device)

@@ -139,3 +139,15 @@ def test_measured_io_covers_every_row_that_missed_the_caches(tiny_dir):
     x = np.fromfile(os.path.join(tiny_dir[0], 'x.bin'), dtype=np.float32)
     assert torch.equal(rows, torch.from_numpy(x.reshape(-1, rows.size(1)))[
         ids])
+
+
+def test_large_gathers_are_read_in_bounded_waves(table, monkeypatch):
+    x, path = table
+    monkeypatch.setattr(direct_module, 'WAVE_BYTES', 3 * 4096)
+    storage = DirectStorage(path, x.dtype, x.shape, in_flight=3)
+    ids = torch.randperm(x.size(0))[:200]
+    out = torch.empty((ids.numel(), *x.shape[1:]), dtype=x.dtype)
+    storage.gather(ids, out)
+    assert torch.equal(out, x[ids])
+    assert storage.counters.requests == ids.numel()
+    assert len(storage._buffer._map) <= 8 * 4096  # never the whole gather
