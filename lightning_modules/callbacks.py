@@ -466,7 +466,13 @@ def _format_summary(summary: Dict[str, Any]) -> str:
                          f"{read['device_bytes'] / 2**20:,.1f} MiB read "
                          f"from the device (measured)")
     shares = summary['time_share_pct']
-    if shares:
-        lines.append('time (% of loader epoch): ' + ', '.join(
-            f'{key} {share:.1f}%' for key, share in shares.items()))
+    trainer = {k: v for k, v in shares.items() if k in ('model', 'waiting')}
+    stages = {k: v for k, v in shares.items() if k not in trainer}
+    if trainer:
+        lines.append('training loop (adds up to the epoch): ' + ', '.join(
+            f'{key} {share:.1f}%' for key, share in trainer.items()))
+    if stages:
+        lines.append('loader stages busy (concurrent, each a share of the '
+                     'epoch): ' + ', '.join(f'{key} {share:.1f}%'
+                                            for key, share in stages.items()))
     return '\n'.join(lines)

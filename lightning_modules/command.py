@@ -28,7 +28,7 @@ def _parser() -> argparse.ArgumentParser:
     bench = commands.add_parser('bench', help='run a benchmark')
     benchmarks = bench.add_subparsers(dest='benchmark', required=True)
 
-    from pyg_fastload.bench import cache, loader, model, train
+    from pyg_fastload.bench import cache, direct, loader, model, train
     from pyg_fastload.bench import partition as partition_bench
     from pyg_fastload.datasets import prepare
     from pyg_fastload.partition import command as partition
@@ -40,6 +40,8 @@ def _parser() -> argparse.ArgumentParser:
          'FastNeighborLoader vs PyG NeighborLoader throughput'),
         (benchmarks, 'cache', cache,
          'hit ratio per hotness policy; features on disk'),
+        (benchmarks, 'direct', direct,
+         'features larger than memory: direct reads vs np.memmap'),
         (benchmarks, 'train',
          train, 'training loop fed by PyG vs pyg_fastload loaders'),
         (benchmarks, 'model', model,

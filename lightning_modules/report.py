@@ -122,27 +122,46 @@ def _plot_throughput(records: List[Dict[str, Any]], path: Path) -> bool:
     return True
 
 
-def _plot_hit_ratio(records: List[Dict[str, Any]], path: Path) -> bool:
-    r"""One line per attribute and tier; attributes with a single tier
-    (stored without caches) are left out if any attribute has caches."""
-    tiers: Dict[str, List[str]] = {}
-    for record in records:
-        for attr, counters in record.get('cache', {}).items():
-            known = tiers.setdefault(attr, [])
-            known.extend(t for t in counters if t not in known)
-    if any(len(t) > 1 for t in tiers.values()):
-        tiers = {attr: t for attr, t in tiers.items() if len(t) > 1}
-    if not tiers:
+_TIER_ORDER = ('device', 'host', 'storage')
+
+
+def _tier_shares(counters: Dict[str, Dict[str, Any]]) -> Dict[str, float]:
+    r"""Share of the requested rows each tier served, fastest first: a
+    tier serves its hit ratio of what the faster tiers missed (storage
+    serves the rest)."""
+    left, shares = 1.0, {}
+    for tier in [t for t in _TIER_ORDER if t in counters] + [
+            t for t in counters if t not in _TIER_ORDER]:
+        ratio = counters[tier].get('hit_ratio')
+        share = left * (1.0 if tier == 'storage' or ratio is None
+                        else ratio)
+        shares[tier] = share
+        left -= share
+    return shares
+
+
+def _plot_tier_share(records: List[Dict[str, Any]], path: Path) -> bool:
+    r"""Per attribute with caches, stacked bars per epoch: the share of the
+    requested rows served by each tier (they add up to 1)."""
+    attrs = list(dict.fromkeys(
+        attr for r in records for attr, c in r.get('cache', {}).items()
+        if len(c) > 1))
+    if not attrs:
         return False
-    figure, axes = _new_figure('cache hit ratio per tier (training batches)')
-    epochs = [r['epoch'] for r in records]
-    for attr, names in tiers.items():
-        for tier in names:
-            axes.plot(epochs, [
-                _value(r.get('cache', {}).get(attr, {}).get(tier, {}).get(
-                    'hit_ratio')) for r in records
-            ], 'o-', label=f'{attr} / {tier}')
-    axes.set_ylabel('hits / requests')
+    figure, axes = _new_figure('rows served per tier (training batches)')
+    width = 0.8 / len(attrs)
+    for index, attr in enumerate(attrs):
+        x = [r['epoch'] + (index - (len(attrs) - 1) / 2) * width
+             for r in records]
+        shares = [_tier_shares(r.get('cache', {}).get(attr, {}))
+                  for r in records]
+        bottom = [0.0] * len(records)
+        for tier in dict.fromkeys(t for s in shares for t in s):
+            heights = [s.get(tier, 0.0) for s in shares]
+            axes.bar(x, heights, width * 0.95, bottom=bottom,
+                     label=f'{attr} / {tier}')
+            bottom = [b + h for b, h in zip(bottom, heights)]
+    axes.set_ylabel('share of requested rows')
     axes.set_ylim(0, 1.05)
     figure.legend(loc='outside right center')
     figure.savefig(path)
@@ -150,10 +169,11 @@ def _plot_hit_ratio(records: List[Dict[str, Any]], path: Path) -> bool:
 
 
 def _plot_time(records: List[Dict[str, Any]], path: Path) -> bool:
-    r"""Two stacked bars per epoch: the training loop's ``model`` +
-    ``waiting`` (= the epoch) and the loader's stages (``sampling``,
-    ``feature_loading`` and any other timing; sub-timings named
-    ``<stage>.<part>`` are left out as they are inside their stage)."""
+    r"""Per epoch, the training loop's ``model`` + ``waiting`` stacked (they
+    add up to the epoch), and next to it one bar per loader stage with its
+    busy time (``sampling``, ``feature_loading``, ...): the stages run
+    concurrently with the loop and each other, so they are not stacked
+    (sub-timings named ``<stage>.<part>`` are inside their stage)."""
     keys = list(dict.fromkeys(key for r in records for key in r['time']))
     consumer = [key for key in _CONSUMER_KEYS if key in keys]
     stages = [key for key in keys if key not in _CONSUMER_KEYS
@@ -162,9 +182,8 @@ def _plot_time(records: List[Dict[str, Any]], path: Path) -> bool:
         return False
     figure, axes = _new_figure('loader time breakdown per epoch')
     epochs = [r['epoch'] for r in records]
-    groups = [(name, group) for name, group in (('training loop', consumer),
-                                                ('loader stages', stages))
-              if group]
+    groups = ([('training loop', consumer)] if consumer else []) + [
+        ('busy', [stage]) for stage in stages]
     width = 0.8 / len(groups)
     for index, (name, group) in enumerate(groups):
         x = [e + (index - (len(groups) - 1) / 2) * width for e in epochs]
@@ -181,7 +200,7 @@ def _plot_time(records: List[Dict[str, Any]], path: Path) -> bool:
 
 
 _PLOTS = (('throughput.png', _plot_throughput),
-          ('hit_ratio.png', _plot_hit_ratio),
+          ('tier_share.png', _plot_tier_share),
           ('time_breakdown.png', _plot_time))
 
 
@@ -193,9 +212,10 @@ def make_report(logdir: PathLike,
     without one, Lightning's ``metrics.csv`` with its columns.
 
     Per run it writes ``throughput.png`` (seeds/s per epoch),
-    ``hit_ratio.png`` (hit ratio per attribute and tier, if the loader read
-    a tiered store) and ``time_breakdown.png`` (stacked seconds of the
-    training loop and of the loader's stages, if the loader timed them).
+    ``tier_share.png`` (the share of requested rows each tier served, per
+    attribute with caches) and ``time_breakdown.png`` (the training loop's
+    model and waiting seconds stacked, and each loader stage's busy
+    seconds beside them, if the loader timed them).
 
     Args:
         logdir (str or os.PathLike): the log directory to search.

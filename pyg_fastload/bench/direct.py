@@ -52,6 +52,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help='reads in flight tried for the bound')
     parser.add_argument('--probe-rows', type=positive_int, default=20000,
                         help='random rows per probe read')
+    parser.add_argument('--probe-seconds', type=float, default=3.0,
+                        help='seconds per reads-in-flight setting')
     parser.add_argument('--seed', type=int, default=0)
 
 
@@ -77,6 +79,11 @@ def read_bound(storage: DirectStorage, in_flight: List[int], rows: int,
     single = rates.get(1)
     return {'rows_per_s': rates, 'best': best, 'in_flight': enough,
             'latency_s': None if single is None else 1.0 / single}
+
+
+def _read_bytes() -> int:
+    r"""This process's measured device reads (0 where not known)."""
+    return process_read_bytes() or 0
 
 
 def _drop_page_cache(path: str) -> None:
@@ -117,12 +124,12 @@ def _pyg_memmap(path: str, shape: tuple, batches: List[torch.Tensor]
     _drop_page_cache(path)
     x = torch.from_numpy(np.memmap(path, dtype=np.float32, mode='r',
                                    shape=shape))
-    before, seconds = process_read_bytes(), 0.0
+    before, seconds = _read_bytes(), 0.0
     for n_id in batches:
         started = time.perf_counter()
         torch.index_select(x, 0, n_id)
         seconds += time.perf_counter() - started
-    return {'seconds': seconds, 'device_bytes': process_read_bytes() - before,
+    return {'seconds': seconds, 'device_bytes': _read_bytes() - before,
             'storage_rows': sum(b.numel() for b in batches)}
 
 
@@ -139,7 +146,7 @@ def _tiered(args: argparse.Namespace, window: bool,
                                policy='out_degree', progress=False,
                                verify='none', **extra)
     features.reset_counters()
-    before, seconds, storage_seconds = process_read_bytes(), 0.0, 0.0
+    before, seconds, storage_seconds = _read_bytes(), 0.0, 0.0
     depth = args.window if window else 0
     for ahead in batches[:depth]:  # the loader's look-ahead window
         features.announce(torch.unique(ahead))
@@ -154,7 +161,7 @@ def _tiered(args: argparse.Namespace, window: bool,
         storage_seconds += timings.get('storage', 0.0)
     stats = features.stats('x')['x']
     return {'seconds': seconds, 'storage_seconds': storage_seconds,
-            'device_bytes': process_read_bytes() - before,
+            'device_bytes': _read_bytes() - before,
             'storage_rows': stats['storage']['hits'],
             'counted_bytes': stats['storage']['device_bytes']}
 
@@ -174,7 +181,7 @@ def run(args: argparse.Namespace) -> Dict[str, Any]:
           f"{args.batches} batches")
     probe = DirectStorage(path, torch.float32, shape)
     bound = read_bound(probe, args.in_flight, args.probe_rows,
-                       seed=args.seed)
+                       args.probe_seconds, args.seed)
     args.reads_in_flight = bound['in_flight']
     rates = ', '.join(f'{d}: {r:,.0f}' for d, r in
                       bound['rows_per_s'].items())
@@ -217,10 +224,11 @@ def run(args: argparse.Namespace) -> Dict[str, Any]:
           f"every cache were read at {storage_share:.0%} of the measured "
           f"random-read bound (target >= 70%)")
     window = results['direct + host buffer + window cache']
+    mmap_bytes = max(base['device_bytes'], 1)
     print(f"reported: device bytes, host buffer + window cache vs plain mmap: "
-          f"{window['device_bytes'] / max(base['device_bytes'], 1):.2f}x; "
-          f"host buffer alone {ours['device_bytes'] / max(base['device_bytes'], 1):.2f}x "
-          f"(measured, /proc/self/io); peak RSS of this process "
+          f"{window['device_bytes'] / mmap_bytes:.2f}x; host buffer alone "
+          f"{ours['device_bytes'] / mmap_bytes:.2f}x (measured, "
+          f"/proc/self/io); peak RSS of this process "
           f"{peak_rss_bytes() / 2**30:.1f} GiB")
     return {'bound': bound, 'results': results, 'speedup': speedup,
             'bound_share': storage_share}

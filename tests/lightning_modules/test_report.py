@@ -8,7 +8,7 @@ from lightning_modules import report
 from .test_callbacks import fit_tiered_run
 
 PNG_MAGIC = b'\x89PNG\r\n\x1a\n'
-PLOTS = {'throughput.png', 'hit_ratio.png', 'time_breakdown.png'}
+PLOTS = {'throughput.png', 'tier_share.png', 'time_breakdown.png'}
 
 
 def assert_pngs(paths, directory):
@@ -35,6 +35,17 @@ def test_report_falls_back_to_metrics_csv(tmp_path_factory, tmp_path):
         run['monitor'].records[1]['cache']['x']['device']['hit_ratio'],
         rel=1e-5)
     assert_pngs(report.make_report(tmp_path), tmp_path)
+
+
+def test_tier_shares_add_up_and_storage_is_not_a_hit_ratio():
+    shares = report._tier_shares({
+        'host': {'hit_ratio': 0.5}, 'device': {'hit_ratio': 0.2},
+        'storage': {'hit_ratio': 1.0}})
+    assert list(shares) == ['device', 'host', 'storage']
+    assert shares['device'] == pytest.approx(0.2)
+    assert shares['host'] == pytest.approx(0.4)  # half of the 0.8 missed
+    assert shares['storage'] == pytest.approx(0.4)
+    assert sum(shares.values()) == pytest.approx(1.0)
 
 
 def test_cli_prints_paths_and_fails_clearly(tmp_path_factory, tmp_path,
