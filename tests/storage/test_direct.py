@@ -67,6 +67,11 @@ def test_merging_touching_rows_makes_one_read(tmp_path):
     assert torch.equal(out, x[[0, 1, 5, 40]])
 
 
+@pytest.mark.reliability(
+    fault='direct reads on a file system that refuses O_DIRECT',
+    behaviour="a warning naming the file and the reason, then page-cache "
+              "reads dropped after use; with direct=True an error naming "
+              "storage='mmap' as the fix")
 def test_without_o_direct_it_falls_back_and_says_so(table, monkeypatch):
     x, path = table
     real = os.preadv
@@ -92,6 +97,10 @@ def test_without_o_direct_it_falls_back_and_says_so(table, monkeypatch):
         DirectStorage(path, x.dtype, x.shape, direct=True)
 
 
+@pytest.mark.reliability(
+    fault='a feature file truncated before or while the direct tier reads it',
+    behaviour='an error naming the file, the bytes read and the rows it '
+              'should hold; never a partial row')
 def test_a_shortened_file_is_an_error_never_a_partial_row(tmp_path):
     x = torch.randn(100, 300)  # 1200 B rows
     path = tmp_path / 'x.bin'
