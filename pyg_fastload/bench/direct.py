@@ -67,7 +67,6 @@ def read_bound(storage: DirectStorage, in_flight: List[int], rows: int,
     rates: Dict[int, float] = {}
     for depth in in_flight:
         storage.in_flight = depth
-        storage._pool = None  # a pool of this size
         done, started = 0, time.perf_counter()
         while time.perf_counter() - started < seconds:
             ids = torch.unique(torch.randint(n, (rows, ), generator=gen))

@@ -19,16 +19,17 @@ from __future__ import annotations
 import mmap
 import os
 import threading
+import time
 import warnings
 from concurrent.futures import ThreadPoolExecutor
-from typing import List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 import torch
 from torch import Tensor
 
 from .tiers import MmapStorage
 
-__all__ = ['DirectStorage', 'BLOCK_BYTES']
+__all__ = ['DirectStorage', 'InFlightTuner', 'BLOCK_BYTES']
 
 #: Alignment of direct reads: offsets, lengths and buffers (the page size
 #: covers every logical block size in use, 512 B and 4 KiB).
@@ -100,6 +101,59 @@ def _open_direct(path: str, direct: Optional[bool]) -> Tuple[int, bool]:
     return os.open(path, os.O_RDONLY), False
 
 
+class InFlightTuner:
+    r"""Chooses how many reads to keep in flight from measured throughput
+    (our take on GIDS's storage-access accumulator, which sizes the reads
+    in flight from a model of the device's latency and peak rate): starting
+    at :obj:`start`, every :obj:`waves` read waves of at least
+    :obj:`min_reads` reads it compares the blocks per second with the
+    previous setting's and doubles the depth while that gains at least
+    :obj:`gain`; at the first doubling that does not, it goes back and
+    stays.
+
+    Args:
+        start (int): the first depth.
+        limit (int): the largest depth tried.
+        waves (int): waves measured per depth.
+        min_reads (int): reads a wave needs to be measured.
+        gain (float): relative gain that justifies doubling.
+    """
+    def __init__(self, start: int = 4, limit: int = 128, waves: int = 4,
+                 min_reads: int = 256, gain: float = 0.05):
+        self.depth = start
+        self.limit = limit
+        self.waves = waves
+        self.min_reads = min_reads
+        self.gain = gain
+        self.settled = start >= limit
+        self.rates: Dict[int, float] = {}
+        self._blocks = 0
+        self._seconds = 0.0
+        self._waves = 0
+
+    def observe(self, reads: int, blocks: int, seconds: float) -> int:
+        r"""Records one wave; returns the depth for the next."""
+        if self.settled or reads < self.min_reads or seconds <= 0:
+            return self.depth
+        self._blocks += blocks
+        self._seconds += seconds
+        self._waves += 1
+        if self._waves < self.waves:
+            return self.depth
+        rate = self._blocks / self._seconds
+        self.rates[self.depth] = rate
+        self._blocks, self._seconds, self._waves = 0, 0.0, 0
+        previous = self.rates.get(self.depth // 2)
+        if previous is not None and rate < previous * (1 + self.gain):
+            self.depth //= 2  # doubling did not pay: back, and stay
+            self.settled = True
+        elif self.depth * 2 <= self.limit:
+            self.depth *= 2
+        else:
+            self.settled = True
+        return self.depth
+
+
 class DirectStorage(MmapStorage):
     r"""All rows of a raw row-major file, read with direct I/O.
 
@@ -116,7 +170,8 @@ class DirectStorage(MmapStorage):
         shape (Sequence[int]): ``[num_rows, ...]``.
         offset (int): byte offset of the first row (a multiple of the
             element size).
-        in_flight (int): reads issued at once.
+        in_flight (int or str): reads issued at once, or ``'auto'``: chosen
+            from measured throughput (:class:`InFlightTuner`).
         merge_gap (int): blocks between two rows' reads that are read
             through rather than split (0: only touching reads merge).
         direct (bool, optional): require ``O_DIRECT`` (:obj:`True`), never
@@ -124,15 +179,20 @@ class DirectStorage(MmapStorage):
             (:obj:`None`, with a warning where it does not).
     """
     def __init__(self, path: str, dtype: torch.dtype, shape: Sequence[int],
-                 offset: int = 0, in_flight: int = 16, merge_gap: int = 0,
+                 offset: int = 0, in_flight: Union[int, str] = 16,
+                 merge_gap: int = 0,
                  direct: Optional[bool] = None):
         super().__init__(path, dtype, shape, offset)
+        self.tuner = InFlightTuner() if in_flight == 'auto' else None
+        if self.tuner is not None:
+            in_flight = self.tuner.depth
         for key, value, low in (('in_flight', in_flight, 1),
                                 ('merge_gap', merge_gap, 0)):
             if isinstance(value, bool) or not isinstance(value, int) or \
                     value < low:
                 raise ValueError(f"'{key}' = {value!r} must be an int >= "
-                                 f"{low}")
+                                 f"{low}" + (" or 'auto'" if key == 'in_flight'
+                                             else ''))
         itemsize = torch.empty((), dtype=dtype).element_size()
         if offset % itemsize:
             raise ValueError(f"'offset' = {offset} is not a multiple of the "
@@ -148,6 +208,7 @@ class DirectStorage(MmapStorage):
         self._fd, self.direct = _open_direct(self.path, self._want_direct)
         self._buffer = _AlignedBuffer()
         self._pool: Optional[ThreadPoolExecutor] = None
+        self._pool_size = 0
         self._lock = threading.Lock()  # one gather at a time per storage
         self.file_bytes = os.path.getsize(self.path)
         self.read_calls = 0
@@ -216,7 +277,12 @@ class DirectStorage(MmapStorage):
             reads = list(zip((begins * BLOCK_BYTES).tolist(),
                              (blocks * BLOCK_BYTES).tolist(),
                              (at * BLOCK_BYTES).tolist()))
+            started = time.perf_counter()
             self._run(reads, view)
+            if self.tuner is not None:
+                self.in_flight = self.tuner.observe(
+                    len(reads), total // BLOCK_BYTES,
+                    time.perf_counter() - started)
             start = self.offset + rows * self.row_bytes
             place = at.index_select(0, extent) * BLOCK_BYTES + (
                 start - begins.index_select(0, extent) * BLOCK_BYTES)
@@ -242,7 +308,10 @@ class DirectStorage(MmapStorage):
         if workers <= 1:
             self._read_all(reads, view)
             return
-        if self._pool is None:
+        if self._pool is None or self._pool_size < self.in_flight:
+            if self._pool is not None:
+                self._pool.shutdown(wait=True)
+            self._pool_size = self.in_flight
             self._pool = ThreadPoolExecutor(
                 self.in_flight, thread_name_prefix='pyg-fastload-read')
         futures = [self._pool.submit(self._read_all, reads[i::workers], view)

@@ -83,7 +83,7 @@ class TieredFeatureStore(FeatureStore):
                         shape: Sequence[int], attr_name: str,
                         group_name: Optional[str] = None,
                         offset: int = 0, direct: bool = False,
-                        in_flight: int = 16) -> None:
+                        in_flight: Union[int, str] = 'auto') -> None:
         r"""Registers a raw row-major file as the storage of an attribute:
         memory-mapped, or read with direct I/O (:obj:`direct`,
         :obj:`in_flight` reads at once; :class:`DirectStorage`)."""

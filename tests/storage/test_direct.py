@@ -160,3 +160,34 @@ def test_large_gathers_are_read_in_bounded_waves(table, monkeypatch):
     assert torch.equal(out, x[ids])
     assert storage.counters.requests == ids.numel()
     assert len(storage._buffer._map) <= 8 * 4096  # never the whole gather
+
+
+def test_the_tuner_doubles_reads_in_flight_while_it_pays():
+    from pyg_fastload.storage.direct import InFlightTuner
+    tuner = InFlightTuner(start=4, limit=128, waves=2, min_reads=10)
+    # a device that saturates at 16 reads in flight
+    rate = {4: 100.0, 8: 190.0, 16: 300.0, 32: 305.0}
+    depths = []
+    for _ in range(20):
+        depth = tuner.depth
+        depths.append(depth)
+        tuner.observe(reads=50, blocks=int(rate[depth]), seconds=1.0)
+    assert tuner.settled and tuner.depth == 16  # 32 gained < 5%
+    assert depths[:8] == [4, 4, 8, 8, 16, 16, 32, 32]
+    assert tuner.observe(reads=5, blocks=1, seconds=1.0) == 16  # ignored
+
+
+def test_auto_reads_in_flight_returns_the_same_rows(table):
+    x, path = table
+    storage = DirectStorage(path, x.dtype, x.shape, in_flight='auto')
+    storage.tuner.min_reads = 1
+    storage.tuner.waves = 1
+    for seed in range(12):
+        ids = torch.randperm(x.size(0), generator=torch.Generator(
+        ).manual_seed(seed))[:40]
+        out = torch.empty((40, *x.shape[1:]), dtype=x.dtype)[:ids.numel()]
+        storage.gather(ids, out)
+        assert torch.equal(out, x[ids])
+    assert storage.in_flight == storage.tuner.depth >= 1
+    with pytest.raises(ValueError, match="or 'auto'"):
+        DirectStorage(path, x.dtype, x.shape, in_flight='fast')
