@@ -15,7 +15,7 @@ import pytorch_lightning as pl
 from pytorch_lightning.callbacks import Callback
 from torch.utils.data import DataLoader
 
-from pyg_fastload.storage import FeatureSource
+from pyg_fastload.storage import FeatureSource, process_memory
 
 __all__ = [
     'LoaderMonitor',
@@ -153,6 +153,7 @@ class _EpochState:
         self.last_mark = 0.0
         self.smooth_seeds = 0.0
         self.smooth_time = 0.0
+        self.peak_anon = 0
 
     def open_segment(self) -> None:
         if self.store is not None:
@@ -269,6 +270,8 @@ class LoaderMonitor(Callback):
         now = time.perf_counter()
         elapsed, state.last_mark = now - state.last_mark, now
         state.batches += 1
+        state.peak_anon = max(state.peak_anon,
+                              process_memory().get('anon', 0))
         seeds = _seeds(batch)
         if seeds is None:
             return
@@ -350,6 +353,9 @@ class LoaderMonitor(Callback):
                        type(state.loader).__name__),
             'time': times,
             'loader_counts': counts,
+            # resident memory the process allocated, sampled after every
+            # training batch (mapped files and the page cache excluded)
+            'peak_anon_bytes': state.peak_anon,
             'cache': _with_hit_ratios({
                 attr: tiers for attr, tiers in state.cache.items()
                 if any(c['requests'] for c in tiers.values())}),
@@ -357,7 +363,9 @@ class LoaderMonitor(Callback):
 
     @staticmethod
     def _metrics(record: Dict[str, Any]) -> Dict[str, float]:
-        metrics = {'throughput/batches_per_s': record['batches_per_s']}
+        metrics = {'throughput/batches_per_s': record['batches_per_s'],
+                   'memory/peak_anon_bytes': float(
+                       record['peak_anon_bytes'])}
         if record['seeds_per_s'] is not None:
             metrics['throughput/seeds_per_s'] = record['seeds_per_s']
         for key, seconds in record['time'].items():
@@ -382,7 +390,9 @@ class LoaderMonitor(Callback):
         ``batches_per_s`` (totals over the summed training time;
         ``seeds_per_s`` is :obj:`None` without ``batch_size``),
         ``hit_ratio`` (``{attr: {tier: ratio}}``, summed hits over summed
-        requests), ``storage_read`` (per attribute, rows asked of storage
+        requests), ``peak_anon_bytes`` (the most resident memory the process
+        had allocated after a training batch), ``storage_read`` (per
+        attribute, rows asked of storage
         and the bytes the device delivered, measured) and
         ``time_share_pct`` (every loader timing summed, in
         percent of the summed loader ``epoch`` time)."""
@@ -407,6 +417,8 @@ class LoaderMonitor(Callback):
             'hit_ratio': {attr: {tier: c['hit_ratio']
                                  for tier, c in tiers.items()}
                           for attr, tiers in _with_hit_ratios(cache).items()},
+            'peak_anon_bytes': max((r.get('peak_anon_bytes', 0)
+                                    for r in records), default=0),
             'storage_read': {attr: {'rows': tiers['storage']['requests'],
                                     'device_bytes': tiers['storage'][
                                         'device_bytes']}
@@ -460,6 +472,10 @@ def _format_summary(summary: Dict[str, Any]) -> str:
             cells = [ratios.get(tier) for tier in tiers]
             lines.append(attr.ljust(width) + ''.join(
                 f'{"-" if r is None else f"{r:.3f}":>9}' for r in cells))
+    if summary.get('peak_anon_bytes'):
+        lines.append(f"memory: peak {summary['peak_anon_bytes'] / 2**30:.2f} "
+                     f"GiB allocated by the process (sampled after each "
+                     f"training batch; mapped files and page cache apart)")
     for attr, read in summary.get('storage_read', {}).items():
         if read['rows']:
             lines.append(f"{attr}: {read['rows']:,} rows asked of storage, "

@@ -6,7 +6,7 @@ from .counters import TierCounters, cached_and_stored
 from .direct import DirectStorage
 from .feature_store import TieredFeatureStore
 from .graph_store import CSCGraphStore
-from .io_stats import device_read_bytes, process_read_bytes
+from .io_stats import device_read_bytes, process_memory, process_read_bytes
 from .protocol import FeatureSource
 from .read_ahead import AdaptiveReadAhead
 from .tiers import MemoryStorage, MmapStorage, StaticCache, WindowBufferedCache
@@ -23,6 +23,7 @@ __all__ = [
     'DirectStorage',
     'process_read_bytes',
     'device_read_bytes',
+    'process_memory',
     'StaticCache',
     'WindowBufferedCache',
 ]

@@ -1,13 +1,14 @@
-r"""Measured I/O: the bytes this process had read from storage devices
-(``read_bytes`` of ``/proc/self/io``: page-cache hits are not in it, direct
-reads and page faults that went to the device are), and the bytes a block
-device read (``/sys/dev/block/MAJOR:MINOR/stat``)."""
+r"""Measured I/O and memory: the bytes this process had read from storage
+devices (``read_bytes`` of ``/proc/self/io``: page-cache hits are not in it,
+direct reads and page faults that went to the device are), the bytes a block
+device read (``/sys/dev/block/MAJOR:MINOR/stat``), and this process's
+resident memory split into what it allocated and what maps files."""
 from __future__ import annotations
 
 import os
-from typing import Optional
+from typing import Dict, Optional
 
-__all__ = ['process_read_bytes', 'device_read_bytes']
+__all__ = ['process_read_bytes', 'device_read_bytes', 'process_memory']
 
 SECTOR_BYTES = 512  # the unit of /sys/block/*/stat, whatever the device
 
@@ -38,3 +39,21 @@ def device_read_bytes(path: str) -> Optional[int]:
         return int(fields[2]) * SECTOR_BYTES  # sectors read
     except (OSError, IndexError, ValueError):
         return None
+
+
+def process_memory() -> Dict[str, int]:
+    r"""This process's resident bytes (Linux ``/proc/self/status``):
+    ``'anon'`` (memory it allocated: caches, buffers, tensors), ``'file'``
+    (mapped file pages, which the kernel can drop and re-read) and
+    ``'peak'`` (the high-water mark of the total); empty where unknown."""
+    keys = {'RssAnon': 'anon', 'RssFile': 'file', 'VmHWM': 'peak'}
+    out: Dict[str, int] = {}
+    try:
+        with open('/proc/self/status') as handle:
+            for line in handle:
+                name, _, value = line.partition(':')
+                if name in keys:
+                    out[keys[name]] = int(value.split()[0]) * 1024
+    except (OSError, ValueError, IndexError):
+        return {}
+    return out

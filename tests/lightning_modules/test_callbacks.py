@@ -100,6 +100,7 @@ def fit_tiered_run(tmp_path_factory) -> Dict[str, Any]:
                                                graph.val_mask, 256,
                                                val_loaders=2))
         _RUN.update(monitor=monitor, module=module, trainer=fit,
+                    stores=stores,
                     graph=graph, log_dir=Path(fit.log_dir),
                     logs=root / 'logs', stdout=out.getvalue())
     return _RUN
@@ -142,6 +143,23 @@ def test_records_and_json_per_epoch(tiered_run):
     assert 0 < summary['hit_ratio']['x']['device'] < 1
     assert summary['time_share_pct']['model'] > 0
     assert 'LoaderMonitor: 2 epoch(s)' in tiered_run['stdout']
+    # storage reads: the rows asked of storage, and what the device read
+    read = summary['storage_read']['x']
+    assert read['rows'] == sum(r['cache']['x']['storage']['requests']
+                               for r in records) > 0
+    assert read['device_bytes'] == sum(
+        r['cache']['x']['storage']['device_bytes'] for r in records)
+    assert 'rows asked of storage' in tiered_run['stdout']
+    # the process's allocated memory holds at least its two caches, and
+    # never more than its peak resident size
+    entry = tiered_run['stores'][0]._entries[(None, 'x')]
+    caches = entry.host.nbytes() + entry.device.nbytes()
+    from pyg_fastload.storage import process_memory
+    for record in records:
+        assert caches <= record['peak_anon_bytes'] <= \
+            process_memory()['peak']
+    assert summary['peak_anon_bytes'] == max(r['peak_anon_bytes']
+                                             for r in records)
 
 
 def test_metrics_reach_the_csv_logger(tiered_run):
