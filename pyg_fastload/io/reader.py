@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple, Union
@@ -176,16 +177,28 @@ def _check_spec(key: str, spec: Any, meta_file: Path, fix: str) -> None:
         raise bad(f"'sha256' = {sha!r} is not a hex SHA-256 digest")
 
 
+#: This machine's memory: files larger than a quarter of it are mapped
+#: read-only.
+_PHYSICAL_BYTES = os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES')
+
+
 def _map(file: Path, spec: Dict[str, Any]) -> Tensor:
     dtype = numpy_dtype(spec['dtype'])
     shape = tuple(spec['shape'])
     if spec['bytes'] == 0:  # mmap cannot map an empty file
         array = np.zeros(shape, dtype=dtype)
-    else:
+    elif spec['bytes'] <= _PHYSICAL_BYTES // 4:
         # 'c' (copy-on-write) maps like 'r' but gives writable arrays, so
         # torch.from_numpy does not warn and in-place ops stay in memory.
         array = np.memmap(file, dtype=dtype, mode='c', shape=shape)
-    tensor = torch.from_numpy(array)
+    else:
+        # A private mapping counts against the kernel's overcommit limit,
+        # which refuses one larger than memory: map big files read-only
+        # (shared), as they are only ever read.
+        array = np.memmap(file, dtype=dtype, mode='r', shape=shape)
+    with warnings.catch_warnings():  # read-only mappings stay read-only
+        warnings.simplefilter('ignore', UserWarning)
+        tensor = torch.from_numpy(array)
     if spec['dtype'] == 'bfloat16':
         tensor = tensor.view(torch.bfloat16)
     return tensor

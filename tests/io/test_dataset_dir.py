@@ -314,3 +314,24 @@ def test_write_argument_errors(tmp_path):
                           node_arrays={'../x': torch.zeros(1)},
                           name='a', source='t', progress=False)
     assert os.listdir(tmp_path) == []
+
+
+def test_arrays_larger_than_a_quarter_of_memory_map_read_only(
+        tiny_dir, monkeypatch):
+    # a private (copy-on-write) mapping larger than memory is refused by
+    # the kernel's overcommit check: big arrays are mapped shared, read-only
+    from pyg_fastload.io import reader
+    modes = []
+    real = np.memmap
+
+    def memmap(file, dtype, mode, shape):
+        modes.append((os.path.basename(file), mode))
+        return real(file, dtype=dtype, mode=mode, shape=shape)
+
+    monkeypatch.setattr(reader.np, 'memmap', memmap)
+    small = open_dataset_dir(tiny_dir[0]).arrays['x']
+    monkeypatch.setattr(reader, '_PHYSICAL_BYTES', 4 * 1024)
+    big = open_dataset_dir(tiny_dir[0]).arrays['x']
+    assert torch.equal(small, big)
+    x_modes = [mode for name, mode in modes if name == 'x.bin']
+    assert x_modes == ['c', 'r']  # x: 128 KB, over a quarter of 4 KiB
