@@ -48,7 +48,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--device-fraction', type=float, default=0.02,
                         help='window-buffered cache, a fraction of the rows')
     parser.add_argument('--in-flight', type=int, nargs='+',
-                        default=[1, 4, 16, 32, 64],
+                        default=[1, 4, 16, 32, 64, 128],
                         help='reads in flight tried for the bound')
     parser.add_argument('--probe-rows', type=positive_int, default=20000,
                         help='random rows per probe read')

@@ -36,6 +36,8 @@ __all__ = ['DirectStorage', 'InFlightTuner', 'BLOCK_BYTES']
 BLOCK_BYTES = 4096
 #: Bytes of the aligned read buffer: larger gathers are read in waves.
 WAVE_BYTES = 64 * 2**20
+#: The longest single read (merged reads are cut to run in parallel).
+READ_BYTES = 2**20
 
 
 class DirectStorageError(ValueError):
@@ -99,6 +101,17 @@ def _open_direct(path: str, direct: Optional[bool]) -> Tuple[int, bool]:
                       f"({reason}); reading through the page cache and "
                       f"dropping the rows from it after each read")
     return os.open(path, os.O_RDONLY), False
+
+
+def _split(reads: List[Tuple[int, int, int]]) -> List[Tuple[int, int, int]]:
+    r"""Long merged reads cut into pieces of at most :data:`READ_BYTES`, so
+    that they too run in parallel."""
+    out = []
+    for offset, length, at in reads:
+        for piece in range(0, length, READ_BYTES):
+            out.append((offset + piece, min(READ_BYTES, length - piece),
+                        at + piece))
+    return out
 
 
 class InFlightTuner:
@@ -274,9 +287,9 @@ class DirectStorage(MmapStorage):
         total = int(blocks.sum()) * BLOCK_BYTES
         with self._lock:
             view, raw = self._buffer.get(total)
-            reads = list(zip((begins * BLOCK_BYTES).tolist(),
-                             (blocks * BLOCK_BYTES).tolist(),
-                             (at * BLOCK_BYTES).tolist()))
+            reads = _split(list(zip((begins * BLOCK_BYTES).tolist(),
+                                    (blocks * BLOCK_BYTES).tolist(),
+                                    (at * BLOCK_BYTES).tolist())))
             started = time.perf_counter()
             self._run(reads, view)
             if self.tuner is not None:

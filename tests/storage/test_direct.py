@@ -191,3 +191,15 @@ def test_auto_reads_in_flight_returns_the_same_rows(table):
     assert storage.in_flight == storage.tuner.depth >= 1
     with pytest.raises(ValueError, match="or 'auto'"):
         DirectStorage(path, x.dtype, x.shape, in_flight='fast')
+
+
+def test_long_merged_reads_are_cut_into_parallel_pieces(table, monkeypatch):
+    x, path = table
+    monkeypatch.setattr(direct_module, 'READ_BYTES', 2 * 4096)
+    storage = DirectStorage(path, x.dtype, x.shape, in_flight=4)
+    rows = torch.arange(x.size(0))  # every row: one long merged extent
+    out = torch.empty_like(x)
+    storage.read_sorted(rows, out)
+    assert torch.equal(out, x)
+    blocks = storage.counters.pages
+    assert storage.read_calls == -(-blocks // 2)  # pieces of 2 blocks
