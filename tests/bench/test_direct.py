@@ -23,7 +23,7 @@ def test_bench_direct_compares_the_same_batches(tmp_path, capsys):
     assert 'random-read bound' in text and '(target >= 3x)' in text
     assert set(out['bound']['rows_per_s']) == {1, 4}
     results = out['results']
-    base = results['pyg NeighborLoader x[n_id] over np.memmap']
+    base = results['pyg x[n_id] over np.memmap, MADV_RANDOM']
     ours = results['direct + host buffer']
     # both sides loaded the same batches: mmap reads every row, the tiers
     # only what the host buffer missed, and counted blocks of it
