@@ -477,7 +477,7 @@ def _format_summary(summary: Dict[str, Any]) -> str:
                      f"GiB allocated by the process (sampled after each "
                      f"training batch; mapped files and page cache apart)")
     for attr, read in summary.get('storage_read', {}).items():
-        if read['rows']:
+        if read['rows'] and (read['device_bytes'] or attr in hit_ratio):
             lines.append(f"{attr}: {read['rows']:,} rows asked of storage, "
                          f"{read['device_bytes'] / 2**20:,.1f} MiB read "
                          f"from the device (measured)")
