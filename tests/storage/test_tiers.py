@@ -70,6 +70,9 @@ def test_window_cache_never_evicts_a_pending_row():
     assert torch.equal(cache.lookup(first) >= 0, torch.ones(4, dtype=bool))
     assert cache.evictions == 0
     cache.retire(first)             # that batch was consumed
+    cache.admit(later, TABLE[later])  # no batch needs them: no eviction
+    assert cache.evictions == 0 and bool((cache.lookup(later) < 0).all())
+    cache.announce(later)           # now a coming batch needs them
     cache.admit(later, TABLE[later])
     assert cache.evictions == 2
     held = cache.lookup(later)
