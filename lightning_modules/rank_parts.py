@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Any, Dict, Optional, Tuple
 
 from pyg_fastload.distributed import DistributedError
+from pyg_fastload.distributed.dsp import open_dsp_rank
 from pyg_fastload.distributed.hopgnn import RootRouter
 from pyg_fastload.distributed.parts import open_rank_part
-from pyg_fastload.distributed.dsp import open_dsp_rank
 from pyg_fastload.io.format import sha256_file
 
 from .data_sources import LossNorm
