@@ -69,3 +69,73 @@ def test_the_coordinator_launches_them_in_one_order():
         status, value = results[rank]
         assert status == 'ok', value
         assert value == _expected()
+
+
+def _opposite_orders(rank, world, coordinated):
+    r"""Stage 'reduce' all-reduces, stage 'leader' receives a broadcast
+    from rank 0, both on one process group; without the coordinator each
+    rank issues them in its own order (rank 0: reduce first, rank 1:
+    broadcast first), with it in the leader's."""
+    coll = Collectives(DistContext.current(timedelta(seconds=20)))
+    data = coll.new_stage()
+    coordinator = LaunchCoordinator(coll.new_stage()) if coordinated \
+        else None
+    results, errors = {}, []
+    mine = ['reduce', 'leader'] if rank == 0 else ['leader', 'reduce']
+    turn = threading.Condition()
+    done = []
+
+    def op(stage):
+        value = torch.full((4, ), float(rank + 1))
+        if stage == 'reduce':
+            work = dist.all_reduce(value, group=data.group, async_op=True)
+        else:
+            work = dist.broadcast(value, 0, group=data.group, async_op=True)
+        work.wait(timeout=timedelta(seconds=3))
+        return float(value[0])
+
+    def stage(name):
+        try:
+            if coordinator is not None:
+                cid = (0, ('reduce', 'leader').index(name), 0, 0)
+                results[name] = coordinator.run(cid, lambda: op(name))
+                return
+            with turn:  # this rank's own order
+                turn.wait_for(lambda: mine[len(done)] == name, timeout=10)
+            try:
+                results[name] = op(name)
+            finally:
+                with turn:
+                    done.append(name)
+                    turn.notify_all()
+        except Exception as error:  # noqa: BLE001 - reported to the test
+            errors.append(f'{name}: {type(error).__name__}: {error}')
+
+    threads = [threading.Thread(target=stage, args=(name, ))
+               for name in reversed(mine)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    if coordinator is not None:
+        coordinator.close()
+    return results, errors
+
+
+@pytest.mark.reliability(
+    fault='two pipelined stages launch their collectives in different '
+          'orders on different ranks (one process group)',
+    behaviour='without the launch coordinator every rank hangs until the '
+              'timeout ends it; with it both complete')
+@pytest.mark.parametrize('coordinated', [False, True])
+def test_opposite_launch_orders_hang_without_the_coordinator(coordinated):
+    results = run_ranks(_opposite_orders, 2, coordinated)
+    for rank in range(2):
+        status, value = results[rank]
+        assert status == 'ok', value
+        got, errors = value
+        if coordinated:
+            assert errors == []
+            assert got == {'reduce': 3.0, 'leader': 1.0}
+        else:  # the first collectives pair an all-reduce with a broadcast
+            assert errors and all('timed out' in e for e in errors), errors
