@@ -248,19 +248,22 @@ class RootRouter(FastNeighborSampler):
         r"""Rows of this iteration's micrographs: local, remote (fetched
         once per iteration), and what fetching per time step would
         fetch."""
+        world = self.collectives.world_size
         owner = self.book.owner(out.node)
         remote = owner != self.part
         node_step = torch.searchsorted(ptr, out.batch, right=True) - 1
-        num_nodes = self.book.num_nodes
-        keys = torch.unique(node_step[remote] * num_nodes + out.node[remote])
-        per_step_owner = torch.unique(
-            node_step[remote] * self.collectives.world_size + owner[remote])
+        rows = torch.unique(out.node)  # the owner decides local or remote
+        remote_rows = int((self.book.owner(rows) != self.part).sum())
+        keys = torch.unique(node_step[remote] * self.book.num_nodes
+                            + out.node[remote])
+        per_step_owner = torch.unique(node_step[remote] * world
+                                      + owner[remote])
         stat = self.locality
-        stat['rows'] += torch.unique(out.node).numel()
-        stat['local'] += torch.unique(out.node[~remote]).numel()
-        stat['remote'] += torch.unique(out.node[remote]).numel()
+        stat['rows'] += rows.numel()
+        stat['local'] += rows.numel() - remote_rows
+        stat['remote'] += remote_rows
         stat['remote_per_step'] += keys.numel()
-        stat['requests'] += torch.unique(owner[remote]).numel()
+        stat['requests'] += int(torch.unique(per_step_owner % world).numel())
         stat['requests_per_step'] += per_step_owner.numel()
 
     def _epoch_clock(self) -> None:
