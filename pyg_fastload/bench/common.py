@@ -10,6 +10,8 @@ from typing import Any, Callable, Dict, List, Optional
 
 import torch
 
+from ..storage.io_stats import process_memory
+
 __all__ = [
     'benchmark_main',
     'add_graph_arguments',
@@ -61,22 +63,14 @@ def benchmark_main(doc: str,
     run(parser.parse_args(argv))
 
 
-def _status_field(name: str) -> int:
-    with open('/proc/self/status') as f:
-        for line in f:
-            if line.startswith(name + ':'):
-                return int(line.split()[1]) * 1024
-    return 0
-
-
 def rss_bytes() -> int:
     r"""Current resident set size of this process (Linux)."""
-    return _status_field('VmRSS')
+    return process_memory().get('rss', 0)
 
 
 def peak_rss_bytes() -> int:
     r"""Peak resident set size since the last :func:`reset_peak_rss`."""
-    return _status_field('VmHWM')
+    return process_memory().get('peak', 0)
 
 
 def reset_peak_rss() -> bool:

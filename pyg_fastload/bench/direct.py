@@ -29,6 +29,7 @@ import torch
 from ..caching import open_dataset
 from ..io import open_dataset_dir
 from ..storage import DirectStorage, process_read_bytes
+from ..storage.io_stats import block_device_file
 from .common import Table, benchmark_main, peak_rss_bytes, positive_int
 
 __all__ = ['add_arguments', 'run', 'main', 'read_bound']
@@ -92,13 +93,8 @@ def _read_bytes() -> int:
 
 def _read_ahead_kb(path: str) -> Optional[int]:
     r"""The read-ahead of the block device holding :obj:`path`."""
-    try:
-        dev = os.stat(path).st_dev
-        with open(f'/sys/dev/block/{os.major(dev)}:{os.minor(dev)}/'
-                  f'queue/read_ahead_kb') as handle:
-            return int(handle.read())
-    except (OSError, ValueError):
-        return None
+    text = block_device_file(path, 'queue/read_ahead_kb')
+    return int(text) if text and text.strip().isdigit() else None
 
 
 def _drop_page_cache(path: str) -> None:

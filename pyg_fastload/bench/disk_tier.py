@@ -16,7 +16,7 @@ from ..caching import open_dataset
 from ..datasets import default_cache_root, load_synthetic, prepare_synthetic
 from ..io import open_dataset_dir
 from ..loader import FastNeighborLoader
-from ..storage import TieredFeatureStore
+from ..storage import TieredFeatureStore, process_memory
 from .common import Table
 
 __all__ = ['add_disk_arguments', 'disk_tier_section', 'prepared_dataset_dir']
@@ -41,13 +41,8 @@ def add_disk_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _rss_split() -> Tuple[int, int]:
     r"""``(anonymous, file-backed)`` resident bytes of this process."""
-    values = {}
-    with open('/proc/self/status') as f:
-        for line in f:
-            if line.startswith(('RssAnon:', 'RssFile:')):
-                key, value = line.split(':')
-                values[key] = int(value.split()[0]) * 1024
-    return values.get('RssAnon', 0), values.get('RssFile', 0)
+    memory = process_memory()
+    return memory.get('anon', 0), memory.get('file', 0)
 
 
 def prepared_dataset_dir(args: argparse.Namespace) -> Path:

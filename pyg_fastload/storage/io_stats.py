@@ -8,7 +8,8 @@ from __future__ import annotations
 import os
 from typing import Dict, Optional
 
-__all__ = ['process_read_bytes', 'device_read_bytes', 'process_memory']
+__all__ = ['process_read_bytes', 'device_read_bytes', 'block_device_file',
+           'process_memory']
 
 SECTOR_BYTES = 512  # the unit of /sys/block/*/stat, whatever the device
 
@@ -31,22 +32,34 @@ def device_read_bytes(path: str) -> Optional[int]:
     r"""Bytes the block device holding :obj:`path` has read since boot (all
     processes), or :obj:`None` where it is not known (no sysfs, or a file
     system without a block device, such as tmpfs)."""
+    fields = block_device_file(path, 'stat')
+    try:
+        return int(fields.split()[2]) * SECTOR_BYTES  # sectors read
+    except (AttributeError, IndexError, ValueError):
+        return None
+
+
+def block_device_file(path: str, name: str) -> Optional[str]:
+    r"""The contents of file :obj:`name` (e.g. ``'stat'``,
+    ``'queue/read_ahead_kb'``) of the block device holding :obj:`path` in
+    sysfs, or :obj:`None` where there is none."""
     try:
         dev = os.stat(path).st_dev
-        stat = f'/sys/dev/block/{os.major(dev)}:{os.minor(dev)}/stat'
-        with open(stat) as handle:
-            fields = handle.read().split()
-        return int(fields[2]) * SECTOR_BYTES  # sectors read
-    except (OSError, IndexError, ValueError):
+        with open(f'/sys/dev/block/{os.major(dev)}:{os.minor(dev)}/'
+                  f'{name}') as handle:
+            return handle.read()
+    except OSError:
         return None
 
 
 def process_memory() -> Dict[str, int]:
     r"""This process's resident bytes (Linux ``/proc/self/status``):
-    ``'anon'`` (memory it allocated: caches, buffers, tensors), ``'file'``
-    (mapped file pages, which the kernel can drop and re-read) and
-    ``'peak'`` (the high-water mark of the total); empty where unknown."""
-    keys = {'RssAnon': 'anon', 'RssFile': 'file', 'VmHWM': 'peak'}
+    ``'rss'`` (all of it), ``'anon'`` (memory it allocated: caches,
+    buffers, tensors), ``'file'`` (mapped file pages, which the kernel can
+    drop and re-read) and ``'peak'`` (the high-water mark of ``'rss'``);
+    empty where unknown."""
+    keys = {'VmRSS': 'rss', 'RssAnon': 'anon', 'RssFile': 'file',
+            'VmHWM': 'peak'}
     out: Dict[str, int] = {}
     try:
         with open('/proc/self/status') as handle:

@@ -203,3 +203,19 @@ def test_long_merged_reads_are_cut_into_parallel_pieces(table, monkeypatch):
     assert torch.equal(out, x)
     blocks = storage.counters.pages
     assert storage.read_calls == -(-blocks // 2)  # pieces of 2 blocks
+
+
+def test_the_block_devices_counters_see_direct_reads(tmp_path):
+    from pyg_fastload.storage import device_read_bytes
+    x = torch.randn(4000, 256)  # 4 MB, one 1 KiB row per read
+    path = tmp_path / 'x.bin'
+    x.numpy().tofile(path)
+    before = device_read_bytes(str(path))
+    if before is None:
+        pytest.skip('no block device statistics for this file system')
+    storage = DirectStorage(str(path), x.dtype, x.shape, direct=True)
+    out = torch.empty_like(x)
+    storage.read_sorted(torch.arange(4000), out)
+    assert torch.equal(out, x)
+    # other processes may read too, so only a lower bound holds
+    assert device_read_bytes(str(path)) - before >= x.numel() * 4
