@@ -28,7 +28,7 @@ import torch
 
 from ..caching import open_dataset
 from ..io import open_dataset_dir
-from ..storage import DirectStorage, process_read_bytes
+from ..storage import DirectStorage, MmapStorage, process_read_bytes
 from ..storage.io_stats import block_device_file
 from .common import Table, benchmark_main, peak_rss_bytes, positive_int
 
@@ -97,14 +97,6 @@ def _read_ahead_kb(path: str) -> Optional[int]:
     return int(text) if text and text.strip().isdigit() else None
 
 
-def _drop_page_cache(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-    finally:
-        os.close(fd)
-
-
 def _batches(args: argparse.Namespace, dataset: Any) -> List[torch.Tensor]:
     r"""``n_id`` of :obj:`args.batches` batches from PyG's NeighborLoader
     (the features are not touched)."""
@@ -133,7 +125,7 @@ def _pyg_memmap(path: str, shape: tuple, batches: List[torch.Tensor],
     (``index_select``, as ``filter_data`` does), page cache emptied first;
     :obj:`random`: the mapping advised ``MADV_RANDOM`` (no read-around on
     a page fault)."""
-    _drop_page_cache(path)
+    MmapStorage(path, torch.float32, shape).evict_page_cache()
     array = np.memmap(path, dtype=np.float32, mode='r', shape=shape)
     if random:
         array._mmap.madvise(mmap.MADV_RANDOM)

@@ -37,6 +37,7 @@ from ..io import open_dataset_dir
 from ..io.format import build_meta
 from ..io.reader import OnDiskDataset
 from ..io.staging import Staging, check_target
+from .synthetic import _generator
 
 __all__ = ['DiskGraphConfig', 'DISK_PRESETS', 'prepare_disk_synthetic']
 
@@ -142,12 +143,6 @@ class _Layout:
         r"""Nodes in community ``c``: positions ``c, c + K, ...`` below
         ``N``."""
         return (self.n - c + self.k - 1) // self.k
-
-
-def _generator(seed: int, stage: int, chunk: int) -> torch.Generator:
-    state = np.random.SeedSequence([seed, stage, chunk]).generate_state(
-        2, dtype=np.uint32)
-    return torch.Generator().manual_seed(int(state[0]) << 31 ^ int(state[1]))
 
 
 def _in_edges(cfg: DiskGraphConfig, layout: _Layout, seed: int, start: int,

@@ -97,10 +97,11 @@ def check_seed(seed: Any) -> int:
     return int(seed)
 
 
-def _generator(seed: int, stage: int) -> torch.Generator:
-    r"""An independent generator per stage, so changing how one stage draws
-    does not change what the others produce."""
-    state = np.random.SeedSequence([seed, stage]).generate_state(
+def _generator(seed: int, stage: int, *more: int) -> torch.Generator:
+    r"""An independent generator per stage (and per :obj:`more` keys, such
+    as a chunk), so changing how one stage draws does not change what the
+    others produce."""
+    state = np.random.SeedSequence([seed, stage, *more]).generate_state(
         2, dtype=np.uint32)
     gen = torch.Generator()
     gen.manual_seed(int(state[0]) << 31 ^ int(state[1]))
