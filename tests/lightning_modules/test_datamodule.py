@@ -187,3 +187,18 @@ def test_distributed_settings_are_checked(tiny_dir, monkeypatch):
     with pytest.raises(ConfigError) as info:
         datamodule.setup('fit')
     assert info.value.config_key == 'trainer.use_distributed_sampler'
+
+
+@pytest.mark.parametrize('mode, options, key, text', [
+    ('replicated', {'merges': 1}, 'mode_options', "of mode 'hopgnn'"),
+    ('pagraph', {'sampling': 'layer'}, 'mode_options', "of mode 'dsp'"),
+    ('dsp', {'sampling': 'edge'}, 'mode_options.sampling', "'edge'"),
+    ('hopgnn', {'merges': -1}, 'mode_options.merges', 'int >= 0'),
+])
+def test_mode_options_a_mode_would_ignore_or_cannot_take_are_refused(
+        mode, options, key, text):
+    with pytest.raises(ConfigError, match=text) as info:
+        FastLoadDataModule(dataset='tiny', mode=mode, mode_options=options,
+                           partitions=None if mode == 'replicated'
+                           else 'parts')
+    assert info.value.key == key
