@@ -11,6 +11,7 @@ from typing import Tuple
 import torch
 from torch import Tensor
 
+from ..graph.topology import index_dtype_for
 from .ops import first_occurrence_mask
 
 __all__ = ['DenseRelabeler', 'SortedRelabeler']
@@ -21,35 +22,44 @@ class DenseRelabeler:
     a lookup is a gather and no sort is needed (the fast path for
     non-disjoint sampling). One instance serves one thread at a time.
 
+    The two per-node arrays are ``int32`` while a batch's positions fit
+    (8 bytes per node instead of 16: 0.45 GB less on papers-like's 56M
+    nodes); every id handed out is ``int64``.
+
     Args:
         num_nodes (int): number of nodes of the graph.
     """
     def __init__(self, num_nodes: int):
-        self._local = torch.full((num_nodes, ), -1, dtype=torch.long)
-        self._first = torch.full((num_nodes, ), torch.iinfo(torch.long).max,
-                                 dtype=torch.long)
+        self._dtype = index_dtype_for(num_nodes)
+        self._max = torch.iinfo(self._dtype).max
+        self._local = torch.full((num_nodes, ), -1, dtype=self._dtype)
+        self._first = torch.full((num_nodes, ), self._max, dtype=self._dtype)
         self._seen = []
         self.num_local = 0
 
     def _first_mask(self, keys: Tensor) -> Tensor:
-        pos = torch.arange(keys.numel())
+        if keys.numel() >= self._max:
+            raise ValueError(f"{keys.numel()} ids in one hop of one batch "
+                             f"exceed the relabeler's {self._dtype} "
+                             f"positions: use a smaller batch_size")
+        pos = torch.arange(keys.numel(), dtype=self._dtype)
         self._first.scatter_reduce_(0, keys, pos, 'amin')
         mask = self._first.index_select(0, keys) == pos
-        self._first.index_fill_(0, keys, torch.iinfo(torch.long).max)
+        self._first.index_fill_(0, keys, self._max)
         return mask
 
     def insert_seeds(self, keys: Tensor) -> Tensor:
         r"""Starts a batch: seed ``i`` takes local id ``i`` (a repeated seed
         maps to its first copy). Returns the local id of every seed."""
         first = self._first_mask(keys)
-        self._local[keys[first]] = first.nonzero().view(-1)
+        self._local[keys[first]] = first.nonzero().view(-1).to(self._dtype)
         self.num_local = keys.numel()
         self._seen.append(keys)
-        return self._local.index_select(0, keys)
+        return self.lookup(keys)
 
     def lookup(self, keys: Tensor) -> Tensor:
         r"""Local id of every key, ``-1`` where unseen (inserts nothing)."""
-        return self._local.index_select(0, keys)
+        return self._local.index_select(0, keys).long()
 
     def insert(self, keys: Tensor) -> Tuple[Tensor, Tensor]:
         r"""Local ids of :obj:`keys`, giving fresh ids to unseen keys.
@@ -62,10 +72,11 @@ class DenseRelabeler:
         unseen = keys[local < 0]
         new = unseen[self._first_mask(unseen)]
         self._local.index_copy_(
-            0, new, torch.arange(self.num_local, self.num_local + new.numel()))
+            0, new, torch.arange(self.num_local, self.num_local + new.numel(),
+                                 dtype=self._dtype))
         self.num_local += new.numel()
         self._seen.append(new)
-        return self._local.index_select(0, keys), new
+        return self.lookup(keys), new
 
     def reset(self) -> None:
         r"""Forgets the batch; costs only the number of nodes it touched."""

@@ -40,3 +40,13 @@ def test_relabelers_match_first_appearance_order(seeds, hops):
         relabeler.reset()
         assert relabeler.num_local == 0
     assert bool((dense.lookup(torch.arange(31)) == -1).all())  # all forgot
+
+
+def test_dense_relabeler_keeps_int32_arrays_and_hands_out_int64():
+    relabeler = DenseRelabeler(100)
+    assert relabeler._local.dtype == relabeler._first.dtype == torch.int32
+    seeds = relabeler.insert_seeds(torch.tensor([9, 4, 9]))
+    local, new = relabeler.insert(torch.tensor([4, 50, 50, 2]))
+    assert seeds.dtype == local.dtype == torch.int64
+    assert seeds.tolist() == [0, 1, 0] and local.tolist() == [1, 3, 3, 4]
+    assert new.tolist() == [50, 2]

@@ -59,6 +59,20 @@ def test_static_cache_holds_exactly_its_rows(held, asked):
     assert torch.equal(cache.read(slot[is_held]), TABLE[asked[is_held]])
 
 
+def test_slot_maps_take_four_bytes_per_node():
+    # The per-node slot map is a cache's fixed overhead on big graphs.
+    held = torch.tensor([3, 7])
+    cache = StaticCache(ROWS, held, TABLE[held])
+    assert cache.slot.dtype == torch.int32
+    window = WindowBufferedCache(ROWS, 4, TABLE.shape[1:], TABLE.dtype,
+                                 torch.device('cpu'))
+    assert window.slot.dtype == torch.int32
+    ids = torch.tensor([5, 9])
+    window.announce(ids)
+    window.admit(ids, TABLE[ids])
+    assert torch.equal(window.read(window.lookup(ids)), TABLE[ids])
+
+
 def test_window_cache_never_evicts_a_pending_row():
     cache = WindowBufferedCache(ROWS, 4, (COLS, ), torch.float32,
                                 torch.device('cpu'), seed=0)
