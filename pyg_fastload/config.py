@@ -129,7 +129,10 @@ class FeatureCache:
             ``'mmap'`` (memory-mapped: the page cache keeps what was read)
             or ``'direct'`` (``O_DIRECT`` reads, many in flight: the host
             buffer is the only host cache;
-            :class:`~pyg_fastload.storage.DirectStorage`).
+            :class:`~pyg_fastload.storage.DirectStorage`) or ``'gds'``
+            (CUDA: rows that miss every cache read by kvikio straight into
+            GPU memory, GPUDirect Storage where available;
+            :class:`~pyg_fastload.storage.GpuDirectStorage`).
         reads_in_flight (int or str): direct reads issued at once, or
             ``'auto'`` (doubled from 4 while the measured throughput gains
             at least 5%; :class:`~pyg_fastload.storage.direct.InFlightTuner`).
@@ -143,7 +146,7 @@ class FeatureCache:
     read_ahead: int = 0
     in_memory: bool = False
     exceed_memory: bool = False
-    storage: Literal['mmap', 'direct'] = 'mmap'
+    storage: Literal['mmap', 'direct', 'gds'] = 'mmap'
     reads_in_flight: Union[int, Literal['auto']] = 'auto'
 
     def __post_init__(self) -> None:
@@ -167,13 +170,13 @@ class FeatureCache:
         if self.device_cache not in DEVICE_CACHE_MODES:
             raise SettingError('device_cache', f"{self.device_cache!r} must "
                                f"be one of {DEVICE_CACHE_MODES}")
-        if self.storage not in ('mmap', 'direct'):
-            raise SettingError('storage', f"{self.storage!r} must be 'mmap' "
-                               f"or 'direct'")
-        if self.storage == 'direct' and (self.read_ahead or self.in_memory):
-            raise SettingError('storage', "'direct' reads bypass the page "
-                               "cache that 'read_ahead' warms and 'in_memory' "
-                               "replaces; drop one of them")
+        if self.storage not in ('mmap', 'direct', 'gds'):
+            raise SettingError('storage', f"{self.storage!r} must be 'mmap', "
+                               f"'direct' or 'gds'")
+        if self.storage != 'mmap' and (self.read_ahead or self.in_memory):
+            raise SettingError('storage', f"{self.storage!r} reads bypass the "
+                               f"page cache that 'read_ahead' warms and "
+                               f"'in_memory' replaces; drop one of them")
         for key, low in (('window', 1), ('read_ahead', 0),
                          ('reads_in_flight', 1)):
             value = getattr(self, key)

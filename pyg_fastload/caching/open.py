@@ -46,8 +46,9 @@ def open_dataset(
 ) -> Tuple[TieredFeatureStore, CSCGraphStore]:
     r"""Opens a directory written by ``pyg-fastload prepare``.
 
-    Feature matrices stay on disk (memory-mapped, or read directly with
-    ``cache.storage='direct'``) unless ``cache.in_memory``; smaller node
+    Feature matrices stay on disk (memory-mapped, read directly with
+    ``cache.storage='direct'``, or into GPU memory with ``'gds'``) unless
+    ``cache.in_memory``; smaller node
     arrays (labels, masks) are memory-mapped (a direct 4 KiB read per label
     would read 500x the bytes).
     With budgets, the hottest rows by ``cache.policy`` fill the device cache
@@ -78,7 +79,7 @@ def open_dataset(
         if tensor.dim() >= 2 and not cache.in_memory:
             feature_store.put_mmap_tensor(
                 str(dataset.array_path(name)), tensor.dtype, tensor.shape,
-                name, direct=cache.storage == 'direct',
+                name, storage=cache.storage,
                 in_flight=cache.reads_in_flight)
         else:
             value = tensor.clone() if cache.in_memory else tensor

@@ -29,7 +29,8 @@ from torch import Tensor
 
 from .tiers import MmapStorage
 
-__all__ = ['DirectStorage', 'InFlightTuner', 'BLOCK_BYTES']
+__all__ = ['DirectStorage', 'DirectStorageError', 'InFlightTuner',
+           'BLOCK_BYTES']
 
 #: Alignment of direct reads: offsets, lengths and buffers (the page size
 #: covers every logical block size in use, 512 B and 4 KiB).
@@ -285,33 +286,57 @@ class DirectStorage(MmapStorage):
         begins, blocks, extent = self.extents(rows)
         at = torch.cumsum(blocks, 0) - blocks  # each read's place, blocks
         total = int(blocks.sum()) * BLOCK_BYTES
+        reads = _split(list(zip((begins * BLOCK_BYTES).tolist(),
+                                (blocks * BLOCK_BYTES).tolist(),
+                                (at * BLOCK_BYTES).tolist())))
         with self._lock:
-            view, raw = self._buffer.get(total)
-            reads = _split(list(zip((begins * BLOCK_BYTES).tolist(),
-                                    (blocks * BLOCK_BYTES).tolist(),
-                                    (at * BLOCK_BYTES).tolist())))
             started = time.perf_counter()
-            self._run(reads, view)
+            raw = self._fetch(reads, total, out.device)
             if self.tuner is not None:
-                self.in_flight = self.tuner.observe(
+                self._set_in_flight(self.tuner.observe(
                     len(reads), total // BLOCK_BYTES,
-                    time.perf_counter() - started)
+                    time.perf_counter() - started))
             start = self.offset + rows * self.row_bytes
             place = at.index_select(0, extent) * BLOCK_BYTES + (
                 start - begins.index_select(0, extent) * BLOCK_BYTES)
             elems = self.row_bytes // self._array.itemsize
-            flat = raw[:total].view(self._dtype)
-            windows = flat.unfold(0, elems, 1)  # row i = elements i..
+            windows = raw.view(self._dtype).unfold(0, elems, 1)  # row i =
+            # elements i..i+elems
             target = out.view(rows.numel(), elems) if out.is_contiguous() \
                 else None
             picked = torch.index_select(
-                windows, 0, place // self._array.itemsize, out=target)
+                windows, 0, (place // self._array.itemsize).to(raw.device),
+                out=target)
             if target is None:
                 out.copy_(picked.view(out.shape))
         self.read_calls += len(reads)
         self.counters.add(rows.numel(), rows.numel(), self.row_bytes,
                           total // BLOCK_BYTES)
         self.counters.device_bytes += total
+
+    def _fetch(self, reads: List[Tuple[int, int, int]], total: int,
+               device: torch.device) -> Tensor:
+        r"""Runs :obj:`reads` ``(file offset, length, buffer offset)`` into
+        a buffer of :obj:`total` bytes for rows bound to :obj:`device`;
+        returns the buffer (``uint8``)."""
+        view, raw = self._buffer.get(total)
+        self._run(reads, view)
+        return raw[:total]
+
+    def _set_in_flight(self, depth: int) -> None:
+        self.in_flight = depth
+
+    def check_read(self, got: int, offset: int, length: int) -> None:
+        r"""Raises :class:`DirectStorageError` if a read of :obj:`length`
+        bytes at :obj:`offset` returned fewer bytes than the file should
+        hold there (the last block of the file may be short)."""
+        want = min(length, self.file_bytes - offset)
+        if got < want:
+            raise DirectStorageError(
+                f"'{self.path}': read {got} of {want} bytes at offset "
+                f"{offset}: the file is shorter than its "
+                f"{list(self.shape)} rows of {self.dtype} (truncated "
+                f"after it was opened?)")
 
     def _run(self, reads: List[Tuple[int, int, int]],
              view: memoryview) -> None:
@@ -334,16 +359,9 @@ class DirectStorage(MmapStorage):
 
     def _read_all(self, reads: List[Tuple[int, int, int]],
                   view: memoryview) -> None:
-        fd, size = self._fd, self.file_bytes
         for offset, length, at in reads:
-            want = min(length, size - offset)  # the last block may be short
-            got = os.preadv(fd, [view[at:at + length]], offset)
-            if got < want:
-                raise DirectStorageError(
-                    f"'{self.path}': read {got} of {want} bytes at offset "
-                    f"{offset}: the file is shorter than its "
-                    f"{list(self.shape)} rows of {self.dtype} (truncated "
-                    f"after it was opened?)")
+            got = os.preadv(self._fd, [view[at:at + length]], offset)
+            self.check_read(got, offset, length)
             if not self.direct:
-                os.posix_fadvise(fd, offset, length,
+                os.posix_fadvise(self._fd, offset, length,
                                  os.POSIX_FADV_DONTNEED)

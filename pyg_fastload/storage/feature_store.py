@@ -15,6 +15,7 @@ from ..config import available_memory
 from .buffer_pool import BufferPool
 from .counters import TierCounters
 from .direct import DirectStorage
+from .gpu_direct import GpuDirectStorage
 from .read_ahead import AdaptiveReadAhead
 from .tier_gather import TierEntry, gather_tiers, spent as add_spent
 from .tiers import MemoryStorage, MmapStorage, StaticCache, WindowBufferedCache
@@ -82,15 +83,27 @@ class TieredFeatureStore(FeatureStore):
     def put_mmap_tensor(self, path: str, dtype: torch.dtype,
                         shape: Sequence[int], attr_name: str,
                         group_name: Optional[str] = None,
-                        offset: int = 0, direct: bool = False,
+                        offset: int = 0, storage: str = 'mmap',
                         in_flight: Union[int, str] = 'auto') -> None:
-        r"""Registers a raw row-major file as the storage of an attribute:
-        memory-mapped, or read with direct I/O (:obj:`direct`,
-        :obj:`in_flight` reads at once; :class:`DirectStorage`)."""
-        storage = DirectStorage(path, dtype, shape, offset,
-                                in_flight=in_flight) if direct else \
-            MmapStorage(path, dtype, shape, offset)
-        self._entries[(group_name, attr_name)] = TierEntry(storage)
+        r"""Registers a raw row-major file as the storage of an attribute,
+        read as :obj:`storage` says: ``'mmap'`` (memory-mapped),
+        ``'direct'`` (direct I/O, :obj:`in_flight` reads at once;
+        :class:`DirectStorage`) or ``'gds'`` (kvikio reads into the batch's
+        device; :class:`~pyg_fastload.storage.gpu_direct.GpuDirectStorage`).
+        """
+        if storage == 'gds' and self.device.type != 'cuda':
+            raise ValueError(f"storage='gds' reads rows into GPU memory, but "
+                             f"the feature store's device is {self.device}: "
+                             f"use storage='direct' on CPU")
+        if storage == 'mmap':
+            tier = MmapStorage(path, dtype, shape, offset)
+        elif storage in ('direct', 'gds'):
+            reader = DirectStorage if storage == 'direct' else GpuDirectStorage
+            tier = reader(path, dtype, shape, offset, in_flight=in_flight)
+        else:
+            raise ValueError(f"'storage' = {storage!r}: pass 'mmap', "
+                             f"'direct' or 'gds'")
+        self._entries[(group_name, attr_name)] = TierEntry(tier)
 
     def _put_tensor(self, tensor: Tensor, attr: TensorAttr) -> bool:
         key = _key(attr)

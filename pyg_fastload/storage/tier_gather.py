@@ -64,9 +64,12 @@ def gather_tiers(entry: TierEntry, ids: Tensor, out: Tensor,
         spent(timings, tier, started)
     if ids.numel():
         started = time.perf_counter()
-        # pinned, from torch's caching host allocator
-        rows = torch.empty((ids.numel(), *storage.shape[1:]),
-                           dtype=storage.dtype, pin_memory=True)
+        shape = (ids.numel(), *storage.shape[1:])
+        # GPUDirect reads land on the device; others in pinned memory (from
+        # torch's caching host allocator)
+        rows = torch.empty(shape, dtype=storage.dtype, device=out.device) \
+            if getattr(storage, 'reads_to_device', False) else \
+            torch.empty(shape, dtype=storage.dtype, pin_memory=True)
         storage.gather(ids, rows)
         out.index_copy_(0, pos.to(out.device),
                         rows.to(out.device, non_blocking=True))
