@@ -24,3 +24,14 @@ def test_budget_rows(budget, rows):
 def test_bad_budgets_name_the_argument(budget):
     with pytest.raises(ValueError, match='host_budget'):
         budget_rows(budget, 100, 40, 'host_budget')
+
+
+def test_storage_readers_that_bypass_the_page_cache_refuse_read_ahead():
+    from pyg_fastload.config import FeatureCache, SettingError
+    assert FeatureCache(storage='gds').storage == 'gds'
+    for storage in ('direct', 'gds'):
+        with pytest.raises(SettingError, match=f"'{storage}' reads bypass"):
+            FeatureCache(storage=storage, read_ahead=2)
+    with pytest.raises(SettingError, match="'nvme' must be 'mmap', 'direct' "
+                                           "or 'gds'"):
+        FeatureCache(storage='nvme')
