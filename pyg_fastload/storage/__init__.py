@@ -1,7 +1,7 @@
 r"""Storage tiers: a PyG ``FeatureStore`` with device cache, host buffer and
-in-memory or on-disk storage (memory-mapped, read directly, or read by kvikio into GPU memory), a CSC
-``GraphStore``, and the :class:`FeatureSource` protocol the loader reads
-features through."""
+in-memory or on-disk storage (memory-mapped, read directly, or read by kvikio
+into GPU memory), a CSC ``GraphStore``, and the :class:`FeatureSource`
+protocol the loader reads features through."""
 from .counters import TierCounters, cached_and_stored
 from .direct import DirectStorage
 from .gpu_direct import GpuDirectStorage
