@@ -26,7 +26,8 @@ __all__ = [
 Budget = Optional[Union[int, float, str]]
 
 #: The hotness policies that can choose the cached rows.
-POLICIES = ('out_degree', 'reverse_pagerank', 'presample', 'random')
+POLICIES = ('out_degree', 'reverse_pagerank', 'expected_access', 'presample',
+            'random')
 #: How the device cache is filled: hottest rows, or GIDS window buffering.
 DEVICE_CACHE_MODES = ('static', 'window')
 
@@ -139,7 +140,8 @@ class FeatureCache:
     """
     host_budget: Optional[Union[int, float, str]] = None
     device_budget: Optional[Union[int, float, str]] = None
-    policy: Literal['out_degree', 'reverse_pagerank', 'presample',
+    policy: Literal['out_degree', 'reverse_pagerank', 'expected_access',
+                    'presample',
                     'random'] = 'out_degree'
     device_cache: Literal['static', 'window'] = 'static'
     window: int = 4

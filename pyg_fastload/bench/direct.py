@@ -26,7 +26,8 @@ from typing import Any, Dict, List, Optional
 import numpy as np
 import torch
 
-from ..caching import open_dataset
+from ..caching import hot_order, hotness_scores, open_dataset
+from ..config import POLICIES
 from ..io import open_dataset_dir
 from ..storage import DirectStorage, MmapStorage, process_read_bytes
 from ..storage.io_stats import block_device_file
@@ -60,6 +61,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help='random rows per probe read')
     parser.add_argument('--probe-seconds', type=float, default=3.0,
                         help='seconds per reads-in-flight setting')
+    parser.add_argument('--policies', nargs='+', default=['out_degree'],
+                        choices=POLICIES,
+                        help="hotness policies whose host buffers are "
+                        "compared on the sampled batches (the share of "
+                        "their rows each would serve); the tiers rank with "
+                        "the first")
     parser.add_argument('--seed', type=int, default=0)
 
 
@@ -142,6 +149,32 @@ def _pyg_memmap(path: str, shape: tuple, batches: List[torch.Tensor],
             'batches': len(batches)}
 
 
+def _host_shares(args: argparse.Namespace, dataset: Any,
+                 batches: List[torch.Tensor]) -> Dict[str, Dict[str, float]]:
+    r"""For every policy of :obj:`args.policies`: the seconds it takes to
+    rank the nodes and the share of the batches' rows a host buffer of its
+    hottest :obj:`args.host_fraction` of the rows would serve (GIDS's
+    "CPU-buffer redirect fraction"; no features read)."""
+    n = dataset.num_nodes
+    train = dataset.arrays['train_mask'].nonzero().view(-1)
+    rows = sum(b.numel() for b in batches)
+    out = {}
+    for policy in args.policies:
+        started = time.perf_counter()
+        scores = hotness_scores(policy, dataset.topology, train_nodes=train,
+                                num_neighbors=args.fanout,
+                                batch_size=args.batch_size, seed=args.seed)
+        held = torch.zeros(n, dtype=torch.bool)
+        held[hot_order(scores)[:int(args.host_fraction * n)]] = True
+        seconds = time.perf_counter() - started
+        served = sum(int(held.index_select(0, b).sum()) for b in batches)
+        out[policy] = {'rank_seconds': seconds, 'share': served / rows}
+        print(f"host buffer {args.host_fraction:.0%} by {policy}: serves "
+              f"{served / rows:.3f} of these batches' rows (ranked in "
+              f"{seconds:.0f} s)")
+    return out
+
+
 def _tiered(args: argparse.Namespace, window: bool,
             batches: List[torch.Tensor]) -> Dict[str, float]:
     r"""The tiers: direct reads behind a host buffer (and a window-buffered
@@ -152,7 +185,7 @@ def _tiered(args: argparse.Namespace, window: bool,
     features, _ = open_dataset(args.dataset, storage='direct',
                                reads_in_flight=args.reads_in_flight,
                                host_budget=args.host_fraction,
-                               policy='out_degree', progress=False,
+                               policy=args.policies[0], progress=False,
                                verify='none', **extra)
     features.reset_counters()
     before, seconds, storage_seconds = _read_bytes(), 0.0, 0.0
@@ -210,6 +243,7 @@ def run(args: argparse.Namespace) -> Dict[str, Any]:
     print(f'sampled {len(batches)} batches with PyG NeighborLoader in '
           f'{time.perf_counter() - started:.1f} s (mean '
           f'{np.mean([b.numel() for b in batches]):,.0f} nodes)')
+    shares = _host_shares(args, dataset, batches)
     read_ahead = _read_ahead_kb(path)
     results = {
         'pyg x[n_id] over np.memmap': _pyg_memmap(
@@ -255,7 +289,8 @@ def run(args: argparse.Namespace) -> Dict[str, Any]:
           f"buffer alone {ours['device_bytes'] / mmap_bytes:.2f}x (measured, "
           f"/proc/self/io); peak RSS of this process "
           f"{peak_rss_bytes() / 2**30:.1f} GiB")
-    return {'bound': bound, 'results': results, 'bound_share': storage_share}
+    return {'bound': bound, 'results': results, 'bound_share': storage_share,
+            'host_shares': shares}
 
 
 def main(argv: Optional[List[str]] = None) -> None:

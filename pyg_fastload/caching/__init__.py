@@ -1,9 +1,10 @@
 r"""What the caches hold: hotness policies (out-degree, reverse PageRank,
-pre-sampling, random), the planner filling a store's tiers from a
+expected accesses, pre-sampling, random), the planner filling a store's tiers from a
 :class:`~pyg_fastload.config.FeatureCache`, and opening a dataset behind
 its caches."""
 from .hotness import (
     access_counts,
+    expected_access_scores,
     hit_ratio,
     hit_ratio_curve,
     hot_order,
@@ -27,6 +28,7 @@ __all__ = [
     'access_counts',
     'out_degree_scores',
     'reverse_pagerank_scores',
+    'expected_access_scores',
     'presample_scores',
     'random_scores',
 ]

@@ -10,6 +10,10 @@ turns scores into the order in which a cache is filled:
   a node appears in (:func:`out_degree_scores`).
 * ``'reverse_pagerank'``: GIDS' host buffer, the PageRank of the walk that
   steps to a random in-neighbour (:func:`reverse_pagerank_scores`).
+* ``'expected_access'``: the expected fetches of a node in one epoch under
+  the loader's fan-outs, propagated from the training nodes against the
+  edges (:func:`expected_access_scores`; the notes' fan-out-weighted
+  variant of GIDS's ranking).
 * ``'presample'``: GNNLab's pre-sampling, how many mini-batches of a few
   sampled epochs fetched the node (:func:`presample_scores`).
 * ``'random'``: the baseline (:func:`random_scores`).
@@ -21,7 +25,6 @@ epoch (the trace an oracle cache would be built from) and
 from __future__ import annotations
 
 import math
-import warnings
 from typing import Any, Iterable, List, Optional, Sequence
 
 import torch
@@ -30,13 +33,15 @@ from tqdm.auto import tqdm
 
 from ..config import POLICIES
 from ..graph.convert import topology_of
-from ..graph.topology import CSCTopology, index_dtype_for
+from ..graph.topology import CSCTopology
 from ..sampling import FastNeighborSampler
+from .walks import expected_accesses, reverse_walk_ranks
 
 __all__ = [
     'POLICIES',
     'out_degree_scores',
     'reverse_pagerank_scores',
+    'expected_access_scores',
     'presample_scores',
     'random_scores',
     'hotness_scores',
@@ -110,43 +115,13 @@ def out_degree_scores(topology: CSCTopology) -> Tensor:
     return _as_topology(topology).out_degree()
 
 
-def _reverse_walk_matrix(topo: CSCTopology) -> Tensor:
-    r"""The sparse CSR matrix :math:`M` with :math:`M_{u,v} = 1 /
-    \deg_{in}(v)` for every edge :math:`u \to v`, so that :math:`M r` moves
-    the mass of every node to its in-neighbours in one step.
-
-    The CSC lists edges by destination; :math:`M`'s rows are sources, so this
-    is one (parallel) sort of the sources.  A matrix-vector product over the
-    transposed arrays gathers instead of scattering and runs on all threads,
-    several times faster per iteration than an ``index_add_`` over the CSC.
-    """
-    n, m = topo.num_nodes, topo.num_edges
-    indeg = topo.in_degree()
-    src = topo.indices
-    # torch wants row offsets and columns of one dtype: int32 where both
-    # the node and the edge count fit.
-    dtype = index_dtype_for(max(n, m))
-    perm = torch.sort(src, stable=True).indices
-    dst = torch.repeat_interleave(torch.arange(n, dtype=dtype), indeg,
-                                  output_size=m)
-    col = dst.index_select(0, perm)
-    del dst, perm
-    inv = 1.0 / indeg.clamp(min=1).to(torch.float64)
-    value = inv.index_select(0, col)
-    crow = torch.zeros(n + 1, dtype=torch.long)
-    torch.cumsum(topo.out_degree(), 0, out=crow[1:])
-    crow = crow.to(dtype)
-    with warnings.catch_warnings():  # "sparse CSR support is in beta"
-        warnings.simplefilter('ignore', UserWarning)
-        return torch.sparse_csr_tensor(crow, col, value, size=(n, n),
-                                       check_invariants=False)
-
-
 def reverse_pagerank_scores(
     topology: CSCTopology,
     alpha: float = 0.85,
     max_iters: int = 50,
     tol: float = 1e-6,
+    out_of_core: Optional[bool] = None,
+    progress: bool = False,
 ) -> Tensor:
     r"""GIDS' score: the PageRank of the random walk that steps from a node
     to a uniformly drawn *in*-neighbour (the direction a neighbour sampler
@@ -164,6 +139,12 @@ def reverse_pagerank_scores(
             (default: :obj:`50`)
         tol (float, optional): stop once the L1 change of one step is below
             this. (default: :obj:`1e-6`)
+        out_of_core (bool, optional): scatter over the CSC in bounded
+            chunks instead of transposing it (slower per step, memory
+            bounded); default: where the transpose would need more than half
+            the available memory.
+        progress (bool, optional): show a progress bar of the steps.
+            (default: :obj:`False`)
     """
     topo = _as_topology(topology)
     if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or \
@@ -174,27 +155,42 @@ def reverse_pagerank_scores(
     if isinstance(tol, bool) or not isinstance(tol, (int, float)) or \
             not float(tol) >= 0.0:
         raise ValueError(f"'tol' = {tol!r}: pass a tolerance >= 0")
-    n = topo.num_nodes
-    if n == 0:
+    if topo.num_nodes == 0:
         return torch.empty(0, dtype=torch.float64)
-    score = torch.full((n, ), 1.0 / n, dtype=torch.float64)
-    if topo.num_edges == 0:
-        return score
-    alpha = float(alpha)
-    matrix = _reverse_walk_matrix(topo)
-    dangling = topo.in_degree() == 0
-    any_dangling = bool(dangling.any())
-    for _ in range(max_iters):
-        new = torch.mv(matrix, score)
-        base = 1.0 - alpha
-        if any_dangling:
-            base += alpha * float(score[dangling].sum())
-        new.mul_(alpha).add_(base / n)
-        change = float((new - score).abs_().sum())
-        score = new
-        if change < tol:
-            break
-    return score.div_(score.sum())
+    return reverse_walk_ranks(topo, float(alpha), max_iters, float(tol),
+                              out_of_core=out_of_core, progress=progress)
+
+
+def expected_access_scores(
+    topology: CSCTopology,
+    train_nodes: Tensor,
+    num_neighbors: Sequence[int],
+    out_of_core: Optional[bool] = None,
+) -> Tensor:
+    r"""Expected fetches of every node's row in one epoch over
+    :obj:`train_nodes` with fan-outs :obj:`num_neighbors`, without
+    sampling: 1 on every training node, then hop by hop each node passes
+    ``min(1, fanout / in-degree)`` of its value to each of its
+    in-neighbours; the score sums the hops (``float64``). Deterministic and
+    ``len(num_neighbors)`` sparse steps (out of core on graphs whose
+    transpose does not fit), where ``'presample'`` samples whole epochs.
+
+    Args:
+        topology (CSCTopology): the graph.
+        train_nodes (torch.Tensor): training node ids or a boolean mask.
+        num_neighbors (List[int]): fan-out per hop (``-1``: all).
+        out_of_core (bool, optional): see
+            :func:`reverse_pagerank_scores`.
+    """
+    topo = _as_topology(topology)
+    train = _node_ids('train_nodes', train_nodes, topo.num_nodes)
+    fanouts = list(num_neighbors)
+    for fanout in fanouts:
+        if isinstance(fanout, bool) or not isinstance(fanout, int) or \
+                fanout == 0 or fanout < -1:
+            raise ValueError(f"'num_neighbors' = {fanouts}: pass a positive "
+                             f"fan-out or -1 (all neighbours) per hop")
+    return expected_accesses(topo, train, fanouts, out_of_core)
 
 
 def _count_batches(
@@ -325,19 +321,20 @@ def hotness_scores(
 
     Args:
         policy (str): ``'out_degree'``, ``'reverse_pagerank'``,
-            ``'presample'`` or ``'random'``.
+            ``'expected_access'``, ``'presample'`` or ``'random'``.
         topology (CSCTopology): the graph.
         train_nodes (torch.Tensor, optional): training node ids or mask
-            (``'presample'`` only, required there).
-        num_neighbors (List[int], optional): fan-out per hop
-            (``'presample'`` only, required there).
+            (``'expected_access'`` and ``'presample'`` only, required
+            there).
+        num_neighbors (List[int], optional): fan-out per hop (the same).
         batch_size (int, optional): seeds per pre-sampled mini-batch.
             (default: :obj:`1024`)
         presample_epochs (int, optional): pre-sampled epochs.
             (default: :obj:`1`)
         seed (int, optional): seed of ``'presample'`` and ``'random'``.
             (default: :obj:`0`)
-        progress (bool, optional): show a progress bar while pre-sampling.
+        progress (bool, optional): show a progress bar while pre-sampling
+            or iterating PageRank.
             (default: :obj:`True`)
     """
     if policy not in POLICIES:
@@ -346,16 +343,19 @@ def hotness_scores(
     if policy == 'out_degree':
         return out_degree_scores(topology)
     if policy == 'reverse_pagerank':
-        return reverse_pagerank_scores(topology)
+        return reverse_pagerank_scores(topology, progress=progress)
     if policy == 'random':
         return random_scores(_as_topology(topology).num_nodes, seed)
     missing = [name for name, value in (('train_nodes', train_nodes),
                                         ('num_neighbors', num_neighbors))
                if value is None]
     if missing:
-        raise ValueError(f"policy 'presample' samples mini-batches and needs "
+        raise ValueError(f"policy {policy!r} follows the loader's mini-"
+                         f"batches and needs "
                          f"{' and '.join(repr(m) for m in missing)}: pass the "
                          f"training nodes and the fan-out the loader uses")
+    if policy == 'expected_access':
+        return expected_access_scores(topology, train_nodes, num_neighbors)
     return presample_scores(topology, train_nodes, num_neighbors,
                             batch_size=batch_size, epochs=presample_epochs,
                             seed=seed, progress=progress)

@@ -6,6 +6,7 @@ import torch
 
 from pyg_fastload import CSCTopology
 from pyg_fastload.bench import cache as bench_cache
+from pyg_fastload.caching import walks
 from pyg_fastload.caching.hotness import (
     access_counts,
     hit_ratio,
@@ -16,6 +17,7 @@ from pyg_fastload.caching.hotness import (
     presample_scores,
     random_scores,
     reverse_pagerank_scores,
+    expected_access_scores,
 )
 from pyg_fastload.config import POLICIES
 
@@ -59,19 +61,58 @@ def test_out_degree_is_bincount_of_sources():
     assert torch.equal(hotness_scores('out_degree', topo), expected)
 
 
-def test_reverse_pagerank_matches_dense_power_iteration():
+@pytest.mark.parametrize('out_of_core', [False, True])
+def test_reverse_pagerank_matches_dense_power_iteration(out_of_core,
+                                                        monkeypatch):
     # Node 5 has no in-neighbours (dangling), node 0 feeds many nodes.
     edges = [(0, 1), (0, 2), (0, 3), (0, 4), (1, 2), (2, 0), (3, 0),
              (4, 3), (5, 0), (5, 4), (1, 0)]
     edge_index = torch.tensor(edges).t()
     topo = CSCTopology.from_edge_index(edge_index, 6)
-    ours = reverse_pagerank_scores(topo, max_iters=2000, tol=0.0)
+    # chunks of 3 edges: chunk bounds fall inside and between in-lists
+    monkeypatch.setattr(walks, 'CHUNK_EDGES', 3)
+    ours = reverse_pagerank_scores(topo, max_iters=2000, tol=0.0,
+                                   out_of_core=out_of_core)
     assert ours.dtype == torch.float64
     expected = dense_reverse_pagerank(edge_index.numpy(), 6)
     np.testing.assert_allclose(ours.numpy(), expected, rtol=1e-9,
                                atol=1e-12)
     assert abs(float(ours.sum()) - 1.0) < 1e-12
     assert int(hot_order(ours)[0]) == 0
+
+
+def test_out_of_core_is_chosen_when_the_transpose_does_not_fit(monkeypatch):
+    data = random_graph()
+    topo = CSCTopology.from_edge_index(data.edge_index, data.num_nodes)
+    monkeypatch.setattr(walks, 'CHUNK_EDGES', 300)  # 7 chunks, 2 threads
+    train = torch.arange(0, 200, 7)
+    results = []
+    for share in (2, 1):  # memory for twice the transpose, then for one
+        monkeypatch.setattr(walks, 'available_memory',
+                            lambda: walks.transpose_bytes(topo) * share)
+        assert walks.ReverseStep(topo).out_of_core == (share == 1)
+        results.append((reverse_pagerank_scores(topo),
+                        expected_access_scores(topo, train, [3, 2])))
+    for in_memory, chunked in zip(*results):
+        assert torch.allclose(chunked, in_memory, rtol=1e-9, atol=1e-15)
+
+
+def test_expected_accesses_match_hand_values_and_the_sampler():
+    # 1..4 -> 0 (in-degree 4), 5 -> 1: no node is reachable twice
+    edge_index = torch.tensor([[1, 2, 3, 4, 5], [0, 0, 0, 0, 1]])
+    topo = CSCTopology.from_edge_index(edge_index, 7)
+    scores = expected_access_scores(topo, torch.tensor([0]), [2, 3])
+    assert scores.tolist() == [1.0, .5, .5, .5, .5, .5, 0.0]
+    everything = expected_access_scores(topo, torch.tensor([0]), [-1, -1])
+    assert everything.tolist() == [1.0, 1, 1, 1, 1, 1, 0]
+    sampled = presample_scores(topo, torch.tensor([0]), [2, 3], batch_size=1,
+                               epochs=2000, progress=False) / 2000
+    assert torch.allclose(sampled.double(), scores, atol=0.05)
+    with pytest.raises(ValueError, match=r"'num_neighbors' = \[2, 0\]"):
+        expected_access_scores(topo, torch.tensor([0]), [2, 0])
+    assert torch.equal(hotness_scores('expected_access', topo,
+                                      train_nodes=torch.tensor([0]),
+                                      num_neighbors=[2, 3]), scores)
 
 
 def test_reverse_pagerank_sums_to_one_and_ranks_the_hub_first():
@@ -210,12 +251,14 @@ def test_oracle_beats_every_policy_at_every_fraction():
 def test_hotness_scores_errors():
     topo = skewed_topology()
     with pytest.raises(ValueError, match="'out_degree', 'reverse_pagerank', "
-                       "'presample', 'random'"):
+                       "'expected_access', 'presample', 'random'"):
         hotness_scores('lru', topo)
     with pytest.raises(ValueError, match="'train_nodes' and 'num_neighbors'"):
         hotness_scores('presample', topo)
     with pytest.raises(ValueError, match="needs 'num_neighbors'"):
         hotness_scores('presample', topo, train_nodes=torch.arange(4))
+    with pytest.raises(ValueError, match="'expected_access' follows"):
+        hotness_scores('expected_access', topo)
     with pytest.raises(ValueError, match="'train_nodes' holds node id 400"):
         presample_scores(topo, torch.tensor([400]), [2], progress=False)
     with pytest.raises(ValueError, match="'train_nodes' is a boolean mask"):
