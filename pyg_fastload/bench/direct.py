@@ -186,6 +186,8 @@ def _tiered(args: argparse.Namespace, window: bool,
                                reads_in_flight=args.reads_in_flight,
                                host_budget=args.host_fraction,
                                policy=args.policies[0], progress=False,
+                               num_neighbors=args.fanout,
+                               batch_size=args.batch_size,
                                verify='none', **extra)
     features.reset_counters()
     before, seconds, storage_seconds = _read_bytes(), 0.0, 0.0
