@@ -17,6 +17,9 @@ from torch import Tensor
 __all__ = ['CSCTopology', 'index_dtype_for']
 
 _INT32_MAX = 2**31 - 1
+#: Edges counted at once by :meth:`CSCTopology.out_degree` (bounds the
+#: ``int64`` copy ``bincount`` needs of ``int32`` ids).
+_COUNT_CHUNK = 2**26
 
 
 def index_dtype_for(max_value: int) -> torch.dtype:
@@ -109,8 +112,14 @@ class CSCTopology:
 
     def out_degree(self) -> Tensor:
         r"""Number of out-edges per node: how many in-neighbour lists a node
-        appears in, i.e. how often a neighbour sampler can reach it."""
-        return torch.bincount(self.indices.long(), minlength=self.num_nodes)
+        appears in, i.e. how often a neighbour sampler can reach it
+        (counted in chunks of edges: memory stays bounded on big graphs)."""
+        counts = torch.zeros(self.num_nodes, dtype=torch.long)
+        for start in range(0, self.num_edges, _COUNT_CHUNK):
+            counts += torch.bincount(
+                self.indices[start:start + _COUNT_CHUNK].long(),
+                minlength=self.num_nodes)
+        return counts
 
     def destinations(self) -> Tensor:
         r"""The destination node of every CSC edge (``int64``)."""

@@ -24,6 +24,15 @@ def test_csc_groups_in_neighbors_by_destination():
                        torch.bincount(data.edge_index[0], minlength=200))
 
 
+def test_out_degree_counted_in_chunks(monkeypatch):
+    from pyg_fastload.graph import topology
+    data = random_graph()
+    topo = CSCTopology.from_edge_index(data.edge_index, data.num_nodes)
+    monkeypatch.setattr(topology, '_COUNT_CHUNK', 333)  # 2000 edges: 7
+    assert torch.equal(topo.out_degree(),
+                       torch.bincount(data.edge_index[0], minlength=200))
+
+
 def test_sorted_input_keeps_identity_and_weights():
     edge_index = torch.tensor([[1, 2, 0, 2], [0, 0, 1, 2]])
     topo = CSCTopology.from_edge_index(edge_index, 3,
