@@ -31,7 +31,7 @@ import torch
 from torch import Tensor
 from tqdm.auto import tqdm
 
-from ..config import POLICIES
+from ..config import POLICIES, check_fanouts
 from ..graph.convert import topology_of
 from ..graph.topology import CSCTopology
 from ..sampling import FastNeighborSampler
@@ -184,13 +184,8 @@ def expected_access_scores(
     """
     topo = _as_topology(topology)
     train = _node_ids('train_nodes', train_nodes, topo.num_nodes)
-    fanouts = list(num_neighbors)
-    for fanout in fanouts:
-        if isinstance(fanout, bool) or not isinstance(fanout, int) or \
-                fanout == 0 or fanout < -1:
-            raise ValueError(f"'num_neighbors' = {fanouts}: pass a positive "
-                             f"fan-out or -1 (all neighbours) per hop")
-    return expected_accesses(topo, train, fanouts, out_of_core)
+    return expected_accesses(topo, train, check_fanouts(num_neighbors),
+                             out_of_core)
 
 
 def _count_batches(

@@ -300,8 +300,8 @@ class DirectStorage(MmapStorage):
             place = at.index_select(0, extent) * BLOCK_BYTES + (
                 start - begins.index_select(0, extent) * BLOCK_BYTES)
             elems = self.row_bytes // self._array.itemsize
-            windows = raw.view(self._dtype).unfold(0, elems, 1)  # row i =
-            # elements i..i+elems
+            # window i = elements i .. i + elems of the read buffer
+            windows = raw.view(self._dtype).unfold(0, elems, 1)
             target = out.view(rows.numel(), elems) if out.is_contiguous() \
                 else None
             picked = torch.index_select(
