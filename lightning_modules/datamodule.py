@@ -322,6 +322,12 @@ class FastLoadDataModule(pl.LightningDataModule):
             timedelta(seconds=self.dist_timeout))
         self._check_trainer()
         self.collectives = Collectives(self.context, self.traffic)
+        if self.feature_cache is not None and \
+                self.feature_cache.storage == 'gds' and \
+                self.device.type != 'cuda':
+            raise ConfigError('feature_cache', f"storage 'gds' reads rows "
+                              f"into GPU memory, but this run's device is "
+                              f"{self.device}: use storage: direct")
         if self.mode != 'replicated':
             setup_part(self)
         if self.kind is not None:

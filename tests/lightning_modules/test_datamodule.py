@@ -129,6 +129,15 @@ def test_bad_arguments_name_their_key(cache_dir, kwargs, key):
     assert info.value.config_key == f'data.{key}'
 
 
+@pytest.mark.skipif(torch.cuda.is_available(), reason='the run is on CUDA')
+def test_gds_storage_on_a_cpu_run_names_the_fix(cache_dir):
+    dm = module(cache_dir, feature_cache={'storage': 'gds'})
+    with pytest.raises(ConfigError, match="device is cpu: use storage: "
+                                          "direct") as info:
+        dm.setup('fit')
+    assert info.value.key == 'feature_cache'
+
+
 def test_fit_beats_chance_and_resume_gives_same_next_batch(cache_dir,
                                                            tmp_path):
     class Record(pl.Callback):
