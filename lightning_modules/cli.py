@@ -8,7 +8,7 @@ from pytorch_lightning.cli import LightningCLI
 
 from pyg_fastload.config import FeatureCache, SettingError
 
-from .datamodule import FastLoadDataModule
+from .datamodule import FastLoadDataModule, check_storage_device
 from .errors import ConfigError
 from .node_classifier import NodeClassifier
 
@@ -28,6 +28,8 @@ class FastLoadCLI(LightningCLI):
         self._check_feature_cache()
         try:
             super().instantiate_classes()
+            check_storage_device(self.datamodule.feature_cache,
+                                 self.trainer.strategy.root_device)
         except ConfigError as error:
             self.parser.error(f"config key '{error.config_key}': "
                               f"{error.detail}")

@@ -46,12 +46,23 @@ from .data_sources import (
 from .errors import ConfigError, config_section
 from .rank_parts import mode_loader_args, setup_part
 
-__all__ = ['FastLoadDataModule', 'FeatureCache']
+__all__ = ['FastLoadDataModule', 'FeatureCache', 'check_storage_device']
 
 _SPLITS = ('train', 'val', 'test', 'predict')
 
 #: The values of ``mode``.
 MODES = ('replicated', 'pagraph', 'dsp', 'hopgnn')
+
+
+def check_storage_device(cache: Optional[FeatureCache],
+                         device: torch.device) -> None:
+    r"""Refuses ``storage: gds`` (reads into GPU memory) on a run whose
+    device is not CUDA, naming the setting and the fix."""
+    if cache is not None and cache.storage == 'gds' and \
+            device.type != 'cuda':
+        raise ConfigError('feature_cache.storage', f"'gds' reads rows into "
+                          f"GPU memory, but this run's device is {device}: "
+                          f"use storage: direct", section='data')
 
 
 class FastLoadDataModule(pl.LightningDataModule):
@@ -322,12 +333,7 @@ class FastLoadDataModule(pl.LightningDataModule):
             timedelta(seconds=self.dist_timeout))
         self._check_trainer()
         self.collectives = Collectives(self.context, self.traffic)
-        if self.feature_cache is not None and \
-                self.feature_cache.storage == 'gds' and \
-                self.device.type != 'cuda':
-            raise ConfigError('feature_cache', f"storage 'gds' reads rows "
-                              f"into GPU memory, but this run's device is "
-                              f"{self.device}: use storage: direct")
+        check_storage_device(self.feature_cache, self.device)
         if self.mode != 'replicated':
             setup_part(self)
         if self.kind is not None:

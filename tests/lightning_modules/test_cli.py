@@ -71,10 +71,12 @@ def test_shipped_configs_parse(config, cache_env, capsys):
     (['--data.feature_cache.host_budget', '150%'],
      'data.feature_cache.host_budget'),
     (['--model.dropout', '1.5'], 'model.dropout'),
+    (['--trainer.accelerator', 'cpu', '--data.feature_cache.storage', 'gds'],
+     'data.feature_cache.storage'),
 ])
 @pytest.mark.reliability(
     fault=('bad config values (unknown model, missing dataset, budget 150%, '
-           'dropout 1.5)'),
+           'dropout 1.5, GPU-direct storage on a CPU run)'),
     behaviour='an error naming the config key, before anything trains')
 def test_config_errors_name_the_key_before_training(args, key, cache_env,
                                                     capsys):

@@ -135,7 +135,7 @@ def test_gds_storage_on_a_cpu_run_names_the_fix(cache_dir):
     with pytest.raises(ConfigError, match="device is cpu: use storage: "
                                           "direct") as info:
         dm.setup('fit')
-    assert info.value.key == 'feature_cache'
+    assert info.value.config_key == 'data.feature_cache.storage'
 
 
 def test_fit_beats_chance_and_resume_gives_same_next_batch(cache_dir,
