@@ -81,28 +81,30 @@ class ReverseStep:
                       max(1, topo.num_edges // CHUNK_EDGES))
         self._sums = [torch.empty(topo.num_nodes, dtype=torch.float64)
                       for _ in range(threads - 1)] if out_of_core else []
+        self._deg = topo.in_degree() if out_of_core else None
+        # chunks of destinations (v0, v1, first edge, end edge)
+        indptr = topo.indptr
+        bounds = torch.searchsorted(indptr, torch.arange(
+            0, topo.num_edges, CHUNK_EDGES, dtype=indptr.dtype)).tolist()
+        bounds.append(topo.num_nodes)
+        self._chunks = [(v0, v1, int(indptr[v0]), int(indptr[v1]))
+                        for v0, v1 in zip(bounds[:-1], bounds[1:])
+                        if v1 > v0] if out_of_core else []
 
     def __call__(self, weight: Tensor, out: Tensor) -> Tensor:
         if self._pattern is not None:
             out.copy_(torch.mv(self._pattern, weight))
             return out
-        topo, indptr, n = self.topo, self.topo.indptr, self.topo.num_nodes
-        bounds = torch.searchsorted(indptr, torch.arange(
-            0, topo.num_edges, CHUNK_EDGES, dtype=indptr.dtype)).tolist()
-        bounds.append(n)
-        chunks = [(v0, v1) for v0, v1 in zip(bounds[:-1], bounds[1:])
-                  if v1 > v0]
-        deg = topo.in_degree()
+        indices, deg = self.topo.indices, self._deg
         targets = [out] + self._sums
 
         def scatter(k: int) -> None:
             total = targets[k]
             total.zero_()
-            for v0, v1 in chunks[k::len(targets)]:
-                e0, e1 = int(indptr[v0]), int(indptr[v1])
+            for v0, v1, e0, e1 in self._chunks[k::len(targets)]:
                 repeated = torch.repeat_interleave(
                     weight[v0:v1], deg[v0:v1], output_size=e1 - e0)
-                total.index_add_(0, topo.indices[e0:e1], repeated)
+                total.index_add_(0, indices[e0:e1], repeated)
 
         if not self._sums:
             scatter(0)

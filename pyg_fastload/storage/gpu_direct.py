@@ -112,8 +112,6 @@ class GpuDirectStorage(DirectStorage):
         pending = []
         for offset, length, at in reads:
             size = min(length, self.file_bytes - offset)  # short last block
-            if size <= 0:
-                self.check_read(0, offset, length)
             chunk = buffer[at:at + size]  # host memory goes as numpy
             target = chunk.numpy() if chunk.device.type == 'cpu' else chunk
             pending.append((self._file.pread(target, size, offset), offset,

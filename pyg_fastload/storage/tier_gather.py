@@ -68,7 +68,7 @@ def gather_tiers(entry: TierEntry, ids: Tensor, out: Tensor,
         # GPUDirect reads land on the device; others in pinned memory (from
         # torch's caching host allocator)
         rows = torch.empty(shape, dtype=storage.dtype, device=out.device) \
-            if getattr(storage, 'reads_to_device', False) else \
+            if storage.reads_to_device else \
             torch.empty(shape, dtype=storage.dtype, pin_memory=True)
         storage.gather(ids, rows)
         out.index_copy_(0, pos.to(out.device),

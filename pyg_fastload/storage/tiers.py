@@ -40,6 +40,11 @@ class MemoryStorage:
     Args:
         tensor (torch.Tensor): the full ``[num_rows, ...]`` tensor.
     """
+    #: Whether :meth:`gather` reads into the output's device itself (only
+    #: :class:`~pyg_fastload.storage.GpuDirectStorage`); otherwise rows are
+    #: gathered in host memory and moved.
+    reads_to_device = False
+
     def __init__(self, tensor: Tensor):
         self.tensor = tensor
         self.counters = TierCounters()
@@ -75,6 +80,8 @@ class MmapStorage:
         shape (Sequence[int]): ``[num_rows, ...]``.
         offset (int): byte offset of the first row in the file.
     """
+    reads_to_device = False
+
     def __init__(self, path: str, dtype: torch.dtype, shape: Sequence[int],
                  offset: int = 0):
         self.path = os.fspath(path)
