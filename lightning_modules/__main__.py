@@ -1,4 +1,5 @@
 r"""``python -m lightning_modules`` is the ``pyg-fastload`` command."""
 from .command import main
 
-main()
+if __name__ == '__main__':
+    main()

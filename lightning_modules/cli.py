@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import List, Optional
 
+from jsonargparse import set_parsing_settings
 from pytorch_lightning.cli import LightningCLI
 
 from pyg_fastload.config import FeatureCache, SettingError
@@ -12,10 +13,27 @@ from .datamodule import FastLoadDataModule, check_storage_device
 from .errors import ConfigError
 from .node_classifier import NodeClassifier
 
-__all__ = ['FastLoadCLI', 'SUBCOMMANDS', 'run_cli']
+__all__ = ['FastLoadCLI', 'SUBCOMMANDS', 'IMPORT_ALLOWLIST', 'run_cli',
+           'restrict_imports']
 
 #: The trainer entry points that go through LightningCLI.
 SUBCOMMANDS = ('fit', 'validate', 'test', 'predict')
+
+#: The only packages whose classes a config file, the command line or an
+#: environment variable may name (``class_path``, or any other import path
+#: in a value): this package's and Lightning's (callbacks, loggers,
+#: strategies, plugins, profilers). Anything else, ``os.system`` included, is
+#: refused before it is imported.
+IMPORT_ALLOWLIST = ('pyg_fastload', 'lightning_modules', 'pytorch_lightning',
+                    'lightning_fabric', 'lightning.pytorch', 'lightning.fabric')
+
+
+def restrict_imports() -> None:
+    r"""Lets parsed values import only from :data:`IMPORT_ALLOWLIST`
+    (jsonargparse otherwise instantiates any ``class_path`` given for a
+    parameter typed ``Any`` or a class, and imports any module named)."""
+    set_parsing_settings(import_path_denylist=['*'],
+                         import_path_allowlist=list(IMPORT_ALLOWLIST))
 
 
 class FastLoadCLI(LightningCLI):
@@ -60,6 +78,7 @@ def run_cli(args: Optional[List[str]] = None) -> FastLoadCLI:
     from .callbacks import LoaderMonitor
     from .dist_monitor import DistributedMonitor
 
+    restrict_imports()
     return FastLoadCLI(
         NodeClassifier, FastLoadDataModule,
         # The data module splits the seeds across ranks itself.

@@ -133,7 +133,7 @@ class FastLoadDataModule(pl.LightningDataModule):
     @config_section('data')
     def __init__(
         self,
-        dataset: Any = None,
+        dataset: Union[str, Path, Data, None] = None,
         num_neighbors: List[int] = [15, 10, 5],  # noqa: B006 (CLI default)
         batch_size: int = 1024,
         eval_num_neighbors: Optional[List[int]] = None,

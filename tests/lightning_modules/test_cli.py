@@ -88,6 +88,54 @@ def test_config_errors_name_the_key_before_training(args, key, cache_env,
     assert not (cache_env / 'lightning_logs').exists()  # nothing trained
 
 
+@pytest.mark.parametrize('where', ['config', 'command line'])
+@pytest.mark.parametrize('key, spec', [
+    ('data.dataset', {'class_path': 'os.system',
+                      'init_args': {'command': 'touch {marker}'}}),
+    ('trainer.logger', {'class_path': 'os.system',
+                        'init_args': {'command': 'touch {marker}'}}),
+    ('trainer.callbacks', [{'class_path': 'subprocess.Popen',
+                            'init_args': {'args': ['touch', '{marker}']}}]),
+])
+@pytest.mark.reliability(
+    fault="a config or command-line value naming a class to run "
+          "(`dataset: {class_path: os.system, init_args: {command: ...}}`, "
+          "a logger or callback `subprocess.Popen`)",
+    behaviour="refused naming the key and the import path before anything is "
+              "imported; only this package's and Lightning's classes may be "
+              "named (was: the command ran)")
+def test_a_config_cannot_run_code(where, key, spec, cache_env, capsys):
+    marker = cache_env / 'ran'
+    value = json.loads(json.dumps(spec).replace('{marker}', str(marker)))
+    section, name = key.split('.')
+    if where == 'config':
+        config = cache_env / 'hostile.yaml'
+        config.write_text(yaml.safe_dump({section: {name: value}}))
+        args = ['-c', str(config)]
+    else:
+        args = [f'--{key}', json.dumps(value)]
+    with pytest.raises(SystemExit) as info:
+        main(['fit', *TINY, '--trainer.max_epochs', '1', *args])
+    assert info.value.code != 0
+    assert not marker.exists()  # nothing ran
+    err = capsys.readouterr().err
+    assert key in err
+    assert 'not allowed' in err or 'neither a synthetic preset' in err
+    assert not (cache_env / 'lightning_logs').exists()
+
+
+def test_lightning_classes_may_still_be_named(cache_env, capsys):
+    early_stopping = json.dumps({'class_path': 'EarlyStopping',
+                                 'init_args': {'monitor': 'val_acc'}})
+    with pytest.raises(SystemExit) as info:
+        main(['fit', *TINY, f'--trainer.callbacks+={early_stopping}',
+              '--print_config'])
+    assert info.value.code in (None, 0)
+    config = yaml.safe_load(capsys.readouterr().out)
+    assert config['trainer']['callbacks'][0]['class_path'] == (
+        'pytorch_lightning.callbacks.EarlyStopping')
+
+
 def test_help_lists_every_command(capsys):
     with pytest.raises(SystemExit):
         main(['--help'])
