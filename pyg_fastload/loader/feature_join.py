@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import copy
 import time
-from typing import Any, Dict, Optional
+from typing import Dict, List
 
 import torch
 from torch import Tensor
@@ -17,50 +17,53 @@ from ..storage import FeatureSource
 from ..storage.buffer_pool import BufferPool
 from .pipeline import DeviceTransfer
 
-__all__ = ['FeatureJoin']
+__all__ = ['FeatureJoin', 'pooled_attrs']
+
+
+def pooled_attrs(data: Data) -> List[str]:
+    r"""The node feature matrices of :obj:`data` (2+ dims, on the CPU) that
+    :meth:`FeatureJoin.from_data` gathers into pooled buffers, read from
+    what :obj:`data` holds now (a tensor replaced after the loader was built
+    is served, never a stale copy)."""
+    return [key for key, value in data.items()
+            if isinstance(value, Tensor) and value.dim() >= 2
+            and not value.is_cuda and data.is_node_attr(key)
+            and data.__cat_dim__(key, value) == 0]
 
 
 class FeatureJoin:
     r"""Joins sampled subgraphs with their attributes.
 
-    For a ``Data``, node feature matrices (2+ dims, on the CPU) are gathered
-    into pooled buffers and PyG's ``filter_data`` slices everything else.
-    For a feature source, every attribute is read with its ``gather``.
+    For a ``Data``, node feature matrices (:func:`pooled_attrs`) are
+    gathered into pooled buffers and PyG's ``filter_data`` slices everything
+    else; both read the ``Data`` as it is when the batch is made. For a
+    feature source, every attribute is read with its ``gather``.
 
     Args:
-        data: the loader's ``Data`` or ``(FeatureStore, GraphStore)``.
         transfer (DeviceTransfer): the loader's transfer stage; while it is
             active, buffers are pinned instead of recycled.
         max_buffers (int): recycled buffers per shape and dtype (the batches
             that can be alive at once).
     """
-    def __init__(self, data: Any, transfer: DeviceTransfer,
-                 max_buffers: int):
+    def __init__(self, transfer: DeviceTransfer, max_buffers: int):
         self._transfer = transfer
         self._pool = BufferPool(max_buffers=max_buffers)
-        self.pooled: Dict[str, Tensor] = {}
-        self._rest: Optional[Data] = None
-        if isinstance(data, Data):
-            for key, value in data.items():
-                if (isinstance(value, Tensor) and value.dim() >= 2
-                        and not value.is_cuda and data.is_node_attr(key)
-                        and data.__cat_dim__(key, value) == 0):
-                    self.pooled[key] = value
-            if self.pooled:
-                self._rest = copy.copy(data)
-                self._rest.num_nodes = data.num_nodes
-                for key in self.pooled:
-                    del self._rest[key]
 
-    def from_data(self, data: Data, out: SamplerOutput,
+    def from_data(self, data: Data, pooled: List[str], out: SamplerOutput,
                   breakdown: Dict[str, float]) -> Data:
-        r"""The batch of a ``Data`` (feature seconds added to
+        r"""The batch of :obj:`data`, whose attributes :obj:`pooled` are
+        gathered into pooled buffers (feature seconds added to
         :obj:`breakdown`)."""
-        batch = filter_data(self._rest, out.node, out.row, out.col, out.edge)
+        rest = copy.copy(data)
+        rest.num_nodes = data.num_nodes
+        for key in pooled:
+            del rest[key]
+        batch = filter_data(rest, out.node, out.row, out.col, out.edge)
         if 'num_nodes' not in data._store:
             del batch._store['num_nodes']
         started = time.perf_counter()
-        for key, value in self.pooled.items():
+        for key in pooled:
+            value = data[key]
             batch[key] = torch.index_select(
                 value, 0, out.node,
                 out=self.buffer((out.node.numel(), *value.shape[1:]),

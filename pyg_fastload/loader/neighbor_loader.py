@@ -18,7 +18,7 @@ from ..config import PipelineSettings
 from ..errors import HETERO_UNSUPPORTED
 from ..sampling import FastNeighborSampler, HopSampler
 from ..storage import FeatureSource
-from .feature_join import FeatureJoin
+from .feature_join import FeatureJoin, pooled_attrs
 from .inputs import check_device, check_has_features, check_input_nodes
 from .pipeline import (
     DeviceTransfer,
@@ -186,7 +186,7 @@ class FastNeighborLoader(NodeLoader):
         self.time_breakdown = new_breakdown()
         self._auto_decision: Optional[bool] = None
         # The consumer's batch, the queued ones and the one being loaded.
-        self._join = FeatureJoin(data, self._transfer,
+        self._join = FeatureJoin(self._transfer,
                                  max_buffers=queue_capacity + 3)
         # The stop flags of this loader's running pipelines (set when the
         # loader is deleted; the loader holds no iterator).
@@ -217,16 +217,21 @@ class FastNeighborLoader(NodeLoader):
         :class:`~pyg_fastload.storage.TieredFeatureStore` is read through its
         tiers directly (main process only: worker processes write into
         shared memory as in PyG)."""
+        if get_worker_info() is not None:
+            return super().filter_fn(out)
         store = self._feature_source
-        if (get_worker_info() is not None
-                or (not self._join.pooled and store is None)):
+        # What `data` holds now: a replaced `x` or `y` is served at once.
+        pooled = pooled_attrs(self.data) if isinstance(self.data,
+                                                       Data) else []
+        if store is None and not pooled:
             return super().filter_fn(out)
         if self.transform_sampler_output:
             out = self.transform_sampler_output(out)
         if store is not None:
             data = self._join.from_source(store, out, self.time_breakdown)
         else:
-            data = self._join.from_data(self.data, out, self.time_breakdown)
+            data = self._join.from_data(self.data, pooled, out,
+                                        self.time_breakdown)
         data.n_id = out.node
         data.e_id = out.edge
         data.batch = out.batch

@@ -235,3 +235,26 @@ def test_feature_rows_must_match_the_node_count():
     with pytest.raises(ValueError, match=r"'data\.x' has 15 rows but the "
                        r"graph has num_nodes = 20"):
         FastNeighborLoader(data, [2], batch_size=4)
+
+
+@pytest.mark.reliability(
+    fault="`data.x` or `data.y` replaced by new tensors after the loader was "
+          "built (features normalised afterwards)",
+    behaviour="the loader serves the new tensors, as PyG's does (was: the "
+              "ones held at construction, silently)")
+@pytest.mark.parametrize('pipeline', [False, True])
+def test_replaced_features_and_labels_are_served(graph, pipeline):
+    loader = FastNeighborLoader(graph, [3, 2], batch_size=50,
+                                pipeline=pipeline)
+    first = next(iter(loader))
+    assert torch.equal(first.x, graph.x[first.n_id])
+    graph.x = (graph.x - graph.x.mean(0)) / graph.x.std(0)  # normalised
+    graph.y = graph.y + 10
+    graph.z = torch.randn(graph.num_nodes, 2)  # an attribute added later
+    for batch in loader:
+        assert torch.equal(batch.x, graph.x[batch.n_id])
+        assert torch.equal(batch.y, graph.y[batch.n_id])
+        assert torch.equal(batch.z, graph.z[batch.n_id])
+    del graph.x  # no feature matrix left: PyG's join slices the rest
+    batch = next(iter(loader))
+    assert 'x' not in batch and torch.equal(batch.y, graph.y[batch.n_id])
