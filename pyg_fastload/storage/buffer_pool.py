@@ -9,6 +9,7 @@ into memory that is already mapped.
 from __future__ import annotations
 
 import math
+import threading
 from typing import List, Sequence
 
 import torch
@@ -39,6 +40,20 @@ class BufferPool:
         self._buffers: List[Tensor] = []
         self.reused = 0
         self.allocated = 0
+        # Loaders in several threads may share a pool (a store's staging
+        # block): checking that a buffer is free and handing it out is one
+        # step, or two threads could get the same buffer.
+        self._lock = threading.Lock()
+
+    def __getstate__(self) -> dict:
+        state = self.__dict__.copy()
+        state['_lock'] = None
+        state['_buffers'] = []
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
 
     @property
     def enabled(self) -> bool:
@@ -51,10 +66,14 @@ class BufferPool:
         nbytes = math.prod(shape) * itemsize
         if not self.enabled:
             return torch.empty(shape, dtype=dtype)
+        with self._lock:
+            return self._take(nbytes).view(dtype).view(shape)
+
+    def _take(self, nbytes: int) -> Tensor:
         for base in self._buffers:
             if base.numel() >= nbytes and _is_free(base):
                 self.reused += 1
-                return base[:nbytes].view(dtype).view(shape)
+                return base[:nbytes]
         # Round up with slack, so slightly larger batches reuse it too.
         size = math.ceil(nbytes * 1.25 / _ALIGN) * _ALIGN
         base = torch.empty(size, dtype=torch.uint8)
@@ -66,7 +85,7 @@ class BufferPool:
             if free:  # Replace the smallest free buffer by the larger one.
                 smallest = min(free, key=lambda i: self._buffers[i].numel())
                 self._buffers[smallest] = base
-        return base[:nbytes].view(dtype).view(shape)
+        return base[:nbytes]
 
     def index_select(self, value: Tensor, index: Tensor) -> Tensor:
         r"""``value.index_select(0, index)`` written into a pooled buffer."""

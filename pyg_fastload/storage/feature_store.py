@@ -17,7 +17,7 @@ from .counters import TierCounters
 from .direct import DirectStorage
 from .gpu_direct import GpuDirectStorage
 from .read_ahead import AdaptiveReadAhead
-from .tier_gather import TierEntry, gather_tiers, spent as add_spent
+from .tier_gather import TierEntry, gather_tiers, holding, spent as add_spent
 from .tiers import MemoryStorage, MmapStorage, StaticCache, WindowBufferedCache
 
 __all__ = ['TieredFeatureStore']
@@ -66,7 +66,8 @@ class TieredFeatureStore(FeatureStore):
         self._after_gather: Optional[Callable[[], None]] = None
         self._staging = BufferPool(max_buffers=1)
         # announce() runs in the loader's sampling thread, retire() in its
-        # feature-loading thread: both update the pending-reuse counts.
+        # feature-loading thread: both update the read-ahead counts (each
+        # window-buffered cache guards its own state).
         self._window_lock = threading.Lock()
 
     def __getstate__(self) -> Dict[str, Any]:
@@ -116,10 +117,11 @@ class TieredFeatureStore(FeatureStore):
         index = torch.as_tensor(attr.index).long()
         entry.storage.tensor[index] = tensor
         for cache in entry.caches():  # keep cached copies consistent
-            slot = cache.lookup(index)
-            held = slot >= 0
-            cache.values[slot[held].to(cache.values.device)] = tensor[
-                held.to(tensor.device)].to(cache.values.device)
+            with holding(cache):
+                slot = cache.lookup(index)
+                held = slot >= 0
+                cache.values[slot[held].to(cache.values.device)] = tensor[
+                    held.to(tensor.device)].to(cache.values.device)
         return True
 
     def _get_tensor(self, attr: TensorAttr) -> Optional[Tensor]:
@@ -319,8 +321,7 @@ class TieredFeatureStore(FeatureStore):
             self._announced += 1
         for key, entry in self._entries.items():
             if isinstance(entry.device, WindowBufferedCache):
-                with self._window_lock:
-                    entry.device.announce(ids)
+                entry.device.announce(ids)
             if self.read_ahead and isinstance(entry.storage, MmapStorage):
                 self._accumulate(key, entry, ids)
 
@@ -351,8 +352,7 @@ class TieredFeatureStore(FeatureStore):
         r"""The batch announced with :obj:`ids` is being fetched."""
         for entry in self._entries.values():
             if isinstance(entry.device, WindowBufferedCache):
-                with self._window_lock:
-                    entry.device.retire(ids)
+                entry.device.retire(ids)
         with self._window_lock:
             self._retired += 1
             if self._read_depth is None:

@@ -2,9 +2,10 @@ r"""Reading rows through the tiers: each row from the fastest tier holding
 it (device cache, host buffer, then storage), counted and timed per tier."""
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Tuple, Union
+from typing import ContextManager, Dict, List, Optional, Tuple, Union
 
 import torch
 from torch import Tensor
@@ -12,7 +13,7 @@ from torch import Tensor
 from .buffer_pool import BufferPool
 from .tiers import MemoryStorage, MmapStorage, StaticCache, WindowBufferedCache
 
-__all__ = ['TierEntry', 'gather_tiers', 'split_hits', 'spent']
+__all__ = ['TierEntry', 'gather_tiers', 'holding', 'split_hits', 'spent']
 
 
 @dataclass
@@ -24,6 +25,14 @@ class TierEntry:
 
     def caches(self) -> List[StaticCache]:
         return [c for c in (self.device, self.host) if c is not None]
+
+
+def holding(cache: StaticCache) -> ContextManager:
+    r"""Exclusive use of :obj:`cache` if another thread may change it (a
+    window-buffered cache); a static cache never changes while read."""
+    if isinstance(cache, WindowBufferedCache):
+        return cache.exclusive()
+    return contextlib.nullcontext()
 
 
 def split_hits(cache: StaticCache,
@@ -43,7 +52,7 @@ def spent(timings: Dict[str, float], tier: str, started: float) -> None:
 
 
 def gather_tiers(entry: TierEntry, ids: Tensor, out: Tensor,
-             timings: Dict[str, float], staging: BufferPool) -> None:
+                 timings: Dict[str, float], staging: BufferPool) -> None:
     r"""Fills :obj:`out` from the caches, fastest first, then storage,
     adding the seconds spent per tier to :obj:`timings`."""
     if out.device.type == 'cpu':
@@ -55,10 +64,12 @@ def gather_tiers(entry: TierEntry, ids: Tensor, out: Tensor,
         if cache is None:
             continue
         started = time.perf_counter()
-        hit_at, slots, miss_at = split_hits(cache, ids)
+        with holding(cache):  # no eviction between lookup and read
+            hit_at, slots, miss_at = split_hits(cache, ids)
+            if hit_at.numel():
+                out.index_copy_(0, pos.index_select(0, hit_at).to(
+                    out.device), cache.read(slots).to(out.device))
         if hit_at.numel():
-            out.index_copy_(0, pos.index_select(0, hit_at).to(out.device),
-                            cache.read(slots).to(out.device))
             pos = pos.index_select(0, miss_at)
             ids = ids.index_select(0, miss_at)
         spent(timings, tier, started)
@@ -94,8 +105,9 @@ def _admit(entry: TierEntry, ids: Tensor, rows: Tensor,
         entry.device.admit(first, rows, keep)
     spent(timings, 'device', started)
 
+
 def _compose_on_cpu(entry: TierEntry, ids: Tensor, out: Tensor,
-                timings: Dict[str, float], staging: BufferPool) -> None:
+                    timings: Dict[str, float], staging: BufferPool) -> None:
     r"""CPU path of :func:`gather_tiers`: each tier gathers its rows into
     one recycled block (storage rows in file order; rows read from storage
     are offered to a window-buffered cache from there), then a single
@@ -118,9 +130,11 @@ def _compose_on_cpu(entry: TierEntry, ids: Tensor, out: Tensor,
         if cache is None:
             continue
         started = time.perf_counter()
-        hit_at, slots, miss_at = split_hits(cache, ids)
+        with holding(cache):  # no eviction between lookup and read
+            hit_at, slots, miss_at = split_hits(cache, ids)
+            if hit_at.numel():
+                cache.read(slots, out=block[filled:filled + hit_at.numel()])
         if hit_at.numel():
-            cache.read(slots, out=block[filled:filled + hit_at.numel()])
             filled = place(pos.index_select(0, hit_at), hit_at.numel())
             pos = pos.index_select(0, miss_at)
             ids = ids.index_select(0, miss_at)
@@ -145,4 +159,4 @@ def _compose_on_cpu(entry: TierEntry, ids: Tensor, out: Tensor,
     started = time.perf_counter()
     torch.index_select(block, 0, source, out=out)
     spent(timings, 'host' if entry.host is not None else 'device',
-           started)
+          started)

@@ -9,9 +9,11 @@ nodes).
 """
 from __future__ import annotations
 
+import contextlib
 import os
+import threading
 import warnings
-from typing import Optional, Sequence, Tuple
+from typing import Any, Dict, Iterator, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
@@ -114,7 +116,6 @@ class MmapStorage:
         state.pop('_array')
         state.pop('_tensor')
         state.pop('_fd')
-        state['_staging'] = BufferPool(max_buffers=1)
         return state
 
     def __setstate__(self, state: dict) -> None:
@@ -258,6 +259,11 @@ class WindowBufferedCache(StaticCache):
     cached row whose node is still needed by an announced batch is never
     evicted, and among the others the victim is random.
 
+    Loaders in several threads may share it (a training loader and a
+    validation pass started inside its epoch, or two loaders): every
+    operation runs under :meth:`exclusive`, so a row is never evicted
+    between looking up its slot and reading it.
+
     Args:
         num_nodes (int): rows of the full tensor.
         capacity (int): rows the cache holds.
@@ -277,6 +283,36 @@ class WindowBufferedCache(StaticCache):
         self.pending = torch.zeros(num_nodes, dtype=torch.int32)
         self.generator = torch.Generator().manual_seed(seed)
         self.evictions = 0
+        self._lock = threading.RLock()
+        self._done: Optional[Any] = None  # CUDA event of the last holder
+
+    def __getstate__(self) -> Dict[str, Any]:
+        state = self.__dict__.copy()
+        state['_lock'] = state['_done'] = None
+        return state
+
+    def __setstate__(self, state: Dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.RLock()
+
+    @contextlib.contextmanager
+    def exclusive(self) -> Iterator[None]:
+        r"""Holds the cache for one thread: a slot lookup and the read of
+        those slots, or an admission, as one step. On CUDA the work the
+        holder queued is ordered after the previous holder's (an event
+        chain across the threads' streams), not waited for."""
+        with self._lock:
+            cuda = self.values.is_cuda
+            if cuda:
+                stream = torch.cuda.current_stream(self.values.device)
+                if self._done is not None:
+                    stream.wait_event(self._done)
+            try:
+                yield
+            finally:
+                if cuda:
+                    self._done = torch.cuda.Event()
+                    self._done.record(stream)
 
     @property
     def capacity(self) -> int:
@@ -284,13 +320,15 @@ class WindowBufferedCache(StaticCache):
 
     def announce(self, ids: Tensor) -> None:
         r"""A batch needing the (unique) :obj:`ids` entered the window."""
-        self.pending.index_add_(0, ids, torch.ones_like(ids,
-                                                        dtype=torch.int32))
+        with self._lock:
+            self.pending.index_add_(0, ids,
+                                    torch.ones_like(ids, dtype=torch.int32))
 
     def retire(self, ids: Tensor) -> None:
         r"""The batch announced with :obj:`ids` was consumed."""
-        self.pending.index_add_(0, ids, torch.full_like(ids, -1,
-                                                        dtype=torch.int32))
+        with self._lock:
+            self.pending.index_add_(0, ids, torch.full_like(
+                ids, -1, dtype=torch.int32))
 
     def admit(self, ids: Tensor, rows: Tensor,
               row_index: Optional[Tensor] = None) -> None:
@@ -298,11 +336,20 @@ class WindowBufferedCache(StaticCache):
         rows are ``rows[row_index]`` (default: ``rows``). Rows an announced
         batch still needs go in first, into free slots, then random slots
         whose node no announced batch needs; the other rows only fill free
-        slots."""
+        slots. Rows another thread admitted since they were looked up are
+        skipped (a node is never held twice)."""
         if ids.numel() == 0 or self._capacity == 0:
             return
         if row_index is None:
             row_index = torch.arange(ids.numel())
+        with self.exclusive():
+            absent = (self.slot.index_select(0, ids) < 0).nonzero().view(-1)
+            if absent.numel() < ids.numel():
+                ids = ids.index_select(0, absent)
+                row_index = row_index.index_select(0, absent)
+            self._admit(ids, rows, row_index)
+
+    def _admit(self, ids: Tensor, rows: Tensor, row_index: Tensor) -> None:
         needed = self.pending.index_select(0, ids) > 0
         occupied = self.slot_node >= 0
         free = (~occupied).nonzero().view(-1)
