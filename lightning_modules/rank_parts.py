@@ -30,7 +30,7 @@ def setup_part(dm: Any) -> None:
                 dm.partitions, dm.collectives, dm.feature_cache,
                 method='pagraph', local=True, device=dm.device,
                 num_neighbors=dm.num_neighbors, batch_size=dm.batch_size,
-                progress=dm.progress)
+                progress=dm.progress, verify=dm.verify)
             dm.data = (features, graph)
         else:
             dm.dsp = open_dsp_rank(
@@ -38,7 +38,7 @@ def setup_part(dm: Any) -> None:
                 device=dm.device, num_neighbors=dm.num_neighbors,
                 batch_size=dm.batch_size, progress=dm.progress,
                 launch_order=dm.launch_order,
-                feature_centric=dm.mode == 'hopgnn')
+                feature_centric=dm.mode == 'hopgnn', verify=dm.verify)
             meta = dm.dsp.meta
             dm.data = dm.dsp.data
             kwargs: Dict[str, Any] = {}

@@ -89,7 +89,8 @@ def open_dsp_rank(parts_dir: Union[str, 'os.PathLike[str]'],
                   batch_size: int = 1024,
                   progress: bool = True,
                   launch_order: str = 'groups',
-                  feature_centric: bool = False) -> DSPRank:
+                  feature_centric: bool = False,
+                  verify: str = 'size') -> DSPRank:
     r"""Opens part ``rank`` of :obj:`parts_dir` (checked on every rank, see
     :func:`open_rank_part`) for DSP: any partition whose parts do not
     overlap (``metis``, ``bytegnn``, ``hash``, ``random``).
@@ -100,14 +101,16 @@ def open_dsp_rank(parts_dir: Union[str, 'os.PathLike[str]'],
     the order a leader decides (DSP's CCC,
     :class:`~pyg_fastload.distributed.launch_order.LaunchCoordinator`);
     :meth:`DSPRank.close` stops it. :obj:`feature_centric`: HopGNN (the
-    whole topology, assembled from the parts, for local micrographs)."""
+    whole topology, assembled from the parts, for local micrographs).
+    :obj:`verify`: how the part's files are checked (:func:`open_rank_part`).
+    """
     if launch_order not in LAUNCH_ORDERS:
         raise ValueError(f"'launch_order' = {launch_order!r} is not one of "
                          f"{', '.join(LAUNCH_ORDERS)}")
     features, graph, book, meta = open_rank_part(
         parts_dir, collectives, cache, device=device,
         num_neighbors=num_neighbors, batch_size=batch_size,
-        progress=progress)
+        progress=progress, verify=verify)
     if meta['method'] == 'pagraph':
         raise ValueError(f"'{parts_dir}' holds PaGraph's overlapping parts; "
                          f"DSP needs disjoint ones: pyg-fastload partition "

@@ -48,6 +48,7 @@ def open_rank_part(
     num_neighbors: Optional[List[int]] = None,
     batch_size: int = 1024,
     progress: bool = True,
+    verify: str = 'size',
 ) -> Tuple[TieredFeatureStore, CSCGraphStore, PartitionBook, Dict[str, Any]]:
     r"""Opens part ``rank`` of :obj:`parts_dir` on every rank, checked.
 
@@ -66,6 +67,8 @@ def open_rank_part(
         device: where the device cache lives.
         num_neighbors, batch_size: the loader's, for ``'presample'``.
         progress (bool): show progress bars.
+        verify (str): how the part's files are checked (``'size'``,
+            ``'checksum'`` or ``'none'``; a failure on any rank fails all).
     """
     rank, world = collectives.rank, collectives.world_size
     opened: Optional[Tuple] = None
@@ -86,7 +89,7 @@ def open_rank_part(
         opened = open_partition(parts_dir, rank, cache, device=device,
                                 progress=progress, local=local,
                                 num_neighbors=num_neighbors,
-                                batch_size=batch_size)
+                                batch_size=batch_size, verify=verify)
         code = _digest(partition_identity(meta))
     except (OSError, ValueError) as exc:  # incl. DatasetFormatError
         error = f"{Path(parts_dir)}: {exc}"

@@ -19,7 +19,6 @@ from pyg_fastload.distributed.hopgnn import (
     merge_order,
 )
 from pyg_fastload.distributed.parts import open_rank_part
-from pyg_fastload.partition import partition_dataset
 from pyg_fastload.partition.parts import full_topology
 from pyg_fastload.sampling import FastNeighborSampler
 from pyg_fastload.storage import CSCGraphStore
@@ -27,14 +26,6 @@ from pyg_fastload.storage import CSCGraphStore
 from .ranks import run_ranks
 
 pytestmark = pytest.mark.timeout(180)
-
-
-@pytest.fixture(scope='module')
-def metis_parts(tmp_path_factory, tiny_dir):
-    dataset_dir, _ = tiny_dir
-    out = tmp_path_factory.mktemp('hopgnn') / 'parts'
-    partition_dataset(dataset_dir, out, 2, 'metis', progress=False)
-    return out
 
 
 def _gradients(model, loader, norm):

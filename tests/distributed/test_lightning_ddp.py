@@ -9,7 +9,6 @@ import pytest
 import yaml
 
 from pyg_fastload.io import open_dataset_dir
-from pyg_fastload.partition import partition_dataset
 
 from .ranks import free_port
 
@@ -52,22 +51,6 @@ def _stats(tmp_path):
     files = list((tmp_path / 'logs').rglob('dist_stats.json'))
     assert len(files) == 1, files
     return json.loads(files[0].read_text())
-
-
-@pytest.fixture(scope='module')
-def pagraph_parts(tmp_path_factory, tiny_dir):
-    dataset_dir, _ = tiny_dir
-    out = tmp_path_factory.mktemp('ddp') / 'parts'
-    partition_dataset(dataset_dir, out, 2, 'pagraph', progress=False)
-    return dataset_dir, out
-
-
-@pytest.fixture(scope='module')
-def metis_parts(tmp_path_factory, tiny_dir):
-    dataset_dir, _ = tiny_dir
-    out = tmp_path_factory.mktemp('ddp') / 'metis'
-    partition_dataset(dataset_dir, out, 2, 'metis', progress=False)
-    return out
 
 
 @pytest.mark.parametrize('mode', ['replicated', 'pagraph', 'dsp',

@@ -1,0 +1,22 @@
+r"""Partitions of the ``tiny`` dataset shared by the distributed tests."""
+import pytest
+
+from pyg_fastload.partition import partition_dataset
+
+
+@pytest.fixture(scope='module')
+def pagraph_parts(tmp_path_factory, tiny_dir):
+    r"""``(dataset_dir, parts_dir)``: PaGraph's 2 self-reliant parts."""
+    dataset_dir, _ = tiny_dir
+    out = tmp_path_factory.mktemp('pagraph') / 'parts'
+    partition_dataset(dataset_dir, out, 2, 'pagraph', progress=False)
+    return dataset_dir, out
+
+
+@pytest.fixture(scope='module')
+def metis_parts(tmp_path_factory, tiny_dir):
+    r"""2 disjoint METIS parts (DSP, HopGNN)."""
+    dataset_dir, _ = tiny_dir
+    out = tmp_path_factory.mktemp('metis') / 'parts'
+    partition_dataset(dataset_dir, out, 2, 'metis', progress=False)
+    return out
