@@ -11,7 +11,8 @@ from torch_geometric.data import Data, FeatureStore
 
 from ..errors import HETERO_UNSUPPORTED
 
-__all__ = ['check_input_nodes', 'check_device', 'check_has_features']
+__all__ = ['check_input_nodes', 'check_device', 'check_has_features',
+           'check_sorted_by_destination']
 
 
 def check_input_nodes(input_nodes: Any, num_nodes: int) -> Optional[Tensor]:
@@ -99,3 +100,22 @@ def check_has_features(data: Any) -> None:
         raise ValueError(f"the FeatureStore has no 'x' tensor (found "
                          f"{sorted(names)}); put the node features under "
                          f"attr_name='x'")
+
+
+def check_sorted_by_destination(data: Any) -> None:
+    r"""Checks the ``is_sorted=True`` claim: ``edge_index`` of a ``Data`` is
+    sorted by destination (its second row), as PyG assumes without
+    checking."""
+    if not isinstance(data, Data):
+        raise ValueError("'is_sorted=True' describes a Data's 'edge_index'; "
+                         "a (FeatureStore, GraphStore) tuple keeps its own "
+                         "order: leave 'is_sorted' at False")
+    col = data.edge_index[1]
+    if col.numel() > 1 and bool((col[1:] < col[:-1]).any()):
+        first = int((col[1:] < col[:-1]).nonzero()[0]) + 1
+        raise ValueError(
+            f"'is_sorted=True', but 'edge_index' is not sorted by destination "
+            f"(edge {first} has destination {int(col[first])} after "
+            f"{int(col[first - 1])}); sort it (e.g. torch_geometric.utils."
+            f"sort_edge_index(edge_index, sort_by_row=False)) or pass "
+            f"is_sorted=False")

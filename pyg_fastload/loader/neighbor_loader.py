@@ -19,7 +19,12 @@ from ..errors import HETERO_UNSUPPORTED
 from ..sampling import FastNeighborSampler, HopSampler
 from ..storage import FeatureSource
 from .feature_join import FeatureJoin, pooled_attrs
-from .inputs import check_device, check_has_features, check_input_nodes
+from .inputs import (
+    check_device,
+    check_has_features,
+    check_input_nodes,
+    check_sorted_by_destination,
+)
 from .pipeline import (
     DeviceTransfer,
     PipelineIterator,
@@ -75,6 +80,10 @@ class FastNeighborLoader(NodeLoader):
         transform (callable, optional): applied to every mini-batch.
         transform_sampler_output (callable, optional): applied to every
             :class:`~torch_geometric.sampler.SamplerOutput`.
+        is_sorted (bool): ``edge_index`` is sorted by destination. PyG then
+            skips its sort (and samples wrongly if the claim is false); the
+            claim is checked here (``ValueError`` if false) and batches are
+            the same either way. Needs a ``Data``.
         neighbor_sampler (HopSampler, optional): a sampler to reuse (e.g.
             one shared by the train/val/test loaders).
         directed (bool): deprecated, ``False`` means ``'induced'``.
@@ -141,10 +150,14 @@ class FastNeighborLoader(NodeLoader):
             raise TypeError(f"'data' must be a torch_geometric.data.Data or a "
                             f"(FeatureStore, GraphStore) tuple, got "
                             f"{type(data).__name__}")
-        if input_time is not None or time_attr is not None:
+        if input_time is not None or time_attr is not None \
+                or temporal_strategy != 'uniform':
             raise NotImplementedError(
-                "temporal sampling ('input_time'/'time_attr') is not "
-                "supported by pyg_fastload yet")
+                f"temporal sampling ('input_time', 'time_attr', "
+                f"'temporal_strategy={temporal_strategy!r}') is not "
+                f"supported by pyg_fastload yet")
+        if is_sorted:
+            check_sorted_by_destination(data)
         batch_size = kwargs.get('batch_size', 1)
         if (isinstance(batch_size, bool) or not isinstance(batch_size, int)
                 or batch_size < 1):

@@ -258,3 +258,27 @@ def test_replaced_features_and_labels_are_served(graph, pipeline):
     del graph.x  # no feature matrix left: PyG's join slices the rest
     batch = next(iter(loader))
     assert 'x' not in batch and torch.equal(batch.y, graph.y[batch.n_id])
+
+
+@pytest.mark.reliability(
+    fault="`temporal_strategy='last'` or `is_sorted=True` (accepted and "
+          "ignored before)",
+    behaviour="`temporal_strategy` other than the default: "
+              "`NotImplementedError` naming it; `is_sorted=True` on an "
+              "unsorted `edge_index`: `ValueError` naming the first edge out "
+              "of order (a sorted one gives the same batches)")
+def test_temporal_strategy_and_is_sorted_are_not_ignored(graph):
+    with pytest.raises(NotImplementedError, match="temporal_strategy='last'"):
+        FastNeighborLoader(graph, [2], temporal_strategy='last')
+    with pytest.raises(ValueError, match="'is_sorted=True'.*not sorted by "
+                       "destination"):
+        FastNeighborLoader(graph, [2], is_sorted=True)
+    order = torch.argsort(graph.edge_index[1], stable=True)
+    graph.edge_index = graph.edge_index[:, order]
+    graph.edge_attr = graph.edge_attr[order]
+    batches = [next(iter(FastNeighborLoader(
+        graph, [3, 2], batch_size=16, is_sorted=flag,
+        generator=torch.Generator().manual_seed(0)))) for flag in (False,
+                                                                   True)]
+    assert torch.equal(batches[0].n_id, batches[1].n_id)
+    assert torch.equal(batches[0].edge_index, batches[1].edge_index)
