@@ -87,8 +87,7 @@ def split_seeds(data: Any, split: str) -> Tensor:
 
 @dataclass(frozen=True)
 class ModeOptions:
-    r"""Options of the partitioned modes (README, "Several processes and
-    machines").
+    r"""Options of the partitioned modes (``docs/guide/distributed.md``).
 
     Args:
         sampling (str): ``'dsp'``'s collective sampling: ``'node'``-wise

@@ -108,8 +108,8 @@ class FastLoadDataModule(pl.LightningDataModule):
         verify (str): how a dataset directory is checked when opened:
             ``'size'`` (file sizes and the topology's id ranges, one pass),
             ``'checksum'`` (also every SHA-256) or ``'none'``.
-        mode (str): how several ranks (DDP) share the work (README,
-            "Several processes and machines"): ``'replicated'`` (default;
+        mode (str): how several ranks (DDP) share the work
+            (``docs/guide/distributed.md``): ``'replicated'`` (default;
             the whole :obj:`dataset` on every rank, the seeds split),
             ``'pagraph'`` (rank ``r`` trains on PaGraph part ``r`` alone,
             exchanging only gradients), ``'dsp'`` (disjoint parts serving
@@ -121,7 +121,7 @@ class FastLoadDataModule(pl.LightningDataModule):
             same number of steps per epoch; the logged accuracy is global.
             Needs ``trainer.use_distributed_sampler: false``.
         partitions (str, optional): the partition directory of the modes
-            ``'pagraph'`` and ``'dsp'``.
+            ``'pagraph'``, ``'dsp'`` and ``'hopgnn'``.
         dist_timeout (float): seconds any collective between ranks may
             take before it ends with an error naming it.
         launch_order (str): how ``'dsp'`` keeps its pipelined stages'

@@ -1,13 +1,18 @@
-r"""``python -m tests.reliability``: the README's Reliability table, made from
-the tests marked ``@pytest.mark.reliability(fault=..., behaviour=...)``,
-one row per bad input or fault the suite tries."""
+r"""``python -m tests.reliability [--write]``: the table of
+``docs/reliability.md``, made from the tests marked
+``@pytest.mark.reliability(fault=..., behaviour=...)``, one row per bad
+input or fault the suite tries; ``--write`` puts it into the file after its
+``<!-- table -->`` marker."""
 import importlib
 import inspect
 import pkgutil
+import sys
 from pathlib import Path
 from typing import List, Tuple
 
 ROOT = Path(__file__).resolve().parent
+DOC = ROOT.parent / 'docs' / 'reliability.md'
+MARKER = '<!-- table -->\n'
 
 
 def rows() -> List[Tuple[str, str, str]]:
@@ -38,5 +43,15 @@ def table() -> str:
     return '\n'.join(lines)
 
 
+def write(path: Path = DOC) -> None:
+    r"""Replaces everything after the marker of :obj:`path` by the
+    table."""
+    text = path.read_text()
+    path.write_text(text[:text.index(MARKER) + len(MARKER)] + table() + '\n')
+
+
 if __name__ == '__main__':
-    print(table())
+    if '--write' in sys.argv[1:]:
+        write()
+    else:
+        print(table())

@@ -1,0 +1,110 @@
+r"""``python -m tests.docs_reference [--write]``: the option tables of
+``docs/guide/configuration.md``, made from the code (each class's signature
+and the ``Args:`` section of its docstring), so the reference can neither
+miss an option nor list one that does not exist; ``--write`` puts them into
+the file between its ``<!-- options: NAME -->`` markers."""
+import dataclasses
+import inspect
+import re
+import sys
+from pathlib import Path
+from typing import Any, Dict, List, Tuple
+
+ROOT = Path(__file__).resolve().parent.parent
+REFERENCE = ROOT / 'docs' / 'guide' / 'configuration.md'
+
+
+def sections() -> List[Tuple[str, type]]:
+    r"""``(config key prefix, class)`` of every documented option table."""
+    from lightning_modules import FastLoadDataModule, NodeClassifier
+    from lightning_modules.data_sources import ModeOptions
+    from pyg_fastload.config import FeatureCache
+    return [('data', FastLoadDataModule), ('data.feature_cache', FeatureCache),
+            ('data.mode_options', ModeOptions), ('model', NodeClassifier)]
+
+
+def parameters(cls: type) -> List[Tuple[str, Any]]:
+    r"""``(name, default)`` of :obj:`cls`'s options, in order."""
+    if dataclasses.is_dataclass(cls):
+        return [(f.name, f.default) for f in dataclasses.fields(cls)]
+    signature = inspect.signature(cls.__init__)
+    return [(p.name, p.default) for p in signature.parameters.values()
+            if p.name != 'self' and p.kind == p.POSITIONAL_OR_KEYWORD]
+
+
+def _markdown(text: str) -> str:
+    text = re.sub(r':\w+:`~?(?:[\w.]+\.)?([\w]+)`',
+                  lambda m: f'`{m.group(1)}`', text)
+    return text.replace('``', '`').replace('|', '\\|')
+
+
+def arg_docs(cls: type) -> Dict[str, str]:
+    r"""Each argument's text in the ``Args:`` section of :obj:`cls`'s
+    docstring (one line, Markdown)."""
+    doc = inspect.getdoc(cls) or ''
+    if 'Args:' not in doc:
+        return {}
+    out: Dict[str, str] = {}
+    name = None
+    for line in doc.split('Args:', 1)[1].splitlines():
+        if not line.strip():
+            continue
+        indent = len(line) - len(line.lstrip())
+        if indent <= 4:
+            match = re.match(r'\s*([\w, ]+?)(?: \(([^)]*)\))?: (.*)', line)
+            if match is None:
+                break
+            names = [n.strip() for n in match.group(1).split(',')]
+            for name in names:
+                out[name] = match.group(3).strip()
+            name = names
+        elif name is not None:
+            for each in name:
+                out[each] += ' ' + line.strip()
+    return {key: _markdown(value) for key, value in out.items()}
+
+
+def _default(value: Any) -> str:
+    if value is inspect.Parameter.empty or value is dataclasses.MISSING:
+        return '(required)'
+    return f'`{value!r}`'
+
+
+def table(prefix: str, cls: type) -> str:
+    r"""The option table of :obj:`cls` under config key :obj:`prefix`."""
+    docs = arg_docs(cls)
+    lines = ['| option | default | what it does |', '|---|---|---|']
+    for name, default in parameters(cls):
+        lines.append(f'| `{prefix}.{name}` | {_default(default)} | '
+                     f'{docs.get(name, "")} |')
+    return '\n'.join(lines)
+
+
+def undocumented() -> List[str]:
+    r"""Options whose docstring says nothing of them."""
+    return [f'{prefix}.{name}' for prefix, cls in sections()
+            for name, _ in parameters(cls) if name not in arg_docs(cls)]
+
+
+def marker(prefix: str) -> str:
+    return f'<!-- options: {prefix} -->'
+
+
+def write(path: Path = REFERENCE) -> None:
+    r"""Replaces the table after every marker of :obj:`path`."""
+    text = path.read_text()
+    for prefix, cls in sections():
+        head = marker(prefix) + '\n'
+        start = text.index(head) + len(head)
+        end = text.find('\n\n', start)
+        end = len(text) if end == -1 else end
+        text = text[:start] + table(prefix, cls) + text[end:]
+    path.write_text(text)
+
+
+if __name__ == '__main__':
+    if '--write' in sys.argv[1:]:
+        write()
+    else:
+        for prefix, cls in sections():
+            print(f'{marker(prefix)}\n{table(prefix, cls)}\n')
