@@ -2,6 +2,8 @@ r"""``pyg-fastload fit|validate|test|predict``: LightningCLI over
 :class:`NodeClassifier` and :class:`FastLoadDataModule`."""
 from __future__ import annotations
 
+import os
+import re
 from typing import List, Optional
 
 from jsonargparse import set_parsing_settings
@@ -9,12 +11,12 @@ from pytorch_lightning.cli import LightningCLI
 
 from pyg_fastload.config import FeatureCache, SettingError
 
-from .datamodule import FastLoadDataModule, check_storage_device
-from .errors import ConfigError
+from .datamodule import FastLoadDataModule
+from .errors import ConfigError, config_section
 from .node_classifier import NodeClassifier
 
-__all__ = ['FastLoadCLI', 'SUBCOMMANDS', 'IMPORT_ALLOWLIST', 'run_cli',
-           'restrict_imports']
+__all__ = ['FastLoadCLI', 'SUBCOMMANDS', 'IMPORT_ALLOWLIST', 'ALLOW_ENV',
+           'run_cli', 'restrict_imports']
 
 #: The trainer entry points that go through LightningCLI.
 SUBCOMMANDS = ('fit', 'validate', 'test', 'predict')
@@ -27,13 +29,27 @@ SUBCOMMANDS = ('fit', 'validate', 'test', 'predict')
 IMPORT_ALLOWLIST = ('pyg_fastload', 'lightning_modules', 'pytorch_lightning',
                     'lightning_fabric', 'lightning.pytorch', 'lightning.fabric')
 
+#: The environment variable naming more packages a config may import from
+#: (comma-separated, e.g. the operator's own callbacks: ``my_project``).
+ALLOW_ENV = 'PYG_FASTLOAD_ALLOW_IMPORTS'
+
+_DOTTED = re.compile(r'^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$')
+
 
 def restrict_imports() -> None:
-    r"""Lets parsed values import only from :data:`IMPORT_ALLOWLIST`
+    r"""Lets parsed values import only from :data:`IMPORT_ALLOWLIST` and
+    the packages the operator names in ``$PYG_FASTLOAD_ALLOW_IMPORTS``
     (jsonargparse otherwise instantiates any ``class_path`` given for a
     parameter typed ``Any`` or a class, and imports any module named)."""
+    extra = [p.strip() for p in os.environ.get(ALLOW_ENV, '').split(',')
+             if p.strip()]
+    for entry in extra:
+        if not _DOTTED.match(entry) or entry.split('.')[0] == 'jsonargparse':
+            raise SystemExit(f"pyg-fastload: ${ALLOW_ENV} names {entry!r}, "
+                             f"which is not a package path such as "
+                             f"'my_project.callbacks'")
     set_parsing_settings(import_path_denylist=['*'],
-                         import_path_allowlist=list(IMPORT_ALLOWLIST))
+                         import_path_allowlist=[*IMPORT_ALLOWLIST, *extra])
 
 
 class FastLoadCLI(LightningCLI):
@@ -46,8 +62,9 @@ class FastLoadCLI(LightningCLI):
         self._check_feature_cache()
         try:
             super().instantiate_classes()
-            check_storage_device(self.datamodule.feature_cache,
-                                 self.trainer.strategy.root_device)
+            with config_section('data'):
+                self.datamodule.spec.check_device(
+                    self.trainer.strategy.root_device)
         except ConfigError as error:
             self.parser.error(f"config key '{error.config_key}': "
                               f"{error.detail}")

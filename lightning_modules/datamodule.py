@@ -1,80 +1,38 @@
 r"""``FastLoadDataModule``: a ``LightningDataModule`` serving
 :class:`~pyg_fastload.FastNeighborLoader` batches from a synthetic preset, a
-prepared dataset directory or a PyG ``Data``, on one rank or several
-(``mode``: the whole graph on every rank, PaGraph's self-reliant parts, or
-DSP's parts served collectively)."""
+prepared dataset directory or a PyG ``Data``, on one rank or several. It
+builds one :class:`~pyg_fastload.modes.LoadingSpec` from its arguments,
+picks the loading mode object (:data:`~pyg_fastload.modes.MODES`) and hands
+off to it: the mode opens the stores and makes the loaders."""
 from __future__ import annotations
 
-import importlib.util
 from datetime import timedelta
 from pathlib import Path
 from typing import Any, Dict, List, Literal, Optional, Tuple, Union
 
 import pytorch_lightning as pl
 import torch
-import torch_geometric.transforms as T
-from torch import Tensor
 from torch_geometric.data import Data
 
 from pyg_fastload import FastNeighborLoader
-from pyg_fastload.caching import open_dataset, stores_from_data
-from pyg_fastload.config import FeatureCache, check_fanouts
-from pyg_fastload.datasets import PRESETS, load_synthetic
-from pyg_fastload.distributed import (
-    Collectives,
-    DistContext,
-    DistributedError,
-    TrafficCounters,
-)
-from pyg_fastload.distributed.dsp import LAUNCH_ORDERS, DSPRank
-from pyg_fastload.distributed.seeds import (
-    RankSeedSampler,
-    rank_seed_sampler,
-    shard,
-)
-from pyg_fastload.io import DatasetFormatError, open_dataset_dir
-from pyg_fastload.io.format import VERIFY_MODES
+from pyg_fastload.config import FeatureCache
+from pyg_fastload.distributed import Collectives, DistContext, TrafficCounters
+from pyg_fastload.modes import MODES, DatasetSource, LoadingSpec, ModeOptions
 from pyg_fastload.storage import FeatureSource
 
-from .data_sources import (
-    ModeOptions,
-    check_feature_cache,
-    split_seeds,
-    load_data_file_checked,
-    resolve_dataset,
-)
 from .errors import ConfigError, config_section
-from .rank_parts import mode_loader_args, setup_part
 
-__all__ = ['FastLoadDataModule', 'FeatureCache', 'check_storage_device']
+__all__ = ['FastLoadDataModule', 'FeatureCache']
 
 _SPLITS = ('train', 'val', 'test', 'predict')
-
-#: The values of ``mode``.
-MODES = ('replicated', 'pagraph', 'dsp', 'hopgnn')
-
-
-def check_storage_device(cache: Optional[FeatureCache],
-                         device: torch.device) -> None:
-    r"""Refuses ``storage: gds`` (reads into GPU memory) on a run whose
-    device is not CUDA, naming the setting and the fix."""
-    if cache is not None and cache.storage == 'gds' and \
-            device.type != 'cuda':
-        raise ConfigError('feature_cache.storage', f"'gds' reads rows into "
-                          f"GPU memory, but this run's device is {device}: "
-                          f"use storage: direct", section='data')
 
 
 class FastLoadDataModule(pl.LightningDataModule):
     r"""Serves node-classification mini-batches through
-    :class:`~pyg_fastload.FastNeighborLoader`.
-
-    The stores and caches are built once per process in :meth:`setup`, with
-    the device cache on the trainer's device. The loaders' random streams
-    (shuffling and sampling) come from generators seeded with :obj:`seed`,
-    and their states are saved in checkpoints, so a resumed run draws the
-    same next batches as an uninterrupted one (resuming at an epoch
-    boundary).
+    :class:`~pyg_fastload.FastNeighborLoader`; the stores and caches are
+    built once per process in :meth:`setup`, on the trainer's device. The
+    loaders' random streams are seeded with :obj:`seed` and saved in
+    checkpoints (a run resumed at an epoch boundary draws the same batches).
 
     Args:
         dataset: a synthetic preset name (``'tiny'``, ``'arxiv-like'``,
@@ -95,12 +53,9 @@ class FastLoadDataModule(pl.LightningDataModule):
         queue_capacity (int): batches ready ahead of the model.
         num_workers (int): PyG worker processes (0: pyg_fastload's threads).
         drop_last (bool): drop the last incomplete training batch.
-        adjacency (str): what the batches hand the convolutions:
-            ``'edge_index'`` (default; with :class:`NodeClassifier`'s
-            per-layer trimming the fastest for SAGE and GAT on CPU) or
-            ``'sparse'``: a torch_sparse ``SparseTensor`` ``adj_t`` built in
-            the loading stage, off the model's path (faster for untrimmed
-            GCN and SAGE; ``pyg-fastload bench model``).
+        adjacency (str): ``'edge_index'`` (default; fastest with per-layer
+            trimming) or ``'sparse'``: a torch_sparse ``adj_t`` built in the
+            loading stage (faster for untrimmed GCN and SAGE).
         seed (int): seed of the loaders' random streams (the synthetic
             presets are always generated with seed 0).
         cache_dir (str, optional): cache root of the synthetic presets.
@@ -108,18 +63,14 @@ class FastLoadDataModule(pl.LightningDataModule):
         verify (str): how a dataset directory is checked when opened:
             ``'size'`` (file sizes and the topology's id ranges, one pass),
             ``'checksum'`` (also every SHA-256) or ``'none'``.
-        mode (str): how several ranks (DDP) share the work
-            (``docs/guide/distributed.md``): ``'replicated'`` (default;
-            the whole :obj:`dataset` on every rank, the seeds split),
-            ``'pagraph'`` (rank ``r`` trains on PaGraph part ``r`` alone,
-            exchanging only gradients), ``'dsp'`` (disjoint parts serving
-            the whole graph collectively: collective sampling and one
-            partitioned cache) or ``'hopgnn'`` (the same parts; roots drawn
-            globally, trained where their features live, the same update as
-            ``'replicated'``). Partitioned modes evaluate on
-            :obj:`dataset` if given, else on the parts. Every rank runs the
-            same number of steps per epoch; the logged accuracy is global.
-            Needs ``trainer.use_distributed_sampler: false``.
+        mode (str): how several ranks share the work
+            (``docs/guide/distributed.md``, :data:`~pyg_fastload.modes.MODES`):
+            ``'replicated'`` (default; the whole :obj:`dataset` on every
+            rank), ``'pagraph'`` (each rank on its self-reliant part),
+            ``'dsp'`` (disjoint parts serving the graph collectively) or
+            ``'hopgnn'`` (roots trained where their features live).
+            Partitioned modes evaluate on :obj:`dataset` if given, else on
+            the parts. Needs ``trainer.use_distributed_sampler: false``.
         partitions (str, optional): the partition directory of the modes
             ``'pagraph'``, ``'dsp'`` and ``'hopgnn'``.
         dist_timeout (float): seconds any collective between ranks may
@@ -158,108 +109,32 @@ class FastLoadDataModule(pl.LightningDataModule):
         if mode not in MODES:
             raise ConfigError('mode', f"{mode!r} is not one of "
                               f"{', '.join(MODES)}")
-        if (mode != 'replicated') != (partitions is not None):
-            raise ConfigError(
-                'partitions', f"mode {mode!r} needs a partition directory "
-                f"(pyg-fastload partition DATASET_DIR --method "
-                f"{'pagraph' if mode == 'pagraph' else 'metis'} --out "
-                f"PARTS_DIR)" if partitions is None else
-                f"{partitions!r} is only used by modes 'pagraph' and 'dsp' "
-                f"(mode 'replicated' holds the whole 'dataset' on every "
-                f"rank)")
-        if isinstance(dist_timeout, bool) or not isinstance(
-                dist_timeout, (int, float)) or dist_timeout <= 0:
-            raise ConfigError('dist_timeout', f'{dist_timeout!r} must be a '
-                              f'positive number of seconds')
-        if launch_order not in LAUNCH_ORDERS:
-            raise ConfigError('launch_order', f"{launch_order!r} is not one "
-                              f"of {', '.join(LAUNCH_ORDERS)}")
-        self.launch_order = launch_order
-        if isinstance(mode_options, dict):
-            mode_options = ModeOptions(**mode_options)
-        self.mode_options = mode_options or ModeOptions()
-        self.mode_options.check(mode)
-        self.mode = mode
-        self.partitions = partitions
-        self.dist_timeout = float(dist_timeout)
-        self.kind: Optional[str] = None
-        self.source: Any = None
+        #: Every loading setting, validated once.
+        self.spec = LoadingSpec(
+            num_neighbors=num_neighbors, batch_size=batch_size,
+            eval_num_neighbors=eval_num_neighbors,
+            eval_batch_size=eval_batch_size, feature_cache=feature_cache,
+            pipeline=pipeline, queue_capacity=queue_capacity,
+            num_workers=num_workers, drop_last=drop_last,
+            adjacency=adjacency, seed=seed, progress=progress, verify=verify,
+            launch_order=launch_order,
+            mode_options=mode_options or ModeOptions(),
+            dist_timeout=dist_timeout)
+        source = None
         if dataset is not None or partitions is None:
-            self.kind, self.source = resolve_dataset(
-                'arxiv-like' if dataset is None else dataset)
-        self.num_neighbors = self._fanouts(num_neighbors, 'num_neighbors')
-        self.eval_num_neighbors = self._fanouts(
-            num_neighbors if eval_num_neighbors is None
-            else eval_num_neighbors, 'eval_num_neighbors')
-        for key, value in (('batch_size', batch_size),
-                           ('eval_batch_size', eval_batch_size),
-                           ('queue_capacity', queue_capacity)):
-            if value is not None and (isinstance(value, bool)
-                                      or not isinstance(value, int)
-                                      or value < 1):
-                raise ConfigError(key, f"{value!r} must be a positive int")
-        if not isinstance(num_workers, int) or num_workers < 0:
-            raise ConfigError('num_workers', f"{num_workers!r} must be an "
-                              f"int >= 0")
-        if pipeline not in (True, False, 'auto'):
-            raise ConfigError('pipeline', f"{pipeline!r} must be true, "
-                              f"false or 'auto'")
-        self.batch_size = batch_size
-        self.eval_batch_size = eval_batch_size or batch_size
-        self.feature_cache = check_feature_cache(feature_cache)
-        if self.feature_cache and self.feature_cache.in_memory \
-                and self.kind != 'dir':
-            raise ConfigError('feature_cache.in_memory',
-                              'only applies to a dataset directory')
-        if adjacency not in ('edge_index', 'sparse'):
-            raise ConfigError('adjacency', f"{adjacency!r} must be "
-                              f"'edge_index' or 'sparse'")
-        self.transform = None
-        if adjacency == 'sparse':
-            if importlib.util.find_spec('torch_sparse') is None:
-                raise ConfigError('adjacency', "'sparse' needs torch_sparse "
-                                  "(pip install --no-build-isolation "
-                                  "torch_scatter torch_sparse); or use "
-                                  "'edge_index'")
-            self.transform = T.ToSparseTensor(remove_edge_index=False)
-        self.pipeline = pipeline
-        self.queue_capacity = queue_capacity
-        self.num_workers = num_workers
-        self.drop_last = drop_last
-        self.seed = seed
-        self.cache_dir = cache_dir
-        self.progress = progress
-        if verify not in VERIFY_MODES:
-            raise ConfigError('verify', f"{verify!r} is not one of "
-                              f"{', '.join(VERIFY_MODES)}")
-        self.verify = verify
-        self.save_hyperparameters(ignore=['dataset'] if self.kind == 'data'
-                                  and isinstance(self.source, Data) else [])
+            source = DatasetSource('arxiv-like' if dataset is None
+                                   else dataset, cache_dir, progress)
+        #: The loading mode object (``spec.mode``'s class).
+        self.loading = MODES[mode](self.spec, source, partitions)
+        self.save_hyperparameters(ignore=['dataset'] if isinstance(
+            dataset, Data) else [])
         self.generators = {split: torch.Generator().manual_seed(seed + i)
                            for i, split in enumerate(_SPLITS)}
-        self.data: Any = None  # a Data or a (FeatureStore, GraphStore) pair
-        self.eval_data: Any = None  # what validation/test/predict read
-        self._meta: Optional[Tuple[int, int]] = None
         self.traffic = TrafficCounters()
-        self.context = DistContext()
         self.collectives: Optional[Collectives] = None
-        self.dsp: Optional[DSPRank] = None
-        self.samplers: Dict[str, Any] = {}
+        self._meta: Optional[Tuple[int, int]] = None
 
-    @staticmethod
-    def _fanouts(value: Any, key: str) -> List[int]:
-        try:
-            return check_fanouts(value)
-        except (TypeError, ValueError, NotImplementedError) as error:
-            raise ConfigError(key, str(error)) from None
-
-    @property
-    def global_seeds(self) -> bool:
-        r"""Ranks draw their seeds from the whole training set."""
-        return self.mode in ('replicated', 'hopgnn') or (
-            self.mode == 'dsp' and self.mode_options.seeds == 'global')
-
-    # What the model needs to know before setup ##############################
+    # What the model and the monitors read ####################################
 
     @property
     def num_features(self) -> int:
@@ -271,37 +146,17 @@ class FastLoadDataModule(pl.LightningDataModule):
         r"""Number of label classes."""
         return self._metadata()[1]
 
+    @config_section('data')
     def _metadata(self) -> Tuple[int, int]:
-        if self._meta is not None:
-            return self._meta
-        if self.kind == 'preset':
-            config = PRESETS[self.source]
-            self._meta = (config.num_features, config.num_classes)
-        elif self.kind in ('dir', None):  # None: a part of 'partitions'
-            path = self.source if self.kind else next(
-                iter(sorted(Path(self.partitions).glob('part-*'))), None)
-            if path is None:
-                raise ConfigError('partitions', f"no part-* directory in "
-                                  f"{self.partitions!r}")
-            dataset = open_dataset_dir(path, verify='none')
-            num_classes = dataset.num_classes
-            if num_classes is None:
-                num_classes = int(dataset.arrays['y'].max()) + 1
-            self._meta = (dataset.num_features, num_classes)
-        else:
-            data = self._in_memory_data()
-            self._meta = (data.num_features, int(data.y.max()) + 1)
+        if self._meta is None:
+            self._meta = self.loading.metadata()
         return self._meta
 
-    def _in_memory_data(self) -> Data:
-        if self.kind == 'preset':
-            return load_synthetic(self.source, root=self.cache_dir,
-                                  progress=self.progress).to_data()
-        if isinstance(self.source, Path):
-            self.source = load_data_file_checked(self.source)
-        return self.source
-
-    # Set-up, once per process ################################################
+    @property
+    def data(self) -> Any:
+        r"""What the training loaders read (``None`` before setup): a
+        ``Data`` or a ``(FeatureStore, GraphStore)`` pair."""
+        return self.loading.data
 
     @property
     def device(self) -> torch.device:
@@ -319,33 +174,30 @@ class FastLoadDataModule(pl.LightningDataModule):
             return self.data[0]
         return None
 
+    # Lightning hooks #########################################################
+
+    @config_section('data')
     def prepare_data(self) -> None:
         r"""Generates and caches a synthetic preset (once per machine)."""
-        if self.kind == 'preset':
-            load_synthetic(self.source, root=self.cache_dir,
-                           progress=self.progress)
+        if self.loading.source is not None:
+            self.loading.source.prepare()
 
     @config_section('data')
     def setup(self, stage: Optional[str] = None) -> None:
-        if self.data is not None:
+        r"""Opens this rank's stores and samplers through the mode (once per
+        process)."""
+        if self.collectives is not None:
             return
-        self.context = DistContext.current(
-            timedelta(seconds=self.dist_timeout))
-        self._check_trainer()
-        self.collectives = Collectives(self.context, self.traffic)
-        check_storage_device(self.feature_cache, self.device)
-        if self.mode != 'replicated':
-            setup_part(self)
-        if self.kind is not None:
-            self._setup_dataset()
-        if self.data is None:
-            self.data = self.eval_data
-        if self.eval_data is None:
-            self.eval_data = self.data
+        context = DistContext.current(
+            timedelta(seconds=self.spec.dist_timeout))
+        self._check_trainer(context)
+        self.spec.check_device(self.device)
+        self.collectives = Collectives(context, self.traffic)
+        self.loading.open(self.collectives, self.device)
 
-    def _check_trainer(self) -> None:
+    def _check_trainer(self, context: DistContext) -> None:
         trainer = self.trainer
-        if trainer is None or not self.context.is_distributed:
+        if trainer is None or not context.is_distributed:
             return
         if trainer._accelerator_connector.use_distributed_sampler:
             raise ConfigError('use_distributed_sampler', 'must be false: '
@@ -354,102 +206,21 @@ class FastLoadDataModule(pl.LightningDataModule):
                               'use_distributed_sampler: false)',
                               section='trainer')
 
-    def _setup_dataset(self) -> None:
-        r"""The whole dataset: what every rank trains on (``replicated``),
-        or what ``pagraph`` ranks evaluate on."""
-        cache = self.feature_cache or FeatureCache()
-        batch_size = self.batch_size
-        if self.kind == 'dir':
-            try:
-                self.eval_data = open_dataset(
-                    self.source, cache, device=self.device,
-                    num_neighbors=self.num_neighbors, batch_size=batch_size,
-                    verify=self.verify, progress=self.progress)
-            except DatasetFormatError as error:
-                raise ConfigError('dataset', str(error)) from None
-            return
-        data = self._in_memory_data()
-        if self.feature_cache is None:
-            self.eval_data = data
-            return
-        try:
-            self.eval_data = stores_from_data(
-                data, cache, device=self.device,
-                num_neighbors=self.num_neighbors, batch_size=batch_size,
-                progress=self.progress)
-        except ValueError as error:
-            raise ConfigError('feature_cache', str(error)) from None
-
-    def _seeds(self, split: str) -> Tuple[Any, Optional[Tensor],
-                                          Optional[RankSeedSampler]]:
-        r"""``(data, seeds, sampler)`` of this rank for :obj:`split`."""
-        train = split == 'train'
-        data = self.data if train else self.eval_data
-        ctx = self.context
-        if split == 'predict':
-            if self.dsp is not None and data is self.data:
-                raise ConfigError('dataset', f"mode {self.mode!r} predicts "
-                                  f"on the whole graph: give 'dataset'")
-            seeds = None
-            if ctx.is_distributed:
-                num_nodes = (data.num_nodes if isinstance(data, Data) else
-                             data[1].topology.num_nodes)
-                seeds = shard(torch.arange(num_nodes), ctx.rank,
-                              ctx.world_size)
-            return data, seeds, None
-        dsp_part = self.dsp is not None and data is self.data
-        seeds = self.dsp.seeds(split, self.global_seeds) if dsp_part \
-            else split_seeds(data, split)
-        if not ctx.is_distributed and self.mode == 'replicated':
-            return data, seeds, None  # one process: the plain loader
-        if not train and not dsp_part:
-            if self.mode == 'pagraph' and data is self.data:
-                return data, seeds, None  # each part evaluates its own
-            return data, shard(seeds, ctx.rank, ctx.world_size), None
-        try:
-            sampler = rank_seed_sampler(
-                self.collectives, seeds.numel(),
-                self.batch_size if train else self.eval_batch_size,
-                self.generators[split], train,
-                self.global_seeds,
-                train and self.drop_last)
-        except DistributedError as error:
-            raise ConfigError('mode', str(error)) from None
-        return data, seeds, sampler
-
     @config_section('data')
     def _loader(self, split: str) -> FastNeighborLoader:
-        if self.data is None:
-            self.setup(split)
-        train = split == 'train'
-        data, nodes, sampler = self._seeds(split)
-        extra, transform = mode_loader_args(self, split, data, sampler)
-        return FastNeighborLoader(
-            data,
-            num_neighbors=self.num_neighbors if train
-            else self.eval_num_neighbors,
-            input_nodes=nodes,
-            batch_size=self.batch_size if train else self.eval_batch_size,
-            shuffle=train and sampler is None,
-            drop_last=train and self.drop_last and sampler is None,
-            generator=self.generators[split],
-            transform=transform,
-            pipeline=self.pipeline,
-            queue_capacity=self.queue_capacity,
-            num_workers=self.num_workers,
-            persistent_workers=self.num_workers > 0,
-            # On CUDA the loader's own transfer stage copies from pinned
-            # buffers on a side stream (PyG's worker processes cannot).
-            device=(self.device if self.device.type == 'cuda'
-                    and self.num_workers == 0 else None),
-            **extra,
-        )
+        self.setup(split)
+        device = self.device
+        # On CUDA the loader's own transfer stage copies from pinned
+        # buffers on a side stream (PyG's worker processes cannot).
+        transfer = device if device.type == 'cuda' and \
+            self.spec.num_workers == 0 else None
+        return self.loading.loader(split, self.generators[split], transfer)
 
     def teardown(self, stage: Optional[str] = None) -> None:
-        r"""Stops DSP's launch coordinator (every rank, at the end of
-        fit)."""
-        if self.dsp is not None and stage == 'fit':
-            self.dsp.close()
+        r"""Stops what the mode runs beside the stores (DSP's launch
+        coordinator), on every rank, at the end of fit."""
+        if stage == 'fit':
+            self.loading.close()
 
     def train_dataloader(self) -> FastNeighborLoader:
         return self._loader('train')

@@ -72,7 +72,8 @@ class DistributedMonitor(Callback):
         data = getattr(datamodule, 'data', None)
         store = data[0] if isinstance(data, tuple) else None
         self._store = getattr(store, 'local', store)  # the rank's own tiers
-        router = getattr(datamodule, 'samplers', {}).get('train')
+        loading = getattr(datamodule, 'loading', None)
+        router = getattr(loading, 'samplers', {}).get('train')
         self._router = router if hasattr(router, 'load') else None
         model = trainer.strategy.model
         if isinstance(model, DistributedDataParallel):

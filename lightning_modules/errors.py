@@ -4,6 +4,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import Iterator, Optional
 
+from pyg_fastload.config import SettingError
 from pyg_fastload.errors import FastLoadError
 
 __all__ = ['ConfigError', 'config_section']
@@ -31,10 +32,13 @@ class ConfigError(FastLoadError, ValueError):
 
 @contextmanager
 def config_section(section: str) -> Iterator[None]:
-    r"""Tags every :class:`ConfigError` raised inside with :obj:`section`."""
+    r"""Tags every :class:`ConfigError` raised inside with :obj:`section`;
+    a library :class:`~pyg_fastload.config.SettingError` becomes one."""
     try:
         yield
     except ConfigError as error:
         if error.section is None:
             error.section = section
         raise
+    except SettingError as error:
+        raise ConfigError(error.key, error.detail, section) from None

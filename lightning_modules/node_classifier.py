@@ -2,7 +2,7 @@ r"""``NodeClassifier``: GraphSAGE, GCN, GAT (or an MLP baseline) trained on
 the seed nodes of neighbour-sampled mini-batches."""
 from __future__ import annotations
 
-from typing import Any, Dict, Literal, Optional
+from typing import Any, Dict, List, Literal, Optional
 
 import pytorch_lightning as pl
 import torch
@@ -12,7 +12,7 @@ from torch_geometric.data import Data
 from torch_geometric.nn import GAT, GCN, MLP, GraphSAGE
 from torchmetrics.classification import MulticlassAccuracy
 
-from pyg_fastload.distributed.hopgnn import split_time_steps
+from pyg_fastload.modes.contract import seed_loss, time_steps
 
 from .errors import ConfigError, config_section
 
@@ -158,32 +158,26 @@ class NodeClassifier(pl.LightningModule):
         return logits, batch.y[:size].view(-1).long()
 
     def training_step(self, batch: Data, batch_idx: int) -> Tensor:
-        if 'step_ptr' in batch and batch.step_ptr.numel() > 2:
-            return self._time_steps(batch)
+        steps = time_steps(batch)  # the batch contract of the modes
+        if len(steps) > 1:
+            return self._time_steps(batch, steps)
         logits, y = self._seed_step(batch)
-        if 'loss_norm' in batch:  # HopGNN: a rank trains the roots homed
-            # on it; sum / per-rank batch keeps DDP's averaged update.
-            loss = F.cross_entropy(logits, y, reduction='sum') / \
-                batch.loss_norm
-        else:
-            loss = F.cross_entropy(logits, y)
+        loss = seed_loss(logits, y, batch)
         self._log_train(loss, logits, y)
         return loss
 
-    def _time_steps(self, batch: Data) -> Tensor:
+    def _time_steps(self, batch: Data, steps: List[Data]) -> Tensor:
         r"""HopGNN's time steps: one forward and backward per step (its
         activations freed before the next), gradients accumulated; the
         returned loss carries the earlier steps' gradients (``p * g`` with
         value 0), so DDP combines everything in one backward."""
         params = [p for p in self.parameters() if p.requires_grad]
         carried = [torch.zeros_like(p) for p in params]
-        steps = split_time_steps(batch)
         total = torch.zeros(())
         all_logits, all_y = [], []
         for i, step in enumerate(steps):
             logits, y = self._seed_step(step)
-            loss = F.cross_entropy(logits, y, reduction='sum') / \
-                batch.loss_norm
+            loss = seed_loss(logits, y, batch)
             all_logits.append(logits.detach())
             all_y.append(y)
             if i == len(steps) - 1:

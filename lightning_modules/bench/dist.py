@@ -31,6 +31,7 @@ from typing import Any, Dict, List, Optional
 import yaml
 
 from pyg_fastload.bench.common import Table, benchmark_main, positive_int
+from pyg_fastload.modes import MODES
 from pyg_fastload.partition.parts import read_partition_meta
 
 from ..dist_monitor import DIST_STATS_FILENAME
@@ -38,6 +39,9 @@ from ..dist_monitor import DIST_STATS_FILENAME
 __all__ = ['add_arguments', 'run', 'main', 'run_fit', 'summarise']
 
 MiB = 2**20
+#: The partitioned sides: a mode, or a mode with a variant of its options.
+PARTITIONED_SIDES = ('pagraph', 'dsp', 'hopgnn', 'dsp-global',
+                     'hopgnn-search')
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -49,8 +53,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "partition.json names)")
     parser.add_argument('--mode', nargs='+', default=['replicated',
                                                       'pagraph'],
-                        choices=['replicated', 'pagraph', 'dsp', 'hopgnn',
-                                 'dsp-global', 'hopgnn-search'],
+                        choices=['replicated', *PARTITIONED_SIDES],
                         help="'dsp-global': dsp with seeds drawn from the "
                         "whole training set (model-centric training, "
                         "HopGNN's baseline); 'hopgnn-search': hopgnn with "
@@ -97,8 +100,8 @@ def _config(args: argparse.Namespace, log_dir: Path, mode: Optional[str],
         'dataset': str(args.dataset), 'num_neighbors': list(args.fanout),
         'batch_size': args.batch_size, 'eval_batch_size': 4096,
         'progress': False, 'seed': seed}
-    if mode is not None and mode != 'replicated':
-        base, _, variant = mode.partition('-')
+    base, _, variant = (mode or 'replicated').partition('-')
+    if MODES[base].partition_method is not None:
         data.update(mode=base, partitions=str(parts))
         if variant == 'global':
             data['mode_options'] = {'seeds': 'global'}
@@ -199,16 +202,17 @@ def _partitions(args: argparse.Namespace) -> Dict[str, str]:
             raise SystemExit(f"pyg-fastload bench dist: '{path}' has "
                              f"{meta['num_parts']} parts, --nprocs is "
                              f"{args.nprocs}")
-        for mode in (('pagraph', ) if meta['method'] == 'pagraph' else
-                     ('dsp', 'hopgnn', 'dsp-global', 'hopgnn-search')):
-            found.setdefault(mode, path)
+        for mode in PARTITIONED_SIDES:
+            if MODES[mode.partition('-')[0]].accepts_partition(
+                    meta['method']):
+                found.setdefault(mode, path)
         if args.dataset is None:
             args.dataset = meta['dataset'].get('path')
     for mode in args.mode:
-        if mode != 'replicated' and mode not in found:
-            kind = 'a PaGraph' if mode == 'pagraph' else 'a disjoint (metis)'
+        method = MODES[mode.partition('-')[0]].partition_method
+        if method is not None and mode not in found:
             raise SystemExit(f'pyg-fastload bench dist: mode {mode!r} needs '
-                             f'{kind} partition in --partitions')
+                             f'a {method!r} partition in --partitions')
     if args.dataset is None:
         raise SystemExit('pyg-fastload bench dist: pass --dataset (the '
                          'whole dataset the partitions came from)')

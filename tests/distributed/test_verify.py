@@ -18,8 +18,7 @@ def _setup(rank, world, parts_dir, mode, verify):
     except Exception as error:  # reported to the test
         return f'{type(error).__name__}: {error}'
     finally:
-        if dm.dsp is not None:
-            dm.dsp.close()
+        dm.loading.close()
     return 'opened'
 
 

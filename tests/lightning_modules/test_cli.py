@@ -143,3 +143,22 @@ def test_help_lists_every_command(capsys):
     for name in ('fit', 'validate', 'test', 'predict', 'prepare', 'bench',
                  'report'):
         assert name in out
+
+
+def test_the_operator_may_allow_more_packages(cache_env, capsys,
+                                              monkeypatch):
+    callback = json.dumps({'class_path': 'tests.distributed.faults.'
+                                         'FailOnRank'})
+    args = ['fit', *TINY, f'--trainer.callbacks+={callback}',
+            '--print_config']
+    with pytest.raises(SystemExit) as info:
+        main(args)
+    assert info.value.code != 0 and 'not allowed' in capsys.readouterr().err
+    monkeypatch.setenv('PYG_FASTLOAD_ALLOW_IMPORTS', 'tests.distributed')
+    with pytest.raises(SystemExit) as info:
+        main(args)
+    assert info.value.code in (None, 0)
+    assert 'FailOnRank' in capsys.readouterr().out
+    monkeypatch.setenv('PYG_FASTLOAD_ALLOW_IMPORTS', 'os; rm -rf')
+    with pytest.raises(SystemExit, match='PYG_FASTLOAD_ALLOW_IMPORTS'):
+        main(args)

@@ -178,8 +178,8 @@ def test_distributed_settings_are_checked(tiny_dir, monkeypatch):
     dataset_dir = tiny_dir
     with pytest.raises(ConfigError, match="mode 'pagraph' needs a partition"):
         FastLoadDataModule(dataset=str(dataset_dir), mode='pagraph')
-    with pytest.raises(ConfigError, match="only used by modes 'pagraph' "
-                       "and 'dsp'"):
+    with pytest.raises(ConfigError, match="only used by the partitioned "
+                       "modes"):
         FastLoadDataModule(dataset=str(dataset_dir), partitions='parts')
     with pytest.raises(ConfigError, match="'ring' is not one of"):
         FastLoadDataModule(dataset=str(dataset_dir), mode='ring')

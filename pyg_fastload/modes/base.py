@@ -1,0 +1,208 @@
+r"""What every loading mode answers (:class:`LoadingMode`): open this rank's
+stores and samplers, the seeds of a split, the loader of a split, and
+teardown. A mode is one subclass; nothing outside the mode classes compares
+mode names."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, ClassVar, Dict, Optional, Tuple
+
+import torch
+from torch import Tensor
+from torch_geometric.data import Data
+
+from ..config import SettingError
+from ..distributed import Collectives, DistributedError
+from ..distributed.seeds import RankSeedSampler, rank_seed_sampler, shard
+from ..loader import FastNeighborLoader
+from .source import DatasetSource, directory_metadata, split_seeds
+from .spec import LoadingSpec
+
+__all__ = ['LoadingMode', 'Plan']
+
+#: ``(data, seeds, rank sampler)`` of one split's loader.
+Plan = Tuple[Any, Optional[Tensor], Optional[RankSeedSampler]]
+
+
+class LoadingMode:
+    r"""How the ranks of a run share the graph and the seeds.
+
+    Args:
+        spec (LoadingSpec): the run's loading settings.
+        source (DatasetSource, optional): the whole dataset (what
+            ``replicated`` trains on; the partitioned modes evaluate on it
+            if given, else on their parts).
+        partitions (str, optional): the partition directory of a
+            partitioned mode.
+    """
+    #: The name ``FastLoadDataModule(mode=...)`` and configs use.
+    name: ClassVar[str] = ''
+    #: The ``pyg-fastload partition --method`` its parts need (None: the
+    #: mode reads no partition).
+    partition_method: ClassVar[Optional[str]] = None
+    #: Every rank must take part in every batch (collective sampling or
+    #: feature fetching over the parts).
+    collective: ClassVar[bool] = False
+
+    def __init__(self, spec: LoadingSpec,
+                 source: Optional[DatasetSource] = None,
+                 partitions: Optional[str] = None):
+        self._check_options(spec)
+        if (self.partition_method is None) != (partitions is None):
+            raise SettingError('partitions', self._partitions_hint(
+                partitions))
+        if source is None and partitions is None:
+            raise SettingError('dataset', f"mode {self.name!r} needs a "
+                               f"dataset")
+        if source is not None:
+            source.check(spec)
+        self.spec = spec
+        self.source = source
+        self.partitions = None if partitions is None else Path(partitions)
+        self.collectives: Optional[Collectives] = None
+        self.data: Any = None  # a Data or a (FeatureStore, GraphStore)
+        self.eval_data: Any = None  # what validation/test/predict read
+        #: The mode's samplers of the parts (``'train'``, ``'eval'``).
+        self.samplers: Dict[str, Any] = {}
+
+    @classmethod
+    def accepts_partition(cls, method: str) -> bool:
+        r"""Whether parts made by ``pyg-fastload partition --method``
+        :obj:`method` suit this mode."""
+        return cls.partition_method == method
+
+    def _check_options(self, spec: LoadingSpec) -> None:
+        r"""Refuses mode options this mode would ignore."""
+        options = spec.mode_options
+        if (options.sampling, options.seeds) != ('node', 'own'):
+            raise SettingError('mode_options', f"'sampling' and 'seeds' are "
+                               f"options of mode 'dsp', not {self.name!r}")
+        if options.merges or options.merge_search:
+            raise SettingError('mode_options', f"'merges' and "
+                               f"'merge_search' are options of mode "
+                               f"'hopgnn', not {self.name!r}")
+
+    def _partitions_hint(self, partitions: Optional[str]) -> str:
+        if partitions is None:
+            return (f"mode {self.name!r} needs a partition directory "
+                    f"(pyg-fastload partition DATASET_DIR --method "
+                    f"{self.partition_method} --out PARTS_DIR)")
+        return (f"{partitions!r} is only used by the partitioned modes "
+                f"(mode {self.name!r} holds the whole 'dataset' on every "
+                f"rank)")
+
+    @property
+    def global_seeds(self) -> bool:
+        r"""Whether ranks draw their training seeds from the whole training
+        set (else each from its own part)."""
+        return True
+
+    def metadata(self) -> Tuple[int, int]:
+        r"""``(num_features, num_classes)`` of the dataset, or of a part."""
+        if self.source is not None:
+            return self.source.metadata()
+        part = next(iter(sorted(self.partitions.glob('part-*'))), None)
+        if part is None:
+            raise SettingError('partitions', f"no part-* directory in "
+                               f"'{self.partitions}'")
+        return directory_metadata(part)
+
+    # Opening, once per process ##############################################
+
+    def open(self, collectives: Collectives, device: torch.device) -> None:
+        r"""Opens this rank's stores (and samplers: collectives, built in
+        the same order on every rank) with the caches on :obj:`device`."""
+        self.collectives = collectives
+        self._open_parts(device)
+        if self.source is not None:
+            self.eval_data = self.source.open(self.spec, device)
+        if self.data is None:
+            self.data = self.eval_data
+        if self.eval_data is None:
+            self.eval_data = self.data
+
+    def _open_parts(self, device: torch.device) -> None:
+        r"""Opens this rank's part (partitioned modes)."""
+
+    def close(self) -> None:
+        r"""Releases what the mode holds beyond its stores (every rank)."""
+
+    # Seeds and loaders ######################################################
+
+    def _own_seeds(self, split: str) -> Tensor:
+        r"""The seeds of :obj:`split` in the mode's own data."""
+        return split_seeds(self.data, split)
+
+    def _neighbor_sampler(self, train: bool) -> Optional[Any]:
+        r"""A sampler of the parts the loaders share, if the mode has one."""
+        return None
+
+    def plan(self, split: str, generator: torch.Generator) -> Plan:
+        r"""``(data, seeds, sampler)`` of this rank for :obj:`split`."""
+        train = split == 'train'
+        data = self.data if train else self.eval_data
+        collectives = self.collectives
+        distributed = collectives.world_size > 1
+        on_parts = data is self.data and self.partitions is not None
+        if split == 'predict':
+            return self._predict_plan(data, on_parts)
+        seeds = self._own_seeds(split) if data is self.data else \
+            split_seeds(data, split)
+        if not distributed and self.partitions is None:
+            return data, seeds, None  # one process: the plain loader
+        if not train and not (on_parts and self.collective):
+            if on_parts:
+                return data, seeds, None  # each part evaluates its own
+            return data, shard(seeds, collectives.rank,
+                               collectives.world_size), None
+        spec = self.spec
+        try:
+            sampler = rank_seed_sampler(
+                collectives, seeds.numel(), spec.batch(train), generator,
+                train, self.global_seeds, train and spec.drop_last)
+        except DistributedError as error:
+            raise SettingError('mode', str(error)) from None
+        return data, seeds, sampler
+
+    def _predict_plan(self, data: Any, on_parts: bool) -> Plan:
+        if on_parts and self.collective:
+            raise SettingError('dataset', f"mode {self.name!r} predicts on "
+                               f"the whole graph: give 'dataset'")
+        collectives = self.collectives
+        if collectives.world_size == 1:
+            return data, None, None
+        num_nodes = data.num_nodes if isinstance(data, Data) else \
+            data[1].topology.num_nodes
+        return data, shard(torch.arange(num_nodes), collectives.rank,
+                           collectives.world_size), None
+
+    def loader(self, split: str, generator: torch.Generator,
+               device: Optional[torch.device] = None) -> FastNeighborLoader:
+        r"""The loader of :obj:`split` (``'train'``, ``'val'``, ``'test'``,
+        ``'predict'``) on this rank, drawing from :obj:`generator`; batches
+        are copied to :obj:`device` by the loader's transfer stage if it is
+        given."""
+        train = split == 'train'
+        data, seeds, sampler = self.plan(split, generator)
+        extra: Dict[str, Any] = {}
+        if sampler is not None:
+            extra['sampler'] = sampler
+        transform = self.spec.transform()
+        if data is self.data:
+            neighbor_sampler = self._neighbor_sampler(train)
+            if neighbor_sampler is not None:
+                extra['neighbor_sampler'] = neighbor_sampler
+                transform = self._train_transform(train, sampler, transform)
+        spec = self.spec
+        return FastNeighborLoader(
+            data, input_nodes=seeds, shuffle=train and sampler is None,
+            drop_last=train and spec.drop_last and sampler is None,
+            generator=generator, transform=transform, device=device,
+            **spec.loader_kwargs(train), **extra)
+
+    def _train_transform(self, train: bool,
+                         sampler: Optional[RankSeedSampler],
+                         transform: Any) -> Any:
+        r"""The transform of the mode's own loaders (HopGNN adds its loss
+        normalisation)."""
+        return transform

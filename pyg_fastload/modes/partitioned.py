@@ -1,0 +1,182 @@
+r"""The partitioned modes: ``pagraph`` (each rank trains on its self-reliant
+part alone), ``dsp`` (disjoint parts serving the whole graph collectively)
+and ``hopgnn`` (the same parts, roots trained where their features live)."""
+from __future__ import annotations
+
+from typing import Any, Dict, Optional
+
+import torch
+from torch import Tensor
+from torch_geometric.data import Data
+
+from ..config import SettingError
+from ..distributed import DistributedError
+from ..distributed.dsp import DSPRank, open_dsp_rank
+from ..distributed.hopgnn import RootRouter
+from ..distributed.parts import open_rank_part
+from ..distributed.seeds import RankSeedSampler
+from ..io.format import sha256_file
+from .base import LoadingMode
+
+__all__ = ['PaGraph', 'DSP', 'HopGNN', 'LossNorm']
+
+
+class LossNorm:
+    r"""A batch transform for HopGNN mode: sets ``loss_norm`` (the per-rank
+    batch size the summed loss is divided by), then applies
+    :obj:`inner`."""
+    def __init__(self, batch_size: int, inner: Optional[Any] = None):
+        self.batch_size = batch_size
+        self.inner = inner
+
+    def __call__(self, batch: Data) -> Data:
+        batch.loss_norm = self.batch_size
+        return batch if self.inner is None else self.inner(batch)
+
+
+class _Partitioned(LoadingMode):
+    r"""A mode over one part per rank of :obj:`partitions`."""
+    meta: Dict[str, Any]
+
+    def _check_source(self) -> None:
+        r"""The dataset given for evaluation must be the partitioned one."""
+        source = self.source
+        if source is None or source.kind != 'dir':
+            return
+        origin = self.meta['dataset']
+        if sha256_file(source.source / 'meta.json') != origin['meta_sha256']:
+            raise SettingError('dataset', f"'{source.source}' is not the "
+                               f"dataset '{self.partitions}' was partitioned "
+                               f"from ({origin.get('path', origin['name'])})")
+
+
+class PaGraph(_Partitioned):
+    r"""Rank ``r`` opens only PaGraph part ``r`` (relabelled to its own
+    rows) and trains on its own seeds: sampling never leaves the part, so
+    only gradients cross ranks. Evaluation reads :obj:`source` if given
+    (seeds sharded), else each part's own nodes."""
+    name = 'pagraph'
+    partition_method = 'pagraph'
+
+    @property
+    def global_seeds(self) -> bool:
+        return False
+
+    def _open_parts(self, device: torch.device) -> None:
+        spec = self.spec
+        try:
+            features, graph, _, self.meta = open_rank_part(
+                self.partitions, self.collectives, spec.feature_cache,
+                method='pagraph', local=True, device=device,
+                num_neighbors=spec.num_neighbors, batch_size=spec.batch_size,
+                progress=spec.progress, verify=spec.verify)
+        except (DistributedError, ValueError) as error:
+            raise SettingError('partitions', str(error)) from None
+        self.data = (features, graph)
+        self._check_source()
+
+
+class DSP(_Partitioned):
+    r"""Rank ``r`` opens part ``r`` of a disjoint partition; the ranks serve
+    the whole graph together: collective sampling and one partitioned
+    feature cache, each pipelined stage on a process group of its own (or
+    one group in a leader's launch order)."""
+    name = 'dsp'
+    partition_method = 'metis'
+    collective = True
+    #: HopGNN: the whole topology on every rank, a root router.
+    feature_centric = False
+    dsp: Optional[DSPRank] = None
+
+    def _check_options(self, spec: Any) -> None:
+        options = spec.mode_options
+        if options.merges or options.merge_search:
+            raise SettingError('mode_options', f"'merges' and "
+                               f"'merge_search' are options of mode "
+                               f"'hopgnn', not {self.name!r}")
+
+    @classmethod
+    def accepts_partition(cls, method: str) -> bool:
+        return method != 'pagraph'  # any disjoint partition
+
+    @property
+    def global_seeds(self) -> bool:
+        return self.spec.mode_options.seeds == 'global'
+
+    def _sampler_options(self) -> Dict[str, Any]:
+        return {'layer_wise': self.spec.mode_options.sampling == 'layer'}
+
+    def _open_parts(self, device: torch.device) -> None:
+        spec = self.spec
+        try:
+            self.dsp = open_dsp_rank(
+                self.partitions, self.collectives, spec.feature_cache,
+                device=device, num_neighbors=spec.num_neighbors,
+                batch_size=spec.batch_size, progress=spec.progress,
+                launch_order=spec.launch_order,
+                feature_centric=self.feature_centric, verify=spec.verify)
+            self.meta = self.dsp.meta
+            self.data = self.dsp.data
+            options = self._sampler_options()
+            self.samplers = {
+                'train': self.dsp.sampler(spec.num_neighbors, **options,
+                                          **self._train_options()),
+                'eval': self.dsp.sampler(spec.eval_num_neighbors, **options)}
+        except (DistributedError, ValueError) as error:
+            raise SettingError('partitions', str(error)) from None
+        self._check_source()
+
+    def _train_options(self) -> Dict[str, Any]:
+        return {}
+
+    def _own_seeds(self, split: str) -> Tensor:
+        return self.dsp.seeds(split, self.global_seeds)
+
+    def _neighbor_sampler(self, train: bool) -> Optional[Any]:
+        return self.samplers['train' if train else 'eval']
+
+    def close(self) -> None:
+        r"""Stops DSP's launch coordinator (every rank)."""
+        if self.dsp is not None:
+            self.dsp.close()
+
+
+class HopGNN(DSP):
+    r"""HopGNN's feature-centric training on DSP's parts: every rank draws
+    from the global training set, roots go to the rank holding their
+    features, which trains their micrographs in time steps (the same update
+    as ``replicated``); ``mode_options.merges``/``merge_search`` merge time
+    steps."""
+    name = 'hopgnn'
+    feature_centric = True
+
+    def _check_options(self, spec: Any) -> None:
+        options = spec.mode_options
+        if (options.sampling, options.seeds) != ('node', 'own'):
+            raise SettingError('mode_options', f"'sampling' and 'seeds' are "
+                               f"options of mode 'dsp', not {self.name!r}")
+
+    @property
+    def global_seeds(self) -> bool:
+        return True
+
+    def _sampler_options(self) -> Dict[str, Any]:
+        return {}
+
+    def _train_options(self) -> Dict[str, Any]:
+        options = self.spec.mode_options
+        return {'merges': options.merges,
+                'merge_search': options.merge_search}
+
+    def _train_transform(self, train: bool,
+                         sampler: Optional[RankSeedSampler],
+                         transform: Any) -> Any:
+        router = self.samplers['train']
+        if not train or not isinstance(router, RootRouter):
+            return transform
+        batch_size = self.spec.batch_size
+        if sampler is not None:  # the merge search's epochs
+            full, part = divmod(len(sampler), batch_size)
+            router.batches_per_epoch = full + (
+                1 if part and not self.spec.drop_last else 0)
+        return LossNorm(batch_size, transform)

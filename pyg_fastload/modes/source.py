@@ -1,0 +1,143 @@
+r"""What a run trains on (:class:`DatasetSource`): a synthetic preset, a
+dataset directory, a saved ``Data`` file or a ``Data``; opened into the
+stores a loader reads, with errors naming ``dataset``."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Optional, Tuple, Union
+
+import torch
+from torch import Tensor
+from torch_geometric.data import Data
+
+from ..caching import open_dataset, stores_from_data
+from ..config import SettingError
+from ..datasets import PRESETS, load_data_file, load_synthetic
+from ..io import DatasetFormatError, open_dataset_dir
+from .spec import LoadingSpec
+
+__all__ = ['DatasetSource', 'directory_metadata', 'split_seeds']
+
+
+def split_seeds(data: Any, split: str) -> Tensor:
+    r"""The seed ids of :obj:`split` in :obj:`data` (a ``Data`` or a
+    ``(FeatureStore, GraphStore)`` pair) from its ``<split>_mask``."""
+    name = f'{split}_mask'
+    if isinstance(data, Data):
+        mask = data.get(name)
+    else:
+        names = {a.attr_name for a in data[0].get_all_tensor_attrs()}
+        mask = None if name not in names else data[0].get_tensor(
+            group_name=None, attr_name=name, index=None)
+    if mask is None:
+        raise SettingError('dataset', f"the dataset has no '{name}', so "
+                           f"there is nothing to {split} on")
+    return torch.as_tensor(mask).bool().nonzero().view(-1)
+
+
+class DatasetSource:
+    r"""A run's dataset: ``kind`` is ``'preset'``, ``'dir'`` or ``'data'``.
+
+    Args:
+        dataset: a preset name, a directory from ``pyg-fastload prepare``,
+            a ``.pt`` file holding a ``Data``, or a ``Data``.
+        cache_dir (str, optional): cache root of the synthetic presets.
+        progress (bool): progress bars while generating a preset.
+    """
+    def __init__(self, dataset: Union[str, 'os.PathLike[str]', Data],
+                 cache_dir: Optional[str] = None, progress: bool = True):
+        self.cache_dir = cache_dir
+        self.progress = progress
+        self.kind, self.source = self._resolve(dataset)
+
+    @staticmethod
+    def _resolve(dataset: Any) -> Tuple[str, Any]:
+        if isinstance(dataset, Data):
+            return 'data', dataset
+        if not isinstance(dataset, (str, os.PathLike)):
+            raise SettingError('dataset', f"must be a preset name, a dataset "
+                               f"directory, a .pt file or a torch_geometric "
+                               f"Data, got {type(dataset).__name__}")
+        if isinstance(dataset, str) and dataset in PRESETS:
+            return 'preset', dataset
+        path = Path(dataset).expanduser()
+        if path.is_dir() and (path / 'meta.json').is_file():
+            return 'dir', path
+        if path.is_file() and path.suffix == '.pt':
+            return 'data', path
+        raise SettingError(
+            'dataset', f"{str(dataset)!r} is neither a synthetic preset "
+            f"({', '.join(PRESETS)}) nor a dataset directory (no "
+            f"'{path / 'meta.json'}') nor a saved Data '.pt' file; create a "
+            f"directory with 'pyg-fastload prepare --preset arxiv-like DIR'")
+
+    def check(self, spec: LoadingSpec) -> None:
+        r"""Refuses settings of :obj:`spec` this dataset cannot take."""
+        if spec.feature_cache is not None and spec.feature_cache.in_memory \
+                and self.kind != 'dir':
+            raise SettingError('feature_cache.in_memory',
+                               'only applies to a dataset directory')
+
+    def prepare(self) -> None:
+        r"""Generates and caches a synthetic preset (once per machine)."""
+        if self.kind == 'preset':
+            load_synthetic(self.source, root=self.cache_dir,
+                           progress=self.progress)
+
+    def in_memory(self) -> Data:
+        r"""The dataset as a ``Data`` (a preset or a file, loaded safely
+        once)."""
+        if self.kind == 'preset':
+            return load_synthetic(self.source, root=self.cache_dir,
+                                  progress=self.progress).to_data()
+        if isinstance(self.source, Path):
+            try:
+                self.source = load_data_file(self.source)
+            except DatasetFormatError as error:  # also UnsafeFileError
+                raise SettingError('dataset', str(error)) from None
+        return self.source
+
+    def metadata(self) -> Tuple[int, int]:
+        r"""``(num_features, num_classes)``."""
+        if self.kind == 'preset':
+            config = PRESETS[self.source]
+            return config.num_features, config.num_classes
+        if self.kind == 'dir':
+            return directory_metadata(self.source)
+        data = self.in_memory()
+        return data.num_features, int(data.y.max()) + 1
+
+    def open(self, spec: LoadingSpec, device: Any) -> Any:
+        r"""What a loader reads: a ``Data`` (in memory, no caches asked
+        for) or a ``(FeatureStore, GraphStore)`` pair with the caches of
+        :obj:`spec` on :obj:`device`."""
+        cache = spec.cache()
+        if self.kind == 'dir':
+            try:
+                return open_dataset(
+                    self.source, cache, device=device,
+                    num_neighbors=spec.num_neighbors,
+                    batch_size=spec.batch_size, verify=spec.verify,
+                    progress=spec.progress)
+            except DatasetFormatError as error:
+                raise SettingError('dataset', str(error)) from None
+        data = self.in_memory()
+        if spec.feature_cache is None:
+            return data
+        try:
+            return stores_from_data(
+                data, cache, device=device, num_neighbors=spec.num_neighbors,
+                batch_size=spec.batch_size, progress=spec.progress)
+        except ValueError as error:
+            raise SettingError('feature_cache', str(error)) from None
+
+
+def directory_metadata(path: Path) -> Tuple[int, int]:
+    r"""``(num_features, num_classes)`` of a dataset directory (classes from
+    the labels when ``meta.json`` does not say)."""
+    dataset = open_dataset_dir(path, verify='none')
+    num_classes = dataset.num_classes
+    if num_classes is None:
+        num_classes = int(dataset.arrays['y'].max()) + 1
+    return dataset.num_features, num_classes

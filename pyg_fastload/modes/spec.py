@@ -1,0 +1,195 @@
+r"""One frozen, validated description of how a run loads its batches
+(:class:`LoadingSpec`), with the partitioned modes' own options
+(:class:`ModeOptions`). Every setting is checked here, once: a bad value
+is a :class:`~pyg_fastload.config.SettingError` naming its key."""
+from __future__ import annotations
+
+import importlib.util
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Literal, Optional, Union
+
+import torch_geometric.transforms as T
+
+from ..config import FeatureCache, SettingError, check_fanouts
+from ..distributed.dsp import LAUNCH_ORDERS
+from ..io.format import VERIFY_MODES
+
+__all__ = ['LoadingSpec', 'ModeOptions', 'feature_cache_from']
+
+
+@dataclass(frozen=True)
+class ModeOptions:
+    r"""Options of the partitioned modes (``docs/guide/distributed.md``).
+
+    Args:
+        sampling (str): ``'dsp'``'s collective sampling: ``'node'``-wise
+            fan-outs or ``'layer'``-wise (DSP Eq. 2: ``num_neighbors`` are
+            layer sizes).
+        seeds (str): where ``'dsp'`` ranks draw their seeds: their ``'own'``
+            part's (DSP), or the ``'global'`` training set as in data
+            parallelism (the model-centric baseline of HopGNN).
+        merges (int): ``'hopgnn'``'s time steps merged away per iteration
+            (0: one time step per rank).
+        merge_search (bool): ``'hopgnn'`` chooses :obj:`merges` by HopGNN's
+            examination period (one more merge per epoch while epochs get
+            faster; the counts are in ``dist_stats.json``).
+    """
+    sampling: Literal['node', 'layer'] = 'node'
+    seeds: Literal['own', 'global'] = 'own'
+    merges: int = 0
+    merge_search: bool = False
+
+    def __post_init__(self) -> None:
+        for key, value, allowed in (('sampling', self.sampling,
+                                     ('node', 'layer')),
+                                    ('seeds', self.seeds, ('own', 'global'))):
+            if value not in allowed:
+                raise SettingError(f'mode_options.{key}', f"{value!r} is not "
+                                   f"one of {', '.join(allowed)}")
+        if isinstance(self.merges, bool) or not isinstance(
+                self.merges, int) or self.merges < 0:
+            raise SettingError('mode_options.merges', f"{self.merges!r} must "
+                               f"be an int >= 0 (below the world size)")
+        if not isinstance(self.merge_search, bool):
+            raise SettingError('mode_options.merge_search',
+                               f"{self.merge_search!r} must be true or false")
+
+
+def feature_cache_from(cache: Any) -> Optional[FeatureCache]:
+    r"""A :class:`FeatureCache` from one or a dict of its fields."""
+    if cache is None or isinstance(cache, FeatureCache):
+        return cache
+    if not isinstance(cache, dict):
+        raise SettingError('feature_cache', f"must be a FeatureCache or a "
+                           f"dict, got {type(cache).__name__}")
+    unknown = set(cache) - set(FeatureCache.__dataclass_fields__)
+    if unknown:
+        raise SettingError(
+            'feature_cache', f"unknown keys {sorted(unknown)}; known: "
+            f"{sorted(FeatureCache.__dataclass_fields__)}")
+    try:
+        return FeatureCache(**cache)
+    except SettingError as error:
+        raise SettingError(f'feature_cache.{error.key}',
+                           error.detail) from None
+
+
+def _positive_int(key: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise SettingError(key, f"{value!r} must be a positive int")
+    return value
+
+
+def _fanouts(key: str, value: Any) -> List[int]:
+    try:
+        return check_fanouts(value)
+    except (TypeError, ValueError, NotImplementedError) as error:
+        raise SettingError(key, str(error)) from None
+
+
+@dataclass(frozen=True)
+class LoadingSpec:
+    r"""How a run samples and loads its batches, on every rank and in every
+    mode: fan-outs and batch sizes (training and evaluation), the feature
+    caches, the pipeline, the checks of dataset files, the partitioned
+    modes' settings and the collectives' timeout. Built once (checked in
+    :meth:`__post_init__`); the modes, openers and loaders read it, never
+    their own copies of its fields. Use :meth:`create` to fill the
+    evaluation defaults and accept dicts."""
+    num_neighbors: List[int] = field(default_factory=lambda: [15, 10, 5])
+    batch_size: int = 1024
+    eval_num_neighbors: Optional[List[int]] = None
+    eval_batch_size: Optional[int] = None
+    feature_cache: Optional[FeatureCache] = None
+    pipeline: Union[bool, str] = 'auto'
+    queue_capacity: int = 2
+    num_workers: int = 0
+    drop_last: bool = False
+    adjacency: str = 'edge_index'
+    seed: int = 0
+    progress: bool = True
+    verify: str = 'size'
+    launch_order: str = 'groups'
+    mode_options: ModeOptions = field(default_factory=ModeOptions)
+    dist_timeout: float = 300.0
+
+    def __post_init__(self) -> None:
+        put = object.__setattr__  # frozen: normalised once, here
+        put(self, 'num_neighbors', _fanouts('num_neighbors',
+                                            self.num_neighbors))
+        put(self, 'eval_num_neighbors', _fanouts(
+            'eval_num_neighbors', self.num_neighbors
+            if self.eval_num_neighbors is None else self.eval_num_neighbors))
+        _positive_int('batch_size', self.batch_size)
+        put(self, 'eval_batch_size', _positive_int(
+            'eval_batch_size', self.batch_size if self.eval_batch_size is None
+            else self.eval_batch_size))
+        _positive_int('queue_capacity', self.queue_capacity)
+        if isinstance(self.num_workers, bool) or not isinstance(
+                self.num_workers, int) or self.num_workers < 0:
+            raise SettingError('num_workers', f"{self.num_workers!r} must be "
+                               f"an int >= 0")
+        if self.pipeline not in (True, False, 'auto'):
+            raise SettingError('pipeline', f"{self.pipeline!r} must be "
+                               f"true, false or 'auto'")
+        put(self, 'feature_cache', feature_cache_from(self.feature_cache))
+        if self.adjacency not in ('edge_index', 'sparse'):
+            raise SettingError('adjacency', f"{self.adjacency!r} must be "
+                               f"'edge_index' or 'sparse'")
+        if self.adjacency == 'sparse' and \
+                importlib.util.find_spec('torch_sparse') is None:
+            raise SettingError('adjacency', "'sparse' needs torch_sparse "
+                               "(pip install --no-build-isolation "
+                               "torch_scatter torch_sparse); or use "
+                               "'edge_index'")
+        if self.verify not in VERIFY_MODES:
+            raise SettingError('verify', f"{self.verify!r} is not one of "
+                               f"{', '.join(VERIFY_MODES)}")
+        if self.launch_order not in LAUNCH_ORDERS:
+            raise SettingError('launch_order', f"{self.launch_order!r} is "
+                               f"not one of {', '.join(LAUNCH_ORDERS)}")
+        if isinstance(self.mode_options, dict):
+            put(self, 'mode_options', ModeOptions(**self.mode_options))
+        if isinstance(self.dist_timeout, bool) or not isinstance(
+                self.dist_timeout, (int, float)) or self.dist_timeout <= 0:
+            raise SettingError('dist_timeout', f'{self.dist_timeout!r} must '
+                               f'be a positive number of seconds')
+        put(self, 'dist_timeout', float(self.dist_timeout))
+
+    def check_device(self, device: Any) -> None:
+        r"""Refuses ``storage='gds'`` (reads into GPU memory) on a run whose
+        device is not CUDA, naming the setting and the fix."""
+        cache = self.feature_cache
+        if cache is not None and cache.storage == 'gds' and \
+                getattr(device, 'type', device) != 'cuda':
+            raise SettingError('feature_cache.storage', f"'gds' reads rows "
+                               f"into GPU memory, but this run's device is "
+                               f"{device}: use storage: direct")
+
+    def fanouts(self, train: bool) -> List[int]:
+        r"""The fan-outs of training or evaluation batches."""
+        return self.num_neighbors if train else self.eval_num_neighbors
+
+    def batch(self, train: bool) -> int:
+        r"""The seeds per training or evaluation batch."""
+        return self.batch_size if train else self.eval_batch_size
+
+    def transform(self) -> Optional[Callable]:
+        r"""The batches' transform (``adjacency='sparse'``: a torch_sparse
+        ``adj_t`` built in the loading stage)."""
+        if self.adjacency == 'sparse':
+            return T.ToSparseTensor(remove_edge_index=False)
+        return None
+
+    def cache(self) -> FeatureCache:
+        r"""The feature cache settings (no caches if none were given)."""
+        return self.feature_cache or FeatureCache()
+
+    def loader_kwargs(self, train: bool) -> Dict[str, Any]:
+        r"""The :class:`~pyg_fastload.FastNeighborLoader` arguments this
+        spec fixes for a training or evaluation loader."""
+        return dict(num_neighbors=self.fanouts(train),
+                    batch_size=self.batch(train), pipeline=self.pipeline,
+                    queue_capacity=self.queue_capacity,
+                    num_workers=self.num_workers,
+                    persistent_workers=self.num_workers > 0)
