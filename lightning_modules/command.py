@@ -7,7 +7,11 @@ import argparse
 import sys
 from typing import List, Optional
 
-__all__ = ['main']
+__all__ = ['main', 'SIGTERM_EXIT']
+
+#: The exit status of a run stopped by SIGTERM (128 + 15, as a process the
+#: signal killed reports in a shell).
+SIGTERM_EXIT = 143
 
 _TRAINER_HELP = {
     'fit': 'train a NodeClassifier (LightningCLI: -c CONFIG.yaml, '
@@ -71,14 +75,22 @@ def main(argv: Optional[List[str]] = None) -> None:
     words = sys.argv[1:] if argv is None else list(argv)
     if words and words[0] in _TRAINER_HELP:
         import torch.distributed as dist
+        from pytorch_lightning.utilities.exceptions import SIGTERMException
 
         from .cli import run_cli
 
-        run_cli(None if argv is None else words)
+        try:
+            cli = run_cli(None if argv is None else words)
+            stopped = cli.trainer.received_sigterm
+        except SIGTERMException:  # a SystemExit whose code is 0
+            stopped = True
         if dist.is_available() and dist.is_initialized():
             # Lightning leaves the process group up; shut it down before the
             # interpreter does (a gloo group torn down at exit can abort).
             dist.destroy_process_group()
+        if stopped:  # a scheduler must not record a terminated run as done
+            print('pyg-fastload: stopped by SIGTERM', file=sys.stderr)
+            sys.exit(SIGTERM_EXIT)
         return
     args = _parser().parse_args(words)
     args.run(args)

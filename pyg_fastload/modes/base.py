@@ -4,6 +4,8 @@ teardown. A mode is one subclass; nothing outside the mode classes compares
 mode names."""
 from __future__ import annotations
 
+import hashlib
+import os
 from pathlib import Path
 from typing import Any, ClassVar, Dict, Optional, Tuple
 
@@ -19,6 +21,11 @@ from .source import DatasetSource, directory_metadata, split_seeds
 from .spec import LoadingSpec
 
 __all__ = ['LoadingMode', 'Plan']
+
+
+def _digest(text: str) -> int:
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8],
+                          'little') >> 1
 
 #: ``(data, seeds, rank sampler)`` of one split's loader.
 Plan = Tuple[Any, Optional[Tensor], Optional[RankSeedSampler]]
@@ -113,6 +120,7 @@ class LoadingMode:
         r"""Opens this rank's stores (and samplers: collectives, built in
         the same order on every rank) with the caches on :obj:`device`."""
         self.collectives = collectives
+        self._agree()
         self._open_parts(device)
         if self.source is not None:
             self.eval_data = self.source.open(self.spec, device)
@@ -120,6 +128,32 @@ class LoadingMode:
             self.data = self.eval_data
         if self.eval_data is None:
             self.eval_data = self.data
+
+    def _agree(self) -> None:
+        r"""Every rank compares its mode, loading spec and global seed
+        (``seed_everything``) with the others' in one collective, and all
+        stop naming the settings that differ: ranks that disagree would
+        otherwise train silently on different batches."""
+        collectives = self.collectives
+        if collectives.world_size == 1:
+            return
+        # Lightning's seed_everything records the global seed here.
+        seed = os.environ.get('PL_GLOBAL_SEED', 'unset')
+        shared = {'mode': self.name, 'seed_everything': seed}
+        mine = dict(self.spec.digests(),
+                    **{k: _digest(v) for k, v in shared.items()})
+        names = sorted(mine)
+        table = collectives.all_gather_ints(
+            [mine[n] for n in names], 'compare the loading settings')
+        differ = [n for i, n in enumerate(names)
+                  if bool((table[:, i] != table[0, i]).any())]
+        if differ:
+            values = {n: shared[n] if n in shared else getattr(self.spec, n)
+                      for n in differ}
+            raise SettingError(differ[0], f"the ranks were started with "
+                               f"different {', '.join(differ)} (rank "
+                               f"{collectives.rank}: {values}); start every "
+                               f"rank with the same configuration")
 
     def _open_parts(self, device: torch.device) -> None:
         r"""Opens this rank's part (partitioned modes)."""

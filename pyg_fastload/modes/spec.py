@@ -4,6 +4,7 @@ r"""One frozen, validated description of how a run loads its batches
 is a :class:`~pyg_fastload.config.SettingError` naming its key."""
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Literal, Optional, Union
@@ -14,7 +15,10 @@ from ..config import FeatureCache, SettingError, check_fanouts
 from ..distributed.dsp import LAUNCH_ORDERS
 from ..io.format import VERIFY_MODES
 
-__all__ = ['LoadingSpec', 'ModeOptions', 'feature_cache_from']
+__all__ = ['LoadingSpec', 'ModeOptions', 'feature_cache_from', 'RANK_LOCAL']
+
+#: Settings a rank may hold on its own (not compared across ranks).
+RANK_LOCAL = ('progress', )
 
 
 @dataclass(frozen=True)
@@ -155,6 +159,17 @@ class LoadingSpec:
             raise SettingError('dist_timeout', f'{self.dist_timeout!r} must '
                                f'be a positive number of seconds')
         put(self, 'dist_timeout', float(self.dist_timeout))
+
+    def digests(self) -> Dict[str, int]:
+        r"""A 63-bit digest of every setting the ranks of a run must share
+        (all but ``progress``), by name: ranks compare them at start-up."""
+        out = {}
+        for name in sorted(self.__dataclass_fields__):
+            if name not in RANK_LOCAL:
+                text = repr(getattr(self, name)).encode()
+                out[name] = int.from_bytes(
+                    hashlib.sha256(text).digest()[:8], 'little') >> 1
+        return out
 
     def check_device(self, device: Any) -> None:
         r"""Refuses ``storage='gds'`` (reads into GPU memory) on a run whose

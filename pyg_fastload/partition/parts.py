@@ -12,6 +12,7 @@ the book.
 from __future__ import annotations
 
 import json
+import re
 import os
 import resource
 import time
@@ -33,7 +34,7 @@ from ..io.format import sha256_file
 from ..io.staging import StagedDirectory, check_target
 from ..storage import CSCGraphStore, TieredFeatureStore
 from .book import BOOK_FILES, PartitionBook, renumber
-from .methods import assign_parts, check_num_parts as _check_parts
+from .methods import METHODS, assign_parts, check_num_parts as _check_parts
 from .pagraph import message_flow_levels, pagraph_assign
 
 __all__ = ['partition_dataset', 'open_partition', 'full_topology',
@@ -54,6 +55,10 @@ def _is_partition(path: Path) -> bool:
     return (path / 'partition.json').is_file()
 
 
+#: The most parts a partition may claim (checked before anything is read).
+MAX_PARTS = 2**16
+#: The largest ``partition.json`` read (a partition's is a few KiB).
+MAX_META_BYTES = 2**20
 _WHAT = 'pyg-fastload partition (no partition.json)'
 
 
@@ -201,11 +206,46 @@ def _write_part(path: Path, dataset: Any, topo: Any, nodes: torch.Tensor,
                                   'replicas': rows.numel() - nodes.numel()}})
 
 
-def _fail(file: Path, what: str) -> DatasetFormatError:
+def _fail(parts_dir: Path, file: Path, what: str) -> DatasetFormatError:
     return DatasetFormatError(
         f'{file}: {what}; re-create the partition with `pyg-fastload '
-        f'partition DATASET_DIR --num-parts K --out {file.parent} '
+        f'partition DATASET_DIR --num-parts K --out {parts_dir} '
         f'--overwrite`')
+
+
+_HEX64 = re.compile(r'^[0-9a-f]{64}$')
+
+
+def _check_schema(parts_dir: Path, file: Path, meta: Any) -> None:
+    r"""``partition.json``'s fields and their types."""
+    if not isinstance(meta, dict) or meta.get('format') != PARTITION_FORMAT:
+        raise _fail(parts_dir, file, f"'format' is not '{PARTITION_FORMAT}'")
+    if meta.get('format_version') != PARTITION_VERSION:
+        raise _fail(parts_dir, file, f"format_version "
+                    f"{meta.get('format_version')!r}, this pyg-fastload "
+                    f"reads {PARTITION_VERSION}")
+    for key, kind in (('method', str), ('num_parts', int), ('run', str),
+                      ('files', dict), ('dataset', dict)):
+        value = meta.get(key)
+        if not isinstance(value, kind) or isinstance(value, bool):
+            found = type(value).__name__ if key in meta else 'missing'
+            raise _fail(parts_dir, file, f"'{key}' is {found}, expected "
+                        f"{kind.__name__}")
+    if meta['method'] not in METHODS:
+        raise _fail(parts_dir, file, f"'method' {meta['method']!r} is not one "
+                    f"of {', '.join(METHODS)}")
+    if not 1 <= meta['num_parts'] <= MAX_PARTS:
+        raise _fail(parts_dir, file, f"'num_parts' {meta['num_parts']} is "
+                    f"outside [1, {MAX_PARTS}]")
+    for name, digest in meta['files'].items():
+        if not isinstance(digest, str) or not _HEX64.match(digest):
+            raise _fail(parts_dir, file, f"'files' maps {name!r} to "
+                        f"{digest!r}, not a SHA-256")
+    num_nodes = meta['dataset'].get('num_nodes')
+    if not isinstance(num_nodes, int) or isinstance(num_nodes, bool) or \
+            num_nodes < 0:
+        raise _fail(parts_dir, file, f"'dataset.num_nodes' is {num_nodes!r}, "
+                    f"expected an int >= 0")
 
 
 def read_partition_meta(parts_dir: PathLike) -> Dict[str, Any]:
@@ -214,24 +254,69 @@ def read_partition_meta(parts_dir: PathLike) -> Dict[str, Any]:
     parts_dir = Path(parts_dir).expanduser()
     file = parts_dir / 'partition.json'
     if not file.is_file():
-        raise _fail(file, 'missing, so this is not a partition directory')
+        raise _fail(parts_dir, file, 'missing, so this is not a partition '
+                    'directory')
+    if file.stat().st_size > MAX_META_BYTES:
+        raise _fail(parts_dir, file, f'{file.stat().st_size} bytes, more '
+                    f'than a partition.json holds ({MAX_META_BYTES})')
     try:
         meta = json.loads(file.read_text())
-    except (OSError, ValueError) as exc:
-        raise _fail(file, f'unreadable ({exc})') from None
-    if not isinstance(meta, dict) or meta.get('format') != PARTITION_FORMAT:
-        raise _fail(file, f"'format' is not '{PARTITION_FORMAT}'")
-    if meta.get('format_version') != PARTITION_VERSION:
-        raise _fail(file, f"format_version {meta.get('format_version')!r}, "
-                    f'this pyg-fastload reads {PARTITION_VERSION}')
+    except (OSError, ValueError, RecursionError) as exc:
+        raise _fail(parts_dir, file, f'unreadable ({exc})') from None
+    _check_schema(parts_dir, file, meta)
     for name in BOOK_FILES:
         path = parts_dir / name
         if not path.is_file():
-            raise _fail(path, 'missing')
+            raise _fail(parts_dir, path, 'missing')
         if sha256_file(path) != meta['files'].get(name):
-            raise _fail(path, 'does not match its checksum in '
+            raise _fail(parts_dir, path, 'does not match its checksum in '
                         'partition.json (corrupted, or from another run)')
     return meta
+
+
+def load_book(parts_dir: Path, meta: Dict[str, Any]) -> PartitionBook:
+    r"""The partition book, checked against ``partition.json``: integer
+    boundaries, one more than the parts, from 0, never decreasing, ending
+    at the dataset's node count."""
+    file = parts_dir / 'offsets.npy'
+    try:
+        offsets = np.load(file, allow_pickle=False)
+    except (OSError, ValueError) as exc:
+        raise _fail(parts_dir, file, f'unreadable ({exc})') from None
+    num_parts = meta['num_parts']
+    if offsets.dtype.kind not in 'iu' or offsets.ndim != 1:
+        raise _fail(parts_dir, file, f'holds {offsets.dtype} of shape '
+                    f'{list(offsets.shape)}, expected {num_parts + 1} '
+                    f'integers')
+    if offsets.size != num_parts + 1:
+        raise _fail(parts_dir, file, f'holds {offsets.size} boundaries, but '
+                    f"'num_parts' is {num_parts} (expected {num_parts + 1})")
+    offsets = offsets.astype(np.int64)
+    if offsets[0] != 0 or bool((np.diff(offsets) < 0).any()):
+        raise _fail(parts_dir, file, f'boundaries {offsets.tolist()[:8]} do '
+                    f'not start at 0 and never decrease')
+    if offsets[-1] != meta['dataset']['num_nodes']:
+        raise _fail(parts_dir, file, f"ends at {int(offsets[-1])}, but "
+                    f"'dataset.num_nodes' is {meta['dataset']['num_nodes']}")
+    return PartitionBook(torch.from_numpy(offsets))
+
+
+def _check_part(parts_dir: Path, file: Path, own: Any, meta: Dict[str, Any],
+                part: int, start: int, end: int, num_rows: int) -> None:
+    r"""A part's own record agrees with the book: its run, its first new id
+    and its row count."""
+    if not isinstance(own, dict):
+        raise _fail(parts_dir, file, "has no 'partition' record")
+    expected = {'run': meta['run'], 'part': part, 'start': start,
+                'owned': end - start}
+    for key, value in expected.items():
+        if own.get(key) != value:
+            raise _fail(parts_dir, file, f"'partition.{key}' is "
+                        f"{own.get(key)!r}, the book says {value!r}")
+    replicas = own.get('replicas', 0)
+    if own['owned'] + replicas != num_rows:
+        raise _fail(parts_dir, file, f"holds {num_rows} rows, not its "
+                    f"{own['owned']} own and {replicas} replicas")
 
 
 def open_partition(
@@ -279,15 +364,17 @@ def open_partition(
     path = _part_dir(parts_dir, part)
     meta_file = path / 'meta.json'
     if not meta_file.is_file():
-        raise _fail(meta_file, f'missing: part {part} is not in this '
-                    f'directory')
+        raise _fail(parts_dir, meta_file, f'missing: part {part} is not in '
+                    f'this directory')
     if sha256_file(meta_file) != meta['files'].get(
             f'{path.name}/meta.json'):
-        raise _fail(meta_file, 'does not match its checksum in '
+        raise _fail(parts_dir, meta_file, 'does not match its checksum in '
                     'partition.json (a part of another run or dataset?)')
-    book = PartitionBook.load(parts_dir)
+    book = load_book(parts_dir, meta)
     dataset = open_dataset_dir(path, verify='none')
     start, end = book.part_range(part)
+    _check_part(parts_dir, meta_file, dataset.meta.get('partition'), meta,
+                part, start, end, dataset.num_nodes)
     rows = dataset.arrays['global_id'].clone() if 'global_id' in \
         dataset.arrays else torch.arange(start, end)
     topology = None
@@ -317,7 +404,7 @@ def full_topology(parts_dir: PathLike) -> CSCTopology:
         raise ValueError(f"'{parts_dir}': PaGraph's parts overlap and keep "
                          f"only message-flow edges; the whole graph is not "
                          f"in them")
-    book = PartitionBook.load(parts_dir)
+    book = load_book(parts_dir, meta)
     indptrs, indices = [torch.zeros(1, dtype=torch.long)], []
     for part in range(meta['num_parts']):
         topo = open_dataset_dir(_part_dir(parts_dir, part),

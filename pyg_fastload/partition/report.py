@@ -12,7 +12,7 @@ import torch
 
 from ..config import format_bytes
 from ..io import open_dataset_dir
-from .book import PartitionBook
+from .parts import load_book, read_partition_meta
 from .locality import micrograph_locality, remote_local_ratio
 from .parts import full_topology, read_partition_meta
 
@@ -41,7 +41,7 @@ def partition_report(parts_dir: Union[str, 'os.PathLike[str]'],
     """
     parts_dir = Path(parts_dir).expanduser()
     meta = read_partition_meta(parts_dir)
-    book = PartitionBook.load(parts_dir)
+    book = load_book(Path(parts_dir), read_partition_meta(parts_dir))
     parts: List[Dict[str, int]] = []
     train = []
     replicated = meta['method'] == 'pagraph'  # parts overlap: no locality

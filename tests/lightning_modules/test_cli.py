@@ -162,3 +162,36 @@ def test_the_operator_may_allow_more_packages(cache_env, capsys,
     monkeypatch.setenv('PYG_FASTLOAD_ALLOW_IMPORTS', 'os; rm -rf')
     with pytest.raises(SystemExit, match='PYG_FASTLOAD_ALLOW_IMPORTS'):
         main(args)
+
+
+@pytest.mark.reliability(
+    fault='SIGTERM to a running `pyg-fastload fit` (a scheduler stopping it)',
+    behaviour='exit status 143 and a line saying so (was: 0, recorded as a '
+              'success)')
+def test_sigterm_ends_a_fit_with_status_143(cache_env):
+    import signal
+    import time
+    command = [sys.executable, '-m', 'lightning_modules', 'fit', *TINY,
+               '--trainer.max_epochs', '1000', '--trainer.accelerator', 'cpu',
+               '--trainer.enable_progress_bar', 'false',
+               '--trainer.default_root_dir', str(cache_env / 'runs')]
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True,
+                            env=os.environ.copy())
+    try:
+        deadline = time.monotonic() + 240
+        # training has started once the logger wrote its first metrics
+        while not list((cache_env / 'runs').rglob('metrics.csv')) and \
+                not list((cache_env / 'runs').rglob('events.out.*')):
+            assert proc.poll() is None, proc.communicate()[1][-2000:]
+            assert time.monotonic() < deadline, 'training never started'
+            time.sleep(0.5)
+        time.sleep(1)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=30)
+    assert proc.returncode == 143, err[-2000:]
+    assert 'stopped by SIGTERM' in err

@@ -320,3 +320,60 @@ def test_local_parts_serve_rows_of_the_original_graph(parts, method):
                         for s in topo.indices[topo.indptr[d]:
                                               topo.indptr[d + 1]].tolist()}
                 assert need <= edges
+
+
+def _tampered(source, out, edit):
+    r"""A copy of the partition :obj:`source` with :obj:`edit(path, meta)`
+    applied and every checksum in ``partition.json`` made to match."""
+    import hashlib
+    import shutil
+    shutil.copytree(source, out)
+    meta = json.loads((out / 'partition.json').read_text())
+    edit(out, meta)
+    if isinstance(meta.get('files'), dict):
+        for name in meta['files']:
+            meta['files'][name] = hashlib.sha256(
+                (out / name).read_bytes()).hexdigest()
+    (out / 'partition.json').write_text(json.dumps(meta))
+    return out
+
+
+def _offsets(value):
+    return lambda path, meta: np.save(path / 'offsets.npy', value)
+
+
+def _set(key, value):
+    return lambda path, meta: meta.__setitem__(key, value)
+
+
+@pytest.mark.parametrize('edit, match', [
+    (_offsets(np.array([0., 500, 1000, 1500, 2000])), 'holds float64'),
+    (_offsets(np.array([-5, 500, 1000, 1500, 2000])), 'start at 0'),
+    (_offsets(np.array([0, 1500, 1000, 1500, 2000])), 'never decrease'),
+    (_offsets(np.array([0, 500, 1000, 2000])), 'holds 4 boundaries'),
+    (_offsets(np.array([0, 500, 1000, 1500, 1999])), 'ends at 1999'),
+    (lambda path, meta: np.save(path / 'offsets.npy', np.load(
+        path / 'offsets.npy') + np.array([0, -10, 0, 0, 0])),
+     r"part-0/meta\.json: 'partition\.owned' is \d+, the book says \d+"),
+    (lambda path, meta: meta.pop('files'), "'files' is missing"),
+    (_set('files', ['owner.npy']), "'files' is list, expected dict"),
+    (_set('num_parts', '4'), "'num_parts' is str, expected int"),
+    (_set('num_parts', 10**9), r"'num_parts' 1000000000 is outside"),
+    (_set('method', 'magic'), "'method' 'magic' is not one of"),
+    (lambda path, meta: meta['dataset'].update(num_nodes=-1),
+     "'dataset.num_nodes' is -1"),
+])
+@pytest.mark.reliability(
+    fault="a partition book or `partition.json` that lies with its checksums "
+          "updated: `offsets.npy` float, negative, decreasing, of the wrong "
+          "length or contradicting the parts; `files` missing or a list; "
+          "`num_parts` a string or 10^9",
+    behaviour="`DatasetFormatError` naming the file and the field, whose fix "
+              "names the partition directory (was: accepted silently or raw "
+              "Python errors)")
+def test_partition_files_are_validated(parts, tmp_path, edit, match):
+    _, paths = parts
+    path = _tampered(paths['hash'], tmp_path / 'parts', edit)
+    with pytest.raises(DatasetFormatError, match=match) as info:
+        open_partition(path, 0, progress=False)
+    assert f'--out {path} ' in str(info.value)  # the directory, not a part
