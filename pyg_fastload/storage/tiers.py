@@ -90,12 +90,12 @@ class MmapStorage:
         self._dtype = dtype
         self._shape = tuple(int(s) for s in shape)
         itemsize = torch.empty((), dtype=dtype).element_size()
-        expected = offset + int(np.prod(self._shape)) * itemsize
+        self._needed = offset + int(np.prod(self._shape)) * itemsize
         actual = os.path.getsize(self.path)
-        if actual < expected:
+        if actual < self._needed:
             raise ValueError(f"'{self.path}' holds {actual} bytes, but shape "
                              f"{list(self._shape)} of {dtype} needs "
-                             f"{expected}: the file is truncated")
+                             f"{self._needed}: the file is truncated")
         self.offset = offset
         self._map()
         self._fd = os.open(self.path, os.O_RDONLY)
@@ -136,6 +136,17 @@ class MmapStorage:
                          rounding_mode='floor')
         return torch.unique_consecutive(expand_ranges(first,
                                                       last - first + 1))
+
+    def check_size(self) -> None:
+        r"""Raises :class:`OSError` naming the file if it was shortened since
+        it was mapped: reading a mapped page past the end of a file kills
+        the process with ``SIGBUS`` instead of raising."""
+        actual = os.fstat(self._fd).st_size
+        if actual < self._needed:
+            raise OSError(f"'{self.path}' was truncated while in use: it "
+                          f"holds {actual} bytes, its rows need "
+                          f"{self._needed}; restore the file (or prepare the "
+                          f"dataset again) and restart")
 
     def prefetch(self, ids: Tensor) -> int:
         r"""Asks the kernel to start reading the pages of rows :obj:`ids`
@@ -204,6 +215,7 @@ class MmapStorage:
                     requests: Optional[int] = None) -> None:
         r"""Reads sorted distinct :obj:`rows` into :obj:`out` in file order
         (counted as :obj:`requests` requested rows, default one per row)."""
+        self.check_size()
         before = process_read_bytes()
         torch.index_select(self._tensor, 0, rows, out=out)
         after = process_read_bytes()

@@ -1,4 +1,5 @@
 import numpy as np
+import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -92,3 +93,32 @@ def test_window_cache_never_evicts_a_pending_row():
     held = cache.lookup(later)
     assert bool((held >= 0).all())
     assert torch.equal(cache.read(held), TABLE[later])
+
+
+@pytest.mark.reliability(
+    fault="`x.bin` truncated while the default memory-mapped tier reads it",
+    behaviour="`OSError` naming the file and both sizes (was: the process "
+              "killed by SIGBUS, no file named)")
+def test_a_feature_file_truncated_while_mapped_is_an_error(tmp_path):
+    import subprocess
+    import sys
+    import textwrap
+    path = tmp_path / 'x.bin'
+    torch.randn(4096, 16).numpy().tofile(path)
+    script = textwrap.dedent(f'''
+        import os, torch
+        from pyg_fastload.storage.tiers import MmapStorage
+        storage = MmapStorage({str(path)!r}, torch.float32, (4096, 16))
+        out = torch.empty(10, 16)
+        storage.gather(torch.arange(10), out)
+        os.truncate({str(path)!r}, 4096)  # another process shortens it
+        try:
+            storage.gather(torch.arange(4000, 4010), out)
+        except OSError as error:
+            print('refused:', error)
+    ''')
+    done = subprocess.run([sys.executable, '-c', script], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, (done.returncode, done.stderr[-2000:])
+    assert f"refused: '{path}' was truncated while in use: it holds 4096 " \
+           f"bytes, its rows need 262144" in done.stdout
