@@ -65,6 +65,9 @@ class FastLoadCLI(LightningCLI):
             with config_section('data'):
                 self.datamodule.spec.check_device(
                     self.trainer.strategy.root_device)
+            # The dataset's shape and labels, checked before the model
+            # allocates anything by them.
+            self.datamodule.num_classes  # noqa: B018 (reads and checks)
         except ConfigError as error:
             self.parser.error(f"config key '{error.config_key}': "
                               f"{error.detail}")

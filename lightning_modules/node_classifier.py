@@ -12,6 +12,7 @@ from torch_geometric.data import Data
 from torch_geometric.nn import GAT, GCN, MLP, GraphSAGE
 from torchmetrics.classification import MulticlassAccuracy
 
+from pyg_fastload.config import available_memory, format_bytes
 from pyg_fastload.modes.contract import seed_loss, time_steps
 
 from .errors import ConfigError, config_section
@@ -24,6 +25,17 @@ MODELS = ('sage', 'gcn', 'gat', 'mlp')
 #: it no longer needs (PyG's ``trim_to_layer``); GCN's symmetric
 #: normalisation reads source degrees, which trimming changes.
 TRIMMABLE = ('sage', 'gat')
+
+
+def _check_layer_fits(key: str, width: Optional[int], hidden: int) -> None:
+    r"""Refuses a layer of :obj:`width` x :obj:`hidden` float32 weights
+    larger than the memory available, naming :obj:`key`."""
+    available = available_memory()
+    if width is not None and available and width * hidden * 4 > available:
+        raise ConfigError(key, f"{width:,} needs a {width:,} x {hidden} layer "
+                          f"({format_bytes(width * hidden * 4)}), more than "
+                          f"the {format_bytes(available)} of memory "
+                          f"available")
 
 
 class NodeClassifier(pl.LightningModule):
@@ -70,10 +82,15 @@ class NodeClassifier(pl.LightningModule):
         if model not in MODELS:
             raise ConfigError('model', f"{model!r} is not one of {MODELS}")
         for key, value in (('hidden_channels', hidden_channels),
-                           ('num_layers', num_layers), ('heads', heads)):
-            if isinstance(value, bool) or not isinstance(value, int) \
-                    or value < 1:
+                           ('num_layers', num_layers), ('heads', heads),
+                           ('in_channels', in_channels),
+                           ('num_classes', num_classes)):
+            if value is not None and (isinstance(value, bool) or not
+                                      isinstance(value, int) or value < 1):
                 raise ConfigError(key, f"{value!r} must be a positive int")
+        for key, value in (('in_channels', in_channels),
+                           ('num_classes', num_classes)):
+            _check_layer_fits(key, value, hidden_channels)
         if model == 'gat' and hidden_channels % heads:
             raise ConfigError('hidden_channels',
                               f"{hidden_channels} must be divisible by "
@@ -113,15 +130,20 @@ class NodeClassifier(pl.LightningModule):
     def configure_model(self) -> None:
         r"""Builds the network from the data module's feature width and
         class count when they were not given."""
+        datamodule = getattr(self._trainer, 'datamodule', None)
+        labels = getattr(datamodule, 'num_classes', None)
+        given = self.hparams.num_classes
+        if labels is not None and given is not None and given < labels:
+            raise ConfigError('num_classes', f"{given} is fewer than the "
+                              f"data's {labels} classes (labels up to "
+                              f"{labels - 1}); leave it out to take the "
+                              f"data's")
         if self.net is not None:
             return
-        datamodule = getattr(self._trainer, 'datamodule', None)
         in_channels = self.hparams.in_channels
-        num_classes = self.hparams.num_classes
+        num_classes = given if given is not None else labels
         if in_channels is None:
             in_channels = getattr(datamodule, 'num_features', None)
-        if num_classes is None:
-            num_classes = getattr(datamodule, 'num_classes', None)
         if in_channels is None or num_classes is None:
             raise ConfigError(
                 'in_channels' if in_channels is None else 'num_classes',

@@ -75,8 +75,17 @@ class OnDiskDataset:
 
     @property
     def num_classes(self) -> Optional[int]:
+        r"""``meta.json``'s class count, if it gives one (a positive int:
+        a string, a float or a bool is an error naming the field)."""
         value = self.meta.get('num_classes')
-        return None if value is None else int(value)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int) or \
+                value < 1:
+            raise DatasetFormatError(
+                f"{self.path / 'meta.json'}: 'num_classes' is {value!r}, "
+                f"expected a positive int (or no 'num_classes')")
+        return value
 
     def _spec(self, name: str) -> Dict[str, Any]:
         specs = self.meta['arrays']

@@ -15,9 +15,38 @@ from ..caching import open_dataset, stores_from_data
 from ..config import SettingError
 from ..datasets import PRESETS, load_data_file, load_synthetic
 from ..io import DatasetFormatError, open_dataset_dir
+from ..loader.inputs import check_has_features
 from .spec import LoadingSpec
 
-__all__ = ['DatasetSource', 'directory_metadata', 'split_seeds']
+__all__ = ['DatasetSource', 'check_classes', 'directory_metadata',
+           'split_seeds']
+
+
+def check_classes(y: Optional[Tensor], num_nodes: int,
+                  num_classes: Optional[int], where: str) -> int:
+    r"""The number of classes of node labels :obj:`y`, checked before a
+    model allocates one output per class: labels are class indices in
+    ``[0, num_classes)`` (default: up to the largest label), and there are
+    no more classes than nodes."""
+    if y is None or y.numel() == 0:
+        raise SettingError('dataset', f"{where} has no node labels 'y'")
+    if y.dtype.is_floating_point or y.dtype == torch.bool:
+        raise SettingError('dataset', f"{where}: labels 'y' are {y.dtype}; "
+                           f"give class indices as integers")
+    low, high = int(y.min()), int(y.max())
+    if low < 0:
+        raise SettingError('dataset', f"{where}: label {low} is negative; "
+                           f"labels are class indices 0..C-1")
+    count = high + 1 if num_classes is None else num_classes
+    if high >= count:
+        raise SettingError('dataset', f"{where}: label {high} is not below "
+                           f"'num_classes' = {count}")
+    if count > max(num_nodes, 1):
+        raise SettingError('dataset', f"{where}: {count:,} classes (label "
+                           f"{high:,}) for {num_nodes:,} nodes; labels must "
+                           f"be class indices 0..C-1 (relabel them with "
+                           f"torch.unique(y, return_inverse=True))")
+    return count
 
 
 def split_seeds(data: Any, split: str) -> Tensor:
@@ -93,9 +122,12 @@ class DatasetSource:
                                   progress=self.progress).to_data()
         if isinstance(self.source, Path):
             try:
-                self.source = load_data_file(self.source)
-            except DatasetFormatError as error:  # also UnsafeFileError
-                raise SettingError('dataset', str(error)) from None
+                data = load_data_file(self.source)
+                check_has_features(data)  # before anything is sized by it
+            except (DatasetFormatError, ValueError) as error:
+                raise SettingError('dataset', f"'{self.source}': {error}") \
+                    from None
+            self.source = data
         return self.source
 
     def metadata(self) -> Tuple[int, int]:
@@ -106,7 +138,8 @@ class DatasetSource:
         if self.kind == 'dir':
             return directory_metadata(self.source)
         data = self.in_memory()
-        return data.num_features, int(data.y.max()) + 1
+        return data.num_features, check_classes(
+            data.get('y'), data.num_nodes, None, 'the dataset')
 
     def open(self, spec: LoadingSpec, device: Any) -> Any:
         r"""What a loader reads: a ``Data`` (in memory, no caches asked
@@ -136,8 +169,10 @@ class DatasetSource:
 def directory_metadata(path: Path) -> Tuple[int, int]:
     r"""``(num_features, num_classes)`` of a dataset directory (classes from
     the labels when ``meta.json`` does not say)."""
-    dataset = open_dataset_dir(path, verify='none')
-    num_classes = dataset.num_classes
-    if num_classes is None:
-        num_classes = int(dataset.arrays['y'].max()) + 1
-    return dataset.num_features, num_classes
+    try:
+        dataset = open_dataset_dir(path, verify='none')
+        num_classes = dataset.num_classes
+    except DatasetFormatError as error:
+        raise SettingError('dataset', str(error)) from None
+    return dataset.num_features, check_classes(
+        dataset.arrays.get('y'), dataset.num_nodes, num_classes, f"'{path}'")

@@ -82,3 +82,15 @@ def test_unknown_size_without_data_module():
         model(None)
     with pytest.raises(ConfigError, match='in_channels'):
         model.configure_model()
+
+
+@pytest.mark.parametrize('key, value, match', [
+    ('num_classes', 10**11, r'needs a 100,000,000,000 x 256 layer'),
+    ('num_classes', -3, 'must be a positive int'),
+    ('in_channels', 'x', 'must be a positive int'),
+    ('num_classes', 2.5, 'must be a positive int'),
+])
+def test_layer_widths_are_checked_before_allocating(key, value, match):
+    with pytest.raises(ConfigError, match=match) as info:
+        NodeClassifier(**{key: value})
+    assert info.value.key == key
