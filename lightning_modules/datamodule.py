@@ -134,8 +134,6 @@ class FastLoadDataModule(pl.LightningDataModule):
         self.collectives: Optional[Collectives] = None
         self._meta: Optional[Tuple[int, int]] = None
 
-    # What the model and the monitors read ####################################
-
     @property
     def num_features(self) -> int:
         r"""Width of the node features ``x``."""
@@ -177,8 +175,7 @@ class FastLoadDataModule(pl.LightningDataModule):
     # Lightning hooks #########################################################
 
     @config_section('data')
-    def prepare_data(self) -> None:
-        r"""Generates and caches a synthetic preset (once per machine)."""
+    def prepare_data(self) -> None:  # a preset is generated once per machine
         if self.loading.source is not None:
             self.loading.source.prepare()
 
@@ -193,6 +190,7 @@ class FastLoadDataModule(pl.LightningDataModule):
         self._check_trainer(context)
         self.spec.check_device(self.device)
         self.collectives = Collectives(context, self.traffic)
+        self.collectives.start_heartbeat()
         self.loading.open(self.collectives, self.device)
 
     def _check_trainer(self, context: DistContext) -> None:
@@ -218,9 +216,11 @@ class FastLoadDataModule(pl.LightningDataModule):
 
     def teardown(self, stage: Optional[str] = None) -> None:
         r"""Stops what the mode runs beside the stores (DSP's launch
-        coordinator), on every rank, at the end of fit."""
+        coordinator) at the end of fit, and the heartbeat, on every rank."""
         if stage == 'fit':
             self.loading.close()
+        if self.collectives is not None:
+            self.collectives.stop_heartbeat()
 
     def train_dataloader(self) -> FastNeighborLoader:
         return self._loader('train')

@@ -101,7 +101,7 @@ class DistributedMonitor(Callback):
                            pl_module: pl.LightningModule, outputs: Any,
                            batch: Any, batch_idx: int) -> None:
         self._steps += 1
-        if self._collectives is not None:
+        if self._collectives is not None:  # labels the heartbeats
             self._collectives.heartbeat(trainer.global_step)
 
     def on_train_epoch_end(self, trainer: pl.Trainer,

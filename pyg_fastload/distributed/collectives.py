@@ -20,11 +20,10 @@ from torch import Tensor
 
 from .context import DistContext, DistributedError
 from .counters import TrafficCounters
+from .heartbeat import FAILED as _FAILED, Heartbeat, silence_for
 
 __all__ = ['Collectives']
 
-_FAILED = 'pyg_fastload/failed/'
-_SEEN = 'pyg_fastload/seen/'
 
 
 class Collectives:
@@ -56,6 +55,7 @@ class Collectives:
         self.stage = stage
         self._batch = -1
         self._phase = 0
+        self._heartbeat: Optional[Heartbeat] = None
         self.counters = counters if counters is not None \
             else TrafficCounters()
         if device is None:  # NCCL moves CUDA tensors only
@@ -111,33 +111,36 @@ class Collectives:
             pass
         return found
 
-    def heartbeat(self, step: int) -> None:
-        r"""Records that this rank reached :obj:`step` (the time and step
-        of the last heartbeat name a rank that was killed or hangs)."""
-        if not self.context.is_distributed:
+    def start_heartbeat(self, silence: Optional[float] = None) -> None:
+        r"""Starts this rank's heartbeat thread (:class:`Heartbeat`): a rank
+        silent for :obj:`silence` seconds (default: :func:`silence_for` the
+        timeout) is named, killed if it runs on this machine, and this rank
+        stops, long before a collective's timeout would end it."""
+        if not self.context.is_distributed or self._heartbeat is not None:
             return
-        try:
-            store = dist.distributed_c10d._get_default_store()
-            store.set(f'{_SEEN}{self.rank}', f'{time.time()} {step}')
-        except Exception:
-            pass
+        store = dist.distributed_c10d._get_default_store()
+        self._heartbeat = Heartbeat(
+            store, self.rank, self.world_size,
+            silence or silence_for(self.context.timeout.total_seconds()))
+        self._heartbeat.start()
+
+    def stop_heartbeat(self) -> None:
+        r"""Stops the heartbeat, telling the others this rank is done."""
+        if self._heartbeat is not None:
+            self._heartbeat.stop()
+            self._heartbeat = None
+
+    def heartbeat(self, step: int) -> None:
+        r"""Records the step this rank reached (named with its beats)."""
+        if self._heartbeat is not None:
+            self._heartbeat.step = step
 
     def last_heard(self) -> List[str]:
         r"""``'rank R: last heard N s ago at step S'`` for every other rank
-        that sent a heartbeat, the longest silent first."""
-        heard = []
-        try:
-            store = dist.distributed_c10d._get_default_store()
-            now = time.time()
-            for rank in range(self.world_size):
-                key = f'{_SEEN}{rank}'
-                if rank != self.rank and store.check([key]):
-                    when, step = store.get(key).decode().split()
-                    heard.append((now - float(when), rank, step))
-        except Exception:
+        this rank's heartbeat has heard, the longest silent first."""
+        if self._heartbeat is None:
             return []
-        return [f'rank {rank}: last heard {ago:.1f}s ago at step {step}'
-                for ago, rank, step in sorted(heard, reverse=True)]
+        return self._heartbeat.last_heard()
 
     def _wait(self, op: str, work: dist.Work) -> None:
         try:

@@ -148,13 +148,46 @@ def test_a_failing_rank_ends_the_run(pagraph_parts, tmp_path, kill):
     if kill:  # the survivor names the silent rank
         assert re.search(r'pyg-fastload: rank 0 stopped: no rank reported '
                          r'a failure \(killed\?\); rank 1: last heard '
-                         r'[0-9.]+s ago at step [0-9]+', result.stderr)
+                         r'[0-9.]+s ago at step [0-9]+', result.stderr), \
+            result.stderr[-3000:]
     else:
         assert 'pyg-fastload: rank 1 failed (ValueError: injected failure ' \
             'at batch 3); told the others' in result.stderr
         assert 'pyg-fastload: rank 0 stopped: failed: rank 1: ValueError: ' \
             'injected failure at batch 3' in result.stderr
     # no stray rank left behind
+    left = subprocess.run(['pgrep', '-f', str(config)], capture_output=True,
+                          text=True).stdout.split()
+    assert left == []
+
+
+@pytest.mark.reliability(
+    fault='a rank frozen mid-epoch (SIGSTOP: every thread stops) in a 2-rank '
+          'fit whose collective timeout is 2 minutes',
+    behaviour="the other rank names it ('rank 1: last heard N s ago') within "
+              "a fifth of the timeout, kills it and stops; no stray process "
+              "(was: held for the full timeout, the frozen rank left behind)")
+def test_a_frozen_rank_is_named_and_ended_early(pagraph_parts, tmp_path):
+    import time
+    dataset_dir, _ = pagraph_parts
+    config = _config(tmp_path, {'dataset': str(dataset_dir),
+                                'dist_timeout': 120})
+    text = config.read_text().replace('trainer:\n', (
+        'trainer:\n  callbacks:\n  - class_path: '
+        'tests.distributed.faults.FailOnRank\n    init_args:\n'
+        '      freeze: true\n'), 1).replace("'0:01:00'", "'0:02:00'")
+    config.write_text(text)
+    root = str(Path(__file__).resolve().parents[2])
+    started = time.monotonic()
+    result = _fit(['--config', str(config)], tmp_path,
+                  env={'PYTHONPATH': root, 'PYG_FASTLOAD_ALLOW_IMPORTS':
+                       'tests.distributed.faults'}, timeout=200)
+    elapsed = time.monotonic() - started
+    assert result.returncode != 0
+    assert re.search(r'pyg-fastload: rank 0 stopping: rank 1: last heard '
+                     r'[0-9]+s ago at step [0-9]+ \(frozen\?\)',
+                     result.stderr), result.stderr[-3000:]
+    assert elapsed < 110, elapsed  # start-up + 24 s of silence, not 120 s
     left = subprocess.run(['pgrep', '-f', str(config)], capture_output=True,
                           text=True).stdout.split()
     assert left == []
