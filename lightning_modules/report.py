@@ -25,6 +25,10 @@ METRICS_CSV = 'metrics.csv'
 _CONSUMER_KEYS = ('model', 'waiting')
 
 
+#: The record fields that hold text (every other leaf is a number or null).
+_TEXT_KEYS = ('loader', )
+
+
 def _read_json(path: Path) -> List[Dict[str, Any]]:
     try:
         data = json.loads(path.read_text())
@@ -33,7 +37,33 @@ def _read_json(path: Path) -> List[Dict[str, Any]]:
     if not isinstance(data, dict) or data.get('format') != STATS_FORMAT:
         raise ValueError(f"'{path}' is not a LoaderMonitor stats file (no "
                          f"\"format\": \"{STATS_FORMAT}\")")
-    return data['epochs']
+    epochs = data.get('epochs')
+    if not isinstance(epochs, list) or not all(
+            isinstance(e, dict) for e in epochs):
+        raise ValueError(f"'{path}': 'epochs' is not a list of records "
+                         f"(a damaged or hand-edited stats file)")
+    for i, epoch in enumerate(epochs):
+        bad = _not_a_number({k: v for k, v in epoch.items()
+                             if k not in _TEXT_KEYS})
+        if bad is not None:
+            raise ValueError(f"'{path}': epoch record {i}: '{bad[0]}' is "
+                             f"{bad[1]!r}, not a number (a damaged or "
+                             f"hand-edited stats file)")
+    return epochs
+
+
+def _not_a_number(value: Any, key: str = '') -> Optional[Tuple[str, Any]]:
+    r"""``(key, value)`` of the first leaf of :obj:`value` (nested dicts)
+    that is neither a number nor null."""
+    if isinstance(value, dict):
+        for name, item in value.items():
+            found = _not_a_number(item, f'{key}.{name}' if key else name)
+            if found is not None:
+                return found
+        return None
+    if value is None or (isinstance(value, (int, float))):
+        return None
+    return key, value
 
 
 def _float(text: str) -> Optional[float]:

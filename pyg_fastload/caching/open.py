@@ -74,6 +74,13 @@ def open_dataset(
     if topology is not None and topology.num_nodes != dataset.num_nodes:
         raise ValueError(f"'topology' has {topology.num_nodes} nodes, the "
                          f"dataset '{path}' {dataset.num_nodes}")
+    space = dataset.meta.get('index_space', dataset.num_nodes)
+    if topology is None and space != dataset.num_nodes:
+        raise ValueError(f"'{path}' is a part of a partition: its neighbour "
+                         f"ids index {space} nodes, it holds "
+                         f"{dataset.num_nodes}; open it with pyg_fastload."
+                         f"partition.open_partition (or give the partition "
+                         f"directory to a partitioned mode)")
     feature_store = TieredFeatureStore(device)
     for name, tensor in dataset.arrays.items():
         if tensor.dim() >= 2 and not cache.in_memory:

@@ -3,6 +3,7 @@ and validated before any training starts."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import warnings
@@ -165,7 +166,7 @@ def _check_spec(key: str, spec: Any, meta_file: Path, fix: str) -> None:
         raise bad('the entry is not an object')
     file = spec.get('file')
     if not isinstance(file, str) or not file or os.path.basename(file) != \
-            file or file in ('.', '..'):
+            file or file in ('.', '..') or '\x00' in file:
         raise bad(f"'file' = {file!r} is not a plain file name")
     try:
         dtype = numpy_dtype(spec.get('dtype'))
@@ -176,8 +177,11 @@ def _check_spec(key: str, spec: Any, meta_file: Path, fix: str) -> None:
             isinstance(d, int) and not isinstance(d, bool) and d >= 0
             for d in shape):
         raise bad(f"'shape' = {shape!r} is not a non-empty list of sizes")
+    expected = math.prod(shape) * dtype.itemsize  # exact, no overflow
+    if expected >= MAX_ARRAY_BYTES:
+        raise bad(f"'shape' = {shape!r} would be {expected:,} bytes, more "
+                  f"than any file here (2^48)")
     num_bytes = spec.get('bytes')
-    expected = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
     if num_bytes != expected:
         raise bad(f"'bytes' = {num_bytes!r} does not match "
                   f"{spec['dtype']} {shape} ({expected} bytes)")
@@ -185,6 +189,11 @@ def _check_spec(key: str, spec: Any, meta_file: Path, fix: str) -> None:
     if not isinstance(sha, str) or not re.fullmatch(r'[0-9a-f]{64}', sha):
         raise bad(f"'sha256' = {sha!r} is not a hex SHA-256 digest")
 
+
+#: The largest array a ``meta.json`` may describe, and the largest
+#: ``meta.json`` read (a dataset's is a few KiB).
+MAX_ARRAY_BYTES = 2**48
+MAX_META_BYTES = 2**22
 
 #: This machine's memory: files larger than a quarter of it are mapped
 #: read-only.
@@ -273,11 +282,15 @@ def open_dataset_dir(path: PathLike, verify: str = 'size',
     if not meta_file.is_file():
         raise _fail(meta_file, 'missing, so this is not a complete '
                     'pyg-fastload dataset directory', generic_fix)
+    if meta_file.stat().st_size > MAX_META_BYTES:
+        raise _fail(meta_file, f'{meta_file.stat().st_size:,} bytes, more '
+                    f'than a meta.json holds', generic_fix)
     try:
         with open(meta_file) as f:
             meta = json.load(f)
-    except (OSError, ValueError) as exc:
-        raise _fail(meta_file, f'unreadable ({exc})', generic_fix) from None
+    except (OSError, ValueError, RecursionError) as exc:
+        raise _fail(meta_file, f'unreadable ({type(exc).__name__}: '
+                    f'{str(exc)[:200]})', generic_fix) from None
     if not isinstance(meta, dict):
         raise _fail(meta_file, 'does not hold a JSON object', generic_fix)
     fix = _reprepare(meta, path)

@@ -93,6 +93,32 @@ def replace_directory(new: Path, path: Path, token: str) -> None:
     _fsync_dir(path.parent)
 
 
+def _tree_bytes(path: Path) -> int:
+    r"""Bytes of the regular files under :obj:`path`, never following a
+    link."""
+    total = 0
+    for root, _, files in os.walk(path, followlinks=False):
+        for name in files:
+            stat = os.lstat(os.path.join(root, name))
+            if not os.path.islink(os.path.join(root, name)):
+                total += stat.st_size
+    return total
+
+
+def _remove_leftover(leftover: Path) -> str:
+    r"""Removes a dead run's staging directory and says what was removed;
+    a link planted in its place is removed as a link (its target is never
+    sized nor touched)."""
+    if leftover.is_symlink():
+        leftover.unlink()
+        return f"removed the link '{leftover.name}' (its target untouched)"
+    size = _tree_bytes(leftover)
+    shutil.rmtree(leftover, ignore_errors=True)
+    if os.path.lexists(leftover):
+        return f"could not remove '{leftover}': remove it by hand"
+    return f"removed '{leftover.name}' ({size:,} bytes) left by a run that died"
+
+
 def recover(path: PathLike, verbose: bool = True) -> List[str]:
     r"""Repairs and cleans what runs that died while writing :obj:`path`
     left beside it; returns what was done. A run is known dead when its
@@ -123,12 +149,8 @@ def recover(path: PathLike, verbose: bool = True) -> List[str]:
                 done.append(f"restored '{path}' from '{old.name}' (a run "
                             f"died while replacing it)")
             for leftover in (old, tmp):
-                if leftover.exists():
-                    size = sum(f.stat().st_size for f in leftover.rglob('*')
-                               if f.is_file())
-                    shutil.rmtree(leftover, ignore_errors=True)
-                    done.append(f"removed '{leftover.name}' ({size:,} "
-                                f"bytes) left by a run that died")
+                if os.path.lexists(leftover):
+                    done.append(_remove_leftover(leftover))
             lock_file.unlink(missing_ok=True)
     locked = {p.name[len(prefix + 'lock-'):] for p in siblings
               if p.name.startswith(prefix + 'lock-')}

@@ -24,6 +24,10 @@ def check_input_nodes(input_nodes: Any, num_nodes: int) -> Optional[Tensor]:
         raise NotImplementedError(
             f"'input_nodes={input_nodes!r}' names a node type, which only "
             f"heterogeneous graphs have. " + HETERO_UNSUPPORTED)
+    if isinstance(input_nodes, (set, frozenset, dict)):
+        raise TypeError(f"'input_nodes' is a {type(input_nodes).__name__}, "
+                        f"which has no order: pass a tensor or a list (e.g. "
+                        f"torch.tensor(sorted(input_nodes)))")
     if isinstance(input_nodes, np.ndarray):
         input_nodes = torch.from_numpy(input_nodes)
     elif not isinstance(input_nodes, Tensor):
@@ -84,6 +88,14 @@ def check_has_features(data: Any) -> None:
                 "the data object has no node features 'x': set 'data.x' "
                 "(a [num_nodes, num_features] tensor) before building the "
                 "loader")
+        x = data.x
+        if not isinstance(x, Tensor) or x.layout != torch.strided or \
+                x.device.type == 'meta':
+            what = type(x).__name__ if not isinstance(x, Tensor) else (
+                f'a {x.layout} tensor' if x.layout != torch.strided
+                else 'a tensor on the meta device (no values)')
+            raise ValueError(f"'data.x' is {what}: give a dense tensor "
+                             f"with values (e.g. x.to_dense())")
         num_nodes = data.num_nodes
         for key, value in data.items():
             if (key == 'x' or data.is_node_attr(key)) and isinstance(

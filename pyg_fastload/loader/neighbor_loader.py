@@ -328,6 +328,17 @@ class FastNeighborLoader(NodeLoader):
             self._auto_decision = share >= PIPELINE_MIN_LOAD_SHARE
         return self._auto_decision
 
+    def __getstate__(self) -> dict:
+        r"""What worker processes get (``num_workers > 0``, e.g. with
+        ``multiprocessing_context='spawn'``): not the generator, whose state
+        cannot travel through shared memory and which the workers never use
+        (shuffling happens here; workers are seeded from it), nor the stop
+        flags of this process's pipelines."""
+        state = self.__dict__.copy()
+        state['generator'] = None
+        state['_stops'] = []
+        return state
+
     def __del__(self) -> None:
         for stop in getattr(self, '_stops', ()):
             stop.set()

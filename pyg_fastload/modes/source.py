@@ -153,7 +153,7 @@ class DatasetSource:
                     num_neighbors=spec.num_neighbors,
                     batch_size=spec.batch_size, verify=spec.verify,
                     progress=spec.progress)
-            except DatasetFormatError as error:
+            except (DatasetFormatError, ValueError) as error:
                 raise SettingError('dataset', str(error)) from None
         data = self.in_memory()
         if spec.feature_cache is None:

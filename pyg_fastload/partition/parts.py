@@ -383,7 +383,8 @@ def open_partition(
         topology, _ = local_topology(dataset.topology, rows, book.num_nodes)
     feature_store, graph_store = open_dataset(
         path, cache, device=device, verify=verify, progress=progress,
-        topology=topology, num_neighbors=num_neighbors,
+        topology=dataset.topology if topology is None else topology,
+        num_neighbors=num_neighbors,
         batch_size=batch_size)
     if not local:
         graph_store = CSCGraphStore(dataset.topology)

@@ -335,3 +335,41 @@ def test_arrays_larger_than_a_quarter_of_memory_map_read_only(
     assert torch.equal(small, big)
     x_modes = [mode for name, mode in modes if name == 'x.bin']
     assert x_modes == ['c', 'r']  # x: 128 KB, over a quarter of 4 KiB
+
+
+def _edited_meta(tiny_dir, tmp_path, edit):
+    import shutil
+    path = tmp_path / 'ds'
+    shutil.copytree(tiny_dir[0], path)
+    meta = json.loads((path / 'meta.json').read_text())
+    edit(meta)
+    (path / 'meta.json').write_text(json.dumps(meta) if isinstance(
+        meta, dict) else meta)
+    return path
+
+
+@pytest.mark.reliability(
+    fault="a `meta.json` nested 100,000 levels deep, a NUL byte in an array's "
+          "file name, a shape of 2^70",
+    behaviour="`DatasetFormatError` naming `meta.json` and the field (was: "
+              "raw RecursionError / ValueError, or an overflowed size)")
+@pytest.mark.parametrize('edit, match', [
+    (lambda meta: meta['arrays']['x'].update(file='x\x00.bin'),
+     r"array 'x': 'file' = 'x\\x00.bin' is not a plain file name"),
+    (lambda meta: meta['arrays']['x'].update(shape=[2**70, 1]),
+     r"array 'x': 'shape' = \[1180591620717411303424, 1\] would be"),
+])
+def test_hostile_meta_json_fields(tiny_dir, tmp_path, edit, match):
+    path = _edited_meta(tiny_dir, tmp_path, edit)
+    with pytest.raises(DatasetFormatError, match=match):
+        open_dataset_dir(path)
+
+
+def test_a_deeply_nested_meta_json(tiny_dir, tmp_path):
+    path = tmp_path / 'ds'
+    import shutil
+    shutil.copytree(tiny_dir[0], path)
+    (path / 'meta.json').write_text('[' * 100_000 + ']' * 100_000)
+    with pytest.raises(DatasetFormatError, match=r"meta\.json: unreadable "
+                       r"\(RecursionError"):
+        open_dataset_dir(path)

@@ -111,3 +111,21 @@ def test_both_replacement_paths_give_the_new_dataset(tmp_path, monkeypatch,
     write(path, 1.0)
     assert bool((write(path, 5.0, overwrite=True).arrays['x'] == 5.0).all())
     assert siblings(path) == []
+
+
+@pytest.mark.reliability(
+    fault="a link to another directory planted as a dead run's staging "
+          "directory",
+    behaviour="the link is removed as a link; its target is neither sized "
+              "nor touched (was: reported removing the target's bytes)")
+def test_a_planted_link_is_never_followed(tmp_path):
+    import os
+    target = tmp_path / 'elsewhere'
+    target.mkdir()
+    (target / 'big').write_bytes(b'x' * 100_000)
+    (tmp_path / '.ds.lock-dead').touch()  # its run is dead: lockable
+    (tmp_path / '.ds.tmp-dead').symlink_to(target)
+    done = recover(tmp_path / 'ds', verbose=False)
+    assert done == ["removed the link '.ds.tmp-dead' (its target untouched)"]
+    assert (target / 'big').stat().st_size == 100_000
+    assert not os.path.lexists(tmp_path / '.ds.tmp-dead')

@@ -65,3 +65,25 @@ def test_cli_prints_paths_and_fails_clearly(tmp_path_factory, tmp_path,
     with pytest.raises(SystemExit, match='pyg-fastload report: error: '
                        "'logdir' .*missing' is not a directory"):
         report.run(parser.parse_args([str(tmp_path / 'missing')]))
+
+
+@pytest.mark.reliability(
+    fault="a malformed `fastload_stats.json` given to `pyg-fastload report`",
+    behaviour="a one-line error naming the file and the field (was: a raw "
+              "traceback)")
+def test_a_malformed_stats_file_is_named(tmp_path):
+    import json
+    run = tmp_path / 'logs' / 'version_0'
+    run.mkdir(parents=True)
+    stats = run / 'fastload_stats.json'
+    parser = argparse.ArgumentParser()
+    report.add_arguments(parser)
+    for epochs, match in (
+            ('many', "'epochs' is not a list of records"),
+            ([{'seeds_per_s': 'fast'}], "epoch record 0: 'seeds_per_s' is "
+                                        "'fast', not a number")):
+        stats.write_text(json.dumps({'format': report.STATS_FORMAT,
+                                     'epochs': epochs}))
+        with pytest.raises(SystemExit, match=f"pyg-fastload report: error: "
+                           f"'{stats}': {match}"):
+            report.run(parser.parse_args([str(tmp_path / 'logs')]))

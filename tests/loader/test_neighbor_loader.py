@@ -282,3 +282,37 @@ def test_temporal_strategy_and_is_sorted_are_not_ignored(graph):
                                                                    True)]
     assert torch.equal(batches[0].n_id, batches[1].n_id)
     assert torch.equal(batches[0].edge_index, batches[1].edge_index)
+
+
+@pytest.mark.reliability(
+    fault="`input_nodes` given as a set; a sparse or meta-device `x`",
+    behaviour="`TypeError`/`ValueError` naming the argument and the fix "
+              "(was: raw torch errors)")
+def test_unordered_seeds_and_valueless_features_are_refused(graph):
+    with pytest.raises(TypeError, match="'input_nodes' is a set, which has "
+                       "no order"):
+        FastNeighborLoader(graph, [2], input_nodes={1, 2})
+    sparse = graph.clone()
+    sparse.x = graph.x.to_sparse()
+    with pytest.raises(ValueError, match="'data.x' is a torch.sparse_coo "
+                       "tensor: give a dense tensor"):
+        FastNeighborLoader(sparse, [2])
+    meta = graph.clone()
+    meta.x = torch.empty(graph.num_nodes, 8, device='meta')
+    with pytest.raises(ValueError, match="'data.x' is a tensor on the meta "
+                       "device"):
+        FastNeighborLoader(meta, [2])
+
+
+@pytest.mark.reliability(
+    fault="`num_workers` with `multiprocessing_context='spawn'` and "
+          "`generator=`",
+    behaviour="the workers load every batch (the generator stays in the "
+              "main process; was: the workers died)")
+def test_spawned_workers_with_a_generator(graph):
+    loader = FastNeighborLoader(graph, [3, 2], batch_size=50, num_workers=1,
+                                multiprocessing_context='spawn',
+                                generator=torch.Generator().manual_seed(0))
+    batches = list(loader)
+    assert sum(int(b.batch_size) for b in batches) == graph.num_nodes
+    assert loader.generator is not None  # kept here

@@ -377,3 +377,19 @@ def test_partition_files_are_validated(parts, tmp_path, edit, match):
     with pytest.raises(DatasetFormatError, match=match) as info:
         open_partition(path, 0, progress=False)
     assert f'--out {path} ' in str(info.value)  # the directory, not a part
+
+
+@pytest.mark.reliability(
+    fault="a part directory (neighbour ids index the whole graph) opened as "
+          "a dataset of its own",
+    behaviour="`ValueError` naming the directory and `open_partition` (was: "
+              "an IndexError while sampling)")
+def test_a_part_is_not_opened_as_a_dataset(parts):
+    from pyg_fastload.caching import open_dataset
+    _, paths = parts
+    with pytest.raises(ValueError, match="is a part of a partition: its "
+                       "neighbour ids index 2000 nodes"):
+        open_dataset(paths['hash'] / 'part-0', progress=False)
+    features, graph, _ = open_partition(paths['hash'], 0, progress=False)
+    assert graph.topology.num_nodes == features.get_tensor_size(
+        group_name=None, attr_name='x', index=None)[0]
