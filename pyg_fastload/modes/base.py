@@ -27,6 +27,7 @@ def _digest(text: str) -> int:
     return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8],
                           'little') >> 1
 
+
 #: ``(data, seeds, rank sampler)`` of one split's loader.
 Plan = Tuple[Any, Optional[Tensor], Optional[RankSeedSampler]]
 
