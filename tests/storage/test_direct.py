@@ -36,9 +36,9 @@ def test_direct_reads_return_exactly_the_files_rows(table, direct, data):
     n = x.size(0)
     ids = torch.tensor(data.draw(st.lists(st.integers(0, n - 1), max_size=300)
                                  ) + [n - 1], dtype=torch.long)  # last row
+    merge_gap = data.draw(st.integers(0, 2))
     storage = DirectStorage(path, x.dtype, x.shape, in_flight=data.draw(
-        st.integers(1, 8)), merge_gap=data.draw(st.integers(0, 2)),
-        direct=direct)
+        st.integers(1, 8)), merge_gap=merge_gap, direct=direct)
     out = torch.empty((ids.numel(), *x.shape[1:]), dtype=x.dtype)
     storage.gather(ids, out)
     assert torch.equal(out, x[ids])
@@ -46,10 +46,11 @@ def test_direct_reads_return_exactly_the_files_rows(table, direct, data):
     counters = storage.counters
     assert counters.requests == ids.numel()
     assert counters.hits == distinct.numel()
-    # whole blocks: at least the rows' bytes, at most a block per row more
+    # whole blocks: at least the rows' bytes; at most, per row, the blocks
+    # its ends share with others and the gap merged up to the next row
     row_bytes = x[0].numel() * x.element_size()
     assert distinct.numel() * row_bytes <= counters.device_bytes <= \
-        distinct.numel() * (row_bytes + 2 * 4096)
+        distinct.numel() * (row_bytes + (2 + merge_gap) * 4096)
 
 
 def test_merging_touching_rows_makes_one_read(tmp_path):
