@@ -163,19 +163,18 @@ def test_a_failing_rank_ends_the_run(pagraph_parts, tmp_path, kill):
 
 @pytest.mark.reliability(
     fault='a rank frozen mid-epoch (SIGSTOP: every thread stops) in a 2-rank '
-          'fit whose collective timeout is 2 minutes',
+          'fit whose collective timeout is 60 s',
     behaviour="the other rank names it ('rank 1: last heard N s ago') within "
               "a fifth of the timeout, kills it and stops; no stray process "
               "(was: held for the full timeout, the frozen rank left behind)")
 def test_a_frozen_rank_is_named_and_ended_early(pagraph_parts, tmp_path):
     import time
     dataset_dir, _ = pagraph_parts
-    config = _config(tmp_path, {'dataset': str(dataset_dir),
-                                'dist_timeout': 120})
+    config = _config(tmp_path, {'dataset': str(dataset_dir)})  # timeout 60 s
     text = config.read_text().replace('trainer:\n', (
         'trainer:\n  callbacks:\n  - class_path: '
         'tests.distributed.faults.FailOnRank\n    init_args:\n'
-        '      freeze: true\n'), 1).replace("'0:01:00'", "'0:02:00'")
+        '      freeze: true\n'), 1)
     config.write_text(text)
     root = str(Path(__file__).resolve().parents[2])
     started = time.monotonic()
@@ -184,10 +183,12 @@ def test_a_frozen_rank_is_named_and_ended_early(pagraph_parts, tmp_path):
                        'tests.distributed.faults'}, timeout=200)
     elapsed = time.monotonic() - started
     assert result.returncode != 0
-    assert re.search(r'pyg-fastload: rank 0 stopping: rank 1: last heard '
-                     r'[0-9]+s ago at step [0-9]+ \(frozen\?\)',
-                     result.stderr), result.stderr[-3000:]
-    assert elapsed < 110, elapsed  # start-up + 24 s of silence, not 120 s
+    found = re.search(r'pyg-fastload: rank 0 stopping: rank 1: last heard '
+                      r'([0-9]+)s ago at step [0-9]+ \(frozen\?\)',
+                      result.stderr)
+    assert found, result.stderr[-3000:]
+    assert int(found.group(1)) < 30  # a fifth of the timeout: 12 s
+    assert elapsed < 100, elapsed
     left = subprocess.run(['pgrep', '-f', str(config)], capture_output=True,
                           text=True).stdout.split()
     assert left == []
