@@ -10,6 +10,7 @@ naming the operation and any rank that reported its own failure
 (:meth:`Collectives.report_failure`)."""
 from __future__ import annotations
 
+import hashlib
 import math
 import time
 from typing import Any, List, Optional, Sequence
@@ -22,7 +23,15 @@ from .context import DistContext, DistributedError
 from .counters import TrafficCounters
 from .heartbeat import FAILED as _FAILED, Heartbeat, silence_for
 
-__all__ = ['Collectives']
+__all__ = ['Collectives', 'digest']
+
+
+def digest(text: str) -> int:
+    r"""A positive 63-bit digest of :obj:`text`: what ranks gather to
+    compare strings in one collective (0 is free to mean "failed")."""
+    value = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8],
+                           'little') >> 1
+    return value or 1
 
 
 

@@ -5,7 +5,6 @@ part of another partitioning or a world size that does not match the
 number of parts is an error on every rank, not a hang."""
 from __future__ import annotations
 
-import hashlib
 import os
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple, Union
@@ -16,7 +15,7 @@ from ..config import FeatureCache
 from ..partition import PartitionBook, open_partition
 from ..partition.parts import read_partition_meta
 from ..storage import CSCGraphStore, TieredFeatureStore
-from .collectives import Collectives
+from .collectives import Collectives, digest
 from .context import DistributedError
 
 __all__ = ['open_rank_part', 'partition_identity']
@@ -29,12 +28,6 @@ def partition_identity(meta: Dict[str, Any]) -> str:
     return (f"run {meta.get('run')} method {meta.get('method')} parts "
             f"{meta.get('num_parts')} dataset {dataset.get('name')} "
             f"{dataset.get('meta_sha256')}")
-
-
-def _digest(text: str) -> int:
-    value = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8],
-                           'little', signed=True)
-    return value or 1  # 0 means "failed"
 
 
 def open_rank_part(
@@ -90,7 +83,7 @@ def open_rank_part(
                                 progress=progress, local=local,
                                 num_neighbors=num_neighbors,
                                 batch_size=batch_size, verify=verify)
-        code = _digest(partition_identity(meta))
+        code = digest(partition_identity(meta))
     except (OSError, ValueError) as exc:  # incl. DatasetFormatError
         error = f"{Path(parts_dir)}: {exc}"
         collectives.report_failure(error)

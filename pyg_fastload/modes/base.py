@@ -4,7 +4,6 @@ teardown. A mode is one subclass; nothing outside the mode classes compares
 mode names."""
 from __future__ import annotations
 
-import hashlib
 import os
 from pathlib import Path
 from typing import Any, ClassVar, Dict, Optional, Tuple
@@ -15,17 +14,13 @@ from torch_geometric.data import Data
 
 from ..config import SettingError
 from ..distributed import Collectives, DistributedError
+from ..distributed.collectives import digest
 from ..distributed.seeds import RankSeedSampler, rank_seed_sampler, shard
 from ..loader import FastNeighborLoader
 from .source import DatasetSource, directory_metadata, split_seeds
 from .spec import LoadingSpec
 
 __all__ = ['LoadingMode', 'Plan']
-
-
-def _digest(text: str) -> int:
-    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8],
-                          'little') >> 1
 
 
 #: ``(data, seeds, rank sampler)`` of one split's loader.
@@ -142,7 +137,7 @@ class LoadingMode:
         seed = os.environ.get('PL_GLOBAL_SEED', 'unset')
         shared = {'mode': self.name, 'seed_everything': seed}
         mine = dict(self.spec.digests(),
-                    **{k: _digest(v) for k, v in shared.items()})
+                    **{k: digest(v) for k, v in shared.items()})
         names = sorted(mine)
         table = collectives.all_gather_ints(
             [mine[n] for n in names], 'compare the loading settings')

@@ -4,7 +4,6 @@ r"""One frozen, validated description of how a run loads its batches
 is a :class:`~pyg_fastload.config.SettingError` naming its key."""
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Literal, Optional, Union
@@ -12,6 +11,7 @@ from typing import Any, Callable, Dict, List, Literal, Optional, Union
 import torch_geometric.transforms as T
 
 from ..config import FeatureCache, SettingError, check_fanouts
+from ..distributed.collectives import digest
 from ..distributed.dsp import LAUNCH_ORDERS
 from ..io.format import VERIFY_MODES
 
@@ -163,13 +163,9 @@ class LoadingSpec:
     def digests(self) -> Dict[str, int]:
         r"""A 63-bit digest of every setting the ranks of a run must share
         (all but ``progress``), by name: ranks compare them at start-up."""
-        out = {}
-        for name in sorted(self.__dataclass_fields__):
-            if name not in RANK_LOCAL:
-                text = repr(getattr(self, name)).encode()
-                out[name] = int.from_bytes(
-                    hashlib.sha256(text).digest()[:8], 'little') >> 1
-        return out
+        return {name: digest(repr(getattr(self, name)))
+                for name in sorted(self.__dataclass_fields__)
+                if name not in RANK_LOCAL}
 
     def check_device(self, device: Any) -> None:
         r"""Refuses ``storage='gds'`` (reads into GPU memory) on a run whose

@@ -31,6 +31,7 @@ from ..graph.topology import CSCTopology
 from ..graph.ranges import expand_ranges
 from ..io import DatasetFormatError, open_dataset_dir, write_dataset_dir
 from ..io.format import sha256_file
+from ..io.reader import MAX_META_BYTES
 from ..io.staging import StagedDirectory, check_target
 from ..storage import CSCGraphStore, TieredFeatureStore
 from .book import BOOK_FILES, PartitionBook, renumber
@@ -57,8 +58,6 @@ def _is_partition(path: Path) -> bool:
 
 #: The most parts a partition may claim (checked before anything is read).
 MAX_PARTS = 2**16
-#: The largest ``partition.json`` read (a partition's is a few KiB).
-MAX_META_BYTES = 2**20
 _WHAT = 'pyg-fastload partition (no partition.json)'
 
 
