@@ -97,9 +97,9 @@ class LoadingSpec:
     mode: fan-outs and batch sizes (training and evaluation), the feature
     caches, the pipeline, the checks of dataset files, the partitioned
     modes' settings and the collectives' timeout. Built once (checked in
-    :meth:`__post_init__`); the modes, openers and loaders read it, never
-    their own copies of its fields. Use :meth:`create` to fill the
-    evaluation defaults and accept dicts."""
+    :meth:`__post_init__`, which also fills the evaluation defaults and
+    accepts dicts for the nested settings); the modes, openers and loaders
+    read it, never their own copies of its fields."""
     num_neighbors: List[int] = field(default_factory=lambda: [15, 10, 5])
     batch_size: int = 1024
     eval_num_neighbors: Optional[List[int]] = None
@@ -153,7 +153,19 @@ class LoadingSpec:
             raise SettingError('launch_order', f"{self.launch_order!r} is "
                                f"not one of {', '.join(LAUNCH_ORDERS)}")
         if isinstance(self.mode_options, dict):
+            unknown = set(self.mode_options) - set(
+                ModeOptions.__dataclass_fields__)
+            if unknown:
+                raise SettingError('mode_options', f"unknown keys "
+                                   f"{sorted(unknown)}; known: "
+                                   f"{sorted(ModeOptions.__dataclass_fields__)}")
             put(self, 'mode_options', ModeOptions(**self.mode_options))
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int):
+            raise SettingError('seed', f"{self.seed!r} must be an int")
+        for key in ('drop_last', 'progress'):
+            if not isinstance(getattr(self, key), bool):
+                raise SettingError(key, f"{getattr(self, key)!r} must be "
+                                   f"true or false")
         if isinstance(self.dist_timeout, bool) or not isinstance(
                 self.dist_timeout, (int, float)) or self.dist_timeout <= 0:
             raise SettingError('dist_timeout', f'{self.dist_timeout!r} must '

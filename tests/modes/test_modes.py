@@ -35,6 +35,9 @@ from ..conftest import random_graph
     ({'launch_order': 'random'}, 'launch_order'),
     ({'mode_options': {'sampling': 'edge'}}, 'mode_options.sampling'),
     ({'dist_timeout': 0}, 'dist_timeout'),
+    ({'mode_options': {'merge': 1}}, 'mode_options'),
+    ({'seed': '0'}, 'seed'),
+    ({'drop_last': 'yes'}, 'drop_last'),
 ])
 def test_the_spec_names_the_setting_at_fault(settings, key):
     with pytest.raises(SettingError) as info:
