@@ -27,7 +27,8 @@ SUBCOMMANDS = ('fit', 'validate', 'test', 'predict')
 #: strategies, plugins, profilers). Anything else, ``os.system`` included, is
 #: refused before it is imported.
 IMPORT_ALLOWLIST = ('pyg_fastload', 'lightning_modules', 'pytorch_lightning',
-                    'lightning_fabric', 'lightning.pytorch', 'lightning.fabric')
+                    'lightning_fabric', 'lightning.pytorch',
+                    'lightning.fabric')
 
 #: The environment variable naming more packages a config may import from
 #: (comma-separated, e.g. the operator's own callbacks: ``my_project``).
