@@ -116,7 +116,8 @@ def _remove_leftover(leftover: Path) -> str:
     shutil.rmtree(leftover, ignore_errors=True)
     if os.path.lexists(leftover):
         return f"could not remove '{leftover}': remove it by hand"
-    return f"removed '{leftover.name}' ({size:,} bytes) left by a run that died"
+    return (f"removed '{leftover.name}' ({size:,} bytes) left by a run that "
+            f"died")
 
 
 def recover(path: PathLike, verbose: bool = True) -> List[str]:

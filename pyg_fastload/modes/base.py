@@ -18,10 +18,15 @@ from ..distributed.collectives import digest
 from ..distributed.seeds import RankSeedSampler, rank_seed_sampler, shard
 from ..loader import FastNeighborLoader
 from .source import DatasetSource, directory_metadata, split_seeds
-from .spec import LoadingSpec
+from .spec import LoadingSpec, ModeOptions
 
 __all__ = ['LoadingMode', 'Plan']
 
+
+#: The groups of :class:`ModeOptions`: their fields and the mode they
+#: belong to.
+_OPTION_GROUPS = {'dsp': (('sampling', 'seeds'), 'dsp'),
+                  'hopgnn': (('merges', 'merge_search'), 'hopgnn')}
 
 #: ``(data, seeds, rank sampler)`` of one split's loader.
 Plan = Tuple[Any, Optional[Tensor], Optional[RankSeedSampler]]
@@ -46,6 +51,9 @@ class LoadingMode:
     #: Every rank must take part in every batch (collective sampling or
     #: feature fetching over the parts).
     collective: ClassVar[bool] = False
+    #: The groups of :class:`ModeOptions` the mode takes (others must stay
+    #: at their defaults).
+    option_groups: ClassVar[Tuple[str, ...]] = ()
 
     def __init__(self, spec: LoadingSpec,
                  source: Optional[DatasetSource] = None,
@@ -75,15 +83,16 @@ class LoadingMode:
         return cls.partition_method == method
 
     def _check_options(self, spec: LoadingSpec) -> None:
-        r"""Refuses mode options this mode would ignore."""
+        r"""Refuses mode options this mode would ignore (those outside
+        :attr:`option_groups`)."""
         options = spec.mode_options
-        if (options.sampling, options.seeds) != ('node', 'own'):
-            raise SettingError('mode_options', f"'sampling' and 'seeds' are "
-                               f"options of mode 'dsp', not {self.name!r}")
-        if options.merges or options.merge_search:
-            raise SettingError('mode_options', f"'merges' and "
-                               f"'merge_search' are options of mode "
-                               f"'hopgnn', not {self.name!r}")
+        for group, (keys, owner) in _OPTION_GROUPS.items():
+            default = ModeOptions()
+            if group not in self.option_groups and any(
+                    getattr(options, k) != getattr(default, k) for k in keys):
+                names = ' and '.join(map(repr, keys))
+                raise SettingError('mode_options', f"{names} are options of "
+                                   f"mode {owner!r}, not {self.name!r}")
 
     def _partitions_hint(self, partitions: Optional[str]) -> str:
         if partitions is None:

@@ -84,16 +84,10 @@ class DSP(_Partitioned):
     name = 'dsp'
     partition_method = 'metis'
     collective = True
+    option_groups = ('dsp', )
     #: HopGNN: the whole topology on every rank, a root router.
     feature_centric = False
     dsp: Optional[DSPRank] = None
-
-    def _check_options(self, spec: Any) -> None:
-        options = spec.mode_options
-        if options.merges or options.merge_search:
-            raise SettingError('mode_options', f"'merges' and "
-                               f"'merge_search' are options of mode "
-                               f"'hopgnn', not {self.name!r}")
 
     @classmethod
     def accepts_partition(cls, method: str) -> bool:
@@ -149,12 +143,7 @@ class HopGNN(DSP):
     steps."""
     name = 'hopgnn'
     feature_centric = True
-
-    def _check_options(self, spec: Any) -> None:
-        options = spec.mode_options
-        if (options.sampling, options.seeds) != ('node', 'own'):
-            raise SettingError('mode_options', f"'sampling' and 'seeds' are "
-                               f"options of mode 'dsp', not {self.name!r}")
+    option_groups = ('hopgnn', )
 
     @property
     def global_seeds(self) -> bool:

@@ -153,12 +153,11 @@ class LoadingSpec:
             raise SettingError('launch_order', f"{self.launch_order!r} is "
                                f"not one of {', '.join(LAUNCH_ORDERS)}")
         if isinstance(self.mode_options, dict):
-            unknown = set(self.mode_options) - set(
-                ModeOptions.__dataclass_fields__)
+            known = sorted(ModeOptions.__dataclass_fields__)
+            unknown = sorted(set(self.mode_options) - set(known))
             if unknown:
-                raise SettingError('mode_options', f"unknown keys "
-                                   f"{sorted(unknown)}; known: "
-                                   f"{sorted(ModeOptions.__dataclass_fields__)}")
+                raise SettingError('mode_options', f"unknown keys {unknown}; "
+                                   f"known: {known}")
             put(self, 'mode_options', ModeOptions(**self.mode_options))
         if isinstance(self.seed, bool) or not isinstance(self.seed, int):
             raise SettingError('seed', f"{self.seed!r} must be an int")
