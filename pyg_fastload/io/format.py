@@ -120,6 +120,12 @@ def to_numpy(chunk: Any, what: str) -> Tuple[np.ndarray, str]:
     return array, array.dtype.name
 
 
+def is_sha256(value: object) -> bool:
+    r"""Whether :obj:`value` is a hex SHA-256 digest (as files record)."""
+    return isinstance(value, str) and re.fullmatch(r'[0-9a-f]{64}', value) \
+        is not None
+
+
 def sha256_file(file: Path, bar: Optional[tqdm] = None) -> str:
     sha = hashlib.sha256()
     with open(file, 'rb') as f:

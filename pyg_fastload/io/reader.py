@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import re
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +24,7 @@ from .format import (
     TOPOLOGY_ARRAYS,
     VERIFY_MODES,
     DatasetFormatError,
+    is_sha256,
     numpy_dtype,
     sha256_file,
     torch_dtype,
@@ -186,7 +186,7 @@ def _check_spec(key: str, spec: Any, meta_file: Path, fix: str) -> None:
         raise bad(f"'bytes' = {num_bytes!r} does not match "
                   f"{spec['dtype']} {shape} ({expected} bytes)")
     sha = spec.get('sha256')
-    if not isinstance(sha, str) or not re.fullmatch(r'[0-9a-f]{64}', sha):
+    if not is_sha256(sha):
         raise bad(f"'sha256' = {sha!r} is not a hex SHA-256 digest")
 
 

@@ -12,7 +12,6 @@ the book.
 from __future__ import annotations
 
 import json
-import re
 import os
 import resource
 import time
@@ -30,7 +29,7 @@ from ..graph.local import local_topology
 from ..graph.topology import CSCTopology
 from ..graph.ranges import expand_ranges
 from ..io import DatasetFormatError, open_dataset_dir, write_dataset_dir
-from ..io.format import sha256_file
+from ..io.format import is_sha256, sha256_file
 from ..io.reader import MAX_META_BYTES
 from ..io.staging import StagedDirectory, check_target
 from ..storage import CSCGraphStore, TieredFeatureStore
@@ -212,9 +211,6 @@ def _fail(parts_dir: Path, file: Path, what: str) -> DatasetFormatError:
         f'--overwrite`')
 
 
-_HEX64 = re.compile(r'^[0-9a-f]{64}$')
-
-
 def _check_schema(parts_dir: Path, file: Path, meta: Any) -> None:
     r"""``partition.json``'s fields and their types."""
     if not isinstance(meta, dict) or meta.get('format') != PARTITION_FORMAT:
@@ -237,7 +233,7 @@ def _check_schema(parts_dir: Path, file: Path, meta: Any) -> None:
         raise _fail(parts_dir, file, f"'num_parts' {meta['num_parts']} is "
                     f"outside [1, {MAX_PARTS}]")
     for name, digest in meta['files'].items():
-        if not isinstance(digest, str) or not _HEX64.match(digest):
+        if not is_sha256(digest):
             raise _fail(parts_dir, file, f"'files' maps {name!r} to "
                         f"{digest!r}, not a SHA-256")
     num_nodes = meta['dataset'].get('num_nodes')
