@@ -145,6 +145,11 @@ def test_help_lists_every_command(capsys):
         assert name in out
 
 
+@pytest.mark.reliability(
+    fault="`PYG_FASTLOAD_ALLOW_IMPORTS` set to something not a package path "
+          "(`os; rm -rf`)",
+    behaviour="the command stops naming the variable and the value; a valid "
+              "package there lets its classes be named, nothing else")
 def test_the_operator_may_allow_more_packages(cache_env, capsys,
                                               monkeypatch):
     callback = json.dumps({'class_path': 'tests.distributed.faults.'
