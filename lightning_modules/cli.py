@@ -55,8 +55,7 @@ def restrict_imports() -> None:
 
 class FastLoadCLI(LightningCLI):
     r"""LightningCLI with pyg-fastload's defaults: the loader and
-    distributed monitor callbacks, ``use_distributed_sampler: false`` (the
-    data module shards seeds by rank itself), seed 0, and configuration
+    distributed monitor callbacks, seed 0, and configuration
     errors reported with their config key
     (``data.feature_cache.host_budget``) before anything trains."""
     def instantiate_classes(self) -> None:
@@ -102,10 +101,8 @@ def run_cli(args: Optional[List[str]] = None) -> FastLoadCLI:
     restrict_imports()
     return FastLoadCLI(
         NodeClassifier, FastLoadDataModule,
-        # The data module splits the seeds across ranks itself.
         trainer_defaults={'callbacks': [LoaderMonitor(),
-                                        DistributedMonitor()],
-                          'use_distributed_sampler': False},
+                                        DistributedMonitor()]},
         seed_everything_default=0,
         save_config_kwargs={'overwrite': True},
         parser_kwargs={'prog': 'pyg-fastload'},

@@ -70,7 +70,8 @@ class FastLoadDataModule(pl.LightningDataModule):
             ``'dsp'`` (disjoint parts serving the graph collectively) or
             ``'hopgnn'`` (roots trained where their features live).
             Partitioned modes evaluate on :obj:`dataset` if given, else on
-            the parts. Needs ``trainer.use_distributed_sampler: false``.
+            the parts. Each loader's sampler is a ``DistributedSampler``
+            over this rank's seeds, which Lightning keeps as it is.
         partitions (str, optional): the partition directory of the modes
             ``'pagraph'``, ``'dsp'`` and ``'hopgnn'``.
         dist_timeout (float): seconds any collective between ranks may
@@ -187,22 +188,10 @@ class FastLoadDataModule(pl.LightningDataModule):
             return
         context = DistContext.current(
             timedelta(seconds=self.spec.dist_timeout))
-        self._check_trainer(context)
         self.spec.check_device(self.device)
         self.collectives = Collectives(context, self.traffic)
         self.collectives.start_heartbeat()
         self.loading.open(self.collectives, self.device)
-
-    def _check_trainer(self, context: DistContext) -> None:
-        trainer = self.trainer
-        if trainer is None or not context.is_distributed:
-            return
-        if trainer._accelerator_connector.use_distributed_sampler:
-            raise ConfigError('use_distributed_sampler', 'must be false: '
-                              'FastLoadDataModule splits the seeds across '
-                              'ranks itself (set trainer.'
-                              'use_distributed_sampler: false)',
-                              section='trainer')
 
     @config_section('data')
     def _loader(self, split: str) -> FastNeighborLoader:

@@ -130,7 +130,10 @@ class NodeClassifier(pl.LightningModule):
     def configure_model(self) -> None:
         r"""Builds the network from the data module's feature width and
         class count when they were not given."""
-        datamodule = getattr(self._trainer, 'datamodule', None)
+        try:
+            datamodule = self.trainer.datamodule
+        except RuntimeError:  # not attached to a trainer
+            datamodule = None
         labels = getattr(datamodule, 'num_classes', None)
         given = self.hparams.num_classes
         if labels is not None and given is not None and given < labels:

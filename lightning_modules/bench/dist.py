@@ -86,7 +86,7 @@ def _config(args: argparse.Namespace, log_dir: Path, mode: Optional[str],
             nprocs: int, seed: int, parts: Optional[str]) -> Dict[str, Any]:
     trainer: Dict[str, Any] = {
         'accelerator': 'cpu', 'devices': nprocs, 'max_epochs': args.epochs,
-        'use_distributed_sampler': False, 'enable_progress_bar': False,
+        'enable_progress_bar': False,
         'enable_model_summary': False, 'num_sanity_val_steps': 0,
         'logger': [{'class_path': 'pytorch_lightning.loggers.CSVLogger',
                     'init_args': {'save_dir': str(log_dir), 'name': 'fit'}}],

@@ -7,12 +7,12 @@ from __future__ import annotations
 from typing import Iterator, Optional
 
 import torch
-from torch.utils.data import Sampler
+from torch.utils.data import DistributedSampler
 
 from .collectives import Collectives
 
-__all__ = ['RankSeedSampler', 'agree_num_batches', 'rank_seed_sampler',
-           'shard']
+__all__ = ['RankSeedSampler', 'agree_num_batches', 'in_order',
+           'rank_seed_sampler', 'shard']
 
 
 def shard(seeds: torch.Tensor, rank: int, world_size: int) -> torch.Tensor:
@@ -35,8 +35,11 @@ def agree_num_batches(collectives: Collectives, num_seeds: int,
     return agreed
 
 
-class RankSeedSampler(Sampler[int]):
+class RankSeedSampler(DistributedSampler):
     r"""Yields :obj:`num_samples` positions into a rank's seeds per epoch.
+    A ``DistributedSampler``, so that Lightning (whose
+    ``use_distributed_sampler`` replaces any other sampler) keeps it; its
+    order comes from :obj:`generator`, never from ``set_epoch``.
 
     * ``shard_across_ranks=True`` (every rank holds all seeds): one
       permutation of all :obj:`num_seeds` seeds, the same on every rank
@@ -64,16 +67,16 @@ class RankSeedSampler(Sampler[int]):
                  generator: Optional[torch.Generator] = None, rank: int = 0,
                  world_size: int = 1, shard_across_ranks: bool = False,
                  shuffle: bool = True):
-        if num_seeds < 1:
+        if num_seeds < 1 and num_samples > 0:
             raise ValueError(f"'num_seeds' = {num_seeds} must be >= 1: this "
                              f"rank has no seeds")
+        super().__init__(range(num_seeds), num_replicas=world_size,
+                         rank=rank, shuffle=shuffle)
         self.num_seeds = num_seeds
         self.num_samples = num_samples
         self.generator = generator
-        self.rank = rank
         self.world_size = world_size
         self.shard_across_ranks = shard_across_ranks
-        self.shuffle = shuffle
 
     def _pass(self) -> torch.Tensor:
         if self.shuffle:
@@ -95,6 +98,13 @@ class RankSeedSampler(Sampler[int]):
 
     def __len__(self) -> int:
         return self.num_samples
+
+
+def in_order(num_seeds: int, collectives: Collectives) -> RankSeedSampler:
+    r"""A sampler of this rank's :obj:`num_seeds` evaluation seeds (already
+    its share), each once, in order."""
+    return RankSeedSampler(num_seeds, num_seeds, None, collectives.rank,
+                           collectives.world_size, shuffle=False)
 
 
 def rank_seed_sampler(collectives: Collectives, num_seeds: int,

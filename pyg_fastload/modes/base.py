@@ -15,7 +15,8 @@ from torch_geometric.data import Data
 from ..config import SettingError
 from ..distributed import Collectives, DistributedError
 from ..distributed.collectives import digest
-from ..distributed.seeds import RankSeedSampler, rank_seed_sampler, shard
+from ..distributed.seeds import (RankSeedSampler, in_order,
+                                 rank_seed_sampler, shard)
 from ..loader import FastNeighborLoader
 from .source import DatasetSource, directory_metadata, split_seeds
 from .spec import LoadingSpec, ModeOptions
@@ -190,10 +191,9 @@ class LoadingMode:
         if not distributed and self.partitions is None:
             return data, seeds, None  # one process: the plain loader
         if not train and not (on_parts and self.collective):
-            if on_parts:
-                return data, seeds, None  # each part evaluates its own
-            return data, shard(seeds, collectives.rank,
-                               collectives.world_size), None
+            if not on_parts:  # each part evaluates its own, else a share
+                seeds = shard(seeds, collectives.rank, collectives.world_size)
+            return data, seeds, in_order(seeds.numel(), collectives)
         spec = self.spec
         try:
             sampler = rank_seed_sampler(
@@ -212,8 +212,9 @@ class LoadingMode:
             return data, None, None
         num_nodes = data.num_nodes if isinstance(data, Data) else \
             data[1].topology.num_nodes
-        return data, shard(torch.arange(num_nodes), collectives.rank,
-                           collectives.world_size), None
+        seeds = shard(torch.arange(num_nodes), collectives.rank,
+                      collectives.world_size)
+        return data, seeds, in_order(seeds.numel(), collectives)
 
     def loader(self, split: str, generator: torch.Generator,
                device: Optional[torch.device] = None) -> FastNeighborLoader:

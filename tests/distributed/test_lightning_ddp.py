@@ -24,7 +24,6 @@ def _config(tmp_path: Path, data: dict, devices: int = 2) -> Path:
                 'class_path': 'pytorch_lightning.strategies.DDPStrategy',
                 'init_args': {'process_group_backend': 'gloo',
                               'timeout': '0:01:00'}},
-            'use_distributed_sampler': False,
             'enable_progress_bar': False, 'enable_model_summary': False,
             'logger': [{'class_path': 'pytorch_lightning.loggers.CSVLogger',
                         'init_args': {'save_dir': str(tmp_path / 'logs'),

@@ -172,9 +172,7 @@ def test_fit_beats_chance_and_resume_gives_same_next_batch(cache_dir,
         assert torch.equal(resumed.first[epoch], straight.first[epoch])
 
 
-def test_distributed_settings_are_checked(tiny_dir, monkeypatch):
-    from types import SimpleNamespace
-
+def test_distributed_settings_are_checked(tiny_dir):
     dataset_dir = tiny_dir
     with pytest.raises(ConfigError, match="mode 'pagraph' needs a partition"):
         FastLoadDataModule(dataset=str(dataset_dir), mode='pagraph')
@@ -185,17 +183,6 @@ def test_distributed_settings_are_checked(tiny_dir, monkeypatch):
         FastLoadDataModule(dataset=str(dataset_dir), mode='ring')
     with pytest.raises(ConfigError, match="'dist_timeout': 0 must be"):
         FastLoadDataModule(dataset=str(dataset_dir), dist_timeout=0)
-    # two ranks with Lightning's sampler injection on: refused, named
-    monkeypatch.setenv('RANK', '0')
-    monkeypatch.setenv('WORLD_SIZE', '2')
-    datamodule = FastLoadDataModule(dataset=str(dataset_dir))
-    connector = SimpleNamespace(use_distributed_sampler=True)
-    datamodule.trainer = SimpleNamespace(
-        _accelerator_connector=connector,
-        strategy=SimpleNamespace(root_device=torch.device('cpu')))
-    with pytest.raises(ConfigError) as info:
-        datamodule.setup('fit')
-    assert info.value.config_key == 'trainer.use_distributed_sampler'
 
 
 @pytest.mark.parametrize('mode, options, key, text', [

@@ -110,3 +110,38 @@ def test_the_batch_contract():
                           torch.nn.functional.cross_entropy(
                               logits, y, reduction='sum') / 4)
     assert time_steps(batch) == [batch]
+
+
+def _samplers(rank, world):
+    from torch.utils.data import DistributedSampler
+    data = random_graph(num_nodes=300, num_edges=3000)
+    data.val_mask = ~data.train_mask
+    mode = Replicated(LoadingSpec(num_neighbors=[4], batch_size=16),
+                      DatasetSource(data))
+    mode.open(Collectives(DistContext.current(timedelta(seconds=30))),
+              torch.device('cpu'))
+    kept, seeds = {}, {}
+    for split in ('train', 'val', 'predict'):
+        loader = mode.loader(split, torch.Generator().manual_seed(1))
+        kept[split] = isinstance(loader.sampler, DistributedSampler)
+        seeds[split] = torch.cat([b.n_id[:b.batch_size] for b in loader])
+    return kept, {split: s.tolist() for split, s in seeds.items()}, {
+        split: getattr(data, f'{split}_mask').nonzero().view(-1).tolist()
+        for split in ('train', 'val')}
+
+
+@pytest.mark.timeout(120)
+def test_lightning_keeps_the_ranks_samplers():
+    # Lightning's use_distributed_sampler replaces any sampler that is not
+    # a DistributedSampler (splitting the rank's share again)
+    from ..distributed.ranks import run_ranks
+    results = run_ranks(_samplers, 2)
+    assert results[0][0] == results[1][0] == 'ok', results
+    (k0, s0, masks), (k1, s1, _) = results[0][1], results[1][1]
+    assert all(k0.values()) and all(k1.values())
+    assert sorted(s0['val'] + s1['val']) == masks['val']  # each seed once
+    assert sorted(s0['predict'] + s1['predict']) == list(range(300))
+    share = -(-len(masks['train']) // 2)  # one pass, then wrapping
+    first = set(s0['train'][:share]), set(s1['train'][:share])
+    assert sorted(first[0] | first[1]) == masks['train']
+    assert len(first[0] & first[1]) <= 1  # the padding
