@@ -1,4 +1,4 @@
-r"""``python -m lightning_modules`` is the ``pyg-fastload`` command."""
+r"""``python -m pyg_fastload.lightning`` is the ``pyg-fastload`` command."""
 from .command import main
 
 if __name__ == '__main__':

@@ -41,7 +41,7 @@ _COMM_FAILURES = ('Connection closed by peer', 'Connection reset',
 class DistributedMonitor(Callback):
     r"""Per-rank step counts and traffic of every training epoch.
 
-    With a :class:`~lightning_modules.FastLoadDataModule` the counters are
+    With a :class:`~pyg_fastload.lightning.FastLoadDataModule` the counters are
     the data module's (its collectives count sampling and feature
     traffic); the gradient buckets are counted by a DDP communication hook
     registered at the start of fit (unless another hook is registered).

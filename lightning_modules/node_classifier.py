@@ -45,7 +45,7 @@ class NodeClassifier(pl.LightningModule):
     Loss and accuracy are computed on the first ``batch.batch_size`` nodes
     (the seeds). :obj:`in_channels` and :obj:`num_classes` may be left out
     when training with a data module that knows them
-    (:class:`~lightning_modules.FastLoadDataModule`); they are then read
+    (:class:`~pyg_fastload.lightning.FastLoadDataModule`); they are then read
     from it before the model is built and saved in the checkpoint.
 
     Args:

@@ -1,5 +1,5 @@
 r"""``pyg-fastload report LOGDIR``: plots what
-:class:`~lightning_modules.callbacks.LoaderMonitor` recorded (throughput,
+:class:`~pyg_fastload.lightning.callbacks.LoaderMonitor` recorded (throughput,
 cache hit ratios and the loader's time breakdown per epoch) as PNG files."""
 from __future__ import annotations
 
@@ -237,7 +237,7 @@ _PLOTS = (('throughput.png', _plot_throughput),
 def make_report(logdir: PathLike,
                 out_dir: Optional[PathLike] = None) -> List[Path]:
     r"""Plots every run under :obj:`logdir`: the ``fastload_stats.json``
-    files :class:`~lightning_modules.callbacks.LoaderMonitor` writes (e.g.
+    files :class:`~pyg_fastload.lightning.callbacks.LoaderMonitor` writes (e.g.
     ``lightning_logs/version_N/``, searched recursively) or, in a directory
     without one, Lightning's ``metrics.csv`` with its columns.
 
@@ -271,7 +271,7 @@ def make_report(logdir: PathLike,
         raise FileNotFoundError(
             f"no '{STATS_FILENAME}' and no '{METRICS_CSV}' with "
             f"'throughput/...' columns under {str(logdir)!r}: train with "
-            f"lightning_modules.LoaderMonitor among the Trainer's callbacks "
+            f"pyg_fastload.lightning.LoaderMonitor among the Trainer's callbacks "
             f"and pass its log directory (e.g. lightning_logs)")
     written = []
     for run_dir, records in runs:

@@ -16,7 +16,7 @@ REFERENCE = ROOT / 'docs' / 'guide' / 'configuration.md'
 
 def sections() -> List[Tuple[str, type]]:
     r"""``(config key prefix, class)`` of every documented option table."""
-    from lightning_modules import FastLoadDataModule, NodeClassifier
+    from pyg_fastload.lightning import FastLoadDataModule, NodeClassifier
     from pyg_fastload.config import FeatureCache
     from pyg_fastload.modes import ModeOptions
     return [('data', FastLoadDataModule), ('data.feature_cache', FeatureCache),

@@ -1,6 +1,6 @@
 r"""Accuracy parity: the same
-:class:`~lightning_modules.NodeClassifier` trained through
-:class:`~lightning_modules.FastLoadDataModule` and through PyG's
+:class:`~pyg_fastload.lightning.NodeClassifier` trained through
+:class:`~pyg_fastload.lightning.FastLoadDataModule` and through PyG's
 ``LightningNodeData`` (``NeighborLoader``) on Cora and CiteSeer (public
 Planetoid split), with the same seeds; mean test accuracy over the seeds must
 agree within 1.5 points.
@@ -16,7 +16,7 @@ final epoch (no model selection). Published full-batch GCN: Cora 81.5%,
 CiteSeer 70.3%.
 
 Run ``pyg-fastload bench accuracy`` or
-``python -m lightning_modules.bench.accuracy``.
+``python -m pyg_fastload.lightning.bench.accuracy``.
 """
 from __future__ import annotations
 
@@ -130,9 +130,9 @@ def load_planetoid(root: str, name: str) -> Data:
 
 def fit_once(data: Data, side: str, seed: int,
              args: argparse.Namespace) -> Dict[str, float]:
-    r"""Trains a :class:`~lightning_modules.NodeClassifier` for
+    r"""Trains a :class:`~pyg_fastload.lightning.NodeClassifier` for
     ``args.epochs`` epochs with the loader of :obj:`side` (``'fastload'``:
-    :class:`~lightning_modules.FastLoadDataModule`, which tells the model
+    :class:`~pyg_fastload.lightning.FastLoadDataModule`, which tells the model
     its widths; ``'pyg'``: ``LightningNodeData``, widths given) after
     ``pl.seed_everything(seed)``, and evaluates the final model.
 

@@ -12,7 +12,7 @@ Run ``pyg-fastload bench dist --partitions PARTS_DIR [PARTS_DIR ...]
 --nprocs 2`` (one part per rank; ``pagraph`` uses the PaGraph partition,
 ``dsp`` and ``hopgnn`` a disjoint one; the whole dataset is found through
 ``partition.json`` or given with ``--dataset``) or
-``python -m lightning_modules.bench.dist``.
+``python -m pyg_fastload.lightning.bench.dist``.
 """
 from __future__ import annotations
 

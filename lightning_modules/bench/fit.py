@@ -1,5 +1,5 @@
-r"""``trainer.fit`` speed: the same :class:`~lightning_modules.NodeClassifier`
-fed by :class:`~lightning_modules.FastLoadDataModule` and by PyG's
+r"""``trainer.fit`` speed: the same :class:`~pyg_fastload.lightning.NodeClassifier`
+fed by :class:`~pyg_fastload.lightning.FastLoadDataModule` and by PyG's
 ``LightningNodeData`` (``NeighborLoader``, each ``num_workers``). The
 headline ratio is like for like: the same untrimmed model on both
 (``trim=False``). Beside it, FastLoadDataModule with its default
@@ -16,7 +16,7 @@ trained model is validated on the same first ``--val-batches`` validation
 batches (same seed nodes, independently sampled neighbourhoods).
 
 Run ``pyg-fastload bench fit --preset products-like --batches 5`` or
-``python -m lightning_modules.bench.fit``.
+``python -m pyg_fastload.lightning.bench.fit``.
 """
 from __future__ import annotations
 

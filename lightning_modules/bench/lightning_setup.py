@@ -18,7 +18,7 @@ def node_data_module(data: Data, num_neighbors: List[int], batch_size: int,
                      eval_batch_size: Optional[int] = None
                      ) -> pl.LightningDataModule:
     r"""The same node-classification data behind either loader:
-    :class:`~lightning_modules.FastLoadDataModule` when :obj:`pyg_workers`
+    :class:`~pyg_fastload.lightning.FastLoadDataModule` when :obj:`pyg_workers`
     is :obj:`None`, else PyG's ``LightningNodeData`` (``NeighborLoader``)
     with that many workers."""
     if pyg_workers is None:

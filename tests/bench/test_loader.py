@@ -13,7 +13,7 @@ FAST = 'FastNeighborLoader'
 
 
 def run_cli(*args):
-    return subprocess.run([sys.executable, '-m', 'lightning_modules', *args],
+    return subprocess.run([sys.executable, '-m', 'pyg_fastload.lightning', *args],
                           capture_output=True, text=True, timeout=300)
 
 

@@ -12,7 +12,7 @@ def _setup_each(rank, world, dataset, cases):
     this rank's settings (one process group for all cases)."""
     import os
 
-    from lightning_modules import FastLoadDataModule
+    from pyg_fastload.lightning import FastLoadDataModule
     out = []
     for settings, seeds in cases:
         os.environ.pop('PL_GLOBAL_SEED', None)

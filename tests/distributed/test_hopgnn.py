@@ -179,7 +179,7 @@ def test_time_steps_give_the_whole_batchs_outputs(tiny_dir):
 
 
 def _time_step_grads(rank, world, parts_dir, drawn, merges):
-    from lightning_modules import NodeClassifier
+    from pyg_fastload.lightning import NodeClassifier
     coll = Collectives(DistContext.current(timedelta(seconds=30)))
     features, _, book, _ = open_rank_part(parts_dir, coll, progress=False)
     topo = full_topology(parts_dir)

@@ -13,7 +13,7 @@ MODES = ('pagraph', 'dsp', 'hopgnn')
 def _setup_each(rank, world, runs):
     r"""Sets up a data module per ``(parts_dir, mode, verify)`` in turn (one
     process group for all: spawning ranks is the slow part)."""
-    from lightning_modules import FastLoadDataModule
+    from pyg_fastload.lightning import FastLoadDataModule
     out = []
     for parts_dir, mode, verify in runs:
         dm = FastLoadDataModule(partitions=str(parts_dir), mode=mode,

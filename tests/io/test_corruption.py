@@ -140,7 +140,7 @@ def test_commands_from_meta_json_are_never_echoed(pristine, tmp_path):
                'the key'))
 def test_data_module_reports_a_corrupt_directory_and_can_verify(
         pristine, tmp_path):
-    from lightning_modules import ConfigError, FastLoadDataModule
+    from pyg_fastload.lightning import ConfigError, FastLoadDataModule
 
     path = copy_of(pristine, tmp_path)
     indices = path / 'indices.bin'

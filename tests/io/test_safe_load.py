@@ -58,7 +58,7 @@ def test_hostile_file_runs_nothing(hostile_file, tmp_path):
            '`--data.dataset`'),
     behaviour='`ConfigError` on `dataset` naming the object; nothing runs')
 def test_hostile_file_in_the_data_module(hostile_file):
-    from lightning_modules import ConfigError, FastLoadDataModule
+    from pyg_fastload.lightning import ConfigError, FastLoadDataModule
 
     file, marker = hostile_file
     dm = FastLoadDataModule(str(file), num_neighbors=[3], batch_size=8)
@@ -72,7 +72,7 @@ def test_hostile_file_in_the_data_module(hostile_file):
     behaviour=('exit with a one-line error saying it was refused; nothing '
                'runs, nothing written'))
 def test_hostile_file_in_prepare_command(hostile_file, tmp_path):
-    from lightning_modules.command import main
+    from pyg_fastload.lightning.command import main
 
     file, marker = hostile_file
     with pytest.raises(SystemExit, match='refused'):

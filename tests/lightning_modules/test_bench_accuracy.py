@@ -5,7 +5,7 @@ import pytest
 import torch
 from torch_geometric.nn import GCN
 
-from lightning_modules.bench import accuracy as bench_accuracy
+from pyg_fastload.lightning.bench import accuracy as bench_accuracy
 from pyg_fastload import FastNeighborLoader
 
 from ..conftest import WITH_TORCH_SPARSE, random_graph

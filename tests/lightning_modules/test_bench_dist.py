@@ -1,6 +1,6 @@
 import pytest
 
-from lightning_modules.command import main
+from pyg_fastload.lightning.command import main
 from pyg_fastload.partition import partition_dataset
 
 

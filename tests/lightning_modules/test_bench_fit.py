@@ -2,7 +2,7 @@ import argparse
 
 import pytest
 
-from lightning_modules.bench import fit as bench_fit
+from pyg_fastload.lightning.bench import fit as bench_fit
 
 from ..conftest import requires_torch_sparse
 

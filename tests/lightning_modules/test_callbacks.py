@@ -13,7 +13,7 @@ from pytorch_lightning.loggers import CSVLogger
 from pytorch_lightning.utilities import CombinedLoader
 from torch_geometric.nn import GraphSAGE
 
-from lightning_modules.callbacks import (
+from pyg_fastload.lightning.callbacks import (
     STATS_FILENAME,
     STATS_FORMAT,
     LoaderMonitor,

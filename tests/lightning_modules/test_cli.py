@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from lightning_modules.command import main
+from pyg_fastload.lightning.command import main
 
 pytestmark = [
     pytest.mark.filterwarnings("ignore:LightningCLI's args parameter"),
@@ -28,7 +28,7 @@ def cache_env(tmp_path, monkeypatch):
 
 
 def test_fit_end_to_end_in_a_subprocess(cache_env):
-    command = [sys.executable, '-m', 'lightning_modules', 'fit', *TINY,
+    command = [sys.executable, '-m', 'pyg_fastload.lightning', 'fit', *TINY,
                '--trainer.max_epochs', '1', '--trainer.accelerator', 'cpu',
                '--trainer.default_root_dir', str(cache_env / 'runs')]
     done = subprocess.run(command, capture_output=True, text=True,
@@ -176,7 +176,7 @@ def test_the_operator_may_allow_more_packages(cache_env, capsys,
 def test_sigterm_ends_a_fit_with_status_143(cache_env):
     import signal
     import time
-    command = [sys.executable, '-m', 'lightning_modules', 'fit', *TINY,
+    command = [sys.executable, '-m', 'pyg_fastload.lightning', 'fit', *TINY,
                '--trainer.max_epochs', '1000', '--trainer.accelerator', 'cpu',
                '--trainer.enable_progress_bar', 'false',
                '--trainer.default_root_dir', str(cache_env / 'runs')]

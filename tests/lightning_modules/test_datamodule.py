@@ -4,7 +4,7 @@ import torch
 from pytorch_lightning.callbacks import ModelCheckpoint
 from torch_geometric.data import Data
 
-from lightning_modules import (
+from pyg_fastload.lightning import (
     ConfigError,
     FastLoadDataModule,
     FeatureCache,

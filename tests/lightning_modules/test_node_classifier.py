@@ -2,7 +2,7 @@ import pytest
 import pytorch_lightning as pl
 import torch
 
-from lightning_modules import (
+from pyg_fastload.lightning import (
     ConfigError,
     FastLoadDataModule,
     NodeClassifier,

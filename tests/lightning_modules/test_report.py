@@ -3,7 +3,7 @@ import shutil
 
 import pytest
 
-from lightning_modules import report
+from pyg_fastload.lightning import report
 
 from .test_callbacks import fit_tiered_run
 

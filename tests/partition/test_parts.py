@@ -159,7 +159,7 @@ def test_a_failed_partition_leaves_nothing(tiny_dir, tmp_path, monkeypatch):
 
 
 def test_partition_command(tiny_dir, tmp_path, capsys):
-    from lightning_modules.command import main
+    from pyg_fastload.lightning.command import main
     dataset_dir, _ = tiny_dir
     main(['partition', str(dataset_dir), '--num-parts', '2', '--method',
           'random', '--out', str(tmp_path / 'p'), '--no-progress'])
@@ -170,7 +170,7 @@ def test_partition_command(tiny_dir, tmp_path, capsys):
 
 
 def test_report_measures_cut_and_balance(parts, capsys):
-    from lightning_modules.command import main
+    from pyg_fastload.lightning.command import main
     dataset_dir, paths = parts
     main(['partition', '--report', str(paths['metis']), '--batch-size', '64',
           '--no-progress'])

@@ -1,0 +1,31 @@
+r"""What ``pip install`` puts in place: one top-level package,
+``pyg_fastload``, holding the library and the Lightning application
+(``pyg_fastload.lightning`` from the ``lightning_modules/`` folder), every
+module of both, and the ``pyg-fastload`` command."""
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_the_wheel_installs_one_top_level_package(tmp_path):
+    done = subprocess.run(
+        [sys.executable, '-m', 'pip', 'wheel', '-q', '--no-deps',
+         '--no-build-isolation', '-w', str(tmp_path), str(ROOT)],
+        capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    [wheel] = tmp_path.glob('*.whl')
+    names = zipfile.ZipFile(wheel).namelist()
+    assert {n.split('/')[0] for n in names if '.dist-info' not in n} == \
+        {'pyg_fastload'}
+    expected = {str(p.relative_to(ROOT)) for p in
+                (ROOT / 'pyg_fastload').rglob('*.py')}
+    expected |= {'pyg_fastload/lightning/' + str(p.relative_to(
+        ROOT / 'lightning_modules')) for p in
+        (ROOT / 'lightning_modules').rglob('*.py')}
+    assert expected - set(names) == set()  # a new subpackage is listed
+    [entry] = [n for n in names if n.endswith('entry_points.txt')]
+    text = zipfile.ZipFile(wheel).read(entry).decode()
+    assert 'pyg-fastload = pyg_fastload.lightning.command:main' in text
