@@ -1,6 +1,6 @@
 r"""pyg-fastload: fast sampling-based mini-batch loading for PyTorch
 Geometric."""
-from .caching import open_dataset, stores_from_data
+from .caching import loader_scores, open_dataset, stores_from_data
 from .config import FeatureCache, PipelineSettings
 from .errors import FastLoadError
 from .graph import CSCTopology
@@ -17,6 +17,7 @@ __all__ = [
     'TieredFeatureStore',
     'CSCGraphStore',
     'open_dataset',
+    'loader_scores',
     'stores_from_data',
     'FeatureCache',
     'PipelineSettings',

@@ -2,6 +2,7 @@ r"""What ``pip install`` puts in place: one top-level package,
 ``pyg_fastload``, holding the library and the Lightning application
 (``pyg_fastload.lightning`` from the ``lightning_modules/`` folder), every
 module of both, and the ``pyg-fastload`` command."""
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -11,9 +12,16 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_the_wheel_installs_one_top_level_package(tmp_path):
+    source = tmp_path / 'source'  # a build leaves build/ behind: not here
+    source.mkdir()
+    for name in ('pyproject.toml', 'README.md'):
+        shutil.copy(ROOT / name, source / name)
+    for name in ('pyg_fastload', 'lightning_modules'):
+        shutil.copytree(ROOT / name, source / name,
+                        ignore=shutil.ignore_patterns('__pycache__'))
     done = subprocess.run(
         [sys.executable, '-m', 'pip', 'wheel', '-q', '--no-deps',
-         '--no-build-isolation', '-w', str(tmp_path), str(ROOT)],
+         '--no-build-isolation', '-w', str(tmp_path), str(source)],
         capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     [wheel] = tmp_path.glob('*.whl')

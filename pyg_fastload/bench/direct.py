@@ -26,7 +26,7 @@ from typing import Any, Dict, List, Optional
 import numpy as np
 import torch
 
-from ..caching import hot_order, hotness_scores, open_dataset
+from ..caching import hot_order, hotness_scores, loader_scores, open_dataset
 from ..config import POLICIES
 from ..io import open_dataset_dir
 from ..storage import DirectStorage, MmapStorage, process_read_bytes
@@ -185,9 +185,10 @@ def _tiered(args: argparse.Namespace, window: bool,
     features, _ = open_dataset(args.dataset, storage='direct',
                                reads_in_flight=args.reads_in_flight,
                                host_budget=args.host_fraction,
-                               policy=args.policies[0], progress=False,
-                               num_neighbors=args.fanout,
-                               batch_size=args.batch_size,
+                               policy=args.policies[0],
+                               scores=loader_scores(
+                                   args.fanout, args.batch_size,
+                                   progress=False),
                                verify='none', **extra)
     features.reset_counters()
     before, seconds, storage_seconds = _read_bytes(), 0.0, 0.0

@@ -12,7 +12,7 @@ from typing import Callable, Dict, Optional, Tuple
 
 import torch
 
-from ..caching import open_dataset
+from ..caching import loader_scores, open_dataset
 from ..datasets import default_cache_root, load_synthetic, prepare_synthetic
 from ..io import open_dataset_dir
 from ..loader import FastNeighborLoader
@@ -103,8 +103,8 @@ def disk_tier_section(args: argparse.Namespace) -> Dict[str, float]:
                                seed=args.seed).to_data()
 
     def stores(**kwargs) -> Callable[[], Tuple]:
-        return lambda: open_dataset(path, num_neighbors=args.fanout,
-                                    progress=False, **kwargs)
+        scores = loader_scores(args.fanout, progress=False)
+        return lambda: open_dataset(path, scores=scores, **kwargs)
 
     configs = {
         'all in memory (Data)': None,

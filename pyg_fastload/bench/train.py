@@ -114,11 +114,11 @@ def run(args: argparse.Namespace) -> Dict[str, float]:
     if args.trim:
         loaders[trimmed] = fast_loader(trimmed, data, pipeline=False)
     if args.disk:
-        from ..caching import open_dataset
+        from ..caching import loader_scores, open_dataset
         from .disk_tier import prepared_dataset_dir
         stores = open_dataset(prepared_dataset_dir(args), host_budget=0.1,
                               device_budget=0.3, device_cache='window',
-                              progress=False)
+                              scores=loader_scores(progress=False))
         loaders['FastNeighborLoader, features on disk'] = fast_loader(
             'FastNeighborLoader, features on disk', stores, pipeline=True)
     if args.pyg_workers and importlib.util.find_spec('torch_sparse'):

@@ -25,7 +25,7 @@ epoch (the trace an oracle cache would be built from) and
 from __future__ import annotations
 
 import math
-from typing import Any, Iterable, List, Optional, Sequence
+from typing import Any, Callable, Iterable, List, Optional, Sequence, Union
 
 import torch
 from torch import Tensor
@@ -45,6 +45,8 @@ __all__ = [
     'presample_scores',
     'random_scores',
     'hotness_scores',
+    'loader_scores',
+    'Scores',
     'hot_order',
     'access_counts',
     'hit_ratio',
@@ -354,6 +356,32 @@ def hotness_scores(
     return presample_scores(topology, train_nodes, num_neighbors,
                             batch_size=batch_size, epochs=presample_epochs,
                             seed=seed, progress=progress)
+
+
+#: Hotness per node, or a function ``(policy, topology, train_nodes) ->
+#: scores`` computing it once a store is open (:func:`loader_scores`).
+Scores = Union[Tensor,
+               Callable[[str, CSCTopology, Optional[Tensor]], Tensor]]
+
+
+def loader_scores(num_neighbors: Optional[Sequence[int]] = None,
+                  batch_size: int = 1024, *, seed: int = 0,
+                  progress: bool = True) -> Callable[
+                      [str, CSCTopology, Optional[Tensor]], Tensor]:
+    r"""The hotness of a cache policy (:func:`hotness_scores`) for a loader
+    with these fan-outs and batch size (which ``'expected_access'`` and
+    ``'presample'`` follow), computed when a store's opener calls it with
+    the policy, its topology and training nodes: the loader's settings,
+    the seed and progress bars are given here, once, and openers pass this
+    one function (``open_dataset(path, cache, scores=loader_scores(
+    [15, 10, 5], 1024))``)."""
+    def scores(policy: str, topology: CSCTopology,
+               train_nodes: Optional[Tensor]) -> Tensor:
+        return hotness_scores(policy, topology, train_nodes=train_nodes,
+                              num_neighbors=num_neighbors,
+                              batch_size=batch_size, seed=seed,
+                              progress=progress)
+    return scores
 
 
 # Ranking and scoring #########################################################

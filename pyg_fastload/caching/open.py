@@ -4,7 +4,7 @@ caches filled."""
 from __future__ import annotations
 
 import os
-from typing import Any, List, Optional, Tuple, Union
+from typing import Any, Optional, Tuple, Union
 
 import torch
 from torch_geometric.data import Data
@@ -14,6 +14,7 @@ from ..graph.convert import topology_of
 from ..graph.topology import CSCTopology
 from ..io import open_dataset_dir
 from ..storage import CSCGraphStore, TieredFeatureStore
+from .hotness import Scores
 from .planner import configure_caches
 
 __all__ = ['open_dataset', 'stores_from_data']
@@ -37,10 +38,8 @@ def open_dataset(
     cache: Optional[FeatureCache] = None,
     *,
     device: Optional[Union[str, torch.device]] = None,
-    num_neighbors: Optional[List[int]] = None,
-    batch_size: int = 1024,
+    scores: Optional[Scores] = None,
     verify: str = 'size',
-    progress: bool = True,
     topology: Optional[CSCTopology] = None,
     **settings: Any,
 ) -> Tuple[TieredFeatureStore, CSCGraphStore]:
@@ -61,10 +60,11 @@ def open_dataset(
             policy='reverse_pagerank', device_cache='window', window=4,
             read_ahead=0, in_memory=False``).
         device: where the device cache lives (default: CPU).
-        num_neighbors (List[int], optional): the loader's fan-outs and
-        batch_size (int): its batch size, for ``policy='presample'``.
+        scores (Scores, optional): what ranks the rows for the caches:
+            :func:`~pyg_fastload.caching.loader_scores` with the loader's
+            fan-outs and batch size (which ``policy='presample'`` and
+            ``'expected_access'`` need), or precomputed scores.
         verify (str): ``'none'``, ``'size'`` or ``'checksum'``.
-        progress (bool): show progress bars.
         topology (CSCTopology, optional): serve this topology instead of the
             stored one (e.g. a part's, relabelled to its own rows); the
             hotness policies rank with it.
@@ -93,8 +93,7 @@ def open_dataset(
             feature_store.put_tensor(value, group_name=None, attr_name=name,
                                      index=None)
     graph_store = CSCGraphStore(topology or dataset.topology)
-    _configure(feature_store, graph_store, cache, num_neighbors, batch_size,
-               progress)
+    _configure(feature_store, graph_store, cache, scores)
     return feature_store, graph_store
 
 
@@ -103,9 +102,7 @@ def stores_from_data(
     cache: Optional[FeatureCache] = None,
     *,
     device: Optional[Union[str, torch.device]] = None,
-    num_neighbors: Optional[List[int]] = None,
-    batch_size: int = 1024,
-    progress: bool = True,
+    scores: Optional[Scores] = None,
     **settings: Any,
 ) -> Tuple[TieredFeatureStore, CSCGraphStore]:
     r"""Puts an in-memory :class:`~torch_geometric.data.Data` behind the
@@ -136,14 +133,12 @@ def stores_from_data(
             feature_store.put_tensor(value, group_name=None, attr_name=key,
                                      index=None)
     graph_store = CSCGraphStore(topology)
-    _configure(feature_store, graph_store, cache, num_neighbors, batch_size,
-               progress, read_ahead=False)
+    _configure(feature_store, graph_store, cache, scores, read_ahead=False)
     return feature_store, graph_store
 
 
 def _configure(feature_store: TieredFeatureStore, graph_store: CSCGraphStore,
-               cache: FeatureCache, num_neighbors: Optional[List[int]],
-               batch_size: int, progress: bool,
+               cache: FeatureCache, scores: Optional[Scores],
                read_ahead: bool = True) -> None:
     if cache.enabled:
         names = {a.attr_name for a in feature_store.get_all_tensor_attrs()}
@@ -154,7 +149,6 @@ def _configure(feature_store: TieredFeatureStore, graph_store: CSCGraphStore,
                                              index=None)
             train_nodes = train.nonzero().view(-1)
         configure_caches(feature_store, cache, graph_store.topology,
-                         train_nodes=train_nodes, num_neighbors=num_neighbors,
-                         batch_size=batch_size, progress=progress)
+                         scores=scores, train_nodes=train_nodes)
     if read_ahead and cache.read_ahead:
         feature_store.set_read_ahead(cache.read_ahead)

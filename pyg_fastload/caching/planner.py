@@ -4,7 +4,7 @@ hotness policy and the budgets of a :class:`~pyg_fastload.config.FeatureCache`.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import List, Optional, Sequence
+from typing import Optional, Sequence
 
 import torch
 from torch import Tensor
@@ -18,7 +18,7 @@ from ..config import (
 )
 from ..graph.topology import CSCTopology
 from ..storage import TieredFeatureStore
-from .hotness import hot_order, hotness_scores
+from .hotness import Scores, hot_order, loader_scores
 
 __all__ = ['configure_caches']
 
@@ -37,62 +37,44 @@ def configure_caches(
     topology: Optional[CSCTopology] = None,
     *,
     attrs: Optional[Sequence[str]] = None,
-    scores: Optional[Tensor] = None,
+    scores: Optional[Scores] = None,
     train_nodes: Optional[Tensor] = None,
-    num_neighbors: Optional[List[int]] = None,
-    batch_size: int = 1024,
     seed: int = 0,
-    progress: bool = True,
     reserve_bytes: int = AUTO_RESERVE_BYTES,
 ) -> None:
     r"""Fills the host buffer and the device cache of :obj:`store`.
 
-    The hottest rows (by :obj:`scores`, or by ``cache.policy`` on
-    :obj:`topology`) go to the device cache, the next ones to the host
-    buffer. With ``device_cache='window'`` the device cache starts empty
-    and fills itself with GIDS's window buffering instead. With
-    ``device_budget='auto'`` the device cache is sized after the first
-    gathered batch: on CUDA the free device memory minus
-    :obj:`reserve_bytes` (PaGraph); on the CPU, where that cache is a second
-    copy in host memory, the same but at most a quarter of the free memory
-    and at most 4 GiB (:data:`CPU_AUTO_SHARE`, :data:`CPU_AUTO_MAX_BYTES`).
-    Caches that would not fit in the memory the machine has are refused
-    unless ``cache.exceed_memory``.
+    The hottest rows by :obj:`scores` go to the device cache, the next ones
+    to the host buffer. With ``device_cache='window'`` the device cache
+    starts empty and fills itself with GIDS's window buffering instead.
+    With ``device_budget='auto'`` the device cache is sized after the first
+    gathered batch (with the scores computed now): on CUDA the free device
+    memory minus :obj:`reserve_bytes` (PaGraph); on the CPU, where that
+    cache is a second copy in host memory, the same but at most a quarter
+    of the free memory and at most 4 GiB (:data:`CPU_AUTO_SHARE`,
+    :data:`CPU_AUTO_MAX_BYTES`). Caches that would not fit in the memory
+    the machine has are refused unless ``cache.exceed_memory``.
 
     Args:
         store (TieredFeatureStore): the store whose caches to fill.
         cache (FeatureCache): budgets, policy and device-cache mode.
-        topology (CSCTopology, optional): the graph, for the policy.
+        topology (CSCTopology, optional): the graph the scores rank.
         attrs (List[str], optional): attributes to cache (default: every
             feature matrix).
-        scores (torch.Tensor, optional): hotness per node (skips the policy).
-        train_nodes, num_neighbors, batch_size: what ``'presample'`` samples
-            from: the training seeds, fan-outs and batch size of the loader.
-        seed (int): seed of the ``'presample'`` and ``'random'`` policies.
-        progress (bool): show progress bars.
+        scores (Scores, optional): hotness per node, or the function
+            computing ``cache.policy``'s
+            (:func:`~pyg_fastload.caching.loader_scores`, the default,
+            which needs :obj:`topology`).
+        train_nodes (torch.Tensor, optional): what the batch-following
+            policies sample from.
+        seed (int): seed of the caches' own random choices.
     """
     if not isinstance(cache, FeatureCache):
         raise TypeError(f"'cache' must be a FeatureCache, got "
                         f"{type(cache).__name__}")
-    device_budget = cache.device_budget
+    auto = cache.device_budget == 'auto'
+    device_budget = None if auto else cache.device_budget
     store.when_first_gathered(None)
-    if device_budget == 'auto':
-        # Decided after the first batch, when the model's own memory use is
-        # known; until then only the host buffer serves.
-        def resolve() -> None:
-            free = store.free_device_bytes()
-            budget = max(free - reserve_bytes, 0)
-            if store.device.type != 'cuda':
-                budget = min(budget, int(free * CPU_AUTO_SHARE),
-                             CPU_AUTO_MAX_BYTES)
-            configure_caches(
-                store, replace(cache, device_budget=budget), topology,
-                attrs=attrs, scores=scores, train_nodes=train_nodes,
-                num_neighbors=num_neighbors, batch_size=batch_size,
-                seed=seed, progress=progress)
-
-        store.when_first_gathered(resolve)
-        device_budget = None
     keys, num_rows, row_bytes = store.cacheable(attrs)
     window_size = cache.window if cache.device_cache == 'window' else 0
     device_rows = budget_rows(device_budget, num_rows, row_bytes,
@@ -104,10 +86,23 @@ def configure_caches(
     static_device = cache.device_cache == 'static'
     needed = host_rows + (device_rows if static_device else 0)
     order = torch.empty(0, dtype=torch.long)
-    if needed:
-        order = _hot_order(scores, topology, cache.policy, num_rows,
-                           train_nodes, num_neighbors, batch_size, seed,
-                           progress)
+    if needed or auto:  # scored once, also for the 'auto' resize
+        scores = _scores(scores, topology, cache, train_nodes, num_rows)
+        order = hot_order(scores)
+    if auto:
+        # Sized after the first batch, when the model's own memory use is
+        # known; until then only the host buffer serves.
+        def resolve() -> None:
+            free = store.free_device_bytes()
+            budget = max(free - reserve_bytes, 0)
+            if store.device.type != 'cuda':
+                budget = min(budget, int(free * CPU_AUTO_SHARE),
+                             CPU_AUTO_MAX_BYTES)
+            configure_caches(
+                store, replace(cache, device_budget=budget), attrs=attrs,
+                scores=scores, seed=seed)
+
+        store.when_first_gathered(resolve)
     store.fill_caches(
         keys, host_ids=order[needed - host_rows:needed],
         device_ids=order[:device_rows] if static_device else None,
@@ -135,19 +130,17 @@ def _check_fits(store: TieredFeatureStore, host_bytes: int,
                 f"smaller budget, or set exceed_memory=True to allow it")
 
 
-def _hot_order(scores: Optional[Tensor], topology: Optional[CSCTopology],
-               policy: str, num_rows: int, train_nodes: Optional[Tensor],
-               num_neighbors: Optional[List[int]], batch_size: int,
-               seed: int, progress: bool) -> Tensor:
+def _scores(scores: Optional[Scores], topology: Optional[CSCTopology],
+            cache: FeatureCache, train_nodes: Optional[Tensor],
+            num_rows: int) -> Tensor:
     if scores is None:
+        scores = loader_scores()
+    if callable(scores):
         if topology is None:
             raise ValueError("'configure_caches' needs 'topology' (or "
                              "precomputed 'scores') to rank rows")
-        scores = hotness_scores(policy, topology, train_nodes=train_nodes,
-                                num_neighbors=num_neighbors,
-                                batch_size=batch_size, seed=seed,
-                                progress=progress)
+        scores = scores(cache.policy, topology, train_nodes)
     if scores.numel() != num_rows:
         raise ValueError(f"'scores' has {scores.numel()} entries, the "
                          f"cached tensors have {num_rows} rows")
-    return hot_order(scores)
+    return scores

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import math
-import time
 from typing import Any, List, Optional, Sequence
 
 import torch

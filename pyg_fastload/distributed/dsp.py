@@ -15,6 +15,7 @@ from typing import List, Optional, Union
 import torch
 from torch import Tensor
 
+from ..caching import Scores
 from ..config import FeatureCache
 from ..partition import PartitionBook
 from ..partition.parts import full_topology
@@ -85,9 +86,7 @@ def open_dsp_rank(parts_dir: Union[str, 'os.PathLike[str]'],
                   collectives: Collectives,
                   cache: Optional[FeatureCache] = None, *,
                   device: Optional[Union[str, torch.device]] = None,
-                  num_neighbors: Optional[List[int]] = None,
-                  batch_size: int = 1024,
-                  progress: bool = True,
+                  scores: Optional[Scores] = None,
                   launch_order: str = 'groups',
                   feature_centric: bool = False,
                   verify: str = 'size') -> DSPRank:
@@ -102,15 +101,15 @@ def open_dsp_rank(parts_dir: Union[str, 'os.PathLike[str]'],
     :class:`~pyg_fastload.distributed.launch_order.LaunchCoordinator`);
     :meth:`DSPRank.close` stops it. :obj:`feature_centric`: HopGNN (the
     whole topology, assembled from the parts, for local micrographs).
-    :obj:`verify`: how the part's files are checked (:func:`open_rank_part`).
+    :obj:`verify`: how the part's files are checked and :obj:`scores` what
+    ranks the part's rows for the caches (:func:`open_rank_part`).
     """
     if launch_order not in LAUNCH_ORDERS:
         raise ValueError(f"'launch_order' = {launch_order!r} is not one of "
                          f"{', '.join(LAUNCH_ORDERS)}")
     features, graph, book, meta = open_rank_part(
-        parts_dir, collectives, cache, device=device,
-        num_neighbors=num_neighbors, batch_size=batch_size,
-        progress=progress, verify=verify)
+        parts_dir, collectives, cache, device=device, scores=scores,
+        verify=verify)
     if meta['method'] == 'pagraph':
         raise ValueError(f"'{parts_dir}' holds PaGraph's overlapping parts; "
                          f"DSP needs disjoint ones: pyg-fastload partition "

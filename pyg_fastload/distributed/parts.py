@@ -11,6 +11,7 @@ from typing import Any, Dict, List, Optional, Tuple, Union
 
 import torch
 
+from ..caching import Scores
 from ..config import FeatureCache
 from ..partition import PartitionBook, open_partition
 from ..partition.parts import read_partition_meta
@@ -38,9 +39,7 @@ def open_rank_part(
     method: Optional[str] = None,
     local: bool = False,
     device: Optional[Union[str, torch.device]] = None,
-    num_neighbors: Optional[List[int]] = None,
-    batch_size: int = 1024,
-    progress: bool = True,
+    scores: Optional[Scores] = None,
     verify: str = 'size',
 ) -> Tuple[TieredFeatureStore, CSCGraphStore, PartitionBook, Dict[str, Any]]:
     r"""Opens part ``rank`` of :obj:`parts_dir` on every rank, checked.
@@ -58,8 +57,8 @@ def open_rank_part(
         local (bool): relabel to the part's rows
             (:func:`~pyg_fastload.partition.open_partition`).
         device: where the device cache lives.
-        num_neighbors, batch_size: the loader's, for ``'presample'``.
-        progress (bool): show progress bars.
+        scores (Scores, optional): what ranks the part's rows for the
+            caches (:func:`~pyg_fastload.caching.loader_scores`).
         verify (str): how the part's files are checked (``'size'``,
             ``'checksum'`` or ``'none'``; a failure on any rank fails all).
     """
@@ -80,9 +79,7 @@ def open_rank_part(
                 f"mode needs '{method}': pyg-fastload partition DATASET_DIR "
                 f"--num-parts {world} --method {method} --out PARTS_DIR")
         opened = open_partition(parts_dir, rank, cache, device=device,
-                                progress=progress, local=local,
-                                num_neighbors=num_neighbors,
-                                batch_size=batch_size, verify=verify)
+                                local=local, scores=scores, verify=verify)
         code = digest(partition_identity(meta))
     except (OSError, ValueError) as exc:  # incl. DatasetFormatError
         error = f"{Path(parts_dir)}: {exc}"

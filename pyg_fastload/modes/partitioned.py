@@ -68,8 +68,7 @@ class PaGraph(_Partitioned):
             features, graph, _, self.meta = open_rank_part(
                 self.partitions, self.collectives, spec.feature_cache,
                 method='pagraph', local=True, device=device,
-                num_neighbors=spec.num_neighbors, batch_size=spec.batch_size,
-                progress=spec.progress, verify=spec.verify)
+                scores=spec.scores(), verify=spec.verify)
         except (DistributedError, ValueError) as error:
             raise SettingError('partitions', str(error)) from None
         self.data = (features, graph)
@@ -105,8 +104,7 @@ class DSP(_Partitioned):
         try:
             self.dsp = open_dsp_rank(
                 self.partitions, self.collectives, spec.feature_cache,
-                device=device, num_neighbors=spec.num_neighbors,
-                batch_size=spec.batch_size, progress=spec.progress,
+                device=device, scores=spec.scores(),
                 launch_order=spec.launch_order,
                 feature_centric=self.feature_centric, verify=spec.verify)
             self.meta = self.dsp.meta

@@ -149,10 +149,8 @@ class DatasetSource:
         if self.kind == 'dir':
             try:
                 return open_dataset(
-                    self.source, cache, device=device,
-                    num_neighbors=spec.num_neighbors,
-                    batch_size=spec.batch_size, verify=spec.verify,
-                    progress=spec.progress)
+                    self.source, cache, device=device, scores=spec.scores(),
+                    verify=spec.verify)
             except (DatasetFormatError, ValueError) as error:
                 raise SettingError('dataset', str(error)) from None
         data = self.in_memory()
@@ -160,8 +158,7 @@ class DatasetSource:
             return data
         try:
             return stores_from_data(
-                data, cache, device=device, num_neighbors=spec.num_neighbors,
-                batch_size=spec.batch_size, progress=spec.progress)
+                data, cache, device=device, scores=spec.scores())
         except ValueError as error:
             raise SettingError('feature_cache', str(error)) from None
 

@@ -10,6 +10,7 @@ from typing import Any, Callable, Dict, List, Literal, Optional, Union
 
 import torch_geometric.transforms as T
 
+from ..caching import Scores, loader_scores
 from ..config import FeatureCache, SettingError, check_fanouts
 from ..distributed.collectives import digest
 from ..distributed.dsp import LAUNCH_ORDERS
@@ -206,6 +207,13 @@ class LoadingSpec:
     def cache(self) -> FeatureCache:
         r"""The feature cache settings (no caches if none were given)."""
         return self.feature_cache or FeatureCache()
+
+    def scores(self) -> Scores:
+        r"""What ranks the rows of each store the caches front: the
+        ``feature_cache.policy``'s scores for the training fan-outs and
+        batch size, seeded with :obj:`seed`, computed once per store."""
+        return loader_scores(self.num_neighbors, self.batch_size,
+                             seed=self.seed, progress=self.progress)
 
     def loader_kwargs(self, train: bool) -> Dict[str, Any]:
         r"""The :class:`~pyg_fastload.FastNeighborLoader` arguments this

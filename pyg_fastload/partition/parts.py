@@ -17,13 +17,13 @@ import resource
 import time
 import uuid
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple, Union
+from typing import Any, Dict, Optional, Tuple, Union
 
 import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from ..caching import open_dataset
+from ..caching import Scores, open_dataset
 from ..config import FeatureCache
 from ..graph.local import local_topology
 from ..graph.topology import CSCTopology
@@ -321,10 +321,8 @@ def open_partition(
     *,
     device: Optional[Union[str, torch.device]] = None,
     verify: str = 'size',
-    progress: bool = True,
     local: bool = False,
-    num_neighbors: Optional[List[int]] = None,
-    batch_size: int = 1024,
+    scores: Optional[Scores] = None,
 ) -> Tuple[TieredFeatureStore, CSCGraphStore, PartitionBook]:
     r"""Opens part :obj:`part` of :obj:`parts_dir` alone: its feature store
     (rows of the part's nodes, in new-id order from the part's first new
@@ -344,10 +342,10 @@ def open_partition(
             features (see :func:`~pyg_fastload.open_dataset`).
         device: where the device cache lives.
         verify (str): how the part's files are checked.
-        progress (bool): show progress bars.
         local (bool): relabel the topology to the part's rows.
-        num_neighbors (List[int], optional): the loader's fan-outs and
-        batch_size (int): its batch size, for ``policy='presample'``.
+        scores (Scores, optional): what ranks the part's rows for the
+            caches (see :func:`~pyg_fastload.open_dataset`), on its own
+            edges.
     """
     parts_dir = Path(parts_dir).expanduser()
     meta = read_partition_meta(parts_dir)
@@ -377,10 +375,8 @@ def open_partition(
         # The caches rank the part's rows on its own edges.
         topology, _ = local_topology(dataset.topology, rows, book.num_nodes)
     feature_store, graph_store = open_dataset(
-        path, cache, device=device, verify=verify, progress=progress,
-        topology=dataset.topology if topology is None else topology,
-        num_neighbors=num_neighbors,
-        batch_size=batch_size)
+        path, cache, device=device, verify=verify, scores=scores,
+        topology=dataset.topology if topology is None else topology)
     if not local:
         graph_store = CSCGraphStore(dataset.topology)
     elif 'global_id' not in {

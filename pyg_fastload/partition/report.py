@@ -12,9 +12,8 @@ import torch
 
 from ..config import format_bytes
 from ..io import open_dataset_dir
-from .parts import load_book, read_partition_meta
 from .locality import micrograph_locality, remote_local_ratio
-from .parts import full_topology, read_partition_meta
+from .parts import full_topology, load_book, read_partition_meta
 
 __all__ = ['partition_report', 'format_report']
 

@@ -1,6 +1,7 @@
 import torch
 
 from pyg_fastload import FastNeighborLoader, open_dataset
+from pyg_fastload.caching import loader_scores
 from pyg_fastload.datasets import load_synthetic, prepare_synthetic
 from pyg_fastload.storage import MmapStorage
 
@@ -13,7 +14,7 @@ def test_prepared_dataset_feeds_the_fast_loader(tmp_path):
                       'cache', progress=False)
     feature_store, graph_store = open_dataset(
         tmp_path / 'tiny', host_budget=0.1, device_budget='20%',
-        policy='reverse_pagerank', progress=False)
+        policy='reverse_pagerank', scores=loader_scores(progress=False))
     entry = feature_store._entries[(None, 'x')]
     assert isinstance(entry.storage, MmapStorage)  # never loaded whole
     assert entry.host.capacity == 200 and entry.device.capacity == 400
@@ -35,8 +36,7 @@ def test_prepared_dataset_feeds_pyg_neighbor_loader(tmp_path):
     graph = load_synthetic('tiny', root=tmp_path / 'cache', progress=False)
     prepare_synthetic('tiny', tmp_path / 'tiny', cache_root=tmp_path /
                       'cache', progress=False)
-    stores = open_dataset(tmp_path / 'tiny', host_budget=0.2,
-                          progress=False)
+    stores = open_dataset(tmp_path / 'tiny', host_budget=0.2)
     loader = NeighborLoader(stores, num_neighbors=[5, 5], batch_size=64,
                             input_nodes=torch.arange(256))
     for batch in loader:

@@ -2,7 +2,6 @@ import os
 import time
 from datetime import timedelta
 
-import numpy as np
 import pytest
 import torch
 
@@ -10,11 +9,8 @@ from pyg_fastload.distributed import (
     Collectives,
     DistContext,
     DistributedError,
-    PartitionedFeatureStore,
 )
 from pyg_fastload.distributed.parts import open_rank_part
-from pyg_fastload.io import open_dataset_dir
-from pyg_fastload.partition import partition_dataset
 
 from .ranks import run_ranks
 
@@ -105,58 +101,10 @@ def test_a_killed_rank_ends_the_others_within_the_timeout():
     assert seconds < 25
 
 
-@pytest.fixture(scope='module')
-def hash_parts(tmp_path_factory, tiny_dir):
-    dataset_dir, _ = tiny_dir
-    root = tmp_path_factory.mktemp('dist')
-    for name in ('a', 'b'):
-        partition_dataset(dataset_dir, root / name, 2, 'hash',
-                          progress=False)
-    partition_dataset(dataset_dir, root / 'four', 4, 'hash', progress=False)
-    return dataset_dir, root
-
-
-def _remote_rows(rank, world, parts_dir):
-    coll = _collectives()
-    features, _, book, _ = open_rank_part(parts_dir, coll, progress=False)
-    store = PartitionedFeatureStore(features, book, rank, coll)
-    gen = torch.Generator().manual_seed(rank)
-    ids = torch.randint(0, book.num_nodes, (300, ), generator=gen)
-    ids = torch.cat([ids, ids[:50]])  # repeats
-    rows = store.gather('x', ids)
-    # each remote row is fetched once, however often it is asked for
-    remote = int(ids[book.owner(ids) != rank].unique().numel())
-    return (ids.numpy(), rows.numpy(), remote,
-            coll.counters.snapshot()['features'],
-            store.stats()['x']['remote'])
-
-
-def test_remote_tier_serves_rows_of_the_original_graph(hash_parts):
-    dataset_dir, root = hash_parts
-    x = open_dataset_dir(dataset_dir).arrays['x']
-    order = torch.argsort(torch.from_numpy(np.load(root / 'a' /
-                                                   'new_id.npy')))
-    results = run_ranks(_remote_rows, 2, root / 'a')
-    remote = [results[rank][1][2] for rank in range(2)]
-    row_bytes = x.size(1) * x.element_size()
-    for rank in range(2):
-        status, (ids, rows, _, traffic, stats) = results[rank]
-        assert status == 'ok'
-        ids, rows = torch.from_numpy(ids), torch.from_numpy(rows)
-        assert torch.equal(rows, x[order[ids]])  # through the book
-        # ids out (int64) and rows back, one message per direction
-        mine, theirs = remote[rank], remote[1 - rank]
-        assert traffic == {'bytes_sent': mine * 8 + theirs * row_bytes,
-                           'bytes_received': theirs * 8 + mine * row_bytes,
-                           'messages': 2}
-        assert stats == {'requests': mine, 'bytes': mine * row_bytes}
-        assert 0 < mine < 300
-
-
 def _open(rank, world, dirs):
     coll = _collectives()
     try:
-        open_rank_part(dirs[rank], coll, progress=False)
+        open_rank_part(dirs[rank], coll)
     except DistributedError as exc:
         return str(exc)
     return 'opened'
@@ -183,42 +131,3 @@ def test_start_up_checks_fail_on_every_rank(hash_parts, tmp_path):
         message = results[rank][1]
         assert 'rank(s) [1] could not open their part' in message
         assert 'part 1 is not in this directory' in message
-
-
-def _any_ids(rank, world, parts_dir, dataset_dir):
-    from hypothesis import given, settings
-    from hypothesis import strategies as st
-
-    from pyg_fastload.config import FeatureCache
-    coll = _collectives()
-    cache = FeatureCache(host_budget='8KiB', policy='out_degree')
-    features, _, book, _ = open_rank_part(parts_dir, coll, cache,
-                                          progress=False)
-    store = PartitionedFeatureStore(features, book, rank, coll)
-    x = open_dataset_dir(dataset_dir).arrays['x']
-    order = torch.argsort(torch.from_numpy(np.load(parts_dir /
-                                                   'new_id.npy')))
-
-    # The same examples on every rank (each gather is a collective).
-    @settings(derandomize=True, max_examples=40, deadline=None,
-              database=None)
-    @given(st.lists(st.integers(0, book.num_nodes - 1), max_size=60))
-    def check(ids):
-        ids = torch.tensor(ids, dtype=torch.long)
-        assert torch.equal(store.gather('x', ids), x[order[ids]])
-
-    check()
-    stats = store.stats()['x']
-    # every row this rank served, for itself or others, came from its
-    # host buffer or its storage, and it served some to the other rank
-    total = stats['host']['requests']
-    served = stats['served']['cache'] + stats['served']['storage']
-    return (stats['host']['hits'] + stats['storage']['requests'] == total,
-            0 < served < total)
-
-
-def test_partitioned_cache_returns_the_rows_for_any_ids(hash_parts):
-    dataset_dir, root = hash_parts
-    results = run_ranks(_any_ids, 2, root / 'a', dataset_dir)
-    for rank in range(2):
-        assert results[rank] == ('ok', (True, True))

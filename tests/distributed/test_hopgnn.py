@@ -41,7 +41,7 @@ def _gradients(model, loader, norm):
 def _step(rank, world, parts_dir, drawn):
     from torch_geometric.nn import GraphSAGE
     coll = Collectives(DistContext.current(timedelta(seconds=30)))
-    features, _, book, _ = open_rank_part(parts_dir, coll, progress=False)
+    features, _, book, _ = open_rank_part(parts_dir, coll)
     topo = full_topology(parts_dir)
     data = (PartitionedFeatureStore(features, book, rank, coll),
             CSCGraphStore(topo))
@@ -181,7 +181,7 @@ def test_time_steps_give_the_whole_batchs_outputs(tiny_dir):
 def _time_step_grads(rank, world, parts_dir, drawn, merges):
     from pyg_fastload.lightning import NodeClassifier
     coll = Collectives(DistContext.current(timedelta(seconds=30)))
-    features, _, book, _ = open_rank_part(parts_dir, coll, progress=False)
+    features, _, book, _ = open_rank_part(parts_dir, coll)
     topo = full_topology(parts_dir)
     data = (PartitionedFeatureStore(features, book, rank, coll),
             CSCGraphStore(topo))

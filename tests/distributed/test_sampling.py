@@ -9,7 +9,6 @@ from pyg_fastload.distributed import Collectives, DistContext
 from pyg_fastload.distributed.parts import open_rank_part
 from pyg_fastload.distributed.sampling import CollectiveSampler
 from pyg_fastload.io import open_dataset_dir
-from pyg_fastload.partition import partition_dataset
 from pyg_fastload.sampling import FastNeighborSampler
 
 from .ranks import run_ranks
@@ -17,17 +16,9 @@ from .ranks import run_ranks
 pytestmark = pytest.mark.timeout(180)
 
 
-@pytest.fixture(scope='module')
-def hash_parts(tmp_path_factory, tiny_dir):
-    dataset_dir, _ = tiny_dir
-    out = tmp_path_factory.mktemp('csp') / 'parts'
-    partition_dataset(dataset_dir, out, 2, 'hash', progress=False)
-    return dataset_dir, out
-
-
 def _sampler(rank, parts_dir, fanouts, **kwargs):
     coll = Collectives(DistContext.current(timedelta(seconds=30)))
-    _, graph, book, _ = open_rank_part(parts_dir, coll, progress=False)
+    _, graph, book, _ = open_rank_part(parts_dir, coll)
     return CollectiveSampler(graph.topology, book, rank, coll, fanouts,
                              **kwargs), book
 
@@ -45,7 +36,8 @@ def _full(rank, world, parts_dir):
 
 
 def test_full_neighbourhoods_equal_local_sampling(hash_parts):
-    dataset_dir, parts = hash_parts
+    dataset_dir, root = hash_parts
+    parts = root / 'a'
     topo = open_dataset_dir(dataset_dir).topology
     new_id = torch.from_numpy(np.load(parts / 'new_id.npy'))
     order = torch.argsort(new_id)
@@ -92,7 +84,8 @@ def _draws(rank, world, parts_dir, reps):
 
 
 def test_remote_draws_are_uniform_over_in_edges(hash_parts):
-    dataset_dir, parts = hash_parts
+    dataset_dir, root = hash_parts
+    parts = root / 'a'
     topo = open_dataset_dir(dataset_dir).topology
     new_id = np.load(parts / 'new_id.npy')
     reps = 300
@@ -143,7 +136,8 @@ def test_layer_wise_draws_follow_eq_2(hash_parts):
     # DSP Eq. 2: `size` draws with replacement from the union of the
     # frontier's in-edges, so every in-edge is in a layer with probability
     # 1 - (1 - 1/E)^size, E the frontier's total in-degree
-    dataset_dir, parts = hash_parts
+    dataset_dir, root = hash_parts
+    parts = root / 'a'
     topo = open_dataset_dir(dataset_dir).topology
     new_id = np.load(parts / 'new_id.npy')
     order = np.argsort(new_id)

@@ -89,7 +89,7 @@ def fit_tiered_run(tmp_path_factory) -> Dict[str, Any]:
         prepare_synthetic('tiny', root / 'tiny', cache_root=root / 'cache',
                           progress=False)
         stores = open_dataset(root / 'tiny', host_budget=0.1,
-                              device_budget=0.2, progress=False)
+                              device_budget=0.2)
         graph = load_synthetic('tiny', root=root / 'cache', progress=False)
         monitor, module = LoaderMonitor(), TinyGNN()
         fit = trainer(max_epochs=2, logger=CSVLogger(root / 'logs'),

@@ -4,15 +4,12 @@ import numpy as np
 import pytest
 import torch
 
-from pyg_fastload.graph import CSCTopology
 from pyg_fastload.io import DatasetFormatError, open_dataset_dir
 from pyg_fastload.partition import (
     METHODS,
     PartitionBook,
-    assign_parts,
     open_partition,
     partition_dataset,
-    renumber,
 )
 
 
@@ -56,8 +53,7 @@ def test_parts_round_trip_rows_and_edges(parts, method):
                     new_id[topo.destinations()].tolist()))
     seen = set()
     for part in range(4):
-        features, graph, book = open_partition(paths[method], part,
-                                               progress=False)
+        features, graph, book = open_partition(paths[method], part)
         start, end = book.part_range(part)
         own = order[start:end]  # original ids of the part, in new-id order
         assert torch.equal(features.get_tensor(attr_name='x', index=None,
@@ -68,46 +64,6 @@ def test_parts_round_trip_rows_and_edges(parts, method):
         dst = local.destinations() + start
         seen |= set(zip(local.indices.long().tolist(), dst.tolist()))
     assert seen == edges  # every edge once, in new ids, at its owner
-
-
-def test_metis_cuts_fewer_edges_than_hash_and_balances(parts):
-    dataset_dir, _ = parts
-    dataset = open_dataset_dir(dataset_dir)
-    topo, train = dataset.topology, dataset.arrays['train_mask']
-
-    def cut(owner):
-        owner = torch.from_numpy(owner)
-        return float((owner[topo.indices.long()] !=
-                      owner[topo.destinations()]).float().mean())
-
-    metis = assign_parts(topo, 4, 'metis', (train, None, None))
-    hashed = assign_parts(topo, 4, 'hash')
-    # tiny is a community graph: METIS keeps most edges inside a part
-    assert cut(metis) < 0.5 * cut(hashed)
-    # two balance constraints (training nodes, all nodes), seed 0:
-    # max/mean 1.032 for training nodes and 1.052 for all nodes
-    per_part = np.bincount(metis[train.numpy()], minlength=4)
-    assert per_part.max() / per_part.mean() <= 1.05
-    sizes = np.bincount(metis, minlength=4)
-    assert sizes.max() / sizes.mean() <= 1.06
-
-
-def test_renumber_keeps_original_order_within_parts():
-    owner = np.array([1, 0, 1, 0, 2])
-    new_id, offsets = renumber(owner, 3)
-    assert new_id.tolist() == [2, 0, 3, 1, 4]
-    assert offsets.tolist() == [0, 2, 4, 5]
-
-
-@pytest.mark.parametrize('num_parts, method, match', [
-    (0, 'metis', r"'num_parts' = 0 must be an int in \[1, num_nodes"),
-    (10**6, 'hash', 'num_parts'),
-    (2, 'spectral', "unknown partitioning 'method' = 'spectral'"),
-])
-def test_bad_arguments_name_themselves(num_parts, method, match):
-    topo = CSCTopology.from_edge_index(torch.tensor([[0, 1], [1, 0]]), 3)
-    with pytest.raises(ValueError, match=match):
-        assign_parts(topo, num_parts, method)
 
 
 @pytest.mark.reliability(
@@ -121,25 +77,25 @@ def test_bad_partition_directories_are_refused(parts, tmp_path):
     shutil.copytree(paths['hash'], path)
     with pytest.raises(ValueError, match=r"'part' = 4 must be an int in "
                        r"\[0, 4\)"):
-        open_partition(path, 4, progress=False)
+        open_partition(path, 4)
     # a part of another run (the metis partition of the same dataset)
     shutil.rmtree(path / 'part-1')
     shutil.copytree(paths['metis'] / 'part-1', path / 'part-1')
     with pytest.raises(DatasetFormatError, match='another run'):
-        open_partition(path, 1, progress=False)
+        open_partition(path, 1)
     shutil.rmtree(path / 'part-2')
     with pytest.raises(DatasetFormatError, match='part 2 is not in'):
-        open_partition(path, 2, progress=False)
+        open_partition(path, 2)
     offsets = path / 'offsets.npy'
     np.save(offsets, np.array([0, 1, 2, 3, 2000]))
     with pytest.raises(DatasetFormatError, match=r'offsets\.npy: does not '
                        'match its checksum'):
-        open_partition(path, 0, progress=False)
+        open_partition(path, 0)
     meta = json.loads((path / 'partition.json').read_text())
     meta['format_version'] = 7
     (path / 'partition.json').write_text(json.dumps(meta))
     with pytest.raises(DatasetFormatError, match='format_version 7'):
-        open_partition(path, 0, progress=False)
+        open_partition(path, 0)
 
 
 def test_a_failed_partition_leaves_nothing(tiny_dir, tmp_path, monkeypatch):
@@ -225,8 +181,7 @@ def test_pagraph_parts_are_self_reliant(parts):
     train = dataset.arrays['train_mask']
     trained, replicas = [], 0
     for part in range(4):
-        features, graph, book = open_partition(paths['pagraph'], part,
-                                               progress=False)
+        features, graph, book = open_partition(paths['pagraph'], part)
         get = lambda name: features.get_tensor(attr_name=name, index=None,
                                                group_name=None)
         rows = get('global_id')  # new id of every row: own, then replicas
@@ -264,32 +219,6 @@ def test_pagraph_parts_are_self_reliant(parts):
     assert sum(p['nodes'] for p in report['parts']) == 2000
 
 
-def test_pagraph_batch_of_one_is_the_papers_stream(tiny_dir):
-    from pyg_fastload.partition.pagraph import pagraph_assign
-    topo = open_dataset_dir(tiny_dir[0]).topology
-    train = torch.arange(0, 2000, 7)
-    owner, member = pagraph_assign(topo, train, 3, 2, progress=False,
-                                   batch=1)
-    # Alg. 1 node by node, the score as PaGraph's reference code has it
-    k, average = 3, train.numel() / 3
-    expected, held = {}, [set() for _ in range(k)]
-    for v in train.tolist():
-        near = set(in_neighbourhood(topo, torch.tensor([v]), 2).tolist())
-        com = [1 + sum(expected.get(u) == j for u in near) for j in range(k)]
-        trained = [sum(p == j for p in expected.values()) for j in range(k)]
-        score = [com[j] * (average - trained[j]) / (len(held[j]) + 1)
-                 for j in range(k)]
-        best = max(range(k), key=lambda j: (score[j], -trained[j], -j))
-        expected[v] = best
-        held[best] |= near | {v}
-    assert owner[train.numpy()].tolist() == list(expected.values())
-    assert [set(m.nonzero().view(-1).tolist()) for m in member] == held
-    # batched (the default) keeps the training nodes balanced
-    owner, _ = pagraph_assign(topo, train, 3, 2, progress=False)
-    count = np.bincount(owner[train.numpy()], minlength=3)
-    assert count.max() - count.min() <= 1
-
-
 @pytest.mark.parametrize('method', ['pagraph', 'metis'])
 def test_local_parts_serve_rows_of_the_original_graph(parts, method):
     from pyg_fastload import FastNeighborLoader
@@ -299,8 +228,7 @@ def test_local_parts_serve_rows_of_the_original_graph(parts, method):
     new_id = torch.from_numpy(np.load(paths[method] / 'new_id.npy'))
     order = torch.argsort(new_id)  # original id of every new id
     for part in range(4):
-        features, graph, _ = open_partition(paths[method], part,
-                                            progress=False, local=True)
+        features, graph, _ = open_partition(paths[method], part, local=True)
         train = features.get_tensor(attr_name='train_mask', index=None,
                                     group_name=None)
         loader = FastNeighborLoader((features, graph), [-1, -1],
@@ -375,7 +303,7 @@ def test_partition_files_are_validated(parts, tmp_path, edit, match):
     _, paths = parts
     path = _tampered(paths['hash'], tmp_path / 'parts', edit)
     with pytest.raises(DatasetFormatError, match=match) as info:
-        open_partition(path, 0, progress=False)
+        open_partition(path, 0)
     assert f'--out {path} ' in str(info.value)  # the directory, not a part
 
 
@@ -389,7 +317,7 @@ def test_a_part_is_not_opened_as_a_dataset(parts):
     _, paths = parts
     with pytest.raises(ValueError, match="is a part of a partition: its "
                        "neighbour ids index 2000 nodes"):
-        open_dataset(paths['hash'] / 'part-0', progress=False)
-    features, graph, _ = open_partition(paths['hash'], 0, progress=False)
+        open_dataset(paths['hash'] / 'part-0')
+    features, graph, _ = open_partition(paths['hash'], 0)
     assert graph.topology.num_nodes == features.get_tensor_size(
         group_name=None, attr_name='x', index=None)[0]

@@ -30,7 +30,7 @@ def window_stores(tmp_path, num_nodes=400, storage='mmap', budget=0.3):
                                          device_budget=budget,
                                          device_cache='window', window=3),
                      scores=-torch.arange(num_nodes).double(),
-                     reserve_bytes=0, progress=False)
+                     reserve_bytes=0)
     graph = CSCGraphStore(CSCTopology.from_edge_index(data.edge_index,
                                                        num_nodes))
     return data, (store, graph)

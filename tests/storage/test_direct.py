@@ -132,7 +132,7 @@ def test_bad_settings_name_the_argument(table):
 @pytest.mark.skipif(process_read_bytes() is None, reason='no /proc/self/io')
 def test_measured_io_covers_every_row_that_missed_the_caches(tiny_dir):
     features, _ = open_dataset(tiny_dir[0], storage='direct',
-                               host_budget='20%', progress=False)
+                               host_budget='20%')
     ids = torch.randperm(features.get_tensor_size(
         group_name=None, attr_name='x', index=None)[0])[:500]
     before = process_read_bytes()

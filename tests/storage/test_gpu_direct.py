@@ -131,7 +131,7 @@ def _real_kvikio():
 @pytest.mark.skipif(not _real_kvikio(), reason='needs CUDA and kvikio')
 def test_gds_reads_land_in_gpu_memory_through_the_tiers(tiny_dir):
     features, _ = open_dataset(tiny_dir[0], device='cuda', storage='gds',
-                               host_budget='20%', progress=False)
+                               host_budget='20%')
     ids = torch.randperm(features.get_tensor_size(
         group_name=None, attr_name='x', index=None)[0])[:500]
     rows = features.gather('x', ids)

@@ -1,0 +1,78 @@
+r"""The partitioning methods on their own: METIS's cut and balance,
+PaGraph's assignment stream, renumbering, argument checks (ByteGNN's GNN-P
+in test_bytegnn.py)."""
+import numpy as np
+import pytest
+import torch
+
+from pyg_fastload.graph import CSCTopology
+from pyg_fastload.io import open_dataset_dir
+from pyg_fastload.partition import assign_parts, renumber
+
+from .test_parts import in_neighbourhood
+
+
+def test_metis_cuts_fewer_edges_than_hash_and_balances(tiny_dir):
+    dataset_dir, _ = tiny_dir
+    dataset = open_dataset_dir(dataset_dir)
+    topo, train = dataset.topology, dataset.arrays['train_mask']
+
+    def cut(owner):
+        owner = torch.from_numpy(owner)
+        return float((owner[topo.indices.long()] !=
+                      owner[topo.destinations()]).float().mean())
+
+    metis = assign_parts(topo, 4, 'metis', (train, None, None))
+    hashed = assign_parts(topo, 4, 'hash')
+    # tiny is a community graph: METIS keeps most edges inside a part
+    assert cut(metis) < 0.5 * cut(hashed)
+    # two balance constraints (training nodes, all nodes), seed 0:
+    # max/mean 1.032 for training nodes and 1.052 for all nodes
+    per_part = np.bincount(metis[train.numpy()], minlength=4)
+    assert per_part.max() / per_part.mean() <= 1.05
+    sizes = np.bincount(metis, minlength=4)
+    assert sizes.max() / sizes.mean() <= 1.06
+
+
+def test_renumber_keeps_original_order_within_parts():
+    owner = np.array([1, 0, 1, 0, 2])
+    new_id, offsets = renumber(owner, 3)
+    assert new_id.tolist() == [2, 0, 3, 1, 4]
+    assert offsets.tolist() == [0, 2, 4, 5]
+
+
+@pytest.mark.parametrize('num_parts, method, match', [
+    (0, 'metis', r"'num_parts' = 0 must be an int in \[1, num_nodes"),
+    (10**6, 'hash', 'num_parts'),
+    (2, 'spectral', "unknown partitioning 'method' = 'spectral'"),
+])
+def test_bad_arguments_name_themselves(num_parts, method, match):
+    topo = CSCTopology.from_edge_index(torch.tensor([[0, 1], [1, 0]]), 3)
+    with pytest.raises(ValueError, match=match):
+        assign_parts(topo, num_parts, method)
+
+
+def test_pagraph_batch_of_one_is_the_papers_stream(tiny_dir):
+    from pyg_fastload.partition.pagraph import pagraph_assign
+    topo = open_dataset_dir(tiny_dir[0]).topology
+    train = torch.arange(0, 2000, 7)
+    owner, member = pagraph_assign(topo, train, 3, 2, progress=False,
+                                   batch=1)
+    # Alg. 1 node by node, the score as PaGraph's reference code has it
+    k, average = 3, train.numel() / 3
+    expected, held = {}, [set() for _ in range(k)]
+    for v in train.tolist():
+        near = set(in_neighbourhood(topo, torch.tensor([v]), 2).tolist())
+        com = [1 + sum(expected.get(u) == j for u in near) for j in range(k)]
+        trained = [sum(p == j for p in expected.values()) for j in range(k)]
+        score = [com[j] * (average - trained[j]) / (len(held[j]) + 1)
+                 for j in range(k)]
+        best = max(range(k), key=lambda j: (score[j], -trained[j], -j))
+        expected[v] = best
+        held[best] |= near | {v}
+    assert owner[train.numpy()].tolist() == list(expected.values())
+    assert [set(m.nonzero().view(-1).tolist()) for m in member] == held
+    # batched (the default) keeps the training nodes balanced
+    owner, _ = pagraph_assign(topo, train, 3, 2, progress=False)
+    count = np.bincount(owner[train.numpy()], minlength=3)
+    assert count.max() - count.min() <= 1
