@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, List, Literal, Optional, Sequence, Union
 
-from .errors import HETERO_UNSUPPORTED, FastLoadError
+from .errors import FastLoadError
 
 __all__ = [
     'FeatureCache',
@@ -233,9 +233,10 @@ def check_fanouts(num_neighbors: Any) -> List[int]:
     r"""Validates a per-hop fan-out list (``-1`` = all neighbours)."""
     values = getattr(num_neighbors, 'values', num_neighbors)
     if isinstance(values, dict):
-        raise NotImplementedError(
-            "'num_neighbors' given per edge type (a dict) is for "
-            "heterogeneous graphs. " + HETERO_UNSUPPORTED)
+        raise ValueError(
+            "'num_neighbors' given per edge type (a dict) is for a "
+            "HeteroData; this graph is homogeneous: give one list, e.g. "
+            "[15, 10, 5]")
     if isinstance(values, int) or not isinstance(values, Sequence):
         raise TypeError(f"'num_neighbors' must be a list with one fan-out "
                         f"per hop, e.g. [15, 10, 5], got {num_neighbors!r}")

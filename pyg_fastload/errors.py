@@ -10,10 +10,10 @@ class FastLoadError(Exception):
     value, and how to fix it."""
 
 
-#: The message of every error raised for heterogeneous input.
+#: The message of every error raised for heterogeneous input where only
+#: homogeneous graphs are supported yet.
 HETERO_UNSUPPORTED = (
-    "pyg_fastload supports homogeneous graphs for now: pass a "
-    "torch_geometric.data.Data or a (FeatureStore, GraphStore) tuple whose "
-    "tensors have group_name=None and edge_type=None. For a HeteroData "
-    "graph, use torch_geometric.loader.NeighborLoader or convert it with "
-    "'data.to_homogeneous()'.")
+    "pyg_fastload's stores, caches and dataset directories hold homogeneous "
+    "graphs for now (group_name=None, edge_type=None); FastNeighborLoader "
+    "samples an in-memory HeteroData directly: pass the HeteroData itself, "
+    "or convert it with 'data.to_homogeneous()'.")

@@ -2,7 +2,7 @@ import importlib.util
 
 import pytest
 import torch
-from torch_geometric.data import Data
+from torch_geometric.data import Data, HeteroData
 
 WITH_TORCH_SPARSE = importlib.util.find_spec('torch_sparse') is not None
 
@@ -56,3 +56,33 @@ def tiny_dir(tmp_path_factory):
     dataset = prepare_synthetic('tiny', root / 'ds', cache_root=root / 'cache',
                                 progress=False)
     return dataset.path, root / 'cache'
+
+
+def random_hetero_graph(seed: int = 0) -> HeteroData:
+    r"""A small heterogeneous graph shaped like ogbn-mag: papers (features,
+    labels, masks) cite papers; authors (features) write papers;
+    institutions (no features) employ authors; reverse relations."""
+    gen = torch.Generator().manual_seed(seed)
+    data = HeteroData()
+    data['paper'].x = torch.randn(120, 6, generator=gen)
+    data['paper'].y = torch.randint(0, 4, (120, ), generator=gen)
+    data['paper'].train_mask = torch.rand(120, generator=gen) < 0.6
+    data['author'].x = torch.randn(80, 6, generator=gen)
+    data['institution'].num_nodes = 10
+    cites = torch.randint(0, 120, (2, 600), generator=gen)
+    writes = torch.stack([torch.randint(0, 80, (300, ), generator=gen),
+                          torch.randint(0, 120, (300, ), generator=gen)])
+    affiliated = torch.stack([torch.arange(80),
+                              torch.randint(0, 10, (80, ), generator=gen)])
+    data['paper', 'cites', 'paper'].edge_index = cites
+    data['author', 'writes', 'paper'].edge_index = writes
+    data['paper', 'rev_writes', 'author'].edge_index = writes.flip(0)
+    data['author', 'affiliated_with', 'institution'].edge_index = affiliated
+    data['institution', 'rev_affiliated_with', 'author'].edge_index = \
+        affiliated.flip(0)
+    return data
+
+
+@pytest.fixture
+def hetero_graph() -> HeteroData:
+    return random_hetero_graph()

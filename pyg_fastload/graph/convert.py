@@ -1,15 +1,17 @@
-r"""Turns what a user hands a sampler (a PyG ``Data``, a
+r"""Turns what a user hands a sampler (a PyG ``Data`` or ``HeteroData``, a
 ``(FeatureStore, GraphStore)`` tuple or a :class:`CSCTopology`) into the CSC
-topology, with errors that name the offending argument."""
+topology (a :class:`HeteroTopology` for ``HeteroData``), with errors that
+name the offending argument."""
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
 import torch
 from torch import Tensor
 from torch_geometric.data import Data, FeatureStore, GraphStore, HeteroData
 
 from ..errors import HETERO_UNSUPPORTED
+from .hetero import HeteroTopology
 from .topology import CSCTopology, index_dtype_for
 
 __all__ = ['topology_of']
@@ -38,32 +40,78 @@ def _from_data(data: Data) -> CSCTopology:
     return topology
 
 
-def _weighted(topology: CSCTopology, weight: Tensor,
-              weight_attr: str) -> CSCTopology:
+def _check_weight(weight: Tensor, weight_attr: str, num_edges: int,
+                  where: str = '') -> Tensor:
+    r"""Sampling weights, one finite value >= 0 per edge (``float64``)."""
+    name = f"'weight_attr={weight_attr!r}'{where}"
     weight = weight.reshape(-1)
-    if weight.numel() != topology.num_edges:
-        raise ValueError(f"'weight_attr={weight_attr!r}' has {weight.numel()} "
-                         f"entries, expected one per edge "
-                         f"({topology.num_edges})")
+    if weight.numel() != num_edges:
+        raise ValueError(f"{name} has {weight.numel()} entries, expected one "
+                         f"per edge ({num_edges})")
     if weight.dtype.is_complex or not (weight.dtype.is_floating_point
                                        or weight.dtype in (torch.int32,
                                                            torch.int64)):
-        raise TypeError(f"'weight_attr={weight_attr!r}' must be numeric, got "
-                        f"dtype {weight.dtype}")
+        raise TypeError(f"{name} must be numeric, got dtype {weight.dtype}")
     if weight.dtype.is_floating_point and not bool(
             torch.isfinite(weight).all()):
         bad = int((~torch.isfinite(weight)).sum())
-        raise ValueError(f"'weight_attr={weight_attr!r}' holds {bad} NaN or "
-                         f"infinite weights; sampling weights must be finite "
-                         f"and >= 0 (replace them, e.g. with "
-                         f"torch.nan_to_num(w, nan=0.0, posinf=0.0))")
+        raise ValueError(f"{name} holds {bad} NaN or infinite weights; "
+                         f"sampling weights must be finite and >= 0 (replace "
+                         f"them, e.g. with torch.nan_to_num(w, nan=0.0, "
+                         f"posinf=0.0))")
     if bool((weight < 0).any()):
-        raise ValueError(f"'weight_attr={weight_attr!r}' holds negative "
-                         f"weights; sampling weights must be >= 0")
+        raise ValueError(f"{name} holds negative weights; sampling weights "
+                         f"must be >= 0")
+    return weight.to(torch.float64)
+
+
+def _weighted(topology: CSCTopology, weight: Tensor,
+              weight_attr: str) -> CSCTopology:
+    weight = _check_weight(weight, weight_attr, topology.num_edges)
     if topology.edge_id is not None:
         weight = weight[topology.edge_id.long()]
     return CSCTopology(topology.indptr, topology.indices, topology.num_nodes,
-                       topology.edge_id, weight.to(torch.float64))
+                       topology.edge_id, weight)
+
+
+def _from_hetero_data(data: HeteroData,
+                      weight_attr: Optional[str]) -> HeteroTopology:
+    num_nodes = {}
+    for node_type in data.node_types:
+        count = data[node_type].num_nodes
+        if count is None:
+            raise ValueError(f"node type {node_type!r} has no node count: "
+                             f"set data[{node_type!r}].num_nodes")
+        num_nodes[node_type] = int(count)
+    edge_index, weights = {}, {}
+    for edge_type in data.edge_types:
+        store = data[edge_type]
+        if 'edge_index' not in store:
+            raise ValueError(f"edge type {edge_type} has no 'edge_index' "
+                             f"(SparseTensor 'adj_t' is not supported): "
+                             f"store its edges as data[{edge_type}]"
+                             f".edge_index")
+        edge_index[edge_type] = store.edge_index
+        if weight_attr is not None:
+            if weight_attr not in store:
+                raise ValueError(f"'weight_attr={weight_attr!r}' is not an "
+                                 f"attribute of edge type {edge_type}: give "
+                                 f"every edge type its weights")
+            weights[edge_type] = _check_weight(
+                store[weight_attr], weight_attr, store.edge_index.size(1),
+                f' of edge type {edge_type}')
+    # Any change is seen: another tensor (the cache holds the old ones, so
+    # their ids stay unique), an in-place edit, another shape or count.
+    key = (weight_attr, tuple(num_nodes.items()),
+           tuple((e, id(v), v._version, tuple(v.shape))
+                 for e, v in edge_index.items()))
+    cached = data.__dict__.get(_CACHE_ATTR)
+    if cached is not None and cached[1] == key:
+        return cached[2]
+    topology = HeteroTopology.from_relations(
+        num_nodes, edge_index, weights if weight_attr is not None else None)
+    data.__dict__[_CACHE_ATTR] = (list(edge_index.values()), key, topology)
+    return topology
 
 
 def _from_stores(feature_store: FeatureStore,
@@ -88,11 +136,18 @@ def _from_stores(feature_store: FeatureStore,
                        num_nodes, perm)
 
 
-def topology_of(data: Any, weight_attr: Optional[str] = None) -> CSCTopology:
-    r"""The CSC topology of :obj:`data` (built once per ``Data`` and cached
-    on it), with :obj:`weight_attr` edge weights attached if given."""
+def topology_of(data: Any, weight_attr: Optional[str] = None
+                ) -> Union[CSCTopology, HeteroTopology]:
+    r"""The CSC topology of :obj:`data` (built once per ``Data`` or
+    ``HeteroData`` and cached on it), with :obj:`weight_attr` edge weights
+    attached if given."""
     if isinstance(data, HeteroData):
-        raise NotImplementedError(HETERO_UNSUPPORTED)
+        return _from_hetero_data(data, weight_attr)
+    if isinstance(data, HeteroTopology):
+        if weight_attr is not None and data.edge_weight is None:
+            raise ValueError(f"'weight_attr={weight_attr!r}' was given but "
+                             f"the topology carries no edge weights")
+        return data
     if isinstance(data, CSCTopology):
         if weight_attr is not None and data.edge_weight is None:
             raise ValueError(f"'weight_attr={weight_attr!r}' was given but "

@@ -59,9 +59,13 @@ class CSCTopology:
         edge_index: Tensor,
         num_nodes: Optional[int] = None,
         edge_weight: Optional[Tensor] = None,
+        num_sources: Optional[int] = None,
     ) -> 'CSCTopology':
         r"""Builds the CSC form of a ``[2, num_edges]`` COO ``edge_index``
-        (row 0: source, row 1: destination) with one stable sort."""
+        (row 0: source, row 1: destination) with one stable sort. A
+        bipartite relation gives :obj:`num_sources`, the number of source
+        nodes (default: :obj:`num_nodes`, sources and destinations are the
+        same nodes)."""
         if not isinstance(edge_index, Tensor):
             raise TypeError(f"'edge_index' must be a torch.Tensor, got "
                             f"{type(edge_index).__name__}")
@@ -75,14 +79,19 @@ class CSCTopology:
         num_edges = edge_index.size(1)
         if num_nodes is None:
             num_nodes = int(edge_index.max()) + 1 if num_edges > 0 else 0
-        if num_edges > 0:
-            low, high = int(edge_index.min()), int(edge_index.max())
-            if low < 0 or high >= num_nodes:
+        if num_sources is None:
+            num_sources = num_nodes
+        for row, name, bound in ((0, 'source', num_sources),
+                                 (1, 'destination', num_nodes)):
+            if num_edges == 0:
+                break
+            low, high = int(edge_index[row].min()), int(edge_index[row].max())
+            if low < 0 or high >= bound:
                 bad = low if low < 0 else high
                 raise ValueError(
-                    f"'edge_index' holds node id {bad}, outside "
-                    f"[0, num_nodes={num_nodes}); set 'num_nodes' on the data "
-                    f"object to the true node count or fix the edge list")
+                    f"'edge_index' holds {name} node id {bad}, outside "
+                    f"[0, {bound}); set 'num_nodes' on the data object to "
+                    f"the true node count or fix the edge list")
         if edge_weight is not None:
             if edge_weight.numel() != num_edges:
                 raise ValueError(
@@ -100,7 +109,7 @@ class CSCTopology:
         counts = torch.bincount(dst, minlength=num_nodes)
         indptr = torch.zeros(num_nodes + 1, dtype=torch.long)
         torch.cumsum(counts, 0, out=indptr[1:])
-        indices = src.to(index_dtype_for(max(num_nodes - 1, 0)))
+        indices = src.to(index_dtype_for(max(num_sources - 1, 0)))
         if perm is not None:
             perm = perm.to(index_dtype_for(max(num_edges - 1, 0)))
         return cls(indptr=indptr, indices=indices, num_nodes=num_nodes,

@@ -2,16 +2,17 @@ r"""Checks of what a user hands the loader (seed nodes, device, features),
 with errors naming the argument, the value and the fix."""
 from __future__ import annotations
 
-from typing import Any, Optional, Union
+from typing import Any, Dict, Optional, Tuple, Union
 
 import numpy as np
 import torch
 from torch import Tensor
-from torch_geometric.data import Data, FeatureStore
+from torch_geometric.data import Data, FeatureStore, HeteroData
 
 from ..errors import HETERO_UNSUPPORTED
 
-__all__ = ['check_input_nodes', 'check_device', 'check_has_features',
+__all__ = ['check_input_nodes', 'check_hetero_input_nodes', 'check_device',
+           'check_has_features', 'check_hetero_features',
            'check_sorted_by_destination']
 
 
@@ -24,6 +25,34 @@ def check_input_nodes(input_nodes: Any, num_nodes: int) -> Optional[Tensor]:
         raise NotImplementedError(
             f"'input_nodes={input_nodes!r}' names a node type, which only "
             f"heterogeneous graphs have. " + HETERO_UNSUPPORTED)
+    return _check_ids(input_nodes, num_nodes, 'this graph')
+
+
+def check_hetero_input_nodes(input_nodes: Any, num_nodes: Dict[str, int]
+                             ) -> Tuple[str, Optional[Tensor]]:
+    r"""Validates a heterogeneous graph's :obj:`input_nodes`: a node type,
+    or ``(node type, ids or mask or None)``; returns ``(type, tensor)``."""
+    if isinstance(input_nodes, str):
+        node_type, ids = input_nodes, None
+    elif isinstance(input_nodes, (tuple, list)) and len(input_nodes) == 2 \
+            and isinstance(input_nodes[0], str):
+        node_type, ids = input_nodes
+    else:
+        raise ValueError(
+            f"'input_nodes' of a HeteroData must name the seeds' node type: "
+            f"'paper' or ('paper', ids or mask), got "
+            f"{type(input_nodes).__name__}")
+    if node_type not in num_nodes:
+        raise ValueError(f"'input_nodes' names node type {node_type!r}, "
+                         f"which the graph does not have (node types: "
+                         f"{', '.join(map(repr, num_nodes))})")
+    count = num_nodes[node_type]
+    if ids is None:
+        return node_type, torch.arange(count)
+    return node_type, _check_ids(ids, count, f'node type {node_type!r}')
+
+
+def _check_ids(input_nodes: Any, num_nodes: int, what: str) -> Tensor:
     if isinstance(input_nodes, (set, frozenset, dict)):
         raise TypeError(f"'input_nodes' is a {type(input_nodes).__name__}, "
                         f"which has no order: pass a tensor or a list (e.g. "
@@ -36,7 +65,7 @@ def check_input_nodes(input_nodes: Any, num_nodes: int) -> Optional[Tensor]:
         if input_nodes.numel() != num_nodes:
             raise ValueError(
                 f"'input_nodes' is a boolean mask of length "
-                f"{input_nodes.numel()}, but the graph has {num_nodes} nodes; "
+                f"{input_nodes.numel()}, but {what} has {num_nodes} nodes; "
                 f"pass a mask with one entry per node or an index tensor")
         return input_nodes.view(-1)
     if input_nodes.dtype.is_floating_point or input_nodes.dtype.is_complex:
@@ -49,7 +78,7 @@ def check_input_nodes(input_nodes: Any, num_nodes: int) -> Optional[Tensor]:
         if low < 0 or high >= num_nodes:
             raise IndexError(
                 f"'input_nodes' holds node id {low if low < 0 else high}, "
-                f"outside [0, {num_nodes}) for this graph")
+                f"outside [0, {num_nodes}) for {what}")
     return input_nodes
 
 
@@ -112,6 +141,22 @@ def check_has_features(data: Any) -> None:
         raise ValueError(f"the FeatureStore has no 'x' tensor (found "
                          f"{sorted(names)}); put the node features under "
                          f"attr_name='x'")
+
+
+def check_hetero_features(data: HeteroData) -> None:
+    r"""Every tensor of a node type (its node attributes) has one row per
+    node of that type; types without features are fine (their nodes are
+    only sampled)."""
+    for node_type in data.node_types:
+        store = data[node_type]
+        count = store.num_nodes
+        for key, value in store.items():
+            if isinstance(value, Tensor) and value.dim() >= 1 and \
+                    value.size(0) != count:
+                raise ValueError(
+                    f"data[{node_type!r}].{key} has {value.size(0)} rows but "
+                    f"node type {node_type!r} has {count} nodes; give every "
+                    f"node one row (or fix data[{node_type!r}].num_nodes)")
 
 
 def check_sorted_by_destination(data: Any) -> None:

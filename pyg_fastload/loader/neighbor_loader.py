@@ -1,5 +1,6 @@
 r"""``FastNeighborLoader``: PyG's ``NeighborLoader`` API over the vectorized
-:class:`~pyg_fastload.sampling.FastNeighborSampler`."""
+:class:`~pyg_fastload.sampling.FastNeighborSampler` (and
+:class:`~pyg_fastload.sampling.HeteroNeighborSampler` on ``HeteroData``)."""
 from __future__ import annotations
 
 import threading
@@ -15,13 +16,14 @@ from torch_geometric.sampler import SamplerOutput
 from torch_geometric.sampler.base import SubgraphType
 
 from ..config import PipelineSettings
-from ..errors import HETERO_UNSUPPORTED
-from ..sampling import FastNeighborSampler, HopSampler
+from ..sampling import FastNeighborSampler, HeteroNeighborSampler, HopSampler
 from ..storage import FeatureSource
 from .feature_join import FeatureJoin, pooled_attrs
 from .inputs import (
     check_device,
     check_has_features,
+    check_hetero_features,
+    check_hetero_input_nodes,
     check_input_nodes,
     check_sorted_by_destination,
 )
@@ -57,21 +59,28 @@ def _weak_join(loader: 'FastNeighborLoader') -> Callable[[Any], Any]:
 
 class FastNeighborLoader(NodeLoader):
     r"""A drop-in replacement for
-    :class:`torch_geometric.loader.NeighborLoader` on homogeneous graphs.
+    :class:`torch_geometric.loader.NeighborLoader`.
 
     It takes the same arguments and yields the same
-    :class:`~torch_geometric.data.Data` mini-batches (``x``, ``y``,
+    :class:`~torch_geometric.data.Data` (or
+    :class:`~torch_geometric.data.HeteroData`) mini-batches (``x``, ``y``,
     ``edge_index``, ``n_id``, ``e_id``, ``input_id``, ``batch_size``,
     ``num_sampled_nodes``, ``num_sampled_edges`` and every other node or edge
-    attribute, sliced), but samples with pyg_fastload's vectorized sampler,
-    which needs neither pyg-lib nor torch-sparse.
+    attribute, sliced; per type on a ``HeteroData``, ``batch_size`` and
+    ``input_id`` on the seeds' type), but samples with pyg_fastload's
+    vectorized samplers, which need neither pyg-lib nor torch-sparse.
 
     Args:
-        data: a :class:`~torch_geometric.data.Data` or a ``(FeatureStore,
+        data: a :class:`~torch_geometric.data.Data`, a
+            :class:`~torch_geometric.data.HeteroData` or a ``(FeatureStore,
             GraphStore)`` tuple.
-        num_neighbors (List[int]): fan-out per hop (``-1``: all neighbours).
+        num_neighbors (List[int] or Dict[EdgeType, List[int]]): fan-out per
+            hop (``-1``: all neighbours); on a ``HeteroData`` one list for
+            every relation or a dict by edge type (relations it leaves out
+            sample none).
         input_nodes (torch.Tensor, optional): seed nodes as an index or a
-            boolean mask; :obj:`None` means every node.
+            boolean mask; :obj:`None` means every node. On a ``HeteroData``
+            the seeds' node type, or ``(node type, index or mask)``.
         replace (bool): sample with replacement. (default: :obj:`False`)
         subgraph_type (str): ``'directional'``, ``'bidirectional'`` or
             ``'induced'``. (default: ``'directional'``)
@@ -141,35 +150,39 @@ class FastNeighborLoader(NodeLoader):
         device: Optional[Union[str, torch.device]] = None,
         **kwargs: Any,
     ):
-        if isinstance(data, HeteroData):
-            raise NotImplementedError(HETERO_UNSUPPORTED)
-        if not isinstance(data, Data) and not (
+        hetero = isinstance(data, HeteroData)
+        if not isinstance(data, (Data, HeteroData)) and not (
                 isinstance(data, (tuple, list)) and len(data) == 2
                 and isinstance(data[0], FeatureStore)
                 and isinstance(data[1], GraphStore)):
-            raise TypeError(f"'data' must be a torch_geometric.data.Data or a "
-                            f"(FeatureStore, GraphStore) tuple, got "
-                            f"{type(data).__name__}")
+            raise TypeError(f"'data' must be a torch_geometric.data.Data, a "
+                            f"HeteroData or a (FeatureStore, GraphStore) "
+                            f"tuple, got {type(data).__name__}")
         if input_time is not None or time_attr is not None \
                 or temporal_strategy != 'uniform':
             raise NotImplementedError(
                 f"temporal sampling ('input_time', 'time_attr', "
                 f"'temporal_strategy={temporal_strategy!r}') is not "
                 f"supported by pyg_fastload yet")
-        if is_sorted:
+        if is_sorted and not hetero:
             check_sorted_by_destination(data)
         batch_size = kwargs.get('batch_size', 1)
         if (isinstance(batch_size, bool) or not isinstance(batch_size, int)
                 or batch_size < 1):
             raise ValueError(f"'batch_size' must be a positive int, got "
                              f"{batch_size!r}")
-        check_has_features(data)
-        if filter_per_worker is None and not isinstance(data, Data):
+        if hetero:
+            check_hetero_features(data)
+        else:
+            check_has_features(data)
+        if filter_per_worker is None and not isinstance(data, (Data,
+                                                               HeteroData)):
             # Join in the main process, where the store's caches live; the
             # sampling still runs in worker processes if there are any.
             filter_per_worker = not isinstance(data[0], FeatureSource)
         if neighbor_sampler is None:
-            neighbor_sampler = FastNeighborSampler(
+            kind = HeteroNeighborSampler if hetero else FastNeighborSampler
+            neighbor_sampler = kind(
                 data,
                 num_neighbors=num_neighbors,
                 replace=replace,
@@ -179,8 +192,12 @@ class FastNeighborLoader(NodeLoader):
                 share_memory=kwargs.get('num_workers', 0) > 0,
                 directed=directed,
             )
-        input_nodes = check_input_nodes(input_nodes,
-                                         neighbor_sampler.num_nodes)
+        if hetero:
+            input_nodes = check_hetero_input_nodes(
+                input_nodes, {t: data[t].num_nodes for t in data.node_types})
+        else:
+            input_nodes = check_input_nodes(input_nodes,
+                                             neighbor_sampler.num_nodes)
         if input_nodes is None and not isinstance(data, Data):
             input_nodes = torch.arange(neighbor_sampler.num_nodes)
         super().__init__(
@@ -230,8 +247,9 @@ class FastNeighborLoader(NodeLoader):
         :class:`~pyg_fastload.storage.TieredFeatureStore` is read through its
         tiers directly (main process only: worker processes write into
         shared memory as in PyG)."""
-        if get_worker_info() is not None:
-            return super().filter_fn(out)
+        if get_worker_info() is not None or isinstance(self.data,
+                                                       HeteroData):
+            return super().filter_fn(out)  # PyG's join
         store = self._feature_source
         # What `data` holds now: a replaced `x` or `y` is served at once.
         pooled = pooled_attrs(self.data) if isinstance(self.data,

@@ -160,7 +160,6 @@ class HopSampler(BaseSampler):
             raise IndexError(f"seed node ids must lie in [0, {num_nodes}), "
                              f"got ids from {int(seeds.min())} to "
                              f"{int(seeds.max())}")
-        topo = self.topology
         relabeler = self._relabeler()
         keys = seeds
         if self.disjoint:
@@ -212,14 +211,24 @@ class HopSampler(BaseSampler):
         if self.subgraph_type == SubgraphType.induced:
             row, col, pos = self._induced_edges(node)
             num_sampled_edges = None
-        edge = pos if topo.edge_id is None else topo.edge_id.index_select(
-            0, pos).long()
+        edge = self._edge_ids(pos)
         out = SamplerOutput(node=node, row=row, col=col, edge=edge,
                             batch=batch, num_sampled_nodes=num_sampled_nodes,
                             num_sampled_edges=num_sampled_edges)
-        if self.subgraph_type == SubgraphType.bidirectional:
+        if self.subgraph_type == SubgraphType.bidirectional and \
+                self.adds_reverse_edges:
             out = out.to_bidirectional()
         return out
+
+    def _edge_ids(self, pos: Tensor) -> Tensor:
+        r"""The ids a batch reports for the CSC positions :obj:`pos`: the
+        original edge ids."""
+        edge_id = self.topology.edge_id
+        return pos if edge_id is None else edge_id.index_select(0, pos).long()
+
+    #: Whether :meth:`sample` adds the reverse of every sampled edge for
+    #: ``subgraph_type='bidirectional'`` (a subclass may do it later).
+    adds_reverse_edges = True
 
     def _induced_edges(self, node: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
         r"""Every edge of the graph between two nodes of :obj:`node`."""

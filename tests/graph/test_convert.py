@@ -39,8 +39,14 @@ def test_stores_give_the_same_topology(graph):
     assert torch.equal(topo.indices.long(), expected.indices.long())
 
 
+def _untyped_nodes() -> HeteroData:
+    data = HeteroData()
+    data['a'].y = 3  # not a tensor: no count can be inferred
+    return data
+
+
 @pytest.mark.parametrize('data, weight_attr, error, match', [
-    (HeteroData(), None, NotImplementedError, 'homogeneous'),
+    (_untyped_nodes(), None, ValueError, "node type 'a' has no node count"),
     ('graph', None, TypeError, "'data' must be"),
     (Data(x=torch.zeros(2, 1)), None, ValueError, "no 'edge_index'"),
     (random_graph(), 'missing', ValueError, "'weight_attr='missing''"),

@@ -188,7 +188,7 @@ def test_errors_name_the_argument(graph):
     no_x = Data(edge_index=graph.edge_index, num_nodes=graph.num_nodes)
     with pytest.raises(ValueError, match="'x'"):
         FastNeighborLoader(no_x, [2])
-    with pytest.raises(NotImplementedError, match='homogeneous'):
+    with pytest.raises(ValueError, match="must name the seeds' node type"):
         FastNeighborLoader(HeteroData(), [2])
 
 

@@ -1,0 +1,178 @@
+r"""A heterogeneous graph's topology as one CSC over all relations, so a
+sampler draws every relation of a hop in one vectorized call.
+
+Node ids are *global*: node ``i`` of type ``t`` is ``node_offset[t] + i``.
+Relation ``r = (src, rel, dst)`` owns the segments ``segment_offset[r] +
+j``, one per ``dst`` node ``j``: the in-neighbours of node ``j`` along
+``r`` are ``indices[indptr[s]:indptr[s + 1]]`` (global ids of ``src``
+nodes) with ``s = segment_offset[r] + j``. Edge positions of ``r`` run
+from ``edge_offset[r]``; ``edge_id`` maps them back to the relation's own
+``edge_index`` columns.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Tuple
+
+import torch
+from torch import Tensor
+
+from ..graph.ranges import expand_ranges
+from .topology import CSCTopology, index_dtype_for
+
+__all__ = ['HeteroTopology', 'EdgeType']
+
+EdgeType = Tuple[str, str, str]
+
+
+def _offsets(sizes: List[int]) -> Tensor:
+    out = torch.zeros(len(sizes) + 1, dtype=torch.long)
+    if sizes:
+        torch.cumsum(torch.tensor(sizes, dtype=torch.long), 0, out=out[1:])
+    return out
+
+
+@dataclass
+class HeteroTopology:
+    r"""Every relation's in-edges, grouped by relation and destination node
+    (see the module docstring for the id layout)."""
+    node_types: List[str]
+    edge_types: List[EdgeType]
+    node_offset: Tensor
+    segment_offset: Tensor
+    edge_offset: Tensor
+    indptr: Tensor
+    indices: Tensor
+    edge_id: Tensor
+    edge_weight: Optional[Tensor] = None
+
+    def __post_init__(self) -> None:
+        index = {t: i for i, t in enumerate(self.node_types)}
+        #: Source and destination node type (index) of every relation.
+        self.src_type = torch.tensor([index[e[0]] for e in self.edge_types],
+                                     dtype=torch.long)
+        self.dst_type = torch.tensor([index[e[2]] for e in self.edge_types],
+                                     dtype=torch.long)
+        # Relations by destination type: those of type t are
+        # dst_rels[dst_rel_ptr[t]:dst_rel_ptr[t + 1]].
+        order = torch.sort(self.dst_type, stable=True).indices
+        self.dst_rels = order
+        self.dst_rel_ptr = _offsets(torch.bincount(
+            self.dst_type, minlength=len(self.node_types)).tolist())
+
+    @property
+    def num_nodes(self) -> int:
+        r"""Nodes of all types (the size of the global id space)."""
+        return int(self.node_offset[-1])
+
+    @property
+    def num_edges(self) -> int:
+        return int(self.indices.numel())
+
+    def num_nodes_of(self, node_type: str) -> int:
+        t = self.node_types.index(node_type)
+        return int(self.node_offset[t + 1] - self.node_offset[t])
+
+    def node_type_of(self, nodes: Tensor) -> Tensor:
+        r"""The type index of every global node id."""
+        return torch.bucketize(nodes, self.node_offset[1:], right=True)
+
+    def relation_of(self, positions: Tensor) -> Tensor:
+        r"""The relation index of every edge position."""
+        return torch.bucketize(positions, self.edge_offset[1:], right=True)
+
+    def segments(self, nodes: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
+        r"""``(segment, relation, owner)`` for every relation into every
+        node of :obj:`nodes` (global ids): grouped by node in the order of
+        :obj:`nodes`, ``owner`` the position of the node in :obj:`nodes`."""
+        types = self.node_type_of(nodes)
+        local = nodes - self.node_offset[types]
+        first = self.dst_rel_ptr[types]
+        count = self.dst_rel_ptr[types + 1] - first
+        owner = torch.repeat_interleave(torch.arange(nodes.numel()), count)
+        relation = self.dst_rels[expand_ranges(first, count)]
+        segment = self.segment_offset[relation] + local[owner]
+        return segment, relation, owner
+
+    def relation_topology(self, edge_type: EdgeType) -> CSCTopology:
+        r"""Relation :obj:`edge_type` alone, in its types' own ids."""
+        r = self.edge_types.index(edge_type)
+        seg = slice(int(self.segment_offset[r]),
+                    int(self.segment_offset[r + 1]) + 1)
+        edges = slice(int(self.edge_offset[r]), int(self.edge_offset[r + 1]))
+        src = int(self.src_type[r])
+        return CSCTopology(
+            indptr=self.indptr[seg] - self.indptr[seg.start],
+            indices=self.indices[edges] - self.node_offset[src],
+            num_nodes=int(self.segment_offset[r + 1] - self.segment_offset[r]),
+            edge_id=self.edge_id[edges],
+            edge_weight=None if self.edge_weight is None
+            else self.edge_weight[edges])
+
+    def share_memory_(self) -> 'HeteroTopology':
+        for name in ('indptr', 'indices', 'edge_id', 'edge_weight'):
+            value = getattr(self, name)
+            if value is not None:
+                value.share_memory_()
+        return self
+
+    @classmethod
+    def from_relations(
+        cls,
+        num_nodes: Dict[str, int],
+        edge_index: Dict[EdgeType, Tensor],
+        edge_weight: Optional[Dict[EdgeType, Tensor]] = None,
+    ) -> 'HeteroTopology':
+        r"""Builds the topology from each relation's ``[2, num_edges]``
+        ``edge_index`` (sources in row 0, in the source type's ids)."""
+        node_types = list(num_nodes)
+        edge_types = [tuple(e) for e in edge_index]
+        for edge_type in edge_types:
+            if len(edge_type) != 3:
+                raise ValueError(f"edge type {edge_type!r} must be a "
+                                 f"(source, relation, destination) triple")
+            for end, name in ((edge_type[0], 'source'),
+                              (edge_type[2], 'destination')):
+                if end not in num_nodes:
+                    raise ValueError(
+                        f"edge type {edge_type}: its {name} node type "
+                        f"{end!r} is not a node type of the graph "
+                        f"({', '.join(map(repr, node_types))}); add its "
+                        f"nodes (data[{end!r}].num_nodes) or drop the edges")
+        node_offset = _offsets([num_nodes[t] for t in node_types])
+        weighted = edge_weight is not None
+        parts = {'indptr': [torch.zeros(1, dtype=torch.long)], 'indices': [],
+                 'edge_id': [], 'edge_weight': []}
+        segments, edges = [], []
+        for edge_type in edge_types:
+            src, _, dst = edge_type
+            ei = edge_index[edge_type]
+            weight = edge_weight[edge_type] if weighted else None
+            try:
+                csc = CSCTopology.from_edge_index(ei, num_nodes[dst], weight,
+                                                  num_sources=num_nodes[src])
+            except (TypeError, ValueError) as error:
+                raise ValueError(f"edge type {edge_type} (from {src!r} to "
+                                 f"{dst!r}): {error}") from None
+            shift = parts['indptr'][-1][-1]
+            parts['indptr'].append(csc.indptr[1:] + shift)
+            parts['indices'].append(
+                csc.indices.long() + node_offset[node_types.index(src)])
+            parts['edge_id'].append(
+                torch.arange(csc.num_edges) if csc.edge_id is None
+                else csc.edge_id.long())
+            if weighted:
+                parts['edge_weight'].append(csc.edge_weight)
+            segments.append(num_nodes[dst])
+            edges.append(csc.num_edges)
+        cat = {k: torch.cat(v) if v else torch.empty(0, dtype=torch.long)
+               for k, v in parts.items()}
+        total_nodes = int(node_offset[-1])
+        return cls(
+            node_types=node_types, edge_types=edge_types,
+            node_offset=node_offset, segment_offset=_offsets(segments),
+            edge_offset=_offsets(edges), indptr=cat['indptr'],
+            indices=cat['indices'].to(index_dtype_for(max(total_nodes - 1,
+                                                          0))),
+            edge_id=cat['edge_id'],
+            edge_weight=cat['edge_weight'].double() if weighted else None)
