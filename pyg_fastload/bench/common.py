@@ -3,10 +3,11 @@ this machine's memory-copy bandwidth."""
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import statistics
 import time
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 import torch
 
@@ -23,6 +24,7 @@ __all__ = [
     'median',
     'Table',
     'cpu_count',
+    'time_loader',
 ]
 
 
@@ -37,12 +39,15 @@ def positive_int(text: str) -> int:
     return value
 
 
-def add_graph_arguments(parser: argparse.ArgumentParser) -> None:
-    r"""The options every benchmark shares: which synthetic graph, the
-    fan-outs, the batch size, the seed and the cache directory."""
+def add_graph_arguments(parser: argparse.ArgumentParser,
+                        more_presets: Iterable[str] = ()) -> None:
+    r"""The options every benchmark shares: which synthetic graph (a
+    homogeneous preset, or one of :obj:`more_presets` the benchmark also
+    takes), the fan-outs, the batch size, the seed and the cache
+    directory."""
     from ..datasets import PRESETS
     parser.add_argument('--preset', default='products-like',
-                        choices=sorted(PRESETS),
+                        choices=sorted([*PRESETS, *more_presets]),
                         help='synthetic graph to load (generated once, then '
                         'cached)')
     parser.add_argument('--fanout', type=int, nargs='+', default=[15, 10, 5],
@@ -118,3 +123,27 @@ class Table:
 
 def cpu_count() -> int:
     return len(os.sched_getaffinity(0))
+
+
+def time_loader(loader: Iterable, warmup: int,
+                 num_batches: int) -> Tuple[float, float]:
+    r"""``(start-up, steady)``: seconds from starting the iterator to its
+    first batch, and seconds for :obj:`num_batches` batches drawn after
+    :obj:`warmup` untimed ones. The iterator's workers are shut down
+    before returning."""
+    iterator = iter(loader)
+    start = time.perf_counter()
+    next(iterator)
+    startup = time.perf_counter() - start
+    for _ in range(warmup - 1):
+        next(iterator)
+    start = time.perf_counter()
+    for _ in range(num_batches):
+        next(iterator)
+    steady = time.perf_counter() - start
+    shutdown = getattr(iterator, '_shutdown_workers', None)
+    if shutdown is not None:  # PyG's worker processes
+        shutdown()
+    del iterator
+    gc.collect()
+    return startup, steady

@@ -10,21 +10,22 @@ start-up cost. A run's workers are shut down before the next loader is
 timed, so they do not take the cores from it.
 
 Run ``pyg-fastload bench loader --preset products-like`` or
-``python -m pyg_fastload.bench.loader``.
+``python -m pyg_fastload.bench.loader``; on a heterogeneous preset
+(``--preset mag-like --fanout 15 10``) the same comparison runs on a
+``HeteroData`` (:mod:`pyg_fastload.bench.hetero_loader`).
 """
 from __future__ import annotations
 
 import argparse
-import gc
 import importlib.util
 import time
 import warnings
-from typing import Callable, Dict, Iterable, List, Optional, Tuple
+from typing import Callable, Dict, Iterable, List, Optional
 
 import torch
 from torch_geometric.data import Data
 
-from ..datasets import degree_stats, load_synthetic
+from ..datasets import HETERO_PRESETS, degree_stats, load_synthetic
 from ..loader import FastNeighborLoader
 from ..sampling import FastNeighborSampler
 from ..storage.buffer_pool import BufferPool
@@ -38,6 +39,7 @@ from .common import (
     peak_rss_bytes,
     reset_peak_rss,
     rss_bytes,
+    time_loader,
 )
 
 __all__ = ['add_arguments', 'run', 'main']
@@ -46,7 +48,10 @@ GiB = 2**30
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_graph_arguments(parser)
+    add_graph_arguments(parser, HETERO_PRESETS)
+    parser.add_argument('--scale', type=float, default=1.0,
+                        help="a heterogeneous preset's node and edge counts "
+                        "times this (in (0, 1]; default 1)")
     parser.add_argument('--batches', type=int, default=40,
                         help='mini-batches timed per loader and round')
     parser.add_argument('--warmup', type=int, default=5,
@@ -60,30 +65,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "NeighborLoader (empty: skip the baseline)")
 
 
-def _time_loader(loader: Iterable, warmup: int,
-                 num_batches: int) -> Tuple[float, float]:
-    r"""``(start-up, steady)``: seconds from starting the iterator to its
-    first batch, and seconds for :obj:`num_batches` batches drawn after
-    :obj:`warmup` untimed ones. The iterator's workers are shut down
-    before returning."""
-    iterator = iter(loader)
-    start = time.perf_counter()
-    next(iterator)
-    startup = time.perf_counter() - start
-    for _ in range(warmup - 1):
-        next(iterator)
-    start = time.perf_counter()
-    for _ in range(num_batches):
-        next(iterator)
-    steady = time.perf_counter() - start
-    shutdown = getattr(iterator, '_shutdown_workers', None)
-    if shutdown is not None:  # PyG's worker processes
-        shutdown()
-    del iterator
-    gc.collect()
-    return startup, steady
-
-
 def _seed_batches(data: Data, batch_size: int, num_batches: int,
                   seed: int) -> torch.Tensor:
     train = data.train_mask.nonzero().view(-1)
@@ -95,6 +76,9 @@ def _seed_batches(data: Data, batch_size: int, num_batches: int,
 def run(args: argparse.Namespace) -> Dict[str, float]:
     r"""Runs the benchmark and prints a report; returns the headline
     figures (seeds/s per loader and ratios)."""
+    if args.preset in HETERO_PRESETS:
+        from .hetero_loader import run_hetero
+        return run_hetero(args)
     torch.manual_seed(args.seed)
     print(f'# loader benchmark: preset={args.preset} fanout={args.fanout} '
           f'batch_size={args.batch_size} batches={args.batches} '
@@ -167,7 +151,7 @@ def run(args: argparse.Namespace) -> Dict[str, float]:
                                                       - 1)
             tracked = track and reset_peak_rss()
             before = rss_bytes() if tracked else 0
-            startup, steady = _time_loader(loader, args.warmup, num_batches)
+            startup, steady = time_loader(loader, args.warmup, num_batches)
             if tracked:
                 peak_extra = max(peak_rss_bytes() - before, 0)
             times[name].append(steady)

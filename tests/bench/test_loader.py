@@ -60,3 +60,17 @@ def test_too_few_seeds_name_the_arguments(tmp_path):
 def test_bench_rejects_unknown_preset(tmp_path):
     proc = run_cli('bench', 'loader', '--preset', 'nope')
     assert proc.returncode != 0 and 'nope' in proc.stderr
+
+
+@requires_torch_sparse
+def test_a_hetero_preset_compares_the_loaders_on_hetero_data(tmp_path,
+                                                             capsys):
+    result = run(tmp_path, '--preset', 'hetero-tiny', '--batch-size', '32',
+                 '--warmup', '1', '--fanout', '4', '3', '--pyg-workers', '0')
+    out = capsys.readouterr().out
+    assert 'graph: 742 nodes of 4 types, 7,800 edges of 8 relations' in out
+    for name in ('FastNeighborLoader ', 'FastNeighborLoader(pipeline=False)',
+                 'PyG NeighborLoader(num_workers=0)'):
+        assert name in out
+    assert set(result) == {'fast_seeds_per_s', 'speedup'}
+    assert multiprocessing.active_children() == []
