@@ -4,13 +4,18 @@ topology (a :class:`HeteroTopology` for ``HeteroData``), with errors that
 name the offending argument."""
 from __future__ import annotations
 
-from typing import Any, Optional, Union
+from typing import Any, Dict, List, Optional, Union
 
 import torch
 from torch import Tensor
-from torch_geometric.data import Data, FeatureStore, GraphStore, HeteroData
+from torch_geometric.data import (
+    Data,
+    EdgeAttr,
+    FeatureStore,
+    GraphStore,
+    HeteroData,
+)
 
-from ..errors import HETERO_UNSUPPORTED
 from .hetero import HeteroTopology
 from .topology import CSCTopology, index_dtype_for
 
@@ -114,16 +119,16 @@ def _from_hetero_data(data: HeteroData,
     return topology
 
 
-def _from_stores(feature_store: FeatureStore,
-                 graph_store: GraphStore) -> CSCTopology:
+def _from_stores(feature_store: FeatureStore, graph_store: GraphStore
+                 ) -> Union[CSCTopology, HeteroTopology]:
     own = getattr(graph_store, 'topology', None)
-    if isinstance(own, CSCTopology):
+    if isinstance(own, (CSCTopology, HeteroTopology)):
         return own
     edge_attrs = graph_store.get_all_edge_attrs()
     if len(edge_attrs) == 0:
         raise ValueError("the GraphStore holds no edges")
     if any(attr.edge_type is not None for attr in edge_attrs):
-        raise NotImplementedError(HETERO_UNSUPPORTED)
+        return _hetero_from_stores(graph_store, edge_attrs)
     size = edge_attrs[0].size
     if size is None:
         raise ValueError("the GraphStore's EdgeAttr has no 'size': put the "
@@ -134,6 +139,26 @@ def _from_stores(feature_store: FeatureStore,
         perm = perm.to(index_dtype_for(max(perm.numel() - 1, 0)))
     return CSCTopology(colptr.long(), row.to(index_dtype_for(num_nodes - 1)),
                        num_nodes, perm)
+
+
+def _hetero_from_stores(graph_store: GraphStore,
+                        edge_attrs: List[EdgeAttr]) -> HeteroTopology:
+    r"""Every relation of a GraphStore of another library, read in COO."""
+    num_nodes: Dict[str, int] = {}
+    edge_index = {}
+    for attr in edge_attrs:
+        if attr.edge_type is None or attr.size is None:
+            raise ValueError(f"the GraphStore's EdgeAttr {attr} has no "
+                             f"edge type or no 'size': put every relation "
+                             f"with edge_type and size=(num_src, num_dst)")
+        src, _, dst = attr.edge_type
+        num_nodes.setdefault(src, int(attr.size[0]))
+        num_nodes.setdefault(dst, int(attr.size[1]))
+        row, col = graph_store.get_edge_index(
+            edge_type=attr.edge_type, layout='coo', is_sorted=False,
+            size=attr.size)
+        edge_index[tuple(attr.edge_type)] = torch.stack([row, col])
+    return HeteroTopology.from_relations(num_nodes, edge_index)
 
 
 def topology_of(data: Any, weight_attr: Optional[str] = None

@@ -150,7 +150,11 @@ class FastNeighborLoader(NodeLoader):
         device: Optional[Union[str, torch.device]] = None,
         **kwargs: Any,
     ):
-        hetero = isinstance(data, HeteroData)
+        stores = isinstance(data, (tuple, list)) and len(data) == 2 and \
+            isinstance(data[0], FeatureStore) and \
+            isinstance(data[1], GraphStore)
+        hetero = isinstance(data, HeteroData) or stores and any(
+            a.edge_type is not None for a in data[1].get_all_edge_attrs())
         if not isinstance(data, (Data, HeteroData)) and not (
                 isinstance(data, (tuple, list)) and len(data) == 2
                 and isinstance(data[0], FeatureStore)
@@ -171,9 +175,9 @@ class FastNeighborLoader(NodeLoader):
                 or batch_size < 1):
             raise ValueError(f"'batch_size' must be a positive int, got "
                              f"{batch_size!r}")
-        if hetero:
+        if isinstance(data, HeteroData):
             check_hetero_features(data)
-        else:
+        elif not hetero:
             check_has_features(data)
         if filter_per_worker is None and not isinstance(data, (Data,
                                                                HeteroData)):
@@ -193,8 +197,10 @@ class FastNeighborLoader(NodeLoader):
                 directed=directed,
             )
         if hetero:
+            topo = neighbor_sampler.topology
             input_nodes = check_hetero_input_nodes(
-                input_nodes, {t: data[t].num_nodes for t in data.node_types})
+                input_nodes, {t: topo.num_nodes_of(t) for t in
+                              topo.node_types})
         else:
             input_nodes = check_input_nodes(input_nodes,
                                              neighbor_sampler.num_nodes)
@@ -247,9 +253,9 @@ class FastNeighborLoader(NodeLoader):
         :class:`~pyg_fastload.storage.TieredFeatureStore` is read through its
         tiers directly (main process only: worker processes write into
         shared memory as in PyG)."""
-        if get_worker_info() is not None or isinstance(self.data,
-                                                       HeteroData):
-            return super().filter_fn(out)  # PyG's join
+        if get_worker_info() is not None or not isinstance(out,
+                                                           SamplerOutput):
+            return super().filter_fn(out)  # PyG's join (hetero: per type)
         store = self._feature_source
         # What `data` holds now: a replaced `x` or `y` is served at once.
         pooled = pooled_attrs(self.data) if isinstance(self.data,
@@ -299,7 +305,7 @@ class FastNeighborLoader(NodeLoader):
         depth = store.lookahead_depth if store is not None else 0
 
         def on_sampled(out: SamplerOutput) -> None:
-            if depth:
+            if depth and isinstance(out, SamplerOutput):
                 store.announce(out.node)
 
         pipelined = self._use_pipeline()

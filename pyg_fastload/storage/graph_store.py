@@ -1,14 +1,15 @@
-r"""``CSCGraphStore``: a PyG ``GraphStore`` over the shared CSC topology."""
+r"""``CSCGraphStore``: a PyG ``GraphStore`` over the shared CSC topology of
+a homogeneous graph, or of every relation of a heterogeneous one."""
 from __future__ import annotations
 
-from typing import List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple, Union
 
 import torch
 from torch import Tensor
 from torch_geometric.data import EdgeAttr, GraphStore
 from torch_geometric.data.graph_store import EdgeLayout
 
-from ..errors import HETERO_UNSUPPORTED
+from ..graph.hetero import EdgeType, HeteroTopology
 from ..graph.topology import CSCTopology
 
 __all__ = ['CSCGraphStore']
@@ -16,86 +17,150 @@ __all__ = ['CSCGraphStore']
 
 class CSCGraphStore(GraphStore):
     r"""Holds one homogeneous graph as a :class:`~pyg_fastload.CSCTopology`
-    (in memory or memory-mapped) and answers ``get_edge_index`` in COO, CSR
-    or CSC layout. pyg_fastload's samplers read :attr:`topology` directly;
-    PyG's samplers go through :meth:`csc`.
+    (in memory or memory-mapped), or the relations of a heterogeneous one
+    as a :class:`~pyg_fastload.graph.HeteroTopology`, and answers
+    ``get_edge_index`` in COO, CSR or CSC layout (per edge type).
+    pyg_fastload's samplers read :attr:`topology` directly; PyG's samplers
+    go through :meth:`csc`.
 
     Edge ids: where the topology keeps the original edge order
     (``edge_id``), the store presents the edges as COO in that order, so
     PyG's ``e_id`` are original edge ids; otherwise the CSC order is the
     edge order.
 
-    Args:
-        topology (CSCTopology, optional): the graph; or put one later with
-            :meth:`put_edge_index`.
-    """
-    def __init__(self, topology: Optional[CSCTopology] = None):
-        super().__init__()
-        self.topology = topology
+    Heterogeneous edges are put per edge type with ``size=(num_src,
+    num_dst)``; the topology over all of them is built at the first read.
 
-    def _size(self) -> Tuple[int, int]:
-        n = self.topology.num_nodes
-        return (n, n)
+    Args:
+        topology (CSCTopology or HeteroTopology, optional): the graph; or
+            put its edges later with :meth:`put_edge_index`.
+    """
+    def __init__(self, topology: Union[CSCTopology, HeteroTopology,
+                                       None] = None):
+        super().__init__()
+        self._topology = topology
+        # Relations put one by one: (COO edge index, (num_src, num_dst)).
+        self._pending: Dict[EdgeType, Tuple[Tensor, Tuple[int, int]]] = {}
+
+    @property
+    def topology(self) -> Union[CSCTopology, HeteroTopology, None]:
+        r"""The graph (heterogeneous relations put one by one are joined
+        into one topology here, once)."""
+        if self._pending:
+            sizes: Dict[str, int] = {}
+            for (src, _, dst), (_, (num_src, num_dst)) in \
+                    self._pending.items():
+                for node_type, count in ((src, num_src), (dst, num_dst)):
+                    if sizes.setdefault(node_type, count) != count:
+                        raise ValueError(
+                            f"node type {node_type!r} was put with "
+                            f"{sizes[node_type]} and {count} nodes in "
+                            f"different edge types' 'size'")
+            self._topology = HeteroTopology.from_relations(
+                sizes, {e: v[0] for e, v in self._pending.items()})
+            self._pending = {}
+        return self._topology
+
+    def _relation(self, edge_type: Optional[EdgeType]
+                  ) -> Optional[CSCTopology]:
+        topo = self.topology
+        if isinstance(topo, HeteroTopology):
+            if edge_type is None or tuple(edge_type) not in topo.edge_types:
+                return None
+            return topo.relation_topology(tuple(edge_type))
+        return topo if edge_type is None else None
 
     def _put_edge_index(self, edge_index: Tuple[Tensor, Tensor],
                         edge_attr: EdgeAttr) -> bool:
-        if edge_attr.edge_type is not None:
-            raise NotImplementedError(HETERO_UNSUPPORTED)
         row, col = edge_index
         size = edge_attr.size
         layout = EdgeLayout(edge_attr.layout)
+        if edge_attr.edge_type is not None:
+            if size is None:
+                raise ValueError(f"edge type {edge_attr.edge_type}: put it "
+                                 f"with size=(num_source_nodes, "
+                                 f"num_destination_nodes)")
+            if layout != EdgeLayout.COO:
+                row, col = _to_coo(row, col, layout)
+            if isinstance(self._topology, HeteroTopology):
+                raise ValueError("this store's relations are already joined "
+                                 "into one topology: build a new "
+                                 "CSCGraphStore to change them")
+            self._pending[tuple(edge_attr.edge_type)] = (
+                torch.stack([row.long(), col.long()]),
+                (int(size[0]), int(size[1])))
+            return True
         if layout == EdgeLayout.CSC:
             num_nodes = col.numel() - 1
-            self.topology = CSCTopology(col.long(), row, num_nodes)
+            self._topology = CSCTopology(col.long(), row, num_nodes)
             return True
         if layout == EdgeLayout.CSR:
-            num_nodes = row.numel() - 1
-            src = torch.repeat_interleave(torch.arange(num_nodes),
-                                          row[1:] - row[:-1])
-            row, col = src, col
+            row, col = _to_coo(row, col, layout)
         num_nodes = None if size is None else max(size)
-        self.topology = CSCTopology.from_edge_index(
+        self._topology = CSCTopology.from_edge_index(
             torch.stack([row.long(), col.long()]), num_nodes)
         return True
 
     def _get_edge_index(self, edge_attr: EdgeAttr) -> Optional[Tuple[Tensor,
                                                                      Tensor]]:
-        topo = self.topology
-        if topo is None or edge_attr.edge_type is not None:
+        topo = self._relation(edge_attr.edge_type)
+        if topo is None:
             return None
         layout = EdgeLayout(edge_attr.layout)
         if layout == EdgeLayout.CSC:
             return topo.indices.long(), topo.indptr
-        row, col = self._coo()
+        row, col = _coo(topo)
         if layout == EdgeLayout.COO:
             return row, col
+        num_src = topo.num_nodes if edge_attr.edge_type is None else \
+            self.topology.num_nodes_of(edge_attr.edge_type[0])
         perm = torch.argsort(row, stable=True)
-        counts = torch.bincount(row, minlength=topo.num_nodes)
-        rowptr = torch.zeros(topo.num_nodes + 1, dtype=torch.long)
+        counts = torch.bincount(row, minlength=num_src)
+        rowptr = torch.zeros(counts.numel() + 1, dtype=torch.long)
         torch.cumsum(counts, 0, out=rowptr[1:])
         return rowptr, col[perm]
 
-    def _coo(self) -> Tuple[Tensor, Tensor]:
-        r"""``(row, col)`` in the original edge order."""
-        topo = self.topology
-        row, col = topo.indices.long(), topo.destinations()
-        if topo.edge_id is None:
-            return row, col
-        order = topo.edge_id.long()
-        out_row, out_col = torch.empty_like(row), torch.empty_like(col)
-        out_row[order] = row
-        out_col[order] = col
-        return out_row, out_col
-
     def _remove_edge_index(self, edge_attr: EdgeAttr) -> bool:
-        if self.topology is None or edge_attr.edge_type is not None:
+        if self._topology is None or edge_attr.edge_type is not None:
             return False
-        self.topology = None
+        self._topology = None
         return True
 
     def get_all_edge_attrs(self) -> List[EdgeAttr]:
-        if self.topology is None:
+        topo = self.topology
+        if topo is None:
             return []
-        if self.topology.edge_id is None:
-            return [EdgeAttr(None, EdgeLayout.CSC, True, self._size())]
-        return [EdgeAttr(None, EdgeLayout.COO, False, self._size())]
+        if isinstance(topo, HeteroTopology):
+            return [EdgeAttr(e, EdgeLayout.COO, False,
+                             (topo.num_nodes_of(e[0]),
+                              topo.num_nodes_of(e[2])))
+                    for e in topo.edge_types]
+        size = (topo.num_nodes, topo.num_nodes)
+        if topo.edge_id is None:
+            return [EdgeAttr(None, EdgeLayout.CSC, True, size)]
+        return [EdgeAttr(None, EdgeLayout.COO, False, size)]
+
+
+def _to_coo(row: Tensor, col: Tensor,
+            layout: EdgeLayout) -> Tuple[Tensor, Tensor]:
+    r"""``(row, col)`` of a CSR ``(rowptr, col)`` or CSC ``(row, colptr)``
+    pair."""
+    if layout == EdgeLayout.CSR:
+        src = torch.repeat_interleave(torch.arange(row.numel() - 1),
+                                      row[1:] - row[:-1])
+        return src, col
+    dst = torch.repeat_interleave(torch.arange(col.numel() - 1),
+                                  col[1:] - col[:-1])
+    return row, dst
+
+
+def _coo(topo: CSCTopology) -> Tuple[Tensor, Tensor]:
+    r"""``(row, col)`` in the original edge order."""
+    row, col = topo.indices.long(), topo.destinations()
+    if topo.edge_id is None:
+        return row, col
+    order = topo.edge_id.long()
+    out_row, out_col = torch.empty_like(row), torch.empty_like(col)
+    out_row[order] = row
+    out_col[order] = col
+    return out_row, out_col

@@ -148,9 +148,51 @@ def test_a_hetero_model_trains_with_trimming():
             optim.zero_grad()
             loss.backward()
             optim.step()
-            total += float(loss)
+            total += loss.item()
         losses.append(total)
     assert losses[-1] < 0.5 * losses[0]
+
+
+def _stores(data, ours: bool):
+    from torch_geometric.testing import MyFeatureStore, MyGraphStore
+
+    from pyg_fastload.storage import CSCGraphStore, TieredFeatureStore
+    features = TieredFeatureStore() if ours else MyFeatureStore()
+    graph = CSCGraphStore() if ours else MyGraphStore()
+    for node_type in data.node_types:
+        for key, value in data[node_type].items():
+            if isinstance(value, torch.Tensor):
+                features.put_tensor(value, group_name=node_type,
+                                    attr_name=key, index=None)
+    for edge_type in data.edge_types:
+        src, _, dst = edge_type
+        graph.put_edge_index(data[edge_type].edge_index,
+                             edge_type=edge_type, layout='coo',
+                             size=(data[src].num_nodes, data[dst].num_nodes))
+    return features, graph
+
+
+@pytest.mark.parametrize('ours', [True, False])
+def test_stores_give_the_batches_of_the_hetero_data(hetero_graph, ours):
+    # pyg_fastload's stores, and PyG's own (its remote-backend contract)
+    kwargs = dict(input_nodes=(PAPER, torch.arange(40)), batch_size=16)
+    a = list(FastNeighborLoader(_stores(hetero_graph, ours), [3, 2],
+                                generator=torch.Generator().manual_seed(4),
+                                **kwargs))
+    b = list(FastNeighborLoader(hetero_graph, [3, 2],
+                                generator=torch.Generator().manual_seed(4),
+                                **kwargs))
+    assert len(a) == len(b) == 3
+    for x, y in zip(a, b):
+        for node_type in hetero_graph.node_types:
+            assert torch.equal(x[node_type].n_id, y[node_type].n_id)
+            if 'x' in y[node_type]:
+                assert torch.equal(x[node_type].x, y[node_type].x)
+        for edge_type in hetero_graph.edge_types:
+            assert torch.equal(x[edge_type].edge_index,
+                               y[edge_type].edge_index)
+            assert torch.equal(x[edge_type].e_id, y[edge_type].e_id)
+        assert x[PAPER].batch_size == y[PAPER].batch_size
 
 
 @requires_torch_sparse

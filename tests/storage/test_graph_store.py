@@ -37,9 +37,38 @@ def test_put_in_any_layout(layout):
     assert edges(row, col) == edges(*data.edge_index)
 
 
-def test_heterogeneous_edges_are_refused():
+@pytest.mark.parametrize('layout', ['coo', 'csr', 'csc'])
+def test_relations_are_held_per_edge_type(hetero_graph, layout):
     store = CSCGraphStore()
-    with pytest.raises(NotImplementedError, match='homogeneous'):
-        store.put_edge_index((torch.tensor([0]), torch.tensor([1])),
-                             edge_type=('a', 'to', 'b'), layout='coo',
-                             size=(2, 2))
+    for edge_type in hetero_graph.edge_types:
+        src, _, dst = edge_type
+        size = (hetero_graph[src].num_nodes, hetero_graph[dst].num_nodes)
+        # put in any layout, through a store holding that relation alone
+        single = CSCGraphStore()
+        single.put_edge_index(hetero_graph[edge_type].edge_index,
+                              edge_type=edge_type, layout='coo', size=size)
+        index = single.get_edge_index(edge_type=edge_type, layout=layout,
+                                      size=size)
+        store.put_edge_index(index, edge_type=edge_type, layout=layout,
+                             size=size)
+    attrs = {a.edge_type: a.size for a in store.get_all_edge_attrs()}
+    assert attrs[('author', 'writes', 'paper')] == (80, 120)
+    for edge_type in hetero_graph.edge_types:
+        row, col = store.get_edge_index(edge_type=edge_type, layout='coo')
+        assert edges(row, col) == edges(*hetero_graph[edge_type].edge_index)
+    assert store.topology.num_nodes_of('institution') == 10
+
+
+def test_inconsistent_node_counts_are_named():
+    store = CSCGraphStore()
+    edge = (torch.tensor([0]), torch.tensor([1]))
+    store.put_edge_index(edge, edge_type=('a', 'to', 'b'), layout='coo',
+                         size=(2, 2))
+    store.put_edge_index(edge, edge_type=('b', 'to', 'a'), layout='coo',
+                         size=(3, 2))
+    with pytest.raises(ValueError, match="node type 'b' was put with 2 and "
+                       "3 nodes"):
+        store.get_all_edge_attrs()
+    with pytest.raises(ValueError, match=r"size=\(num_source_nodes"):
+        CSCGraphStore().put_edge_index(edge, edge_type=('a', 'to', 'b'),
+                                       layout='coo')
