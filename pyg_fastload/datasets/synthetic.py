@@ -76,16 +76,18 @@ class SyntheticGraph:
     def to_data(self) -> Any:
         r"""Returns a :class:`torch_geometric.data.Data` holding :obj:`x`,
         :obj:`y`, the masks and the ``edge_index`` of the CSC topology (sorted
-        by destination).  The topology is attached as
-        :obj:`data._fastload_topology = (data.edge_index, topology)` so a
-        loader can reuse it instead of rebuilding the CSC."""
+        by destination).  The topology is attached
+        (:func:`~pyg_fastload.graph.convert.attach_topology`) so a loader
+        reuses it instead of rebuilding the CSC."""
         from torch_geometric.data import Data
+
+        from ..graph.convert import attach_topology
 
         data = Data(x=self.x, y=self.y,
                     edge_index=self.topology.to_edge_index(),
                     train_mask=self.train_mask, val_mask=self.val_mask,
                     test_mask=self.test_mask, num_nodes=self.num_nodes)
-        data._fastload_topology = (data.edge_index, self.topology)
+        attach_topology(data, self.topology)
         return data
 
 

@@ -150,7 +150,10 @@ class Collectives:
             return []
         return self._heartbeat.last_heard()
 
-    def _wait(self, op: str, work: dist.Work) -> None:
+    def wait(self, op: str, work: dist.Work) -> None:
+        r"""Waits for the collective :obj:`work` (named :obj:`op`) within
+        the timeout; a failure names the op and the failed or silent
+        ranks."""
         try:
             work.wait(self.context.timeout)
         except Exception as exc:  # RuntimeError/DistBackendError
@@ -173,7 +176,7 @@ class Collectives:
         r"""``value`` reduced over the ranks (a new tensor)."""
         out = value.to(self.device).clone()
         if self.context.is_distributed:
-            self._wait(op, dist.all_reduce(out, reduce, group=self.group,
+            self.wait(op, dist.all_reduce(out, reduce, group=self.group,
                                               async_op=True))
             size = out.numel() * out.element_size()
             self.counters.add('control', size, size, self.world_size - 1)
@@ -191,7 +194,7 @@ class Collectives:
         if not self.context.is_distributed:
             return mine.view(1, -1).cpu()
         out = [torch.empty_like(mine) for _ in range(self.world_size)]
-        self._wait(op, dist.all_gather(out, mine, group=self.group,
+        self.wait(op, dist.all_gather(out, mine, group=self.group,
                                        async_op=True))
         size = mine.numel() * mine.element_size()
         self.counters.add('control', size * (self.world_size - 1),
@@ -225,12 +228,12 @@ class Collectives:
             return [send[0]]
         counts = torch.tensor([t.size(0) for t in send], device=self.device)
         got = torch.empty_like(counts)
-        self._wait(f'{op}: counts', dist.all_to_all_single(
+        self.wait(f'{op}: counts', dist.all_to_all_single(
             got, counts, group=self.group, async_op=True))
         sizes_in, sizes_out = got.tolist(), counts.tolist()
         flat = torch.cat([t.to(self.device) for t in send])
         out = flat.new_empty((sum(sizes_in), *flat.shape[1:]))
-        self._wait(op, dist.all_to_all_single(
+        self.wait(op, dist.all_to_all_single(
             out, flat, sizes_in, sizes_out, group=self.group, async_op=True))
         row = math.prod(flat.shape[1:]) * flat.element_size()
         mine = self.rank

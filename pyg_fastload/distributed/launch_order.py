@@ -98,7 +98,7 @@ class LaunchCoordinator:
             return choice
         value = torch.tensor(choice, dtype=torch.long,
                              device=self.control.device)
-        self.control._wait('launch order: broadcast the next collective',
+        self.control.wait('launch order: broadcast the next collective',
                            dist.broadcast(value, self.leader,
                                           group=self.control.group,
                                           async_op=True))

@@ -19,7 +19,7 @@ from torch_geometric.data import (
 from .hetero import HeteroTopology
 from .topology import CSCTopology, index_dtype_for
 
-__all__ = ['topology_of']
+__all__ = ['topology_of', 'attach_topology']
 
 _CACHE_ATTR = '_fastload_topology'
 
@@ -33,16 +33,27 @@ def _from_data(data: Data) -> CSCTopology:
         raise ValueError("the data object has no 'edge_index': neighbour "
                          "sampling needs the graph's edges")
     edge_index = data.edge_index
-    # Any change is seen: another tensor, an in-place edit (the tensor's
-    # version counter), another shape or another node count.
-    key = (edge_index._version, tuple(edge_index.shape), data.num_nodes)
     cached = data.__dict__.get(_CACHE_ATTR)
     if cached is not None and cached[0] is edge_index and \
-            cached[1] == key:
+            cached[1] == _key(data):
         return cached[2]
     topology = CSCTopology.from_edge_index(edge_index, data.num_nodes)
-    data.__dict__[_CACHE_ATTR] = (edge_index, key, topology)
+    attach_topology(data, topology)
     return topology
+
+
+def _key(data: Data) -> tuple:
+    # Any change is seen: another tensor, an in-place edit (the tensor's
+    # version counter), another shape or another node count.
+    edge_index = data.edge_index
+    return edge_index._version, tuple(edge_index.shape), data.num_nodes
+
+
+def attach_topology(data: Data, topology: CSCTopology) -> None:
+    r"""Caches :obj:`topology`, the CSC form of ``data.edge_index`` (which
+    the caller vouches for), on :obj:`data`: samplers of :obj:`data` reuse
+    it until ``edge_index`` or the node count changes."""
+    data.__dict__[_CACHE_ATTR] = (data.edge_index, _key(data), topology)
 
 
 def _check_weight(weight: Tensor, weight_attr: str, num_edges: int,

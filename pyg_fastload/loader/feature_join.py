@@ -1,6 +1,6 @@
 r"""The feature join: a sampled subgraph's node attributes gathered into
-recycled (or pinned) buffers, from a ``Data`` or through a
-:class:`~pyg_fastload.storage.FeatureSource`'s tiers."""
+recycled (or pinned) buffers, from a ``Data`` or ``HeteroData`` or through
+a :class:`~pyg_fastload.storage.FeatureSource`'s tiers."""
 from __future__ import annotations
 
 import copy
@@ -9,9 +9,9 @@ from typing import Dict, List
 
 import torch
 from torch import Tensor
-from torch_geometric.data import Data
-from torch_geometric.loader.utils import filter_data
-from torch_geometric.sampler import SamplerOutput
+from torch_geometric.data import Data, HeteroData
+from torch_geometric.loader.utils import filter_data, filter_hetero_data
+from torch_geometric.sampler import HeteroSamplerOutput, SamplerOutput
 
 from ..storage import FeatureSource
 from ..storage.buffer_pool import BufferPool
@@ -68,6 +68,39 @@ class FeatureJoin:
                 value, 0, out.node,
                 out=self.buffer((out.node.numel(), *value.shape[1:]),
                                 value.dtype))
+        breakdown['feature_loading.storage'] += time.perf_counter() - started
+        return batch
+
+    def from_hetero_data(self, data: HeteroData, out: HeteroSamplerOutput,
+                         breakdown: Dict[str, float]) -> HeteroData:
+        r"""The batch of :obj:`data`: every node type's feature matrices
+        gathered into pooled buffers, the rest sliced by PyG's
+        ``filter_hetero_data`` (per-type ``n_id`` and the sampler's other
+        outputs are the caller's to add)."""
+        rest = copy.copy(data)
+        pooled = {}
+        for node_type in data.node_types:
+            store = data[node_type]
+            keys = [key for key, value in store.items()
+                    if isinstance(value, Tensor) and value.dim() >= 2
+                    and not value.is_cuda and store.is_node_attr(key)]
+            if keys:
+                pooled[node_type] = keys
+                rest[node_type].num_nodes = store.num_nodes
+                for key in keys:
+                    del rest[node_type][key]
+        batch = filter_hetero_data(rest, out.node, out.row, out.col,
+                                   out.edge)
+        started = time.perf_counter()
+        for node_type, keys in pooled.items():
+            if 'num_nodes' not in data[node_type]:
+                del batch[node_type].num_nodes
+            index = out.node[node_type]
+            for key in keys:
+                value = data[node_type][key]
+                batch[node_type][key] = torch.index_select(
+                    value, 0, index, out=self.buffer(
+                        (index.numel(), *value.shape[1:]), value.dtype))
         breakdown['feature_loading.storage'] += time.perf_counter() - started
         return batch
 

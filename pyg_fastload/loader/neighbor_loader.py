@@ -12,7 +12,7 @@ from torch import Tensor
 from torch.utils.data import get_worker_info
 from torch_geometric.data import Data, FeatureStore, GraphStore, HeteroData
 from torch_geometric.loader import NodeLoader
-from torch_geometric.sampler import SamplerOutput
+from torch_geometric.sampler import HeteroSamplerOutput, SamplerOutput
 from torch_geometric.sampler.base import SubgraphType
 
 from ..config import PipelineSettings
@@ -253,9 +253,10 @@ class FastNeighborLoader(NodeLoader):
         :class:`~pyg_fastload.storage.TieredFeatureStore` is read through its
         tiers directly (main process only: worker processes write into
         shared memory as in PyG)."""
-        if get_worker_info() is not None or not isinstance(out,
-                                                           SamplerOutput):
-            return super().filter_fn(out)  # PyG's join (hetero: per type)
+        if get_worker_info() is not None:
+            return super().filter_fn(out)
+        if isinstance(out, HeteroSamplerOutput):
+            return self._hetero_filter(out)
         store = self._feature_source
         # What `data` holds now: a replaced `x` or `y` is served at once.
         pooled = pooled_attrs(self.data) if isinstance(self.data,
@@ -280,6 +281,29 @@ class FastNeighborLoader(NodeLoader):
         if len(out.metadata) > 2:  # a sampler's own batch attributes
             for key, value in out.metadata[2].items():
                 data[key] = value
+        return data if self.transform is None else self.transform(data)
+
+    def _hetero_filter(self, out: HeteroSamplerOutput) -> HeteroData:
+        r"""A heterogeneous batch in PyG's layout, its feature matrices
+        gathered into pooled buffers (stores: PyG's join)."""
+        if not isinstance(self.data, HeteroData):
+            return super().filter_fn(out)
+        if self.transform_sampler_output:
+            out = self.transform_sampler_output(out)
+        data = self._join.from_hetero_data(self.data, out,
+                                           self.time_breakdown)
+        for key, node in out.node.items():
+            data[key].n_id = node
+        for key, edge in out.edge.items():
+            if edge is not None:  # (bidirectional: no edge ids)
+                data[key].e_id = edge
+        data.set_value_dict('batch', out.batch)
+        data.set_value_dict('num_sampled_nodes', out.num_sampled_nodes)
+        data.set_value_dict('num_sampled_edges', out.num_sampled_edges)
+        input_type = self.input_data.input_type
+        data[input_type].input_id = out.metadata[0]
+        data[input_type].seed_time = out.metadata[1]
+        data[input_type].batch_size = out.metadata[0].size(0)
         return data if self.transform is None else self.transform(data)
 
     def _get_iterator(self) -> Iterator:

@@ -52,6 +52,16 @@ def hetero_fanouts(num_neighbors: Any,
     return {e: list(fanouts) for e in edge_types}
 
 
+def _per_hop(kind: Tensor, per_hop: List[int], num_kinds: int
+             ) -> List[List[int]]:
+    r"""How many of the items of every hop (``per_hop``, in hop order) are
+    of each kind: one list per kind."""
+    hops = len(per_hop)
+    hop = torch.repeat_interleave(torch.arange(hops), torch.tensor(per_hop))
+    counts = torch.bincount(kind * hops + hop, minlength=num_kinds * hops)
+    return counts.view(num_kinds, hops).tolist()
+
+
 class HeteroNeighborSampler(HopSampler):
     r"""Node-wise neighbour sampler on a ``HeteroData``: at hop ``i`` every
     frontier node of type ``t`` draws up to ``num_neighbors[e][i]`` of its
@@ -224,31 +234,21 @@ class HeteroNeighborSampler(HopSampler):
             if out.batch is not None:
                 batch[name] = out.batch[idx]
         relation = topo.relation_of(out.edge)
-        row, col, edge = {}, {}, {}
-        for r, edge_type in enumerate(topo.edge_types):
-            idx = (relation == r).nonzero().view(-1)
-            row[edge_type] = local[out.row[idx]]
-            col[edge_type] = local[out.col[idx]]
-            edge[edge_type] = topo.edge_id[out.edge[idx]]
+        # Edges grouped by relation with one stable sort (hop order kept).
+        by_relation = torch.sort(relation, stable=True).indices
+        sizes = torch.bincount(relation, minlength=len(topo.edge_types))
+        parts = [local[out.row[by_relation]].split(sizes.tolist()),
+                 local[out.col[by_relation]].split(sizes.tolist()),
+                 topo.edge_id[out.edge[by_relation]].split(sizes.tolist())]
+        row, col, edge = ({e: p[r] for r, e in enumerate(topo.edge_types)}
+                          for p in parts)
         nodes_per_hop = edges_per_hop = None
         if out.num_sampled_nodes is not None:
-            hop = torch.repeat_interleave(torch.arange(len(
-                out.num_sampled_nodes)), torch.tensor(out.num_sampled_nodes))
-            counts = torch.zeros(num_types, len(out.num_sampled_nodes),
-                                 dtype=torch.long)
-            counts.index_put_((types, hop), torch.ones_like(types),
-                              accumulate=True)
-            nodes_per_hop = {name: counts[i].tolist()
-                             for i, name in enumerate(topo.node_types)}
+            nodes_per_hop = dict(zip(topo.node_types, _per_hop(
+                types, out.num_sampled_nodes, num_types)))
         if out.num_sampled_edges is not None:
-            hop = torch.repeat_interleave(torch.arange(len(
-                out.num_sampled_edges)), torch.tensor(out.num_sampled_edges))
-            counts = torch.zeros(len(topo.edge_types),
-                                 len(out.num_sampled_edges), dtype=torch.long)
-            counts.index_put_((relation, hop), torch.ones_like(relation),
-                              accumulate=True)
-            edges_per_hop = {e: counts[r].tolist()
-                             for r, e in enumerate(topo.edge_types)}
+            edges_per_hop = dict(zip(topo.edge_types, _per_hop(
+                relation, out.num_sampled_edges, len(topo.edge_types))))
         return HeteroSamplerOutput(
             node=node, row=row, col=col, edge=edge,
             batch=batch if out.batch is not None else None,

@@ -226,6 +226,12 @@ class TieredFeatureStore(FeatureStore):
                 keys.extend(matches)
         if not keys:
             return keys, 0, 0
+        groups = sorted({str(k[0]) for k in keys})
+        if len(groups) > 1:
+            raise NotImplementedError(
+                f"caches over several node types ({', '.join(groups)}) are "
+                f"not supported yet: a cache ranks one row space; serve "
+                f"this store without cache budgets")
         num_rows = self._entries[keys[0]].storage.shape[0]
         row_bytes = sum(self._entries[k].storage.row_bytes for k in keys)
         return keys, num_rows, row_bytes

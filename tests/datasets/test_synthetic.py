@@ -15,6 +15,7 @@ from pyg_fastload.datasets import (
     load_synthetic,
 )
 from pyg_fastload.datasets import synthetic_cache as synthetic_module
+from pyg_fastload.graph import topology_of
 from pyg_fastload.graph.topology import CSCTopology
 
 TENSORS = ('x', 'y', 'train_mask', 'val_mask', 'test_mask')
@@ -149,9 +150,10 @@ def test_to_data(tiny):
     assert data.edge_index.dtype == torch.int64
     for name in TENSORS:
         assert torch.equal(getattr(data, name), getattr(tiny, name))
-    edge_index, topo = data._fastload_topology
-    assert edge_index is data.edge_index and topo is tiny.topology
+    assert topology_of(data) is tiny.topology  # reused, not rebuilt
     assert '_fastload_topology' not in data.keys()
+    data.edge_index = data.edge_index.clone()  # another graph: rebuilt
+    assert topology_of(data) is not tiny.topology
     rebuilt = CSCTopology.from_edge_index(data.edge_index, n)
     assert rebuilt.edge_id is None  # already sorted by destination
     assert torch.equal(rebuilt.indptr, tiny.topology.indptr)

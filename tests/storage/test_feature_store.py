@@ -453,3 +453,15 @@ def test_caches_larger_than_memory_are_refused(monkeypatch):
     configure(store, scores=-torch.arange(100).double(), host_budget=0.8,
               exceed_memory=True)  # explicitly allowed
     assert store._entries[(None, 'x')].host.capacity == 80
+
+
+def test_caches_over_several_node_types_are_refused():
+    store = TieredFeatureStore()
+    store.put_tensor(torch.randn(10, 4), group_name='paper', attr_name='x',
+                     index=None)
+    store.put_tensor(torch.randn(7, 4), group_name='author', attr_name='x',
+                     index=None)
+    with pytest.raises(NotImplementedError, match=r"several node types "
+                       r"\(author, paper\)"):
+        configure_caches(store, FeatureCache(host_budget=0.5),
+                         scores=torch.rand(10))
