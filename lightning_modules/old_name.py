@@ -22,8 +22,8 @@ _SOURCE = Path(__file__).resolve().parent
 
 
 class _Alias(importlib.abc.Loader):
-    r"""Loads ``lightning_modules.X`` as the module ``pyg_fastload.lightning.X``
-    already is (or becomes)."""
+    r"""Loads ``lightning_modules.X`` as the module
+    ``pyg_fastload.lightning.X`` already is (or becomes)."""
     def __init__(self, target: str):
         self.target = target
 

@@ -271,8 +271,8 @@ def make_report(logdir: PathLike,
         raise FileNotFoundError(
             f"no '{STATS_FILENAME}' and no '{METRICS_CSV}' with "
             f"'throughput/...' columns under {str(logdir)!r}: train with "
-            f"pyg_fastload.lightning.LoaderMonitor among the Trainer's callbacks "
-            f"and pass its log directory (e.g. lightning_logs)")
+            f"pyg_fastload.lightning.LoaderMonitor among the Trainer's "
+            f"callbacks and pass its log directory (e.g. lightning_logs)")
     written = []
     for run_dir, records in runs:
         target = run_dir

@@ -1,6 +1,6 @@
 r"""Several processes on one machine: ``pyg-fastload fit`` with each mode
-(``replicated``, ``pagraph``, ``dsp``, ``hopgnn``) as :obj:`nprocs` torchrun ranks on
-loopback, next to one process on the whole dataset, with the same model,
+(``replicated``, ``pagraph``, ``dsp``, ``hopgnn``) as :obj:`nprocs` torchrun
+ranks on loopback, next to one process on the whole dataset, with the same model,
 fan-outs, batch size, epochs, seeds and per-rank cache budget on every side.
 Reports per mode the epoch time, the steps per rank (asserted equal), the
 bytes each rank moved for sampling, features and gradients, the feature

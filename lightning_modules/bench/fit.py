@@ -1,5 +1,6 @@
-r"""``trainer.fit`` speed: the same :class:`~pyg_fastload.lightning.NodeClassifier`
-fed by :class:`~pyg_fastload.lightning.FastLoadDataModule` and by PyG's
+r"""``trainer.fit`` speed: the same
+:class:`~pyg_fastload.lightning.NodeClassifier` fed by
+:class:`~pyg_fastload.lightning.FastLoadDataModule` and by PyG's
 ``LightningNodeData`` (``NeighborLoader``, each ``num_workers``). The
 headline ratio is like for like: the same untrimmed model on both
 (``trim=False``). Beside it, FastLoadDataModule with its default

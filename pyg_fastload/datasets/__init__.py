@@ -2,7 +2,11 @@ r"""Datasets: seeded synthetic graphs shaped like the papers' benchmarks, and
 converters from a PyG ``.pt`` file or a local OGB folder into a dataset
 directory (``pyg-fastload prepare``)."""
 from .disk_synthetic import DISK_PRESETS, DiskGraphConfig, prepare_disk_synthetic
-from .hetero_synthetic import HETERO_PRESETS, HeteroGraphConfig, generate_hetero
+from .hetero_synthetic import (
+    HETERO_PRESETS,
+    HeteroGraphConfig,
+    generate_hetero,
+)
 from .ogb import prepare_ogb
 from .prepare import prepare_synthetic
 from .pyg_file import load_data_file, prepare_pyg

@@ -13,7 +13,8 @@ FAST = 'FastNeighborLoader'
 
 
 def run_cli(*args):
-    return subprocess.run([sys.executable, '-m', 'pyg_fastload.lightning', *args],
+    return subprocess.run([sys.executable, '-m', 'pyg_fastload.lightning',
+                           *args],
                           capture_output=True, text=True, timeout=300)
 
 
