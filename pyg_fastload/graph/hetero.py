@@ -17,7 +17,7 @@ from typing import Dict, List, Optional, Tuple
 import torch
 from torch import Tensor
 
-from ..graph.ranges import expand_ranges
+from .ranges import expand_ranges
 from .topology import CSCTopology, index_dtype_for
 
 __all__ = ['HeteroTopology', 'EdgeType']
