@@ -4,6 +4,7 @@ r"""The ``pyg-fastload`` command: the trainer entry points (``fit``,
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import List, Optional
 
@@ -90,7 +91,14 @@ def main(argv: Optional[List[str]] = None) -> None:
             dist.destroy_process_group()
         if stopped:  # a scheduler must not record a terminated run as done
             print('pyg-fastload: stopped by SIGTERM', file=sys.stderr)
-            sys.exit(SIGTERM_EXIT)
+            # Lightning's teardown has finalised the loggers and callbacks;
+            # the interpreter's own shutdown after a signal aborts about one
+            # run in three here (a native thread left joinable: status -6,
+            # "terminate called without an active exception"), so the
+            # status is set by exiting without it.
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(SIGTERM_EXIT)
         return
     args = _parser().parse_args(words)
     args.run(args)
