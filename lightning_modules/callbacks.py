@@ -14,6 +14,7 @@ from typing import Any, Dict, Iterator, List, Optional
 import pytorch_lightning as pl
 from pytorch_lightning.callbacks import Callback
 from torch.utils.data import DataLoader
+from torch_geometric.data import HeteroData
 
 from pyg_fastload.storage import FeatureSource, process_memory
 
@@ -90,7 +91,10 @@ def _feature_store(loaders: List[Any]) -> Optional[FeatureSource]:
 def _seeds(batch: Any) -> Optional[int]:
     r"""Seed nodes in a PyG mini-batch (``batch.batch_size``), summed over
     the batches of several loaders; :obj:`None` if there is none."""
-    if isinstance(batch, Mapping):
+    if isinstance(batch, HeteroData):  # on the seeds' node type
+        parts = [batch[t].batch_size for t in batch.node_types
+                 if 'batch_size' in batch[t]]
+    elif isinstance(batch, Mapping):
         parts = [_seeds(value) for value in batch.values()]
     elif isinstance(batch, (list, tuple)):
         parts = [_seeds(value) for value in batch]

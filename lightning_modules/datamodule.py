@@ -12,12 +12,13 @@ from typing import Any, Dict, List, Literal, Optional, Tuple, Union
 
 import pytorch_lightning as pl
 import torch
-from torch_geometric.data import Data
+from torch_geometric.data import Data, HeteroData
 
 from pyg_fastload import FastNeighborLoader
 from pyg_fastload.config import FeatureCache
 from pyg_fastload.distributed import Collectives, DistContext, TrafficCounters
 from pyg_fastload.modes import MODES, DatasetSource, LoadingSpec, ModeOptions
+from pyg_fastload.modes.hetero import HeteroSchema
 from pyg_fastload.storage import FeatureSource
 
 from .errors import ConfigError, config_section
@@ -36,10 +37,13 @@ class FastLoadDataModule(pl.LightningDataModule):
 
     Args:
         dataset: a synthetic preset name (``'tiny'``, ``'arxiv-like'``,
-            ``'products-like'``: generated once and cached), a directory
-            written by ``pyg-fastload prepare`` (features stay on disk), a
-            ``.pt`` file holding a saved ``Data``, or a ``Data`` object
-            (default: ``'arxiv-like'``, or none with :obj:`partitions`).
+            ``'products-like'``: generated once and cached; heterogeneous
+            ``'hetero-tiny'``, ``'mag-like'``: generated in memory), a
+            directory written by ``pyg-fastload prepare`` (features stay on
+            disk), a ``.pt`` file holding a saved ``Data``, or a ``Data`` or
+            ``HeteroData`` object (default: ``'arxiv-like'``, or none with
+            :obj:`partitions`). A ``HeteroData`` trains on its one labelled
+            node type, in mode ``'replicated'``, without feature caches.
         num_neighbors (List[int]): fan-out per hop for training.
         batch_size (int): seed nodes per training batch.
         eval_num_neighbors (List[int], optional): fan-outs for validation,
@@ -85,7 +89,7 @@ class FastLoadDataModule(pl.LightningDataModule):
     @config_section('data')
     def __init__(
         self,
-        dataset: Union[str, Path, Data, None] = None,
+        dataset: Union[str, Path, Data, HeteroData, None] = None,
         num_neighbors: List[int] = [15, 10, 5],  # noqa: B006 (CLI default)
         batch_size: int = 1024,
         eval_num_neighbors: Optional[List[int]] = None,
@@ -128,7 +132,7 @@ class FastLoadDataModule(pl.LightningDataModule):
         #: The loading mode object (``spec.mode``'s class).
         self.loading = MODES[mode](self.spec, source, partitions)
         self.save_hyperparameters(ignore=['dataset'] if isinstance(
-            dataset, Data) else [])
+            dataset, (Data, HeteroData)) else [])
         self.generators = {split: torch.Generator().manual_seed(seed + i)
                            for i, split in enumerate(_SPLITS)}
         self.traffic = TrafficCounters()
@@ -144,6 +148,13 @@ class FastLoadDataModule(pl.LightningDataModule):
     def num_classes(self) -> int:
         r"""Number of label classes."""
         return self._metadata()[1]
+
+    @property
+    def hetero_schema(self) -> Optional[HeteroSchema]:
+        r"""A heterogeneous dataset's types, target and widths (what a model
+        builds itself from); :obj:`None` for a homogeneous one."""
+        source = self.loading.source
+        return None if source is None else source.schema()
 
     @config_section('data')
     def _metadata(self) -> Tuple[int, int]:

@@ -6,6 +6,7 @@ the loader of a split. A new mode is one new class in :data:`MODES`."""
 from typing import Dict, Type
 
 from .base import LoadingMode
+from .hetero import HeteroSchema, hetero_schema
 from .partitioned import DSP, HopGNN, LossNorm, PaGraph
 from .replicated import Replicated
 from .source import DatasetSource, directory_metadata, split_seeds
@@ -17,5 +18,5 @@ MODES: Dict[str, Type[LoadingMode]] = {
 
 __all__ = ['MODES', 'LoadingMode', 'LoadingSpec', 'ModeOptions',
            'DatasetSource', 'Replicated', 'PaGraph', 'DSP', 'HopGNN',
-           'LossNorm', 'directory_metadata', 'feature_cache_from',
-           'split_seeds']
+           'LossNorm', 'HeteroSchema', 'directory_metadata',
+           'feature_cache_from', 'hetero_schema', 'split_seeds']

@@ -10,7 +10,7 @@ from typing import Any, ClassVar, Dict, Optional, Tuple
 
 import torch
 from torch import Tensor
-from torch_geometric.data import Data
+from torch_geometric.data import Data, HeteroData
 
 from ..config import SettingError
 from ..distributed import Collectives, DistributedError
@@ -18,6 +18,7 @@ from ..distributed.collectives import digest
 from ..distributed.seeds import (RankSeedSampler, in_order,
                                  rank_seed_sampler, shard)
 from ..loader import FastNeighborLoader
+from .hetero import hetero_schema
 from .source import DatasetSource, directory_metadata, split_seeds
 from .spec import LoadingSpec, ModeOptions
 
@@ -68,6 +69,10 @@ class LoadingMode:
                                f"dataset")
         if source is not None:
             source.check(spec)
+            if source.kind == 'hetero' and self.partition_method is not None:
+                raise SettingError('mode', f"mode {self.name!r} does not "
+                                   f"take a HeteroData yet: use mode "
+                                   f"'replicated'")
         self.spec = spec
         self.source = source
         self.partitions = None if partitions is None else Path(partitions)
@@ -210,8 +215,12 @@ class LoadingMode:
         collectives = self.collectives
         if collectives.world_size == 1:
             return data, None, None
-        num_nodes = data.num_nodes if isinstance(data, Data) else \
-            data[1].topology.num_nodes
+        if isinstance(data, HeteroData):
+            num_nodes = data[hetero_schema(data).target].num_nodes
+        elif isinstance(data, Data):
+            num_nodes = data.num_nodes
+        else:
+            num_nodes = data[1].topology.num_nodes
         seeds = shard(torch.arange(num_nodes), collectives.rank,
                       collectives.world_size)
         return data, seeds, in_order(seeds.numel(), collectives)
@@ -234,6 +243,8 @@ class LoadingMode:
                 extra['neighbor_sampler'] = neighbor_sampler
                 transform = self._train_transform(train, sampler, transform)
         spec = self.spec
+        if isinstance(data, HeteroData):  # the labelled type's seeds
+            seeds = (hetero_schema(data).target, seeds)
         return FastNeighborLoader(
             data, input_nodes=seeds, shuffle=train and sampler is None,
             drop_last=train and spec.drop_last and sampler is None,

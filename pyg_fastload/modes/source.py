@@ -1,6 +1,6 @@
 r"""What a run trains on (:class:`DatasetSource`): a synthetic preset, a
-dataset directory, a saved ``Data`` file or a ``Data``; opened into the
-stores a loader reads, with errors naming ``dataset``."""
+dataset directory, a saved ``Data`` file, a ``Data`` or a ``HeteroData``;
+opened into the stores a loader reads, with errors naming ``dataset``."""
 from __future__ import annotations
 
 import os
@@ -9,13 +9,20 @@ from typing import Any, Optional, Tuple, Union
 
 import torch
 from torch import Tensor
-from torch_geometric.data import Data
+from torch_geometric.data import Data, HeteroData
 
 from ..caching import open_dataset, stores_from_data
 from ..config import SettingError
-from ..datasets import PRESETS, load_data_file, load_synthetic
+from ..datasets import (
+    HETERO_PRESETS,
+    PRESETS,
+    generate_hetero,
+    load_data_file,
+    load_synthetic,
+)
 from ..io import DatasetFormatError, open_dataset_dir
 from ..loader.inputs import check_has_features
+from .hetero import HeteroSchema, hetero_schema
 from .spec import LoadingSpec
 
 __all__ = ['DatasetSource', 'check_classes', 'directory_metadata',
@@ -53,7 +60,9 @@ def split_seeds(data: Any, split: str) -> Tensor:
     r"""The seed ids of :obj:`split` in :obj:`data` (a ``Data`` or a
     ``(FeatureStore, GraphStore)`` pair) from its ``<split>_mask``."""
     name = f'{split}_mask'
-    if isinstance(data, Data):
+    if isinstance(data, HeteroData):
+        mask = data[hetero_schema(data).target].get(name)
+    elif isinstance(data, Data):
         mask = data.get(name)
     else:
         names = {a.attr_name for a in data[0].get_all_tensor_attrs()}
@@ -66,15 +75,19 @@ def split_seeds(data: Any, split: str) -> Tensor:
 
 
 class DatasetSource:
-    r"""A run's dataset: ``kind`` is ``'preset'``, ``'dir'`` or ``'data'``.
+    r"""A run's dataset: ``kind`` is ``'preset'``, ``'dir'``, ``'data'`` or
+    ``'hetero'`` (a ``HeteroData``, or a heterogeneous preset generated in
+    memory with seed 0).
 
     Args:
         dataset: a preset name, a directory from ``pyg-fastload prepare``,
-            a ``.pt`` file holding a ``Data``, or a ``Data``.
+            a ``.pt`` file holding a ``Data``, a ``Data`` or a
+            ``HeteroData``.
         cache_dir (str, optional): cache root of the synthetic presets.
         progress (bool): progress bars while generating a preset.
     """
-    def __init__(self, dataset: Union[str, 'os.PathLike[str]', Data],
+    def __init__(self, dataset: Union[str, 'os.PathLike[str]', Data,
+                                      HeteroData],
                  cache_dir: Optional[str] = None, progress: bool = True):
         self.cache_dir = cache_dir
         self.progress = progress
@@ -84,12 +97,17 @@ class DatasetSource:
     def _resolve(dataset: Any) -> Tuple[str, Any]:
         if isinstance(dataset, Data):
             return 'data', dataset
+        if isinstance(dataset, HeteroData):
+            return 'hetero', dataset
         if not isinstance(dataset, (str, os.PathLike)):
             raise SettingError('dataset', f"must be a preset name, a dataset "
                                f"directory, a .pt file or a torch_geometric "
-                               f"Data, got {type(dataset).__name__}")
+                               f"Data or HeteroData, got "
+                               f"{type(dataset).__name__}")
         if isinstance(dataset, str) and dataset in PRESETS:
             return 'preset', dataset
+        if isinstance(dataset, str) and dataset in HETERO_PRESETS:
+            return 'hetero', dataset
         path = Path(dataset).expanduser()
         if path.is_dir() and (path / 'meta.json').is_file():
             return 'dir', path
@@ -97,12 +115,17 @@ class DatasetSource:
             return 'data', path
         raise SettingError(
             'dataset', f"{str(dataset)!r} is neither a synthetic preset "
-            f"({', '.join(PRESETS)}) nor a dataset directory (no "
+            f"({', '.join([*PRESETS, *HETERO_PRESETS])}) nor a dataset "
+            f"directory (no "
             f"'{path / 'meta.json'}') nor a saved Data '.pt' file; create a "
             f"directory with 'pyg-fastload prepare --preset arxiv-like DIR'")
 
     def check(self, spec: LoadingSpec) -> None:
         r"""Refuses settings of :obj:`spec` this dataset cannot take."""
+        if spec.feature_cache is not None and self.kind == 'hetero':
+            raise SettingError('feature_cache', "caches over a HeteroData's "
+                               "node types are not supported yet: leave "
+                               "feature_cache out")
         if spec.feature_cache is not None and spec.feature_cache.in_memory \
                 and self.kind != 'dir':
             raise SettingError('feature_cache.in_memory',
@@ -114,9 +137,13 @@ class DatasetSource:
             load_synthetic(self.source, root=self.cache_dir,
                            progress=self.progress)
 
-    def in_memory(self) -> Data:
-        r"""The dataset as a ``Data`` (a preset or a file, loaded safely
-        once)."""
+    def in_memory(self) -> Union[Data, HeteroData]:
+        r"""The dataset as a ``Data`` or ``HeteroData`` (a preset or a
+        file, loaded safely once)."""
+        if self.kind == 'hetero':
+            if isinstance(self.source, str):  # generated once, seed 0
+                self.source = generate_hetero(self.source)
+            return self.source
         if self.kind == 'preset':
             return load_synthetic(self.source, root=self.cache_dir,
                                   progress=self.progress).to_data()
@@ -130,8 +157,19 @@ class DatasetSource:
             self.source = data
         return self.source
 
+    def schema(self) -> Optional[HeteroSchema]:
+        r"""A heterogeneous dataset's schema (:obj:`None` otherwise)."""
+        if self.kind != 'hetero':
+            return None
+        return hetero_schema(self.in_memory())
+
     def metadata(self) -> Tuple[int, int]:
-        r"""``(num_features, num_classes)``."""
+        r"""``(num_features, num_classes)`` (of the labelled node type of a
+        ``HeteroData``; 0 features if it has none)."""
+        if self.kind == 'hetero':
+            schema = self.schema()
+            return (schema.num_features.get(schema.target, 0),
+                    schema.num_classes)
         if self.kind == 'preset':
             config = PRESETS[self.source]
             return config.num_features, config.num_classes
@@ -154,7 +192,7 @@ class DatasetSource:
             except (DatasetFormatError, ValueError) as error:
                 raise SettingError('dataset', str(error)) from None
         data = self.in_memory()
-        if spec.feature_cache is None:
+        if spec.feature_cache is None or self.kind == 'hetero':
             return data
         try:
             return stores_from_data(

@@ -142,19 +142,16 @@ class HeteroNeighborSampler(HopSampler):
               generator: Optional[torch.Generator]) -> Tuple[Tensor, Tensor]:
         r"""Draws for every segment with its own fan-out: one vectorized
         call per distinct fan-out value, positions grouped by segment."""
+        values = torch.unique(k).tolist()
+        if len(values) == 1 and values[0] != 0:  # one fan-out everywhere
+            return self._draw_all(start, deg, values[0], generator)
         counts = torch.zeros_like(deg)
         draws = []
-        for value in torch.unique(k).tolist():
+        for value in values:
             if value == 0:
                 continue
             idx = (k == value).nonzero().view(-1)
-            if self.cum_weight is None:
-                pos, cnt = sample_uniform(start[idx], deg[idx], int(value),
-                                          self.replace, generator)
-            else:
-                pos, cnt = sample_weighted(
-                    start[idx], deg[idx], int(value), self.replace,
-                    self.cum_weight, self.topology.edge_weight, generator)
+            pos, cnt = self._draw_all(start[idx], deg[idx], value, generator)
             counts[idx] = cnt
             draws.append((idx, pos, cnt))
         offsets = torch.cumsum(counts, 0) - counts
@@ -162,6 +159,15 @@ class HeteroNeighborSampler(HopSampler):
         for idx, pos, cnt in draws:
             out[expand_ranges(offsets[idx], cnt)] = pos
         return out, counts
+
+    def _draw_all(self, start: Tensor, deg: Tensor, k: int,
+                  generator: Optional[torch.Generator]
+                  ) -> Tuple[Tensor, Tensor]:
+        if self.cum_weight is None:
+            return sample_uniform(start, deg, int(k), self.replace, generator)
+        return sample_weighted(start, deg, int(k), self.replace,
+                               self.cum_weight, self.topology.edge_weight,
+                               generator)
 
     def _induced_edges(self, node: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
         topo: HeteroTopology = self.topology

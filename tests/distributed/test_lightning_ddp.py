@@ -221,6 +221,17 @@ def test_two_torchrun_machines_train_an_epoch(pagraph_parts, tmp_path):
     assert ranks[0]['gradients']['bytes_sent'] > 0
 
 
+def test_a_hetero_preset_trains_on_two_replicated_ranks(tmp_path):
+    config = _config(tmp_path, {'dataset': 'hetero-tiny',
+                                'num_neighbors': [4, 3]})
+    result = _fit(['--config', str(config)], tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    ranks = _stats(tmp_path)['epochs'][0]['ranks']
+    # 240 paper seeds split in two, batches of 64
+    assert ranks[0]['steps'] == ranks[1]['steps'] == 2
+    assert ranks[0]['gradients'] == ranks[1]['gradients']
+
+
 @pytest.mark.reliability(
     fault='Ctrl-C in the launcher of a 2-rank fit',
     behaviour='every rank ends; no stray process is left')

@@ -61,6 +61,22 @@ def test_pipelined_batches_equal_sequential_ones(hetero_graph):
                                b[edge_type].edge_index)
 
 
+def test_worker_processes_sample_hetero_batches(hetero_graph):
+    loader = FastNeighborLoader(hetero_graph, [3, 2], input_nodes=PAPER,
+                                batch_size=50, num_workers=2)
+    batches = list(loader)
+    assert sum(b[PAPER].batch_size for b in batches) == 120
+    for batch in batches:
+        for node_type in ('paper', 'author'):
+            store = batch[node_type]
+            assert torch.equal(store.x, hetero_graph[node_type].x[store.n_id])
+        writes = batch['author', 'writes', 'paper']
+        original = hetero_graph['author', 'writes', 'paper'].edge_index
+        assert torch.equal(original[:, writes.e_id], torch.stack([
+            batch['author'].n_id[writes.edge_index[0]],
+            batch[PAPER].n_id[writes.edge_index[1]]]))
+
+
 def test_input_node_forms(hetero_graph):
     whole = list(FastNeighborLoader(hetero_graph, [2], input_nodes=PAPER,
                                     batch_size=200))

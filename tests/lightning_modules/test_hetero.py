@@ -1,0 +1,88 @@
+r"""The Lightning side on a ``HeteroData``: the data module serves the
+labelled type's seeds, ``NodeClassifier`` builds a heterogeneous network
+(embeddings for featureless types), ``pyg-fastload fit`` trains it, and what
+is not supported yet is refused naming the setting."""
+import json
+
+import pytest
+import pytorch_lightning as pl
+import torch
+
+from pyg_fastload.datasets import generate_hetero
+from pyg_fastload.lightning import (
+    ConfigError,
+    FastLoadDataModule,
+    FeatureCache,
+    LoaderMonitor,
+    NodeClassifier,
+)
+from pyg_fastload.lightning.command import main
+
+from ..conftest import random_hetero_graph
+
+
+def test_a_hetero_data_module_trains_a_hetero_model(tmp_path):
+    data = generate_hetero('hetero-tiny')
+    dm = FastLoadDataModule(data, num_neighbors=[4, 3], batch_size=64,
+                            progress=False)
+    schema = dm.hetero_schema
+    assert schema.target == 'paper' and schema.num_classes == 4
+    assert (dm.num_features, dm.num_classes) == (16, 4)
+    model = NodeClassifier(hidden_channels=32, num_layers=2, dropout=0.0)
+    monitor = LoaderMonitor()
+    trainer = pl.Trainer(max_epochs=8, accelerator='cpu', logger=False,
+                         enable_progress_bar=False,
+                         enable_model_summary=False, callbacks=[monitor],
+                         default_root_dir=tmp_path)
+    trainer.fit(model, dm)
+    # learned embeddings for the types without features
+    assert set(model.net.embeddings) == {'author', 'institution',
+                                         'field_of_study'}
+    assert float(trainer.callback_metrics['val_acc']) > 0.8
+    train = int(data['paper'].train_mask.sum())
+    assert monitor.records[-1]['seeds'] == train  # every paper seed once
+    predictions = trainer.predict(model, dm)
+    ids = torch.cat([p['n_id'] for p in predictions])
+    assert sorted(ids.tolist()) == list(range(400))  # every paper
+
+
+def test_fit_on_a_hetero_preset_from_the_command_line(tmp_path, capsys):
+    main(['fit', '--data.dataset', 'hetero-tiny', '--data.num_neighbors',
+          '[4, 3]', '--data.batch_size', '64', '--data.progress', 'false',
+          '--model.hidden_channels', '16', '--model.num_layers', '2',
+          '--trainer.max_epochs', '2', '--trainer.accelerator', 'cpu',
+          '--trainer.enable_progress_bar', 'false',
+          '--trainer.default_root_dir', str(tmp_path)])
+    out = capsys.readouterr().out
+    assert 'validation accuracy:' in out and 'seeds/s' in out
+    [stats] = tmp_path.rglob('fastload_stats.json')
+    assert json.loads(stats.read_text())['epochs'][0]['seeds'] == 240
+
+
+@pytest.mark.reliability(
+    fault='a HeteroData with a setting that does not take it yet (a '
+          'partitioned mode, feature caches, GCN or the MLP) or with labels '
+          'on several node types',
+    behaviour='a ConfigError naming the setting and what to use instead')
+def test_what_hetero_data_cannot_take_yet_is_named(tmp_path):
+    data = random_hetero_graph()
+    with pytest.raises(ConfigError) as info:
+        FastLoadDataModule(data, mode='pagraph', partitions=str(tmp_path))
+    assert info.value.config_key == 'data.mode'
+    with pytest.raises(ConfigError) as info:
+        FastLoadDataModule(data, feature_cache=FeatureCache(host_budget=0.1))
+    assert info.value.config_key == 'data.feature_cache'
+    data['author'].y = torch.zeros(80, dtype=torch.long)
+    with pytest.raises(ConfigError, match="exactly one node type") as info:
+        FastLoadDataModule(data, progress=False).num_classes
+    assert info.value.config_key == 'data.dataset'
+    dm = FastLoadDataModule(random_hetero_graph(), progress=False)
+    model = NodeClassifier(model='gcn')
+    trainer = pl.Trainer(accelerator='cpu', logger=False, max_epochs=1,
+                         enable_progress_bar=False,
+                         enable_model_summary=False,
+                         default_root_dir=tmp_path)
+    with pytest.raises(ConfigError, match="'gcn' does not take a "
+                       "HeteroData") as info:
+        trainer.fit(model, dm)
+    assert info.value.config_key == 'model.model'
