@@ -62,21 +62,24 @@ def test_a_dsp_rank_serves_the_whole_graph(metis_parts, tiny_dir):
     assert remote > 0  # frontiers crossed the cut
 
 
-def _refused(rank, world, parts_dir, launch_order):
+def _refused(rank, world, pagraph_dir, metis_dir):
     coll = Collectives(DistContext.current(timedelta(seconds=30)))
-    try:
-        open_dsp_rank(parts_dir, coll, launch_order=launch_order)
-    except ValueError as error:
-        return str(error)
-    return 'opened'
+    errors = []
+    for parts_dir, launch_order in ((pagraph_dir, 'groups'),
+                                    (metis_dir, 'ring')):
+        try:
+            open_dsp_rank(parts_dir, coll, launch_order=launch_order)
+            errors.append('opened')
+        except ValueError as error:
+            errors.append(str(error))
+    return errors
 
 
 def test_dsp_refuses_overlapping_parts_and_unknown_orders(pagraph_parts,
                                                           metis_parts):
-    results = run_ranks(_refused, 2, pagraph_parts[1], 'groups')
+    results = run_ranks(_refused, 2, pagraph_parts[1], metis_parts)
     for rank in range(2):
-        assert "PaGraph's overlapping parts" in results[rank][1]
-        assert '--method metis' in results[rank][1]
-    results = run_ranks(_refused, 2, metis_parts, 'ring')
-    for rank in range(2):
-        assert "'launch_order' = 'ring' is not one of" in results[rank][1]
+        overlapping, unknown = results[rank][1]
+        assert "PaGraph's overlapping parts" in overlapping
+        assert '--method metis' in overlapping
+        assert "'launch_order' = 'ring' is not one of" in unknown

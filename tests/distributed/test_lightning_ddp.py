@@ -53,7 +53,7 @@ def _stats(tmp_path):
 
 
 @pytest.mark.parametrize('mode', ['replicated', 'pagraph', 'dsp',
-                                  'dsp-coordinator', 'dsp-options', 'hopgnn',
+                                  'dsp-coordinator', 'hopgnn',
                                   'hopgnn-search'])
 def test_ddp_fit_runs_equal_steps_and_counts_traffic(pagraph_parts,
                                                      metis_parts, tmp_path,
@@ -63,8 +63,8 @@ def test_ddp_fit_runs_equal_steps_and_counts_traffic(pagraph_parts,
     data = {'dataset': str(dataset_dir), 'mode': mode}
     epochs = 1
     if variant == 'coordinator':  # both stages on one group, in the
-        data['launch_order'] = variant  # leader's launch order
-    elif variant == 'options':  # layer-wise, seeds drawn globally
+        data['launch_order'] = variant  # leader's launch order, with
+        # layer-wise sampling and the seeds drawn globally
         data['mode_options'] = {'sampling': 'layer', 'seeds': 'global'}
         data['num_neighbors'] = [256, 256]
     elif variant == 'search':  # HopGNN's examination period
@@ -113,7 +113,7 @@ def test_ddp_fit_runs_equal_steps_and_counts_traffic(pagraph_parts,
     else:
         assert load is None
     train = int(open_dataset_dir(dataset_dir).arrays['train_mask'].sum())
-    if mode in ('replicated', 'hopgnn') or variant == 'options':
+    if mode in ('replicated', 'hopgnn') or variant == 'coordinator':
         # all seeds split in two
         assert ranks[0]['steps'] == -(-(-(-train // 2)) // 64)
     elif mode == 'pagraph':  # each part's own (balanced within 1)
