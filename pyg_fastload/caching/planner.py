@@ -140,6 +140,10 @@ def _scores(scores: Optional[Scores], topology: Optional[CSCTopology],
             raise ValueError("'configure_caches' needs 'topology' (or "
                              "precomputed 'scores') to rank rows")
         scores = scores(cache.policy, topology, train_nodes)
+    if not isinstance(scores, Tensor):
+        raise TypeError(f"'scores' must be a tensor of per-row hotness or "
+                        f"a function returning one (loader_scores(...)), "
+                        f"got {type(scores).__name__}")
     if scores.numel() != num_rows:
         raise ValueError(f"'scores' has {scores.numel()} entries, the "
                          f"cached tensors have {num_rows} rows")

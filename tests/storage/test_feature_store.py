@@ -465,3 +465,23 @@ def test_caches_over_several_node_types_are_refused():
                        r"\(author, paper\)"):
         configure_caches(store, FeatureCache(host_budget=0.5),
                          scores=torch.rand(10))
+
+
+@pytest.mark.reliability(
+    fault="'scores' given as a list, or as the wrong number of rows",
+    behaviour="an error naming 'scores' and what it takes")
+def test_scores_of_the_wrong_kind_are_named():
+    store = TieredFeatureStore()
+    store.put_tensor(torch.randn(10, 4), group_name=None, attr_name='x',
+                     index=None)
+    cache = FeatureCache(host_budget=0.5)
+    with pytest.raises(TypeError, match="'scores' must be a tensor .* got "
+                       "list"):
+        configure_caches(store, cache, scores=[1.0] * 10)
+    topology = CSCTopology.from_edge_index(torch.tensor([[0], [1]]), 10)
+    with pytest.raises(TypeError, match="got str"):
+        configure_caches(store, cache, topology,
+                         scores=lambda *args: 'hot')
+    with pytest.raises(ValueError, match="'scores' has 9 entries, the "
+                       "cached tensors have 10 rows"):
+        configure_caches(store, cache, scores=torch.rand(9))
