@@ -33,8 +33,14 @@ from tqdm.auto import tqdm
 
 from ..config import POLICIES, check_fanouts
 from ..graph.convert import topology_of
+from ..graph.hetero import HeteroTopology
 from ..graph.topology import CSCTopology
-from ..sampling import FastNeighborSampler
+from ..sampling import FastNeighborSampler, HeteroNeighborSampler, HopSampler
+from .hetero_hotness import (
+    hetero_expected_access,
+    hetero_out_degree,
+    hetero_reverse_pagerank,
+)
 from .walks import expected_accesses, reverse_walk_ranks
 
 __all__ = [
@@ -55,14 +61,15 @@ __all__ = [
 
 
 
-def _as_topology(topology: Any) -> CSCTopology:
-    if isinstance(topology, CSCTopology):
+def _as_topology(topology: Any) -> Union[CSCTopology, HeteroTopology]:
+    if isinstance(topology, (CSCTopology, HeteroTopology)):
         return topology
     try:
         return topology_of(topology)
     except TypeError:
-        raise TypeError(f"'topology' must be a CSCTopology (or a "
-                        f"torch_geometric.data.Data), got "
+        raise TypeError(f"'topology' must be a CSCTopology or a "
+                        f"HeteroTopology (or a torch_geometric Data or "
+                        f"HeteroData), got "
                         f"{type(topology).__name__}") from None
 
 
@@ -114,7 +121,18 @@ def out_degree_scores(topology: CSCTopology) -> Tensor:
     Args:
         topology (CSCTopology): the graph.
     """
-    return _as_topology(topology).out_degree()
+    topo = _as_topology(topology)
+    if isinstance(topo, HeteroTopology):
+        return hetero_out_degree(topo)
+    return topo.out_degree()
+
+
+def _sampler(topo: Union[CSCTopology, HeteroTopology],
+             num_neighbors: Any) -> HopSampler:
+    r"""The loader's sampler of :obj:`topo` (heterogeneous or not)."""
+    if isinstance(topo, HeteroTopology):
+        return HeteroNeighborSampler(topo, num_neighbors)
+    return FastNeighborSampler(topo, list(num_neighbors))
 
 
 def reverse_pagerank_scores(
@@ -159,6 +177,9 @@ def reverse_pagerank_scores(
         raise ValueError(f"'tol' = {tol!r}: pass a tolerance >= 0")
     if topo.num_nodes == 0:
         return torch.empty(0, dtype=torch.float64)
+    if isinstance(topo, HeteroTopology):
+        return hetero_reverse_pagerank(topo, float(alpha), max_iters,
+                                       float(tol), progress=progress)
     return reverse_walk_ranks(topo, float(alpha), max_iters, float(tol),
                               out_of_core=out_of_core, progress=progress)
 
@@ -186,12 +207,14 @@ def expected_access_scores(
     """
     topo = _as_topology(topology)
     train = _node_ids('train_nodes', train_nodes, topo.num_nodes)
+    if isinstance(topo, HeteroTopology):
+        return hetero_expected_access(topo, train, num_neighbors)
     return expected_accesses(topo, train, check_fanouts(num_neighbors),
                              out_of_core)
 
 
 def _count_batches(
-    sampler: FastNeighborSampler,
+    sampler: HopSampler,
     batches: Iterable[Tensor],
     generator: torch.Generator,
     counts: Tensor,
@@ -234,7 +257,7 @@ def access_counts(
     """
     topo = _as_topology(topology)
     _check_int('seed', seed, 0)
-    sampler = FastNeighborSampler(topo, list(num_neighbors))
+    sampler = _sampler(topo, num_neighbors)
     counts = torch.zeros(topo.num_nodes, dtype=torch.long)
     generator = torch.Generator().manual_seed(seed)
     total = len(seed_batches) if hasattr(seed_batches, '__len__') else None
@@ -277,7 +300,7 @@ def presample_scores(
     _check_int('batch_size', batch_size, 1)
     _check_int('epochs', epochs, 1)
     _check_int('seed', seed, 0)
-    sampler = FastNeighborSampler(topo, list(num_neighbors))
+    sampler = _sampler(topo, num_neighbors)
     generator = torch.Generator().manual_seed(seed)
     counts = torch.zeros(topo.num_nodes, dtype=torch.long)
     per_epoch = math.ceil(train.numel() / batch_size)

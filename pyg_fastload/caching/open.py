@@ -4,15 +4,18 @@ caches filled."""
 from __future__ import annotations
 
 import os
-from typing import Any, Optional, Tuple, Union
+from pathlib import Path
+from typing import Any, Dict, Optional, Tuple, Union
 
 import torch
-from torch_geometric.data import Data
+from torch import Tensor
+from torch_geometric.data import Data, HeteroData
 
-from ..config import FeatureCache
+from ..config import FeatureCache, SettingError
 from ..graph.convert import topology_of
+from ..graph.hetero import HeteroTopology
 from ..graph.topology import CSCTopology
-from ..io import open_dataset_dir
+from ..io import is_hetero_dataset_dir, open_dataset_dir, open_hetero_dataset_dir
 from ..storage import CSCGraphStore, TieredFeatureStore
 from .hotness import Scores
 from .planner import configure_caches
@@ -70,6 +73,20 @@ def open_dataset(
             hotness policies rank with it.
     """
     cache = _cache_settings(cache, settings)
+    if is_hetero_dataset_dir(Path(path).expanduser()):
+        if topology is not None:
+            raise ValueError("'topology' replaces a homogeneous dataset's "
+                             "graph; leave it out for the heterogeneous "
+                             f"dataset '{path}'")
+        hetero = open_hetero_dataset_dir(path, verify=verify)
+        feature_store = TieredFeatureStore(device)
+        for node_type, arrays in hetero.arrays.items():
+            _put_arrays(feature_store, arrays, cache, node_type,
+                        lambda name, t=node_type: hetero.array_path(t, name))
+        graph_store = CSCGraphStore(hetero.topology)
+        _configure(feature_store, graph_store, cache, scores,
+                   target=hetero.target)
+        return feature_store, graph_store
     dataset = open_dataset_dir(path, verify=verify)
     if topology is not None and topology.num_nodes != dataset.num_nodes:
         raise ValueError(f"'topology' has {topology.num_nodes} nodes, the "
@@ -82,73 +99,102 @@ def open_dataset(
                          f"partition.open_partition (or give the partition "
                          f"directory to a partitioned mode)")
     feature_store = TieredFeatureStore(device)
-    for name, tensor in dataset.arrays.items():
-        if tensor.dim() >= 2 and not cache.in_memory:
-            feature_store.put_mmap_tensor(
-                str(dataset.array_path(name)), tensor.dtype, tensor.shape,
-                name, storage=cache.storage,
-                in_flight=cache.reads_in_flight)
-        else:
-            value = tensor.clone() if cache.in_memory else tensor
-            feature_store.put_tensor(value, group_name=None, attr_name=name,
-                                     index=None)
+    _put_arrays(feature_store, dataset.arrays, cache, None,
+                dataset.array_path)
     graph_store = CSCGraphStore(topology or dataset.topology)
     _configure(feature_store, graph_store, cache, scores)
     return feature_store, graph_store
 
 
+def _put_arrays(store: TieredFeatureStore, arrays: Dict[str, Tensor],
+                cache: FeatureCache, group: Optional[str],
+                path_of: Any) -> None:
+    r"""Feature matrices read from their files (unless
+    ``cache.in_memory``), smaller arrays memory-mapped."""
+    for name, tensor in arrays.items():
+        if tensor.dim() >= 2 and not cache.in_memory:
+            store.put_mmap_tensor(
+                str(path_of(name)), tensor.dtype, tensor.shape, name,
+                group_name=group, storage=cache.storage,
+                in_flight=cache.reads_in_flight)
+        else:
+            value = tensor.clone() if cache.in_memory else tensor
+            store.put_tensor(value, group_name=group, attr_name=name,
+                             index=None)
+
+
 def stores_from_data(
-    data: Data,
+    data: Union[Data, HeteroData],
     cache: Optional[FeatureCache] = None,
     *,
     device: Optional[Union[str, torch.device]] = None,
     scores: Optional[Scores] = None,
     **settings: Any,
 ) -> Tuple[TieredFeatureStore, CSCGraphStore]:
-    r"""Puts an in-memory :class:`~torch_geometric.data.Data` behind the
-    same tiers as :func:`open_dataset` (storage in memory), so its feature
-    rows are served and counted per tier.
+    r"""Puts an in-memory :class:`~torch_geometric.data.Data` or
+    :class:`~torch_geometric.data.HeteroData` behind the same tiers as
+    :func:`open_dataset` (storage in memory), so its feature rows are
+    served and counted per tier.
 
     Every node attribute goes into the feature store (tensors are shared,
-    not copied) and the topology into a :class:`CSCGraphStore`. Edge
+    not copied; per node type as its group) and the topology into a
+    :class:`CSCGraphStore`. Edge
     attributes other than ``edge_index`` cannot be held by the stores and
     raise an error. The remaining arguments are those of
     :func:`open_dataset`; ``read_ahead`` and ``in_memory`` do not apply.
     """
     cache = _cache_settings(cache, settings)
-    if not isinstance(data, Data):
-        raise TypeError(f"'data' must be a torch_geometric.data.Data, got "
-                        f"{type(data).__name__}")
-    edge_attrs = [key for key in data.keys()
-                  if key != 'edge_index' and data.is_edge_attr(key)]
+    if not isinstance(data, (Data, HeteroData)):
+        raise TypeError(f"'data' must be a torch_geometric Data or "
+                        f"HeteroData, got {type(data).__name__}")
+    stores = [data] if isinstance(data, Data) else data.edge_stores
+    edge_attrs = sorted({key for store in stores for key in store.keys()
+                         if key != 'edge_index' and store.is_edge_attr(key)})
     if edge_attrs:
         raise ValueError(f"the data object has edge attributes "
-                         f"{sorted(edge_attrs)}, which the tiered stores do "
-                         f"not hold; drop them or load the Data without "
+                         f"{edge_attrs}, which the tiered stores do "
+                         f"not hold; drop them or load the data without "
                          f"feature caches")
     topology = topology_of(data)
     feature_store = TieredFeatureStore(device)
-    for key, value in data.items():
-        if isinstance(value, torch.Tensor) and data.is_node_attr(key):
-            feature_store.put_tensor(value, group_name=None, attr_name=key,
-                                     index=None)
+    target = None
+    node_stores = [(None, data)] if isinstance(data, Data) else [
+        (t, data[t]) for t in data.node_types]
+    for group, store in node_stores:
+        for key, value in store.items():
+            if isinstance(value, torch.Tensor) and store.is_node_attr(key):
+                feature_store.put_tensor(value, group_name=group,
+                                         attr_name=key, index=None)
+        if group is not None and 'y' in store:
+            target = group
     graph_store = CSCGraphStore(topology)
-    _configure(feature_store, graph_store, cache, scores, read_ahead=False)
+    _configure(feature_store, graph_store, cache, scores, read_ahead=False,
+               target=target)
     return feature_store, graph_store
 
 
 def _configure(feature_store: TieredFeatureStore, graph_store: CSCGraphStore,
                cache: FeatureCache, scores: Optional[Scores],
-               read_ahead: bool = True) -> None:
+               read_ahead: bool = True, target: Optional[str] = None) -> None:
+    topology = graph_store.topology
+    hetero = isinstance(topology, HeteroTopology)
     if cache.enabled:
-        names = {a.attr_name for a in feature_store.get_all_tensor_attrs()}
+        names = {(a.group_name, a.attr_name)
+                 for a in feature_store.get_all_tensor_attrs()}
         train_nodes = None
-        if 'train_mask' in names:
-            train = feature_store.get_tensor(group_name=None,
+        if (target, 'train_mask') in names:
+            train = feature_store.get_tensor(group_name=target,
                                              attr_name='train_mask',
                                              index=None)
             train_nodes = train.nonzero().view(-1)
-        configure_caches(feature_store, cache, graph_store.topology,
+            if hetero:  # global ids
+                train_nodes = train_nodes + topology.node_offset[
+                    topology.node_types.index(target)]
+        configure_caches(feature_store, cache, topology,
                          scores=scores, train_nodes=train_nodes)
     if read_ahead and cache.read_ahead:
+        if hetero:
+            raise SettingError('read_ahead', 'storage read-ahead follows '
+                               'homogeneous batches only: leave it at 0 '
+                               'for a heterogeneous dataset')
         feature_store.set_read_ahead(cache.read_ahead)

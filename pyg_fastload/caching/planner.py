@@ -4,7 +4,7 @@ hotness policy and the budgets of a :class:`~pyg_fastload.config.FeatureCache`.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 import torch
 from torch import Tensor
@@ -15,7 +15,9 @@ from ..config import (
     available_memory,
     budget_rows,
     format_bytes,
+    parse_budget,
 )
+from ..graph.hetero import HeteroTopology
 from ..graph.topology import CSCTopology
 from ..storage import TieredFeatureStore
 from .hotness import Scores, hot_order, loader_scores
@@ -34,7 +36,7 @@ CPU_AUTO_MAX_BYTES = 4 * 2**30
 def configure_caches(
     store: TieredFeatureStore,
     cache: FeatureCache,
-    topology: Optional[CSCTopology] = None,
+    topology: Union[CSCTopology, HeteroTopology, None] = None,
     *,
     attrs: Optional[Sequence[str]] = None,
     scores: Optional[Scores] = None,
@@ -75,7 +77,12 @@ def configure_caches(
     auto = cache.device_budget == 'auto'
     device_budget = None if auto else cache.device_budget
     store.when_first_gathered(None)
-    keys, num_rows, row_bytes = store.cacheable(attrs)
+    by_type = store.cacheable(attrs)
+    if len(by_type) > 1:
+        _configure_types(store, cache, topology, by_type, scores,
+                         train_nodes, seed, reserve_bytes)
+        return
+    keys, num_rows, row_bytes = next(iter(by_type.values()), ([], 0, 0))
     window_size = cache.window if cache.device_cache == 'window' else 0
     device_rows = budget_rows(device_budget, num_rows, row_bytes,
                               'device_budget')
@@ -148,3 +155,85 @@ def _scores(scores: Optional[Scores], topology: Optional[CSCTopology],
         raise ValueError(f"'scores' has {scores.numel()} entries, the "
                          f"cached tensors have {num_rows} rows")
     return scores
+
+
+Rows = Dict[Optional[str], Tuple[List[Tuple[Optional[str], str]], int, int]]
+
+
+def _budget_bytes(budget: object, total: int, name: str) -> int:
+    value = parse_budget(budget, name)
+    if value is None:
+        return 0
+    if isinstance(value, float):
+        return int(round(value * total))
+    return min(int(value), total)
+
+
+def _configure_types(store: TieredFeatureStore, cache: FeatureCache,
+                     topology: Optional[HeteroTopology], by_type: Rows,
+                     scores: Optional[Scores], train_nodes: Optional[Tensor],
+                     seed: int, reserve_bytes: int) -> None:
+    r"""One byte budget over the feature rows of several node types: every
+    row of every type ranked by :obj:`scores` (per global node id of
+    :obj:`topology`), the hottest rows, whatever their type, fill the
+    device cache, the next ones the host buffer."""
+    types = ', '.join(map(str, by_type))
+    if cache.device_cache == 'window':
+        raise SettingError('device_cache', f"window buffering over several "
+                           f"node types ({types}) is not supported: use "
+                           f"device_cache='static'")
+    if not isinstance(topology, HeteroTopology):
+        raise ValueError(f"caches over several node types ({types}) rank "
+                         f"the rows of every type together: pass the graph's "
+                         f"HeteroTopology as 'topology'")
+    ids, row_bytes, spans = [], [], {}
+    for group, (_, rows, nbytes) in by_type.items():
+        if group not in topology.node_types or \
+                rows != topology.num_nodes_of(group):
+            raise ValueError(f"the feature store's node type {group!r} "
+                             f"({rows} rows) is not a node type of the "
+                             f"topology with that many nodes")
+        first = int(topology.node_offset[topology.node_types.index(group)])
+        spans[group] = (sum(map(len, ids)), first)
+        ids.append(torch.arange(first, first + rows))
+        row_bytes.append(torch.full((rows, ), nbytes, dtype=torch.long))
+    ids, row_bytes = torch.cat(ids), torch.cat(row_bytes)
+    total = int(row_bytes.sum())
+    auto = cache.device_budget == 'auto'
+    device = 0 if auto else _budget_bytes(cache.device_budget, total,
+                                          'device_budget')
+    host = _budget_bytes(cache.host_budget, total, 'host_budget')
+    if not cache.exceed_memory:
+        _check_fits(store, host, device)
+    device_pos = host_pos = torch.empty(0, dtype=torch.long)
+    if host or device or auto:
+        scores = _scores(scores, topology, cache, train_nodes,
+                         topology.num_nodes)
+        order = hot_order(scores[ids])
+        used = torch.cumsum(row_bytes[order], 0)
+        num_device = int(torch.searchsorted(used, device, right=True))
+        spent = int(used[num_device - 1]) if num_device else 0
+        num_cached = int(torch.searchsorted(used, spent + host, right=True))
+        device_pos = order[:num_device]
+        host_pos = order[num_device:num_cached]
+    if auto:
+        def resolve() -> None:
+            free = store.free_device_bytes()
+            budget = max(free - reserve_bytes, 0)
+            if store.device.type != 'cuda':
+                budget = min(budget, int(free * CPU_AUTO_SHARE),
+                             CPU_AUTO_MAX_BYTES)
+            configure_caches(
+                store, replace(cache, device_budget=budget), topology,
+                scores=scores, seed=seed)
+
+        store.when_first_gathered(resolve)
+    for group, (keys, rows, _) in by_type.items():
+        start, first = spans[group]
+
+        def local(pos: Tensor) -> Tensor:
+            mine = pos[(pos >= start) & (pos < start + rows)]
+            return ids[mine] - first
+
+        store.fill_caches(keys, host_ids=local(host_pos),
+                          device_ids=local(device_pos), seed=seed)

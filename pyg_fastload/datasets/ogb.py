@@ -17,8 +17,10 @@ from ..io import format as fmt
 from ..io.arrays import Source
 from ..io.csc_sort import check_node_count, coalesce_csc, csc_from_edge_chunks
 from ..io.format import DatasetFormatError, build_meta
+from ..io.hetero import OnDiskHeteroDataset
 from ..io.reader import OnDiskDataset, open_dataset_dir
 from ..io.staging import Staging, check_target
+from .ogb_hetero import prepare_ogb_hetero
 from .ogb_raw import NpyMember, iter_csv, labels_chunk, read_scalar
 
 __all__ = ['prepare_ogb']
@@ -42,6 +44,8 @@ _OGB_KNOWN: Dict[str, Dict[str, Any]] = {
     'ogbn-papers100M': {'split': 'time', 'symmetrize': True,
                         'why': 'papers100M lists directed citations; they '
                                'are usually symmetrised'},
+    'ogbn-mag': {'split': 'time', 'symmetrize': True,
+                 'why': 'PyG users add reverse relations (ToUndirected)'},
 }
 #: Extra integer node files of the OGB raw folder, stored under these names.
 _OGB_EXTRA_NODE_FILES = ('node_year', 'node_species')
@@ -57,11 +61,6 @@ def _ogb_name(name: str) -> str:
     for known in _OGB_KNOWN:
         if known.lower() == key:
             return known
-    if key == 'ogbn-mag':
-        raise ValueError(
-            "invalid 'name' = 'ogbn-mag': it is heterogeneous; the on-disk "
-            'format is homogeneous (convert it with PyG, call '
-            'data.to_homogeneous() and use --pyg-data)')
     return key
 
 
@@ -73,10 +72,11 @@ def prepare_ogb(
     overwrite: bool = False,
     symmetrize: Optional[bool] = None,
     split: Optional[str] = None,
-) -> OnDiskDataset:
+) -> Union[OnDiskDataset, OnDiskHeteroDataset]:
     r"""Converts an OGB node-property dataset already on local disk (the
     unzipped OGB archive; nothing is downloaded and the ``ogb`` package is
-    not used) into a dataset directory.
+    not used) into a dataset directory; ``ogbn-mag`` (OGB's heterogeneous
+    layout) into a heterogeneous one (:func:`prepare_ogb_hetero`).
 
     Reads ``raw/edge.csv.gz``, ``raw/node-feat.csv.gz``,
     ``raw/node-label.csv.gz``, ``raw/num-node-list.csv.gz``,
@@ -89,7 +89,7 @@ def prepare_ogb(
         raw_dir (str or os.PathLike): the dataset root (holding ``raw/`` and
             ``split/``) or its ``raw/`` folder.
         name (str): the dataset, e.g. ``'ogbn-arxiv'``, ``'ogbn-products'``,
-            ``'ogbn-papers100M'`` (``'arxiv'`` works too).
+            ``'ogbn-papers100M'``, ``'ogbn-mag'`` (``'arxiv'`` works too).
         out_dir (str or os.PathLike): the dataset directory to create.
         progress (bool, optional): show progress bars. (default: :obj:`True`)
         overwrite (bool, optional): replace an existing :obj:`out_dir`.
@@ -97,7 +97,8 @@ def prepare_ogb(
         symmetrize (bool, optional): add reverse edges and remove duplicate
             edges (like :class:`torch_geometric.transforms.ToUndirected`);
             :obj:`None` does so for ``ogbn-arxiv``, ``-products``,
-            ``-proteins`` and ``-papers100M``. (default: :obj:`None`)
+            ``-proteins``, ``-papers100M`` and ``-mag`` (reverse relations).
+            (default: :obj:`None`)
         split (str, optional): the folder under ``split/``; :obj:`None`
             takes the dataset's standard split (or the only one there).
             (default: :obj:`None`)
@@ -112,7 +113,8 @@ def prepare_ogb(
     if (raw_dir / 'raw').is_dir():
         root, raw = raw_dir, raw_dir / 'raw'
     elif any((raw_dir / f).exists() for f in
-             ('edge.csv.gz', 'data.npz', 'num-node-list.csv.gz')):
+             ('edge.csv.gz', 'data.npz', 'num-node-list.csv.gz',
+              'num-node-dict.csv.gz')):
         root, raw = raw_dir.parent, raw_dir
     else:
         raise DatasetFormatError(
@@ -120,10 +122,9 @@ def prepare_ogb(
             f"split/) nor its raw/ folder (no edge.csv.gz or data.npz); "
             f"download and unzip the OGB archive for '{name}' and pass its "
             f'folder as --raw-dir')
-    if (raw / 'relations').is_dir() or (raw / 'node-feat').is_dir():
-        raise DatasetFormatError(
-            f"{raw}: '{name}' is a heterogeneous OGB dataset; the on-disk "
-            f'format is homogeneous (convert with PyG and --pyg-data)')
+    if (raw / 'relations').is_dir() or (raw / 'num-node-dict.csv.gz').exists():
+        return prepare_ogb_hetero(root, raw, name, out_dir, progress,
+                                  overwrite, symmetrize, split)
     check_target(out_dir, overwrite)
     npz = raw / 'data.npz'
     use_npz = npz.is_file() and not (raw / 'edge.csv.gz').is_file()

@@ -11,10 +11,13 @@ from pathlib import Path
 from typing import Any, Dict, Optional, Union
 
 from ..config import format_bytes
+from ..io.hetero import OnDiskHeteroDataset
 from ..io.reader import OnDiskDataset
 from ..io.staging import check_target
 from ..io.writer import write_dataset_dir
 from .disk_synthetic import DISK_PRESETS, prepare_disk_synthetic
+from .hetero_prepare import prepare_hetero_preset
+from .hetero_synthetic import HETERO_PRESETS
 from .ogb import prepare_ogb
 from .pyg_file import prepare_pyg
 from .synthetic_cache import load_synthetic
@@ -87,18 +90,20 @@ def prepare_synthetic(
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     r"""Adds the ``pyg-fastload prepare`` arguments to :obj:`parser`."""
     source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument('--preset', choices=sorted([*PRESETS,
-                                                    *DISK_PRESETS]),
+    source.add_argument('--preset', choices=sorted([*PRESETS, *DISK_PRESETS,
+                                                    *HETERO_PRESETS]),
                         help='a synthetic graph preset (generated once and '
                         'cached, see --cache-dir; papers-like is generated '
                         'straight into OUT_DIR in bounded memory: 56M nodes, '
-                        '28.7 GB of features at --scale 1)')
+                        '28.7 GB of features at --scale 1; mag-like and '
+                        'hetero-tiny are heterogeneous)')
     source.add_argument('--pyg-data', metavar='FILE',
-                        help='a torch_geometric Data saved with torch.save')
+                        help='a torch_geometric Data or HeteroData saved '
+                        'with torch.save')
     source.add_argument('--ogb', metavar='NAME',
                         help='an OGB node-property dataset already on disk '
-                        '(e.g. ogbn-arxiv, ogbn-products, ogbn-papers100M); '
-                        'needs --raw-dir')
+                        '(e.g. ogbn-arxiv, ogbn-products, ogbn-papers100M, '
+                        'ogbn-mag); needs --raw-dir')
     parser.add_argument('out_dir', metavar='OUT_DIR',
                         help='the dataset directory to create')
     parser.add_argument('--raw-dir', metavar='DIR', default=None,
@@ -121,7 +126,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help='--preset: the random seed (default: 0)')
     parser.add_argument('--scale', type=float, default=None,
                         help='--preset papers-like: times the nodes (2: '
-                        "ogbn-papers100M's 112M)")
+                        "ogbn-papers100M's 112M); mag-like, hetero-tiny: "
+                        'times every count, in (0, 1]')
     parser.add_argument('--cache-dir', default=None,
                         help='--preset: where synthetic graphs are cached')
     parser.add_argument('--overwrite', action='store_true',
@@ -130,7 +136,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help='hide the progress bars')
 
 
-def run(args: argparse.Namespace) -> OnDiskDataset:
+def run(args: argparse.Namespace) -> Union[OnDiskDataset,
+                                           OnDiskHeteroDataset]:
     r"""Runs ``pyg-fastload prepare``; prints a summary and returns the
     opened dataset.  User errors exit with a one-line message."""
     def usage(message: str) -> SystemExit:
@@ -144,16 +151,26 @@ def run(args: argparse.Namespace) -> OnDiskDataset:
     for key, flag in (('seed', '--seed'), ('cache_dir', '--cache-dir')):
         if getattr(args, key, None) is not None and not args.preset:
             raise usage(f'{flag} only applies to --preset')
-    if args.scale is not None and args.preset not in DISK_PRESETS:
+    scalable = (*DISK_PRESETS, *HETERO_PRESETS)
+    if args.scale is not None and args.preset not in scalable:
         raise usage(f"--scale only applies to --preset "
-                    f"{' or '.join(DISK_PRESETS)}")
+                    f"{', '.join(scalable)}")
+    if args.cache_dir is not None and args.preset in HETERO_PRESETS:
+        raise usage('--cache-dir does not apply to the heterogeneous '
+                    'presets (generated in memory)')
     if args.ogb and not args.raw_dir:
         raise usage('--ogb needs --raw-dir DIR, the unzipped OGB dataset '
                     '(nothing is downloaded)')
     progress = not args.no_progress
     start = time.perf_counter()
     try:
-        if args.preset in DISK_PRESETS:
+        if args.preset in HETERO_PRESETS:
+            dataset = prepare_hetero_preset(
+                args.preset, args.out_dir,
+                seed=0 if args.seed is None else args.seed,
+                scale=1.0 if args.scale is None else args.scale,
+                progress=progress, overwrite=args.overwrite)
+        elif args.preset in DISK_PRESETS:
             dataset = prepare_disk_synthetic(
                 args.preset, args.out_dir,
                 seed=0 if args.seed is None else args.seed,
@@ -178,9 +195,13 @@ def run(args: argparse.Namespace) -> OnDiskDataset:
     total = sum(spec['bytes'] for spec in dataset.meta['arrays'].values())
     arrays = ', '.join(f"{key} {spec['dtype']} {spec['shape']}"
                        for key, spec in dataset.meta['arrays'].items())
+    meta = dataset.meta
+    types = (f" ({len(meta['node_types'])} node types, "
+             f"{len(meta['edge_types'])} edge types)"
+             if 'node_types' in meta else '')
     print(f"wrote '{dataset.path}' in {time.perf_counter() - start:.1f}s: "
-          f'{dataset.num_nodes:,} nodes, {dataset.num_edges:,} edges, '
-          f'{format_bytes(total)}')
+          f"{meta['num_nodes']:,} nodes, {meta['num_edges']:,} edges"
+          f'{types}, {format_bytes(total)}')
     print(f'arrays: {arrays}')
     print(f"source: {dataset.meta['source']}")
     sys.stdout.flush()

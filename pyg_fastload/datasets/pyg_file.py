@@ -13,20 +13,23 @@ from torch_geometric.data import Data, HeteroData
 
 from ..graph.topology import CSCTopology
 from ..io.format import TOPOLOGY_ARRAYS, DatasetFormatError, check_name
+from ..io.hetero import OnDiskHeteroDataset
 from ..io.reader import OnDiskDataset
 from ..io.safe_load import safe_torch_load
 from ..io.staging import check_target
 from ..io.writer import write_dataset_dir
+from .hetero_prepare import write_hetero_data
 
-__all__ = ['load_data_file', 'prepare_pyg']
+__all__ = ['load_data_file', 'load_graph_file', 'prepare_pyg']
 
 PathLike = Union[str, 'os.PathLike[str]']
 
 
-def load_data_file(path: Union[str, 'os.PathLike[str]']) -> Data:
-    r"""Loads the single homogeneous :class:`~torch_geometric.data.Data`
-    held by :obj:`path` with safe unpickling only (see
-    :func:`~pyg_fastload.io.safe_torch_load`).
+def load_graph_file(path: Union[str, 'os.PathLike[str]']
+                    ) -> Union[Data, HeteroData]:
+    r"""Loads the single :class:`~torch_geometric.data.Data` or
+    :class:`~torch_geometric.data.HeteroData` held by :obj:`path` with safe
+    unpickling only (see :func:`~pyg_fastload.io.safe_torch_load`).
 
     Raises:
         FileNotFoundError: :obj:`path` is not a file.
@@ -38,10 +41,22 @@ def load_data_file(path: Union[str, 'os.PathLike[str]']) -> Data:
         raise FileNotFoundError(
             f"'{path}' does not exist; pass a file written with "
             f"torch.save(data, path)")
-    return _as_data(safe_torch_load(path), path)
+    return _as_graph(safe_torch_load(path), path)
 
 
-def _as_data(obj: Any, file: Path) -> Data:
+def load_data_file(path: Union[str, 'os.PathLike[str]']) -> Data:
+    r"""Loads the single homogeneous :class:`~torch_geometric.data.Data`
+    held by :obj:`path` (:func:`load_graph_file`; a ``HeteroData`` is an
+    error)."""
+    data = load_graph_file(path)
+    if isinstance(data, HeteroData):
+        raise DatasetFormatError(
+            f'{path}: holds a HeteroData where a homogeneous Data is '
+            f'needed: load it with load_graph_file')
+    return data
+
+
+def _as_graph(obj: Any, file: Path) -> Union[Data, HeteroData]:
     if isinstance(obj, (tuple, list)) and obj and isinstance(
             obj[0], (Data, dict)):  # an InMemoryDataset's processed file
         data, slices = obj[0], obj[1] if len(obj) > 1 else None
@@ -61,9 +76,7 @@ def _as_data(obj: Any, file: Path) -> Data:
                         f'one Data object with torch.save(dataset[0], path)')
         obj = data
     if isinstance(obj, HeteroData):
-        raise DatasetFormatError(
-            f'{file}: holds a HeteroData; the on-disk format is '
-            f'homogeneous: save data.to_homogeneous() instead')
+        return obj
     if not isinstance(obj, Data):
         raise DatasetFormatError(
             f'{file}: holds a {type(obj).__name__}, not a '
@@ -77,9 +90,10 @@ def prepare_pyg(
     out_dir: PathLike,
     progress: bool = True,
     overwrite: bool = False,
-) -> OnDiskDataset:
+) -> Union[OnDiskDataset, OnDiskHeteroDataset]:
     r"""Converts a :class:`torch_geometric.data.Data` saved with
-    :func:`torch.save` into a dataset directory.
+    :func:`torch.save` into a dataset directory (a ``HeteroData`` into a
+    heterogeneous one: :func:`write_hetero_data`).
 
     The ``edge_index`` becomes the CSC topology and ``edge_id`` records the
     original position of every CSC edge (omitted when the edges were
@@ -103,7 +117,16 @@ def prepare_pyg(
             f"'data_path' = '{data_path}' does not exist; pass a file "
             f'written with torch.save(data, path)')
     check_target(out_dir, overwrite)
-    data = load_data_file(data_path)
+    data = load_graph_file(data_path)
+    if isinstance(data, HeteroData):
+        return write_hetero_data(
+            data, out_dir, name=data_path.stem,
+            source=f"torch_geometric HeteroData from "
+                   f"'{data_path.resolve()}' (each edge type's edge_index "
+                   f"-> CSC, edge_id = original edge positions)",
+            overwrite=overwrite, progress=progress,
+            extra_meta={'command': f'pyg-fastload prepare --pyg-data '
+                                   f'{data_path} --overwrite {out_dir}'})
     num_nodes = data.num_nodes
     if num_nodes is None:
         raise DatasetFormatError(

@@ -45,12 +45,16 @@ from tqdm.auto import tqdm
 
 from ..errors import FastLoadError
 
-__all__ = ['FORMAT_NAME', 'FORMAT_VERSION', 'DatasetFormatError', 'build_meta']
+__all__ = ['FORMAT_NAME', 'FORMAT_VERSION', 'HETERO_FORMAT_VERSION',
+           'DatasetFormatError', 'build_meta']
 
 #: The value of ``meta.json``'s ``"format"`` key.
 FORMAT_NAME = 'pyg-fastload-dataset'
 #: Bumped whenever the layout changes incompatibly.
 FORMAT_VERSION = 1
+#: The heterogeneous layout (several node and edge types), which readers of
+#: :data:`FORMAT_VERSION` 1 refuse as written by a newer pyg-fastload.
+HETERO_FORMAT_VERSION = 2
 
 #: Bytes per chunk when streaming node arrays to disk (module attributes are
 #: read at call time, so tests can shrink them).
@@ -66,7 +70,8 @@ TOPOLOGY_ARRAYS = ('indptr', 'indices', 'edge_id')
 VERIFY_MODES = ('none', 'size', 'checksum')
 NAME_RE = re.compile(r'^[A-Za-z_][A-Za-z0-9_.-]{0,127}$')
 META_KEYS = ('format', 'format_version', 'name', 'num_nodes', 'num_edges',
-              'arrays', 'num_classes', 'source', 'index_space')
+              'arrays', 'num_classes', 'source', 'index_space', 'kind',
+              'node_types', 'edge_types', 'target')
 PREPARE_HINT = ('pyg-fastload prepare (--preset NAME | --pyg-data FILE | '
                  '--ogb NAME --raw-dir DIR) --overwrite')
 
@@ -143,6 +148,18 @@ def is_dataset_dir(path: Path) -> bool:
     try:
         with open(path / 'meta.json') as f:
             return json.load(f).get('format') == FORMAT_NAME
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def is_hetero_dataset_dir(path: Path) -> bool:
+    r"""Whether :obj:`path` holds a heterogeneous dataset directory (by its
+    ``meta.json``'s ``kind``; the reader checks the rest)."""
+    try:
+        with open(Path(path) / 'meta.json') as f:
+            meta = json.load(f)
+        return meta.get('format') == FORMAT_NAME and \
+            meta.get('kind') == 'hetero'
     except (OSError, ValueError, AttributeError):
         return False
 

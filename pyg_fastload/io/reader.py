@@ -20,6 +20,7 @@ from . import format as fmt
 from .format import (
     FORMAT_NAME,
     FORMAT_VERSION,
+    HETERO_FORMAT_VERSION,
     PREPARE_HINT,
     TOPOLOGY_ARRAYS,
     VERIFY_MODES,
@@ -134,7 +135,9 @@ class OnDiskDataset:
                 f", arrays={{{arrays}}}, path='{self.path}')")
 
 
-def _fail(file: Path, what: str, fix: str) -> DatasetFormatError:
+def fail(file: Path, what: str, fix: str) -> DatasetFormatError:
+    r"""The error of a bad dataset file: the file, what is wrong, the
+    fix."""
     return DatasetFormatError(f'{file}: {what}; {fix}')
 
 
@@ -153,14 +156,14 @@ def _confined(file: Path, root: Path, follow_symlinks: bool,
         return
     target = file.resolve()
     if target.parent != root:
-        raise _fail(file, f"is a link to '{target}', outside the dataset "
+        raise fail(file, f"is a link to '{target}', outside the dataset "
                     f"directory; copy the file into the directory, or pass "
                     f"follow_symlinks=True if you trust the link", fix)
 
 
 def _check_spec(key: str, spec: Any, meta_file: Path, fix: str) -> None:
     def bad(what: str) -> DatasetFormatError:
-        return _fail(meta_file, f"array '{key}': {what}", fix)
+        return fail(meta_file, f"array '{key}': {what}", fix)
 
     if not isinstance(spec, dict):
         raise bad('the entry is not an object')
@@ -225,7 +228,7 @@ def _map(file: Path, spec: Dict[str, Any]) -> Tensor:
 def _check_indptr(indptr: np.ndarray, num_edges: int, file: Path,
                   full: bool, fix: str) -> None:
     if int(indptr[0]) != 0 or int(indptr[-1]) != num_edges:
-        raise _fail(file, f'starts at {int(indptr[0])} and ends at '
+        raise fail(file, f'starts at {int(indptr[0])} and ends at '
                     f'{int(indptr[-1])}, expected 0 and num_edges = '
                     f'{num_edges} (meta.json)', fix)
     if not full:
@@ -235,7 +238,7 @@ def _check_indptr(indptr: np.ndarray, num_edges: int, file: Path,
         block = indptr[start:start + step + 1]
         bad = np.flatnonzero(block[1:] < block[:-1])
         if bad.size:
-            raise _fail(file, f'decreases at position {start + int(bad[0])}'
+            raise fail(file, f'decreases at position {start + int(bad[0])}'
                         f' (CSC offsets must be non-decreasing)', fix)
 
 
@@ -246,8 +249,147 @@ def _check_range(array: np.ndarray, high: int, file: Path, what: str,
         block = array[start:start + step]
         low_v, high_v = int(block.min()), int(block.max())
         if low_v < 0 or high_v >= high:
-            raise _fail(file, f'holds {what} {low_v if low_v < 0 else high_v}'
+            raise fail(file, f'holds {what} {low_v if low_v < 0 else high_v}'
                         f', outside [0, {high})', fix)
+
+
+def read_meta(path: Path, follow_symlinks: bool, version: int
+              ) -> Tuple[Dict[str, Any], str]:
+    r"""``meta.json`` of dataset directory :obj:`path`, checked to be ours
+    and of format :obj:`version`, and the fix its errors suggest."""
+    meta_file = path / 'meta.json'
+    generic_fix = f're-create the dataset with `{PREPARE_HINT} {path}`'
+    if not path.is_dir():
+        raise fail(path, 'no such dataset directory', generic_fix)
+    if not meta_file.is_file():
+        raise fail(meta_file, 'missing, so this is not a complete '
+                    'pyg-fastload dataset directory', generic_fix)
+    if meta_file.stat().st_size > MAX_META_BYTES:
+        raise fail(meta_file, f'{meta_file.stat().st_size:,} bytes, more '
+                    f'than a meta.json holds', generic_fix)
+    try:
+        with open(meta_file) as f:
+            meta = json.load(f)
+    except (OSError, ValueError, RecursionError) as exc:
+        raise fail(meta_file, f'unreadable ({type(exc).__name__}: '
+                    f'{str(exc)[:200]})', generic_fix) from None
+    if not isinstance(meta, dict):
+        raise fail(meta_file, 'does not hold a JSON object', generic_fix)
+    fix = _reprepare(meta, path)
+    _confined(meta_file, path.resolve(), follow_symlinks, fix)
+    if meta.get('format') != FORMAT_NAME:
+        raise fail(meta_file, f"'format' is {meta.get('format')!r}, "
+                    f"expected '{FORMAT_NAME}' (not a pyg-fastload dataset)",
+                    fix)
+    found = meta.get('format_version')
+    if found == version:
+        return meta, fix
+    if found in (FORMAT_VERSION, HETERO_FORMAT_VERSION):
+        kinds = {FORMAT_VERSION: 'homogeneous',
+                 HETERO_FORMAT_VERSION: 'heterogeneous'}
+        raise fail(meta_file, f'holds a {kinds[found]} dataset '
+                    f'(format_version {found})', 'open it with '
+                    'pyg_fastload.open_dataset, which opens both kinds, or '
+                    + ('open_dataset_dir' if found == FORMAT_VERSION else
+                       'open_hetero_dataset_dir'))
+    if isinstance(found, int) and not isinstance(found, bool) \
+            and found > HETERO_FORMAT_VERSION:
+        how = (f'it was written by a newer pyg-fastload: upgrade '
+               f'pyg-fastload, or {fix}')
+    else:
+        how = fix
+    raise fail(meta_file, f'format_version {found!r}, but this '
+                f'pyg-fastload reads format_version {version}', how)
+
+
+def count_field(meta: Dict[str, Any], key: str, meta_file: Path,
+                fix: str) -> int:
+    r"""``meta[key]``, checked to be a count."""
+    value = meta.get(key)
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise fail(meta_file, f"'{key}' = {value!r} is not a count", fix)
+    return value
+
+
+def check_specs(path: Path, meta: Dict[str, Any], follow_symlinks: bool,
+                fix: str) -> Dict[str, Dict[str, Any]]:
+    r"""``meta['arrays']``, every entry checked and every file confined to
+    :obj:`path`."""
+    meta_file = path / 'meta.json'
+    specs = meta.get('arrays')
+    if not isinstance(specs, dict):
+        raise fail(meta_file, "'arrays' is missing or not an object", fix)
+    for key in ('indptr', 'indices'):
+        if key not in specs:
+            raise fail(meta_file, f"no '{key}' array", fix)
+    root = path.resolve()
+    for key, spec in specs.items():
+        _check_spec(key, spec, meta_file, fix)
+        _confined(path / spec['file'], root, follow_symlinks, fix)
+    return specs
+
+
+def verify_files(path: Path, specs: Dict[str, Dict[str, Any]], verify: str,
+                 progress: bool, fix: str) -> None:
+    r"""Checks every array file's size (``verify='size'``) and checksum
+    (``'checksum'``)."""
+    if verify == 'none':
+        return
+    total = sum(spec['bytes'] for spec in specs.values())
+    bar = tqdm(total=total, unit='B', unit_scale=True,
+               desc='verifying checksums',
+               disable=not (progress and verify == 'checksum'))
+    with bar:
+        for key, spec in specs.items():
+            file = path / spec['file']
+            try:
+                actual = file.stat().st_size
+            except FileNotFoundError:
+                raise fail(file, f"missing (array '{key}' of "
+                            f"{spec['dtype']} {spec['shape']})",
+                            fix) from None
+            if actual != spec['bytes']:
+                raise fail(file, f'{actual} bytes on disk but '
+                            f"meta.json says {spec['bytes']} bytes "
+                            f"({spec['dtype']} {spec['shape']}): the "
+                            f'file is truncated or was overwritten', fix)
+            if verify == 'checksum':
+                digest = sha256_file(file, bar)
+                if digest != spec['sha256']:
+                    raise fail(file, f'sha256 {digest} does not match '
+                                f"meta.json's {spec['sha256']}: the file"
+                                f' is corrupted', fix)
+
+
+def map_array(path: Path, spec: Dict[str, Any], fix: str) -> Tensor:
+    r"""Memory-maps one array file (see :func:`verify_files`)."""
+    file = path / spec['file']
+    try:
+        return _map(file, spec)
+    except (OSError, ValueError) as exc:
+        raise fail(file, f'cannot be memory-mapped ({exc})', fix) from None
+
+
+def check_topology(path: Path, specs: Dict[str, Dict[str, Any]],
+                   arrays: Dict[str, Tensor], num_edges: int, id_space: int,
+                   verify: str, fix: str) -> None:
+    r"""The ends of ``indptr`` (and, unless ``verify='none'``, that it never
+    decreases and that every id is in range)."""
+    _check_indptr(arrays['indptr'].numpy(), num_edges,
+                  path / specs['indptr']['file'], verify != 'none', fix)
+    if verify == 'none':
+        return
+    _check_range(arrays['indices'].numpy(), id_space,
+                 path / specs['indices']['file'], 'node id', fix)
+    if 'edge_id' in arrays:
+        _check_range(arrays['edge_id'].numpy(), num_edges,
+                     path / specs['edge_id']['file'], 'edge position', fix)
+
+
+def check_verify(verify: str) -> None:
+    if verify not in VERIFY_MODES:
+        raise ValueError(f"invalid 'verify' = {verify!r}: pass one of "
+                         f"{', '.join(repr(v) for v in VERIFY_MODES)}")
 
 
 def open_dataset_dir(path: PathLike, verify: str = 'size',
@@ -271,72 +413,23 @@ def open_dataset_dir(path: PathLike, verify: str = 'size',
         follow_symlinks (bool, optional): accept array files that are links
             to places outside the directory. (default: :obj:`False`)
     """
-    if verify not in VERIFY_MODES:
-        raise ValueError(f"invalid 'verify' = {verify!r}: pass one of "
-                         f"{', '.join(repr(v) for v in VERIFY_MODES)}")
+    check_verify(verify)
     path = Path(path).expanduser()
     meta_file = path / 'meta.json'
-    generic_fix = f're-create the dataset with `{PREPARE_HINT} {path}`'
-    if not path.is_dir():
-        raise _fail(path, 'no such dataset directory', generic_fix)
-    if not meta_file.is_file():
-        raise _fail(meta_file, 'missing, so this is not a complete '
-                    'pyg-fastload dataset directory', generic_fix)
-    if meta_file.stat().st_size > MAX_META_BYTES:
-        raise _fail(meta_file, f'{meta_file.stat().st_size:,} bytes, more '
-                    f'than a meta.json holds', generic_fix)
-    try:
-        with open(meta_file) as f:
-            meta = json.load(f)
-    except (OSError, ValueError, RecursionError) as exc:
-        raise _fail(meta_file, f'unreadable ({type(exc).__name__}: '
-                    f'{str(exc)[:200]})', generic_fix) from None
-    if not isinstance(meta, dict):
-        raise _fail(meta_file, 'does not hold a JSON object', generic_fix)
-    fix = _reprepare(meta, path)
-    root = path.resolve()
-    _confined(meta_file, root, follow_symlinks, fix)
-    if meta.get('format') != FORMAT_NAME:
-        raise _fail(meta_file, f"'format' is {meta.get('format')!r}, "
-                    f"expected '{FORMAT_NAME}' (not a pyg-fastload dataset)",
-                    fix)
-    version = meta.get('format_version')
-    if version != FORMAT_VERSION:
-        if isinstance(version, int) and not isinstance(version, bool) \
-                and version > FORMAT_VERSION:
-            how = (f'it was written by a newer pyg-fastload: upgrade '
-                   f'pyg-fastload, or {fix}')
-        else:
-            how = fix
-        raise _fail(meta_file, f'format_version {version!r}, but this '
-                    f'pyg-fastload reads format_version {FORMAT_VERSION}',
-                    how)
-    for key in ('num_nodes', 'num_edges'):
-        value = meta.get(key)
-        if not isinstance(value, int) or isinstance(value, bool) or \
-                value < 0:
-            raise _fail(meta_file, f"'{key}' = {value!r} is not a count",
-                        fix)
-    num_nodes, num_edges = meta['num_nodes'], meta['num_edges']
+    meta, fix = read_meta(path, follow_symlinks, FORMAT_VERSION)
+    num_nodes = count_field(meta, 'num_nodes', meta_file, fix)
+    num_edges = count_field(meta, 'num_edges', meta_file, fix)
     id_space = meta.get('index_space', num_nodes)  # a part: global ids
     if not isinstance(id_space, int) or isinstance(id_space, bool) or \
             id_space < num_nodes:
-        raise _fail(meta_file, f"'index_space' = {id_space!r} is not a "
+        raise fail(meta_file, f"'index_space' = {id_space!r} is not a "
                     f"count >= num_nodes", fix)
-    specs = meta.get('arrays')
-    if not isinstance(specs, dict):
-        raise _fail(meta_file, "'arrays' is missing or not an object", fix)
-    for key in ('indptr', 'indices'):
-        if key not in specs:
-            raise _fail(meta_file, f"no '{key}' array", fix)
-    for key, spec in specs.items():
-        _check_spec(key, spec, meta_file, fix)
-        _confined(path / spec['file'], root, follow_symlinks, fix)
+    specs = check_specs(path, meta, follow_symlinks, fix)
 
     def expect(key: str, shape: List[int], dtypes: Tuple[str, ...]) -> None:
         spec = specs[key]
         if spec['shape'] != shape or spec['dtype'] not in dtypes:
-            raise _fail(path / spec['file'], f"meta.json gives {spec['dtype']}"
+            raise fail(path / spec['file'], f"meta.json gives {spec['dtype']}"
                         f" {spec['shape']}, expected {' or '.join(dtypes)} "
                         f'{shape} for num_nodes = {num_nodes}, num_edges = '
                         f'{num_edges}', fix)
@@ -348,60 +441,15 @@ def open_dataset_dir(path: PathLike, verify: str = 'size',
         expect('edge_id', [num_edges], ('int64', ))
     for key, spec in specs.items():
         if key not in TOPOLOGY_ARRAYS and spec['shape'][0] != num_nodes:
-            raise _fail(path / spec['file'], f"node array '{key}' has "
+            raise fail(path / spec['file'], f"node array '{key}' has "
                         f"{spec['shape'][0]} rows (meta.json shape "
                         f"{spec['shape']}) but num_nodes = {num_nodes}", fix)
-
-    if verify != 'none':
-        total = sum(spec['bytes'] for spec in specs.values())
-        bar = tqdm(total=total, unit='B', unit_scale=True,
-                   desc='verifying checksums',
-                   disable=not (progress and verify == 'checksum'))
-        with bar:
-            for key, spec in specs.items():
-                file = path / spec['file']
-                try:
-                    actual = file.stat().st_size
-                except FileNotFoundError:
-                    raise _fail(file, f"missing (array '{key}' of "
-                                f"{spec['dtype']} {spec['shape']})",
-                                fix) from None
-                if actual != spec['bytes']:
-                    raise _fail(file, f'{actual} bytes on disk but '
-                                f"meta.json says {spec['bytes']} bytes "
-                                f"({spec['dtype']} {spec['shape']}): the "
-                                f'file is truncated or was overwritten', fix)
-                if verify == 'checksum':
-                    digest = sha256_file(file, bar)
-                    if digest != spec['sha256']:
-                        raise _fail(file, f'sha256 {digest} does not match '
-                                    f"meta.json's {spec['sha256']}: the file"
-                                    f' is corrupted', fix)
-
-    def mapped(key: str) -> Tensor:
-        spec = specs[key]
-        file = path / spec['file']
-        try:
-            return _map(file, spec)
-        except (OSError, ValueError) as exc:
-            raise _fail(file, f'cannot be memory-mapped ({exc})',
-                        fix) from None
-
-    indptr = mapped('indptr')
-    indices = mapped('indices')
-    edge_id = mapped('edge_id') if 'edge_id' in specs else None
-    _check_indptr(indptr.numpy(), num_edges, path / specs['indptr']['file'],
-                  verify != 'none', fix)
-    if verify != 'none':
-        _check_range(indices.numpy(), id_space,
-                     path / specs['indices']['file'], 'node id', fix)
-        if edge_id is not None:
-            _check_range(edge_id.numpy(), num_edges,
-                         path / specs['edge_id']['file'], 'edge position',
-                         fix)
-    topology = CSCTopology(indptr=indptr, indices=indices,
-                           num_nodes=num_nodes, edge_id=edge_id)
-    arrays = {key: mapped(key) for key in specs
-              if key not in TOPOLOGY_ARRAYS}
+    verify_files(path, specs, verify, progress, fix)
+    arrays = {key: map_array(path, spec, fix) for key, spec in specs.items()}
+    check_topology(path, specs, arrays, num_edges, id_space, verify, fix)
+    topology = CSCTopology(indptr=arrays.pop('indptr'),
+                           indices=arrays.pop('indices'),
+                           num_nodes=num_nodes,
+                           edge_id=arrays.pop('edge_id', None))
     return OnDiskDataset(path=path, meta=meta, topology=topology,
                          arrays=arrays)

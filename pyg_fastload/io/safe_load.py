@@ -37,10 +37,10 @@ def _pyg_records() -> List[type]:
     refers to beside the classes PyG itself registers as safe; each only
     holds a dictionary of values."""
     from torch_geometric.data.data import DataEdgeAttr, DataTensorAttr
-    from torch_geometric.data.storage import (EdgeStorage, GlobalStorage,
-                                              NodeStorage)
-    return [DataEdgeAttr, DataTensorAttr, GlobalStorage, NodeStorage,
-            EdgeStorage]
+    from torch_geometric.data.storage import (BaseStorage, EdgeStorage,
+                                              GlobalStorage, NodeStorage)
+    return [DataEdgeAttr, DataTensorAttr, BaseStorage, GlobalStorage,
+            NodeStorage, EdgeStorage]
 
 
 def safe_torch_load(path: Union[str, 'os.PathLike[str]']) -> Any:

@@ -209,10 +209,10 @@ class TieredFeatureStore(FeatureStore):
     # Caches (what they hold is decided by pyg_fastload.caching) ##########
 
     def cacheable(self, attrs: Optional[Sequence[str]] = None
-                  ) -> Tuple[List[Key], int, int]:
+                  ) -> Dict[Optional[str], Tuple[List[Key], int, int]]:
         r"""The attributes a cache would hold (default: every attribute with
-        2 or more dimensions, i.e. feature matrices), their common row count
-        and their bytes per row added up."""
+        2 or more dimensions, i.e. feature matrices), per node type (group):
+        their keys, the type's row count and its bytes per row added up."""
         if attrs is None:
             keys = [k for k, e in self._entries.items()
                     if len(e.storage.shape) >= 2]
@@ -224,17 +224,13 @@ class TieredFeatureStore(FeatureStore):
                     raise KeyError(f"'attrs' names {name!r}, which the "
                                    f"feature store does not hold")
                 keys.extend(matches)
-        if not keys:
-            return keys, 0, 0
-        groups = sorted({str(k[0]) for k in keys})
-        if len(groups) > 1:
-            raise NotImplementedError(
-                f"caches over several node types ({', '.join(groups)}) are "
-                f"not supported yet: a cache ranks one row space; serve "
-                f"this store without cache budgets")
-        num_rows = self._entries[keys[0]].storage.shape[0]
-        row_bytes = sum(self._entries[k].storage.row_bytes for k in keys)
-        return keys, num_rows, row_bytes
+        out: Dict[Optional[str], Tuple[List[Key], int, int]] = {}
+        for key in keys:
+            group = key[0]
+            storage = self._entries[key].storage
+            held, rows, row_bytes = out.get(group, ([], storage.shape[0], 0))
+            out[group] = ([*held, key], rows, row_bytes + storage.row_bytes)
+        return out
 
     def fill_caches(self, keys: Sequence[Key], host_ids: Tensor,
                     device_ids: Optional[Tensor] = None,

@@ -190,7 +190,7 @@ def test_missing_array_file(tmp_path):
 @pytest.mark.reliability(
     fault='a dataset of another format version',
     behaviour='error saying which version, and to upgrade or re-prepare')
-@pytest.mark.parametrize('version', [0, 2, '1', None])
+@pytest.mark.parametrize('version', [0, 3, '1', None])
 def test_wrong_format_version(tmp_path, version):
     path = small_dataset(tmp_path / 'ds').path
     edit_meta(path, lambda meta: meta.update(format_version=version))
@@ -198,7 +198,7 @@ def test_wrong_format_version(tmp_path, version):
                        match=rf'meta\.json: format_version {version!r}, but '
                        r'this pyg-fastload reads format_version 1') as info:
         open_dataset_dir(path)
-    if version == 2:
+    if version == 3:
         assert 'upgrade pyg-fastload' in str(info.value)
 
 

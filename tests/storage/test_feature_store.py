@@ -455,14 +455,15 @@ def test_caches_larger_than_memory_are_refused(monkeypatch):
     assert store._entries[(None, 'x')].host.capacity == 80
 
 
-def test_caches_over_several_node_types_are_refused():
+def test_caches_over_several_node_types_need_their_topology():
     store = TieredFeatureStore()
     store.put_tensor(torch.randn(10, 4), group_name='paper', attr_name='x',
                      index=None)
     store.put_tensor(torch.randn(7, 4), group_name='author', attr_name='x',
                      index=None)
-    with pytest.raises(NotImplementedError, match=r"several node types "
-                       r"\(author, paper\)"):
+    with pytest.raises(ValueError, match=r"several node types \(paper, "
+                       r"author\) rank .* pass the graph's HeteroTopology "
+                       r"as 'topology'"):
         configure_caches(store, FeatureCache(host_budget=0.5),
                          scores=torch.rand(10))
 

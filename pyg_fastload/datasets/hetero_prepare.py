@@ -1,0 +1,167 @@
+r"""Writing a :class:`~torch_geometric.data.HeteroData` (in memory, from a
+``.pt`` file, or a heterogeneous synthetic preset) into a heterogeneous
+dataset directory."""
+from __future__ import annotations
+
+import os
+import warnings
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Union
+
+import torch
+from torch import Tensor
+from torch_geometric.data import HeteroData
+
+from ..graph.topology import CSCTopology
+from ..io.format import DatasetFormatError
+from ..io.hetero import OnDiskHeteroDataset, write_hetero_dataset_dir
+from ..io.staging import check_target
+from .hetero_synthetic import HETERO_PRESETS, generate_hetero
+
+__all__ = ['write_hetero_data', 'prepare_hetero_preset']
+
+PathLike = Union[str, 'os.PathLike[str]']
+
+
+def _node_arrays(data: HeteroData, num_nodes: Dict[str, int], where: str,
+                 skipped: List[str]) -> Dict[str, Dict[str, Tensor]]:
+    arrays: Dict[str, Dict[str, Tensor]] = {}
+    for node_type in data.node_types:
+        store, count = data[node_type], num_nodes[node_type]
+        arrays[node_type] = {}
+        for key, value in store.items():
+            if key == 'num_nodes':
+                continue
+            if not (isinstance(value, Tensor) and value.dim() >= 1):
+                skipped.append(f'{node_type}.{key}')
+                continue
+            if value.size(0) != count:
+                raise DatasetFormatError(
+                    f"{where}: data[{node_type!r}].{key} has "
+                    f"{value.size(0)} rows but node type {node_type!r} has "
+                    f"{count} nodes; give every node one row (or fix "
+                    f"data[{node_type!r}].num_nodes)")
+            if key == 'y' and value.dim() == 2 and value.size(1) == 1 and \
+                    not value.is_floating_point():
+                value = value.view(-1)
+            arrays[node_type][key] = value
+    return arrays
+
+
+def _relations(data: HeteroData, num_nodes: Dict[str, int], where: str,
+               skipped: List[str]) -> Dict[Any, CSCTopology]:
+    relations = {}
+    for edge_type in data.edge_types:
+        src, _, dst = edge_type
+        store = data[edge_type]
+        for key in store.keys():
+            if key != 'edge_index':
+                skipped.append(f"{'__'.join(edge_type)}.{key}")
+        if 'edge_index' not in store:
+            raise DatasetFormatError(
+                f"{where}: edge type {edge_type} has no 'edge_index' (an "
+                f"adj_t or other layout); give it an edge_index")
+        for end in (src, dst):
+            if end not in num_nodes:
+                raise DatasetFormatError(
+                    f"{where}: edge type {edge_type} names node type "
+                    f"{end!r}, which has no nodes; set "
+                    f"data[{end!r}].num_nodes or drop the edge type")
+        try:
+            relations[edge_type] = CSCTopology.from_edge_index(
+                store.edge_index, num_nodes[dst],
+                num_sources=num_nodes[src])
+        except (TypeError, ValueError) as error:
+            raise DatasetFormatError(f"{where}: edge type {edge_type}: "
+                                     f"{error}") from None
+    return relations
+
+
+def write_hetero_data(
+    data: HeteroData,
+    out_dir: PathLike,
+    *,
+    name: str,
+    source: str,
+    overwrite: bool = False,
+    progress: bool = True,
+    extra_meta: Optional[Dict[str, Any]] = None,
+) -> OnDiskHeteroDataset:
+    r"""Writes :obj:`data` as a heterogeneous dataset directory: every node
+    type with its node-level tensors (``x``, ``y``, masks, ...; a type
+    without any is declared by its node count), every edge type's
+    ``edge_index`` as a CSC with ``edge_id`` mapping back to its columns.
+    Edge attributes and non-tensor attributes are not stored (warned
+    about). The one node type with labels ``y`` is the ``target``; an
+    integer ``y`` gives ``num_classes``."""
+    if not isinstance(data, HeteroData):
+        raise TypeError(f"'data' must be a HeteroData, got "
+                        f"{type(data).__name__}")
+    num_nodes = {}
+    for node_type in data.node_types:
+        count = data[node_type].num_nodes
+        if count is None:
+            raise DatasetFormatError(
+                f"{name}: node type {node_type!r} has no node count (no "
+                f"'num_nodes' and no 'x'); set data[{node_type!r}].num_nodes")
+        num_nodes[node_type] = int(count)
+    skipped: List[str] = []
+    arrays = _node_arrays(data, num_nodes, name, skipped)
+    relations = _relations(data, num_nodes, name, skipped)
+    if skipped:
+        warnings.warn(f"{name}: {', '.join(map(repr, skipped))} are not "
+                      f"node-level tensors or edge_index and are not "
+                      f"stored", UserWarning, stacklevel=2)
+    labelled = [t for t, a in arrays.items() if 'y' in a]
+    target = labelled[0] if len(labelled) == 1 else None
+    num_classes = None
+    if target is not None:
+        y = arrays[target]['y']
+        if y.dim() == 1 and not y.is_floating_point() and \
+                y.dtype != torch.bool and y.numel():
+            num_classes = int(y.max()) + 1
+    extra = dict(extra_meta or {})
+    extra['skipped_attributes'] = skipped
+    return write_hetero_dataset_dir(
+        out_dir, num_nodes=num_nodes, relations=relations, node_arrays=arrays,
+        name=name, source=source, num_classes=num_classes, target=target,
+        overwrite=overwrite, progress=progress, extra_meta=extra)
+
+
+def prepare_hetero_preset(preset: str, out_dir: PathLike, seed: int = 0,
+                          scale: float = 1.0, progress: bool = True,
+                          overwrite: bool = False) -> OnDiskHeteroDataset:
+    r"""Generates a heterogeneous preset (:data:`HETERO_PRESETS`,
+    :func:`generate_hetero`) and writes it as a dataset directory.
+
+    Args:
+        preset (str): ``'mag-like'`` or ``'hetero-tiny'``.
+        out_dir: the directory to create.
+        seed (int): the random seed. (default: :obj:`0`)
+        scale (float): every node and edge count times this, in (0, 1].
+    """
+    if preset not in HETERO_PRESETS:
+        raise ValueError(f"invalid 'preset' = {preset!r}: pass one of "
+                         f"{', '.join(HETERO_PRESETS)}")
+    out_dir = Path(out_dir).expanduser()
+    check_target(out_dir, overwrite)
+    data = generate_hetero(preset, seed=seed, scale=scale)
+    config = HETERO_PRESETS[preset]
+    scaled = f' --scale {scale}' if scale != 1.0 else ''
+    return write_hetero_data(
+        data, out_dir, name=preset,
+        source=(f"synthetic heterogeneous graph, preset '{preset}', seed "
+                f"{seed}, scale {scale} (pyg_fastload.datasets."
+                f"generate_hetero; every relation also stored reversed)"),
+        overwrite=overwrite, progress=progress,
+        extra_meta={
+            'command': f'pyg-fastload prepare --preset {preset} --seed '
+                       f'{seed}{scaled} --overwrite {out_dir}',
+            'synthetic': {'config': {
+                'num_nodes': config.num_nodes,
+                'num_edges': {'__'.join(k): v
+                              for k, v in config.num_edges.items()},
+                **{k: v for k, v in asdict(config).items()
+                   if k not in ('num_nodes', 'num_edges')}},
+                'seed': int(seed), 'scale': scale}})

@@ -1,0 +1,467 @@
+r"""Heterogeneous dataset directories: several node types and edge types.
+
+``meta.json`` has ``"format_version": 2`` and ``"kind": "hetero"`` (readers
+of version 1 refuse it as written by a newer pyg-fastload) and declares
+
+.. code-block:: json
+
+    {"node_types": [{"name": "paper", "num_nodes": 736389,
+                     "arrays": ["x", "y", "train_mask"]},
+                    {"name": "author", "num_nodes": 1134649, "arrays": []}],
+     "edge_types": [{"type": ["author", "writes", "paper"],
+                     "num_edges": 7145660}, ...],
+     "target": "paper", "num_classes": 349, ...}
+
+A node type without features is declared by its node count alone (its
+``arrays`` list is empty), never given made-up features. Node array ``a`` of
+type ``t`` is the file ``t.a.bin`` (one row per node of ``t``). The edge
+types' CSCs lie back to back in ``indptr``, ``indices`` and ``edge_id``, in
+the order of ``edge_types`` (the layout of
+:class:`~pyg_fastload.graph.HeteroTopology`, so the topology is
+memory-mapped as it is): node ``i`` of type ``t`` has the global id
+``node_offset[t] + i`` (types in ``node_types`` order); relation ``r =
+(s, rel, d)`` owns one CSC segment per ``d`` node, its in-neighbours
+(global ids of ``s`` nodes) at ``indices[indptr[seg]:indptr[seg + 1]]``;
+``edge_id`` gives every CSC edge's position in the relation's own edge
+list.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Dict, Iterator, List, Optional, Tuple, Union
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from ..graph.hetero import EdgeType, HeteroTopology
+from ..graph.topology import CSCTopology, index_dtype_for
+from .arrays import Source
+from .format import (
+    HETERO_FORMAT_VERSION,
+    META_KEYS,
+    TOPOLOGY_ARRAYS,
+    build_meta,
+    check_name,
+    int_arg,
+)
+from .reader import (
+    check_specs,
+    check_topology,
+    check_verify,
+    count_field,
+    fail,
+    map_array,
+    read_meta,
+    verify_files,
+)
+from .staging import Staging
+
+__all__ = ['OnDiskHeteroDataset', 'open_hetero_dataset_dir',
+           'write_hetero_dataset_dir']
+
+PathLike = Union[str, 'os.PathLike[str]']
+
+
+def _offsets(sizes: List[int]) -> Tensor:
+    out = torch.zeros(len(sizes) + 1, dtype=torch.long)
+    if sizes:
+        torch.cumsum(torch.tensor(sizes, dtype=torch.long), 0, out=out[1:])
+    return out
+
+
+@dataclass(repr=False, eq=False)
+class OnDiskHeteroDataset:
+    r"""An opened heterogeneous dataset directory (every array
+    memory-mapped, copy-on-write).
+
+    Args:
+        path (pathlib.Path): the directory.
+        meta (dict): the parsed ``meta.json``.
+        topology (HeteroTopology): every relation, memory-mapped.
+        arrays (dict): per node type, its node arrays by name (empty for a
+            type without features).
+    """
+    path: Path
+    meta: Dict[str, Any]
+    topology: HeteroTopology
+    arrays: Dict[str, Dict[str, Tensor]]
+
+    @property
+    def name(self) -> str:
+        return str(self.meta.get('name', self.path.name))
+
+    @property
+    def node_types(self) -> List[str]:
+        return list(self.topology.node_types)
+
+    @property
+    def edge_types(self) -> List[EdgeType]:
+        return list(self.topology.edge_types)
+
+    @property
+    def num_nodes(self) -> Dict[str, int]:
+        r"""Node count per type."""
+        return {t: self.topology.num_nodes_of(t) for t in self.node_types}
+
+    @property
+    def target(self) -> Optional[str]:
+        r"""The node type whose labels ``y`` a model learns (``meta.json``'s
+        ``target``, else the one type with ``y``, else :obj:`None`)."""
+        if self.meta.get('target') is not None:
+            return self.meta['target']
+        labelled = [t for t, a in self.arrays.items() if 'y' in a]
+        return labelled[0] if len(labelled) == 1 else None
+
+    @property
+    def num_classes(self) -> Optional[int]:
+        value = self.meta.get('num_classes')
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int) or \
+                value < 1:
+            raise fail(self.path / 'meta.json', f"'num_classes' is "
+                       f"{value!r}, expected a positive int (or none)",
+                       're-create the dataset')
+        return value
+
+    def array_path(self, node_type: str, name: str) -> Path:
+        r"""The raw file of node array :obj:`name` of :obj:`node_type`."""
+        return self.path / self.meta['arrays'][f'{node_type}.{name}']['file']
+
+    def to_hetero_data(self) -> Any:
+        r"""The dataset as an in-memory
+        :class:`~torch_geometric.data.HeteroData` (edges in each relation's
+        original order)."""
+        from torch_geometric.data import HeteroData
+        data = HeteroData()
+        for node_type in self.node_types:
+            data[node_type].num_nodes = self.num_nodes[node_type]
+            for key, value in self.arrays[node_type].items():
+                data[node_type][key] = value.clone()
+        for edge_type in self.edge_types:
+            rel = self.topology.relation_topology(edge_type)
+            dst = torch.repeat_interleave(
+                torch.arange(rel.num_nodes), rel.indptr.diff())
+            edge_index = torch.empty((2, rel.num_edges), dtype=torch.long)
+            edge_index[0, rel.edge_id] = rel.indices.long()
+            edge_index[1, rel.edge_id] = dst
+            data[edge_type].edge_index = edge_index
+        return data
+
+    def __repr__(self) -> str:
+        nodes = ', '.join(f'{t}: {n:,}' for t, n in self.num_nodes.items())
+        return (f"{self.__class__.__name__}('{self.name}', nodes={{{nodes}}}"
+                f', edge_types={len(self.edge_types)}, '
+                f'num_edges={self.topology.num_edges:,}, path='
+                f"'{self.path}')")
+
+
+# ---------------------------------------------------------------- writing --
+def _check_types(num_nodes: Dict[str, int],
+                 relations: Dict[EdgeType, CSCTopology],
+                 node_arrays: Dict[str, Dict[str, Source]]) -> None:
+    if not isinstance(num_nodes, dict) or not num_nodes:
+        raise ValueError("'num_nodes' must be a non-empty dict of node type "
+                         "-> node count")
+    for node_type, count in num_nodes.items():
+        check_name(node_type, 'node type', "'num_nodes'")
+        int_arg(count, f'num_nodes[{node_type!r}]')
+    for edge_type, rel in relations.items():
+        if not (isinstance(edge_type, tuple) and len(edge_type) == 3 and
+                all(isinstance(p, str) and p for p in edge_type)):
+            raise ValueError(f"edge type {edge_type!r}: pass a (source, "
+                             f"relation, destination) triple of names")
+        for end, role in ((edge_type[0], 'source'),
+                          (edge_type[2], 'destination')):
+            if end not in num_nodes:
+                raise ValueError(
+                    f"edge type {edge_type}: its {role} node type {end!r} "
+                    f"is not in 'num_nodes' ({', '.join(num_nodes)}); "
+                    f"declare it with its node count")
+        if rel.num_nodes != num_nodes[edge_type[2]]:
+            raise ValueError(
+                f"edge type {edge_type}: its CSC has {rel.num_nodes} "
+                f"destination segments, node type {edge_type[2]!r} "
+                f"{num_nodes[edge_type[2]]} nodes")
+    for node_type, arrays in node_arrays.items():
+        if node_type not in num_nodes:
+            raise ValueError(f"'node_arrays' has arrays of {node_type!r}, "
+                             f"which is not in 'num_nodes'")
+        for key in arrays:
+            check_name(key, 'node array name', f"'node_arrays[{node_type!r}]'")
+
+
+def write_hetero_dataset_dir(
+    path: PathLike,
+    *,
+    num_nodes: Dict[str, int],
+    relations: Dict[EdgeType, CSCTopology],
+    node_arrays: Dict[str, Dict[str, Source]],
+    name: str,
+    source: str,
+    num_classes: Optional[int] = None,
+    target: Optional[str] = None,
+    overwrite: bool = False,
+    progress: bool = True,
+    extra_meta: Optional[Dict[str, Any]] = None,
+    verify: str = 'checksum',
+) -> OnDiskHeteroDataset:
+    r"""Writes a heterogeneous dataset directory (staged and put in place
+    atomically, like :func:`~pyg_fastload.io.write_dataset_dir`) and opens
+    it, checking every checksum.
+
+    Args:
+        path: the directory to create.
+        num_nodes (Dict[str, int]): node count per type (in this order).
+        relations (Dict[EdgeType, CSCTopology]): each edge type's CSC over
+            its destination type's nodes, with source ids of its source type
+            (``CSCTopology.from_edge_index(edge_index, num_dst,
+            num_sources=num_src)``; its ``edge_id`` maps back to the
+            relation's edge list).
+        node_arrays (Dict[str, Dict[str, Source]]): per node type its
+            arrays (``x``, ``y``, masks, ...), one row per node of the type;
+            types without features are left out or given ``{}``.
+        name, source: the dataset's name and where it came from.
+        num_classes (int, optional): classes of the target's labels.
+        target (str, optional): the node type a model classifies.
+        overwrite, progress, extra_meta, verify: as for
+            :func:`~pyg_fastload.io.write_dataset_dir`.
+    """
+    _check_types(num_nodes, relations, node_arrays)
+    if target is not None and target not in num_nodes:
+        raise ValueError(f"'target' = {target!r} is not a node type "
+                         f"({', '.join(num_nodes)})")
+    for key in extra_meta or {}:
+        if key in META_KEYS:
+            raise ValueError(f"'extra_meta' may not set the reserved "
+                             f"meta.json key {key!r}")
+    node_types = list(num_nodes)
+    node_offset = _offsets([num_nodes[t] for t in node_types])
+    total = int(node_offset[-1])
+    index_np = np.int32 if index_dtype_for(max(total - 1, 0)) == \
+        torch.int32 else np.int64
+    edge_types = list(relations)
+
+    def indptr() -> Iterator[np.ndarray]:
+        yield np.zeros(1, dtype=np.int64)
+        shift = 0
+        for rel in relations.values():
+            yield rel.indptr[1:].numpy().astype(np.int64) + shift
+            shift += rel.num_edges
+
+    def indices() -> Iterator[np.ndarray]:
+        for (src, _, _), rel in relations.items():
+            shift = int(node_offset[node_types.index(src)])
+            yield (rel.indices.numpy().astype(np.int64) + shift).astype(
+                index_np)
+
+    def edge_id() -> Iterator[np.ndarray]:
+        for rel in relations.values():
+            yield (np.arange(rel.num_edges, dtype=np.int64)
+                   if rel.edge_id is None else
+                   rel.edge_id.numpy().astype(np.int64))
+
+    num_edges = sum(rel.num_edges for rel in relations.values())
+    num_segments = sum(rel.num_nodes for rel in relations.values())
+    path = Path(path).expanduser()
+    with Staging(path, overwrite, progress) as st:
+        st.write_array('indptr', indptr, expect_rows=num_segments + 1,
+                       what="'indptr'", default_dtype='int64')
+        st.write_array('indices', indices, expect_rows=num_edges,
+                       what="'indices'", default_dtype=np.dtype(index_np).name)
+        st.write_array('edge_id', edge_id, expect_rows=num_edges,
+                       what="'edge_id'", default_dtype='int64')
+        declared = []
+        for node_type in node_types:
+            arrays = node_arrays.get(node_type, {})
+            for key, value in arrays.items():
+                st.write_array(
+                    f'{node_type}.{key}', value,
+                    expect_rows=num_nodes[node_type],
+                    what=f"node array '{key}' of type {node_type!r}",
+                    cast=_int64_labels if key == 'y' else None)
+            declared.append({'name': node_type,
+                             'num_nodes': int(num_nodes[node_type]),
+                             'arrays': list(arrays)})
+        extra = dict(extra_meta or {})
+        extra['kind'] = 'hetero'
+        extra['node_types'] = declared
+        extra['edge_types'] = [
+            {'type': list(e), 'num_edges': relations[e].num_edges}
+            for e in edge_types]
+        if target is not None:
+            extra['target'] = target
+        meta = build_meta(name, total, num_edges, num_classes, source, extra)
+        meta['format_version'] = HETERO_FORMAT_VERSION
+        st.commit(meta)
+    return open_hetero_dataset_dir(path, verify=verify)
+
+
+def _int64_labels(chunk: np.ndarray, name: str) -> Tuple[np.ndarray, str]:
+    if chunk.dtype.kind in 'iu' and chunk.dtype != np.int64:
+        return chunk.astype(np.int64), 'int64'
+    return chunk, name
+
+
+# ---------------------------------------------------------------- reading --
+def _declared(meta: Dict[str, Any], meta_file: Path, fix: str
+              ) -> Tuple[Dict[str, int], Dict[str, List[str]],
+                         List[EdgeType], List[int]]:
+    r"""The node types (counts, arrays) and edge types (edge counts) that
+    ``meta.json`` declares, checked."""
+    def bad(what: str) -> Exception:
+        return fail(meta_file, what, fix)
+
+    if meta.get('kind') != 'hetero':
+        raise bad(f"'kind' is {meta.get('kind')!r}, expected 'hetero' for "
+                  f"format_version {HETERO_FORMAT_VERSION}")
+    entries = meta.get('node_types')
+    if not isinstance(entries, list) or not entries:
+        raise bad("'node_types' is missing or not a non-empty list")
+    num_nodes: Dict[str, int] = {}
+    arrays: Dict[str, List[str]] = {}
+    for entry in entries:
+        if not isinstance(entry, dict):
+            raise bad(f"'node_types' holds {entry!r}, not an object")
+        node_type = entry.get('name')
+        try:
+            check_name(node_type, 'node type', 'meta.json')
+        except ValueError as error:
+            raise bad(str(error)) from None
+        if node_type in num_nodes:
+            raise bad(f'node type {node_type!r} is declared twice')
+        num_nodes[node_type] = count_field(entry, 'num_nodes', meta_file,
+                                           fix)
+        names = entry.get('arrays')
+        if not isinstance(names, list) or not all(
+                isinstance(n, str) for n in names):
+            raise bad(f"node type {node_type!r}: 'arrays' is not a list of "
+                      f"names")
+        arrays[node_type] = names
+    edge_types: List[EdgeType] = []
+    counts: List[int] = []
+    entries = meta.get('edge_types')
+    if not isinstance(entries, list):
+        raise bad("'edge_types' is missing or not a list")
+    for entry in entries:
+        triple = entry.get('type') if isinstance(entry, dict) else None
+        if not (isinstance(triple, list) and len(triple) == 3 and
+                all(isinstance(p, str) for p in triple)):
+            raise bad(f"'edge_types' holds {entry!r}, not an object with "
+                      f"a 'type' [source, relation, destination]")
+        edge_type = tuple(triple)
+        for end in (edge_type[0], edge_type[2]):
+            if end not in num_nodes:
+                raise bad(f'edge type {edge_type} names node type {end!r},'
+                          f' which is not declared')
+        if edge_type in edge_types:
+            raise bad(f'edge type {edge_type} is declared twice')
+        edge_types.append(edge_type)
+        counts.append(count_field(entry, 'num_edges', meta_file, fix))
+    return num_nodes, arrays, edge_types, counts
+
+
+def open_hetero_dataset_dir(path: PathLike, verify: str = 'size',
+                            progress: bool = False,
+                            follow_symlinks: bool = False
+                            ) -> OnDiskHeteroDataset:
+    r"""Opens a heterogeneous dataset directory
+    (:func:`write_hetero_dataset_dir`), memory-mapping every array, with
+    the checks of :func:`~pyg_fastload.io.open_dataset_dir` (``verify``:
+    ``'none'``, ``'size'``, ``'checksum'``) and, unless ``'none'``, every
+    relation's source ids within its source type."""
+    check_verify(verify)
+    path = Path(path).expanduser()
+    meta_file = path / 'meta.json'
+    meta, fix = read_meta(path, follow_symlinks, HETERO_FORMAT_VERSION)
+    num_nodes, names, edge_types, counts = _declared(meta, meta_file, fix)
+    node_types = list(num_nodes)
+    total = count_field(meta, 'num_nodes', meta_file, fix)
+    num_edges = count_field(meta, 'num_edges', meta_file, fix)
+    if total != sum(num_nodes.values()) or num_edges != sum(counts):
+        raise fail(meta_file, f"'num_nodes' = {total} and 'num_edges' = "
+                   f"{num_edges} are not the sums over the declared types "
+                   f"({sum(num_nodes.values())}, {sum(counts)})", fix)
+    target = meta.get('target')
+    if target is not None and target not in num_nodes:
+        raise fail(meta_file, f"'target' = {target!r} is not a declared "
+                   f"node type", fix)
+    specs = check_specs(path, meta, follow_symlinks, fix)
+    segments = [num_nodes[e[2]] for e in edge_types]
+    expected = {'indptr': ([sum(segments) + 1], ('int64', )),
+                'indices': ([num_edges], ('int32', 'int64') if
+                            total <= 2**31 else ('int64', )),
+                'edge_id': ([num_edges], ('int64', ))}
+    for node_type, keys in names.items():
+        for key in keys:
+            if f'{node_type}.{key}' not in specs:
+                raise fail(meta_file, f"node type {node_type!r} declares "
+                           f"array {key!r}, which 'arrays' lacks", fix)
+    for key, spec in specs.items():
+        file = path / spec['file']
+        if key in TOPOLOGY_ARRAYS:
+            shape, dtypes = expected[key]
+            if spec['shape'] != shape or spec['dtype'] not in dtypes:
+                raise fail(file, f"meta.json gives {spec['dtype']} "
+                           f"{spec['shape']}, expected {' or '.join(dtypes)}"
+                           f' {shape}', fix)
+            continue
+        node_type, _, array = key.partition('.')
+        if array not in names.get(node_type, ()):
+            raise fail(file, f"array {key!r} belongs to no declared node "
+                       f"type's 'arrays'", fix)
+        if spec['shape'][0] != num_nodes[node_type]:
+            raise fail(file, f"node array {array!r} of type {node_type!r} "
+                       f"has {spec['shape'][0]} rows but the type has "
+                       f"{num_nodes[node_type]} nodes", fix)
+    if 'edge_id' not in specs:
+        raise fail(meta_file, "no 'edge_id' array", fix)
+    verify_files(path, specs, verify, progress, fix)
+    mapped = {key: map_array(path, spec, fix) for key, spec in specs.items()}
+    check_topology(path, specs, mapped, num_edges, total, verify, fix)
+    topology = HeteroTopology(
+        node_types=node_types, edge_types=edge_types,
+        node_offset=_offsets([num_nodes[t] for t in node_types]),
+        segment_offset=_offsets(segments), edge_offset=_offsets(counts),
+        indptr=mapped['indptr'], indices=mapped['indices'],
+        edge_id=mapped['edge_id'])
+    _check_relations(topology, path / specs['indptr']['file'],
+                     path / specs['indices']['file'], verify, fix)
+    arrays = {t: {k: mapped[f'{t}.{k}'] for k in names[t]}
+              for t in node_types}
+    return OnDiskHeteroDataset(path=path, meta=meta, topology=topology,
+                               arrays=arrays)
+
+
+def _check_relations(topo: HeteroTopology, indptr_file: Path,
+                     indices_file: Path, verify: str, fix: str) -> None:
+    r"""Each relation's segments hold exactly its edges and, unless
+    ``verify='none'``, only nodes of its source type."""
+    starts = topo.indptr[topo.segment_offset]
+    if not torch.equal(starts, topo.edge_offset):
+        r = int((starts != topo.edge_offset).nonzero()[0])
+        raise fail(indptr_file, f"edge type {topo.edge_types[r]} starts at "
+                   f"edge {int(starts[r])}, but the edge counts of "
+                   f"meta.json place it at {int(topo.edge_offset[r])}", fix)
+    if verify == 'none':
+        return
+    for r, edge_type in enumerate(topo.edge_types):
+        block = topo.indices[int(topo.edge_offset[r]):
+                             int(topo.edge_offset[r + 1])]
+        if not block.numel():
+            continue
+        src = int(topo.src_type[r])
+        low, high = int(topo.node_offset[src]), int(topo.node_offset[src + 1])
+        if int(block.min()) < low or int(block.max()) >= high:
+            raise fail(indices_file, f"edge type {edge_type} has source ids "
+                       f"outside its source type {edge_type[0]!r} (global "
+                       f"ids [{low}, {high}))", fix)
+        ids = topo.edge_id[int(topo.edge_offset[r]):
+                           int(topo.edge_offset[r + 1])]
+        if int(ids.min()) < 0 or int(ids.max()) >= block.numel():
+            raise fail(indices_file.with_name('edge_id.bin'), f"edge type "
+                       f"{edge_type} has edge ids outside [0, "
+                       f"{block.numel()})", fix)

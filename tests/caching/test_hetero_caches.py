@@ -1,0 +1,172 @@
+r"""Caches over several node types: one byte budget, rows ranked across
+types, hotness over every relation."""
+import pytest
+import torch
+from torch_geometric.data import Data, HeteroData
+
+from pyg_fastload import FastNeighborLoader
+from pyg_fastload.caching import (
+    access_counts,
+    configure_caches,
+    hotness_scores,
+    presample_scores,
+    stores_from_data,
+)
+from pyg_fastload.config import FeatureCache, SettingError
+from pyg_fastload.datasets import generate_hetero
+from pyg_fastload.graph.convert import topology_of
+from pyg_fastload.sampling import HeteroNeighborSampler
+from pyg_fastload.storage import TieredFeatureStore
+
+
+def two_types():
+    data = HeteroData()
+    data['paper'].x = torch.randn(10, 4)        # 16 bytes a row
+    data['author'].x = torch.randn(7, 8)        # 32 bytes a row
+    data['author', 'writes', 'paper'].edge_index = torch.tensor(
+        [[0, 1, 2, 3], [0, 0, 1, 2]])
+    data['paper', 'cites', 'paper'].edge_index = torch.tensor(
+        [[1, 2, 3], [0, 0, 0]])
+    return data
+
+
+def cached_rows(store, group, tier='host'):
+    cache = getattr(store._entries[(group, 'x')], tier)
+    return [] if cache is None else sorted(cache.node_ids.tolist())
+
+
+@pytest.mark.reliability(
+    fault='caches over several node types refused, or filled per type',
+    behaviour='one byte budget; the hottest rows of any type fill it')
+def test_one_budget_takes_the_hottest_rows_of_any_type():
+    data = two_types()
+    topo = topology_of(data)
+    store = TieredFeatureStore()
+    for t in data.node_types:
+        store.put_tensor(data[t].x, group_name=t, attr_name='x', index=None)
+    # global ids: papers 0..9, authors 10..16
+    scores = torch.zeros(17)
+    scores[[12, 3, 15, 0, 9]] = torch.tensor([5.0, 4.0, 3.0, 2.0, 1.0])
+    # 100 bytes: author 2 (32), paper 3 (16), author 5 (32), paper 0 (16)
+    configure_caches(store, FeatureCache(host_budget=100), topo,
+                     scores=scores)
+    assert cached_rows(store, 'author') == [2, 5]
+    assert cached_rows(store, 'paper') == [0, 3]
+    # device first, then host, from the same ranking
+    configure_caches(store, FeatureCache(device_budget=40, host_budget=48),
+                     topo, scores=scores)
+    assert cached_rows(store, 'author', 'device') == [2]
+    assert cached_rows(store, 'paper', 'device') == []
+    assert cached_rows(store, 'paper') == [3]
+    assert cached_rows(store, 'author') == [5]
+
+
+def test_a_fraction_is_one_of_the_bytes_of_every_type():
+    data = two_types()
+    store = TieredFeatureStore()
+    for t in data.node_types:
+        store.put_tensor(data[t].x, group_name=t, attr_name='x', index=None)
+    scores = torch.arange(17, 0, -1).double()  # papers hotter
+    # 10 * 16 + 7 * 32 = 384 bytes; half: 192 = every paper + one author
+    configure_caches(store, FeatureCache(host_budget=0.5),
+                     topology_of(data), scores=scores)
+    assert cached_rows(store, 'paper') == list(range(10))
+    assert cached_rows(store, 'author') == [0]
+
+
+def test_window_buffering_over_several_types_is_refused():
+    data = two_types()
+    store = TieredFeatureStore()
+    for t in data.node_types:
+        store.put_tensor(data[t].x, group_name=t, attr_name='x', index=None)
+    with pytest.raises(SettingError, match="device_cache.*several node "
+                       "types.*device_cache='static'"):
+        configure_caches(store, FeatureCache(device_budget=64,
+                                             device_cache='window'),
+                         topology_of(data), scores=torch.rand(17))
+
+
+def test_hotness_of_one_relation_is_the_homogeneous_hotness():
+    data = generate_hetero('hetero-tiny')
+    edge_index = data['paper', 'cites', 'paper'].edge_index
+    n = data['paper'].num_nodes
+    hetero = HeteroData()
+    hetero['paper'].num_nodes = n
+    hetero['paper', 'cites', 'paper'].edge_index = edge_index
+    homo = topology_of(Data(edge_index=edge_index, num_nodes=n))
+    topo = topology_of(hetero)
+    train = torch.arange(0, n, 3)
+    for policy in ('out_degree', 'reverse_pagerank', 'expected_access'):
+        expected = hotness_scores(policy, homo, train_nodes=train,
+                                  num_neighbors=[4, 2], progress=False)
+        got = hotness_scores(policy, topo, train_nodes=train,
+                             num_neighbors=[4, 2], progress=False)
+        assert torch.allclose(got.double(), expected.double()), policy
+
+
+def test_expected_access_follows_each_relations_fanout():
+    data = two_types()
+    topo = topology_of(data)
+    # seed paper 0: 2 authors (0, 1) and 3 citing papers (1, 2, 3)
+    scores = hotness_scores('expected_access', topo,
+                            train_nodes=torch.tensor([0]),
+                            num_neighbors={('author', 'writes', 'paper'): [1],
+                                           ('paper', 'cites', 'paper'): [3]},
+                            progress=False)
+    expected = torch.zeros(17, dtype=torch.float64)
+    expected[0] = 1.0
+    expected[[1, 2, 3]] = 1.0     # every citing paper (3 of 3)
+    expected[[10, 11]] = 0.5      # one of two authors
+    assert torch.equal(scores, expected)
+
+
+def test_presample_counts_the_heterogeneous_batches():
+    data = generate_hetero('hetero-tiny')
+    topo = topology_of(data)
+    train = data['paper'].train_mask.nonzero().view(-1)
+    counts = presample_scores(topo, train, [3, 2], batch_size=64, seed=1,
+                              progress=False)
+    # the same epoch by hand: every batch's global n_id counted once
+    generator = torch.Generator().manual_seed(1)
+    order = train[torch.randperm(train.numel(), generator=generator)]
+    sampler = HeteroNeighborSampler(topo, [3, 2])
+    expected = torch.zeros(topo.num_nodes, dtype=torch.long)
+    for batch in order.split(64):
+        expected[sampler.sample(batch, generator).node] += 1
+    assert torch.equal(counts, expected)
+    first_author = topo.num_nodes_of('paper')
+    assert int(counts[first_author:].sum()) > 0  # other types counted too
+    trace = access_counts(topo, list(order.split(64)), [3, 2], seed=1)
+    assert int(trace.max()) <= len(order.split(64))
+    assert int(trace[first_author:].sum()) > 0
+
+
+@pytest.mark.reliability(
+    fault='a cached HeteroData serves wrong rows or counts no type',
+    behaviour='same batches as the HeteroData; per-type tier counters')
+def test_cached_hetero_stores_serve_the_same_batches():
+    data = generate_hetero('hetero-tiny')
+    for t in ('author', 'institution'):
+        data[t].x = torch.randn(data[t].num_nodes, 6)
+    stores = stores_from_data(data, FeatureCache(host_budget=0.3),
+                              scores=None)
+    store = stores[0]
+    assert cached_rows(store, 'paper') and cached_rows(store, 'author')
+    kwargs = dict(num_neighbors=[4, 3], input_nodes=('paper', torch.arange(
+        100)), batch_size=25, generator=torch.Generator().manual_seed(0))
+    plain = list(FastNeighborLoader(data, **kwargs))
+    kwargs['generator'] = torch.Generator().manual_seed(0)
+    tiered = list(FastNeighborLoader(stores, **kwargs))
+    assert len(plain) == len(tiered) == 4
+    for a, b in zip(plain, tiered):
+        for t in ('paper', 'author', 'institution'):
+            assert torch.equal(a[t].n_id, b[t].n_id)
+            assert torch.equal(a[t].x, b[t].x)
+    stats = store.stats()
+    assert {'paper.x', 'author.x', 'institution.x'} <= set(stats)
+    author = stats['author.x']
+    assert author['host']['requests'] == sum(b['author'].n_id.numel()
+                                             for b in tiered)
+    assert author['host']['hits'] + author['storage']['requests'] == \
+        author['host']['requests']
+    assert 0 < author['host']['hits'] < author['host']['requests']
