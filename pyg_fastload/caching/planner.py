@@ -78,7 +78,7 @@ def configure_caches(
     device_budget = None if auto else cache.device_budget
     store.when_first_gathered(None)
     by_type = store.cacheable(attrs)
-    if len(by_type) > 1:
+    if len(by_type) > 1 or isinstance(topology, HeteroTopology):
         _configure_types(store, cache, topology, by_type, scores,
                          train_nodes, seed, reserve_bytes)
         return
@@ -177,6 +177,8 @@ def _configure_types(store: TieredFeatureStore, cache: FeatureCache,
     row of every type ranked by :obj:`scores` (per global node id of
     :obj:`topology`), the hottest rows, whatever their type, fill the
     device cache, the next ones the host buffer."""
+    if not by_type:
+        return
     types = ', '.join(map(str, by_type))
     if cache.device_cache == 'window':
         raise SettingError('device_cache', f"window buffering over several "

@@ -18,7 +18,7 @@ from ..distributed.collectives import digest
 from ..distributed.seeds import (RankSeedSampler, in_order,
                                  rank_seed_sampler, shard)
 from ..loader import FastNeighborLoader
-from .hetero import hetero_schema
+from .hetero import target_of
 from .source import DatasetSource, directory_metadata, split_seeds
 from .spec import LoadingSpec, ModeOptions
 
@@ -69,7 +69,7 @@ class LoadingMode:
                                f"dataset")
         if source is not None:
             source.check(spec)
-            if source.kind == 'hetero' and self.partition_method is not None:
+            if source.is_hetero and self.partition_method is not None:
                 raise SettingError('mode', f"mode {self.name!r} does not "
                                    f"take a HeteroData yet: use mode "
                                    f"'replicated'")
@@ -215,10 +215,13 @@ class LoadingMode:
         collectives = self.collectives
         if collectives.world_size == 1:
             return data, None, None
+        target = self._target(data)
         if isinstance(data, HeteroData):
-            num_nodes = data[hetero_schema(data).target].num_nodes
+            num_nodes = data[target].num_nodes
         elif isinstance(data, Data):
             num_nodes = data.num_nodes
+        elif target is not None:
+            num_nodes = data[1].topology.num_nodes_of(target)
         else:
             num_nodes = data[1].topology.num_nodes
         seeds = shard(torch.arange(num_nodes), collectives.rank,
@@ -243,13 +246,19 @@ class LoadingMode:
                 extra['neighbor_sampler'] = neighbor_sampler
                 transform = self._train_transform(train, sampler, transform)
         spec = self.spec
-        if isinstance(data, HeteroData):  # the labelled type's seeds
-            seeds = (hetero_schema(data).target, seeds)
+        target = self._target(data)
+        if target is not None:  # the labelled type's seeds
+            seeds = (target, seeds)
         return FastNeighborLoader(
             data, input_nodes=seeds, shuffle=train and sampler is None,
             drop_last=train and spec.drop_last and sampler is None,
             generator=generator, transform=transform, device=device,
             **spec.loader_kwargs(train), **extra)
+
+    def _target(self, data: Any) -> Optional[str]:
+        r"""The node type seeds are drawn of (heterogeneous data)."""
+        return target_of(data, None if self.source is None
+                         else self.source.schema())
 
     def _train_transform(self, train: bool,
                          sampler: Optional[RankSeedSampler],

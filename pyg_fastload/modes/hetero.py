@@ -4,13 +4,17 @@ it learns, each type's feature width or node count."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, List, Tuple
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Tuple
 
 from torch_geometric.data import HeteroData
 
 from ..config import SettingError
+from ..graph.hetero import HeteroTopology
+from ..io import DatasetFormatError, open_hetero_dataset_dir
 
-__all__ = ['HeteroSchema', 'hetero_schema']
+__all__ = ['HeteroSchema', 'hetero_schema', 'directory_schema',
+           'target_of']
 
 
 @dataclass(frozen=True)
@@ -56,3 +60,39 @@ def hetero_schema(data: HeteroData) -> HeteroSchema:
                 if 'x' in data[t]}
     return HeteroSchema(list(data.node_types), list(data.edge_types),
                         target, features, num_nodes, num_classes)
+
+
+def directory_schema(path: Path) -> HeteroSchema:
+    r"""The schema of a heterogeneous dataset directory (read from its
+    ``meta.json`` and array shapes; labels checked)."""
+    from .source import check_classes
+    try:
+        dataset = open_hetero_dataset_dir(path, verify='none')
+        num_classes = dataset.num_classes
+    except DatasetFormatError as error:
+        raise SettingError('dataset', str(error)) from None
+    target = dataset.target
+    if target is None:
+        raise SettingError('dataset', f"'{path}' names no labelled node "
+                           f"type: a heterogeneous dataset to classify needs "
+                           f"labels 'y' on exactly one node type")
+    num_nodes = dataset.num_nodes
+    num_classes = check_classes(dataset.arrays[target].get('y'),
+                                num_nodes[target], num_classes,
+                                f"node type {target!r} of '{path}'")
+    features = {t: int(a['x'].shape[-1]) if a['x'].dim() > 1 else 1
+                for t, a in dataset.arrays.items() if 'x' in a}
+    return HeteroSchema(dataset.node_types, dataset.edge_types, target,
+                        features, num_nodes, num_classes)
+
+
+def target_of(data: Any, schema: Optional[HeteroSchema]) -> Optional[str]:
+    r"""The node type a loader over :obj:`data` draws seeds of: the
+    labelled type of a ``HeteroData`` or of heterogeneous stores,
+    :obj:`None` for a homogeneous graph."""
+    if isinstance(data, HeteroData):
+        return hetero_schema(data).target
+    if isinstance(data, tuple) and isinstance(
+            getattr(data[1], 'topology', None), HeteroTopology):
+        return None if schema is None else schema.target
+    return None

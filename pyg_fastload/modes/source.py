@@ -17,12 +17,16 @@ from ..datasets import (
     HETERO_PRESETS,
     PRESETS,
     generate_hetero,
-    load_data_file,
     load_synthetic,
 )
-from ..io import DatasetFormatError, open_dataset_dir
+from ..datasets.pyg_file import load_graph_file
+from ..io import (
+    DatasetFormatError,
+    is_hetero_dataset_dir,
+    open_dataset_dir,
+)
 from ..loader.inputs import check_has_features
-from .hetero import HeteroSchema, hetero_schema
+from .hetero import HeteroSchema, directory_schema, hetero_schema
 from .spec import LoadingSpec
 
 __all__ = ['DatasetSource', 'check_classes', 'directory_metadata',
@@ -57,17 +61,19 @@ def check_classes(y: Optional[Tensor], num_nodes: int,
 
 
 def split_seeds(data: Any, split: str) -> Tensor:
-    r"""The seed ids of :obj:`split` in :obj:`data` (a ``Data`` or a
-    ``(FeatureStore, GraphStore)`` pair) from its ``<split>_mask``."""
+    r"""The seed ids of :obj:`split` in :obj:`data` (a ``Data``, a
+    ``HeteroData`` or a ``(FeatureStore, GraphStore)`` pair) from its
+    ``<split>_mask`` (of the labelled node type, if heterogeneous)."""
     name = f'{split}_mask'
     if isinstance(data, HeteroData):
         mask = data[hetero_schema(data).target].get(name)
     elif isinstance(data, Data):
         mask = data.get(name)
     else:
-        names = {a.attr_name for a in data[0].get_all_tensor_attrs()}
-        mask = None if name not in names else data[0].get_tensor(
-            group_name=None, attr_name=name, index=None)
+        groups = [a.group_name for a in data[0].get_all_tensor_attrs()
+                  if a.attr_name == name]
+        mask = None if len(groups) != 1 else data[0].get_tensor(
+            group_name=groups[0], attr_name=name, index=None)
     if mask is None:
         raise SettingError('dataset', f"the dataset has no '{name}', so "
                            f"there is nothing to {split} on")
@@ -75,14 +81,15 @@ def split_seeds(data: Any, split: str) -> Tensor:
 
 
 class DatasetSource:
-    r"""A run's dataset: ``kind`` is ``'preset'``, ``'dir'``, ``'data'`` or
-    ``'hetero'`` (a ``HeteroData``, or a heterogeneous preset generated in
-    memory with seed 0).
+    r"""A run's dataset: ``kind`` is ``'preset'``, ``'dir'``, ``'data'``,
+    ``'hetero'`` (a ``HeteroData``, one in a ``.pt`` file, or a
+    heterogeneous preset generated in memory with seed 0) or
+    ``'hetero-dir'`` (a heterogeneous dataset directory).
 
     Args:
         dataset: a preset name, a directory from ``pyg-fastload prepare``,
-            a ``.pt`` file holding a ``Data``, a ``Data`` or a
-            ``HeteroData``.
+            a ``.pt`` file holding a ``Data`` or ``HeteroData``, a ``Data``
+            or a ``HeteroData``.
         cache_dir (str, optional): cache root of the synthetic presets.
         progress (bool): progress bars while generating a preset.
     """
@@ -110,9 +117,10 @@ class DatasetSource:
             return 'hetero', dataset
         path = Path(dataset).expanduser()
         if path.is_dir() and (path / 'meta.json').is_file():
-            return 'dir', path
+            return ('hetero-dir' if is_hetero_dataset_dir(path) else 'dir',
+                    path)
         if path.is_file() and path.suffix == '.pt':
-            return 'data', path
+            return DatasetSource._load(path)
         raise SettingError(
             'dataset', f"{str(dataset)!r} is neither a synthetic preset "
             f"({', '.join([*PRESETS, *HETERO_PRESETS])}) nor a dataset "
@@ -120,16 +128,38 @@ class DatasetSource:
             f"'{path / 'meta.json'}') nor a saved Data '.pt' file; create a "
             f"directory with 'pyg-fastload prepare --preset arxiv-like DIR'")
 
+    @staticmethod
+    def _load(path: Path) -> Tuple[str, Any]:
+        r"""A ``.pt`` file's graph, loaded safely once."""
+        try:
+            data = load_graph_file(path)
+            if isinstance(data, Data):
+                check_has_features(data)  # before anything is sized by it
+        except (DatasetFormatError, ValueError) as error:
+            raise SettingError('dataset', f"'{path}': {error}") from None
+        return ('hetero' if isinstance(data, HeteroData) else 'data'), data
+
+    @property
+    def is_hetero(self) -> bool:
+        r"""Whether the dataset has several node or edge types."""
+        return self.kind in ('hetero', 'hetero-dir')
+
     def check(self, spec: LoadingSpec) -> None:
         r"""Refuses settings of :obj:`spec` this dataset cannot take."""
-        if spec.feature_cache is not None and self.kind == 'hetero':
-            raise SettingError('feature_cache', "caches over a HeteroData's "
-                               "node types are not supported yet: leave "
-                               "feature_cache out")
-        if spec.feature_cache is not None and spec.feature_cache.in_memory \
-                and self.kind != 'dir':
+        cache = spec.feature_cache
+        if cache is not None and cache.in_memory and \
+                self.kind not in ('dir', 'hetero-dir'):
             raise SettingError('feature_cache.in_memory',
                                'only applies to a dataset directory')
+        if cache is not None and self.is_hetero and cache.read_ahead:
+            raise SettingError('feature_cache.read_ahead', 'storage '
+                               'read-ahead follows homogeneous batches '
+                               'only: leave it at 0 on heterogeneous data')
+        if cache is not None and self.is_hetero and \
+                cache.device_cache == 'window':
+            raise SettingError('feature_cache.device_cache', "window "
+                               "buffering over several node types is not "
+                               "supported: use 'static'")
 
     def prepare(self) -> None:
         r"""Generates and caches a synthetic preset (once per machine)."""
@@ -147,18 +177,12 @@ class DatasetSource:
         if self.kind == 'preset':
             return load_synthetic(self.source, root=self.cache_dir,
                                   progress=self.progress).to_data()
-        if isinstance(self.source, Path):
-            try:
-                data = load_data_file(self.source)
-                check_has_features(data)  # before anything is sized by it
-            except (DatasetFormatError, ValueError) as error:
-                raise SettingError('dataset', f"'{self.source}': {error}") \
-                    from None
-            self.source = data
         return self.source
 
     def schema(self) -> Optional[HeteroSchema]:
         r"""A heterogeneous dataset's schema (:obj:`None` otherwise)."""
+        if self.kind == 'hetero-dir':
+            return directory_schema(self.source)
         if self.kind != 'hetero':
             return None
         return hetero_schema(self.in_memory())
@@ -166,7 +190,7 @@ class DatasetSource:
     def metadata(self) -> Tuple[int, int]:
         r"""``(num_features, num_classes)`` (of the labelled node type of a
         ``HeteroData``; 0 features if it has none)."""
-        if self.kind == 'hetero':
+        if self.is_hetero:
             schema = self.schema()
             return (schema.num_features.get(schema.target, 0),
                     schema.num_classes)
@@ -184,7 +208,7 @@ class DatasetSource:
         for) or a ``(FeatureStore, GraphStore)`` pair with the caches of
         :obj:`spec` on :obj:`device`."""
         cache = spec.cache()
-        if self.kind == 'dir':
+        if self.kind in ('dir', 'hetero-dir'):
             try:
                 return open_dataset(
                     self.source, cache, device=device, scores=spec.scores(),
@@ -192,7 +216,7 @@ class DatasetSource:
             except (DatasetFormatError, ValueError) as error:
                 raise SettingError('dataset', str(error)) from None
         data = self.in_memory()
-        if spec.feature_cache is None or self.kind == 'hetero':
+        if spec.feature_cache is None:
             return data
         try:
             return stores_from_data(

@@ -7,6 +7,7 @@ from torch_geometric.data import Data, HeteroData
 from pyg_fastload import FastNeighborLoader
 from pyg_fastload.caching import (
     access_counts,
+    open_dataset,
     configure_caches,
     hotness_scores,
     presample_scores,
@@ -170,3 +171,42 @@ def test_cached_hetero_stores_serve_the_same_batches():
     assert author['host']['hits'] + author['storage']['requests'] == \
         author['host']['requests']
     assert 0 < author['host']['hits'] < author['host']['requests']
+
+
+def test_open_dataset_serves_a_hetero_directory_from_disk(tmp_path):
+    from pyg_fastload.datasets.hetero_prepare import write_hetero_data
+    data = generate_hetero('hetero-tiny')
+    data['author'].x = torch.randn(data['author'].num_nodes, 5)
+    write_hetero_data(data, tmp_path / 'ds', name='t', source='t',
+                      progress=False)
+    features, graph = open_dataset(tmp_path / 'ds', host_budget='9KiB',
+                                   policy='out_degree')
+    # features on disk, one budget: 9 KiB of the rows of highest
+    # out-degree over every relation, papers (64 B) and authors (20 B)
+    topo = graph.topology
+    degree = torch.bincount(topo.indices.long(), minlength=topo.num_nodes)
+    first = {t: int(topo.node_offset[topo.node_types.index(t)])
+             for t in ('paper', 'author')}
+    rows = [(-int(degree[first[t] + i]), first[t] + i, t, i, size)
+            for t, size in (('paper', 64), ('author', 20))
+            for i in range(topo.num_nodes_of(t))]
+    expected, used = {'paper': [], 'author': []}, 0
+    for _, _, t, i, size in sorted(rows):
+        if used + size > 9 * 1024:
+            break
+        used += size
+        expected[t].append(i)
+    assert expected['paper'] and expected['author']
+    for t in ('paper', 'author'):
+        assert cached_rows(features, t) == sorted(expected[t])
+    kwargs = dict(num_neighbors=[3, 2], input_nodes=('paper', torch.arange(
+        60)), batch_size=30, generator=torch.Generator().manual_seed(1))
+    got = list(FastNeighborLoader((features, graph), **kwargs))
+    kwargs['generator'] = torch.Generator().manual_seed(1)
+    for a, b in zip(FastNeighborLoader(data, **kwargs), got):
+        for t in ('paper', 'author'):
+            assert torch.equal(a[t].x, b[t].x)
+    with pytest.raises(SettingError, match='read_ahead'):
+        open_dataset(tmp_path / 'ds', read_ahead=2, host_budget=0.1)
+    with pytest.raises(ValueError, match="'topology' replaces"):
+        open_dataset(tmp_path / 'ds', topology=graph.topology)

@@ -61,17 +61,19 @@ def test_fit_on_a_hetero_preset_from_the_command_line(tmp_path, capsys):
 
 @pytest.mark.reliability(
     fault='a HeteroData with a setting that does not take it yet (a '
-          'partitioned mode, feature caches, GCN or the MLP) or with labels '
-          'on several node types',
+          'partitioned mode, window buffering, read-ahead, GCN or the MLP) '
+          'or with labels on several node types',
     behaviour='a ConfigError naming the setting and what to use instead')
 def test_what_hetero_data_cannot_take_yet_is_named(tmp_path):
     data = random_hetero_graph()
     with pytest.raises(ConfigError) as info:
         FastLoadDataModule(data, mode='pagraph', partitions=str(tmp_path))
     assert info.value.config_key == 'data.mode'
-    with pytest.raises(ConfigError) as info:
-        FastLoadDataModule(data, feature_cache=FeatureCache(host_budget=0.1))
-    assert info.value.config_key == 'data.feature_cache'
+    for key, value in (('device_cache', 'window'), ('read_ahead', 2)):
+        with pytest.raises(ConfigError) as info:
+            FastLoadDataModule(data, feature_cache=FeatureCache(
+                device_budget=0.1, **{key: value}))
+        assert info.value.config_key == f'data.feature_cache.{key}'
     data['author'].y = torch.zeros(80, dtype=torch.long)
     with pytest.raises(ConfigError, match="exactly one node type") as info:
         FastLoadDataModule(data, progress=False).num_classes
@@ -86,3 +88,39 @@ def test_what_hetero_data_cannot_take_yet_is_named(tmp_path):
                        "HeteroData") as info:
         trainer.fit(model, dm)
     assert info.value.config_key == 'model.model'
+
+
+@pytest.mark.reliability(
+    fault='a heterogeneous dataset directory (or a cached HeteroData) '
+          'refused or trained without its caches',
+    behaviour='fit trains from the directory; LoaderMonitor counts every '
+              "type's cache tiers")
+def test_fit_on_a_hetero_directory_with_one_cache_over_the_types(
+        tmp_path, capsys):
+    from pyg_fastload.datasets.hetero_prepare import prepare_hetero_preset
+    directory = tmp_path / 'tiny'
+    prepare_hetero_preset('hetero-tiny', directory, progress=False)
+    main(['fit', '--data.dataset', str(directory), '--data.num_neighbors',
+          '[4, 3]', '--data.batch_size', '64', '--data.progress', 'false',
+          '--data.feature_cache.host_budget', '0.5',
+          '--model.hidden_channels', '16', '--model.num_layers', '2',
+          '--trainer.max_epochs', '2', '--trainer.accelerator', 'cpu',
+          '--trainer.enable_progress_bar', 'false',
+          '--trainer.default_root_dir', str(tmp_path)])
+    assert 'validation accuracy:' in capsys.readouterr().out
+    [stats] = tmp_path.rglob('fastload_stats.json')
+    epoch = json.loads(stats.read_text())['epochs'][0]
+    assert epoch['seeds'] == 240
+    paper = epoch['cache']['paper.x']
+    assert 0 < paper['host']['hits'] < paper['host']['requests']
+    # the same model on the same data in memory (no caches) sees the
+    # same paper rows: the tiers serve all of them
+    data = generate_hetero('hetero-tiny')
+    dm = FastLoadDataModule(str(directory), num_neighbors=[4, 3],
+                            batch_size=64, progress=False,
+                            feature_cache=FeatureCache(host_budget=0.5))
+    dm.setup('fit')
+    batch = next(iter(dm.train_dataloader()))
+    assert torch.equal(batch['paper'].x,
+                       data['paper'].x[batch['paper'].n_id])
+    assert dm.hetero_schema.num_features == {'paper': 16}

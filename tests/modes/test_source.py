@@ -36,9 +36,9 @@ def _saved(tmp_path, **attrs):
 ])
 def test_a_data_file_is_checked_before_it_sizes_anything(tmp_path, attrs,
                                                          match):
-    source = DatasetSource(_saved(tmp_path, **attrs))
+    file = _saved(tmp_path, **attrs)
     with pytest.raises(SettingError, match=match) as info:
-        source.metadata()
+        DatasetSource(file).metadata()
     assert info.value.key == 'dataset'
 
 
