@@ -221,15 +221,21 @@ def test_two_torchrun_machines_train_an_epoch(pagraph_parts, tmp_path):
     assert ranks[0]['gradients']['bytes_sent'] > 0
 
 
-def test_a_hetero_preset_trains_on_two_replicated_ranks(tmp_path):
-    config = _config(tmp_path, {'dataset': 'hetero-tiny',
-                                'num_neighbors': [4, 3]})
+def test_a_hetero_directory_trains_on_two_replicated_ranks(tmp_path):
+    from pyg_fastload.datasets.hetero_prepare import prepare_hetero_preset
+    prepare_hetero_preset('hetero-tiny', tmp_path / 'tiny', progress=False)
+    config = _config(tmp_path, {'dataset': str(tmp_path / 'tiny'),
+                                'num_neighbors': [4, 3],
+                                'feature_cache': {'host_budget': 0.3}})
     result = _fit(['--config', str(config)], tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     ranks = _stats(tmp_path)['epochs'][0]['ranks']
     # 240 paper seeds split in two, batches of 64
     assert ranks[0]['steps'] == ranks[1]['steps'] == 2
     assert ranks[0]['gradients'] == ranks[1]['gradients']
+    [own] = (tmp_path / 'logs').rglob('fastload_stats.json')  # rank 0's
+    paper = json.loads(own.read_text())['epochs'][0]['cache']['paper.x']
+    assert 0 < paper['host']['hits'] < paper['host']['requests']
 
 
 @pytest.mark.reliability(
