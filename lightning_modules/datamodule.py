@@ -39,11 +39,11 @@ class FastLoadDataModule(pl.LightningDataModule):
         dataset: a synthetic preset name (``'tiny'``, ``'arxiv-like'``,
             ``'products-like'``: generated once and cached; heterogeneous
             ``'hetero-tiny'``, ``'mag-like'``: generated in memory), a
-            directory written by ``pyg-fastload prepare`` (features stay on
-            disk), a ``.pt`` file holding a saved ``Data``, or a ``Data`` or
-            ``HeteroData`` object (default: ``'arxiv-like'``, or none with
-            :obj:`partitions`). A ``HeteroData`` trains on its one labelled
-            node type, in mode ``'replicated'``, without feature caches.
+            directory written by ``pyg-fastload prepare`` (features on disk),
+            a ``.pt`` file holding a ``Data`` or ``HeteroData``, or either
+            object (default: ``'arxiv-like'``, or none with
+            :obj:`partitions`). Heterogeneous data trains on its labelled
+            node type, mode ``'replicated'``, one static cache for all types.
         num_neighbors (List[int]): fan-out per hop for training.
         batch_size (int): seed nodes per training batch.
         eval_num_neighbors (List[int], optional): fan-outs for validation,

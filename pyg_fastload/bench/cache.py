@@ -4,7 +4,9 @@ reverse PageRank, GNNLab's pre-sampling, random) against the oracle that
 ranks by the evaluated epoch's own accesses.
 
 Run ``pyg-fastload bench cache --preset products-like`` or
-``python -m pyg_fastload.bench.cache``.
+``python -m pyg_fastload.bench.cache``; on a heterogeneous preset
+(``--preset mag-like --fanout 15 10``) one cache is shared by the node
+types (:mod:`pyg_fastload.bench.hetero_cache`).
 """
 from __future__ import annotations
 
@@ -22,7 +24,12 @@ from ..caching.hotness import (
     hotness_scores,
 )
 from ..config import POLICIES
-from ..datasets import SyntheticGraph, degree_stats, load_synthetic
+from ..datasets import (
+    HETERO_PRESETS,
+    SyntheticGraph,
+    degree_stats,
+    load_synthetic,
+)
 from .common import (
     Table,
     add_graph_arguments,
@@ -68,7 +75,7 @@ def _percent(text: str) -> float:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_graph_arguments(parser)
+    add_graph_arguments(parser, HETERO_PRESETS)
     parser.add_argument('--fractions', type=_percent, nargs='+',
                         default=[0, 5, 10, 20, 40, 60, 80, 100],
                         help='cache sizes in percent of the nodes '
@@ -76,6 +83,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_disk_arguments(parser)
     parser.add_argument('--epochs-presample', type=positive_int, default=1,
                         help="epochs sampled by the 'presample' policy")
+    parser.add_argument('--scale', type=float, default=1.0,
+                        help="a heterogeneous preset's node and edge counts "
+                        "times this (in (0, 1]; default 1)")
+    parser.add_argument('--max-batches', type=positive_int, default=None,
+                        help='heterogeneous presets: evaluate the first '
+                        'this many batches of the epoch (default: all)')
 
 
 def evaluation_batches(graph: SyntheticGraph, batch_size: int,
@@ -203,6 +216,12 @@ def run(args: argparse.Namespace) -> Dict[str, Any]:
     ...}`` with the results of :func:`hit_ratio_section`."""
     if args.seed < 0:
         raise ValueError(f"'--seed' = {args.seed}: pass a seed >= 0")
+    if args.preset in HETERO_PRESETS:
+        from .hetero_cache import run_hetero_cache
+        return {'hit_ratio': run_hetero_cache(args)}
+    if args.scale != 1.0 or args.max_batches:
+        raise ValueError("'--scale' and '--max-batches' apply to the "
+                         "heterogeneous presets only")
     print(f'# cache benchmark: preset={args.preset} fanout={args.fanout} '
           f'batch_size={args.batch_size} seed={args.seed} '
           f'presample_epochs={args.epochs_presample} cpus={cpu_count()} '
