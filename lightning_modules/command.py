@@ -39,7 +39,7 @@ def _parser() -> argparse.ArgumentParser:
     from pyg_fastload.partition import command as partition
 
     from . import report
-    from .bench import accuracy, dist, fit
+    from .bench import accuracy, dist, fit, hetero_accuracy
     for parent, name, module, text in (
         (benchmarks, 'loader', loader,
          'FastNeighborLoader vs PyG NeighborLoader throughput'),
@@ -59,6 +59,8 @@ def _parser() -> argparse.ArgumentParser:
          'several ranks on loopback: replicated and pagraph vs 1 process'),
         (benchmarks, 'accuracy', accuracy,
          'Cora/CiteSeer test accuracy: FastLoadDataModule vs PyG'),
+        (benchmarks, 'hetero-accuracy', hetero_accuracy,
+         'mag-like/FakeHeteroDataset accuracy: FastLoadDataModule vs PyG'),
         (commands, 'prepare', prepare,
          'write a dataset directory (features on disk)'),
         (commands, 'partition', partition,

@@ -1,14 +1,19 @@
 r"""The network :class:`~pyg_fastload.lightning.NodeClassifier` trains on a
 ``HeteroData``: every node type's input projected to the hidden width (a
 linear layer over its features; for types without features a learned
-embedding per node, or zeros), then PyG's ``to_hetero`` over GraphSAGE or
-GAT."""
+embedding per node, or zeros), then layers of one GraphSAGE or GAT
+convolution per relation, summed per destination type (what PyG's
+``to_hetero`` makes of ``GraphSAGE``/``GAT``), each layer trimmed to the
+hops it still needs (PyG's ``trim_to_layer``)."""
 from __future__ import annotations
+
+from typing import Dict
 
 import torch
 from torch import Tensor
 from torch_geometric.data import HeteroData
-from torch_geometric.nn import GAT, GraphSAGE, to_hetero
+from torch_geometric.nn import GATConv, HeteroConv, SAGEConv
+from torch_geometric.utils import trim_to_layer
 
 from pyg_fastload.modes import HeteroSchema
 
@@ -18,26 +23,44 @@ __all__ = ['HeteroNet', 'HETERO_MODELS']
 HETERO_MODELS = ('sage', 'gat')
 
 
+def _conv(model: str, hidden: int, out: int, last: bool, heads: int,
+          dropout: float) -> torch.nn.Module:
+    r"""One relation's convolution, as PyG's ``GraphSAGE`` / ``GAT`` build
+    their layers (GAT: heads concatenated, averaged in the last layer)."""
+    if model == 'sage':
+        return SAGEConv((hidden, hidden), out)
+    return GATConv((hidden, hidden), out if last else out // heads,
+                   heads=heads, concat=not last, dropout=dropout,
+                   add_self_loops=False)
+
+
 class HeteroNet(torch.nn.Module):
     r"""Logits of the target node type's nodes of a heterogeneous batch.
 
     Args:
         schema (HeteroSchema): the dataset's types, target and widths.
-        model (str): ``'sage'`` or ``'gat'`` (made heterogeneous by
-            ``to_hetero``, one copy per relation, summed per node type).
+        model (str): ``'sage'`` or ``'gat'`` (one convolution per relation,
+            summed per node type; ReLU and dropout between layers).
         hidden_channels, num_layers, dropout, heads: as in
             :class:`~pyg_fastload.lightning.NodeClassifier`.
         node_embeddings (bool): learn an embedding per node of the types
             without features (dense: an optimizer step updates every row);
             :obj:`False`: they enter as zeros and learn from their
             neighbours only.
+        trim (bool): when a batch carries per-hop counts for as many hops
+            as there are layers, layer ``l`` drops the outermost ``l`` hops
+            (the seeds' outputs are unchanged; most of the work is saved).
     """
     def __init__(self, schema: HeteroSchema, model: str,
                  hidden_channels: int, num_layers: int, dropout: float,
-                 heads: int = 4, node_embeddings: bool = True):
+                 heads: int = 4, node_embeddings: bool = True,
+                 trim: bool = True):
         super().__init__()
         self.target = schema.target
         self.hidden_channels = hidden_channels
+        self.num_layers = num_layers
+        self.dropout = dropout
+        self.trim = trim
         self.featureless = [t for t in schema.node_types
                             if t not in schema.num_features]
         self.encoders = torch.nn.ModuleDict({
@@ -46,13 +69,14 @@ class HeteroNet(torch.nn.Module):
         self.embeddings = torch.nn.ModuleDict({
             t: torch.nn.Embedding(schema.num_nodes[t], hidden_channels)
             for t in self.featureless if node_embeddings})
-        kwargs = dict(in_channels=hidden_channels,
-                      hidden_channels=hidden_channels,
-                      out_channels=schema.num_classes,
-                      num_layers=num_layers, dropout=dropout)
-        base = GraphSAGE(**kwargs) if model == 'sage' else GAT(
-            heads=heads, add_self_loops=False, **kwargs)
-        self.gnn = to_hetero(base, schema.metadata(), aggr='sum')
+        self.convs = torch.nn.ModuleList()
+        for layer in range(num_layers):
+            last = layer == num_layers - 1
+            out = schema.num_classes if last else hidden_channels
+            self.convs.append(HeteroConv({
+                tuple(e): _conv(model, hidden_channels, out, last, heads,
+                                dropout)
+                for e in schema.edge_types}, aggr='sum'))
 
     def forward(self, batch: HeteroData) -> Tensor:
         x = {t: encoder(batch[t].x) for t, encoder in self.encoders.items()}
@@ -60,9 +84,37 @@ class HeteroNet(torch.nn.Module):
             n_id = batch[t].n_id
             x[t] = self.embeddings[t](n_id) if t in self.embeddings else \
                 torch.zeros(n_id.numel(), self.hidden_channels)
-        out = self.gnn(x, batch.edge_index_dict)
+        edge_index = batch.edge_index_dict
+        nodes = _hops(batch, 'num_sampled_nodes', self.num_layers + 1)
+        edges = _hops(batch, 'num_sampled_edges', self.num_layers)
+        trim = self.trim and nodes is not None and edges is not None
+        for layer, conv in enumerate(self.convs):
+            if trim:
+                x, edge_index, _ = trim_to_layer(layer, nodes, edges, x,
+                                                 edge_index)
+            out = conv(x, edge_index)
+            if layer < self.num_layers - 1:
+                out = {t: torch.nn.functional.dropout(
+                    v.relu(), self.dropout, self.training)
+                    for t, v in out.items()}
+                # a type no relation leads into keeps its representation
+                out = {**{t: v for t, v in x.items() if t not in out},
+                       **out}
+            x = out
         # The other types' outputs enter with weight 0: every relation's
         # weights are then part of the loss, as DDP requires of parameters.
-        rest = sum(value.sum() for key, value in out.items()
+        rest = sum(value.sum() for key, value in x.items()
                    if key != self.target)
-        return out[self.target] + 0.0 * rest
+        return x[self.target] + 0.0 * rest
+
+
+def _hops(batch: HeteroData, key: str, count: int) -> Dict | None:
+    r"""The batch's per-hop counts of :obj:`key` by type, if every type
+    has :obj:`count` of them."""
+    try:
+        value = batch.collect(key)
+    except KeyError:
+        return None
+    if not value or any(len(v) != count for v in value.values()):
+        return None
+    return {k: list(v) for k, v in value.items()}

@@ -14,6 +14,7 @@ from torch_geometric.nn import GAT, GCN, MLP, GraphSAGE
 from torchmetrics.classification import MulticlassAccuracy
 
 from pyg_fastload.config import available_memory, format_bytes
+from pyg_fastload.modes import HeteroSchema
 from pyg_fastload.modes.contract import seed_loss, time_steps
 
 from .errors import ConfigError, config_section
@@ -68,6 +69,10 @@ class NodeClassifier(pl.LightningModule):
         node_embeddings (bool): on a ``HeteroData``, learn an embedding per
             node of the types without features (``False``: zeros, far
             cheaper on large types, e.g. mag-like's 1.1M authors).
+        schema (dict, optional): a heterogeneous dataset's schema
+            (``HeteroSchema.to_dict()``); normally taken from the data
+            module, and saved with the hyperparameters so that a checkpoint
+            rebuilds the network without one.
     """
     @config_section('model')
     def __init__(
@@ -83,6 +88,7 @@ class NodeClassifier(pl.LightningModule):
         weight_decay: float = 0.0,
         trim: Optional[bool] = None,
         node_embeddings: bool = True,
+        schema: Optional[Dict[str, Any]] = None,
     ):
         super().__init__()
         if model not in MODELS:
@@ -109,7 +115,14 @@ class NodeClassifier(pl.LightningModule):
         self.save_hyperparameters()
         self.trim = model in TRIMMABLE if trim is None else trim
         self.net: Optional[torch.nn.Module] = None
-        if in_channels is not None and num_classes is not None:
+        if schema is not None:
+            try:
+                self._build_hetero(HeteroSchema.from_dict(schema))
+            except (KeyError, TypeError, ValueError) as error:
+                raise ConfigError('schema', f"not a HeteroSchema.to_dict() "
+                                  f"({error}); leave it out to take the "
+                                  f"data module's") from None
+        elif in_channels is not None and num_classes is not None:
             self._build(in_channels, num_classes)
 
     def _build(self, in_channels: int, num_classes: int) -> None:
@@ -170,9 +183,10 @@ class NodeClassifier(pl.LightningModule):
             raise ConfigError('model', f"{hp.model!r} does not take a "
                               f"HeteroData; use one of {HETERO_MODELS}")
         self.hparams.num_classes = schema.num_classes
+        self.hparams.schema = schema.to_dict()
         self.net = HeteroNet(schema, hp.model, hp.hidden_channels,
                              hp.num_layers, hp.dropout, hp.heads,
-                             hp.node_embeddings)
+                             hp.node_embeddings, trim=self.trim)
         for split in ('train', 'val', 'test'):
             setattr(self, f'{split}_acc', MulticlassAccuracy(
                 schema.num_classes, average='micro'))

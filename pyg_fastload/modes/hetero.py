@@ -41,6 +41,32 @@ class HeteroSchema:
         r"""PyG's ``(node_types, edge_types)`` (what ``to_hetero`` takes)."""
         return self.node_types, self.edge_types
 
+    def to_dict(self) -> Dict[str, Any]:
+        r"""Plain lists and dicts (YAML- and JSON-safe; edge types as
+        lists), read back by :meth:`from_dict`."""
+        return {'node_types': list(self.node_types),
+                'edge_types': [list(e) for e in self.edge_types],
+                'target': self.target,
+                'num_features': dict(self.num_features),
+                'num_nodes': dict(self.num_nodes),
+                'num_classes': self.num_classes}
+
+    @classmethod
+    def from_dict(cls, value: Dict[str, Any]) -> 'HeteroSchema':
+        r"""The schema :meth:`to_dict` wrote."""
+        schema = cls(list(value['node_types']),
+                     [tuple(e) for e in value['edge_types']],
+                     str(value['target']),
+                     {str(k): int(v) for k, v in value['num_features'].items()},
+                     {str(k): int(v) for k, v in value['num_nodes'].items()},
+                     int(value['num_classes']))
+        if schema.target not in schema.node_types or any(
+                len(e) != 3 for e in schema.edge_types):
+            raise ValueError(f"target {schema.target!r} or edge types "
+                             f"{schema.edge_types} do not fit node types "
+                             f"{schema.node_types}")
+        return schema
+
 
 def hetero_schema(data: HeteroData) -> HeteroSchema:
     r"""The schema of :obj:`data`: its one labelled node type is the

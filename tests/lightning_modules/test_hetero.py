@@ -124,3 +124,55 @@ def test_fit_on_a_hetero_directory_with_one_cache_over_the_types(
     assert torch.equal(batch['paper'].x,
                        data['paper'].x[batch['paper'].n_id])
     assert dm.hetero_schema.num_features == {'paper': 16}
+
+
+@pytest.mark.reliability(
+    fault='a heterogeneous model computes every hop in every layer, or '
+          'trimming changes its outputs',
+    behaviour="layer l drops the outermost l hops (PyG's trim_to_layer); "
+              "the seeds' logits are those of the untrimmed model")
+@pytest.mark.parametrize('model', ['sage', 'gat'])
+def test_hetero_layers_are_trimmed_without_changing_the_seeds(model):
+    from pyg_fastload import FastNeighborLoader
+    from pyg_fastload.lightning.hetero_net import HeteroNet
+    from pyg_fastload.modes import hetero_schema
+    data = generate_hetero('hetero-tiny')
+    batch = next(iter(FastNeighborLoader(
+        data, num_neighbors=[4, 3], input_nodes=('paper', torch.arange(30)),
+        batch_size=30)))
+    torch.manual_seed(0)
+    net = HeteroNet(hetero_schema(data), model, 16, 2, 0.0, heads=2,
+                    node_embeddings=False).eval()
+    sizes = []
+    net.convs[-1].register_forward_pre_hook(
+        lambda module, args: sizes.append(args[0]['paper'].size(0)))
+    trimmed = net(batch)
+    net.trim = False
+    full = net(batch)
+    hops = batch['paper'].num_sampled_nodes
+    assert sizes == [hops[0] + hops[1], sum(hops)]  # last layer: trimmed
+    assert torch.allclose(trimmed[:30], full[:30], atol=1e-5)
+
+
+def test_a_hetero_checkpoint_rebuilds_without_a_data_module(tmp_path):
+    dm = FastLoadDataModule(generate_hetero('hetero-tiny'),
+                            num_neighbors=[4, 3], batch_size=64,
+                            progress=False)
+    model = NodeClassifier(hidden_channels=16, num_layers=2)
+    trainer = pl.Trainer(max_epochs=1, accelerator='cpu', logger=False,
+                         enable_progress_bar=False,
+                         enable_model_summary=False,
+                         default_root_dir=tmp_path)
+    trainer.fit(model, dm)
+    path = tmp_path / 'hetero.ckpt'
+    trainer.save_checkpoint(path)
+    loaded = NodeClassifier.load_from_checkpoint(path)
+    assert loaded.net is not None and loaded.hparams.schema['target'] == \
+        'paper'
+    batch = next(iter(dm.val_dataloader()))
+    model.eval()
+    loaded.eval()
+    assert torch.equal(loaded(batch), model(batch))
+    with pytest.raises(ConfigError, match='not a HeteroSchema') as info:
+        NodeClassifier(schema={'target': 'paper'})
+    assert info.value.config_key == 'model.schema'
