@@ -79,7 +79,7 @@ def configure_caches(
     store.when_first_gathered(None)
     by_type = store.cacheable(attrs)
     if len(by_type) > 1 or isinstance(topology, HeteroTopology):
-        _configure_types(store, cache, topology, by_type, scores,
+        _configure_types(store, cache, topology, by_type, attrs, scores,
                          train_nodes, seed, reserve_bytes)
         return
     keys, num_rows, row_bytes = next(iter(by_type.values()), ([], 0, 0))
@@ -97,24 +97,32 @@ def configure_caches(
         scores = _scores(scores, topology, cache, train_nodes, num_rows)
         order = hot_order(scores)
     if auto:
-        # Sized after the first batch, when the model's own memory use is
-        # known; until then only the host buffer serves.
-        def resolve() -> None:
-            free = store.free_device_bytes()
-            budget = max(free - reserve_bytes, 0)
-            if store.device.type != 'cuda':
-                budget = min(budget, int(free * CPU_AUTO_SHARE),
-                             CPU_AUTO_MAX_BYTES)
-            configure_caches(
-                store, replace(cache, device_budget=budget), attrs=attrs,
-                scores=scores, seed=seed)
-
-        store.when_first_gathered(resolve)
+        _size_after_first_batch(store, cache, None, attrs, scores, seed,
+                                reserve_bytes)
     store.fill_caches(
         keys, host_ids=order[needed - host_rows:needed],
         device_ids=order[:device_rows] if static_device else None,
         window_rows=0 if static_device else device_rows,
         window_size=window_size, seed=seed)
+
+
+def _size_after_first_batch(store: TieredFeatureStore, cache: FeatureCache,
+                            topology: Optional[HeteroTopology],
+                            attrs: Optional[Sequence[str]], scores: Tensor,
+                            seed: int, reserve_bytes: int) -> None:
+    r"""``device_budget='auto'``: the device cache is sized after the first
+    batch, when the model's own memory use is known (until then only the
+    host buffer serves), from the scores computed now."""
+    def resolve() -> None:
+        free = store.free_device_bytes()
+        budget = max(free - reserve_bytes, 0)
+        if store.device.type != 'cuda':
+            budget = min(budget, int(free * CPU_AUTO_SHARE),
+                         CPU_AUTO_MAX_BYTES)
+        configure_caches(store, replace(cache, device_budget=budget),
+                         topology, attrs=attrs, scores=scores, seed=seed)
+
+    store.when_first_gathered(resolve)
 
 
 def _check_fits(store: TieredFeatureStore, host_bytes: int,
@@ -171,6 +179,7 @@ def _budget_bytes(budget: object, total: int, name: str) -> int:
 
 def _configure_types(store: TieredFeatureStore, cache: FeatureCache,
                      topology: Optional[HeteroTopology], by_type: Rows,
+                     attrs: Optional[Sequence[str]],
                      scores: Optional[Scores], train_nodes: Optional[Tensor],
                      seed: int, reserve_bytes: int) -> None:
     r"""One byte budget over the feature rows of several node types: every
@@ -219,23 +228,11 @@ def _configure_types(store: TieredFeatureStore, cache: FeatureCache,
         device_pos = order[:num_device]
         host_pos = order[num_device:num_cached]
     if auto:
-        def resolve() -> None:
-            free = store.free_device_bytes()
-            budget = max(free - reserve_bytes, 0)
-            if store.device.type != 'cuda':
-                budget = min(budget, int(free * CPU_AUTO_SHARE),
-                             CPU_AUTO_MAX_BYTES)
-            configure_caches(
-                store, replace(cache, device_budget=budget), topology,
-                scores=scores, seed=seed)
-
-        store.when_first_gathered(resolve)
+        _size_after_first_batch(store, cache, topology, attrs, scores, seed,
+                                reserve_bytes)
     for group, (keys, rows, _) in by_type.items():
         start, first = spans[group]
-
-        def local(pos: Tensor) -> Tensor:
-            mine = pos[(pos >= start) & (pos < start + rows)]
-            return ids[mine] - first
-
-        store.fill_caches(keys, host_ids=local(host_pos),
-                          device_ids=local(device_pos), seed=seed)
+        mine = [pos[(pos >= start) & (pos < start + rows)]
+                for pos in (host_pos, device_pos)]
+        store.fill_caches(keys, host_ids=ids[mine[0]] - first,
+                          device_ids=ids[mine[1]] - first, seed=seed)

@@ -210,3 +210,21 @@ def test_open_dataset_serves_a_hetero_directory_from_disk(tmp_path):
         open_dataset(tmp_path / 'ds', read_ahead=2, host_budget=0.1)
     with pytest.raises(ValueError, match="'topology' replaces"):
         open_dataset(tmp_path / 'ds', topology=graph.topology)
+
+
+def test_an_auto_device_budget_is_sized_over_every_type():
+    data = two_types()
+    store = TieredFeatureStore()
+    for t in data.node_types:
+        store.put_tensor(data[t].x, group_name=t, attr_name='x', index=None)
+    configure_caches(store, FeatureCache(device_budget='auto',
+                                         host_budget=32),
+                     topology_of(data), scores=torch.arange(17.0),
+                     reserve_bytes=0)
+    assert cached_rows(store, 'author', 'device') == []  # until a batch
+    assert cached_rows(store, 'author') == [6]  # the hottest: 32 bytes
+    out = store.gather('x', torch.tensor([1, 2]), group_name='paper')
+    assert torch.equal(out, data['paper'].x[[1, 2]])
+    # sized after that first batch: this machine has room for everything
+    assert cached_rows(store, 'author', 'device') == list(range(7))
+    assert cached_rows(store, 'paper', 'device') == list(range(10))
