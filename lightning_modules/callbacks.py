@@ -312,9 +312,11 @@ class LoaderMonitor(Callback):
         record = self._record(trainer, state)
         self.records.append(record)
         if not trainer.barebones:
+            # Each rank's own figures, no collective; sync_dist: no warning.
             pl_module.log_dict(self._metrics(record), on_step=False,
                                on_epoch=True, logger=bool(trainer.loggers),
-                               batch_size=1)
+                               batch_size=1, sync_dist=True,
+                               rank_zero_only=True)
 
     def on_fit_end(self, trainer: pl.Trainer,
                    pl_module: pl.LightningModule) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+from pathlib import Path
 from typing import List, Optional
 
 from jsonargparse import set_parsing_settings
@@ -87,9 +88,24 @@ class FastLoadCLI(LightningCLI):
                               f": {error.detail}")
 
     def after_fit(self) -> None:
-        metrics = self.trainer.callback_metrics
-        if 'val_acc' in metrics and self.trainer.is_global_zero:
+        trainer = self.trainer
+        # log_dir broadcasts in a distributed run: every rank asks.
+        log_dir = trainer.log_dir or trainer.default_root_dir
+        if not trainer.is_global_zero:
+            return
+        metrics = trainer.callback_metrics
+        if 'val_acc' in metrics:
             print(f"validation accuracy: {float(metrics['val_acc']):.4f}")
+        written = [('logs', log_dir)]
+        checkpoint = getattr(trainer.checkpoint_callback, 'best_model_path',
+                             '')
+        if checkpoint:
+            written.append(('checkpoint', checkpoint))
+        stats = Path(log_dir) / 'fastload_stats.json'
+        if stats.is_file():
+            written.append(('stats', str(stats)))
+        print('written: ' + ', '.join(f'{what} {path}'
+                                      for what, path in written))
 
 
 def run_cli(args: Optional[List[str]] = None) -> FastLoadCLI:

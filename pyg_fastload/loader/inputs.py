@@ -61,6 +61,15 @@ def _check_ids(input_nodes: Any, num_nodes: int, what: str) -> Tensor:
         input_nodes = torch.from_numpy(input_nodes)
     elif not isinstance(input_nodes, Tensor):
         input_nodes = torch.as_tensor(input_nodes)
+    shape = list(input_nodes.shape)
+    if len(shape) > 2 or (len(shape) == 2 and shape[1] != 1):
+        hint = (' (an edge_index? loading around edges is link-level: '
+                "PyG's LinkNeighborLoader; pyg_fastload has no link loader "
+                'yet)' if len(shape) == 2 and shape[0] == 2 else '')
+        raise ValueError(
+            f"'input_nodes' has shape {shape}{hint}: pass 1-D node ids, a "
+            f"boolean mask with one entry per node, or a [num_seeds, 1] "
+            f"column such as mask.nonzero()")
     if input_nodes.dtype == torch.bool:
         if input_nodes.numel() != num_nodes:
             raise ValueError(
@@ -80,6 +89,23 @@ def _check_ids(input_nodes: Any, num_nodes: int, what: str) -> Tensor:
                 f"'input_nodes' holds node id {low if low < 0 else high}, "
                 f"outside [0, {num_nodes}) for {what}")
     return input_nodes
+
+
+#: ``LinkNeighborLoader`` arguments, which a node loader does not take.
+LINK_ARGUMENTS = ('edge_label_index', 'edge_label', 'edge_label_time',
+                  'neg_sampling', 'neg_sampling_ratio')
+
+
+def check_not_link(kwargs: Dict[str, Any]) -> None:
+    r"""Refuses link-level arguments given to the node loader, naming the
+    loader that takes them."""
+    given = [k for k in LINK_ARGUMENTS if k in kwargs]
+    if given:
+        raise TypeError(
+            f"FastNeighborLoader loads around seed nodes and takes no "
+            f"{', '.join(repr(k) for k in given)}: link-level loading is "
+            f"PyG's LinkNeighborLoader (pyg_fastload has no link loader "
+            f"yet); for nodes pass 'input_nodes'")
 
 
 def check_device(device: Optional[Union[str, torch.device]],

@@ -24,6 +24,7 @@ from .inputs import (
     check_has_features,
     check_hetero_features,
     check_hetero_input_nodes,
+    check_not_link,
     check_input_nodes,
     check_sorted_by_destination,
 )
@@ -150,6 +151,7 @@ class FastNeighborLoader(NodeLoader):
         device: Optional[Union[str, torch.device]] = None,
         **kwargs: Any,
     ):
+        check_not_link(kwargs)
         stores = isinstance(data, (tuple, list)) and len(data) == 2 and \
             isinstance(data[0], FeatureStore) and \
             isinstance(data[1], GraphStore)

@@ -3,6 +3,7 @@ labelled type's seeds, ``NodeClassifier`` builds a heterogeneous network
 (embeddings for featureless types), ``pyg-fastload fit`` trains it, and what
 is not supported yet is refused naming the setting."""
 import json
+from pathlib import Path
 
 import pytest
 import pytorch_lightning as pl
@@ -56,6 +57,11 @@ def test_fit_on_a_hetero_preset_from_the_command_line(tmp_path, capsys):
     out = capsys.readouterr().out
     assert 'validation accuracy:' in out and 'seeds/s' in out
     [stats] = tmp_path.rglob('fastload_stats.json')
+    written = dict(item.split(' ', 1) for item in out.strip().splitlines()[
+        -1].removeprefix('written: ').split(', '))
+    assert Path(written['stats']) == stats
+    assert Path(written['checkpoint']).is_file()
+    assert Path(written['logs']) == stats.parent
     assert json.loads(stats.read_text())['epochs'][0]['seeds'] == 240
 
 
