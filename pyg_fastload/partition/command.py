@@ -3,12 +3,13 @@ r"""``pyg-fastload partition DATASET_DIR --num-parts K --out PARTS_DIR`` and
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 
 import numpy as np
 
 from .methods import METHODS
-from .parts import partition_dataset
+from .parts import partition_dataset, read_partition_meta
 from .report import format_report, partition_report
 
 __all__ = ['add_arguments', 'run']
@@ -37,6 +38,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help='--report: seeds per sampled batch')
     parser.add_argument('--no-progress', action='store_true',
                         help='hide the progress bars')
+
+
+#: The share of the graph one part may hold before ``partition`` warns.
+REPLICATION_WARNING = 0.5
 
 
 def run(args: argparse.Namespace) -> None:
@@ -70,3 +75,15 @@ def run(args: argparse.Namespace) -> None:
           f'{book.num_parts} parts ({args.method}) of '
           f'{book.num_nodes:,} nodes, {sizes.min():,} to {sizes.max():,} '
           f'nodes per part')
+    held = read_partition_meta(args.out).get('held_nodes', [])
+    if sum(held) > book.num_nodes:
+        share = max(held) / max(book.num_nodes, 1)
+        print(f'replicas: the parts hold {sum(held) / book.num_nodes:.2f}x '
+              f"the graph's nodes, up to {share:.1%} of them in one part")
+        if share > REPLICATION_WARNING:
+            print(f"pyg-fastload partition: warning: a part holds "
+                  f"{share:.1%} of the graph: PaGraph's self-reliant parts "
+                  f"pay off when each part's {args.num_hops}-hop "
+                  f"neighbourhood is small; on this graph fewer hops "
+                  f"(--num-hops) or a mode that shares one copy (dsp, "
+                  f"hopgnn) fits better", file=sys.stderr)

@@ -151,6 +151,10 @@ def partition_dataset(
                                                    'meta.json')},
             'files': files,
             'seconds': round(time.perf_counter() - started, 1),
+            # nodes each part holds, its own and (PaGraph) its replicas
+            'held_nodes': [int(member[k].sum()) if member is not None
+                           else int(offsets[k + 1] - offsets[k])
+                           for k in range(num_parts)],
             # the process's peak resident memory so far (Linux: KiB)
             'peak_rss_bytes': resource.getrusage(
                 resource.RUSAGE_SELF).ru_maxrss * 1024,

@@ -119,10 +119,35 @@ def test_partition_command(tiny_dir, tmp_path, capsys):
     dataset_dir, _ = tiny_dir
     main(['partition', str(dataset_dir), '--num-parts', '2', '--method',
           'random', '--out', str(tmp_path / 'p'), '--no-progress'])
-    assert '2 parts (random) of 2,000 nodes' in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert '2 parts (random) of 2,000 nodes' in out
+    assert 'replicas' not in out  # the parts hold every node once
     with pytest.raises(SystemExit, match='already exists'):
         main(['partition', str(dataset_dir), '--num-parts', '2', '--out',
               str(tmp_path / 'p')])
+
+
+@pytest.mark.reliability(
+    fault='PaGraph parts that each replicate most of the graph',
+    behaviour='the replication factor printed, and a warning naming the '
+              'share and the alternatives')
+def test_partition_command_reports_pagraph_replicas(tiny_dir, tmp_path,
+                                                    capsys):
+    from pyg_fastload.lightning.command import main
+    from pyg_fastload.partition.parts import read_partition_meta
+    dataset_dir, _ = tiny_dir
+    main(['partition', str(dataset_dir), '--num-parts', '2', '--method',
+          'pagraph', '--num-hops', '2', '--out', str(tmp_path / 'p'),
+          '--no-progress'])
+    captured = capsys.readouterr()
+    held = read_partition_meta(tmp_path / 'p')['held_nodes']
+    factor = sum(held) / 2000
+    assert factor > 1.0
+    assert f"replicas: the parts hold {factor:.2f}x the graph's nodes, up " \
+        f"to {max(held) / 2000:.1%}" in captured.out
+    assert max(held) / 2000 > 0.5  # 2 hops reach most of this graph
+    assert f'warning: a part holds {max(held) / 2000:.1%} of the graph' in \
+        captured.err and 'dsp, hopgnn' in captured.err
 
 
 def test_report_measures_cut_and_balance(parts, capsys):
