@@ -9,7 +9,8 @@ from .hetero_synthetic import (
 )
 from .ogb import prepare_ogb
 from .prepare import prepare_synthetic
-from .pyg_file import load_data_file, prepare_pyg
+from .hetero_prepare import prepare_hetero_preset, write_hetero_data
+from .pyg_file import load_data_file, load_graph_file, prepare_pyg
 from .synthetic import SyntheticGraph, degree_stats, generate
 from .synthetic_cache import default_cache_root, load_synthetic
 from .synthetic_config import PRESETS, SyntheticGraphConfig
@@ -29,6 +30,9 @@ __all__ = [
     'generate',
     'load_synthetic',
     'load_data_file',
+    'load_graph_file',
+    'prepare_hetero_preset',
+    'write_hetero_data',
     'prepare_synthetic',
     'prepare_pyg',
     'prepare_ogb',
