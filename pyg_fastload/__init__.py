@@ -4,7 +4,7 @@ from .caching import loader_scores, open_dataset, stores_from_data
 from .config import FeatureCache, PipelineSettings
 from .errors import FastLoadError
 from .graph import CSCTopology
-from .loader import FastNeighborLoader
+from .loader import FastLinkNeighborLoader, FastNeighborLoader
 from .sampling import FastNeighborSampler
 from .storage import CSCGraphStore, FeatureSource, TieredFeatureStore
 
@@ -12,6 +12,7 @@ __version__ = '0.1.0'
 
 __all__ = [
     'FastNeighborLoader',
+    'FastLinkNeighborLoader',
     'FastNeighborSampler',
     'CSCTopology',
     'TieredFeatureStore',

@@ -15,7 +15,11 @@ from ..config import FeatureCache, SettingError
 from ..graph.convert import topology_of
 from ..graph.hetero import HeteroTopology
 from ..graph.topology import CSCTopology
-from ..io import is_hetero_dataset_dir, open_dataset_dir, open_hetero_dataset_dir
+from ..io import (
+    is_hetero_dataset_dir,
+    open_dataset_dir,
+    open_hetero_dataset_dir,
+)
 from ..storage import CSCGraphStore, TieredFeatureStore
 from .hotness import Scores
 from .planner import configure_caches

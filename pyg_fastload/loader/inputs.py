@@ -64,8 +64,9 @@ def _check_ids(input_nodes: Any, num_nodes: int, what: str) -> Tensor:
     shape = list(input_nodes.shape)
     if len(shape) > 2 or (len(shape) == 2 and shape[1] != 1):
         hint = (' (an edge_index? loading around edges is link-level: '
-                "PyG's LinkNeighborLoader; pyg_fastload has no link loader "
-                'yet)' if len(shape) == 2 and shape[0] == 2 else '')
+                'FastLinkNeighborLoader(data, num_neighbors, '
+                'edge_label_index=...))' if len(shape) == 2 and
+                shape[0] == 2 else '')
         raise ValueError(
             f"'input_nodes' has shape {shape}{hint}: pass 1-D node ids, a "
             f"boolean mask with one entry per node, or a [num_seeds, 1] "
@@ -103,9 +104,9 @@ def check_not_link(kwargs: Dict[str, Any]) -> None:
     if given:
         raise TypeError(
             f"FastNeighborLoader loads around seed nodes and takes no "
-            f"{', '.join(repr(k) for k in given)}: link-level loading is "
-            f"PyG's LinkNeighborLoader (pyg_fastload has no link loader "
-            f"yet); for nodes pass 'input_nodes'")
+            f"{', '.join(repr(k) for k in given)}: for link-level loading "
+            f"use pyg_fastload.FastLinkNeighborLoader (PyG's "
+            f"LinkNeighborLoader's arguments); for nodes pass 'input_nodes'")
 
 
 def check_device(device: Optional[Union[str, torch.device]],

@@ -54,11 +54,12 @@ class HeteroSchema:
     @classmethod
     def from_dict(cls, value: Dict[str, Any]) -> 'HeteroSchema':
         r"""The schema :meth:`to_dict` wrote."""
+        features, nodes = value['num_features'], value['num_nodes']
         schema = cls(list(value['node_types']),
                      [tuple(e) for e in value['edge_types']],
                      str(value['target']),
-                     {str(k): int(v) for k, v in value['num_features'].items()},
-                     {str(k): int(v) for k, v in value['num_nodes'].items()},
+                     {str(k): int(v) for k, v in features.items()},
+                     {str(k): int(v) for k, v in nodes.items()},
                      int(value['num_classes']))
         if schema.target not in schema.node_types or any(
                 len(e) != 3 for e in schema.edge_types):

@@ -19,6 +19,7 @@ from torch_geometric.sampler.base import NegativeSampling, SubgraphType
 from ..config import check_fanouts
 from ..graph.convert import topology_of
 from ..graph.ranges import expand_ranges
+from .link import sample_edges
 from .ops import sample_uniform, sample_weighted
 from .relabel import DenseRelabeler, SortedRelabeler
 
@@ -135,10 +136,18 @@ class HopSampler(BaseSampler):
         return out
 
     def sample_from_edges(self, inputs: EdgeSamplerInput,
-                          neg_sampling: Optional[NegativeSampling] = None):
-        raise NotImplementedError(
-            "link-level sampling (LinkNeighborLoader) is not supported by "
-            "pyg_fastload yet; sample from nodes with FastNeighborLoader")
+                          neg_sampling: Optional[NegativeSampling] = None,
+                          **kwargs: Any) -> SamplerOutput:
+        r"""Samples around the label edges of :obj:`inputs` and their
+        negatives (:func:`~pyg_fastload.sampling.link.sample_edges`),
+        drawing from ``generator`` if given."""
+        if inputs.input_type is not None:
+            raise NotImplementedError(
+                "link-level sampling on heterogeneous graphs is not "
+                "supported by pyg_fastload yet")
+        return sample_edges(self.sample, self.num_nodes, self.disjoint,
+                            inputs, neg_sampling,
+                            _seed_generator(kwargs.get('generator')))
 
     # The engine ##############################################################
 

@@ -61,7 +61,8 @@ def test_hostile_file_in_the_data_module(hostile_file):
     from pyg_fastload.lightning import ConfigError, FastLoadDataModule
 
     file, marker = hostile_file
-    with pytest.raises(ConfigError, match=r"'dataset'.*refused.*posix\.system"):
+    with pytest.raises(ConfigError,
+                       match=r"'dataset'.*refused.*posix\.system"):
         FastLoadDataModule(str(file), num_neighbors=[3], batch_size=8)
     assert not marker.exists()
 

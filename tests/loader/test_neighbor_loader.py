@@ -321,19 +321,19 @@ def test_spawned_workers_with_a_generator(graph):
 @pytest.mark.reliability(
     fault="an edge_index passed as 'input_nodes', or 'edge_label_index' "
           "passed to the node loader",
-    behaviour='an error naming the shape or the argument and the link '
-              'loader (was: 2-row seeds flattened, a TypeError from '
-              'DataLoader)')
+    behaviour='an error naming the shape or the argument and '
+              'FastLinkNeighborLoader (was: 2-row seeds flattened, a '
+              'TypeError from DataLoader)')
 def test_link_level_input_is_refused_naming_the_link_loader(graph):
     with pytest.raises(ValueError, match=r"'input_nodes' has shape \[2, "
-                       r"\d+\] \(an edge_index\? .*LinkNeighborLoader"):
+                       r"\d+\] \(an edge_index\? .*FastLinkNeighbor"):
         FastNeighborLoader(graph, [2], input_nodes=graph.edge_index)
+    cube = torch.zeros(4, 1, 1, dtype=torch.long)
     with pytest.raises(ValueError, match=r"shape \[4, 1, 1\]"):
-        FastNeighborLoader(graph, [2], input_nodes=torch.zeros(4, 1, 1,
-                                                               dtype=torch.long))
+        FastNeighborLoader(graph, [2], input_nodes=cube)
     for key in ('edge_label_index', 'neg_sampling_ratio'):
-        with pytest.raises(TypeError, match=f"no '{key}': link-level "
-                           f"loading is PyG's LinkNeighborLoader"):
+        with pytest.raises(TypeError, match=f"no '{key}': for link-level "
+                           f"loading use pyg_fastload.FastLinkNeighbor"):
             FastNeighborLoader(graph, [2], **{key: graph.edge_index})
     # a column of ids, as mask.nonzero() gives, is one seed per row
     column = graph.train_mask.nonzero()

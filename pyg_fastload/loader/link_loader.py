@@ -1,0 +1,160 @@
+r"""``FastLinkNeighborLoader``: a drop-in replacement for PyG's
+``LinkNeighborLoader`` on homogeneous graphs, sampling with
+:class:`~pyg_fastload.FastNeighborSampler` (neither pyg-lib nor
+torch-sparse) and drawing negatives from the loader's generator."""
+from __future__ import annotations
+
+from typing import Any, Callable, List, Optional, Union
+
+import torch
+from torch import Tensor
+from torch.utils.data import get_worker_info
+from torch_geometric.data import Data, FeatureStore, GraphStore, HeteroData
+from torch_geometric.loader import LinkLoader
+from torch_geometric.sampler.base import NegativeSampling, SubgraphType
+
+from ..sampling import FastNeighborSampler
+from .inputs import check_has_features
+
+__all__ = ['FastLinkNeighborLoader']
+
+
+def _check_label_edges(edge_label_index: Any, edge_label: Any,
+                       num_nodes: int) -> None:
+    r"""``edge_label_index`` is ``[2, E]`` node ids in range and
+    ``edge_label`` (if given) has one entry per label edge."""
+    if edge_label_index is None:
+        return
+    if not isinstance(edge_label_index, Tensor):
+        raise TypeError(f"'edge_label_index' must be a [2, num_edges] "
+                        f"tensor on a homogeneous graph, got "
+                        f"{type(edge_label_index).__name__}")
+    if edge_label_index.dim() != 2 or edge_label_index.size(0) != 2:
+        raise ValueError(f"'edge_label_index' has shape "
+                         f"{list(edge_label_index.shape)}: pass [2, "
+                         f"num_edges] (sources, then destinations)")
+    if edge_label_index.dtype.is_floating_point or \
+            edge_label_index.dtype == torch.bool:
+        raise TypeError(f"'edge_label_index' has dtype "
+                        f"{edge_label_index.dtype}: pass integer node ids")
+    if edge_label_index.numel():
+        low, high = int(edge_label_index.min()), int(edge_label_index.max())
+        if low < 0 or high >= num_nodes:
+            raise IndexError(f"'edge_label_index' holds node id "
+                             f"{low if low < 0 else high}, outside [0, "
+                             f"{num_nodes})")
+    if edge_label is not None and (not isinstance(edge_label, Tensor) or
+                                   edge_label.size(0) !=
+                                   edge_label_index.size(1)):
+        size = edge_label.size(0) if isinstance(edge_label, Tensor) else \
+            type(edge_label).__name__
+        raise ValueError(f"'edge_label' has {size} entries for "
+                         f"{edge_label_index.size(1)} label edges: give one "
+                         f"label per column of 'edge_label_index'")
+
+
+class FastLinkNeighborLoader(LinkLoader):
+    r"""Mini-batches of label edges with their sampled neighbourhoods:
+    PyG's ``LinkNeighborLoader`` arguments and batches (``edge_label_index``
+    in batch-local ids and ``edge_label``, or ``src_index`` /
+    ``dst_pos_index`` / ``dst_neg_index`` with triplet negatives,
+    ``input_id``, ``n_id``, ``e_id`` and the node attributes), on a
+    ``Data`` or a homogeneous ``(FeatureStore, GraphStore)`` tuple.
+
+    The endpoints of a batch's label edges (and of its negatives) are the
+    seeds of one neighbourhood sample. Negatives are drawn uniformly (or by
+    ``neg_sampling.weight``) with replacement, as PyG does (a negative may
+    be a true edge), from the loader's ``generator`` (torch's global RNG
+    without one; each worker's own RNG in worker processes).
+
+    Args:
+        data: a ``Data`` or a ``(FeatureStore, GraphStore)`` tuple.
+        num_neighbors (List[int]): fan-out per hop (``-1``: all).
+        edge_label_index (torch.Tensor, optional): the label edges ``[2,
+            E]`` (default: every edge of ``data``).
+        edge_label (torch.Tensor, optional): one label per label edge.
+        neg_sampling (NegativeSampling or str or dict, optional):
+            ``'binary'`` or ``'triplet'`` negatives (``amount``,
+            ``weight``).
+        neg_sampling_ratio (float, optional): binary negatives per
+            positive (PyG's older form of ``neg_sampling``).
+        replace, subgraph_type, disjoint, weight_attr, directed, transform,
+        transform_sampler_output, filter_per_worker: as in
+            :class:`~pyg_fastload.FastNeighborLoader`.
+        **kwargs: :class:`torch.utils.data.DataLoader` arguments
+            (``batch_size``, ``shuffle``, ``num_workers``, ``generator``).
+    """
+    def __init__(
+        self,
+        data: Union[Data, tuple],
+        num_neighbors: List[int],
+        edge_label_index: Optional[Tensor] = None,
+        edge_label: Optional[Tensor] = None,
+        edge_label_time: Optional[Tensor] = None,
+        replace: bool = False,
+        subgraph_type: Union[SubgraphType, str] = 'directional',
+        disjoint: bool = False,
+        temporal_strategy: str = 'uniform',
+        neg_sampling: Optional[NegativeSampling] = None,
+        neg_sampling_ratio: Optional[Union[int, float]] = None,
+        time_attr: Optional[str] = None,
+        weight_attr: Optional[str] = None,
+        transform: Optional[Callable] = None,
+        transform_sampler_output: Optional[Callable] = None,
+        filter_per_worker: Optional[bool] = None,
+        directed: bool = True,
+        **kwargs: Any,
+    ):
+        if isinstance(data, HeteroData) or isinstance(
+                edge_label_index, (tuple, list, str)):
+            raise NotImplementedError(
+                "FastLinkNeighborLoader takes homogeneous graphs so far; "
+                "use PyG's LinkNeighborLoader on a HeteroData")
+        if not isinstance(data, Data) and not (
+                isinstance(data, (tuple, list)) and len(data) == 2 and
+                isinstance(data[0], FeatureStore) and
+                isinstance(data[1], GraphStore)):
+            raise TypeError(f"'data' must be a torch_geometric.data.Data or "
+                            f"a (FeatureStore, GraphStore) tuple, got "
+                            f"{type(data).__name__}")
+        if edge_label_time is not None or time_attr is not None or \
+                temporal_strategy != 'uniform':
+            raise NotImplementedError(
+                "temporal link sampling ('edge_label_time', 'time_attr', "
+                "'temporal_strategy') is not supported by pyg_fastload yet")
+        if isinstance(data, Data):
+            check_has_features(data)
+        sampler = FastNeighborSampler(
+            data, num_neighbors=num_neighbors, replace=replace,
+            subgraph_type=subgraph_type, disjoint=disjoint,
+            weight_attr=weight_attr,
+            share_memory=kwargs.get('num_workers', 0) > 0,
+            directed=directed)
+        if edge_label_index is None:
+            if not isinstance(data, Data):
+                raise ValueError("'edge_label_index' is needed with a "
+                                 "(FeatureStore, GraphStore) tuple")
+            edge_label_index = data.edge_index
+        _check_label_edges(edge_label_index, edge_label, sampler.num_nodes)
+        self._generator = kwargs.get('generator')
+        super().__init__(
+            data=data, link_sampler=sampler,
+            # PyG reads stores' label edges as (edge type, tensor)
+            edge_label_index=edge_label_index if isinstance(data, Data)
+            else (None, edge_label_index), edge_label=edge_label,
+            neg_sampling=neg_sampling, neg_sampling_ratio=neg_sampling_ratio,
+            transform=transform,
+            transform_sampler_output=transform_sampler_output,
+            filter_per_worker=filter_per_worker, **kwargs)
+
+    def collate_fn(self, index: Union[Tensor, List[int]]) -> Any:
+        r"""Samples a batch of label edges, drawing from the loader's
+        generator in the main process (from the worker's RNG in a
+        worker)."""
+        inputs = self.input_data[index]
+        generator = self._generator if get_worker_info() is None else None
+        out = self.link_sampler.sample_from_edges(
+            inputs, neg_sampling=self.neg_sampling, generator=generator)
+        if self.filter_per_worker:
+            out = self.filter_fn(out)
+        return out
