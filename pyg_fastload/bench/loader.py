@@ -12,7 +12,9 @@ timed, so they do not take the cores from it.
 Run ``pyg-fastload bench loader --preset products-like`` or
 ``python -m pyg_fastload.bench.loader``; on a heterogeneous preset
 (``--preset mag-like --fanout 15 10``) the same comparison runs on a
-``HeteroData`` (:mod:`pyg_fastload.bench.hetero_loader`).
+``HeteroData`` (:mod:`pyg_fastload.bench.hetero_loader`); with ``--task
+link`` the link-level loaders are compared
+(:mod:`pyg_fastload.bench.link_loader`).
 """
 from __future__ import annotations
 
@@ -49,6 +51,9 @@ GiB = 2**30
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_graph_arguments(parser, HETERO_PRESETS)
+    parser.add_argument('--task', choices=('node', 'link'), default='node',
+                        help='node-level loaders, or link-level ones '
+                        '(label edges with binary negatives, ratio 1)')
     parser.add_argument('--scale', type=float, default=1.0,
                         help="a heterogeneous preset's node and edge counts "
                         "times this (in (0, 1]; default 1)")
@@ -76,6 +81,13 @@ def _seed_batches(data: Data, batch_size: int, num_batches: int,
 def run(args: argparse.Namespace) -> Dict[str, float]:
     r"""Runs the benchmark and prints a report; returns the headline
     figures (seeds/s per loader and ratios)."""
+    if args.task == 'link':
+        if args.preset in HETERO_PRESETS:
+            raise ValueError("'--task link' takes a homogeneous preset so "
+                             "far (heterogeneous link loading is not "
+                             "supported yet)")
+        from .link_loader import run_link
+        return run_link(args)
     if args.preset in HETERO_PRESETS:
         from .hetero_loader import run_hetero
         return run_hetero(args)

@@ -75,3 +75,18 @@ def test_a_hetero_preset_compares_the_loaders_on_hetero_data(tmp_path,
         assert name in out
     assert set(result) == {'fast_seeds_per_s', 'speedup'}
     assert multiprocessing.active_children() == []
+
+
+@requires_torch_sparse
+def test_the_link_task_compares_the_link_loaders(tmp_path, capsys):
+    result = run(tmp_path, '--task', 'link', '--fanout', '4', '3',
+                 '--pyg-workers', '0')
+    out = capsys.readouterr().out
+    assert 'binary negatives, ratio 1' in out
+    for name in ('FastLinkNeighborLoader ',
+                 'PyG LinkNeighborLoader(num_workers=0)'):
+        assert name in out
+    assert set(result) == {'fast_edges_per_s', 'speedup'}
+    with pytest.raises(ValueError, match="'--task link' takes a "
+                       "homogeneous preset"):
+        run(tmp_path, '--task', 'link', '--preset', 'hetero-tiny')
