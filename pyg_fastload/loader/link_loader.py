@@ -63,9 +63,10 @@ class FastLinkNeighborLoader(LinkLoader):
 
     The endpoints of a batch's label edges (and of its negatives) are the
     seeds of one neighbourhood sample. Negatives are drawn uniformly (or by
-    ``neg_sampling.weight``) with replacement, as PyG does (a negative may
-    be a true edge), from the loader's ``generator`` (torch's global RNG
-    without one; each worker's own RNG in worker processes).
+    ``src_weight`` / ``dst_weight``) with replacement, as PyG does (a
+    negative may be a true edge, unless ``strict_negatives``), from the
+    loader's ``generator`` (torch's global RNG without one; each worker's
+    own RNG in worker processes).
 
     Args:
         data: a ``Data`` or a ``(FeatureStore, GraphStore)`` tuple.
@@ -78,6 +79,9 @@ class FastLinkNeighborLoader(LinkLoader):
             ``weight``).
         neg_sampling_ratio (float, optional): binary negatives per
             positive (PyG's older form of ``neg_sampling``).
+        strict_negatives (bool): never draw a true edge as a negative
+            (drawn pairs checked against the sorted edge keys and redrawn;
+            an error names a source node linked to every node).
         replace, subgraph_type, disjoint, weight_attr, directed, transform,
         transform_sampler_output, filter_per_worker: as in
             :class:`~pyg_fastload.FastNeighborLoader`.
@@ -97,6 +101,7 @@ class FastLinkNeighborLoader(LinkLoader):
         temporal_strategy: str = 'uniform',
         neg_sampling: Optional[NegativeSampling] = None,
         neg_sampling_ratio: Optional[Union[int, float]] = None,
+        strict_negatives: bool = False,
         time_attr: Optional[str] = None,
         weight_attr: Optional[str] = None,
         transform: Optional[Callable] = None,
@@ -137,6 +142,7 @@ class FastLinkNeighborLoader(LinkLoader):
             edge_label_index = data.edge_index
         _check_label_edges(edge_label_index, edge_label, sampler.num_nodes)
         self._generator = kwargs.get('generator')
+        self.strict_negatives = bool(strict_negatives)
         super().__init__(
             data=data, link_sampler=sampler,
             # PyG reads stores' label edges as (edge type, tensor)
@@ -154,7 +160,8 @@ class FastLinkNeighborLoader(LinkLoader):
         inputs = self.input_data[index]
         generator = self._generator if get_worker_info() is None else None
         out = self.link_sampler.sample_from_edges(
-            inputs, neg_sampling=self.neg_sampling, generator=generator)
+            inputs, neg_sampling=self.neg_sampling, generator=generator,
+            strict=self.strict_negatives)
         if self.filter_per_worker:
             out = self.filter_fn(out)
         return out

@@ -19,7 +19,7 @@ from torch_geometric.sampler.base import NegativeSampling, SubgraphType
 from ..config import check_fanouts
 from ..graph.convert import topology_of
 from ..graph.ranges import expand_ranges
-from .link import sample_edges
+from .link import EdgeKeys, sample_edges
 from .ops import sample_uniform, sample_weighted
 from .relabel import DenseRelabeler, SortedRelabeler
 
@@ -76,6 +76,8 @@ class HopSampler(BaseSampler):
         if self.topology.edge_weight is not None:
             self.cum_weight = torch.cumsum(self.topology.edge_weight, 0)
         self._per_thread = threading.local()
+        # Sorted edge keys for strict negatives (link sampling), built once.
+        self._edge_keys: Optional[EdgeKeys] = None
 
     @property
     def num_nodes(self) -> int:
@@ -140,14 +142,20 @@ class HopSampler(BaseSampler):
                           **kwargs: Any) -> SamplerOutput:
         r"""Samples around the label edges of :obj:`inputs` and their
         negatives (:func:`~pyg_fastload.sampling.link.sample_edges`),
-        drawing from ``generator`` if given."""
+        drawing from ``generator`` if given; ``strict=True``: no negative
+        is a true edge."""
         if inputs.input_type is not None:
             raise NotImplementedError(
                 "link-level sampling on heterogeneous graphs is not "
                 "supported by pyg_fastload yet")
+        keys = None
+        if kwargs.get('strict') and neg_sampling is not None:
+            if self._edge_keys is None:  # built once, on first use
+                self._edge_keys = EdgeKeys(self.topology)
+            keys = self._edge_keys
         return sample_edges(self.sample, self.num_nodes, self.disjoint,
                             inputs, neg_sampling,
-                            _seed_generator(kwargs.get('generator')))
+                            _seed_generator(kwargs.get('generator')), keys)
 
     # The engine ##############################################################
 

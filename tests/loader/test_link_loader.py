@@ -162,3 +162,42 @@ def test_bad_label_edges_are_named():
                        "far; use PyG's LinkNeighborLoader"):
         FastLinkNeighborLoader(hetero, [2], edge_label_index=(
             ('a', 'to', 'a'), None))
+
+
+@pytest.mark.reliability(
+    fault='a strict negative that is a true edge, or a source linked to '
+          'every node',
+    behaviour='no negative pair is an edge; an error names the node')
+def test_strict_negatives_are_never_edges():
+    from torch_geometric.data import Data
+    # a dense graph: most random pairs are edges
+    n = 12
+    src, dst = torch.meshgrid(torch.arange(n), torch.arange(n),
+                              indexing='ij')
+    keep = (src + 2 * dst) % 5 != 0
+    graph = Data(x=torch.randn(n, 2), edge_index=torch.stack(
+        [src[keep], dst[keep]]))
+    edges = edge_set(graph)
+    for neg in ('binary', NegativeSampling('triplet', amount=4)):
+        for batch in loader(graph, neg_sampling=neg, strict_negatives=True,
+                            edge_label_index=graph.edge_index[:, :60],
+                            batch_size=20):
+            if neg == 'binary':
+                pairs = batch.n_id[batch.edge_label_index[:, 20:]]
+            else:
+                pairs = torch.stack([
+                    batch.n_id[batch.src_index].repeat_interleave(4),
+                    batch.n_id[batch.dst_neg_index].view(-1)])
+            assert not set(zip(*pairs.tolist())) & edges
+    # without strict, this graph's negatives hit true edges
+    batch = next(iter(loader(graph, neg_sampling='binary',
+                             edge_label_index=graph.edge_index[:, :60],
+                             batch_size=60)))
+    pairs = batch.n_id[batch.edge_label_index[:, 60:]]
+    assert set(zip(*pairs.tolist())) & edges
+    full = Data(x=torch.randn(3, 1), edge_index=torch.tensor(
+        [[0, 0, 0, 1], [0, 1, 2, 2]]))
+    with pytest.raises(ValueError, match='source node 0 has an edge to '
+                       'every node'):
+        next(iter(loader(full, neg_sampling='triplet', strict_negatives=True,
+                         edge_label_index=full.edge_index[:, :1])))
