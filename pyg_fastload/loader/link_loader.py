@@ -11,10 +11,13 @@ from torch import Tensor
 from torch.utils.data import get_worker_info
 from torch_geometric.data import Data, FeatureStore, GraphStore, HeteroData
 from torch_geometric.loader import LinkLoader
+from torch_geometric.sampler import SamplerOutput
 from torch_geometric.sampler.base import NegativeSampling, SubgraphType
 
 from ..sampling import FastNeighborSampler
+from .feature_join import FeatureJoin, pooled_attrs
 from .inputs import check_has_features
+from .pipeline import DeviceTransfer, new_breakdown
 
 __all__ = ['FastLinkNeighborLoader']
 
@@ -143,6 +146,8 @@ class FastLinkNeighborLoader(LinkLoader):
         _check_label_edges(edge_label_index, edge_label, sampler.num_nodes)
         self._generator = kwargs.get('generator')
         self.strict_negatives = bool(strict_negatives)
+        self._join = FeatureJoin(DeviceTransfer(None), max_buffers=4)
+        self.time_breakdown = new_breakdown()
         super().__init__(
             data=data, link_sampler=sampler,
             # PyG reads stores' label edges as (edge type, tensor)
@@ -165,3 +170,27 @@ class FastLinkNeighborLoader(LinkLoader):
         if self.filter_per_worker:
             out = self.filter_fn(out)
         return out
+
+    def filter_fn(self, out: SamplerOutput) -> Data:
+        r"""A ``Data``'s batch with its feature matrices gathered into
+        recycled buffers (the node loader's join; in the main process), and
+        the label edges in PyG's layout."""
+        if get_worker_info() is not None or not isinstance(
+                self.data, Data) or not pooled_attrs(self.data):
+            return super().filter_fn(out)
+        if self.transform_sampler_output:
+            out = self.transform_sampler_output(out)
+        data = self._join.from_data(self.data, pooled_attrs(self.data), out,
+                                    self.time_breakdown)
+        data.n_id, data.e_id, data.batch = out.node, out.edge, out.batch
+        data.num_sampled_nodes = out.num_sampled_nodes
+        data.num_sampled_edges = out.num_sampled_edges
+        data.input_id = out.metadata[0]
+        if self.neg_sampling is None or self.neg_sampling.is_binary():
+            data.edge_label_index = out.metadata[1]
+            data.edge_label = out.metadata[2]
+        else:
+            data.src_index = out.metadata[1]
+            data.dst_pos_index = out.metadata[2]
+            data.dst_neg_index = out.metadata[3]
+        return data if self.transform is None else self.transform(data)
