@@ -25,7 +25,7 @@ epoch (the trace an oracle cache would be built from) and
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Iterable, List, Optional, Sequence, Union
+from typing import Any, Callable, Iterable, Optional, Sequence, Union
 
 import torch
 from torch import Tensor
@@ -40,6 +40,13 @@ from .hetero_hotness import (
     hetero_expected_access,
     hetero_out_degree,
     hetero_reverse_pagerank,
+)
+from .ranking import (
+    check_int,
+    hit_ratio,
+    hit_ratio_curve,
+    hot_order,
+    node_ids,
 )
 from .walks import expected_accesses, reverse_walk_ranks
 
@@ -71,43 +78,6 @@ def _as_topology(topology: Any) -> Union[CSCTopology, HeteroTopology]:
                         f"HeteroTopology (or a torch_geometric Data or "
                         f"HeteroData), got "
                         f"{type(topology).__name__}") from None
-
-
-def _check_int(name: str, value: Any, low: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"'{name}' must be an int, got {value!r}")
-    if value < low:
-        raise ValueError(f"'{name}' = {value}: pass an int >= {low}")
-    return value
-
-
-def _node_ids(name: str, nodes: Any, num_nodes: int) -> Tensor:
-    r"""A 1-D ``int64`` id tensor from ids or a boolean node mask."""
-    if not isinstance(nodes, Tensor):
-        try:
-            nodes = torch.as_tensor(nodes)
-        except (TypeError, ValueError, RuntimeError):
-            raise TypeError(f"'{name}' must be a tensor of node ids or a "
-                            f"boolean node mask, got "
-                            f"{type(nodes).__name__}") from None
-    if nodes.dtype == torch.bool:
-        if nodes.numel() != num_nodes:
-            raise ValueError(f"'{name}' is a boolean mask of "
-                             f"{nodes.numel()} entries but the graph has "
-                             f"{num_nodes} nodes; pass one entry per node "
-                             f"or a tensor of node ids")
-        return nodes.reshape(-1).nonzero().view(-1)
-    if nodes.dtype.is_floating_point or nodes.dtype.is_complex:
-        raise TypeError(f"'{name}' must hold integer node ids or be a "
-                        f"boolean mask, got dtype {nodes.dtype}")
-    nodes = nodes.reshape(-1).long()
-    if nodes.numel() > 0:
-        low, high = int(nodes.min()), int(nodes.max())
-        if low < 0 or high >= num_nodes:
-            raise ValueError(f"'{name}' holds node id "
-                             f"{low if low < 0 else high}, outside "
-                             f"[0, num_nodes={num_nodes})")
-    return nodes
 
 
 # Policies ####################################################################
@@ -171,7 +141,7 @@ def reverse_pagerank_scores(
             not 0.0 <= float(alpha) < 1.0:
         raise ValueError(f"'alpha' = {alpha!r}: pass a damping factor in "
                          f"[0, 1), e.g. 0.85")
-    _check_int('max_iters', max_iters, 1)
+    check_int('max_iters', max_iters, 1)
     if isinstance(tol, bool) or not isinstance(tol, (int, float)) or \
             not float(tol) >= 0.0:
         raise ValueError(f"'tol' = {tol!r}: pass a tolerance >= 0")
@@ -206,7 +176,7 @@ def expected_access_scores(
             :func:`reverse_pagerank_scores`.
     """
     topo = _as_topology(topology)
-    train = _node_ids('train_nodes', train_nodes, topo.num_nodes)
+    train = node_ids('train_nodes', train_nodes, topo.num_nodes)
     if isinstance(topo, HeteroTopology):
         return hetero_expected_access(topo, train, num_neighbors)
     return expected_accesses(topo, train, check_fanouts(num_neighbors),
@@ -256,12 +226,12 @@ def access_counts(
             (default: :obj:`False`)
     """
     topo = _as_topology(topology)
-    _check_int('seed', seed, 0)
+    check_int('seed', seed, 0)
     sampler = _sampler(topo, num_neighbors)
     counts = torch.zeros(topo.num_nodes, dtype=torch.long)
     generator = torch.Generator().manual_seed(seed)
     total = len(seed_batches) if hasattr(seed_batches, '__len__') else None
-    batches = (_node_ids('seed_batches', b, topo.num_nodes)
+    batches = (node_ids('seed_batches', b, topo.num_nodes)
                for b in seed_batches)
     return _count_batches(sampler, batches, generator, counts, progress,
                           'tracing accesses', total)
@@ -296,10 +266,10 @@ def presample_scores(
             (default: :obj:`True`)
     """
     topo = _as_topology(topology)
-    train = _node_ids('train_nodes', train_nodes, topo.num_nodes)
-    _check_int('batch_size', batch_size, 1)
-    _check_int('epochs', epochs, 1)
-    _check_int('seed', seed, 0)
+    train = node_ids('train_nodes', train_nodes, topo.num_nodes)
+    check_int('batch_size', batch_size, 1)
+    check_int('epochs', epochs, 1)
+    check_int('seed', seed, 0)
     sampler = _sampler(topo, num_neighbors)
     generator = torch.Generator().manual_seed(seed)
     counts = torch.zeros(topo.num_nodes, dtype=torch.long)
@@ -319,8 +289,8 @@ def random_scores(num_nodes: int, seed: int = 0) -> Tensor:
         num_nodes (int): number of nodes.
         seed (int, optional): the random seed. (default: :obj:`0`)
     """
-    _check_int('num_nodes', num_nodes, 0)
-    _check_int('seed', seed, 0)
+    check_int('num_nodes', num_nodes, 0)
+    check_int('seed', seed, 0)
     generator = torch.Generator().manual_seed(seed)
     return torch.rand(num_nodes, dtype=torch.float64, generator=generator)
 
@@ -405,102 +375,3 @@ def loader_scores(num_neighbors: Optional[Sequence[int]] = None,
                               batch_size=batch_size, seed=seed,
                               progress=progress)
     return scores
-
-
-# Ranking and scoring #########################################################
-
-
-def _check_scores(name: str, scores: Any) -> Tensor:
-    if not isinstance(scores, Tensor):
-        raise TypeError(f"'{name}' must be a torch.Tensor, got "
-                        f"{type(scores).__name__}")
-    if scores.dim() != 1:
-        raise ValueError(f"'{name}' must be 1-D (one entry per node), got "
-                         f"shape {list(scores.shape)}")
-    if scores.dtype.is_complex:
-        raise TypeError(f"'{name}' must be real, got dtype {scores.dtype}")
-    if scores.dtype.is_floating_point:
-        if bool(torch.isnan(scores).any()):
-            raise ValueError(f"'{name}' holds NaN; hotness must be "
-                             f"comparable")
-        return scores
-    return scores.long()
-
-
-def hot_order(scores: Tensor) -> Tensor:
-    r"""Node ids hottest first; ties go to the smaller node id (a stable
-    sort), so the order is deterministic.  A cache of ``k`` rows holds
-    ``hot_order(scores)[:k]``.
-
-    Args:
-        scores (torch.Tensor): one score per node.
-    """
-    scores = _check_scores('scores', scores)
-    return torch.sort(scores, descending=True, stable=True).indices
-
-
-def _check_counts(counts: Any) -> Tensor:
-    counts = _check_scores('counts', counts)
-    if counts.numel() > 0 and bool((counts < 0).any()):
-        raise ValueError("'counts' holds negative entries; pass access "
-                         "counts (see access_counts)")
-    return counts
-
-
-def hit_ratio(counts: Tensor, cached: Tensor) -> float:
-    r"""The share of the accesses in :obj:`counts` that a cache holding
-    :obj:`cached` serves: ``counts[cached].sum() / counts.sum()`` (``0.0``
-    for an empty trace).
-
-    Args:
-        counts (torch.Tensor): accesses per node (see :func:`access_counts`).
-        cached (torch.Tensor): the cached nodes, as a boolean mask or ids
-            (repeated ids count once).
-    """
-    counts = _check_counts(counts)
-    n = counts.numel()
-    mask = cached
-    if not (isinstance(cached, Tensor) and cached.dtype == torch.bool):
-        mask = torch.zeros(n, dtype=torch.bool)
-        mask[_node_ids('cached', cached, n)] = True
-    elif cached.numel() != n:
-        raise ValueError(f"'cached' is a boolean mask of {cached.numel()} "
-                         f"entries but 'counts' has {n}; pass one entry "
-                         f"per node or a tensor of node ids")
-    total = float(counts.sum())
-    if total == 0.0:
-        return 0.0
-    return float(counts[mask.reshape(-1)].sum()) / total
-
-
-def hit_ratio_curve(counts: Tensor, order: Tensor,
-                    fractions: Sequence[float]) -> List[float]:
-    r"""Hit ratios of caches filled along :obj:`order` with
-    ``round(f * num_nodes)`` rows for every ``f`` in :obj:`fractions`, from
-    one cumulative sum.
-
-    Args:
-        counts (torch.Tensor): accesses per node.
-        order (torch.Tensor): node ids hottest first, each at most once
-            (e.g. :func:`hot_order`); a shorter order caps the cache.
-        fractions (List[float]): cache sizes as fractions of the nodes, in
-            ``[0, 1]``.
-    """
-    counts = _check_counts(counts)
-    n = counts.numel()
-    order = _node_ids('order', order, n)
-    if order.numel() > 0 and int(torch.bincount(order).max()) > 1:
-        raise ValueError("'order' repeats a node id: pass every node at "
-                         "most once (see hot_order)")
-    for f in fractions:
-        if isinstance(f, bool) or not isinstance(f, (int, float)) or \
-                not 0.0 <= float(f) <= 1.0:
-            raise ValueError(f"'fractions' holds {f!r}: pass cache sizes "
-                             f"as fractions of the nodes in [0, 1]")
-    cum = torch.zeros(order.numel() + 1, dtype=torch.float64)
-    torch.cumsum(counts[order].to(torch.float64), 0, out=cum[1:])
-    total = float(counts.sum())
-    if total == 0.0:
-        return [0.0 for _ in fractions]
-    return [float(cum[min(int(round(float(f) * n)), order.numel())]) / total
-            for f in fractions]
