@@ -172,7 +172,7 @@ def fit_once(data: Data, side: str, seed: int,
             'test_acc': 100 * float(test['test_acc']), 'seconds': seconds}
 
 
-def _mean_std(values: List[float]) -> str:
+def mean_std(values: List[float]) -> str:
     std = statistics.stdev(values) if len(values) > 1 else 0.0
     return f'{statistics.mean(values):.1f} ± {std:.1f}'
 
@@ -210,8 +210,8 @@ def compare(data: Data, name: str,
     for side, results in runs.items():
         test = [r['test_acc'] for r in results]
         test_mean[side] = statistics.mean(test)
-        table.row(labels[side], _mean_std(test),
-                  _mean_std([r['val_acc'] for r in results]),
+        table.row(labels[side], mean_std(test),
+                  mean_std([r['val_acc'] for r in results]),
                   statistics.mean(r['seconds'] for r in results))
     published = PUBLISHED.get(name)
     summary: Dict[str, Any] = {'runs': runs, 'test_mean': test_mean,

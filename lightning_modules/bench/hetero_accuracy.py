@@ -31,6 +31,7 @@ from pyg_fastload.bench.common import Table, benchmark_main, positive_int
 from pyg_fastload.datasets import generate_hetero
 from pyg_fastload.modes.hetero import hetero_schema
 
+from .accuracy import mean_std
 from .lightning_setup import quiet_lightning, quiet_trainer_kwargs
 
 __all__ = ['add_arguments', 'run', 'main', 'fake_hetero', 'fit_once']
@@ -129,10 +130,6 @@ def fit_once(data: HeteroData, side: str, seed: int,
             'test_acc': 100 * float(test['test_acc']), 'seconds': seconds}
 
 
-def _mean_std(values: List[float]) -> str:
-    std = statistics.stdev(values) if len(values) > 1 else 0.0
-    return f'{statistics.mean(values):.1f} ± {std:.1f}'
-
 
 def compare(data: HeteroData, name: str,
             args: argparse.Namespace) -> Dict[str, Any]:
@@ -168,8 +165,8 @@ def compare(data: HeteroData, name: str,
     for side, results in runs.items():
         test = [r['test_acc'] for r in results]
         test_mean[side] = statistics.mean(test)
-        table.row(labels[side], _mean_std(test),
-                  _mean_std([r['val_acc'] for r in results]),
+        table.row(labels[side], mean_std(test),
+                  mean_std([r['val_acc'] for r in results]),
                   f"{statistics.mean(r['seconds'] for r in results):.1f}")
     summary: Dict[str, Any] = {'runs': runs, 'test_mean': test_mean,
                                'difference': None}

@@ -20,12 +20,13 @@ from torch import Tensor
 from .ranges import expand_ranges
 from .topology import CSCTopology, index_dtype_for
 
-__all__ = ['HeteroTopology', 'EdgeType']
+__all__ = ['HeteroTopology', 'EdgeType', 'offsets_of']
 
 EdgeType = Tuple[str, str, str]
 
 
-def _offsets(sizes: List[int]) -> Tensor:
+def offsets_of(sizes: List[int]) -> Tensor:
+    r"""``[0, s0, s0 + s1, ...]``: where each of :obj:`sizes` starts."""
     out = torch.zeros(len(sizes) + 1, dtype=torch.long)
     if sizes:
         torch.cumsum(torch.tensor(sizes, dtype=torch.long), 0, out=out[1:])
@@ -57,7 +58,7 @@ class HeteroTopology:
         # dst_rels[dst_rel_ptr[t]:dst_rel_ptr[t + 1]].
         order = torch.sort(self.dst_type, stable=True).indices
         self.dst_rels = order
-        self.dst_rel_ptr = _offsets(torch.bincount(
+        self.dst_rel_ptr = offsets_of(torch.bincount(
             self.dst_type, minlength=len(self.node_types)).tolist())
 
     @property
@@ -139,7 +140,7 @@ class HeteroTopology:
                         f"{end!r} is not a node type of the graph "
                         f"({', '.join(map(repr, node_types))}); add its "
                         f"nodes (data[{end!r}].num_nodes) or drop the edges")
-        node_offset = _offsets([num_nodes[t] for t in node_types])
+        node_offset = offsets_of([num_nodes[t] for t in node_types])
         weighted = edge_weight is not None
         parts = {'indptr': [torch.zeros(1, dtype=torch.long)], 'indices': [],
                  'edge_id': [], 'edge_weight': []}
@@ -170,8 +171,8 @@ class HeteroTopology:
         total_nodes = int(node_offset[-1])
         return cls(
             node_types=node_types, edge_types=edge_types,
-            node_offset=node_offset, segment_offset=_offsets(segments),
-            edge_offset=_offsets(edges), indptr=cat['indptr'],
+            node_offset=node_offset, segment_offset=offsets_of(segments),
+            edge_offset=offsets_of(edges), indptr=cat['indptr'],
             indices=cat['indices'].to(index_dtype_for(max(total_nodes - 1,
                                                           0))),
             edge_id=cat['edge_id'],

@@ -36,7 +36,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from ..graph.hetero import EdgeType, HeteroTopology
+from ..graph.hetero import EdgeType, HeteroTopology, offsets_of
 from ..graph.topology import CSCTopology, index_dtype_for
 from .arrays import Source
 from .format import (
@@ -58,18 +58,12 @@ from .reader import (
     verify_files,
 )
 from .staging import Staging
+from .writer import cast_labels
 
 __all__ = ['OnDiskHeteroDataset', 'open_hetero_dataset_dir',
            'write_hetero_dataset_dir']
 
 PathLike = Union[str, 'os.PathLike[str]']
-
-
-def _offsets(sizes: List[int]) -> Tensor:
-    out = torch.zeros(len(sizes) + 1, dtype=torch.long)
-    if sizes:
-        torch.cumsum(torch.tensor(sizes, dtype=torch.long), 0, out=out[1:])
-    return out
 
 
 @dataclass(repr=False, eq=False)
@@ -239,7 +233,7 @@ def write_hetero_dataset_dir(
             raise ValueError(f"'extra_meta' may not set the reserved "
                              f"meta.json key {key!r}")
     node_types = list(num_nodes)
-    node_offset = _offsets([num_nodes[t] for t in node_types])
+    node_offset = offsets_of([num_nodes[t] for t in node_types])
     total = int(node_offset[-1])
     index_np = np.int32 if index_dtype_for(max(total - 1, 0)) == \
         torch.int32 else np.int64
@@ -282,7 +276,7 @@ def write_hetero_dataset_dir(
                     f'{node_type}.{key}', value,
                     expect_rows=num_nodes[node_type],
                     what=f"node array '{key}' of type {node_type!r}",
-                    cast=_int64_labels if key == 'y' else None)
+                    cast=cast_labels if key == 'y' else None)
             declared.append({'name': node_type,
                              'num_nodes': int(num_nodes[node_type]),
                              'arrays': list(arrays)})
@@ -299,11 +293,6 @@ def write_hetero_dataset_dir(
         st.commit(meta)
     return open_hetero_dataset_dir(path, verify=verify)
 
-
-def _int64_labels(chunk: np.ndarray, name: str) -> Tuple[np.ndarray, str]:
-    if chunk.dtype.kind in 'iu' and chunk.dtype != np.int64:
-        return chunk.astype(np.int64), 'int64'
-    return chunk, name
 
 
 # ---------------------------------------------------------------- reading --
@@ -424,8 +413,8 @@ def open_hetero_dataset_dir(path: PathLike, verify: str = 'size',
     check_topology(path, specs, mapped, num_edges, total, verify, fix)
     topology = HeteroTopology(
         node_types=node_types, edge_types=edge_types,
-        node_offset=_offsets([num_nodes[t] for t in node_types]),
-        segment_offset=_offsets(segments), edge_offset=_offsets(counts),
+        node_offset=offsets_of([num_nodes[t] for t in node_types]),
+        segment_offset=offsets_of(segments), edge_offset=offsets_of(counts),
         indptr=mapped['indptr'], indices=mapped['indices'],
         edge_id=mapped['edge_id'])
     _check_relations(topology, path / specs['indptr']['file'],

@@ -35,7 +35,8 @@ def _cast_to(dtype: np.dtype, what: str) -> Callable[[np.ndarray, str],
     return cast
 
 
-def _cast_labels(chunk: np.ndarray, name: str) -> Tuple[np.ndarray, str]:
+def cast_labels(chunk: np.ndarray, name: str) -> Tuple[np.ndarray, str]:
+    r"""Integer labels stored as ``int64`` (others as they are)."""
     if chunk.dtype.kind in 'iu' and chunk.dtype != np.int64:
         return chunk.astype(np.int64), 'int64'
     return chunk, name
@@ -181,7 +182,7 @@ def write_dataset_dir(
         for key, value in node_arrays.items():
             st.write_array(key, value, expect_rows=num_nodes,
                            what=f"node array '{key}'",
-                           cast=_cast_labels if key == 'y' else None)
+                           cast=cast_labels if key == 'y' else None)
         extra = dict(extra_meta or {})
         if index_space is not None:
             extra['index_space'] = id_space

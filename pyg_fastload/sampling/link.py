@@ -29,16 +29,15 @@ class EdgeKeys:
         dst = torch.repeat_interleave(torch.arange(n), topology.indptr.diff())
         self.num_nodes = n
         self.keys = torch.sort(topology.indices.long() * n + dst).values
-        self.out_degree = torch.bincount(topology.indices.long(),
-                                         minlength=n)
+        self.out_degree = topology.out_degree()
 
     def contains(self, src: Tensor, dst: Tensor) -> Tensor:
         r"""Whether each pair ``(src[i], dst[i])`` is an edge."""
         key = src * self.num_nodes + dst
-        pos = torch.searchsorted(self.keys, key).clamp_(
-            max=max(self.keys.numel() - 1, 0))
         if not self.keys.numel():
             return torch.zeros_like(key, dtype=torch.bool)
+        pos = torch.searchsorted(self.keys, key).clamp_(
+            max=self.keys.numel() - 1)
         return self.keys[pos] == key
 
 

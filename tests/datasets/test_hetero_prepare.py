@@ -138,7 +138,13 @@ def test_cli_prepares_hetero_presets_and_files(tmp_path, capsys):
     same_graph(again.to_hetero_data(), data)
     scaled = run(parse(['--preset', 'mag-like', '--scale', '0.001',
                         '--no-progress', str(tmp_path / 'mag')]))
-    assert scaled.num_classes <= 349
+    assert scaled.num_classes == 349  # 736 papers hold every class
     assert scaled.num_nodes['paper'] == round(736389 * 0.001)
     with pytest.raises(SystemExit, match='--scale only applies to'):
         run(parse(['--preset', 'tiny', '--scale', '0.5', str(tmp_path / 'x')]))
+    for scale in ('2', '-0.5'):  # careless scales: named, nothing written
+        with pytest.raises(SystemExit, match=rf"'scale' = {scale}.* in "
+                           r"\(0, 1\]"):
+            run(parse(['--preset', 'mag-like', '--scale', scale,
+                       '--no-progress', str(tmp_path / 'bad')]))
+    assert not (tmp_path / 'bad').exists()

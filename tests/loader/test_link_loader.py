@@ -82,6 +82,10 @@ def test_triplet_negatives_index_the_batch():
     assert torch.equal(batch.n_id[batch.dst_pos_index], label[1])
     assert batch.dst_neg_index.shape == (40, 3)
     assert bool((batch.n_id[batch.dst_neg_index] == 7).all())
+    with pytest.raises(ValueError, match=r"'neg_sampling.dst_weight' has 5 "
+                       r"entries, the graph 200 nodes"):
+        next(iter(loader(graph, neg_sampling=NegativeSampling(
+            'triplet', dst_weight=torch.ones(5)))))
 
 
 def test_disjoint_trees_per_label_endpoint():
