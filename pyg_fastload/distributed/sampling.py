@@ -102,12 +102,12 @@ class CollectiveSampler(FastNeighborSampler):
         return self.book.num_nodes
 
     def sample(self, seeds: Tensor,
-               generator: Optional[torch.Generator] = None
-               ) -> SamplerOutput:
+               generator: Optional[torch.Generator] = None,
+               seed_time: Optional[Tensor] = None) -> SamplerOutput:
         r"""As :meth:`HopSampler.sample`; also starts the batch's ordered
         launches."""
         self.collectives.begin_batch()
-        return super().sample(seeds, generator)
+        return super().sample(seeds, generator, seed_time)
 
     def expand(self, hop: int, frontier: Tensor,
                generator: Optional[torch.Generator]

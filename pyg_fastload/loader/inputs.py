@@ -13,7 +13,8 @@ from ..errors import HETERO_UNSUPPORTED
 
 __all__ = ['check_input_nodes', 'check_hetero_input_nodes', 'check_device',
            'check_has_features', 'check_hetero_features',
-           'check_sorted_by_destination']
+           'check_sorted_by_destination', 'check_temporal',
+           'check_input_time']
 
 
 def check_input_nodes(input_nodes: Any, num_nodes: int) -> Optional[Tensor]:
@@ -90,6 +91,45 @@ def _check_ids(input_nodes: Any, num_nodes: int, what: str) -> Tensor:
                 f"'input_nodes' holds node id {low if low < 0 else high}, "
                 f"outside [0, {num_nodes}) for {what}")
     return input_nodes
+
+
+def check_temporal(input_time: Any, time_attr: Optional[str],
+                   temporal_strategy: str, hetero: bool,
+                   neighbor_sampler: Any) -> None:
+    r"""Temporal arguments that agree with each other (PyG's rules), on a
+    homogeneous graph."""
+    if hetero and (input_time is not None or time_attr is not None or
+                   temporal_strategy != 'uniform'):
+        raise NotImplementedError(
+            "temporal sampling ('input_time', 'time_attr', "
+            "'temporal_strategy') on heterogeneous graphs is not supported "
+            "by pyg_fastload yet; homogeneous graphs are")
+    if input_time is not None and time_attr is None and \
+            neighbor_sampler is None:
+        raise ValueError("'input_time' was given but 'time_attr' was not: "
+                         "name the node or edge attribute holding the "
+                         "graph's times (e.g. time_attr='time')")
+
+
+def check_input_time(input_time: Any, input_nodes: Optional[Tensor],
+                     num_nodes: int) -> None:
+    r""":obj:`input_time` holds one time per seed node."""
+    if input_time is None:
+        return
+    if not isinstance(input_time, Tensor) or input_time.dim() != 1:
+        shape = list(input_time.shape) if isinstance(input_time, Tensor) \
+            else type(input_time).__name__
+        raise ValueError(f"'input_time' must be a 1-D tensor with one time "
+                         f"per seed node, got {shape}")
+    if input_nodes is None:
+        count = num_nodes
+    elif input_nodes.dtype == torch.bool:
+        count = int(input_nodes.sum())
+    else:
+        count = input_nodes.numel()
+    if input_time.numel() != count:
+        raise ValueError(f"'input_time' has {input_time.numel()} entries for "
+                         f"{count} seed nodes: give one time per seed")
 
 
 #: ``LinkNeighborLoader`` arguments, which a node loader does not take.

@@ -82,6 +82,14 @@ class FastLinkNeighborLoader(LinkLoader):
             ``weight``).
         neg_sampling_ratio (float, optional): binary negatives per
             positive (PyG's older form of ``neg_sampling``).
+        edge_label_time (torch.Tensor, optional): the time of every label
+            edge, with :obj:`time_attr`: its endpoints' trees hold only
+            neighbours not later than it, and negatives (node-level times)
+            only nodes not later than it. Needs ``disjoint=True``.
+        time_attr (str, optional): the node or edge attribute holding the
+            graph's times (temporal sampling).
+        temporal_strategy (str): ``'uniform'`` or ``'last'`` (the most
+            recent valid neighbours).
         strict_negatives (bool): never draw a true edge as a negative
             (drawn pairs checked against the sorted edge keys and redrawn;
             an error names a source node linked to every node).
@@ -125,17 +133,20 @@ class FastLinkNeighborLoader(LinkLoader):
             raise TypeError(f"'data' must be a torch_geometric.data.Data or "
                             f"a (FeatureStore, GraphStore) tuple, got "
                             f"{type(data).__name__}")
-        if edge_label_time is not None or time_attr is not None or \
-                temporal_strategy != 'uniform':
-            raise NotImplementedError(
-                "temporal link sampling ('edge_label_time', 'time_attr', "
-                "'temporal_strategy') is not supported by pyg_fastload yet")
+        if (edge_label_time is None) != (time_attr is None):
+            given = 'time_attr' if edge_label_time is None \
+                else 'edge_label_time'
+            raise ValueError(
+                f"temporal link sampling needs both 'edge_label_time' (the "
+                f"time of every label edge) and 'time_attr' (the graph's "
+                f"node or edge times); got only {given!r}")
         if isinstance(data, Data):
             check_has_features(data)
         sampler = FastNeighborSampler(
             data, num_neighbors=num_neighbors, replace=replace,
             subgraph_type=subgraph_type, disjoint=disjoint,
-            weight_attr=weight_attr,
+            weight_attr=weight_attr, time_attr=time_attr,
+            temporal_strategy=temporal_strategy,
             share_memory=kwargs.get('num_workers', 0) > 0,
             directed=directed)
         if edge_label_index is None:
@@ -144,6 +155,18 @@ class FastLinkNeighborLoader(LinkLoader):
                                  "(FeatureStore, GraphStore) tuple")
             edge_label_index = data.edge_index
         _check_label_edges(edge_label_index, edge_label, sampler.num_nodes)
+        if edge_label_time is not None:
+            count = edge_label_index.size(1)
+            if not isinstance(edge_label_time, Tensor) or \
+                    edge_label_time.dim() != 1 or \
+                    edge_label_time.numel() != count:
+                shape = list(edge_label_time.shape) if isinstance(
+                    edge_label_time, Tensor) else \
+                    type(edge_label_time).__name__
+                raise ValueError(f"'edge_label_time' is {shape}: give one "
+                                 f"time per label edge, a 1-D tensor of "
+                                 f"{count}")
+            sampler.temporal.cast(edge_label_time, "'edge_label_time'")
         self._generator = kwargs.get('generator')
         self.strict_negatives = bool(strict_negatives)
         self._join = FeatureJoin(DeviceTransfer(None), max_buffers=4)
@@ -153,6 +176,7 @@ class FastLinkNeighborLoader(LinkLoader):
             # PyG reads stores' label edges as (edge type, tensor)
             edge_label_index=edge_label_index if isinstance(data, Data)
             else (None, edge_label_index), edge_label=edge_label,
+            edge_label_time=edge_label_time,
             neg_sampling=neg_sampling, neg_sampling_ratio=neg_sampling_ratio,
             transform=transform,
             transform_sampler_output=transform_sampler_output,
@@ -189,8 +213,10 @@ class FastLinkNeighborLoader(LinkLoader):
         if self.neg_sampling is None or self.neg_sampling.is_binary():
             data.edge_label_index = out.metadata[1]
             data.edge_label = out.metadata[2]
+            data.edge_label_time = out.metadata[3]
         else:
             data.src_index = out.metadata[1]
             data.dst_pos_index = out.metadata[2]
             data.dst_neg_index = out.metadata[3]
+            data.seed_time = out.metadata[4]
         return data if self.transform is None else self.transform(data)

@@ -26,7 +26,9 @@ from .inputs import (
     check_hetero_input_nodes,
     check_not_link,
     check_input_nodes,
+    check_input_time,
     check_sorted_by_destination,
+    check_temporal,
 )
 from .pipeline import (
     DeviceTransfer,
@@ -87,6 +89,14 @@ class FastNeighborLoader(NodeLoader):
             ``'induced'``. (default: ``'directional'``)
         disjoint (bool): one tree per seed. (default: :obj:`False`)
         weight_attr (str, optional): edge attribute with sampling weights.
+        time_attr (str, optional): node or edge attribute holding times:
+            temporal sampling draws only neighbours not later than their
+            seed's time (PyG's semantics; homogeneous graphs, needs
+            ``disjoint=True``; no pyg-lib needed).
+        input_time (torch.Tensor, optional): every seed's time (default:
+            the seeds' node times).
+        temporal_strategy (str): ``'uniform'`` among the valid neighbours,
+            or ``'last'``: the most recent ones. (default: ``'uniform'``)
         transform (callable, optional): applied to every mini-batch.
         transform_sampler_output (callable, optional): applied to every
             :class:`~torch_geometric.sampler.SamplerOutput`.
@@ -164,12 +174,8 @@ class FastNeighborLoader(NodeLoader):
             raise TypeError(f"'data' must be a torch_geometric.data.Data, a "
                             f"HeteroData or a (FeatureStore, GraphStore) "
                             f"tuple, got {type(data).__name__}")
-        if input_time is not None or time_attr is not None \
-                or temporal_strategy != 'uniform':
-            raise NotImplementedError(
-                f"temporal sampling ('input_time', 'time_attr', "
-                f"'temporal_strategy={temporal_strategy!r}') is not "
-                f"supported by pyg_fastload yet")
+        check_temporal(input_time, time_attr, temporal_strategy, hetero,
+                       neighbor_sampler)
         if is_sorted and not hetero:
             check_sorted_by_destination(data)
         batch_size = kwargs.get('batch_size', 1)
@@ -197,6 +203,9 @@ class FastNeighborLoader(NodeLoader):
                 weight_attr=weight_attr,
                 share_memory=kwargs.get('num_workers', 0) > 0,
                 directed=directed,
+                **({} if hetero else dict(
+                    time_attr=time_attr,
+                    temporal_strategy=temporal_strategy)),
             )
         if hetero:
             topo = neighbor_sampler.topology
@@ -208,10 +217,12 @@ class FastNeighborLoader(NodeLoader):
                                              neighbor_sampler.num_nodes)
         if input_nodes is None and not isinstance(data, Data):
             input_nodes = torch.arange(neighbor_sampler.num_nodes)
+        check_input_time(input_time, input_nodes, neighbor_sampler.num_nodes)
         super().__init__(
             data=data,
             node_sampler=neighbor_sampler,
             input_nodes=input_nodes,
+            input_time=input_time,
             transform=transform,
             transform_sampler_output=transform_sampler_output,
             filter_per_worker=filter_per_worker,

@@ -13,23 +13,43 @@ from torch import Tensor
 from torch_geometric.sampler import EdgeSamplerInput, SamplerOutput
 from torch_geometric.sampler.base import NegativeSampling
 
+from .temporal import draw_before
+
 __all__ = ['EdgeKeys', 'negative_nodes', 'sample_edges']
 
 #: Redraws of the negatives that hit a true edge before strict negative
-#: sampling gives up.
-STRICT_ROUNDS = 32
+#: sampling draws the rest exactly among the source's non-neighbours.
+STRICT_ROUNDS = 8
 
 
 class EdgeKeys:
-    r"""Every edge ``u -> v`` of a CSC topology as the sorted key
-    ``u * N + v``, to test drawn pairs against (strict negatives)."""
+    r"""Every distinct edge ``u -> v`` of a CSC topology as the sorted key
+    ``u * N + v``, to test drawn pairs against (strict negatives), and the
+    gaps between a node's out-neighbours, to draw its ``r``-th
+    non-neighbour by one binary search."""
 
     def __init__(self, topology: Any):
         n = topology.num_nodes
         dst = torch.repeat_interleave(torch.arange(n), topology.indptr.diff())
         self.num_nodes = n
-        self.keys = torch.sort(topology.indices.long() * n + dst).values
-        self.out_degree = topology.out_degree()
+        self.keys = torch.unique(topology.indices.long() * n + dst)
+        src = torch.div(self.keys, n, rounding_mode='floor')
+        self.out_degree = torch.bincount(src, minlength=n)
+        self.first = torch.cumsum(self.out_degree, 0) - self.out_degree
+        # key - rank within the source's run: u * N + (v_i - i), sorted
+        self.gaps = self.keys - (torch.arange(self.keys.numel()) -
+                                 self.first[src])
+
+    def non_neighbours(self, src: Tensor,
+                       generator: Optional[torch.Generator]) -> Tensor:
+        r"""A node drawn uniformly among those :obj:`src` has no edge to,
+        for every entry of :obj:`src` (each needs one)."""
+        free = self.num_nodes - self.out_degree[src]
+        u = torch.rand(src.numel(), dtype=torch.float64, generator=generator)
+        r = torch.minimum((u * free).long(), free - 1)
+        below = torch.searchsorted(self.gaps, src * self.num_nodes + r,
+                                   right=True) - self.first[src]
+        return r + below
 
     def contains(self, src: Tensor, dst: Tensor) -> Tensor:
         r"""Whether each pair ``(src[i], dst[i])`` is an edge."""
@@ -41,10 +61,14 @@ class EdgeKeys:
         return self.keys[pos] == key
 
 
-def _strict(src: Tensor, dst: Tensor, keys: EdgeKeys, neg: NegativeSampling,
-            redraw_src: bool, generator: torch.Generator) -> None:
+def _strict(src: Tensor, dst: Tensor, keys: EdgeKeys,
+            redraw: Callable[[str, Tensor], Tensor], redraw_src: bool,
+            generator: Optional[torch.Generator]) -> None:
     r"""Redraws (in place) the negative pairs that are true edges: the
-    destination, and the source too for binary negatives."""
+    destination, and the source too for binary negatives (:obj:`redraw`
+    (endpoint, positions) -> nodes); after :obj:`STRICT_ROUNDS`, uniform
+    negatives (:obj:`generator` given) take the rest exactly among their
+    source's non-neighbours, weighted or temporal ones fail."""
     full = keys.out_degree[src] >= keys.num_nodes
     if not redraw_src and bool(full.any()):
         node = int(src[full][0])
@@ -56,12 +80,15 @@ def _strict(src: Tensor, dst: Tensor, keys: EdgeKeys, neg: NegativeSampling,
         bad = keys.contains(src, dst).nonzero().view(-1)
         if not bad.numel():
             return
-        dst[bad] = negative_nodes(bad.numel(), keys.num_nodes, neg, 'dst',
-                                  generator)
+        dst[bad] = redraw('dst', bad)
         if redraw_src:
-            src[bad] = negative_nodes(bad.numel(), keys.num_nodes, neg,
-                                      'src', generator)
-    node = int(src[keys.contains(src, dst)][0])
+            src[bad] = redraw('src', bad)
+    bad = keys.contains(src, dst).nonzero().view(-1)
+    if generator is not None and \
+            bool((keys.out_degree[src[bad]] < keys.num_nodes).all()):
+        dst[bad] = keys.non_neighbours(src[bad], generator)
+        return
+    node = int(src[bad][0])
     raise ValueError(f"strict negative sampling: {STRICT_ROUNDS} draws found "
                      f"no non-edge for source node {node} (it is linked to "
                      f"{int(keys.out_degree[node])} of {keys.num_nodes} "
@@ -85,33 +112,74 @@ def negative_nodes(count: int, num_nodes: int, neg: NegativeSampling,
     return torch.randint(num_nodes, (count, ), generator=generator)
 
 
-def sample_edges(sample: Callable[[Tensor, torch.Generator], SamplerOutput],
-                 num_nodes: int, disjoint: bool, inputs: EdgeSamplerInput,
+def _negatives(num_nodes: int, neg: NegativeSampling,
+               generator: torch.Generator, temporal: Any,
+               time: Optional[Tensor]) -> Callable[[str, Tensor], Tensor]:
+    r"""``(endpoint, positions) -> nodes``: the negatives at those
+    positions, drawn among the nodes not later than the seed time
+    ``time[position % len(time)]`` when the graph has node times."""
+    def draw(endpoint: str, where: Tensor) -> Tensor:
+        if time is None or temporal is None or temporal.node_time is None:
+            return negative_nodes(where.numel(), num_nodes, neg, endpoint,
+                                  generator)
+        when = time.index_select(0, where % time.numel())
+        weight = neg.src_weight if endpoint == 'src' else neg.dst_weight
+        if weight is None:
+            return temporal.earlier_nodes(where.numel(), when, generator)
+        return draw_before(lambda n: negative_nodes(
+            n, num_nodes, neg, endpoint, generator), where.numel(), when,
+            temporal.node_time, generator)
+    return draw
+
+
+def _rounds(time: Tensor, count: int) -> Tensor:
+    r"""The time of each of :obj:`count` label edges, positives first and
+    negative ``j`` at the time of positive ``j % num_pos``."""
+    return time.repeat(math.ceil(count / time.numel()))[:count]
+
+
+def sample_edges(sample: Callable[..., SamplerOutput], num_nodes: int,
+                 disjoint: bool, inputs: EdgeSamplerInput,
                  neg_sampling: Optional[NegativeSampling],
                  generator: torch.Generator,
-                 edge_keys: Optional[EdgeKeys] = None) -> SamplerOutput:
+                 edge_keys: Optional[EdgeKeys] = None,
+                 temporal: Any = None,
+                 seed_time: Optional[Callable[..., Optional[Tensor]]] = None
+                 ) -> SamplerOutput:
     r"""Samples around the label edges of :obj:`inputs` (positives, then
-    ``neg_sampling``'s negatives) with :obj:`sample` (seeds, generator) ->
-    output; ``metadata`` as PyG's link samplers give it. With
-    :obj:`edge_keys`, no negative pair is a true edge (strict)."""
-    if inputs.time is not None:
-        raise NotImplementedError("temporal link sampling ('edge_label_time')"
-                                  " is not supported by pyg_fastload yet")
+    ``neg_sampling``'s negatives) with :obj:`sample` (seeds, generator,
+    seed times) -> output; ``metadata`` as PyG's link samplers give it.
+    With :obj:`edge_keys`, no negative pair is a true edge (strict).
+
+    Negatives are drawn in ``amount`` rounds over the positives: negative
+    ``j`` belongs to positive ``j % num_pos`` (its tree in ``batch``, its
+    time, its triplet row). A temporal sampler (:obj:`temporal`, with
+    :obj:`seed_time` mapping ``(seeds, times, name)`` to seed times) gives
+    every label edge's endpoints the edge's time (``edge_label_time``) and
+    draws negatives only among nodes not later than it."""
     src, dst = inputs.row.long(), inputs.col.long()
     label: Any = inputs.label
     num_pos = src.numel()
+    time = inputs.time
+    if time is not None or temporal is not None:
+        if time is None:
+            raise ValueError("a temporal link sampler needs every label "
+                             "edge's time: give 'edge_label_time'")
+        time = seed_time(src, time, 'edge_label_time')
     num_neg = 0
     triplet = neg_sampling is not None and neg_sampling.is_triplet()
     if neg_sampling is not None:
         num_neg = math.ceil(num_pos * neg_sampling.amount)
-        src_neg = src.repeat_interleave(int(neg_sampling.amount)) \
-            if triplet else negative_nodes(num_neg, num_nodes, neg_sampling,
-                                           'src', generator)
-        dst_neg = negative_nodes(num_neg, num_nodes, neg_sampling, 'dst',
-                                 generator)
+        draw = _negatives(num_nodes, neg_sampling, generator, temporal, time)
+        where = torch.arange(num_neg)
+        src_neg = src.repeat(int(neg_sampling.amount)) if triplet \
+            else draw('src', where)
+        dst_neg = draw('dst', where)
         if edge_keys is not None:
-            _strict(src_neg, dst_neg, edge_keys, neg_sampling, not triplet,
-                    generator)
+            exact = neg_sampling.dst_weight is None and (
+                temporal is None or temporal.node_time is None)
+            _strict(src_neg, dst_neg, edge_keys, draw, not triplet,
+                    generator if exact else None)
         if not triplet:
             src = torch.cat([src, src_neg])
         dst = torch.cat([dst, dst_neg])
@@ -121,19 +189,24 @@ def sample_edges(sample: Callable[[Tensor, torch.Generator], SamplerOutput],
             label = torch.cat([label, label.new_zeros(
                 (num_neg, ) + tuple(label.shape[1:]))])
     seeds = torch.cat([src, dst])
+    times = None
+    if time is not None:  # every label edge's endpoints at its time
+        times = torch.cat([_rounds(time, src.numel()),
+                           _rounds(time, dst.numel())])
     if disjoint:
         index = torch.arange(seeds.numel())
     else:
         seeds, index = seeds.unique(return_inverse=True)
-    out = sample(seeds, generator)
+    out = sample(seeds, generator, times)
     if disjoint:  # PyG's: every tree belongs to a positive edge
         out.batch = out.batch % num_pos
     num_src = src.numel()
+    src_time = None if times is None else times[:num_src]
     if triplet:
         out.metadata = (inputs.input_id, index[:num_pos],
                         index[num_src:num_src + num_pos],
-                        index[num_src + num_pos:].view(num_pos, -1)
-                        .squeeze(-1), None)
+                        index[num_src + num_pos:].view(-1, num_pos).t()
+                        .contiguous().squeeze(-1), src_time)
     else:
-        out.metadata = (inputs.input_id, index.view(2, -1), label, None)
+        out.metadata = (inputs.input_id, index.view(2, -1), label, src_time)
     return out

@@ -22,6 +22,7 @@ from ..graph.ranges import expand_ranges
 from .link import EdgeKeys, sample_edges
 from .ops import sample_uniform, sample_weighted
 from .relabel import DenseRelabeler, SortedRelabeler
+from .temporal import TemporalIndex, check_strategy, read_time, seed_times
 
 __all__ = ['FastNeighborSampler', 'HopSampler']
 
@@ -78,6 +79,8 @@ class HopSampler(BaseSampler):
         self._per_thread = threading.local()
         # Sorted edge keys for strict negatives (link sampling), built once.
         self._edge_keys: Optional[EdgeKeys] = None
+        #: In-edges sorted by time (temporal samplers only).
+        self.temporal: Optional[TemporalIndex] = None
 
     @property
     def num_nodes(self) -> int:
@@ -124,18 +127,36 @@ class HopSampler(BaseSampler):
         pos, counts = self.draw(hop, start, deg, generator)
         return topo.indices.index_select(0, pos).long(), counts, pos
 
+    def expand_in_time(self, hop: int, frontier: Tensor, time: Tensor,
+                       generator: Optional[torch.Generator]
+                       ) -> Tuple[Tensor, Tensor, Tensor]:
+        r"""One temporal hop: as :meth:`expand`, drawing only in-edges not
+        later than each frontier node's seed time :obj:`time`."""
+        raise NotImplementedError(f"{type(self).__name__} does not sample "
+                                  f"in time")
+
     # PyG's BaseSampler contract ##############################################
 
     def sample_from_nodes(self, inputs: NodeSamplerInput,
                           **kwargs: Any) -> SamplerOutput:
-        if inputs.time is not None:
-            raise NotImplementedError(
-                "temporal sampling is not supported by pyg_fastload yet: "
-                "drop 'input_time'/'time_attr'")
-        generator = kwargs.get('generator')
-        out = self.sample(inputs.node, generator=_seed_generator(generator))
+        generator = _seed_generator(kwargs.get('generator'))
+        out = self.sample(inputs.node, generator,
+                          self.seed_time(inputs.node, inputs.time))
         out.metadata = (inputs.input_id, inputs.time)
         return out
+
+    def seed_time(self, seeds: Tensor, time: Optional[Tensor],
+                  name: str = 'input_time') -> Optional[Tensor]:
+        r"""The time of every seed for a temporal sampler (:obj:`time`, or
+        the seeds' node times); ``None`` otherwise."""
+        if self.temporal is None:
+            if time is not None:
+                raise ValueError(f"{name!r} was given but the sampler is not "
+                                 f"temporal: set 'time_attr' too")
+            return None
+        if time is not None:
+            time = self.temporal.cast(time, f"'{name}'")
+        return seed_times(time, seeds.long(), self.temporal.node_time, name)
 
     def sample_from_edges(self, inputs: EdgeSamplerInput,
                           neg_sampling: Optional[NegativeSampling] = None,
@@ -155,13 +176,17 @@ class HopSampler(BaseSampler):
             keys = self._edge_keys
         return sample_edges(self.sample, self.num_nodes, self.disjoint,
                             inputs, neg_sampling,
-                            _seed_generator(kwargs.get('generator')), keys)
+                            _seed_generator(kwargs.get('generator')), keys,
+                            self.temporal, self.seed_time)
 
     # The engine ##############################################################
 
     def sample(self, seeds: Tensor,
-               generator: Optional[torch.Generator] = None) -> SamplerOutput:
-        r"""Samples the multi-hop neighbourhood of :obj:`seeds`.
+               generator: Optional[torch.Generator] = None,
+               seed_time: Optional[Tensor] = None) -> SamplerOutput:
+        r"""Samples the multi-hop neighbourhood of :obj:`seeds` (with
+        :obj:`seed_time`, temporal samplers draw only neighbours not later
+        than the time of the seed whose tree they join).
 
         Returns:
             A :class:`~torch_geometric.sampler.SamplerOutput` in PyG's
@@ -191,7 +216,11 @@ class HopSampler(BaseSampler):
             num_sampled_nodes = [seeds.numel()]
             num_sampled_edges = []
             for hop in range(self.num_hops):
-                nbr, counts, pos = self.expand(hop, frontier, generator)
+                if seed_time is None:
+                    nbr, counts, pos = self.expand(hop, frontier, generator)
+                else:
+                    nbr, counts, pos = self.expand_in_time(
+                        hop, frontier, seed_time[frontier_batch], generator)
                 col = torch.repeat_interleave(frontier_local, counts,
                                               output_size=pos.numel())
                 nbr_keys = nbr
@@ -304,10 +333,15 @@ class FastNeighborSampler(HopSampler):
         share_memory: bool = False,
         directed: bool = True,
     ):
-        if time_attr is not None:
-            raise NotImplementedError(
-                f"'time_attr={time_attr!r}': temporal sampling is not "
-                f"supported by pyg_fastload yet; leave 'time_attr' unset")
+        self.temporal_strategy = check_strategy(temporal_strategy, time_attr)
+        if time_attr is not None and not disjoint:
+            raise ValueError(f"'time_attr={time_attr!r}': temporal sampling "
+                             f"gives every seed its own tree with the seed's "
+                             f"time, as in PyG: set 'disjoint=True'")
+        if time_attr is not None and weight_attr is not None:
+            raise NotImplementedError("weighted temporal sampling "
+                                      "('weight_attr' with 'time_attr') is "
+                                      "not supported: drop one of them")
         if not directed:
             warnings.warn("'directed=False' is deprecated, use "
                           "'subgraph_type=\"induced\"'", DeprecationWarning,
@@ -317,6 +351,28 @@ class FastNeighborSampler(HopSampler):
         self.replace = bool(replace)
         super().__init__(data, len(self.num_neighbors), subgraph_type,
                          disjoint, weight_attr, share_memory)
+        self.time_attr = time_attr
+        if time_attr is not None:
+            self.temporal = TemporalIndex(
+                self.topology, *read_time(data, time_attr, self.topology))
+
+    def expand_in_time(self, hop: int, frontier: Tensor, time: Tensor,
+                       generator: Optional[torch.Generator]
+                       ) -> Tuple[Tensor, Tensor, Tensor]:
+        index = self.temporal
+        indptr = self.topology.indptr
+        start = indptr.index_select(0, frontier)
+        deg = indptr.index_select(0, frontier + 1) - start
+        valid = index.valid_counts(frontier, start, deg, time)
+        k = self.num_neighbors[hop]
+        if self.temporal_strategy == 'last':  # the most recent ones
+            counts = valid if k < 0 else valid.clamp(max=k)
+            pos = expand_ranges(start + valid - counts, counts)
+        else:
+            pos, counts = sample_uniform(start, valid, k, self.replace,
+                                         generator)
+        return (index.indices.index_select(0, pos), counts,
+                index.positions.index_select(0, pos))
 
     def draw(self, hop: int, start: Tensor, deg: Tensor,
              generator: torch.Generator) -> Tuple[Tensor, Tensor]:
@@ -330,4 +386,4 @@ class FastNeighborSampler(HopSampler):
         return (f'{self.__class__.__name__}(num_neighbors='
                 f'{self.num_neighbors}, replace={self.replace}, '
                 f'subgraph_type={self.subgraph_type.value!r}, '
-                f'disjoint={self.disjoint})')
+                f'disjoint={self.disjoint}, time_attr={self.time_attr!r})')

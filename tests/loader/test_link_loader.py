@@ -138,7 +138,8 @@ def test_batches_have_pyg_link_loader_attributes():
 
 @pytest.mark.reliability(
     fault='label edges out of range, of the wrong shape or with labels of '
-          'the wrong length; heterogeneous or temporal link loading',
+          'the wrong length; label times without the graph\'s times; '
+          'heterogeneous link loading',
     behaviour='an error naming the argument (not yet supported: naming '
               'what to use)')
 def test_bad_label_edges_are_named():
@@ -151,8 +152,8 @@ def test_bad_label_edges_are_named():
          ValueError, r"'edge_label_index' has shape \[3, 4\]"),
         (dict(edge_label=torch.ones(5)), ValueError,
          r"'edge_label' has 5 entries for 120 label edges"),
-        (dict(edge_label_time=torch.ones(120)), NotImplementedError,
-         'temporal link sampling'),
+        (dict(edge_label_time=torch.ones(120)), ValueError,
+         "needs both 'edge_label_time'.*got only 'edge_label_time'"),
         (dict(edge_label=torch.ones(120), neg_sampling='triplet'),
          ValueError, "'edge_label' needs to be undefined"),
     ]

@@ -263,12 +263,13 @@ def test_replaced_features_and_labels_are_served(graph, pipeline):
 @pytest.mark.reliability(
     fault="`temporal_strategy='last'` or `is_sorted=True` (accepted and "
           "ignored before)",
-    behaviour="`temporal_strategy` other than the default: "
-              "`NotImplementedError` naming it; `is_sorted=True` on an "
+    behaviour="`temporal_strategy='last'` without `time_attr`: "
+              "`ValueError` naming both; `is_sorted=True` on an "
               "unsorted `edge_index`: `ValueError` naming the first edge out "
               "of order (a sorted one gives the same batches)")
 def test_temporal_strategy_and_is_sorted_are_not_ignored(graph):
-    with pytest.raises(NotImplementedError, match="temporal_strategy='last'"):
+    with pytest.raises(ValueError, match="'temporal_strategy=\"last\"'.*"
+                       "set 'time_attr'"):
         FastNeighborLoader(graph, [2], temporal_strategy='last')
     with pytest.raises(ValueError, match="'is_sorted=True'.*not sorted by "
                        "destination"):

@@ -1,0 +1,216 @@
+r"""Temporal sampling on a homogeneous graph, PyG's semantics without
+pyg-lib: a neighbour is sampled only if its time (the node's time, or the
+edge's) is not later than the time of the seed whose tree it joins.
+
+:class:`TemporalIndex` sorts every node's in-edges by time once, so the
+edges valid for a seed time are a prefix of the node's CSC segment, found by
+one binary search per frontier node: ``'uniform'`` draws from the prefix,
+``'last'`` takes its end (the most recent neighbours)."""
+from __future__ import annotations
+
+from typing import Any, Optional, Tuple
+
+import torch
+from torch import Tensor
+from torch_geometric.data import Data, FeatureStore, GraphStore
+
+from ..graph.topology import CSCTopology
+
+__all__ = ['TemporalIndex', 'TEMPORAL_STRATEGIES', 'check_strategy',
+           'read_time', 'seed_times', 'draw_before']
+
+#: The values of ``temporal_strategy``.
+TEMPORAL_STRATEGIES = ('uniform', 'last')
+
+#: Redraws of weighted temporal negatives that are later than their seed.
+TIME_ROUNDS = 32
+
+
+def check_strategy(temporal_strategy: Any, time_attr: Optional[str]) -> str:
+    r"""``temporal_strategy`` is ``'uniform'`` or ``'last'``; ``'last'``
+    needs a ``time_attr`` (it would otherwise be ignored)."""
+    if temporal_strategy not in TEMPORAL_STRATEGIES:
+        raise ValueError(f"'temporal_strategy={temporal_strategy!r}' is not "
+                         f"one of {TEMPORAL_STRATEGIES}")
+    if temporal_strategy == 'last' and time_attr is None:
+        raise ValueError("'temporal_strategy=\"last\"' picks the most "
+                         "recent neighbours and needs times: set 'time_attr' "
+                         "(a node or edge attribute)")
+    return temporal_strategy
+
+
+def _check_values(time: Any, name: str) -> Tensor:
+    r"""A 1-D integer or floating-point tensor without NaN."""
+    if not isinstance(time, Tensor):
+        raise TypeError(f"{name} must be a tensor, got "
+                        f"{type(time).__name__}")
+    if time.dtype == torch.bool or time.dtype.is_complex or not (
+            time.dtype.is_floating_point or time.dtype in (
+                torch.int8, torch.int16, torch.int32, torch.int64,
+                torch.uint8)):
+        raise TypeError(f"{name} has dtype {time.dtype}: times are integer "
+                        f"(e.g. seconds) or floating-point numbers")
+    if time.dim() != 1:
+        raise ValueError(f"{name} has shape {list(time.shape)}: give one "
+                         f"time per entry, a 1-D tensor")
+    if time.dtype.is_floating_point and bool(time.isnan().any()):
+        raise ValueError(f"{name} holds NaN times")
+    if time.dtype.is_floating_point:
+        return time.to(torch.float64)
+    return time.long()
+
+
+def read_time(data: Any, time_attr: str,
+              topology: CSCTopology) -> Tuple[Tensor, str]:
+    r"""The times named :obj:`time_attr` and their level (``'node'`` or
+    ``'edge'``): an attribute of a ``Data`` (node- or edge-level, as PyG
+    decides), or a node-level tensor of a ``(FeatureStore, GraphStore)``
+    tuple's feature store."""
+    name = f"'time_attr={time_attr!r}'"
+    if isinstance(data, Data):
+        if time_attr not in data:
+            raise ValueError(f"{name} is not an attribute of the data "
+                             f"object (it has {sorted(data.keys())})")
+        time = data[time_attr]
+        if isinstance(time, Tensor) and time.dim() == 1 and \
+                time.numel() == topology.num_nodes and \
+                data.is_node_attr(time_attr):
+            return _check_values(time, name), 'node'
+        if isinstance(time, Tensor) and time.dim() == 1 and \
+                time.numel() == topology.num_edges:
+            return _check_values(time, name), 'edge'
+        size = list(time.shape) if isinstance(time, Tensor) else \
+            type(time).__name__
+        raise ValueError(f"{name} ({size}) holds neither one time per node "
+                         f"({topology.num_nodes}) nor one per edge "
+                         f"({topology.num_edges})")
+    if isinstance(data, (tuple, list)) and len(data) == 2 and \
+            isinstance(data[0], FeatureStore) and \
+            isinstance(data[1], GraphStore):
+        try:
+            time = data[0].get_tensor(None, time_attr)
+        except KeyError:
+            raise ValueError(f"{name} is not a tensor of the feature store: "
+                             f"put the node times there (group None)"
+                             ) from None
+        time = _check_values(time.reshape(-1), name)
+        if time.numel() != topology.num_nodes:
+            raise ValueError(f"{name} has {time.numel()} entries for "
+                             f"{topology.num_nodes} nodes: a feature store "
+                             f"holds one time per node")
+        return time, 'node'
+    raise NotImplementedError(f"{name} needs a Data or a (FeatureStore, "
+                              f"GraphStore) tuple, got {type(data).__name__}")
+
+
+def seed_times(input_time: Optional[Tensor], seeds: Tensor,
+               node_time: Optional[Tensor], name: str) -> Tensor:
+    r"""Every seed's time: :obj:`input_time` (one per seed), or the seeds'
+    own node times; edge-level times need :obj:`input_time`."""
+    if input_time is None:
+        if node_time is None:
+            raise ValueError(f"the graph's times are edge-level: give every "
+                             f"seed its time with {name!r}")
+        return node_time.index_select(0, seeds)
+    return input_time
+
+
+class TemporalIndex:
+    r"""The in-edges of every node of :obj:`topology` sorted by time.
+
+    Args:
+        topology (CSCTopology): the graph.
+        time (torch.Tensor): node times (a neighbour's time is its node's)
+            or edge times (indexed by edge id).
+        level (str): ``'node'`` or ``'edge'``.
+
+    Attributes:
+        indices: the source node of every sorted position.
+        positions: the CSC position of :obj:`topology` each sorted position
+            holds (the sampler maps it to the edge id).
+        node_time: the node times (``None`` for edge-level times).
+    """
+
+    def __init__(self, topology: CSCTopology, time: Tensor, level: str):
+        num_nodes = topology.num_nodes
+        indices = topology.indices.long()
+        if level == 'node':
+            edge_time = time.index_select(0, indices)
+        else:
+            edge_time = time
+            if topology.edge_id is not None:
+                edge_time = time.index_select(0, topology.edge_id.long())
+        self.times, rank = torch.unique(edge_time, return_inverse=True)
+        num_ranks = max(self.times.numel(), 1)
+        if num_nodes * num_ranks >= 2**62:
+            raise ValueError(f"{num_nodes} nodes x {num_ranks} distinct "
+                             f"times overflow the sort keys: round the "
+                             f"times (e.g. to seconds)")
+        dst = torch.repeat_interleave(torch.arange(num_nodes),
+                                      topology.indptr.diff())
+        key = dst * num_ranks + rank
+        self.keys, self.positions = torch.sort(key, stable=True)
+        self.indices = indices.index_select(0, self.positions)
+        self.num_ranks = num_ranks
+        self.level = level
+        self.node_time = time if level == 'node' else None
+        self._time_order: Optional[Tuple[Tensor, Tensor]] = None
+
+    def cast(self, time: Tensor, name: str) -> Tensor:
+        r""":obj:`time` in the index's dtype (integer times refuse
+        fractional seed times, which would be rounded)."""
+        time = _check_values(time, name)
+        if self.times.dtype == torch.int64 and time.dtype.is_floating_point:
+            raise TypeError(f"{name} holds floating-point times but the "
+                            f"graph's times are integers: pass integer "
+                            f"times (e.g. time.long())")
+        return time.to(self.times.dtype)
+
+    def valid_counts(self, nodes: Tensor, start: Tensor, deg: Tensor,
+                     time: Tensor) -> Tensor:
+        r"""How many in-edges of each of :obj:`nodes` (CSC segments
+        :obj:`start`, :obj:`deg`) are not later than :obj:`time`: a prefix
+        of the time-sorted segment."""
+        if not self.keys.numel():
+            return torch.zeros_like(deg)
+        rank = torch.searchsorted(self.times, time, right=True) - 1
+        end = torch.searchsorted(self.keys, nodes * self.num_ranks + rank,
+                                 right=True)
+        return torch.minimum((end - start).clamp_(min=0), deg)
+
+    def earlier_nodes(self, count: int, time: Tensor,
+                      generator: Optional[torch.Generator]) -> Tensor:
+        r""":obj:`count` nodes drawn uniformly among those not later than
+        ``time[i % len(time)]`` (node-level times)."""
+        if self._time_order is None:
+            self._time_order = torch.sort(self.node_time)
+        sorted_time, order = self._time_order
+        time = time.repeat((count + time.numel() - 1) //
+                           max(time.numel(), 1))[:count]
+        valid = torch.searchsorted(sorted_time, time, right=True)
+        if bool((valid == 0).any()):
+            bad = time[valid == 0][0].item()
+            raise ValueError(f"temporal negative sampling: no node is as "
+                             f"early as seed time {bad} (the earliest node "
+                             f"time is {sorted_time[0].item()})")
+        u = torch.rand(count, dtype=torch.float64, generator=generator)
+        pick = torch.minimum((u * valid).long(), valid - 1)
+        return order.index_select(0, pick)
+
+
+def draw_before(draw: Any, count: int, time: Tensor, node_time: Tensor,
+                generator: Optional[torch.Generator]) -> Tensor:
+    r"""Weighted temporal negatives: :obj:`draw` (count -> nodes) redrawn
+    where a node is later than its seed time ``time[i % len(time)]``
+    (bounded rounds, then an error)."""
+    time = time.repeat((count + time.numel() - 1) //
+                       max(time.numel(), 1))[:count]
+    out = draw(count)
+    for _ in range(TIME_ROUNDS):
+        bad = (node_time.index_select(0, out) > time).nonzero().view(-1)
+        if not bad.numel():
+            return out
+        out[bad] = draw(bad.numel())
+    raise ValueError(f"temporal negative sampling: {TIME_ROUNDS} weighted "
+                     f"draws found no node as early as the seed times; give "
+                     f"early nodes weight or drop the weights")

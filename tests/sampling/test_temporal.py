@@ -1,0 +1,201 @@
+r"""Temporal sampling (``time_attr``): neighbours never later than their
+seed's time, ``'last'`` takes the most recent, and loaders' temporal
+arguments checked."""
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from torch_geometric.data import Data
+from torch_geometric.sampler import NodeSamplerInput
+
+from pyg_fastload import (
+    FastLinkNeighborLoader,
+    FastNeighborLoader,
+    FastNeighborSampler,
+)
+
+
+def timed_graph(num_nodes=60, num_edges=500, seed=0, level='node'):
+    gen = torch.Generator().manual_seed(seed)
+    graph = Data(x=torch.randn(num_nodes, 3, generator=gen),
+                 edge_index=torch.randint(num_nodes, (2, num_edges),
+                                          generator=gen),
+                 num_nodes=num_nodes)
+    count = num_nodes if level == 'node' else num_edges
+    graph.time = torch.randint(0, 100, (count, ), generator=gen)
+    return graph
+
+
+def neighbour_times(graph, out, level):
+    r"""The time of every sampled edge's source (node-level) or of the
+    edge itself, and the seed time of the tree it lies in."""
+    if level == 'node':
+        return graph.time[out.node[out.row]]
+    return graph.time[out.edge]
+
+
+@pytest.mark.reliability(
+    fault='a temporal sample holding a neighbour later than its seed time '
+          '(node- or edge-level times, any hop, uniform or last)',
+    behaviour='every sampled neighbour is at or before the time of the '
+              'seed whose tree it joins')
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 2**16), level=st.sampled_from(['node', 'edge']),
+       strategy=st.sampled_from(['uniform', 'last']),
+       fanout=st.sampled_from([[2, 2], [-1], [3, -1]]))
+def test_no_neighbour_is_later_than_its_seed(seed, level, strategy, fanout):
+    graph = timed_graph(seed=seed, level=level)
+    sampler = FastNeighborSampler(graph, fanout, time_attr='time',
+                                  disjoint=True, temporal_strategy=strategy)
+    gen = torch.Generator().manual_seed(seed)
+    seeds = torch.randint(60, (12, ), generator=gen)
+    times = torch.randint(0, 100, (12, ), generator=gen)
+    out = sampler.sample_from_nodes(NodeSamplerInput(None, seeds, times),
+                                    generator=gen)
+    seed_time = times[out.batch[out.col]]
+    assert bool((neighbour_times(graph, out, level) <= seed_time).all())
+    # trees are the seeds' own: every edge joins two nodes of one tree
+    assert torch.equal(out.batch[out.row], out.batch[out.col])
+
+
+@pytest.mark.reliability(
+    fault='a temporal filter that drops valid neighbours, or "last" that '
+          'is not the most recent',
+    behaviour='fan-out -1 gives exactly the in-neighbours at or before the '
+              'seed time; "last" with fan-out k gives the k latest of them')
+@pytest.mark.parametrize('level', ['node', 'edge'])
+def test_valid_neighbours_all_found_and_last_is_latest(level):
+    graph = timed_graph(level=level)
+    src, dst = graph.edge_index
+    edge_time = graph.time[src] if level == 'node' else graph.time
+    seeds = torch.arange(40)
+    times = torch.randint(0, 100, (40, ),
+                          generator=torch.Generator().manual_seed(1))
+    inputs = NodeSamplerInput(None, seeds, times)
+    every = FastNeighborSampler(graph, [-1], time_attr='time',
+                                disjoint=True).sample_from_nodes(inputs)
+    last = FastNeighborSampler(graph, [2], time_attr='time', disjoint=True,
+                               temporal_strategy='last'
+                               ).sample_from_nodes(inputs)
+    for i in range(40):
+        valid = ((dst == i) & (edge_time <= times[i])).nonzero().view(-1)
+        got = every.edge[every.batch[every.col] == i]
+        assert sorted(got.tolist()) == sorted(valid.tolist())
+        latest = torch.sort(edge_time[valid], descending=True).values[:2]
+        picked = last.edge[last.batch[last.col] == i]
+        assert sorted(edge_time[picked].tolist()) == sorted(latest.tolist())
+
+
+def test_uniform_draws_every_valid_neighbour_evenly():
+    # node 0 has 6 in-neighbours at times 0..5; seed time 3: 4 are valid
+    graph = Data(x=torch.zeros(7, 1), edge_index=torch.tensor(
+        [[1, 2, 3, 4, 5, 6], [0, 0, 0, 0, 0, 0]]),
+        time=torch.tensor([9, 0, 1, 2, 3, 4, 5]))
+    sampler = FastNeighborSampler(graph, [1], time_attr='time', disjoint=True)
+    inputs = NodeSamplerInput(None, torch.zeros(4000, dtype=torch.long),
+                              torch.full((4000, ), 3))
+    out = sampler.sample_from_nodes(
+        inputs, generator=torch.Generator().manual_seed(0))
+    counts = torch.bincount(out.node[out.row], minlength=7)
+    assert counts[[0, 5, 6]].sum() == 0
+    # 1000 expected per valid neighbour; 4 sigma is about +-110
+    assert bool(((counts[1:5] - 1000).abs() < 130).all()), counts
+
+
+@pytest.mark.reliability(
+    fault='a temporal loader whose pipelined batches differ from the '
+          'sequential ones, or that ignores input_time',
+    behaviour='equal batches either way; the seeds carry their input '
+              'times and no neighbour is later')
+def test_temporal_node_loader_pipelined_equals_sequential():
+    graph = timed_graph(num_nodes=200, num_edges=2000)
+    times = torch.randint(20, 100, (200, ),
+                          generator=torch.Generator().manual_seed(3))
+
+    def run(pipeline):
+        loader = FastNeighborLoader(
+            graph, [4, 3], input_nodes=torch.arange(200), input_time=times,
+            time_attr='time', disjoint=True, batch_size=32,
+            pipeline=pipeline, shuffle=True,
+            generator=torch.Generator().manual_seed(5))
+        return list(loader)
+
+    sequential, pipelined = run(False), run(True)
+    for a, b in zip(sequential, pipelined):
+        assert torch.equal(a.n_id, b.n_id)
+        assert torch.equal(a.edge_index, b.edge_index)
+        assert torch.equal(a.seed_time, times[a.input_id])
+        tree_time = a.seed_time[a.batch]
+        assert bool((graph.time[a.n_id] <= tree_time)[a.batch_size:].all())
+
+
+@pytest.mark.reliability(
+    fault='a temporal link batch with a neighbour or a negative later '
+          'than its label edge, or label times lost',
+    behaviour='every node of a label edge\'s trees and every negative is '
+              'at or before the edge\'s time; edge_label_time is returned')
+@pytest.mark.parametrize('neg', ['binary', 'triplet'])
+def test_temporal_link_batches_respect_label_times(neg):
+    graph = timed_graph(num_nodes=300, num_edges=3000, seed=4)
+    label = graph.edge_index[:, :200]
+    label_time = torch.maximum(graph.time[label[0]], graph.time[label[1]])
+    loader = FastLinkNeighborLoader(
+        graph, [4, 2], edge_label_index=label, edge_label_time=label_time,
+        time_attr='time', disjoint=True, neg_sampling=neg, batch_size=50,
+        generator=torch.Generator().manual_seed(0))
+    for batch in loader:
+        when = label_time[batch.input_id]
+        tree_time = when[batch.batch]
+        assert bool((graph.time[batch.n_id] <= tree_time).all())
+        if neg == 'binary':
+            assert torch.equal(batch.edge_label_time[:50], when)
+            assert batch.edge_label_index.size(1) == 100
+        else:
+            assert torch.equal(batch.seed_time, when)
+            # each negative's tree is its positive's
+            assert torch.equal(batch.batch[batch.dst_neg_index],
+                               torch.arange(50))
+
+
+def test_bad_temporal_input_is_named():
+    graph = timed_graph()
+    edge_timed = timed_graph(level='edge')
+    cases = [
+        (dict(time_attr='time'), ValueError, "set 'disjoint=True'"),
+        (dict(input_time=torch.ones(60, dtype=torch.long), disjoint=True),
+         ValueError, "'input_time' was given but 'time_attr' was not"),
+        (dict(time_attr='time', disjoint=True,
+              input_time=torch.ones(5, dtype=torch.long)),
+         ValueError, "'input_time' has 5 entries for 60 seed nodes"),
+        (dict(time_attr='time', disjoint=True, temporal_strategy='first'),
+         ValueError, "'temporal_strategy='first'' is not one of"),
+        (dict(time_attr='time', disjoint=True, weight_attr='time'),
+         NotImplementedError, 'weighted temporal sampling'),
+    ]
+    for kwargs, error, match in cases:
+        with pytest.raises(error, match=match):
+            FastNeighborLoader(graph, [2], **kwargs)
+    float_time = FastNeighborLoader(graph, [2], time_attr='time',
+                                    disjoint=True, input_time=torch.ones(60))
+    with pytest.raises(TypeError, match="'input_time' holds floating-point "
+                       "times but the graph's times are integers"):
+        next(iter(float_time))
+    with pytest.raises(ValueError, match="edge-level: give every seed its "
+                       "time with 'input_time'"):
+        next(iter(FastNeighborLoader(edge_timed, [2], time_attr='time',
+                                     disjoint=True)))
+    graph.time = graph.time.view(-1, 1).repeat(1, 2)
+    with pytest.raises(ValueError, match=r"holds neither one time per node"):
+        FastNeighborLoader(graph, [2], time_attr='time', disjoint=True)
+    graph.time = torch.zeros(60, dtype=torch.bool)
+    with pytest.raises(TypeError, match="has dtype torch.bool"):
+        FastNeighborLoader(graph, [2], time_attr='time', disjoint=True)
+    label = edge_timed.edge_index[:, :10]
+    with pytest.raises(ValueError, match=r"'edge_label_time' is \[3\]: give "
+                       r"one time per label edge"):
+        FastLinkNeighborLoader(edge_timed, [2], edge_label_index=label,
+                               edge_label_time=torch.ones(3), disjoint=True,
+                               time_attr='time')
+    with pytest.raises(ValueError, match="got only 'time_attr'"):
+        FastLinkNeighborLoader(edge_timed, [2], edge_label_index=label,
+                               disjoint=True, time_attr='time')
