@@ -14,7 +14,9 @@ Run ``pyg-fastload bench loader --preset products-like`` or
 (``--preset mag-like --fanout 15 10``) the same comparison runs on a
 ``HeteroData`` (:mod:`pyg_fastload.bench.hetero_loader`); with ``--task
 link`` the link-level loaders are compared
-(:mod:`pyg_fastload.bench.link_loader`).
+(:mod:`pyg_fastload.bench.link_loader`), with ``--task temporal`` our
+temporal loader beside the one without times
+(:mod:`pyg_fastload.bench.temporal_loader`).
 """
 from __future__ import annotations
 
@@ -51,9 +53,11 @@ GiB = 2**30
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_graph_arguments(parser, HETERO_PRESETS)
-    parser.add_argument('--task', choices=('node', 'link'), default='node',
-                        help='node-level loaders, or link-level ones '
-                        '(label edges with binary negatives, ratio 1)')
+    parser.add_argument('--task', choices=('node', 'link', 'temporal'),
+                        default='node',
+                        help='node-level loaders, link-level ones (label '
+                        'edges with binary negatives, ratio 1), or our '
+                        'temporal node loader beside the one without times')
     parser.add_argument('--scale', type=float, default=1.0,
                         help="a heterogeneous preset's node and edge counts "
                         "times this (in (0, 1]; default 1)")
@@ -88,6 +92,12 @@ def run(args: argparse.Namespace) -> Dict[str, float]:
                              "supported yet)")
         from .link_loader import run_link
         return run_link(args)
+    if args.task == 'temporal':
+        if args.preset in HETERO_PRESETS:
+            raise ValueError("'--task temporal' takes a homogeneous preset "
+                             "(temporal sampling is homogeneous so far)")
+        from .temporal_loader import run_temporal
+        return run_temporal(args)
     if args.preset in HETERO_PRESETS:
         from .hetero_loader import run_hetero
         return run_hetero(args)

@@ -13,6 +13,7 @@ both threads.
 """
 from __future__ import annotations
 
+import atexit
 import os
 import queue
 import threading
@@ -34,6 +35,36 @@ STAGE_NICENESS = 10
 #: Niceness of the sampling stage: it works on newer batches than the
 #: loading stage, so it yields to it (ByteGNN: older batch first).
 SAMPLING_NICENESS = STAGE_NICENESS + 2
+
+
+#: Seconds the interpreter's exit waits for each running stage thread.
+EXIT_JOIN_SECONDS = 5.0
+
+# The stop flag and threads of every pipeline started, pruned as they end.
+_running: list = []
+_running_lock = threading.Lock()
+
+
+def _register(stop: threading.Event, threads: list) -> None:
+    with _running_lock:
+        _running[:] = [(e, ts) for e, ts in _running
+                       if any(t.is_alive() for t in ts)]
+        _running.append((stop, threads))
+
+
+@atexit.register
+def _stop_all_stages() -> None:
+    r"""At interpreter exit (a finished script, Ctrl-C), stops every stage
+    thread still running and waits for it: a daemon thread killed inside a
+    torch op aborts the process ("terminate called without an active
+    exception")."""
+    with _running_lock:
+        running = list(_running)
+    for stop, _ in running:
+        stop.set()
+    for _, threads in running:
+        for thread in threads:
+            thread.join(EXIT_JOIN_SECONDS)
 
 
 def _isolate_stage(niceness: int) -> None:
@@ -363,6 +394,7 @@ class PipelineIterator:
         ]
         for thread in self.threads:
             thread.start()
+        _register(self.shared.stop, self.threads)
         self.done = False
         self.owner: Any = None  # what the stages serve; kept alive by us
 

@@ -310,3 +310,36 @@ def test_ctrl_c_while_waiting_stops_the_threads(data):
     release.set()
     assert not wait_for_no_stage_threads()
     del iterator  # kept alive until here, as an interactive session keeps it
+
+
+EXIT_SCRIPT = '''
+import torch
+from torch_geometric.data import Data
+from pyg_fastload import FastNeighborLoader
+n = 2000
+g = Data(x=torch.randn(n, 8), edge_index=torch.randint(n, (2, 20000)))
+def slow(batch):  # the loading stage is inside a torch op at exit
+    a = torch.randn(1500, 1500)
+    for _ in range(3):
+        a = a @ a / 1500
+    return batch
+it = iter(FastNeighborLoader(g, [5, 5], batch_size=64, pipeline=True,
+                             transform=slow))
+next(it)
+'''
+
+
+@pytest.mark.reliability(
+    fault='the interpreter exiting (end of script, Ctrl-C) while a stage '
+          'thread runs a torch op: "terminate called without an active '
+          'exception", exit 134',
+    behaviour='the stages are stopped and joined at exit; the process '
+              'exits 0 without an abort')
+def test_exit_during_a_pipelined_epoch_does_not_abort():
+    import subprocess
+    import sys
+    for _ in range(2):  # the abort hit about half the exits before
+        done = subprocess.run([sys.executable, '-c', EXIT_SCRIPT],
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert 'terminate called' not in done.stderr
