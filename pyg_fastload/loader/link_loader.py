@@ -15,9 +15,9 @@ from torch_geometric.sampler import SamplerOutput
 from torch_geometric.sampler.base import NegativeSampling, SubgraphType
 
 from ..sampling import FastNeighborSampler
-from .feature_join import FeatureJoin, pooled_attrs
+from .feature_join import pooled_attrs
 from .inputs import check_has_features
-from .pipeline import DeviceTransfer, new_breakdown
+from .pipelined import PipelinedLoader, SampleFn
 
 __all__ = ['FastLinkNeighborLoader']
 
@@ -56,7 +56,7 @@ def _check_label_edges(edge_label_index: Any, edge_label: Any,
                          f"label per column of 'edge_label_index'")
 
 
-class FastLinkNeighborLoader(LinkLoader):
+class FastLinkNeighborLoader(PipelinedLoader, LinkLoader):
     r"""Mini-batches of label edges with their sampled neighbourhoods:
     PyG's ``LinkNeighborLoader`` arguments and batches (``edge_label_index``
     in batch-local ids and ``edge_label``, or ``src_index`` /
@@ -94,8 +94,10 @@ class FastLinkNeighborLoader(LinkLoader):
             (drawn pairs checked against the sorted edge keys and redrawn;
             an error names a source node linked to every node).
         replace, subgraph_type, disjoint, weight_attr, directed, transform,
-        transform_sampler_output, filter_per_worker: as in
-            :class:`~pyg_fastload.FastNeighborLoader`.
+        transform_sampler_output, filter_per_worker, pipeline,
+        queue_capacity, run_ahead, device: as in
+            :class:`~pyg_fastload.FastNeighborLoader` (batches are identical
+            pipelined or not).
         **kwargs: :class:`torch.utils.data.DataLoader` arguments
             (``batch_size``, ``shuffle``, ``num_workers``, ``generator``).
     """
@@ -119,6 +121,10 @@ class FastLinkNeighborLoader(LinkLoader):
         transform_sampler_output: Optional[Callable] = None,
         filter_per_worker: Optional[bool] = None,
         directed: bool = True,
+        pipeline: Union[bool, str] = 'auto',
+        queue_capacity: int = 2,
+        run_ahead: Union[str, int] = 'adaptive',
+        device: Optional[Union[str, torch.device]] = None,
         **kwargs: Any,
     ):
         if isinstance(data, HeteroData) or isinstance(
@@ -167,10 +173,7 @@ class FastLinkNeighborLoader(LinkLoader):
                                  f"time per label edge, a 1-D tensor of "
                                  f"{count}")
             sampler.temporal.cast(edge_label_time, "'edge_label_time'")
-        self._generator = kwargs.get('generator')
         self.strict_negatives = bool(strict_negatives)
-        self._join = FeatureJoin(DeviceTransfer(None), max_buffers=4)
-        self.time_breakdown = new_breakdown()
         super().__init__(
             data=data, link_sampler=sampler,
             # PyG reads stores' label edges as (edge type, tensor)
@@ -181,31 +184,46 @@ class FastLinkNeighborLoader(LinkLoader):
             transform=transform,
             transform_sampler_output=transform_sampler_output,
             filter_per_worker=filter_per_worker, **kwargs)
+        self.setup_pipeline(pipeline, queue_capacity, run_ahead, device)
+
+    def batch_sampling(self) -> SampleFn:
+        sampler, inputs = self.link_sampler, self.input_data
+        neg_sampling, strict = self.neg_sampling, self.strict_negatives
+
+        def sample(index: Any, generator: torch.Generator) -> SamplerOutput:
+            return sampler.sample_from_edges(
+                inputs[index], neg_sampling=neg_sampling,
+                generator=generator, strict=strict)
+        return sample
 
     def collate_fn(self, index: Union[Tensor, List[int]]) -> Any:
-        r"""Samples a batch of label edges, drawing from the loader's
-        generator in the main process (from the worker's RNG in a
-        worker)."""
-        inputs = self.input_data[index]
-        generator = self._generator if get_worker_info() is None else None
+        r"""Samples a batch of label edges in a worker process
+        (``num_workers > 0``), from the worker's RNG."""
         out = self.link_sampler.sample_from_edges(
-            inputs, neg_sampling=self.neg_sampling, generator=generator,
+            self.input_data[index], neg_sampling=self.neg_sampling,
             strict=self.strict_negatives)
         if self.filter_per_worker:
             out = self.filter_fn(out)
         return out
 
     def filter_fn(self, out: SamplerOutput) -> Data:
-        r"""A ``Data``'s batch with its feature matrices gathered into
-        recycled buffers (the node loader's join; in the main process), and
-        the label edges in PyG's layout."""
-        if get_worker_info() is not None or not isinstance(
-                self.data, Data) or not pooled_attrs(self.data):
+        r"""The batch with its features joined as the node loader joins
+        them (a ``Data``'s matrices into recycled buffers, a
+        :class:`~pyg_fastload.storage.TieredFeatureStore` through its
+        tiers; in the main process), and the label edges in PyG's
+        layout."""
+        store = self._feature_source
+        pooled = pooled_attrs(self.data) if isinstance(self.data,
+                                                       Data) else []
+        if get_worker_info() is not None or (store is None and not pooled):
             return super().filter_fn(out)
         if self.transform_sampler_output:
             out = self.transform_sampler_output(out)
-        data = self._join.from_data(self.data, pooled_attrs(self.data), out,
-                                    self.time_breakdown)
+        if store is not None:
+            data = self._join.from_source(store, out, self.time_breakdown)
+        else:
+            data = self._join.from_data(self.data, pooled, out,
+                                        self.time_breakdown)
         data.n_id, data.e_id, data.batch = out.node, out.edge, out.batch
         data.num_sampled_nodes = out.num_sampled_nodes
         data.num_sampled_edges = out.num_sampled_edges

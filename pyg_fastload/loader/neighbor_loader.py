@@ -3,9 +3,7 @@ r"""``FastNeighborLoader``: PyG's ``NeighborLoader`` API over the vectorized
 :class:`~pyg_fastload.sampling.HeteroNeighborSampler` on ``HeteroData``)."""
 from __future__ import annotations
 
-import threading
-import weakref
-from typing import Any, Callable, Iterator, List, Optional, Union
+from typing import Any, Callable, List, Optional, Union
 
 import torch
 from torch import Tensor
@@ -15,12 +13,10 @@ from torch_geometric.loader import NodeLoader
 from torch_geometric.sampler import HeteroSamplerOutput, SamplerOutput
 from torch_geometric.sampler.base import SubgraphType
 
-from ..config import PipelineSettings
 from ..sampling import FastNeighborSampler, HeteroNeighborSampler, HopSampler
 from ..storage import FeatureSource
-from .feature_join import FeatureJoin, pooled_attrs
+from .feature_join import pooled_attrs
 from .inputs import (
-    check_device,
     check_has_features,
     check_hetero_features,
     check_hetero_input_nodes,
@@ -30,37 +26,12 @@ from .inputs import (
     check_sorted_by_destination,
     check_temporal,
 )
-from .pipeline import (
-    DeviceTransfer,
-    PipelineIterator,
-    SequentialIterator,
-    new_breakdown,
-)
-from .scheduler import RunAheadScheduler
+from .pipelined import PIPELINE_MIN_LOAD_SHARE, PipelinedLoader, SampleFn
 
 __all__ = ['FastNeighborLoader', 'PIPELINE_MIN_LOAD_SHARE']
 
-#: ``pipeline='auto'`` pipelines once sampling + loading took at least this
-#: share of a sequential epoch.
-PIPELINE_MIN_LOAD_SHARE = 0.1
-#: ... measured over at least this many batches (or a whole shorter epoch).
-AUTO_MIN_BATCHES = 4
 
-
-def _weak_join(loader: 'FastNeighborLoader') -> Callable[[Any], Any]:
-    r"""The loader's join for its loading thread, without keeping the
-    loader alive."""
-    method = weakref.WeakMethod(loader.filter_fn)
-
-    def join(out: SamplerOutput) -> Any:
-        filter_fn = method()
-        if filter_fn is None:
-            raise RuntimeError('the loader was deleted')
-        return filter_fn(out)
-    return join
-
-
-class FastNeighborLoader(NodeLoader):
+class FastNeighborLoader(PipelinedLoader, NodeLoader):
     r"""A drop-in replacement for
     :class:`torch_geometric.loader.NeighborLoader`.
 
@@ -228,37 +199,7 @@ class FastNeighborLoader(NodeLoader):
             filter_per_worker=filter_per_worker,
             **kwargs,
         )
-        self.settings = PipelineSettings(pipeline, queue_capacity, run_ahead)
-        self.device = check_device(device, self.num_workers)
-        self._transfer = DeviceTransfer(self.device)
-        self._scheduler: Optional[RunAheadScheduler] = None
-        self.time_breakdown = new_breakdown()
-        self._auto_decision: Optional[bool] = None
-        # The consumer's batch, the queued ones and the one being loaded.
-        self._join = FeatureJoin(self._transfer,
-                                 max_buffers=queue_capacity + 3)
-        # The stop flags of this loader's running pipelines (set when the
-        # loader is deleted; the loader holds no iterator).
-        self._stops: List[threading.Event] = []
-
-    @property
-    def pipeline(self) -> Union[bool, str]:
-        return self.settings.pipeline
-
-    @property
-    def queue_capacity(self) -> int:
-        return self.settings.queue_capacity
-
-    @property
-    def run_ahead(self) -> Union[str, int]:
-        return self.settings.run_ahead
-
-    @property
-    def _feature_source(self) -> Optional[FeatureSource]:
-        if isinstance(self.data, (tuple, list)) and isinstance(
-                self.data[0], FeatureSource):
-            return self.data[0]
-        return None
+        self.setup_pipeline(pipeline, queue_capacity, run_ahead, device)
 
     def filter_fn(self, out: SamplerOutput) -> Data:
         r"""Joins the sampled subgraph with its node and edge attributes.
@@ -319,90 +260,13 @@ class FastNeighborLoader(NodeLoader):
         data[input_type].batch_size = out.metadata[0].size(0)
         return data if self.transform is None else self.transform(data)
 
-    def _get_iterator(self) -> Iterator:
-        if self.num_workers > 0:  # PyG's path: sampling in worker processes
-            return super()._get_iterator()
-        # Everything random is drawn here, in the consumer's thread and in
-        # order, so pipelined and sequential iteration give the same batches.
-        batches = list(self.batch_sampler)
-        epoch_seed = int(torch.randint(0, 2**62, (1, ),
-                                       generator=self.generator))
-
-        # The stage threads hold no reference to the loader (see below).
+    def batch_sampling(self) -> SampleFn:
         sampler, inputs = self.node_sampler, self.input_data
 
-        def sampled() -> Iterator[SamplerOutput]:
-            for i, index in enumerate(batches):
-                generator = torch.Generator().manual_seed(
-                    (epoch_seed + i * 0x9E3779B97F4A7C15) % 2**63)
-                yield sampler.sample_from_nodes(inputs[index],
-                                                generator=generator)
-
-        store = self._feature_source
-        depth = store.lookahead_depth if store is not None else 0
-
-        def on_sampled(out: SamplerOutput) -> None:
-            if depth and isinstance(out, SamplerOutput):
-                store.announce(out.node)
-
-        pipelined = self._use_pipeline()
-        self.time_breakdown = new_breakdown()
-        if pipelined:
-            sample_capacity = max(self.queue_capacity, depth)
-            iterator = PipelineIterator(
-                sampled(), on_sampled, _weak_join(self), self.queue_capacity,
-                sample_capacity, self.time_breakdown,
-                self._new_scheduler(sample_capacity + self.queue_capacity),
-                self._transfer)
-            # The iterator keeps the loader alive (`next(iter(Loader(...)))`
-            # must work); the threads do not, so dropping the iterator, or
-            # the loader with its iterators, stops them.
-            iterator.owner = self
-            self._stops = [e for e in self._stops if not e.is_set()]
-            self._stops.append(iterator.shared.stop)
-            return iterator
-        return SequentialIterator(sampled(), on_sampled, self.filter_fn,
-                                  depth, self.time_breakdown, self._transfer)
-
-    def _new_scheduler(self, bound: int) -> RunAheadScheduler:
-        r"""This epoch's run-ahead scheduler; an adaptive one starts from the
-        sampling and model times measured in the previous epoch."""
-        if self.run_ahead != 'adaptive':
-            return RunAheadScheduler(self.run_ahead, self.run_ahead)
-        last = self._scheduler
-        self._scheduler = RunAheadScheduler(
-            1, bound, avg_sample=last and last.avg_sample,
-            avg_train=last and last.avg_train)
-        return self._scheduler
-
-    def _use_pipeline(self) -> bool:
-        if self.pipeline != 'auto':
-            return bool(self.pipeline)
-        if self._auto_decision is None:
-            last = self.time_breakdown
-            # Decide on a full epoch, or on the batches a consumer took
-            # before it stopped (e.g. Lightning's limit_train_batches).
-            if last['batches'] < min(len(self), AUTO_MIN_BATCHES):
-                return False
-            share = (last['sampling'] + last['feature_loading']) / max(
-                last['epoch'], 1e-9)
-            self._auto_decision = share >= PIPELINE_MIN_LOAD_SHARE
-        return self._auto_decision
-
-    def __getstate__(self) -> dict:
-        r"""What worker processes get (``num_workers > 0``, e.g. with
-        ``multiprocessing_context='spawn'``): not the generator, whose state
-        cannot travel through shared memory and which the workers never use
-        (shuffling happens here; workers are seeded from it), nor the stop
-        flags of this process's pipelines."""
-        state = self.__dict__.copy()
-        state['generator'] = None
-        state['_stops'] = []
-        return state
-
-    def __del__(self) -> None:
-        for stop in getattr(self, '_stops', ()):
-            stop.set()
+        def sample(index: Any, generator: torch.Generator) -> SamplerOutput:
+            return sampler.sample_from_nodes(inputs[index],
+                                             generator=generator)
+        return sample
 
     def __repr__(self) -> str:
         return f'{self.__class__.__name__}({self.node_sampler})'

@@ -206,3 +206,33 @@ def test_strict_negatives_are_never_edges():
                        'every node'):
         next(iter(loader(full, neg_sampling='triplet', strict_negatives=True,
                          edge_label_index=full.edge_index[:, :1])))
+
+
+@pytest.mark.reliability(
+    fault='a pipelined link loader whose batches differ from sequential '
+          'ones, or a tiered feature store serving other rows to link '
+          'batches',
+    behaviour='pipelined, sequential and tiered-store (host cache) link '
+              'batches are equal: nodes, edges, labels and features')
+def test_link_batches_pipelined_and_through_tiers_are_equal():
+    from pyg_fastload import FeatureCache, stores_from_data
+    graph = random_graph()
+    del graph.edge_attr  # the tiers hold node features
+    stores = stores_from_data(graph, FeatureCache(host_budget=0.3))
+    label = graph.edge_index[:, :120]
+    runs = [list(loader(data, shuffle=True, pipeline=flag,
+                        neg_sampling='binary', edge_label_index=label))
+            for data, flag in ((graph, False), (graph, True),
+                               (stores, True))]
+    assert len(runs[0]) == 3
+    for batches in zip(*runs):
+        first = batches[0]
+        for other in batches[1:]:
+            for key in ('n_id', 'e_id', 'edge_index', 'edge_label_index',
+                        'edge_label', 'input_id'):
+                assert torch.equal(first[key], other[key]), key
+            assert torch.equal(other.x, graph.x[other.n_id])
+    served = stores[0].stats()['x']  # requests of one pass, both tiers
+    assert served['host']['hits'] > 0 and served['storage']['hits'] > 0
+    assert served['host']['requests'] == sum(
+        b.num_nodes for b in runs[2])
