@@ -1,5 +1,5 @@
 r"""Lightning integration for pyg-fastload: the data module, the node
-classifier and the callbacks behind ``pyg-fastload fit``. Imported as
+classifier, the link predictor and the callbacks behind ``pyg-fastload fit``. Imported as
 ``pyg_fastload.lightning``; its source folder is ``lightning_modules/``,
 the old import name, which :mod:`.old_name` keeps working."""
 import sys
@@ -12,9 +12,10 @@ if __name__ == 'lightning_modules':  # a checkout's folder, by its old name
                   stacklevel=2)
     sys.modules[__name__] = importlib.import_module('pyg_fastload.lightning')
 from .callbacks import LoaderMonitor
-from .datamodule import FastLoadDataModule, FeatureCache
+from .datamodule import FastLoadDataModule, FeatureCache, LinkOptions
 from .dist_monitor import DistributedMonitor
 from .errors import ConfigError, config_section
+from .link_predictor import ENCODERS, LinkPredictor
 from .node_classifier import MODELS, NodeClassifier
 from .old_name import install
 from .report import make_report
@@ -26,6 +27,9 @@ __all__ = [
     'FeatureCache',
     'NodeClassifier',
     'MODELS',
+    'LinkPredictor',
+    'LinkOptions',
+    'ENCODERS',
     'LoaderMonitor',
     'DistributedMonitor',
     'make_report',

@@ -1,20 +1,24 @@
 r"""``pyg-fastload fit|validate|test|predict``: LightningCLI over
-:class:`NodeClassifier` and :class:`FastLoadDataModule`."""
+:class:`NodeClassifier` (or :class:`LinkPredictor`) and
+:class:`FastLoadDataModule`."""
 from __future__ import annotations
 
 import os
 import re
 from pathlib import Path
-from typing import List, Optional
+from typing import Any, List, Optional
 
+import pytorch_lightning as pl
 from jsonargparse import set_parsing_settings
 from pytorch_lightning.cli import LightningCLI
 
 from pyg_fastload.config import FeatureCache, SettingError
+from pyg_fastload.modes import ModeOptions
+from pyg_fastload.modes.link import LinkOptions
 
+from .cli_errors import ConciseParser
 from .datamodule import FastLoadDataModule
 from .errors import ConfigError, config_section
-from .node_classifier import NodeClassifier
 
 __all__ = ['FastLoadCLI', 'SUBCOMMANDS', 'IMPORT_ALLOWLIST', 'ALLOW_ENV',
            'run_cli', 'restrict_imports']
@@ -59,8 +63,15 @@ class FastLoadCLI(LightningCLI):
     distributed monitor callbacks, seed 0, and configuration
     errors reported with their config key
     (``data.feature_cache.host_budget``) before anything trains."""
+    def add_arguments_to_parser(self, parser: Any) -> None:
+        r"""``model`` defaults to :class:`NodeClassifier` (a config's
+        ``model:`` keys are its arguments); ``model: class_path:
+        LinkPredictor`` picks the link predictor."""
+        parser.set_defaults({'model': {
+            'class_path': 'pyg_fastload.lightning.NodeClassifier'}})
+
     def instantiate_classes(self) -> None:
-        self._check_feature_cache()
+        self._check_nested()
         try:
             super().instantiate_classes()
             with config_section('data'):
@@ -68,24 +79,39 @@ class FastLoadCLI(LightningCLI):
                     self.trainer.strategy.root_device)
             # The dataset's shape and labels, checked before the model
             # allocates anything by them.
-            self.datamodule.num_classes  # noqa: B018 (reads and checks)
-        except ConfigError as error:
-            self.parser.error(f"config key '{error.config_key}': "
-                              f"{error.detail}")
+            if self.datamodule.task == 'node':
+                self.datamodule.num_classes  # noqa: B018 (reads, checks)
+        except (ConfigError, ValueError) as error:
+            # the model is built inside jsonargparse (subclass mode), which
+            # wraps its ConfigError in a ValueError
+            cause: Optional[BaseException] = error
+            while cause is not None and not isinstance(cause, ConfigError):
+                cause = cause.__cause__
+            if cause is None:
+                raise
+            self.parser.error(f"config key '{cause.config_key}': "
+                              f"{cause.detail}")
 
-    def _check_feature_cache(self) -> None:
-        r"""Validates ``data.feature_cache`` first, so its errors name the
-        key instead of coming back as a failed type match."""
+    def _check_nested(self) -> None:
+        r"""Validates the data module's nested settings first
+        (``data.feature_cache``, ``data.link``, ``data.mode_options``), so
+        their errors name the key instead of coming back as a failed type
+        match."""
         config = self.config[self.subcommand] if self.subcommand else \
             self.config
-        cache = config.get('data.feature_cache')
-        if cache is None:
-            return
-        try:
-            FeatureCache(**cache.as_dict())
-        except SettingError as error:
-            self.parser.error(f"config key 'data.feature_cache.{error.key}'"
-                              f": {error.detail}")
+        for section, cls in (('feature_cache', FeatureCache),
+                             ('link', LinkOptions),
+                             ('mode_options', ModeOptions)):
+            value = config.get(f'data.{section}')
+            if value is None:
+                continue
+            try:
+                cls(**value.as_dict())
+            except SettingError as error:
+                key = error.key if error.key.startswith(section) else \
+                    f'{section}.{error.key}'
+                self.parser.error(f"config key 'data.{key}': "
+                                  f"{error.detail}")
 
     def after_fit(self) -> None:
         trainer = self.trainer
@@ -116,11 +142,12 @@ def run_cli(args: Optional[List[str]] = None) -> FastLoadCLI:
 
     restrict_imports()
     return FastLoadCLI(
-        NodeClassifier, FastLoadDataModule,
+        pl.LightningModule, FastLoadDataModule, subclass_mode_model=True,
         trainer_defaults={'callbacks': [LoaderMonitor(),
                                         DistributedMonitor()]},
         seed_everything_default=0,
         save_config_kwargs={'overwrite': True},
         parser_kwargs={'prog': 'pyg-fastload'},
+        parser_class=ConciseParser,
         args=args,
     )

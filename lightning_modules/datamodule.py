@@ -19,11 +19,12 @@ from pyg_fastload.config import FeatureCache
 from pyg_fastload.distributed import Collectives, DistContext, TrafficCounters
 from pyg_fastload.modes import MODES, DatasetSource, LoadingSpec, ModeOptions
 from pyg_fastload.modes.hetero import HeteroSchema
+from pyg_fastload.modes.link import LinkOptions
 from pyg_fastload.storage import FeatureSource
 
 from .errors import ConfigError, config_section
 
-__all__ = ['FastLoadDataModule', 'FeatureCache']
+__all__ = ['FastLoadDataModule', 'FeatureCache', 'LinkOptions']
 
 _SPLITS = ('train', 'val', 'test', 'predict')
 
@@ -85,6 +86,15 @@ class FastLoadDataModule(pl.LightningDataModule):
             group with DSP's leader-ordered launch (``'coordinator'``).
         mode_options (ModeOptions, optional): ``'dsp'``'s layer-wise
             sampling and global seeds, ``'hopgnn'``'s micrograph merging.
+        task (str): ``'node'`` (default: seed nodes, for
+            :class:`NodeClassifier`) or ``'link'``: label edges with
+            negatives through :class:`~pyg_fastload.FastLinkNeighborLoader`
+            (for :class:`LinkPredictor`; homogeneous data, mode
+            ``'replicated'``), the edges split as PyG's ``RandomLinkSplit``
+            does; :obj:`batch_size` counts positive edges,
+            :obj:`eval_batch_size` evaluation label edges.
+        link (LinkOptions, optional): the link task's negatives, split
+            ratios and evaluation (default: :class:`LinkOptions`'s).
     """
     @config_section('data')
     def __init__(
@@ -109,11 +119,16 @@ class FastLoadDataModule(pl.LightningDataModule):
         dist_timeout: float = 300.0,
         launch_order: Literal['groups', 'coordinator'] = 'groups',
         mode_options: Optional[ModeOptions] = None,
+        task: Literal['node', 'link'] = 'node',
+        link: Optional[LinkOptions] = None,
     ):
         super().__init__()
         if mode not in MODES:
             raise ConfigError('mode', f"{mode!r} is not one of "
                               f"{', '.join(MODES)}")
+        if task not in ('node', 'link') or (task == 'node' and link):
+            raise ConfigError('task', f"{task!r} must be 'node' or 'link' "
+                              f"('link' options need task: link)")
         #: Every loading setting, validated once.
         self.spec = LoadingSpec(
             num_neighbors=num_neighbors, batch_size=batch_size,
@@ -124,7 +139,8 @@ class FastLoadDataModule(pl.LightningDataModule):
             adjacency=adjacency, seed=seed, progress=progress, verify=verify,
             launch_order=launch_order,
             mode_options=mode_options or ModeOptions(),
-            dist_timeout=dist_timeout)
+            dist_timeout=dist_timeout,
+            link=(link or LinkOptions()) if task == 'link' else None)
         source = None
         if dataset is not None or partitions is None:
             source = DatasetSource('arxiv-like' if dataset is None
@@ -203,6 +219,11 @@ class FastLoadDataModule(pl.LightningDataModule):
         self.collectives = Collectives(context, self.traffic)
         self.collectives.start_heartbeat()
         self.loading.open(self.collectives, self.device)
+
+    @property
+    def task(self) -> str:
+        r"""``'node'`` or ``'link'``."""
+        return 'node' if self.spec.link is None else 'link'
 
     @config_section('data')
     def _loader(self, split: str) -> FastNeighborLoader:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, ClassVar, Dict, Optional, Tuple
+from typing import Any, ClassVar, Dict, Optional, Tuple, Union
 
 import torch
 from torch import Tensor
@@ -17,8 +17,9 @@ from ..distributed import Collectives, DistributedError
 from ..distributed.collectives import digest
 from ..distributed.seeds import (RankSeedSampler, in_order,
                                  rank_seed_sampler, shard)
-from ..loader import FastNeighborLoader
+from ..loader import FastLinkNeighborLoader, FastNeighborLoader
 from .hetero import target_of
+from .link import LinkSplit, edge_index_of, link_loader
 from .source import DatasetSource, directory_metadata, split_seeds
 from .spec import LoadingSpec, ModeOptions
 
@@ -73,6 +74,13 @@ class LoadingMode:
                 raise SettingError('mode', f"mode {self.name!r} does not "
                                    f"take a HeteroData yet: use mode "
                                    f"'replicated'")
+            if source.is_hetero and spec.link is not None:
+                raise SettingError('task', "'link' takes homogeneous "
+                                   "datasets so far")
+        if spec.link is not None and self.partition_method is not None:
+            raise SettingError('mode', f"task 'link' with mode "
+                               f"{self.name!r} is not implemented yet: use "
+                               f"mode 'replicated'")
         self.spec = spec
         self.source = source
         self.partitions = None if partitions is None else Path(partitions)
@@ -81,6 +89,9 @@ class LoadingMode:
         self.eval_data: Any = None  # what validation/test/predict read
         #: The mode's samplers of the parts (``'train'``, ``'eval'``).
         self.samplers: Dict[str, Any] = {}
+        #: The link split and its message-passing graphs (``task: link``).
+        self.links: Optional[LinkSplit] = None
+        self.link_graphs: Dict[str, Any] = {}
 
     @classmethod
     def accepts_partition(cls, method: str) -> bool:
@@ -139,6 +150,11 @@ class LoadingMode:
             self.data = self.eval_data
         if self.eval_data is None:
             self.eval_data = self.data
+        if self.spec.link is not None:  # the same split on every rank
+            self.links = LinkSplit(*edge_index_of(self.data),
+                                   self.spec.link, self.spec.seed)
+            self.link_graphs = {split: self.links.graph(self.data, split)
+                                for split in ('train', 'test')}
 
     def _agree(self) -> None:
         r"""Every rank compares its mode, loading spec and global seed
@@ -229,11 +245,14 @@ class LoadingMode:
         return data, seeds, in_order(seeds.numel(), collectives)
 
     def loader(self, split: str, generator: torch.Generator,
-               device: Optional[torch.device] = None) -> FastNeighborLoader:
+               device: Optional[torch.device] = None
+               ) -> Union[FastNeighborLoader, FastLinkNeighborLoader]:
         r"""The loader of :obj:`split` (``'train'``, ``'val'``, ``'test'``,
-        ``'predict'``) on this rank, drawing from :obj:`generator`; batches
-        are copied to :obj:`device` by the loader's transfer stage if it is
-        given."""
+        ``'predict'``; link loaders with ``spec.link``) on this rank,
+        drawing from :obj:`generator`; batches are copied to :obj:`device`
+        by the loader's transfer stage if it is given."""
+        if self.links is not None:
+            return link_loader(self, split, generator, device)
         train = split == 'train'
         data, seeds, sampler = self.plan(split, generator)
         extra: Dict[str, Any] = {}

@@ -15,6 +15,7 @@ from ..config import FeatureCache, SettingError, check_fanouts
 from ..distributed.collectives import digest
 from ..distributed.dsp import LAUNCH_ORDERS
 from ..io.format import VERIFY_MODES
+from .link import LinkOptions
 
 __all__ = ['LoadingSpec', 'ModeOptions', 'feature_cache_from', 'RANK_LOCAL']
 
@@ -97,7 +98,8 @@ class LoadingSpec:
     r"""How a run samples and loads its batches, on every rank and in every
     mode: fan-outs and batch sizes (training and evaluation), the feature
     caches, the pipeline, the checks of dataset files, the partitioned
-    modes' settings and the collectives' timeout. Built once (checked in
+    modes' settings, the collectives' timeout and the link prediction
+    options (:obj:`link`; ``None``: node-level batches). Built once (checked in
     :meth:`__post_init__`, which also fills the evaluation defaults and
     accepts dicts for the nested settings); the modes, openers and loaders
     read it, never their own copies of its fields."""
@@ -117,6 +119,7 @@ class LoadingSpec:
     launch_order: str = 'groups'
     mode_options: ModeOptions = field(default_factory=ModeOptions)
     dist_timeout: float = 300.0
+    link: Optional[LinkOptions] = None
 
     def __post_init__(self) -> None:
         put = object.__setattr__  # frozen: normalised once, here
@@ -171,6 +174,13 @@ class LoadingSpec:
             raise SettingError('dist_timeout', f'{self.dist_timeout!r} must '
                                f'be a positive number of seconds')
         put(self, 'dist_timeout', float(self.dist_timeout))
+        if isinstance(self.link, dict):
+            known = sorted(LinkOptions.__dataclass_fields__)
+            unknown = sorted(set(self.link) - set(known))
+            if unknown:
+                raise SettingError('link', f"unknown keys {unknown}; known: "
+                                   f"{known}")
+            put(self, 'link', LinkOptions(**self.link))
 
     def digests(self) -> Dict[str, int]:
         r"""A 63-bit digest of every setting the ranks of a run must share

@@ -200,3 +200,33 @@ def test_sigterm_ends_a_fit_with_status_143(cache_env):
             proc.wait(timeout=30)
     assert proc.returncode == 143, err[-2000:]
     assert 'stopped by SIGTERM' in err
+
+
+@pytest.mark.parametrize('args, expected', [
+    (['--data.feature_cache', '{"polcy": "out_degree"}'],
+     "config key 'data.feature_cache.polcy' is unknown; did you mean "
+     "'data.feature_cache.policy'?"),
+    (['--data.datset', 'tiny'],
+     "config key 'data.datset' is unknown; did you mean 'data.dataset'?"),
+    (['--model.hiden_channels', '8'],
+     "config key 'model.hiden_channels' is unknown; did you mean "
+     "'model.hidden_channels'?"),
+    (['--model.model', 'transformer'],
+     "config key 'model.model': Expected a typing.Literal['sage', 'gcn', "
+     "'gat', 'mlp']. Got value: transformer"),
+    (['--data.link', '{"eval_edges": -3}', '--data.task', 'link'],
+     "config key 'data.link.eval_edges': -3 must be an int >= 0"),
+])
+@pytest.mark.reliability(
+    fault='a typo or a bad value in a nested config key (80 lines of usage '
+          'text, then "Does not validate against any of the Union '
+          'subtypes ... Expected a NoneType")',
+    behaviour='one line naming the full key and what is wrong, the closest '
+              'valid key for an unknown one; no usage text')
+def test_config_errors_are_one_line_with_a_suggestion(args, expected,
+                                                     cache_env, capsys):
+    with pytest.raises(SystemExit):
+        main(['fit', *TINY, '--trainer.max_epochs', '1', *args])
+    err = capsys.readouterr().err
+    assert f'error: {expected}\n' in err
+    assert 'usage:' not in err and len(err.splitlines()) <= 3, err

@@ -1,0 +1,101 @@
+r"""Config errors in one line: jsonargparse's nested messages ("Does not
+validate against any of the Union subtypes ...") reduced to the config key
+at fault and what is wrong with it; an unknown key named with the closest
+valid one. No usage text before it (``--help`` prints that)."""
+from __future__ import annotations
+
+import difflib
+import importlib
+import inspect
+import re
+from typing import IO, Dict, List, NoReturn, Optional
+
+from pytorch_lightning.cli import LightningArgumentParser
+
+__all__ = ['ConciseParser', 'concise']
+
+#: The classes whose arguments each config section takes, for suggestions.
+SECTIONS: Dict[str, List[str]] = {
+    'data': ['pyg_fastload.lightning.FastLoadDataModule'],
+    'model': ['pyg_fastload.lightning.NodeClassifier',
+              'pyg_fastload.lightning.LinkPredictor'],
+    'trainer': ['pytorch_lightning.Trainer'],
+    'data.feature_cache': ['pyg_fastload.config.FeatureCache'],
+    'data.link': ['pyg_fastload.modes.link.LinkOptions'],
+    'data.mode_options': ['pyg_fastload.modes.spec.ModeOptions'],
+}
+
+_KEY = re.compile(r'Parser key "([^"]+)":')
+_CLASS = re.compile(r"Problem with given class_path '([^']+)':")
+_OPTION = re.compile(r"Option '([^']+)' is not accepted")
+_UNKNOWN = re.compile(r"does not accept option '([^']+)'|"
+                      r"unrecognized arguments: --([\w.]+)")
+
+
+def _arguments(path: str) -> List[str]:
+    r"""The ``__init__`` argument names of the class at :obj:`path`."""
+    module, _, name = path.rpartition('.')
+    try:
+        cls = getattr(importlib.import_module(module), name)
+        params = inspect.signature(cls.__init__).parameters
+    except (ImportError, AttributeError, TypeError, ValueError):
+        return []
+    return [p for p in params if p not in ('self', 'args', 'kwargs')]
+
+
+def _unknown(key: str, classes: Optional[List[str]] = None) -> str:
+    r"""``key`` is not a valid config key: the message, with the closest
+    valid key of its section."""
+    section, _, name = key.rpartition('.')
+    if classes is None:
+        classes = SECTIONS.get(section, [])
+    valid = sorted({a for c in classes for a in _arguments(c)})
+    close = difflib.get_close_matches(name, valid, n=1, cutoff=0.6)
+    hint = f"; did you mean '{section}.{close[0]}'?" if close else (
+        f"; valid keys: {', '.join(valid)}" if valid else '')
+    return f"config key '{key}' is unknown{hint}"
+
+
+def concise(message: str) -> str:
+    r"""A one-line form of a jsonargparse error :obj:`message`."""
+    unknown = _UNKNOWN.search(message)
+    if unknown:
+        return _unknown(unknown.group(1) or unknown.group(2))
+    keys = _KEY.findall(message)
+    key = keys[0] if keys else None
+    cls = _CLASS.search(message)
+    option = _OPTION.search(message)
+    if key and option:
+        return _unknown(f'{key}.{option.group(1)}',
+                        [cls.group(1)] if cls else None)
+    if key and cls and len(keys) > 1:  # a nested class's own argument
+        inner = message.rsplit(f'Parser key "{keys[-1]}":', 1)[1]
+        detail = inner.strip().splitlines()[0].strip()
+        return f"config key '{key}.{keys[-1]}': {detail}"
+    if key:
+        lines = [line.strip().lstrip('- ') for line in
+                 message.split(f'Parser key "{key}":', 1)[1].splitlines()
+                 if line.strip()]
+        refused = [line for line in lines if 'is not allowed' in line]
+        after_class = [lines[i + 1] for i, line in enumerate(lines[:-1])
+                       if line.startswith('Problem with given class_path')]
+        plain = [line for line in lines if not line.startswith(
+            ('Does not validate', 'Subtypes:', 'Errors:', 'Given value'))]
+        detail = (refused or after_class or plain or lines or [''])[0]
+        return f"config key '{key}': {detail}"
+    return message.strip().splitlines()[0] if message.strip() else message
+
+
+class ConciseParser(LightningArgumentParser):
+    r"""LightningCLI's parser, printing a config error as one line naming
+    the key (``error: config key 'data.batch_size': ...``) instead of the
+    usage text and jsonargparse's nested report."""
+
+    def error(self, message: str, ex: Optional[Exception] = None
+              ) -> NoReturn:
+        # Nested parsers raise the full message for the outer one to read.
+        super().error(concise(message) if self.exit_on_error else message,
+                      ex)
+
+    def print_usage(self, file: Optional[IO[str]] = None) -> None:
+        r"""Nothing: errors come without the usage text (``--help``)."""

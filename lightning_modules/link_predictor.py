@@ -1,0 +1,248 @@
+r"""``LinkPredictor``: a GNN encoder from ``torch_geometric.nn`` and a
+dot-product or MLP decoder trained on link batches
+(:class:`~pyg_fastload.FastLinkNeighborLoader` or PyG's
+``LinkNeighborLoader``), evaluated as ogbl-citation2 is: every evaluation
+edge ranked against its fixed negatives (MRR, Hits@K), and AUROC over all
+scored pairs."""
+from __future__ import annotations
+
+from typing import Dict, List, Literal, Optional, Tuple
+
+import pytorch_lightning as pl
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+from torch_geometric.data import Data
+from torch_geometric.nn import GAT, GCN, MLP, GraphSAGE
+from torchmetrics import MeanMetric
+from torchmetrics.classification import BinaryAUROC
+
+from .errors import ConfigError, config_section
+
+__all__ = ['LinkPredictor', 'ENCODERS', 'ranking_metrics']
+
+#: Encoders :class:`LinkPredictor` builds.
+ENCODERS = ('sage', 'gcn', 'gat')
+
+
+def ranking_metrics(scores: Tensor, hits: List[int]) -> Dict[str, Tensor]:
+    r"""Per evaluation edge, from :obj:`scores` ``[num_edges, 1 + K]``
+    (the true edge first, then its negatives): the reciprocal rank and
+    Hits@k, with ties ranked halfway (OGB's evaluator)."""
+    pos, neg = scores[:, :1], scores[:, 1:]
+    optimistic = (neg > pos).sum(dim=1)
+    pessimistic = (neg >= pos).sum(dim=1)
+    rank = 0.5 * (optimistic + pessimistic).float() + 1
+    out = {'mrr': 1.0 / rank}
+    for k in hits:
+        out[f'hits@{k}'] = (rank <= k).float()
+    return out
+
+
+class LinkPredictor(pl.LightningModule):
+    r"""Link prediction on sampled subgraphs.
+
+    Node embeddings come from :obj:`encoder` over the batch's subgraph; a
+    pair is scored by the dot product of its endpoints' embeddings or by an
+    MLP on their element-wise product. Training batches carry
+    ``edge_label_index`` / ``edge_label`` (binary negatives: BCE) or
+    ``src_index`` / ``dst_pos_index`` / ``dst_neg_index`` (triplet
+    negatives: BCE or BPR). Evaluation batches (``task: link`` of
+    :class:`~pyg_fastload.lightning.FastLoadDataModule`) hold each
+    evaluation edge followed by its fixed negatives; ``val_mrr``,
+    ``val_hits@K`` and ``val_auroc`` (``test_*``) are logged.
+
+    Args:
+        encoder (str): ``'sage'``, ``'gcn'`` or ``'gat'``.
+        decoder (str): ``'dot'`` or ``'mlp'``.
+        loss (str): ``'bce'`` or ``'bpr'`` (needs triplet negatives).
+        in_channels (int, optional): node feature width (default: the
+            data module's).
+        hidden_channels (int): hidden and embedding width.
+        num_layers (int): message-passing layers.
+        dropout (float): dropout between layers.
+        heads (int): attention heads (GAT only).
+        lr (float): Adam learning rate.
+        weight_decay (float): Adam weight decay.
+        hits (List[int]): the K of the logged Hits@K.
+    """
+    @config_section('model')
+    def __init__(
+        self,
+        encoder: Literal['sage', 'gcn', 'gat'] = 'sage',
+        decoder: Literal['dot', 'mlp'] = 'dot',
+        loss: Literal['bce', 'bpr'] = 'bce',
+        in_channels: Optional[int] = None,
+        hidden_channels: int = 256,
+        num_layers: int = 2,
+        dropout: float = 0.0,
+        heads: int = 4,
+        lr: float = 1e-3,
+        weight_decay: float = 0.0,
+        hits: List[int] = [1, 10, 50],  # noqa: B006 (CLI default)
+    ):
+        super().__init__()
+        for key, value, allowed in (('encoder', encoder, ENCODERS),
+                                    ('decoder', decoder, ('dot', 'mlp')),
+                                    ('loss', loss, ('bce', 'bpr'))):
+            if value not in allowed:
+                raise ConfigError(key, f"{value!r} is not one of {allowed}")
+        for key, value in (('hidden_channels', hidden_channels),
+                           ('num_layers', num_layers), ('heads', heads),
+                           ('in_channels', in_channels)):
+            if value is not None and (isinstance(value, bool) or not
+                                      isinstance(value, int) or value < 1):
+                raise ConfigError(key, f"{value!r} must be a positive int")
+        if encoder == 'gat' and hidden_channels % heads:
+            raise ConfigError('hidden_channels', f"{hidden_channels} must be "
+                              f"divisible by heads={heads} for GAT")
+        if not 0.0 <= dropout < 1.0:
+            raise ConfigError('dropout', f"{dropout!r} must lie in [0, 1)")
+        if not hits or any(isinstance(k, bool) or not isinstance(k, int)
+                           or k < 1 for k in hits):
+            raise ConfigError('hits', f"{hits!r} must be positive ints")
+        self.save_hyperparameters()
+        self.encoder: Optional[torch.nn.Module] = None
+        self.decoder: Optional[torch.nn.Module] = None
+        if decoder == 'mlp':
+            self.decoder = MLP([hidden_channels, hidden_channels, 1],
+                               norm=None, dropout=dropout)
+        self.metrics = torch.nn.ModuleDict({
+            f'{split}_{name}': MeanMetric() for split in ('val', 'test')
+            for name in ['mrr', *[f'hits@{k}' for k in hits]]})
+        self.auroc = torch.nn.ModuleDict({split: BinaryAUROC()
+                                          for split in ('val', 'test')})
+        if in_channels is not None:
+            self._build(in_channels)
+
+    def _build(self, in_channels: int) -> None:
+        hp = self.hparams
+        self.hparams.in_channels = in_channels
+        kwargs = dict(in_channels=in_channels,
+                      hidden_channels=hp.hidden_channels,
+                      out_channels=hp.hidden_channels,
+                      num_layers=hp.num_layers, dropout=hp.dropout)
+        if hp.encoder == 'sage':
+            self.encoder = GraphSAGE(**kwargs)
+        elif hp.encoder == 'gcn':
+            self.encoder = GCN(**kwargs)
+        else:
+            self.encoder = GAT(heads=hp.heads, **kwargs)
+
+    @config_section('model')
+    def configure_model(self) -> None:
+        r"""Builds the encoder from the data module's feature width, and
+        checks that the data module serves link batches fit for the
+        loss."""
+        try:
+            datamodule = self.trainer.datamodule
+        except RuntimeError:  # not attached to a trainer
+            datamodule = None
+        task = getattr(datamodule, 'task', None)
+        if task == 'node':
+            raise ConfigError('data.task', "LinkPredictor trains on link "
+                              "batches: set data.task: link")
+        link = getattr(getattr(datamodule, 'spec', None), 'link', None)
+        if self.hparams.loss == 'bpr' and link is not None and \
+                link.neg_sampling != 'triplet':
+            raise ConfigError('loss', "'bpr' ranks each positive above its "
+                              "own negatives: set data.link.neg_sampling: "
+                              "triplet (or loss: bce)")
+        if self.encoder is not None:
+            return
+        in_channels = self.hparams.in_channels
+        if in_channels is None:
+            in_channels = getattr(datamodule, 'num_features', None)
+        if in_channels is None:
+            raise ConfigError('in_channels', "unknown: pass it, or train "
+                              "with a data module that has 'num_features'")
+        self._build(int(in_channels))
+
+    def forward(self, batch: Data) -> Tensor:
+        r"""Embeddings of every node of :obj:`batch`."""
+        if self.encoder is None:
+            raise RuntimeError("LinkPredictor has no encoder yet: pass "
+                               "'in_channels', or fit it with a data module")
+        return self.encoder(batch.x, batch.edge_index)
+
+    def score(self, h: Tensor, src: Tensor, dst: Tensor) -> Tensor:
+        r"""The logit of every pair ``(src[i], dst[i])`` of batch-local
+        node indices, from the embeddings :obj:`h`."""
+        if self.decoder is None:
+            return (h[src] * h[dst]).sum(dim=-1)
+        return self.decoder(h[src] * h[dst]).view(-1)
+
+    def _pairs(self, batch: Data) -> Tuple[Tensor, Tensor]:
+        r"""``(logits, labels)`` of a training batch's labelled pairs, and
+        for triplets the positives' and negatives' logits paired."""
+        h = self(batch)
+        if 'src_index' in batch:  # triplet negatives
+            neg_dst = batch.dst_neg_index.view(batch.src_index.numel(), -1)
+            pos = self.score(h, batch.src_index, batch.dst_pos_index)
+            neg = self.score(
+                h, batch.src_index.view(-1, 1).expand_as(neg_dst).reshape(-1),
+                neg_dst.reshape(-1)).view(neg_dst.shape)
+            return pos, neg
+        src, dst = batch.edge_label_index
+        return self.score(h, src, dst), batch.edge_label.float()
+
+    def training_step(self, batch: Data, batch_idx: int) -> Tensor:
+        first, second = self._pairs(batch)
+        if 'src_index' in batch:
+            pos, neg = first, second
+            if self.hparams.loss == 'bpr':
+                loss = -F.logsigmoid(pos.view(-1, 1) - neg).mean()
+            else:
+                logits = torch.cat([pos, neg.reshape(-1)])
+                labels = torch.cat([torch.ones_like(pos),
+                                    torch.zeros(neg.numel())])
+                loss = F.binary_cross_entropy_with_logits(logits, labels)
+            size = pos.numel()
+        else:
+            if self.hparams.loss == 'bpr':
+                raise ConfigError('loss', "'bpr' needs triplet negatives")
+            loss = F.binary_cross_entropy_with_logits(first, second)
+            size = second.numel()
+        self.log('train_loss', loss, prog_bar=True, batch_size=size)
+        return loss
+
+    def _evaluate(self, batch: Data, split: str) -> None:
+        group = self._group()
+        if batch.input_id.numel() % group or not bool(
+                (batch.input_id.view(-1, group) % group ==
+                 torch.arange(group)).all()):
+            raise RuntimeError("evaluation batches must hold whole groups "
+                               "(an edge, then its negatives) in order: "
+                               "use FastLoadDataModule(task='link')")
+        h = self(batch)
+        src, dst = batch.edge_label_index
+        logits = self.score(h, src, dst)
+        self.auroc[split](logits, batch.edge_label.long())
+        size = logits.numel() // group
+        metrics = ranking_metrics(logits.view(-1, group), self.hparams.hits)
+        for name, values in metrics.items():
+            metric = self.metrics[f'{split}_{name}']
+            metric(values)
+            self.log(f'{split}_{name}', metric, batch_size=size,
+                     prog_bar=name == 'mrr')
+        self.log(f'{split}_auroc', self.auroc[split], batch_size=size)
+
+    def _group(self) -> int:
+        r"""Label edges per evaluation edge (it and its negatives)."""
+        links = getattr(getattr(self.trainer, 'datamodule', None), 'loading',
+                        None)
+        links = getattr(links, 'links', None)
+        if links is None:
+            raise RuntimeError("LinkPredictor evaluates the batches of "
+                               "FastLoadDataModule(task='link')")
+        return links.group
+
+    def validation_step(self, batch: Data, batch_idx: int) -> None:
+        self._evaluate(batch, 'val')
+
+    def test_step(self, batch: Data, batch_idx: int) -> None:
+        self._evaluate(batch, 'test')
+
+    def configure_optimizers(self) -> torch.optim.Optimizer:
+        return torch.optim.Adam(self.parameters(), lr=self.hparams.lr,
+                                weight_decay=self.hparams.weight_decay)

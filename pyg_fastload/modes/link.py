@@ -1,0 +1,268 @@
+r"""Link prediction as a loading task (``task: link``): the options
+(:class:`LinkOptions`), the split of a graph's edges into training,
+validation and test edges with PyG's ``RandomLinkSplit`` semantics
+(:class:`LinkSplit`: evaluation edges never carry messages where they are
+scored), and the fixed negatives every evaluation edge is ranked against,
+as ogbl-citation2 evaluates (MRR, Hits@K)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Dict, Literal, Optional, Tuple
+
+import torch
+from torch import Tensor
+from torch_geometric.data import Data
+
+from ..config import SettingError
+from ..distributed.seeds import rank_seed_sampler, shard
+from ..graph.topology import CSCTopology
+from ..loader import FastLinkNeighborLoader
+from ..sampling.link import EdgeKeys
+from ..storage import CSCGraphStore
+
+__all__ = ['LinkOptions', 'LinkSplit', 'edge_index_of', 'is_undirected',
+           'link_loader']
+
+#: Offset of the evaluation negatives' seed from the run's seed.
+_NEGATIVE_SEED = 7919
+
+
+@dataclass(frozen=True)
+class LinkOptions:
+    r"""Link prediction settings (``data.link``).
+
+    Args:
+        neg_sampling (str): training negatives: ``'binary'`` (pairs
+            labelled 0, for a BCE loss) or ``'triplet'`` (negative
+            destinations per positive, for BPR).
+        neg_ratio (float): training negatives per positive edge (an int
+            for ``'triplet'``).
+        strict_negatives (bool): training negatives are never edges.
+        val_ratio (float): share of the edges held out for validation.
+        test_ratio (float): share held out for testing.
+        eval_edges (int): validation / test edges scored per evaluation (a
+            fixed random subset; 0: all of them). All held-out edges stay
+            out of message passing either way.
+        eval_negatives (int): fixed negative destinations each evaluation
+            edge is ranked against (ogbl-citation2: 1000), drawn once among
+            its source's non-neighbours in the whole graph.
+        undirected (bool, optional): treat ``u -> v`` and ``v -> u`` as one
+            link, split together (default: detected, true when every edge's
+            reverse exists).
+    """
+    neg_sampling: Literal['binary', 'triplet'] = 'binary'
+    neg_ratio: float = 1.0
+    strict_negatives: bool = False
+    val_ratio: float = 0.05
+    test_ratio: float = 0.1
+    eval_edges: int = 2000
+    eval_negatives: int = 100
+    undirected: Optional[bool] = None
+
+    def __post_init__(self) -> None:
+        if self.neg_sampling not in ('binary', 'triplet'):
+            raise SettingError('link.neg_sampling', f"{self.neg_sampling!r} "
+                               f"is not one of 'binary', 'triplet'")
+        ratio = self.neg_ratio
+        if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) \
+                or ratio <= 0 or (self.neg_sampling == 'triplet' and
+                                  ratio != int(ratio)):
+            raise SettingError('link.neg_ratio', f"{ratio!r} must be a "
+                               f"number > 0 (an integer for 'triplet')")
+        for key in ('val_ratio', 'test_ratio'):
+            value = getattr(self, key)
+            if isinstance(value, bool) or not isinstance(
+                    value, (int, float)) or not 0 < value < 1:
+                raise SettingError(f'link.{key}', f"{value!r} must lie in "
+                                   f"(0, 1)")
+        if self.val_ratio + self.test_ratio >= 1:
+            raise SettingError('link.test_ratio', f"val_ratio + test_ratio "
+                               f"= {self.val_ratio + self.test_ratio} leaves "
+                               f"no training edges")
+        for key, low in (('eval_edges', 0), ('eval_negatives', 1)):
+            value = getattr(self, key)
+            if isinstance(value, bool) or not isinstance(value, int) or \
+                    value < low:
+                raise SettingError(f'link.{key}', f"{value!r} must be an int "
+                                   f">= {low}")
+        for key in ('strict_negatives', 'undirected'):
+            value = getattr(self, key)
+            if value is not None and not isinstance(value, bool):
+                raise SettingError(f'link.{key}', f"{value!r} must be true "
+                                   f"or false")
+
+    def loader_kwargs(self) -> Dict[str, Any]:
+        r"""The training loader's negative sampling arguments."""
+        amount = int(self.neg_ratio) if self.neg_sampling == 'triplet' \
+            else float(self.neg_ratio)
+        return dict(neg_sampling=dict(mode=self.neg_sampling, amount=amount),
+                    strict_negatives=self.strict_negatives)
+
+
+def edge_index_of(data: Any) -> Tuple[Tensor, int]:
+    r"""``(edge_index, num_nodes)`` of a homogeneous ``Data`` or
+    ``(FeatureStore, CSCGraphStore)`` pair."""
+    if isinstance(data, Data):
+        return data.edge_index, data.num_nodes
+    topology = data[1].topology
+    return topology.to_edge_index(), topology.num_nodes
+
+
+def is_undirected(edge_index: Tensor, num_nodes: int) -> bool:
+    r"""Whether every edge's reverse is an edge too."""
+    src, dst = edge_index.long()
+    forward = torch.unique(src * num_nodes + dst)
+    backward = torch.unique(dst * num_nodes + src)
+    return torch.equal(forward, backward)
+
+
+class LinkSplit:
+    r"""A graph's edges split into training, validation and test links
+    (PyG's ``RandomLinkSplit`` semantics), the same on every rank under one
+    seed.
+
+    Message passing: training and validation batches see the training
+    edges only, test batches the training and validation edges; an
+    undirected link's two directions are held out together. Supervision:
+    training batches use the training edges (with sampled negatives);
+    evaluation batches score up to ``eval_edges`` held-out edges, each
+    followed by its ``eval_negatives`` fixed negatives (label 0).
+    """
+
+    def __init__(self, edge_index: Tensor, num_nodes: int,
+                 options: LinkOptions, seed: int):
+        self.options = options
+        self.num_nodes = num_nodes
+        edge_index = edge_index.long()
+        undirected = options.undirected
+        if undirected is None:
+            undirected = is_undirected(edge_index, num_nodes)
+        self.undirected = undirected
+        links = edge_index
+        if undirected:  # one direction per link (self-loops kept once)
+            src, dst = edge_index
+            keep = src <= dst
+            links = torch.unique(edge_index[:, keep], dim=1)
+        gen = torch.Generator().manual_seed(seed)
+        links = links[:, torch.randperm(links.size(1), generator=gen)]
+        count = links.size(1)
+        num_val = int(count * options.val_ratio)
+        num_test = int(count * options.test_ratio)
+        if min(num_val, num_test, count - num_val - num_test) < 1:
+            raise SettingError('link.val_ratio', f"{count} links cannot be "
+                               f"split {options.val_ratio} / "
+                               f"{options.test_ratio} with an edge in each "
+                               f"split")
+        #: Positive links per split, ``[2, E]`` (one direction if
+        #: undirected).
+        self.edges = {'train': links[:, num_val + num_test:],
+                      'val': links[:, :num_val],
+                      'test': links[:, num_val:num_val + num_test]}
+        self._keys = EdgeKeys(CSCTopology.from_edge_index(edge_index,
+                                                          num_nodes))
+        self._seed = seed + _NEGATIVE_SEED
+        self._evaluation: Dict[str, Tuple[Tensor, Tensor]] = {}
+
+    def _both_ways(self, edges: Tensor) -> Tensor:
+        if not self.undirected:
+            return edges
+        return torch.cat([edges, edges.flip(0)], dim=1)
+
+    def message_passing(self, split: str) -> Tensor:
+        r"""The edges batches of :obj:`split` sample from."""
+        edges = self.edges['train']
+        if split == 'test':
+            edges = torch.cat([edges, self.edges['val']], dim=1)
+        return self._both_ways(edges)
+
+    def supervision(self, split: str) -> Tuple[Tensor, Optional[Tensor]]:
+        r"""``(edge_label_index, edge_label)`` of :obj:`split`: the
+        training links (labels from the negative sampling), or the scored
+        evaluation edges each followed by its fixed negatives."""
+        if split == 'train':
+            return self._both_ways(self.edges['train']), None
+        if split not in self._evaluation:
+            self._evaluation[split] = self._candidates(split)
+        return self._evaluation[split]
+
+    @property
+    def group(self) -> int:
+        r"""Label edges per evaluation edge: it and its negatives."""
+        return 1 + self.options.eval_negatives
+
+    def _candidates(self, split: str) -> Tuple[Tensor, Tensor]:
+        options = self.options
+        edges = self.edges[split]
+        gen = torch.Generator().manual_seed(
+            self._seed + ('val', 'test').index(split))
+        if options.eval_edges and edges.size(1) > options.eval_edges:
+            pick = torch.randperm(edges.size(1), generator=gen)
+            edges = edges[:, pick[:options.eval_edges].sort().values]
+        src, dst = edges
+        full = self._keys.out_degree[src] >= self.num_nodes
+        if bool(full.any()):
+            raise SettingError('link.eval_negatives', f"node "
+                               f"{int(src[full][0])} links to every node: "
+                               f"it has no negative to rank against")
+        k = options.eval_negatives
+        negatives = self._keys.non_neighbours(src.repeat_interleave(k), gen)
+        dst_all = torch.cat([dst.view(-1, 1), negatives.view(-1, k)], dim=1)
+        label_index = torch.stack([src.repeat_interleave(1 + k),
+                                   dst_all.reshape(-1)])
+        label = torch.zeros(dst_all.shape)
+        label[:, 0] = 1
+        return label_index, label.view(-1)
+
+    def graph(self, data: Any, split: str) -> Any:
+        r""":obj:`data` (a ``Data`` or a ``(FeatureStore, GraphStore)``
+        pair) with only the message-passing edges of :obj:`split`."""
+        edges = self.message_passing(split)
+        if isinstance(data, Data):
+            return Data(x=data.x, edge_index=edges, num_nodes=self.num_nodes)
+        topology = CSCTopology.from_edge_index(edges, self.num_nodes)
+        return data[0], CSCGraphStore(topology)
+
+
+def link_loader(mode: Any, split: str, generator: torch.Generator,
+                device: Optional[torch.device] = None
+                ) -> FastLinkNeighborLoader:
+    r"""The link loader of :obj:`split` on this rank for a loading
+    :obj:`mode` opened with ``spec.link``: training links shared across
+    the ranks as training seeds are (equal steps per rank), evaluation
+    edges sharded with their negatives (whole groups per batch)."""
+    links: LinkSplit = mode.links
+    spec = mode.spec
+    if split == 'predict':
+        raise SettingError('task', "'link' has no predict split: predict "
+                           "with task 'node', or score edges with the "
+                           "trained model")
+    train = split == 'train'
+    label_index, label = links.supervision(split)
+    collectives = mode.collectives
+    extra: Dict[str, Any] = {}
+    batch = spec.batch(train)
+    if not train:  # whole groups (an edge and its negatives) per batch
+        group = links.group
+        batch = max(1, batch // group) * group
+    if collectives.world_size > 1:
+        if train:
+            extra['sampler'] = rank_seed_sampler(
+                collectives, label_index.size(1), batch, generator, True,
+                True, spec.drop_last)
+        else:
+            groups = shard(torch.arange(label_index.size(1) // group),
+                           collectives.rank, collectives.world_size)
+            index = (groups.view(-1, 1) * group +
+                     torch.arange(group)).view(-1)
+            label_index, label = label_index[:, index], label[index]
+    kwargs = spec.loader_kwargs(train)
+    kwargs['batch_size'] = batch
+    if train:
+        kwargs.update(spec.link.loader_kwargs())
+    return FastLinkNeighborLoader(
+        mode.link_graphs['test' if split == 'test' else 'train'],
+        edge_label_index=label_index, edge_label=label,
+        shuffle=train and not extra,
+        drop_last=train and spec.drop_last and not extra,
+        generator=generator, transform=spec.transform(), device=device,
+        **kwargs, **extra)
