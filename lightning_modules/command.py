@@ -39,7 +39,7 @@ def _parser() -> argparse.ArgumentParser:
     from pyg_fastload.partition import command as partition
 
     from . import report
-    from .bench import accuracy, dist, fit, hetero_accuracy
+    from .bench import accuracy, dist, fit, hetero_accuracy, link_accuracy
     for parent, name, module, text in (
         (benchmarks, 'loader', loader,
          'FastNeighborLoader vs PyG NeighborLoader throughput'),
@@ -61,6 +61,8 @@ def _parser() -> argparse.ArgumentParser:
          'Cora/CiteSeer test accuracy: FastLoadDataModule vs PyG'),
         (benchmarks, 'hetero-accuracy', hetero_accuracy,
          'mag-like/FakeHeteroDataset accuracy: FastLoadDataModule vs PyG'),
+        (benchmarks, 'link-accuracy', link_accuracy,
+         'arxiv-like/Cora link MRR: FastLoadDataModule vs PyG'),
         (commands, 'prepare', prepare,
          'write a dataset directory (features on disk)'),
         (commands, 'partition', partition,

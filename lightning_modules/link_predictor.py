@@ -207,17 +207,12 @@ class LinkPredictor(pl.LightningModule):
         return loss
 
     def _evaluate(self, batch: Data, split: str) -> None:
-        group = self._group()
-        if batch.input_id.numel() % group or not bool(
-                (batch.input_id.view(-1, group) % group ==
-                 torch.arange(group)).all()):
-            raise RuntimeError("evaluation batches must hold whole groups "
-                               "(an edge, then its negatives) in order: "
-                               "use FastLoadDataModule(task='link')")
+        label = batch.edge_label
+        group = _group_size(label)
         h = self(batch)
         src, dst = batch.edge_label_index
         logits = self.score(h, src, dst)
-        self.auroc[split](logits, batch.edge_label.long())
+        self.auroc[split](logits, label.long())
         size = logits.numel() // group
         metrics = ranking_metrics(logits.view(-1, group), self.hparams.hits)
         for name, values in metrics.items():
@@ -226,16 +221,6 @@ class LinkPredictor(pl.LightningModule):
             self.log(f'{split}_{name}', metric, batch_size=size,
                      prog_bar=name == 'mrr')
         self.log(f'{split}_auroc', self.auroc[split], batch_size=size)
-
-    def _group(self) -> int:
-        r"""Label edges per evaluation edge (it and its negatives)."""
-        links = getattr(getattr(self.trainer, 'datamodule', None), 'loading',
-                        None)
-        links = getattr(links, 'links', None)
-        if links is None:
-            raise RuntimeError("LinkPredictor evaluates the batches of "
-                               "FastLoadDataModule(task='link')")
-        return links.group
 
     def validation_step(self, batch: Data, batch_idx: int) -> None:
         self._evaluate(batch, 'val')
@@ -246,3 +231,16 @@ class LinkPredictor(pl.LightningModule):
     def configure_optimizers(self) -> torch.optim.Optimizer:
         return torch.optim.Adam(self.parameters(), lr=self.hparams.lr,
                                 weight_decay=self.hparams.weight_decay)
+
+
+def _group_size(label: Tensor) -> int:
+    r"""Label edges per evaluation edge in an evaluation batch: its true
+    edge (label 1), then its negatives (0); every group as long."""
+    ones = label.nonzero().view(-1)
+    group = int(ones[1] - ones[0]) if ones.numel() > 1 else label.numel()
+    if not ones.numel() or ones.numel() * group != label.numel() or \
+            not torch.equal(ones, torch.arange(0, label.numel(), group)):
+        raise RuntimeError("an evaluation batch must hold whole groups, each "
+                           "a true edge (label 1) then its negatives (0), as "
+                           "FastLoadDataModule(task='link') serves them")
+    return group

@@ -153,6 +153,10 @@ class NodeClassifier(pl.LightningModule):
             datamodule = self.trainer.datamodule
         except RuntimeError:  # not attached to a trainer
             datamodule = None
+        if getattr(datamodule, 'task', 'node') == 'link':
+            raise ConfigError('data.task', "NodeClassifier trains on seed "
+                              "nodes: set data.task: node, or model: "
+                              "class_path: LinkPredictor for links")
         labels = getattr(datamodule, 'num_classes', None)
         given = self.hparams.num_classes
         if labels is not None and given is not None and given < labels:

@@ -16,11 +16,13 @@ REFERENCE = ROOT / 'docs' / 'guide' / 'configuration.md'
 
 def sections() -> List[Tuple[str, type]]:
     r"""``(config key prefix, class)`` of every documented option table."""
-    from pyg_fastload.lightning import FastLoadDataModule, NodeClassifier
+    from pyg_fastload.lightning import (FastLoadDataModule, LinkOptions,
+                                        LinkPredictor, NodeClassifier)
     from pyg_fastload.config import FeatureCache
     from pyg_fastload.modes import ModeOptions
     return [('data', FastLoadDataModule), ('data.feature_cache', FeatureCache),
-            ('data.mode_options', ModeOptions), ('model', NodeClassifier)]
+            ('data.mode_options', ModeOptions), ('data.link', LinkOptions),
+            ('model', NodeClassifier), ('model.init_args', LinkPredictor)]
 
 
 def parameters(cls: type) -> List[Tuple[str, Any]]:

@@ -277,3 +277,35 @@ def test_ctrl_c_in_the_launcher_ends_every_rank(pagraph_parts, tmp_path):
     finally:
         launcher.kill()
         subprocess.run(['pkill', '-9', '-f', str(config)])
+
+
+@pytest.mark.reliability(
+    fault='a 2-rank link fit whose ranks run different numbers of steps '
+          '(a hang at the gradient sync)',
+    behaviour='equal steps (half the training links each, batches of '
+              '1024) and gradient syncs per rank; validation MRR logged')
+def test_a_two_rank_link_fit_runs_equal_steps(tmp_path):
+    from pyg_fastload.datasets import load_synthetic
+    from pyg_fastload.modes.link import LinkOptions, LinkSplit
+    config = _config(tmp_path, {
+        'dataset': 'tiny', 'task': 'link', 'batch_size': 1024,
+        'eval_batch_size': 1100,
+        'link': {'eval_edges': 110, 'eval_negatives': 10}})
+    spec = yaml.safe_load(config.read_text())
+    spec['model'] = {'class_path': 'LinkPredictor',
+                     'init_args': {'hidden_channels': 16}}
+    config.write_text(yaml.safe_dump(spec))
+    env = {'PYG_FASTLOAD_CACHE': str(tmp_path / 'cache')}
+    result = _fit(['--config', str(config)], tmp_path, env)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert 'sync_dist' not in result.stderr
+    graph = load_synthetic('tiny', root=str(tmp_path / 'cache')).to_data()
+    split = LinkSplit(graph.edge_index, graph.num_nodes,
+                      LinkOptions(eval_edges=110, eval_negatives=10), 0)
+    train = 2 * split.edges['train'].size(1)  # both directions
+    steps = -(-(-(-train // 2)) // 1024)  # per rank, batches of 1024
+    ranks = _stats(tmp_path)['epochs'][0]['ranks']
+    assert ranks[0]['steps'] == ranks[1]['steps'] == steps
+    assert ranks[0]['gradients'] == ranks[1]['gradients']
+    [metrics] = (tmp_path / 'logs').rglob('metrics.csv')
+    assert 'val_mrr' in metrics.read_text().splitlines()[0]

@@ -1,0 +1,152 @@
+r"""``task: link``: RandomLinkSplit-style splits (no evaluation edge carries
+messages where it is scored), fixed evaluation negatives, and the link
+loaders of the data module."""
+import pytest
+import torch
+from torch_geometric.data import Data
+from torch_geometric.utils import to_undirected
+
+from pyg_fastload.config import SettingError
+from pyg_fastload.lightning import FastLoadDataModule, LinkOptions
+from pyg_fastload.modes.link import LinkSplit, is_undirected
+
+
+def undirected_graph(num_nodes=300, num_edges=1500, seed=0):
+    gen = torch.Generator().manual_seed(seed)
+    edge_index = torch.randint(num_nodes, (2, num_edges), generator=gen)
+    edge_index = edge_index[:, edge_index[0] != edge_index[1]]
+    return Data(x=torch.randn(num_nodes, 8, generator=gen),
+                edge_index=to_undirected(edge_index, num_nodes=num_nodes),
+                num_nodes=num_nodes)
+
+
+def pairs(edge_index):
+    return set(zip(*edge_index.tolist()))
+
+
+def links(edge_index):
+    r"""Undirected links as sorted pairs."""
+    return {tuple(sorted(p)) for p in pairs(edge_index)}
+
+
+@pytest.mark.reliability(
+    fault='a validation or test edge (either direction) in the message '
+          'passing graph of the split that scores it, splits that overlap '
+          'or lose edges',
+    behaviour='train/val graphs hold only training links, the test graph '
+              'training and validation links, both directions; the splits '
+              'partition the links')
+def test_splits_never_leak_evaluation_edges_into_message_passing():
+    graph = undirected_graph()
+    split = LinkSplit(graph.edge_index, graph.num_nodes, LinkOptions(
+        val_ratio=0.1, test_ratio=0.2), seed=0)
+    assert split.undirected
+    train, val, test = (links(split.edges[s]) for s in
+                        ('train', 'val', 'test'))
+    assert not train & val and not train & test and not val & test
+    assert train | val | test == links(graph.edge_index)
+    assert len(val) == int(0.1 * len(links(graph.edge_index)))
+    for name, allowed in (('train', train), ('val', train),
+                          ('test', train | val)):
+        graph_edges = split.message_passing(name)
+        assert links(graph_edges) == allowed, name
+        assert pairs(graph_edges) == pairs(graph_edges.flip(0))  # both ways
+    # the same split on every rank (same seed), another with another seed
+    again = LinkSplit(graph.edge_index, graph.num_nodes, LinkOptions(
+        val_ratio=0.1, test_ratio=0.2), seed=0)
+    assert torch.equal(again.edges['val'], split.edges['val'])
+    other = LinkSplit(graph.edge_index, graph.num_nodes, LinkOptions(
+        val_ratio=0.1, test_ratio=0.2), seed=1)
+    assert not torch.equal(other.edges['val'], split.edges['val'])
+
+
+def test_directed_graphs_split_edges_one_way():
+    edge_index = torch.tensor([[0, 1, 2, 3, 4, 5, 6, 7, 8, 9] * 3,
+                               list(range(1, 11)) * 3])
+    edge_index[1] = (edge_index[1] + torch.arange(30) // 10 * 3) % 12
+    assert not is_undirected(edge_index, 12)
+    split = LinkSplit(edge_index, 12, LinkOptions(val_ratio=0.2,
+                                                  test_ratio=0.2), seed=0)
+    assert not split.undirected
+    assert split.edges['train'].size(1) + split.edges['val'].size(1) + \
+        split.edges['test'].size(1) == edge_index.size(1)
+    assert torch.equal(split.message_passing('train'), split.edges['train'])
+
+
+@pytest.mark.reliability(
+    fault='evaluation negatives that are true edges, that change between '
+          'epochs, or a group not led by its true edge',
+    behaviour='each evaluation edge is followed by eval_negatives fixed '
+              'non-edges of the whole graph from its source; labels 1 then '
+              '0s; the same on every call')
+def test_evaluation_candidates_are_fixed_non_edges():
+    graph = undirected_graph()
+    options = LinkOptions(eval_edges=50, eval_negatives=20)
+    split = LinkSplit(graph.edge_index, graph.num_nodes, options, seed=3)
+    index, label = split.supervision('val')
+    assert index.size(1) == 50 * 21 == label.numel()
+    groups = index.view(2, 50, 21)
+    assert bool((groups[0] == groups[0, :, :1]).all())  # one source each
+    assert pairs(groups[:, :, 0].reshape(2, -1)) <= pairs(split.edges['val'])
+    negatives = pairs(groups[:, :, 1:].reshape(2, -1))
+    assert not negatives & pairs(graph.edge_index)
+    assert torch.equal(label.view(50, 21)[:, 0], torch.ones(50))
+    assert label.view(50, 21)[:, 1:].sum() == 0
+    again = LinkSplit(graph.edge_index, graph.num_nodes, options, seed=3)
+    assert torch.equal(again.supervision('val')[0], index)
+
+
+def test_link_options_are_checked():
+    cases = [(dict(neg_sampling='pairs'), 'link.neg_sampling'),
+             (dict(neg_sampling='triplet', neg_ratio=1.5), 'link.neg_ratio'),
+             (dict(val_ratio=0.6, test_ratio=0.5), 'link.test_ratio'),
+             (dict(eval_negatives=0), 'link.eval_negatives'),
+             (dict(undirected='yes'), 'link.undirected')]
+    for kwargs, key in cases:
+        with pytest.raises(SettingError) as info:
+            LinkOptions(**kwargs)
+        assert info.value.key == key
+    graph = undirected_graph()
+    with pytest.raises(Exception, match="'link' options need task: link"):
+        FastLoadDataModule(graph, link=LinkOptions())
+    with pytest.raises(Exception, match="task 'link' with mode 'dsp' is not "
+                       "implemented yet"):
+        FastLoadDataModule(None, task='link', mode='dsp',
+                           partitions='parts', progress=False)
+
+
+@pytest.mark.reliability(
+    fault='a link batch sampling over an edge its split must not see '
+          '(the edge it scores, or a test edge in validation)',
+    behaviour='no sampled edge of a train or val batch is a held-out link; '
+              'test batches see validation links but no test link; '
+              'evaluation batches hold whole groups')
+def test_data_module_link_loaders_sample_only_their_graph():
+    graph = undirected_graph()
+    module = FastLoadDataModule(
+        graph, task='link', num_neighbors=[4, 3], batch_size=64,
+        eval_batch_size=100, link=LinkOptions(eval_edges=30,
+                                              eval_negatives=9),
+        progress=False)
+    module.setup('fit')
+    split = module.loading.links
+    held = {s: links(split.edges[s]) for s in ('val', 'test')}
+    seen_val = False
+    for name in ('train', 'val', 'test'):
+        loader = getattr(module, f'{name}_dataloader')()
+        count = 0
+        for batch in loader:
+            sampled = links(batch.n_id[batch.edge_index])
+            assert not sampled & held['test'], name
+            if name != 'test':
+                assert not sampled & held['val'], name
+            else:
+                seen_val |= bool(sampled & held['val'])
+            if name == 'train':
+                assert batch.edge_label.numel() == 2 * batch.input_id.numel()
+            else:
+                assert batch.input_id.numel() % 10 == 0
+                count += batch.input_id.numel()
+        if name != 'train':
+            assert count == 30 * 10
+    assert seen_val  # the test graph does carry validation links
