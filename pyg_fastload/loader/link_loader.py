@@ -11,49 +11,20 @@ from torch import Tensor
 from torch.utils.data import get_worker_info
 from torch_geometric.data import Data, FeatureStore, GraphStore, HeteroData
 from torch_geometric.loader import LinkLoader
-from torch_geometric.sampler import SamplerOutput
+from torch_geometric.sampler import HeteroSamplerOutput, SamplerOutput
 from torch_geometric.sampler.base import NegativeSampling, SubgraphType
 
-from ..sampling import FastNeighborSampler
+from ..sampling import FastNeighborSampler, HeteroNeighborSampler
 from .feature_join import pooled_attrs
-from .inputs import check_has_features
+from .inputs import check_has_features, check_hetero_features
+from .link_inputs import (
+    check_label_edges,
+    check_label_time,
+    hetero_label_edges,
+)
 from .pipelined import PipelinedLoader, SampleFn
 
 __all__ = ['FastLinkNeighborLoader']
-
-
-def _check_label_edges(edge_label_index: Any, edge_label: Any,
-                       num_nodes: int) -> None:
-    r"""``edge_label_index`` is ``[2, E]`` node ids in range and
-    ``edge_label`` (if given) has one entry per label edge."""
-    if edge_label_index is None:
-        return
-    if not isinstance(edge_label_index, Tensor):
-        raise TypeError(f"'edge_label_index' must be a [2, num_edges] "
-                        f"tensor on a homogeneous graph, got "
-                        f"{type(edge_label_index).__name__}")
-    if edge_label_index.dim() != 2 or edge_label_index.size(0) != 2:
-        raise ValueError(f"'edge_label_index' has shape "
-                         f"{list(edge_label_index.shape)}: pass [2, "
-                         f"num_edges] (sources, then destinations)")
-    if edge_label_index.dtype.is_floating_point or \
-            edge_label_index.dtype == torch.bool:
-        raise TypeError(f"'edge_label_index' has dtype "
-                        f"{edge_label_index.dtype}: pass integer node ids")
-    if edge_label_index.numel():
-        low, high = int(edge_label_index.min()), int(edge_label_index.max())
-        if low < 0 or high >= num_nodes:
-            raise IndexError(f"'edge_label_index' holds node id "
-                             f"{low if low < 0 else high}, outside [0, "
-                             f"{num_nodes})")
-    if edge_label is not None and (not isinstance(edge_label, Tensor) or
-                                   edge_label.size(0) !=
-                                   edge_label_index.size(1)):
-        size = edge_label.size(0) if isinstance(edge_label, Tensor) else \
-            type(edge_label).__name__
-        raise ValueError(f"'edge_label' has {size} entries for "
-                         f"{edge_label_index.size(1)} label edges: give one "
-                         f"label per column of 'edge_label_index'")
 
 
 class FastLinkNeighborLoader(PipelinedLoader, LinkLoader):
@@ -127,18 +98,23 @@ class FastLinkNeighborLoader(PipelinedLoader, LinkLoader):
         device: Optional[Union[str, torch.device]] = None,
         **kwargs: Any,
     ):
-        if isinstance(data, HeteroData) or isinstance(
-                edge_label_index, (tuple, list, str)):
-            raise NotImplementedError(
-                "FastLinkNeighborLoader takes homogeneous graphs so far; "
-                "use PyG's LinkNeighborLoader on a HeteroData")
-        if not isinstance(data, Data) and not (
+        hetero = isinstance(data, HeteroData)
+        if not hetero and isinstance(edge_label_index, (tuple, list, str)):
+            raise ValueError("'edge_label_index' names an edge type, which "
+                             "only a HeteroData has: pass a [2, num_edges] "
+                             "tensor")
+        if not isinstance(data, (Data, HeteroData)) and not (
                 isinstance(data, (tuple, list)) and len(data) == 2 and
                 isinstance(data[0], FeatureStore) and
                 isinstance(data[1], GraphStore)):
-            raise TypeError(f"'data' must be a torch_geometric.data.Data or "
-                            f"a (FeatureStore, GraphStore) tuple, got "
-                            f"{type(data).__name__}")
+            raise TypeError(f"'data' must be a torch_geometric.data.Data, a "
+                            f"HeteroData or a (FeatureStore, GraphStore) "
+                            f"tuple, got {type(data).__name__}")
+        if hetero and (edge_label_time is not None or time_attr is not None
+                       or temporal_strategy != 'uniform'):
+            raise NotImplementedError(
+                "temporal link sampling on heterogeneous graphs is not "
+                "supported yet; homogeneous graphs are")
         if (edge_label_time is None) != (time_attr is None):
             given = 'time_attr' if edge_label_time is None \
                 else 'edge_label_time'
@@ -146,39 +122,36 @@ class FastLinkNeighborLoader(PipelinedLoader, LinkLoader):
                 f"temporal link sampling needs both 'edge_label_time' (the "
                 f"time of every label edge) and 'time_attr' (the graph's "
                 f"node or edge times); got only {given!r}")
-        if isinstance(data, Data):
-            check_has_features(data)
-        sampler = FastNeighborSampler(
-            data, num_neighbors=num_neighbors, replace=replace,
-            subgraph_type=subgraph_type, disjoint=disjoint,
-            weight_attr=weight_attr, time_attr=time_attr,
-            temporal_strategy=temporal_strategy,
-            share_memory=kwargs.get('num_workers', 0) > 0,
-            directed=directed)
-        if edge_label_index is None:
-            if not isinstance(data, Data):
-                raise ValueError("'edge_label_index' is needed with a "
-                                 "(FeatureStore, GraphStore) tuple")
-            edge_label_index = data.edge_index
-        _check_label_edges(edge_label_index, edge_label, sampler.num_nodes)
-        if edge_label_time is not None:
-            count = edge_label_index.size(1)
-            if not isinstance(edge_label_time, Tensor) or \
-                    edge_label_time.dim() != 1 or \
-                    edge_label_time.numel() != count:
-                shape = list(edge_label_time.shape) if isinstance(
-                    edge_label_time, Tensor) else \
-                    type(edge_label_time).__name__
-                raise ValueError(f"'edge_label_time' is {shape}: give one "
-                                 f"time per label edge, a 1-D tensor of "
-                                 f"{count}")
-            sampler.temporal.cast(edge_label_time, "'edge_label_time'")
+        common = dict(num_neighbors=num_neighbors, replace=replace,
+                      subgraph_type=subgraph_type, disjoint=disjoint,
+                      weight_attr=weight_attr, directed=directed,
+                      share_memory=kwargs.get('num_workers', 0) > 0)
+        if hetero:
+            check_hetero_features(data)
+            sampler: Any = HeteroNeighborSampler(data, **common)
+            edge_label_index = hetero_label_edges(
+                edge_label_index, edge_label, sampler.topology)
+        else:
+            if isinstance(data, Data):
+                check_has_features(data)
+            sampler = FastNeighborSampler(
+                data, time_attr=time_attr,
+                temporal_strategy=temporal_strategy, **common)
+            if edge_label_index is None:
+                if not isinstance(data, Data):
+                    raise ValueError("'edge_label_index' is needed with a "
+                                     "(FeatureStore, GraphStore) tuple")
+                edge_label_index = data.edge_index
+            check_label_edges(edge_label_index, edge_label,
+                              sampler.num_nodes, sampler.num_nodes)
+            check_label_time(edge_label_time, edge_label_index, sampler)
         self.strict_negatives = bool(strict_negatives)
         super().__init__(
             data=data, link_sampler=sampler,
             # PyG reads stores' label edges as (edge type, tensor)
-            edge_label_index=edge_label_index if isinstance(data, Data)
-            else (None, edge_label_index), edge_label=edge_label,
+            edge_label_index=edge_label_index if isinstance(
+                data, (Data, HeteroData)) else (None, edge_label_index),
+            edge_label=edge_label,
             edge_label_time=edge_label_time,
             neg_sampling=neg_sampling, neg_sampling_ratio=neg_sampling_ratio,
             transform=transform,
@@ -206,12 +179,15 @@ class FastLinkNeighborLoader(PipelinedLoader, LinkLoader):
             out = self.filter_fn(out)
         return out
 
-    def filter_fn(self, out: SamplerOutput) -> Data:
+    def filter_fn(self, out: Union[SamplerOutput, HeteroSamplerOutput]
+                  ) -> Union[Data, HeteroData]:
         r"""The batch with its features joined as the node loader joins
-        them (a ``Data``'s matrices into recycled buffers, a
-        :class:`~pyg_fastload.storage.TieredFeatureStore` through its
-        tiers; in the main process), and the label edges in PyG's
-        layout."""
+        them (a ``Data``'s or ``HeteroData``'s matrices into recycled
+        buffers, a :class:`~pyg_fastload.storage.TieredFeatureStore`
+        through its tiers; in the main process), and the label edges in
+        PyG's layout."""
+        if isinstance(out, HeteroSamplerOutput):
+            return self._hetero_filter(out)
         store = self._feature_source
         pooled = pooled_attrs(self.data) if isinstance(self.data,
                                                        Data) else []
@@ -237,4 +213,22 @@ class FastLinkNeighborLoader(PipelinedLoader, LinkLoader):
             data.dst_pos_index = out.metadata[2]
             data.dst_neg_index = out.metadata[3]
             data.seed_time = out.metadata[4]
+        return data if self.transform is None else self.transform(data)
+
+    def _hetero_filter(self, out: HeteroSamplerOutput) -> HeteroData:
+        if get_worker_info() is not None or not isinstance(self.data,
+                                                           HeteroData):
+            return super().filter_fn(out)
+        if self.transform_sampler_output:
+            out = self.transform_sampler_output(out)
+        data = self.join_hetero(out)
+        input_type = self.input_data.input_type
+        data[input_type].input_id = out.metadata[0]
+        if self.neg_sampling is None or self.neg_sampling.is_binary():
+            data[input_type].edge_label_index = out.metadata[1]
+            data[input_type].edge_label = out.metadata[2]
+        else:
+            data[input_type[0]].src_index = out.metadata[1]
+            data[input_type[-1]].dst_pos_index = out.metadata[2]
+            data[input_type[-1]].dst_neg_index = out.metadata[3]
         return data if self.transform is None else self.transform(data)

@@ -244,16 +244,7 @@ class FastNeighborLoader(PipelinedLoader, NodeLoader):
             return super().filter_fn(out)
         if self.transform_sampler_output:
             out = self.transform_sampler_output(out)
-        data = self._join.from_hetero_data(self.data, out,
-                                           self.time_breakdown)
-        for key, node in out.node.items():
-            data[key].n_id = node
-        for key, edge in out.edge.items():
-            if edge is not None:  # (bidirectional: no edge ids)
-                data[key].e_id = edge
-        data.set_value_dict('batch', out.batch)
-        data.set_value_dict('num_sampled_nodes', out.num_sampled_nodes)
-        data.set_value_dict('num_sampled_edges', out.num_sampled_edges)
+        data = self.join_hetero(out)
         input_type = self.input_data.input_type
         data[input_type].input_id = out.metadata[0]
         data[input_type].seed_time = out.metadata[1]

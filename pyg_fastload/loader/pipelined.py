@@ -12,7 +12,8 @@ from typing import Any, Callable, Iterator, List, Optional, Union
 
 import torch
 from torch import Tensor
-from torch_geometric.sampler import SamplerOutput
+from torch_geometric.data import HeteroData
+from torch_geometric.sampler import HeteroSamplerOutput, SamplerOutput
 
 from ..config import PipelineSettings
 from ..storage import FeatureSource
@@ -99,6 +100,22 @@ class PipelinedLoader:
                 self.data[0], FeatureSource):
             return self.data[0]
         return None
+
+    def join_hetero(self, out: HeteroSamplerOutput) -> HeteroData:
+        r"""A heterogeneous batch in PyG's layout: every type's feature
+        matrices gathered into pooled buffers, ``n_id``, ``e_id``,
+        ``batch`` and the per-hop counts (the loader adds its seeds')."""
+        data = self._join.from_hetero_data(self.data, out,
+                                           self.time_breakdown)
+        for key, node in out.node.items():
+            data[key].n_id = node
+        for key, edge in out.edge.items():
+            if edge is not None:  # (bidirectional: no edge ids)
+                data[key].e_id = edge
+        data.set_value_dict('batch', out.batch)
+        data.set_value_dict('num_sampled_nodes', out.num_sampled_nodes)
+        data.set_value_dict('num_sampled_edges', out.num_sampled_edges)
+        return data
 
     def _get_iterator(self) -> Iterator:
         if self.num_workers > 0:  # PyG's path: sampling in worker processes

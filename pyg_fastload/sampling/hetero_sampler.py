@@ -10,15 +10,17 @@ from typing import Any, Dict, List, Optional, Tuple, Union
 import torch
 from torch import Tensor
 from torch_geometric.sampler import (
+    EdgeSamplerInput,
     HeteroSamplerOutput,
     NodeSamplerInput,
     SamplerOutput,
 )
-from torch_geometric.sampler.base import SubgraphType
+from torch_geometric.sampler.base import NegativeSampling, SubgraphType
 
 from ..config import check_fanouts
 from ..graph.hetero import EdgeType, HeteroTopology
 from ..graph.ranges import expand_ranges
+from .hetero_link import sample_hetero_edges
 from .neighbor_sampler import HopSampler, _seed_generator
 from .ops import sample_uniform, sample_weighted
 
@@ -216,11 +218,30 @@ class HeteroNeighborSampler(HopSampler):
             raise IndexError(f"seed ids of node type {input_type!r} must lie "
                              f"in [0, {count}), got ids from "
                              f"{int(seeds.min())} to {int(seeds.max())}")
-        out = self.sample(seeds + topo.node_offset[t], generator)
-        hetero = self._split(out)
+        return self.sample_global(seeds + topo.node_offset[t], generator)
+
+    def sample_global(self, seeds: Tensor,
+                      generator: Optional[torch.Generator] = None
+                      ) -> HeteroSamplerOutput:
+        r"""Samples around :obj:`seeds` given in global ids (of any types):
+        per type, the seeds come first in their given order."""
+        hetero = self._split(self.sample(seeds, generator))
         if self.subgraph_type == SubgraphType.bidirectional:
             hetero = hetero.to_bidirectional()
         return hetero
+
+    def sample_from_edges(self, inputs: EdgeSamplerInput,
+                          neg_sampling: Optional[NegativeSampling] = None,
+                          **kwargs: Any) -> HeteroSamplerOutput:
+        r"""Samples around the label edges of one edge type and their
+        negatives (:func:`~pyg_fastload.sampling.hetero_link.
+        sample_hetero_edges`), drawing from ``generator`` if given."""
+        if kwargs.get('strict') and neg_sampling is not None:
+            raise NotImplementedError("strict negatives on heterogeneous "
+                                      "graphs are not supported yet")
+        return sample_hetero_edges(
+            self, inputs, neg_sampling,
+            _seed_generator(kwargs.get('generator')))
 
     def _split(self, out: SamplerOutput) -> HeteroSamplerOutput:
         r"""The global-id output, split by node type and relation."""

@@ -2,7 +2,6 @@ r"""``FastLinkNeighborLoader``: PyG's ``LinkNeighborLoader`` contract on
 homogeneous graphs."""
 import pytest
 import torch
-from torch_geometric.data import HeteroData
 from torch_geometric.sampler import NegativeSampling
 from torch_geometric.testing import MyFeatureStore, MyGraphStore
 
@@ -138,16 +137,15 @@ def test_batches_have_pyg_link_loader_attributes():
 
 @pytest.mark.reliability(
     fault='label edges out of range, of the wrong shape or with labels of '
-          'the wrong length; label times without the graph\'s times; '
-          'heterogeneous link loading',
+          'the wrong length; label times without the graph\'s times',
     behaviour='an error naming the argument (not yet supported: naming '
               'what to use)')
 def test_bad_label_edges_are_named():
     graph = random_graph()
     cases = [
         (dict(edge_label_index=torch.tensor([[0, 1], [2, 200]])),
-         IndexError, r"'edge_label_index' holds node id 200, outside "
-                     r"\[0, 200\)"),
+         IndexError, r"'edge_label_index' holds destination node id 200, "
+                     r"outside \[0, 200\)"),
         (dict(edge_label_index=torch.zeros(3, 4, dtype=torch.long)),
          ValueError, r"'edge_label_index' has shape \[3, 4\]"),
         (dict(edge_label=torch.ones(5)), ValueError,
@@ -160,13 +158,6 @@ def test_bad_label_edges_are_named():
     for kwargs, error, match in cases:
         with pytest.raises(error, match=match):
             loader(graph, **kwargs)
-    hetero = HeteroData()
-    hetero['a'].x = torch.zeros(3, 1)
-    hetero['a', 'to', 'a'].edge_index = torch.tensor([[0], [1]])
-    with pytest.raises(NotImplementedError, match='homogeneous graphs so '
-                       "far; use PyG's LinkNeighborLoader"):
-        FastLinkNeighborLoader(hetero, [2], edge_label_index=(
-            ('a', 'to', 'a'), None))
 
 
 @pytest.mark.reliability(
@@ -236,3 +227,107 @@ def test_link_batches_pipelined_and_through_tiers_are_equal():
     assert served['host']['hits'] > 0 and served['storage']['hits'] > 0
     assert served['host']['requests'] == sum(
         b.num_nodes for b in runs[2])
+
+
+def _hetero():
+    from pyg_fastload.datasets import generate_hetero
+    return generate_hetero('hetero-tiny')
+
+
+@pytest.mark.parametrize('neg', [None, 'binary', 'triplet'])
+@pytest.mark.reliability(
+    fault='heterogeneous link batches whose label edges, negatives or '
+          'sampled edges point at the wrong nodes of their types',
+    behaviour="label edges map back through each type's n_id to the given "
+              "edges, negatives are labelled 0 (triplet: in range), every "
+              "sampled edge exists in its relation, seeds come first")
+def test_hetero_label_edges_and_their_neighbourhoods(neg):
+    data = _hetero()
+    edge_type = ('author', 'writes', 'paper')
+    src_type, _, dst_type = edge_type
+    label = data[edge_type].edge_index[:, :150]
+    neg_sampling = None if neg is None else NegativeSampling(
+        neg, amount=2 if neg == 'triplet' else 1)
+    loader = FastLinkNeighborLoader(
+        data, [3, 2], edge_label_index=(edge_type, label), batch_size=50,
+        neg_sampling=neg_sampling, shuffle=True,
+        generator=torch.Generator().manual_seed(0))
+    relations = {e: set(zip(*data[e].edge_index.tolist()))
+                 for e in data.edge_types}
+    seen = []
+    for batch in loader:
+        src_ids, dst_ids = batch[src_type].n_id, batch[dst_type].n_id
+        input_id = batch[edge_type].input_id
+        seen.append(input_id)
+        given = label[:, input_id]
+        if neg == 'triplet':
+            assert torch.equal(src_ids[batch[src_type].src_index], given[0])
+            assert torch.equal(dst_ids[batch[dst_type].dst_pos_index],
+                               given[1])
+            neg_index = batch[dst_type].dst_neg_index
+            assert neg_index.shape == (input_id.numel(), 2)
+            assert int(neg_index.max()) < dst_ids.numel()
+        else:
+            index = batch[edge_type].edge_label_index
+            pos = index[:, :input_id.numel()]
+            assert torch.equal(src_ids[pos[0]], given[0])
+            assert torch.equal(dst_ids[pos[1]], given[1])
+            if neg == 'binary':
+                assert index.size(1) == 2 * input_id.numel()
+                assert torch.equal(batch[edge_type].edge_label,
+                                   torch.cat([torch.ones(input_id.numel()),
+                                              torch.zeros(
+                                                  input_id.numel())]))
+        # every labelled source (negatives too) is a seed: first, distinct
+        labelled = batch[src_type].src_index if neg == 'triplet' else \
+            batch[edge_type].edge_label_index[0]
+        seeds = torch.unique(src_ids[labelled])
+        assert torch.equal(torch.sort(src_ids[:seeds.numel()]).values, seeds)
+        for e in batch.edge_types:
+            store = batch[e]
+            if store.edge_index.numel():
+                glob = torch.stack([batch[e[0]].n_id[store.edge_index[0]],
+                                    batch[e[-1]].n_id[store.edge_index[1]]])
+                assert set(zip(*glob.tolist())) <= relations[e], e
+        assert torch.equal(batch[dst_type].x, data[dst_type].x[dst_ids])
+    assert sorted(torch.cat(seen).tolist()) == list(range(150))
+
+
+@requires_torch_sparse
+def test_hetero_link_batches_have_pyg_attributes():
+    from torch_geometric.loader import LinkNeighborLoader
+    data = _hetero()
+    edge_type = ('author', 'writes', 'paper')
+    for neg in ('binary', 'triplet'):
+        kwargs = dict(num_neighbors=[3, 2], batch_size=40, neg_sampling=neg,
+                      edge_label_index=(edge_type, None))
+        ours = next(iter(FastLinkNeighborLoader(data, **kwargs)))
+        pyg = next(iter(LinkNeighborLoader(data, **kwargs)))
+        assert set(ours.node_types) == set(pyg.node_types)
+        for key in pyg.node_types + pyg.edge_types:
+            extra = set(ours[key].keys()) - set(pyg[key].keys())
+            # torch_sparse's hetero sampler gives no per-hop counts
+            assert extra <= {'num_sampled_nodes', 'num_sampled_edges'}, key
+            assert set(pyg[key].keys()) <= set(ours[key].keys()), key
+
+
+def test_bad_hetero_label_edges_are_named():
+    data = _hetero()
+    cases = [
+        (('author', 'reads', 'paper'), ValueError,
+         r"names edge type \('author', 'reads', 'paper'\), which the graph "
+         r"does not have"),
+        ((('author', 'writes', 'paper'), torch.tensor([[0], [10**6]])),
+         IndexError, r"destination node id 1000000, outside \[0, \d+\) for "
+                     r"edge type \('author', 'writes', 'paper'\)"),
+        (torch.tensor([[0], [1]]), ValueError,
+         "of a HeteroData must name the edge type"),
+    ]
+    for label, error, match in cases:
+        with pytest.raises(error, match=match):
+            FastLinkNeighborLoader(data, [2], edge_label_index=label)
+    with pytest.raises(NotImplementedError, match='temporal link sampling '
+                       'on heterogeneous graphs'):
+        FastLinkNeighborLoader(data, [2], time_attr='time',
+                               edge_label_index=('author', 'writes', 'paper'),
+                               edge_label_time=torch.zeros(3))
