@@ -5,18 +5,22 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
-from typing import List, Optional
+import threading
+from typing import Any, List, NoReturn, Optional
 
-__all__ = ['main', 'SIGTERM_EXIT']
+__all__ = ['main', 'SIGTERM_EXIT', 'INTERRUPT_EXIT']
 
 #: The exit status of a run stopped by SIGTERM (128 + 15, as a process the
 #: signal killed reports in a shell).
 SIGTERM_EXIT = 143
+#: The exit status of a run stopped by Ctrl-C (128 + SIGINT's 2).
+INTERRUPT_EXIT = 130
 
 _TRAINER_HELP = {
-    'fit': 'train a NodeClassifier (LightningCLI: -c CONFIG.yaml, '
-           '--print_config, --trainer.max_epochs 3, ...)',
+    'fit': 'train a NodeClassifier or LinkPredictor (LightningCLI: -c '
+           'CONFIG.yaml, --print_config, --trainer.max_epochs 3, ...)',
     'validate': 'evaluate on the validation nodes (LightningCLI)',
     'test': 'evaluate on the test nodes (LightningCLI)',
     'predict': 'predict every node (LightningCLI)',
@@ -76,6 +80,35 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _watch_ctrl_c() -> List[bool]:
+    r"""Records Ctrl-C (SIGINT) and raises ``KeyboardInterrupt`` as Python
+    does; the returned list is non-empty once it came."""
+    seen: List[bool] = []
+
+    def on_sigint(signum: int, frame: Any) -> None:
+        seen.append(True)
+        signal.default_int_handler(signum, frame)
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, on_sigint)
+    return seen
+
+
+def _finish(what: str, status: int) -> NoReturn:
+    r"""Ends a run stopped by a signal: one line, :obj:`status`. Lightning's
+    teardown has finalised the loggers and callbacks; the interpreter's own
+    shutdown after a signal aborts about one run in three here (a native
+    thread left joinable: status -6, "terminate called without an active
+    exception"), so the process exits without it."""
+    import torch.distributed as dist
+    if dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()
+    print(f'pyg-fastload: {what}', file=sys.stderr)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)
+
+
 def main(argv: Optional[List[str]] = None) -> None:
     words = sys.argv[1:] if argv is None else list(argv)
     if words and words[0] in _TRAINER_HELP:
@@ -83,26 +116,32 @@ def main(argv: Optional[List[str]] = None) -> None:
         from pytorch_lightning.utilities.exceptions import SIGTERMException
 
         from .cli import run_cli
+        from .errors import ConfigError
 
+        interrupted = _watch_ctrl_c()
         try:
             cli = run_cli(None if argv is None else words)
             stopped = cli.trainer.received_sigterm
         except SIGTERMException:  # a SystemExit whose code is 0
             stopped = True
+        except (KeyboardInterrupt, SystemExit):
+            if not interrupted:
+                raise
+            # Ctrl-C is not a failure (Lightning exits 1 after it): one
+            # line, status 130 as a shell reports SIGINT
+            _finish('interrupted', INTERRUPT_EXIT)
+        except ConfigError as error:  # found while setting up (every rank)
+            rank = os.environ.get('RANK', '0')
+            where = f'rank {rank}: ' if int(os.environ.get(
+                'WORLD_SIZE', '1')) > 1 else ''
+            _finish(f"{where}error: config key '{error.config_key}': "
+                    f"{error.detail}", 2)
         if dist.is_available() and dist.is_initialized():
             # Lightning leaves the process group up; shut it down before the
             # interpreter does (a gloo group torn down at exit can abort).
             dist.destroy_process_group()
         if stopped:  # a scheduler must not record a terminated run as done
-            print('pyg-fastload: stopped by SIGTERM', file=sys.stderr)
-            # Lightning's teardown has finalised the loggers and callbacks;
-            # the interpreter's own shutdown after a signal aborts about one
-            # run in three here (a native thread left joinable: status -6,
-            # "terminate called without an active exception"), so the
-            # status is set by exiting without it.
-            sys.stdout.flush()
-            sys.stderr.flush()
-            os._exit(SIGTERM_EXIT)
+            _finish('stopped by SIGTERM', SIGTERM_EXIT)
         return
     args = _parser().parse_args(words)
     args.run(args)

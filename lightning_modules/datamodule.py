@@ -6,6 +6,7 @@ picks the loading mode object (:data:`~pyg_fastload.modes.MODES`) and hands
 off to it: the mode opens the stores and makes the loaders."""
 from __future__ import annotations
 
+import dataclasses
 from datetime import timedelta
 from pathlib import Path
 from typing import Any, Dict, List, Literal, Optional, Tuple, Union
@@ -224,6 +225,16 @@ class FastLoadDataModule(pl.LightningDataModule):
     def task(self) -> str:
         r"""``'node'`` or ``'link'``."""
         return 'node' if self.spec.link is None else 'link'
+
+    def features_only(self) -> None:
+        r"""Batches of the seeds alone (fan-out 0), for a model that reads
+        no neighbours (the MLP baseline); modes that built their own
+        samplers (``'dsp'``, ``'hopgnn'``) keep them."""
+        if self.loading.samplers:
+            return
+        self.spec = dataclasses.replace(self.spec, num_neighbors=[0],
+                                        eval_num_neighbors=[0])
+        self.loading.spec = self.spec
 
     @config_section('data')
     def _loader(self, split: str) -> FastNeighborLoader:

@@ -26,6 +26,8 @@ from pyg_fastload.distributed import (
 )
 from pyg_fastload.storage import cached_and_stored
 
+from .errors import ConfigError
+
 __all__ = ['DistributedMonitor', 'DIST_STATS_FILENAME']
 
 #: The file :class:`DistributedMonitor` writes into the log directory.
@@ -175,6 +177,13 @@ class DistributedMonitor(Callback):
         if self._collectives is None or trainer.world_size == 1:
             return
         rank = trainer.global_rank
+        if isinstance(exception, KeyboardInterrupt):  # not a failure
+            self._collectives.report_failure('interrupted (Ctrl-C)')
+            return
+        if isinstance(exception, ConfigError):  # the command prints it
+            self._collectives.report_failure(
+                f"config key '{exception.config_key}': {exception.detail}")
+            return
         text = f'{type(exception).__name__}: {exception}'
         if not isinstance(exception, DistributedError) and \
                 not any(mark in str(exception) for mark in _COMM_FAILURES):

@@ -164,6 +164,9 @@ class NodeClassifier(pl.LightningModule):
                               f"data's {labels} classes (labels up to "
                               f"{labels - 1}); leave it out to take the "
                               f"data's")
+        if self.hparams.model == 'mlp' and hasattr(datamodule,
+                                                   'features_only'):
+            datamodule.features_only()  # no neighbourhood to sample
         if self.net is not None:
             return
         schema = getattr(datamodule, 'hetero_schema', None)

@@ -111,7 +111,7 @@ def fit_once(data: Any, side: str, seed: int, epochs: int,
         pl.seed_everything(seed, verbose=False)
         ours = FastLoadDataModule(
             data, task='link', num_neighbors=args.fanout,
-            batch_size=args.batch_size, eval_batch_size=10000, seed=0,
+            batch_size=args.batch_size, eval_batch_size=10000, seed=seed,
             progress=False, pipeline=True, link=dict(
                 eval_edges=args.eval_edges,
                 eval_negatives=args.eval_negatives))

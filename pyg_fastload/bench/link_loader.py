@@ -4,22 +4,27 @@ setting, torch_sparse's sampler) against
 :class:`~pyg_fastload.FastLinkNeighborLoader` on the same label edges,
 fan-outs and binary negatives (ratio 1), interleaved in one process, timed
 in steady state after ``--warmup`` batches, the time to the first batch
-apart."""
+apart. On ``--preset mag-like`` (``--scale``) the label edges are the
+``('author', 'writes', 'paper')`` relation's, the fan-outs apply to every
+relation."""
 from __future__ import annotations
 
 import argparse
 import importlib.util
 import time
 import warnings
-from typing import Callable, Dict, Iterable, List
+from typing import Any, Callable, Dict, Iterable, List
 
 import torch
 
-from ..datasets import load_synthetic
+from ..datasets import HETERO_PRESETS, generate_hetero, load_synthetic
 from ..loader import FastLinkNeighborLoader
 from .common import Table, cpu_count, median, time_loader
 
-__all__ = ['run_link']
+__all__ = ['run_link', 'HETERO_LABEL_EDGES']
+
+#: The label edges of the heterogeneous presets (ogbn-mag's authorship).
+HETERO_LABEL_EDGES = ('author', 'writes', 'paper')
 
 
 def run_link(args: argparse.Namespace) -> Dict[str, float]:
@@ -33,16 +38,25 @@ def run_link(args: argparse.Namespace) -> Dict[str, float]:
     if args.warmup < 1:
         raise ValueError(f"'--warmup {args.warmup}': the first batch is the "
                          f"start-up measurement, so pass 1 or more")
-    data = load_synthetic(args.preset, root=args.cache_dir).to_data()
+    if args.preset in HETERO_PRESETS:
+        data: Any = generate_hetero(args.preset, scale=args.scale)
+        edge_index = data[HETERO_LABEL_EDGES].edge_index
+        print(f'label edges: {HETERO_LABEL_EDGES} ({edge_index.size(1):,} '
+              f'edges); fan-outs on every relation')
+    else:
+        data = load_synthetic(args.preset, root=args.cache_dir).to_data()
+        edge_index = data.edge_index
     needed = (args.warmup + args.batches) * args.batch_size
     gen = torch.Generator().manual_seed(args.seed)
-    order = torch.randperm(data.edge_index.size(1), generator=gen)[:needed]
+    order = torch.randperm(edge_index.size(1), generator=gen)[:needed]
     if order.numel() < needed:
         raise ValueError(f"'--warmup {args.warmup} --batches {args.batches}'"
                          f" need {needed} label edges; the graph has "
                          f"{order.numel()}: pass fewer batches")
+    label = edge_index[:, order]
     kwargs = dict(num_neighbors=args.fanout,
-                  edge_label_index=data.edge_index[:, order],
+                  edge_label_index=(HETERO_LABEL_EDGES, label)
+                  if args.preset in HETERO_PRESETS else label,
                   batch_size=args.batch_size, neg_sampling='binary',
                   shuffle=False)
     loaders: Dict[str, Callable[[], Iterable]] = {

@@ -86,10 +86,6 @@ def run(args: argparse.Namespace) -> Dict[str, float]:
     r"""Runs the benchmark and prints a report; returns the headline
     figures (seeds/s per loader and ratios)."""
     if args.task == 'link':
-        if args.preset in HETERO_PRESETS:
-            raise ValueError("'--task link' takes a homogeneous preset so "
-                             "far (heterogeneous link loading is not "
-                             "supported yet)")
         from .link_loader import run_link
         return run_link(args)
     if args.task == 'temporal':

@@ -1,7 +1,8 @@
 r"""``FastLinkNeighborLoader``: a drop-in replacement for PyG's
-``LinkNeighborLoader`` on homogeneous graphs, sampling with
-:class:`~pyg_fastload.FastNeighborSampler` (neither pyg-lib nor
-torch-sparse) and drawing negatives from the loader's generator."""
+``LinkNeighborLoader``, sampling with
+:class:`~pyg_fastload.FastNeighborSampler` (or the heterogeneous sampler;
+neither pyg-lib nor torch-sparse) and drawing negatives from the loader's
+generator."""
 from __future__ import annotations
 
 from typing import Any, Callable, List, Optional, Union
@@ -33,7 +34,8 @@ class FastLinkNeighborLoader(PipelinedLoader, LinkLoader):
     in batch-local ids and ``edge_label``, or ``src_index`` /
     ``dst_pos_index`` / ``dst_neg_index`` with triplet negatives,
     ``input_id``, ``n_id``, ``e_id`` and the node attributes), on a
-    ``Data`` or a homogeneous ``(FeatureStore, GraphStore)`` tuple.
+    ``Data``, a homogeneous ``(FeatureStore, GraphStore)`` tuple or one
+    edge type of a ``HeteroData`` (PyG's per-type layout).
 
     The endpoints of a batch's label edges (and of its negatives) are the
     seeds of one neighbourhood sample. Negatives are drawn uniformly (or by
@@ -43,10 +45,13 @@ class FastLinkNeighborLoader(PipelinedLoader, LinkLoader):
     own RNG in worker processes).
 
     Args:
-        data: a ``Data`` or a ``(FeatureStore, GraphStore)`` tuple.
-        num_neighbors (List[int]): fan-out per hop (``-1``: all).
+        data: a ``Data``, a ``(FeatureStore, GraphStore)`` tuple or a
+            ``HeteroData``.
+        num_neighbors (List[int] or Dict[EdgeType, List[int]]): fan-out per
+            hop (``-1``: all); per edge type on a ``HeteroData``.
         edge_label_index (torch.Tensor, optional): the label edges ``[2,
-            E]`` (default: every edge of ``data``).
+            E]`` (default: every edge of ``data``); on a ``HeteroData`` an
+            edge type or ``(edge_type, tensor)``.
         edge_label (torch.Tensor, optional): one label per label edge.
         neg_sampling (NegativeSampling or str or dict, optional):
             ``'binary'`` or ``'triplet'`` negatives (``amount``,
@@ -110,6 +115,13 @@ class FastLinkNeighborLoader(PipelinedLoader, LinkLoader):
             raise TypeError(f"'data' must be a torch_geometric.data.Data, a "
                             f"HeteroData or a (FeatureStore, GraphStore) "
                             f"tuple, got {type(data).__name__}")
+        if not hetero and not isinstance(data, Data) and any(
+                a.edge_type is not None
+                for a in data[1].get_all_edge_attrs()):
+            raise NotImplementedError(
+                "FastLinkNeighborLoader takes heterogeneous graphs as a "
+                "HeteroData so far, not as a (FeatureStore, GraphStore) "
+                "tuple")
         if hetero and (edge_label_time is not None or time_attr is not None
                        or temporal_strategy != 'uniform'):
             raise NotImplementedError(

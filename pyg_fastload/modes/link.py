@@ -14,7 +14,7 @@ from torch import Tensor
 from torch_geometric.data import Data
 
 from ..config import SettingError
-from ..distributed.seeds import rank_seed_sampler, shard
+from ..distributed.seeds import in_order, rank_seed_sampler, shard
 from ..graph.topology import CSCTopology
 from ..loader import FastLinkNeighborLoader
 from ..sampling.link import EdgeKeys
@@ -255,6 +255,8 @@ def link_loader(mode: Any, split: str, generator: torch.Generator,
             index = (groups.view(-1, 1) * group +
                      torch.arange(group)).view(-1)
             label_index, label = label_index[:, index], label[index]
+            # in order (a DistributedSampler: Lightning keeps it)
+            extra['sampler'] = in_order(index.numel(), collectives)
     kwargs = spec.loader_kwargs(train)
     kwargs['batch_size'] = batch
     if train:
@@ -262,7 +264,7 @@ def link_loader(mode: Any, split: str, generator: torch.Generator,
     return FastLinkNeighborLoader(
         mode.link_graphs['test' if split == 'test' else 'train'],
         edge_label_index=label_index, edge_label=label,
-        shuffle=train and not extra,
-        drop_last=train and spec.drop_last and not extra,
+        shuffle=train and not extra, drop_last=train and spec.drop_last and
+        not extra,
         generator=generator, transform=spec.transform(), device=device,
         **kwargs, **extra)

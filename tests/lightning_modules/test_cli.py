@@ -169,16 +169,14 @@ def test_the_operator_may_allow_more_packages(cache_env, capsys,
         main(args)
 
 
-@pytest.mark.reliability(
-    fault='SIGTERM to a running `pyg-fastload fit` (a scheduler stopping it)',
-    behaviour='exit status 143 and a line saying so (was: 0, recorded as a '
-              'success)')
-def test_sigterm_ends_a_fit_with_status_143(cache_env):
-    import signal
+def _signal_a_running_fit(cache_env, signum):
+    r"""Starts a long pipelined fit on tiny, sends :obj:`signum` once it
+    trains; returns ``(status, stderr)``."""
     import time
     command = [sys.executable, '-m', 'pyg_fastload.lightning', 'fit', *TINY,
                '--trainer.max_epochs', '1000', '--trainer.accelerator', 'cpu',
                '--trainer.enable_progress_bar', 'false',
+               '--data.pipeline', 'true',
                '--trainer.default_root_dir', str(cache_env / 'runs')]
     proc = subprocess.Popen(command, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True,
@@ -192,14 +190,37 @@ def test_sigterm_ends_a_fit_with_status_143(cache_env):
             assert time.monotonic() < deadline, 'training never started'
             time.sleep(0.5)
         time.sleep(1)
-        proc.send_signal(signal.SIGTERM)
+        proc.send_signal(signum)
         _, err = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait(timeout=30)
-    assert proc.returncode == 143, err[-2000:]
+    return proc.returncode, err
+
+
+@pytest.mark.reliability(
+    fault='SIGTERM to a running `pyg-fastload fit` (a scheduler stopping it)',
+    behaviour='exit status 143 and a line saying so (was: 0, recorded as a '
+              'success)')
+def test_sigterm_ends_a_fit_with_status_143(cache_env):
+    import signal
+    status, err = _signal_a_running_fit(cache_env, signal.SIGTERM)
+    assert status == 143, err[-2000:]
     assert 'stopped by SIGTERM' in err
+
+
+@pytest.mark.reliability(
+    fault='Ctrl-C in a pipelined fit: exit 1 reported as a failure, or a '
+          'C++ abort ("terminate called without an active exception")',
+    behaviour='exit status 130 and the line "pyg-fastload: interrupted"; '
+              'no abort, no traceback')
+def test_ctrl_c_ends_a_fit_with_status_130(cache_env):
+    import signal
+    status, err = _signal_a_running_fit(cache_env, signal.SIGINT)
+    assert status == 130, err[-2000:]
+    assert 'pyg-fastload: interrupted' in err
+    assert 'terminate called' not in err and 'Traceback' not in err, err
 
 
 @pytest.mark.parametrize('args, expected', [
@@ -230,3 +251,26 @@ def test_config_errors_are_one_line_with_a_suggestion(args, expected,
     err = capsys.readouterr().err
     assert f'error: {expected}\n' in err
     assert 'usage:' not in err and len(err.splitlines()) <= 3, err
+
+
+@pytest.mark.reliability(
+    fault='a bad dataset file (a truncated feature file): a long '
+          'traceback with the message buried in it',
+    behaviour="one line naming the config key ('data.dataset') and the "
+              "file, exit status 2, no traceback")
+def test_a_broken_dataset_file_is_one_line(tiny_dir, tmp_path):
+    import shutil
+    source, _ = tiny_dir
+    broken = tmp_path / 'broken'
+    shutil.copytree(source, broken)
+    features = broken / 'x.bin'
+    features.write_bytes(features.read_bytes()[:1000])  # truncated
+    done = subprocess.run(
+        [sys.executable, '-m', 'pyg_fastload', 'fit', '--data.dataset',
+         str(broken), '--data.num_neighbors', '[3]', '--trainer.max_epochs',
+         '1', '--trainer.logger', 'false', '--trainer.accelerator', 'cpu'],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert 'Traceback' not in done.stderr, done.stderr[-2000:]
+    [line] = [s for s in done.stderr.splitlines() if 'config key' in s]
+    assert "error: config key 'data.dataset'" in line and 'x.bin' in line

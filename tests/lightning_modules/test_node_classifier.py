@@ -94,3 +94,29 @@ def test_layer_widths_are_checked_before_allocating(key, value, match):
     with pytest.raises(ConfigError, match=match) as info:
         NodeClassifier(**{key: value})
     assert info.value.key == key
+
+
+@pytest.mark.reliability(
+    fault='the MLP baseline sampling neighbourhoods it never reads (half '
+          'of its loading time)',
+    behaviour='with model mlp the batches hold the seeds alone (fan-out 0, '
+              'no edges); a GNN keeps its fan-outs')
+def test_the_mlp_baseline_samples_no_neighbourhood(tmp_path):
+    def fit(name):
+        dm = FastLoadDataModule('tiny', num_neighbors=[3, 3], batch_size=64,
+                                cache_dir=str(tmp_path / 'cache'),
+                                progress=False)
+        trainer = pl.Trainer(max_epochs=1, accelerator='cpu', logger=False,
+                             enable_progress_bar=False, callbacks=[],
+                             enable_checkpointing=False,
+                             limit_train_batches=2, limit_val_batches=1)
+        trainer.fit(NodeClassifier(name, hidden_channels=8, num_layers=2),
+                    datamodule=dm)
+        return dm, next(iter(dm.train_dataloader()))
+    dm, batch = fit('mlp')
+    assert dm.spec.num_neighbors == [0] == dm.spec.eval_num_neighbors
+    assert batch.num_nodes == batch.batch_size == 64
+    assert batch.edge_index.numel() == 0
+    dm, batch = fit('sage')
+    assert dm.spec.num_neighbors == [3, 3]
+    assert batch.num_nodes > batch.batch_size
