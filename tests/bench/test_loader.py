@@ -87,6 +87,24 @@ def test_the_link_task_compares_the_link_loaders(tmp_path, capsys):
                  'PyG LinkNeighborLoader(num_workers=0)'):
         assert name in out
     assert set(result) == {'fast_edges_per_s', 'speedup'}
-    with pytest.raises(ValueError, match="'--task link' takes a "
+    # a heterogeneous preset: the ('author', 'writes', 'paper') relation
+    result = run(tmp_path, '--task', 'link', '--preset', 'hetero-tiny',
+                 '--fanout', '3', '2', '--pyg-workers', '0')
+    out = capsys.readouterr().out
+    assert "label edges: ('author', 'writes', 'paper')" in out
+    assert set(result) == {'fast_edges_per_s', 'speedup'}
+    with pytest.raises(ValueError, match="'--task temporal' takes a "
                        "homogeneous preset"):
-        run(tmp_path, '--task', 'link', '--preset', 'hetero-tiny')
+        run(tmp_path, '--task', 'temporal', '--preset', 'hetero-tiny')
+
+
+def test_the_temporal_task_reports_temporal_beside_untimed(tmp_path, capsys):
+    result = run(tmp_path, '--task', 'temporal', '--fanout', '4', '3')
+    out = capsys.readouterr().out
+    assert 'PyG baseline: none' in out
+    for name in ('no times, disjoint', "temporal 'uniform' (disjoint)",
+                 "temporal 'last' (disjoint)"):
+        assert name in out
+    assert result['temporal_ratio'] == pytest.approx(
+        result["seeds_per_s[temporal 'uniform' (disjoint)]"] /
+        result['seeds_per_s[no times, disjoint]'])
