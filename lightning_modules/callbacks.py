@@ -18,6 +18,8 @@ from torch_geometric.data import HeteroData
 
 from pyg_fastload.storage import FeatureSource, process_memory
 
+from .summary_text import format_summary
+
 __all__ = [
     'LoaderMonitor',
     'NOT_SECONDS',
@@ -396,7 +398,9 @@ class LoaderMonitor(Callback):
         ``batches_per_s`` (totals over the summed training time;
         ``seeds_per_s`` is :obj:`None` without ``batch_size``),
         ``hit_ratio`` (``{attr: {tier: ratio}}``, summed hits over summed
-        requests), ``peak_anon_bytes`` (the most resident memory the process
+        requests), ``rows_by_tier`` (``{attr: {tier: {'rows', 'bytes'}}}``:
+        what each tier served this rank, other ranks' rows under
+        ``'remote'``), ``peak_anon_bytes`` (the most resident memory the process
         had allocated after a training batch), ``storage_read`` (per
         attribute, rows asked of storage
         and the bytes the device delivered, measured) and
@@ -421,8 +425,14 @@ class LoaderMonitor(Callback):
             'batches_per_s': _rate(sum(r['batches'] for r in records),
                                    total_time),
             'hit_ratio': {attr: {tier: c['hit_ratio']
-                                 for tier, c in tiers.items()}
+                                 for tier, c in tiers.items()
+                                 if tier != 'served'}
                           for attr, tiers in _with_hit_ratios(cache).items()},
+            'rows_by_tier': {attr: {tier: {'rows': c['hits'],
+                                           'bytes': c['bytes']}
+                                    for tier, c in tiers.items()
+                                    if tier != 'served'}
+                             for attr, tiers in cache.items()},
             'peak_anon_bytes': max((r.get('peak_anon_bytes', 0)
                                     for r in records), default=0),
             'storage_read': {attr: {'rows': tiers['storage']['requests'],
@@ -445,7 +455,7 @@ class LoaderMonitor(Callback):
             return
         summary = self.summary()
         if self.print_summary:
-            print(_format_summary(summary))
+            print(format_summary(summary))
         if log_dir is not None and self.filename is not None:
             path = Path(log_dir) / self.filename
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -455,46 +465,3 @@ class LoaderMonitor(Callback):
                 'summary': summary,
                 'epochs': self.records,
             }, indent=1))
-
-
-def _format_summary(summary: Dict[str, Any]) -> str:
-    r"""The summary as a short text table."""
-    seeds = summary['seeds_per_s']
-    lines = [
-        f"LoaderMonitor: {summary['epochs']} epoch(s), mean epoch "
-        f"{summary['mean_epoch_time_s']:.3g} s, "
-        + (f'{seeds:,.0f} seeds/s, ' if seeds is not None else '')
-        + f"{summary['batches_per_s']:.3g} batches/s"
-    ]
-    # Attributes with a cache tier; the rest come from storage alone.
-    hit_ratio = {attr: ratios for attr, ratios in summary['hit_ratio'].items()
-                 if len(ratios) > 1}
-    if hit_ratio:
-        tiers = list(dict.fromkeys(t for ts in hit_ratio.values() for t in ts))
-        width = max(len('hit ratio'), *map(len, hit_ratio))
-        lines.append('hit ratio'.ljust(width) + ''.join(
-            f'{tier:>9}' for tier in tiers))
-        for attr, ratios in hit_ratio.items():
-            cells = [ratios.get(tier) for tier in tiers]
-            lines.append(attr.ljust(width) + ''.join(
-                f'{"-" if r is None else f"{r:.3f}":>9}' for r in cells))
-    if summary.get('peak_anon_bytes'):
-        lines.append(f"memory: peak {summary['peak_anon_bytes'] / 2**30:.2f} "
-                     f"GiB allocated by the process (sampled after each "
-                     f"training batch; mapped files and page cache apart)")
-    for attr, read in summary.get('storage_read', {}).items():
-        if read['rows'] and (read['device_bytes'] or attr in hit_ratio):
-            lines.append(f"{attr}: {read['rows']:,} rows asked of storage, "
-                         f"{read['device_bytes'] / 2**20:,.1f} MiB read "
-                         f"from the device (measured)")
-    shares = summary['time_share_pct']
-    trainer = {k: v for k, v in shares.items() if k in ('model', 'waiting')}
-    stages = {k: v for k, v in shares.items() if k not in trainer}
-    if trainer:
-        lines.append('training loop (adds up to the epoch): ' + ', '.join(
-            f'{key} {share:.1f}%' for key, share in trainer.items()))
-    if stages:
-        lines.append('loader stages busy (concurrent, each a share of the '
-                     'epoch): ' + ', '.join(f'{key} {share:.1f}%'
-                                            for key, share in stages.items()))
-    return '\n'.join(lines)

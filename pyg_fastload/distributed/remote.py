@@ -128,9 +128,10 @@ class PartitionedFeatureStore(FeatureStore):
         if not bool(mine.all()):
             rows = torch.cat(back)
             out[~mine] = rows[back_to].to(out.device)
-            entry = self._remote.setdefault(attr_name,
-                                            {'requests': 0.0, 'bytes': 0.0})
-            entry['requests'] += rows.size(0)
+            entry = self._remote.setdefault(
+                attr_name, {'requests': 0.0, 'hits': 0.0, 'bytes': 0.0})
+            entry['requests'] += rows.size(0)  # all served by the owners
+            entry['hits'] += rows.size(0)
             entry['bytes'] += rows.numel() * rows.element_size()
         if timings is not None:
             timings['remote'] = timings.get('remote', 0.0) + remote_seconds

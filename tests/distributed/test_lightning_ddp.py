@@ -91,6 +91,14 @@ def test_ddp_fit_runs_equal_steps_and_counts_traffic(pagraph_parts,
             assert rank['sampling']['bytes_received'] == 0
         assert rank['gradients']['bytes_sent'] > 0
     assert ranks[0]['gradients'] == ranks[1]['gradients']
+    [own] = (tmp_path / 'logs').rglob('fastload_stats.json')  # rank 0's
+    rows = json.loads(own.read_text())['summary']['rows_by_tier']['x']
+    if mode == 'dsp':  # the other rank's rows, counted and printed
+        assert rows['remote']['rows'] > 0 and rows['remote']['bytes'] > 0
+        assert re.search(r'\n(rows served \(bytes\)\s.*remote.*)\nx\s',
+                         result.stdout)
+    else:
+        assert 'remote' not in rows or rows['remote']['rows'] == 0
     # 2 ranks: a ring all-reduce sends and receives each bucket once per
     # step, the same buckets every step
     grads = ranks[0]['gradients']

@@ -56,7 +56,8 @@ def test_remote_tier_serves_rows_of_the_original_graph(hash_parts):
         assert traffic == {'bytes_sent': mine * 8 + theirs * row_bytes,
                            'bytes_received': theirs * 8 + mine * row_bytes,
                            'messages': 2}
-        assert stats == {'requests': mine, 'bytes': mine * row_bytes}
+        assert stats == {'requests': mine, 'hits': mine,
+                         'bytes': mine * row_bytes}
         assert 0 < mine < 300
 
 
