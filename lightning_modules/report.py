@@ -137,28 +137,49 @@ def _value(value: Optional[float]) -> float:
     return math.nan if value is None else value
 
 
-def _plot_throughput(records: List[Dict[str, Any]], path: Path) -> bool:
+def _plot_throughput(records: List[Dict[str, Any]], run: str) -> Any:
     r"""Seeds/s per epoch (batches/s where the batches had no
     ``batch_size``)."""
     key, label = 'seeds_per_s', 'seed nodes / s'
     if all(r.get(key) is None for r in records):
         key, label = 'batches_per_s', 'batches / s'
-    figure, axes = _new_figure('training throughput per epoch')
+    figure, axes = _new_figure(f'{run}: training throughput per epoch')
     axes.plot([r['epoch'] for r in records],
               [_value(r.get(key)) for r in records], 'o-')
     axes.set_ylabel(label)
     axes.set_ylim(bottom=0)
-    figure.savefig(path)
-    return True
+    _epoch_axis(axes, records)
+    return figure
 
 
-_TIER_ORDER = ('device', 'host', 'storage')
+def _epoch_axis(axes: Any, records: List[Dict[str, Any]]) -> None:
+    r"""Whole epochs on the x axis, half an epoch of margin."""
+    epochs = [r['epoch'] for r in records]
+    axes.set_xlim(min(epochs) - 0.5, max(epochs) + 0.5)
+    axes.set_xticks(sorted(set(epochs)))
+
+
+_TIER_ORDER = ('device', 'host', 'storage', 'remote')
+#: One colour per tier, the same in every plot.
+_TIER_COLOUR = {'device': 'tab:green', 'host': 'tab:blue',
+                'storage': 'tab:orange', 'remote': 'tab:red'}
 
 
 def _tier_shares(counters: Dict[str, Dict[str, Any]]) -> Dict[str, float]:
-    r"""Share of the requested rows each tier served, fastest first: a
-    tier serves its hit ratio of what the faster tiers missed (storage
-    serves the rest)."""
+    r"""Share of the requested rows each tier served, fastest first: from
+    the rows each tier served (``hits``; other ranks' rows under
+    ``remote``), or, where only hit ratios were logged (``metrics.csv``), a
+    tier's hit ratio of what the faster tiers missed (storage serves the
+    rest). ``served`` (rows this rank gave others) is not a tier of its
+    reads."""
+    counters = {t: c for t, c in counters.items() if t != 'served'}
+    if counters and all(isinstance(c.get('hits'), (int, float))
+                        for c in counters.values()):
+        total = sum(c['hits'] for c in counters.values())
+        order = [t for t in _TIER_ORDER if t in counters] + [
+            t for t in counters if t not in _TIER_ORDER]
+        return {t: counters[t]['hits'] / total if total else 0.0
+                for t in order}
     left, shares = 1.0, {}
     for tier in [t for t in _TIER_ORDER if t in counters] + [
             t for t in counters if t not in _TIER_ORDER]:
@@ -170,16 +191,35 @@ def _tier_shares(counters: Dict[str, Dict[str, Any]]) -> Dict[str, float]:
     return shares
 
 
-def _plot_tier_share(records: List[Dict[str, Any]], path: Path) -> bool:
-    r"""Per attribute with caches, stacked bars per epoch: the share of the
-    requested rows served by each tier (they add up to 1)."""
-    attrs = list(dict.fromkeys(
-        attr for r in records for attr, c in r.get('cache', {}).items()
-        if len(c) > 1))
+def _shown_attrs(records: List[Dict[str, Any]]) -> List[str]:
+    r"""The attributes worth a bar: served by more than one tier, and
+    (where bytes were counted) at least 5% of all bytes served (the
+    feature matrices, not the labels and masks)."""
+    tiers: Dict[str, set] = {}
+    size: Dict[str, float] = {}
+    for record in records:
+        for attr, counters in record.get('cache', {}).items():
+            tiers.setdefault(attr, set()).update(
+                t for t in counters if t != 'served')
+            size[attr] = size.get(attr, 0.0) + sum(
+                c.get('bytes') or 0.0 for t, c in counters.items()
+                if t != 'served')
+    total = sum(size.values())
+    return [attr for attr in tiers if len(tiers[attr]) > 1 and (
+        not total or size[attr] >= 0.05 * total)]
+
+
+def _plot_tier_share(records: List[Dict[str, Any]], run: str) -> Any:
+    r"""Which tier served the rows: per epoch (and attribute worth showing),
+    the share of the requested rows each tier served, stacked to 1, one
+    colour per tier."""
+    attrs = _shown_attrs(records)
     if not attrs:
-        return False
-    figure, axes = _new_figure('rows served per tier (training batches)')
+        return None
+    figure, axes = _new_figure(f"{run}: which tier served the rows "
+                               f"({', '.join(attrs)})")
     width = 0.8 / len(attrs)
+    seen = set()
     for index, attr in enumerate(attrs):
         x = [r['epoch'] + (index - (len(attrs) - 1) / 2) * width
              for r in records]
@@ -189,16 +229,18 @@ def _plot_tier_share(records: List[Dict[str, Any]], path: Path) -> bool:
         for tier in dict.fromkeys(t for s in shares for t in s):
             heights = [s.get(tier, 0.0) for s in shares]
             axes.bar(x, heights, width * 0.95, bottom=bottom,
-                     label=f'{attr} / {tier}')
+                     color=_TIER_COLOUR.get(tier),
+                     label=None if tier in seen else tier)
+            seen.add(tier)
             bottom = [b + h for b, h in zip(bottom, heights)]
     axes.set_ylabel('share of requested rows')
     axes.set_ylim(0, 1.05)
-    figure.legend(loc='outside right center')
-    figure.savefig(path)
-    return True
+    _epoch_axis(axes, records)
+    figure.legend(loc='outside right center', title='tier')
+    return figure
 
 
-def _plot_time(records: List[Dict[str, Any]], path: Path) -> bool:
+def _plot_time(records: List[Dict[str, Any]], run: str) -> Any:
     r"""Per epoch, the training loop's ``model`` + ``waiting`` stacked (they
     add up to the epoch), and next to it one bar per loader stage with its
     busy time (``sampling``, ``feature_loading``, ...): the stages run
@@ -207,10 +249,11 @@ def _plot_time(records: List[Dict[str, Any]], path: Path) -> bool:
     keys = list(dict.fromkeys(key for r in records for key in r['time']))
     consumer = [key for key in _CONSUMER_KEYS if key in keys]
     stages = [key for key in keys if key not in _CONSUMER_KEYS
-              and key != 'epoch' and '.' not in key]
+              and key != 'epoch' and '.' not in key and
+              sum(r['time'].get(key, 0.0) for r in records) > 0]
     if not consumer and not stages:
-        return False
-    figure, axes = _new_figure('loader time breakdown per epoch')
+        return None
+    figure, axes = _new_figure(f'{run}: where the time went per epoch')
     epochs = [r['epoch'] for r in records]
     groups = ([('training loop', consumer)] if consumer else []) + [
         ('busy', [stage]) for stage in stages]
@@ -221,13 +264,17 @@ def _plot_time(records: List[Dict[str, Any]], path: Path) -> bool:
         for key in group:
             heights = [r['time'].get(key, 0.0) for r in records]
             axes.bar(x, heights, width * 0.95, bottom=bottom,
-                     label=f'{key} ({name})')
+                     label=_STAGE_LABEL.get(key, f'{key} ({name})'))
             bottom = [b + h for b, h in zip(bottom, heights)]
     axes.set_ylabel('seconds')
+    _epoch_axis(axes, records)
     figure.legend(loc='outside right center')
-    figure.savefig(path)
-    return True
+    return figure
 
+
+#: Legend entries that need more than the key.
+_STAGE_LABEL = {'throttled': 'throttled (sampler idle: held back by '
+                             'the run-ahead scheduler)'}
 
 _PLOTS = (('throughput.png', _plot_throughput),
           ('tier_share.png', _plot_tier_share),
@@ -242,10 +289,13 @@ def make_report(logdir: PathLike,
     without one, Lightning's ``metrics.csv`` with its columns.
 
     Per run it writes ``throughput.png`` (seeds/s per epoch),
-    ``tier_share.png`` (the share of requested rows each tier served, per
-    attribute with caches) and ``time_breakdown.png`` (the training loop's
-    model and waiting seconds stacked, and each loader stage's busy
-    seconds beside them, if the loader timed them).
+    ``tier_share.png`` (which tier served the rows: the share of the
+    requested rows each tier served, other ranks' under ``remote``, for the
+    attributes served by several tiers that carry at least 5% of the
+    bytes) and ``time_breakdown.png`` (the training loop's model and
+    waiting seconds stacked, and each loader stage's busy seconds beside
+    them, stages that were never busy left out); every title names the run
+    (its path below :obj:`logdir`).
 
     Args:
         logdir (str or os.PathLike): the log directory to search.
@@ -279,8 +329,12 @@ def make_report(logdir: PathLike,
         if out_dir is not None:
             target = Path(out_dir).expanduser() / run_dir.relative_to(logdir)
         target.mkdir(parents=True, exist_ok=True)
+        label = str(run_dir.relative_to(logdir)) if run_dir != logdir \
+            else run_dir.name
         for name, plot in _PLOTS:
-            if plot(records, target / name):
+            figure = plot(records, label)
+            if figure is not None:
+                figure.savefig(target / name)
                 written.append(target / name)
     return written
 

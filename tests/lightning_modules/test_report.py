@@ -87,3 +87,54 @@ def test_a_malformed_stats_file_is_named(tmp_path):
         with pytest.raises(SystemExit, match=f"pyg-fastload report: error: "
                            f"'{stats}': {match}"):
             report.run(parser.parse_args([str(tmp_path / 'logs')]))
+
+
+def _dsp_like_records():
+    def tiers(host, storage, remote):
+        return {'host': {'requests': host + storage, 'hits': host,
+                         'bytes': host * 400.0},
+                'storage': {'requests': storage, 'hits': storage,
+                            'bytes': storage * 400.0},
+                'remote': {'requests': remote, 'hits': remote,
+                           'bytes': remote * 400.0},
+                'served': {'requests': 0, 'hits': 0, 'bytes': 0}}
+    cache = {'x': tiers(300, 500, 200)}
+    for attr in ('y', 'train_mask', 'val_mask'):  # small, storage + remote
+        cache[attr] = {'storage': {'requests': 800, 'hits': 800,
+                                   'bytes': 800.0},
+                       'remote': {'requests': 200, 'hits': 200,
+                                  'bytes': 200.0}}
+    return [{'epoch': 0, 'cache': cache,
+             'time': {'sampling': 1.0, 'transfer': 0.0, 'model': 2.0,
+                      'waiting': 0.5, 'epoch': 2.5}}]
+
+
+@pytest.mark.reliability(
+    fault='tier_share.png with a legend entry per attribute and tier in '
+          'repeated colours, every label and mask at 100% storage, remote '
+          'rows left out, titles that never name the run; an empty '
+          '"transfer" bar',
+    behaviour="one legend entry per tier (remote included) in fixed "
+              "colours, only the feature matrix shown, shares from the rows "
+              "each tier served, the run in every title; idle stages left "
+              "out")
+def test_plots_answer_one_question_each_and_name_the_run():
+    records = _dsp_like_records()
+    shares = report._tier_shares(records[0]['cache']['x'])
+    assert shares == pytest.approx({'host': 0.3, 'storage': 0.5,
+                                    'remote': 0.2})
+    figure = report._plot_tier_share(records, 'dsp/version_0')
+    [legend] = figure.legends
+    assert [t.get_text() for t in legend.get_texts()] == [
+        'host', 'storage', 'remote']
+    [axes] = figure.axes
+    assert axes.get_title() == ('dsp/version_0: which tier served the '
+                                'rows (x)')
+    assert axes.get_xlim() == (-0.5, 0.5)
+    time = report._plot_time(records, 'dsp/version_0')
+    labels = [t.get_text() for t in time.legends[0].get_texts()]
+    assert not any('transfer' in label for label in labels)
+    assert time.axes[0].get_title().startswith('dsp/version_0: ')
+    assert report._plot_throughput(
+        [{'epoch': 0, 'seeds_per_s': 10.0}], 'run').axes[0].get_title() == \
+        'run: training throughput per epoch'
