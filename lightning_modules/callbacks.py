@@ -403,9 +403,10 @@ class LoaderMonitor(Callback):
         ``'remote'``), ``peak_anon_bytes`` (the most resident memory the process
         had allocated after a training batch), ``storage_read`` (per
         attribute, rows asked of storage
-        and the bytes the device delivered, measured) and
+        and the bytes the device delivered, measured),
         ``time_share_pct`` (every loader timing summed, in
-        percent of the summed loader ``epoch`` time)."""
+        percent of the summed loader ``epoch`` time) and ``time_s`` (the
+        same timings in seconds)."""
         records = self.records
         total_time = sum(r['train_time_s'] for r in records)
         seeds = [r['seeds'] for r in records if r['seeds'] is not None]
@@ -443,6 +444,7 @@ class LoaderMonitor(Callback):
             'time_share_pct': ({key: 100 * seconds / epoch_time
                                 for key, seconds in times.items()}
                                if epoch_time > 0 else {}),
+            'time_s': times,
         }
 
     def _finish(self, trainer: pl.Trainer) -> None:

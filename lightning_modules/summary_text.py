@@ -62,13 +62,19 @@ def format_summary(summary: Dict[str, Any]) -> str:
                          f"{read['device_bytes'] / 2**20:,.1f} MiB read "
                          f"from the device (measured)")
     shares = summary['time_share_pct']
-    trainer = {k: v for k, v in shares.items() if k in ('model', 'waiting')}
-    stages = {k: v for k, v in shares.items() if k not in trainer}
+    seconds = summary.get('time_s', {})
+
+    def timed(key: str) -> str:
+        if key not in seconds:
+            return f'{key} {shares[key]:.1f}%'
+        return f'{key} {seconds[key]:.3g} s ({shares[key]:.1f}%)'
+    trainer = [k for k in shares if k in ('model', 'waiting')]
+    # stages that never ran (no cache tier, no remote rows) left out
+    stages = [k for k in shares if k not in trainer and shares[k] > 0]
     if trainer:
         lines.append('training loop (adds up to the epoch): ' + ', '.join(
-            f'{key} {share:.1f}%' for key, share in trainer.items()))
+            map(timed, trainer)))
     if stages:
         lines.append('loader stages busy (concurrent, each a share of the '
-                     'epoch): ' + ', '.join(f'{key} {share:.1f}%'
-                                            for key, share in stages.items()))
+                     'epoch): ' + ', '.join(map(timed, stages)))
     return '\n'.join(lines)
