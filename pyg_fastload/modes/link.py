@@ -25,6 +25,9 @@ __all__ = ['LinkOptions', 'LinkSplit', 'edge_index_of', 'is_undirected',
 
 #: Offset of the evaluation negatives' seed from the run's seed.
 _NEGATIVE_SEED = 7919
+#: Most label edges (evaluation edges with their negatives) one split's
+#: evaluation holds in memory.
+MAX_EVAL_LABELS = 50_000_000
 
 
 @dataclass(frozen=True)
@@ -198,13 +201,23 @@ class LinkSplit:
         if options.eval_edges and edges.size(1) > options.eval_edges:
             pick = torch.randperm(edges.size(1), generator=gen)
             edges = edges[:, pick[:options.eval_edges].sort().values]
+        k = options.eval_negatives
+        if k >= self.num_nodes:
+            raise SettingError('link.eval_negatives', f"{k} negatives per "
+                               f"edge on a graph of {self.num_nodes} nodes: "
+                               f"give fewer than the nodes")
+        if edges.size(1) * (1 + k) > MAX_EVAL_LABELS:
+            raise SettingError('link.eval_negatives', f"{edges.size(1):,} "
+                               f"evaluation edges x {1 + k} candidates are "
+                               f"more than {MAX_EVAL_LABELS:,} label edges "
+                               f"(held in memory): lower link.eval_edges or "
+                               f"link.eval_negatives")
         src, dst = edges
         full = self._keys.out_degree[src] >= self.num_nodes
         if bool(full.any()):
             raise SettingError('link.eval_negatives', f"node "
                                f"{int(src[full][0])} links to every node: "
                                f"it has no negative to rank against")
-        k = options.eval_negatives
         negatives = self._keys.non_neighbours(src.repeat_interleave(k), gen)
         dst_all = torch.cat([dst.view(-1, 1), negatives.view(-1, k)], dim=1)
         label_index = torch.stack([src.repeat_interleave(1 + k),

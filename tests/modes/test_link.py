@@ -107,6 +107,15 @@ def test_link_options_are_checked():
             LinkOptions(**kwargs)
         assert info.value.key == key
     graph = undirected_graph()
+    for options, match in ((dict(eval_negatives=300), 'give fewer than the '
+                            'nodes'),
+                           (dict(eval_edges=0, eval_negatives=10**6),
+                            'lower link.eval_edges')):
+        split = LinkSplit(graph.edge_index, 300 if 'fewer' in match
+                          else 2 * 10**6, LinkOptions(**options), seed=0)
+        with pytest.raises(SettingError, match=match) as info:
+            split.supervision('val')
+        assert info.value.key == 'link.eval_negatives'
     with pytest.raises(Exception, match="'link' options need task: link"):
         FastLoadDataModule(graph, link=LinkOptions())
     with pytest.raises(Exception, match="task 'link' with mode 'dsp' is not "
