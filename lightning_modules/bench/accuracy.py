@@ -172,9 +172,11 @@ def fit_once(data: Data, side: str, seed: int,
             'test_acc': 100 * float(test['test_acc']), 'seconds': seconds}
 
 
-def mean_std(values: List[float]) -> str:
+def mean_std(values: List[float], digits: int = 1) -> str:
+    r"""``mean ± sample std`` of :obj:`values` with :obj:`digits`
+    decimals."""
     std = statistics.stdev(values) if len(values) > 1 else 0.0
-    return f'{statistics.mean(values):.1f} ± {std:.1f}'
+    return f'{statistics.mean(values):.{digits}f} ± {std:.{digits}f}'
 
 
 def compare(data: Data, name: str,

@@ -32,7 +32,7 @@ from torch_geometric.data import Data
 from pyg_fastload.bench.common import Table, benchmark_main, positive_int
 from pyg_fastload.datasets import load_synthetic
 
-from .accuracy import default_root, load_planetoid
+from .accuracy import default_root, load_planetoid, mean_std
 from .lightning_setup import quiet_lightning, quiet_trainer_kwargs
 
 __all__ = ['add_arguments', 'run', 'main', 'fit_once']
@@ -134,11 +134,6 @@ def fit_once(data: Any, side: str, seed: int, epochs: int,
             'test_mrr': 100 * float(test['test_mrr']), 'seconds': seconds}
 
 
-def _mean_std(values: List[float]) -> str:
-    std = statistics.stdev(values) if len(values) > 1 else 0.0
-    return f'{statistics.mean(values):.2f} ± {std:.2f}'
-
-
 def compare(data: Any, name: str, args: argparse.Namespace
             ) -> Dict[str, Any]:
     r"""Both loaders over seeds ``0 .. args.seeds - 1``, interleaved;
@@ -169,8 +164,8 @@ def compare(data: Any, name: str, args: argparse.Namespace
     for side, results in runs.items():
         val = [r['val_mrr'] for r in results]
         val_mean[side] = statistics.mean(val)
-        table.row(labels[side], _mean_std(val),
-                  _mean_std([r['test_mrr'] for r in results]),
+        table.row(labels[side], mean_std(val, 2),
+                  mean_std([r['test_mrr'] for r in results], 2),
                   f"{statistics.mean(r['seconds'] for r in results):.1f}")
     summary: Dict[str, Any] = {'runs': runs, 'val_mean': val_mean,
                                'difference': None}

@@ -96,6 +96,12 @@ def test_evaluation_candidates_are_fixed_non_edges():
     assert torch.equal(again.supervision('val')[0], index)
 
 
+@pytest.mark.reliability(
+    fault='careless or huge link options (an unknown negative mode, a '
+          'fractional triplet ratio, no training edges left, a million '
+          'negatives per evaluation edge, task link on a partitioned mode)',
+    behaviour='a SettingError naming the link.* key before anything is '
+              'allocated')
 def test_link_options_are_checked():
     cases = [(dict(neg_sampling='pairs'), 'link.neg_sampling'),
              (dict(neg_sampling='triplet', neg_ratio=1.5), 'link.neg_ratio'),

@@ -157,6 +157,13 @@ def test_temporal_link_batches_respect_label_times(neg):
                                torch.arange(50))
 
 
+@pytest.mark.reliability(
+    fault='careless temporal arguments (no disjoint, input_time without '
+          'time_attr or of the wrong length, an unknown strategy, float '
+          'seed times on integer times, 2-D or boolean times, label times '
+          'of the wrong length)',
+    behaviour='an error naming the argument and the fix (was: '
+              'NotImplementedError, temporal_strategy silently ignored)')
 def test_bad_temporal_input_is_named():
     graph = timed_graph()
     edge_timed = timed_graph(level='edge')
