@@ -18,6 +18,9 @@ from torch_geometric.data import HeteroData
 
 from pyg_fastload.storage import FeatureSource, process_memory
 
+from .stats_summary import (Stats, add_counters, combine_ranks,
+                            counter_delta, rate, summarize,
+                            with_hit_ratios)
 from .summary_text import format_summary
 
 __all__ = [
@@ -37,16 +40,11 @@ STATS_FORMAT_VERSION = 1
 #: ``loader/<key>`` instead of ``time/<key>``.
 NOT_SECONDS = frozenset({'batches', 'run_ahead'})
 
-#: Cumulative per-tier counters of ``TieredFeatureStore.stats()`` that are
-#: turned into per-epoch deltas.
-_COUNTERS = ('requests', 'hits', 'bytes', 'pages', 'device_bytes')
-
 #: Attributes through which wrappers commonly expose the loader they wrap
 #: (``CombinedLoader.iterables`` first).
 _WRAPPER_ATTRS = ('iterables', 'loader', 'dataloader', '_loader',
                   '_dataloader')
 
-Stats = Dict[str, Dict[str, Dict[str, float]]]
 
 
 def _leaf_loaders(obj: Any, depth: int = 0) -> Iterator[Any]:
@@ -109,40 +107,6 @@ def _seeds(batch: Any) -> Optional[int]:
     return sum(known) if known else None
 
 
-def _counter_delta(after: Stats, before: Stats) -> Stats:
-    r"""``after - before`` of the cumulative counters, per attribute and
-    tier."""
-    out: Stats = {}
-    for attr, tiers in after.items():
-        out[attr] = {}
-        for tier, counters in tiers.items():
-            base = before.get(attr, {}).get(tier, {})
-            out[attr][tier] = {key: counters.get(key, 0) - base.get(key, 0)
-                               for key in _COUNTERS}
-    return out
-
-
-def _add_counters(total: Stats, delta: Stats) -> None:
-    for attr, tiers in delta.items():
-        for tier, counters in tiers.items():
-            into = total.setdefault(attr, {}).setdefault(
-                tier, dict.fromkeys(_COUNTERS, 0))
-            for key in _COUNTERS:
-                into[key] += counters[key]
-
-
-def _with_hit_ratios(counters: Stats) -> Stats:
-    r"""Adds ``hit_ratio`` (:obj:`None` without requests) to every tier."""
-    return {attr: {tier: {**c, 'hit_ratio': (c['hits'] / c['requests']
-                                             if c['requests'] else None)}
-                   for tier, c in tiers.items()}
-            for attr, tiers in counters.items()}
-
-
-def _rate(count: float, seconds: float) -> float:
-    return count / seconds if seconds > 0 else 0.0
-
-
 class _EpochState:
     r"""What :class:`LoaderMonitor` gathers during one training epoch.  The
     epoch is split into training segments; validation runs between them
@@ -172,7 +136,7 @@ class _EpochState:
         self.train_time += time.perf_counter() - self.segment_start
         self.segment_start = None
         if self.store is not None:
-            _add_counters(self.cache, _counter_delta(self.store.stats(),
+            add_counters(self.cache, counter_delta(self.store.stats(),
                                                      self.segment_stats))
 
 
@@ -214,7 +178,11 @@ class LoaderMonitor(Callback):
     the records to ``<trainer.log_dir>/fastload_stats.json`` (falling back
     to ``trainer.default_root_dir``; not with ``fast_dev_run``), which
     ``pyg-fastload report`` plots.  In distributed runs every rank measures
-    its own loader and rank zero's figures are logged and written.
+    its own loader and logs its own figures; at the end rank zero gathers
+    every rank's records and writes them as one (``summary`` and ``epochs``:
+    rows, bytes and seeds summed over the ranks, the slowest rank's
+    training time, the loader's timings averaged) and per rank (``ranks``:
+    ``[{'rank', 'summary', 'epochs'}]``).
 
     Args:
         smoothing (float, optional): the weight of the past in the
@@ -290,7 +258,7 @@ class LoaderMonitor(Callback):
             state.smooth_time = a * state.smooth_time + (1 - a) * elapsed
         state.seeds += seeds
         if not trainer.barebones:
-            pl_module.log('seeds/s', _rate(state.smooth_seeds,
+            pl_module.log('seeds/s', rate(state.smooth_seeds,
                                            state.smooth_time),
                           prog_bar=True, logger=False, on_step=True,
                           on_epoch=False, batch_size=1)
@@ -354,9 +322,9 @@ class LoaderMonitor(Callback):
             'batches': state.batches,
             'seeds': state.seeds,
             'train_time_s': state.train_time,
-            'seeds_per_s': (None if state.seeds is None else _rate(
+            'seeds_per_s': (None if state.seeds is None else rate(
                 state.seeds, state.train_time)),
-            'batches_per_s': _rate(state.batches, state.train_time),
+            'batches_per_s': rate(state.batches, state.train_time),
             'loader': (None if state.loader is None else
                        type(state.loader).__name__),
             'time': times,
@@ -364,7 +332,7 @@ class LoaderMonitor(Callback):
             # resident memory the process allocated, sampled after every
             # training batch (mapped files and the page cache excluded)
             'peak_anon_bytes': state.peak_anon,
-            'cache': _with_hit_ratios({
+            'cache': with_hit_ratios({
                 attr: tiers for attr, tiers in state.cache.items()
                 if any(c['requests'] for c in tiers.values())}),
         }
@@ -387,13 +355,14 @@ class LoaderMonitor(Callback):
                         'hit_ratio']
                 metrics[f'cache/{attr}/{tier}/bytes'] = float(
                     counters['bytes'])
-                if tier == 'storage':  # measured: what the device read
-                    metrics[f'cache/{attr}/storage/device_bytes'] = float(
-                        counters['device_bytes'])
+                if tier == 'storage':  # measured: what the disk read
+                    metrics[f'cache/{attr}/storage/disk_bytes'] = float(
+                        counters['disk_bytes'])
         return metrics
 
     def summary(self) -> Dict[str, Any]:
-        r"""Totals over :attr:`records`: ``epochs``, ``mean_epoch_time_s``
+        r"""Totals over this rank's :attr:`records`: ``ranks`` (1),
+        ``epochs``, ``mean_epoch_time_s``
         (training wall time per epoch), ``seeds_per_s`` and
         ``batches_per_s`` (totals over the summed training time;
         ``seeds_per_s`` is :obj:`None` without ``batch_size``),
@@ -403,67 +372,47 @@ class LoaderMonitor(Callback):
         ``'remote'``), ``peak_anon_bytes`` (the most resident memory the process
         had allocated after a training batch), ``storage_read`` (per
         attribute, rows asked of storage
-        and the bytes the device delivered, measured),
+        and the bytes the disk delivered, measured),
         ``time_share_pct`` (every loader timing summed, in
         percent of the summed loader ``epoch`` time) and ``time_s`` (the
         same timings in seconds)."""
-        records = self.records
-        total_time = sum(r['train_time_s'] for r in records)
-        seeds = [r['seeds'] for r in records if r['seeds'] is not None]
-        cache: Stats = {}
-        for record in records:
-            _add_counters(cache, record['cache'])
-        times: Dict[str, float] = {}
-        for record in records:
-            for key, seconds in record['time'].items():
-                times[key] = times.get(key, 0.0) + seconds
-        epoch_time = times.pop('epoch', 0.0)
-        return {
-            'epochs': len(records),
-            'mean_epoch_time_s': (total_time / len(records)
-                                  if records else 0.0),
-            'seeds_per_s': _rate(sum(seeds), total_time) if seeds else None,
-            'batches_per_s': _rate(sum(r['batches'] for r in records),
-                                   total_time),
-            'hit_ratio': {attr: {tier: c['hit_ratio']
-                                 for tier, c in tiers.items()
-                                 if tier != 'served'}
-                          for attr, tiers in _with_hit_ratios(cache).items()},
-            'rows_by_tier': {attr: {tier: {'rows': c['hits'],
-                                           'bytes': c['bytes']}
-                                    for tier, c in tiers.items()
-                                    if tier != 'served'}
-                             for attr, tiers in cache.items()},
-            'peak_anon_bytes': max((r.get('peak_anon_bytes', 0)
-                                    for r in records), default=0),
-            'storage_read': {attr: {'rows': tiers['storage']['requests'],
-                                    'device_bytes': tiers['storage'][
-                                        'device_bytes']}
-                             for attr, tiers in cache.items()
-                             if 'storage' in tiers},
-            'time_share_pct': ({key: 100 * seconds / epoch_time
-                                for key, seconds in times.items()}
-                               if epoch_time > 0 else {}),
-            'time_s': times,
-        }
+        return summarize(self.records)
+
+    def _per_rank(self, trainer: pl.Trainer) -> List[List[Dict[str, Any]]]:
+        r"""Every rank's records, rank by rank (collective in DDP)."""
+        import torch.distributed as dist
+        if trainer.world_size == 1 or not (dist.is_available()
+                                           and dist.is_initialized()):
+            return [self.records]
+        gathered: List[Any] = [None] * dist.get_world_size()
+        dist.all_gather_object(gathered, self.records)
+        return gathered
 
     def _finish(self, trainer: pl.Trainer) -> None:
-        if not self.records:
+        # trainer.log_dir broadcasts and the records are gathered, so every
+        # rank takes part.
+        per_rank = self._per_rank(trainer)
+        if not all(per_rank):
             return
-        # trainer.log_dir broadcasts, so every rank has to ask for it.
         log_dir = None if trainer.fast_dev_run else (
             trainer.log_dir or trainer.default_root_dir)
         if not trainer.is_global_zero:
             return
-        summary = self.summary()
+        out: Dict[str, Any] = {'format': STATS_FORMAT,
+                               'format_version': STATS_FORMAT_VERSION}
+        if len(per_rank) == 1:
+            out['summary'] = self.summary()
+            out['epochs'] = self.records
+        else:  # all ranks as one, and each rank's own
+            out['epochs'] = combine_ranks(per_rank)
+            out['summary'] = summarize(out['epochs'], ranks=len(per_rank))
+            out['ranks'] = [{'rank': rank, 'summary': summarize(records),
+                             'epochs': records}
+                            for rank, records in enumerate(per_rank)]
         if self.print_summary:
-            print(format_summary(summary))
+            print(format_summary(out['summary'], [
+                r['summary'] for r in out.get('ranks', [])]))
         if log_dir is not None and self.filename is not None:
             path = Path(log_dir) / self.filename
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(json.dumps({
-                'format': STATS_FORMAT,
-                'format_version': STATS_FORMAT_VERSION,
-                'summary': summary,
-                'epochs': self.records,
-            }, indent=1))
+            path.write_text(json.dumps(out, indent=1))

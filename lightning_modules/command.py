@@ -8,6 +8,7 @@ import os
 import signal
 import sys
 import threading
+import warnings
 from typing import Any, List, NoReturn, Optional
 
 __all__ = ['main', 'SIGTERM_EXIT', 'INTERRUPT_EXIT']
@@ -103,15 +104,27 @@ def _finish(what: str, status: int) -> NoReturn:
     import torch.distributed as dist
     if dist.is_available() and dist.is_initialized():
         dist.destroy_process_group()
-    print(f'pyg-fastload: {what}', file=sys.stderr)
     sys.stdout.flush()
     sys.stderr.flush()
+    # one write: the ranks' lines never interleave (pipes keep writes up
+    # to 4 KiB whole)
+    os.write(2, f'pyg-fastload: {what}\n'.encode())
     os._exit(status)
+
+
+def _quiet_lightning() -> None:
+    r"""Hides the one warning Lightning 2.6 prints on every run under torch
+    2.13 (its own use of torch's deprecated ``LeafSpec``): nothing a user
+    of this command can act on."""
+    warnings.filterwarnings(
+        'ignore', message=r'`isinstance\(treespec, LeafSpec\)`',
+        category=FutureWarning, module=r'pytorch_lightning\.')
 
 
 def main(argv: Optional[List[str]] = None) -> None:
     words = sys.argv[1:] if argv is None else list(argv)
     if words and words[0] in _TRAINER_HELP:
+        _quiet_lightning()
         import torch.distributed as dist
         from pytorch_lightning.utilities.exceptions import SIGTERMException
 
@@ -131,9 +144,10 @@ def main(argv: Optional[List[str]] = None) -> None:
             # line, status 130 as a shell reports SIGINT
             _finish('interrupted', INTERRUPT_EXIT)
         except ConfigError as error:  # found while setting up (every rank)
-            rank = os.environ.get('RANK', '0')
-            where = f'rank {rank}: ' if int(os.environ.get(
-                'WORLD_SIZE', '1')) > 1 else ''
+            where = ''
+            if dist.is_available() and dist.is_initialized() and \
+                    dist.get_world_size() > 1:
+                where = f'rank {dist.get_rank()}: '
             _finish(f"{where}error: config key '{error.config_key}': "
                     f"{error.detail}", 2)
         if dist.is_available() and dist.is_initialized():

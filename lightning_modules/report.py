@@ -9,9 +9,10 @@ import json
 import math
 import os
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from .callbacks import STATS_FILENAME, STATS_FORMAT
+from .summary_text import TIER_LABEL
 
 __all__ = ['make_report', 'add_arguments', 'run']
 
@@ -29,7 +30,31 @@ _CONSUMER_KEYS = ('model', 'waiting')
 _TEXT_KEYS = ('loader', )
 
 
-def _read_json(path: Path) -> List[Dict[str, Any]]:
+def _checked_epochs(path: Path, epochs: Any,
+                    where: str = '') -> List[Dict[str, Any]]:
+    r""":obj:`epochs` if it is a list of records whose leaves are numbers
+    (text where text belongs); a one-line error naming the file and key
+    otherwise."""
+    if not isinstance(epochs, list) or not all(
+            isinstance(e, dict) for e in epochs):
+        raise ValueError(f"'{path}': '{where}epochs' is not a list of "
+                         f"records (a damaged or hand-edited stats file)")
+    for i, epoch in enumerate(epochs):
+        bad = _not_a_number({k: v for k, v in epoch.items()
+                             if k not in _TEXT_KEYS})
+        if bad is not None:
+            raise ValueError(f"'{path}': {where}epoch record {i}: "
+                             f"'{bad[0]}' is {bad[1]!r}, not a number (a "
+                             f"damaged or hand-edited stats file)")
+    return epochs
+
+
+Records = List[Dict[str, Any]]
+
+
+def _read_json(path: Path) -> Tuple[Records, List[Records]]:
+    r"""The all-ranks records of a stats file and, for a distributed run,
+    each rank's (empty list otherwise)."""
     try:
         data = json.loads(path.read_text())
     except (OSError, ValueError) as error:
@@ -37,19 +62,15 @@ def _read_json(path: Path) -> List[Dict[str, Any]]:
     if not isinstance(data, dict) or data.get('format') != STATS_FORMAT:
         raise ValueError(f"'{path}' is not a LoaderMonitor stats file (no "
                          f"\"format\": \"{STATS_FORMAT}\")")
-    epochs = data.get('epochs')
-    if not isinstance(epochs, list) or not all(
-            isinstance(e, dict) for e in epochs):
-        raise ValueError(f"'{path}': 'epochs' is not a list of records "
-                         f"(a damaged or hand-edited stats file)")
-    for i, epoch in enumerate(epochs):
-        bad = _not_a_number({k: v for k, v in epoch.items()
-                             if k not in _TEXT_KEYS})
-        if bad is not None:
-            raise ValueError(f"'{path}': epoch record {i}: '{bad[0]}' is "
-                             f"{bad[1]!r}, not a number (a damaged or "
-                             f"hand-edited stats file)")
-    return epochs
+    epochs = _checked_epochs(path, data.get('epochs'))
+    ranks = data.get('ranks', [])
+    if not isinstance(ranks, list) or not all(
+            isinstance(r, dict) for r in ranks):
+        raise ValueError(f"'{path}': 'ranks' is not a list of per-rank "
+                         f"records (a damaged or hand-edited stats file)")
+    return epochs, [_checked_epochs(path, r.get('epochs'),
+                                    f'ranks[{i}].')
+                    for i, r in enumerate(ranks)]
 
 
 def _not_a_number(value: Any, key: str = '') -> Optional[Tuple[str, Any]]:
@@ -103,19 +124,23 @@ def _read_csv(path: Path) -> List[Dict[str, Any]]:
     return [records[epoch] for epoch in sorted(records)]
 
 
-def _find_runs(logdir: Path) -> List[Tuple[Path, List[Dict[str, Any]]]]:
-    r"""``(run directory, per-epoch records)`` for every
-    ``fastload_stats.json`` under :obj:`logdir`, and every ``metrics.csv``
-    with ``LoaderMonitor``'s columns in a directory without one."""
-    runs = [(path.parent, _read_json(path))
-            for path in sorted(logdir.rglob(STATS_FILENAME))]
-    with_json = {run_dir for run_dir, _ in runs}
+Run = Tuple[Path, Records, List[Records]]
+
+
+def _find_runs(logdir: Path) -> List[Run]:
+    r"""``(run directory, per-epoch records, each rank's records)`` for
+    every ``fastload_stats.json`` under :obj:`logdir`, and every
+    ``metrics.csv`` with ``LoaderMonitor``'s columns in a directory without
+    one."""
+    runs: List[Run] = [(path.parent, *_read_json(path))
+                       for path in sorted(logdir.rglob(STATS_FILENAME))]
+    with_json = {run[0] for run in runs}
     for path in sorted(logdir.rglob(METRICS_CSV)):
         if path.parent not in with_json:
             records = _read_csv(path)
             if records:
-                runs.append((path.parent, records))
-    return [(run_dir, records) for run_dir, records in runs if records]
+                runs.append((path.parent, records, []))
+    return [run for run in runs if run[1]]
 
 
 def _new_figure(title: str) -> Tuple[Any, Any]:
@@ -137,18 +162,27 @@ def _value(value: Optional[float]) -> float:
     return math.nan if value is None else value
 
 
-def _plot_throughput(records: List[Dict[str, Any]], run: str) -> Any:
+def _plot_throughput(records: Records, run: str,
+                     ranks: Sequence[Records] = ()) -> Any:
     r"""Seeds/s per epoch (batches/s where the batches had no
-    ``batch_size``)."""
+    ``batch_size``): all ranks together and, in a distributed run, each
+    rank."""
     key, label = 'seeds_per_s', 'seed nodes / s'
     if all(r.get(key) is None for r in records):
         key, label = 'batches_per_s', 'batches / s'
     figure, axes = _new_figure(f'{run}: training throughput per epoch')
-    axes.plot([r['epoch'] for r in records],
-              [_value(r.get(key)) for r in records], 'o-')
+    lines = [('all ranks' if ranks else None, records)] + [
+        (f'rank {index}', own) for index, own in enumerate(ranks)]
+    for name, own in lines:
+        axes.plot([r['epoch'] for r in own],
+                  [_value(r.get(key)) for r in own],
+                  'o-' if name in (None, 'all ranks') else 'o--',
+                  label=name)
     axes.set_ylabel(label)
     axes.set_ylim(bottom=0)
     _epoch_axis(axes, records)
+    if ranks:
+        figure.legend(loc='outside right center')
     return figure
 
 
@@ -209,51 +243,68 @@ def _shown_attrs(records: List[Dict[str, Any]]) -> List[str]:
         not total or size[attr] >= 0.05 * total)]
 
 
-def _plot_tier_share(records: List[Dict[str, Any]], run: str) -> Any:
-    r"""Which tier served the rows: per epoch (and attribute worth showing),
-    the share of the requested rows each tier served, stacked to 1, one
-    colour per tier."""
+def _plot_tier_share(records: Records, run: str,
+                     ranks: Sequence[Records] = ()) -> Any:
+    r"""Which tier served the rows: per epoch (and attribute worth showing;
+    in a distributed run, per rank), the share of the requested rows each
+    tier served, stacked to 1, one colour per tier."""
     attrs = _shown_attrs(records)
     if not attrs:
         return None
     figure, axes = _new_figure(f"{run}: which tier served the rows "
                                f"({', '.join(attrs)})")
-    width = 0.8 / len(attrs)
+    owners = [(f'r{i}', own) for i, own in enumerate(ranks)] or [
+        ('', records)]
+    groups = [(attr, name, own) for attr in attrs for name, own in owners]
+    width = 0.8 / len(groups)
     seen = set()
-    for index, attr in enumerate(attrs):
-        x = [r['epoch'] + (index - (len(attrs) - 1) / 2) * width
-             for r in records]
+    for index, (attr, name, own) in enumerate(groups):
+        x = [r['epoch'] + (index - (len(groups) - 1) / 2) * width
+             for r in own]
         shares = [_tier_shares(r.get('cache', {}).get(attr, {}))
-                  for r in records]
-        bottom = [0.0] * len(records)
+                  for r in own]
+        bottom = [0.0] * len(own)
         for tier in dict.fromkeys(t for s in shares for t in s):
             heights = [s.get(tier, 0.0) for s in shares]
             axes.bar(x, heights, width * 0.95, bottom=bottom,
                      color=_TIER_COLOUR.get(tier),
-                     label=None if tier in seen else tier)
+                     label=None if tier in seen else TIER_LABEL.get(
+                         tier, tier))
             seen.add(tier)
             bottom = [b + h for b, h in zip(bottom, heights)]
+        if len(groups) > 1:  # which bar is which
+            tag = ' '.join(part for part in (
+                attr if len(attrs) > 1 else '', name) if part)
+            for position in x:
+                axes.text(position, 1.01, tag, ha='center',
+                          va='bottom', fontsize='small')
     axes.set_ylabel('share of requested rows')
-    axes.set_ylim(0, 1.05)
+    axes.set_ylim(0, 1.1)
     _epoch_axis(axes, records)
     figure.legend(loc='outside right center', title='tier')
     return figure
 
 
-def _plot_time(records: List[Dict[str, Any]], run: str) -> Any:
+def _plot_time(records: Records, run: str,
+               ranks: Sequence[Records] = ()) -> Any:
     r"""Per epoch, the training loop's ``model`` + ``waiting`` stacked (they
     add up to the epoch), and next to it one bar per loader stage with its
     busy time (``sampling``, ``feature_loading``, ...): the stages run
     concurrently with the loop and each other, so they are not stacked
-    (sub-timings named ``<stage>.<part>`` are inside their stage)."""
+    (sub-timings named ``<stage>.<part>`` are inside their stage); stages
+    busy less than 0.5% of the epochs are left out."""
     keys = list(dict.fromkeys(key for r in records for key in r['time']))
+    total = {key: sum(r['time'].get(key, 0.0) for r in records)
+             for key in keys}
     consumer = [key for key in _CONSUMER_KEYS if key in keys]
     stages = [key for key in keys if key not in _CONSUMER_KEYS
-              and key != 'epoch' and '.' not in key and
-              sum(r['time'].get(key, 0.0) for r in records) > 0]
+              and key != 'epoch' and '.' not in key and total[key] > 0
+              and total[key] >= _IDLE * total.get('epoch', 0.0)]
     if not consumer and not stages:
         return None
-    figure, axes = _new_figure(f'{run}: where the time went per epoch')
+    mean = f' (mean of {len(ranks)} ranks)' if ranks else ''
+    figure, axes = _new_figure(f'{run}: where the time went per epoch'
+                               f'{mean}')
     epochs = [r['epoch'] for r in records]
     groups = ([('training loop', consumer)] if consumer else []) + [
         ('busy', [stage]) for stage in stages]
@@ -268,13 +319,16 @@ def _plot_time(records: List[Dict[str, Any]], run: str) -> Any:
             bottom = [b + h for b, h in zip(bottom, heights)]
     axes.set_ylabel('seconds')
     _epoch_axis(axes, records)
-    figure.legend(loc='outside right center')
+    figure.legend(loc='outside lower center', ncols=2)
     return figure
 
 
+#: Stages busy for less than this share of the epochs are left out.
+_IDLE = 0.005
+
 #: Legend entries that need more than the key.
-_STAGE_LABEL = {'throttled': 'throttled (sampler idle: held back by '
-                             'the run-ahead scheduler)'}
+_STAGE_LABEL = {'throttled': 'throttled (sampler held back by the '
+                             'run-ahead scheduler)'}
 
 _PLOTS = (('throughput.png', _plot_throughput),
           ('tier_share.png', _plot_tier_share),
@@ -294,8 +348,10 @@ def make_report(logdir: PathLike,
     attributes served by several tiers that carry at least 5% of the
     bytes) and ``time_breakdown.png`` (the training loop's model and
     waiting seconds stacked, and each loader stage's busy seconds beside
-    them, stages that were never busy left out); every title names the run
-    (its path below :obj:`logdir`).
+    them, stages busy less than 0.5% of the time left out); every title names the run
+    (its path below :obj:`logdir`).  For a distributed run the throughput
+    is drawn for all ranks together and for each rank, the tier shares per
+    rank, and the times as the mean of the ranks.
 
     Args:
         logdir (str or os.PathLike): the log directory to search.
@@ -324,7 +380,7 @@ def make_report(logdir: PathLike,
             f"pyg_fastload.lightning.LoaderMonitor among the Trainer's "
             f"callbacks and pass its log directory (e.g. lightning_logs)")
     written = []
-    for run_dir, records in runs:
+    for run_dir, records, ranks in runs:
         target = run_dir
         if out_dir is not None:
             target = Path(out_dir).expanduser() / run_dir.relative_to(logdir)
@@ -332,7 +388,7 @@ def make_report(logdir: PathLike,
         label = str(run_dir.relative_to(logdir)) if run_dir != logdir \
             else run_dir.name
         for name, plot in _PLOTS:
-            figure = plot(records, label)
+            figure = plot(records, label, ranks)
             if figure is not None:
                 figure.savefig(target / name)
                 written.append(target / name)

@@ -4,9 +4,9 @@ ranks' rows under ``remote``), memory, storage reads and where the time
 went, each number named with what it is a share of."""
 from __future__ import annotations
 
-from typing import Any, Dict, List
+from typing import Any, Callable, Dict, List, Sequence
 
-__all__ = ['format_summary']
+__all__ = ['TIER_LABEL', 'format_summary']
 
 
 def _table(title: str, rows: Dict[str, Dict[str, str]]) -> List[str]:
@@ -29,38 +29,77 @@ def _size(count: float) -> str:
     return f'{count / 2**20:,.1f} MiB'
 
 
-def format_summary(summary: Dict[str, Any]) -> str:
-    r"""The summary of :meth:`LoaderMonitor.summary` as short text."""
+#: What each tier is, in the tables' headers (the keys of the JSON).
+TIER_LABEL = {'device': 'device cache', 'host': 'host buffer',
+              'storage': 'storage (disk)', 'remote': 'other ranks'}
+
+
+def _per_attr(summaries: List[Dict[str, Any]], attrs: List[str], key: str,
+              cell: Callable[[Any], str]) -> Dict[str, Dict[str, str]]:
+    r"""Table rows: per attribute, the summary's :obj:`key` entry of every
+    tier, formatted by :obj:`cell`; with several summaries (all ranks,
+    then each rank) one row per summary, named after it."""
+    rows: Dict[str, Dict[str, str]] = {}
+    for attr in attrs:
+        for index, summary in enumerate(summaries):
+            name = attr if len(summaries) == 1 else (
+                f'{attr} (all ranks)' if index == 0 else
+                f'{attr} (rank {index - 1})')
+            rows[name] = {TIER_LABEL.get(tier, tier): cell(value)
+                          for tier, value in summary[key].get(
+                              attr, {}).items()}
+    return rows
+
+
+def format_summary(summary: Dict[str, Any],
+                   ranks: Sequence[Dict[str, Any]] = ()) -> str:
+    r"""The summary of :meth:`LoaderMonitor.summary` as short text;
+    :obj:`ranks` are the per-rank summaries of a distributed run, whose
+    rows follow the all-ranks ones."""
     seeds = summary['seeds_per_s']
+    many = len(ranks) > 1
     lines = [
-        f"LoaderMonitor: {summary['epochs']} epoch(s), mean epoch "
+        "LoaderMonitor: "
+        + (f'{len(ranks)} ranks together (epoch time of the slowest, '
+           f'rows and seeds summed), ' if many else '')
+        + f"{summary['epochs']} epoch(s), mean epoch "
         f"{summary['mean_epoch_time_s']:.3g} s, "
         + (f'{seeds:,.0f} seeds/s, ' if seeds is not None else '')
         + f"{summary['batches_per_s']:.3g} batches/s"
     ]
-    # Attributes with a cache tier or remote rows; the rest come from
-    # storage alone.
-    hit_ratio = {attr: ratios for attr, ratios in summary['hit_ratio'].items()
-                 if len(ratios) > 1}
-    if hit_ratio:
-        lines += _table('hit ratio', {
-            attr: {tier: '-' if r is None else f'{r:.3f}'
-                   for tier, r in ratios.items()}
-            for attr, ratios in hit_ratio.items()})
-        served = summary.get('rows_by_tier', {})
-        lines += _table('rows served (bytes)', {
-            attr: {tier: f"{int(c['rows']):,} ({_size(c['bytes'])})"
-                   for tier, c in served.get(attr, {}).items()}
-            for attr in hit_ratio})
+    summaries = [summary, *ranks] if many else [summary]
+    # Attributes with a cache tier or remote rows (the rest come from
+    # storage alone) carrying at least 5% of the bytes (the features, not
+    # the labels and masks).
+    size = {attr: sum(c['bytes'] for c in tiers.values())
+            for attr, tiers in summary.get('rows_by_tier', {}).items()}
+    small = [attr for attr in size
+             if size[attr] < 0.05 * sum(size.values())]
+    attrs = [attr for attr in summary['hit_ratio'] if attr not in small
+             and any(len(s['hit_ratio'].get(attr, {})) > 1
+                     for s in summaries)]
+    if attrs:
+        lines += _table('hit ratio', _per_attr(
+            summaries, attrs, 'hit_ratio',
+            lambda r: '-' if r is None else f'{r:.3f}'))
+        lines += _table('rows served (bytes)', _per_attr(
+            summaries, attrs, 'rows_by_tier',
+            lambda c: f"{int(c['rows']):,} ({_size(c['bytes'])})"))
+    if small:
+        lines.append(f"(under 5% of the bytes, not shown: "
+                     f"{', '.join(small)})")
     if summary.get('peak_anon_bytes'):
         lines.append(f"memory: peak {summary['peak_anon_bytes'] / 2**30:.2f} "
-                     f"GiB allocated by the process (sampled after each "
-                     f"training batch; mapped files and page cache apart)")
+                     "GiB allocated by the process"
+                     + (' (the largest rank)' if many else '')
+                     + " (sampled after each training batch; mapped "
+                     "files and page cache apart)")
     for attr, read in summary.get('storage_read', {}).items():
-        if read['rows'] and (read['device_bytes'] or attr in hit_ratio):
+        if read['rows'] and attr not in small and (
+                read['disk_bytes'] or attr in attrs):
             lines.append(f"{attr}: {read['rows']:,} rows asked of storage, "
-                         f"{read['device_bytes'] / 2**20:,.1f} MiB read "
-                         f"from the device (measured)")
+                         f"{read['disk_bytes'] / 2**20:,.1f} MiB read "
+                         f"from disk (measured)")
     shares = summary['time_share_pct']
     seconds = summary.get('time_s', {})
 
@@ -69,11 +108,13 @@ def format_summary(summary: Dict[str, Any]) -> str:
             return f'{key} {shares[key]:.1f}%'
         return f'{key} {seconds[key]:.3g} s ({shares[key]:.1f}%)'
     trainer = [k for k in shares if k in ('model', 'waiting')]
-    # stages that never ran (no cache tier, no remote rows) left out
-    stages = [k for k in shares if k not in trainer and shares[k] > 0]
+    # stages that never ran (no cache tier, no remote rows) or were busy
+    # under 0.5% of the epoch left out
+    stages = [k for k in shares if k not in trainer and shares[k] >= 0.5]
     if trainer:
-        lines.append('training loop (adds up to the epoch): ' + ', '.join(
-            map(timed, trainer)))
+        mean = f', mean of {len(ranks)} ranks' if many else ''
+        lines.append(f'training loop (adds up to the epoch{mean}): '
+                     + ', '.join(map(timed, trainer)))
     if stages:
         lines.append('loader stages busy (concurrent, each a share of the '
                      'epoch): ' + ', '.join(map(timed, stages)))

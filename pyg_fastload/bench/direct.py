@@ -6,7 +6,7 @@ baseline: ``x[n_id]`` through the page cache, which starts empty), and (b)
 through the tiers: direct reads, a host buffer of hot rows and optionally a
 window-buffered cache. Both sides load the *same* batches (sampled once by
 PyG's ``NeighborLoader`` with the given fan-outs), so the feature-loading
-times compare like with like; the bytes the device delivered are measured
+times compare like with like; the bytes the disk delivered are measured
 (``/proc/self/io``), next to the rows requested.
 
 Run ``pyg-fastload bench direct --dataset DIR`` on a directory written by
@@ -94,7 +94,7 @@ def read_bound(storage: DirectStorage, in_flight: List[int], rows: int,
 
 
 def _read_bytes() -> int:
-    r"""This process's measured device reads (0 where not known)."""
+    r"""This process's measured disk reads (0 where not known)."""
     return process_read_bytes() or 0
 
 
@@ -144,7 +144,7 @@ def _pyg_memmap(path: str, shape: tuple, batches: List[torch.Tensor],
         started = time.perf_counter()
         torch.index_select(x, 0, n_id)
         seconds += time.perf_counter() - started
-    return {'seconds': seconds, 'device_bytes': _read_bytes() - before,
+    return {'seconds': seconds, 'disk_bytes': _read_bytes() - before,
             'storage_rows': sum(b.numel() for b in batches),
             'batches': len(batches)}
 
@@ -206,9 +206,9 @@ def _tiered(args: argparse.Namespace, window: bool,
         storage_seconds += timings.get('storage', 0.0)
     stats = features.stats('x')['x']
     return {'seconds': seconds, 'storage_seconds': storage_seconds,
-            'device_bytes': _read_bytes() - before,
+            'disk_bytes': _read_bytes() - before,
             'storage_rows': stats['storage']['hits'],
-            'counted_bytes': stats['storage']['device_bytes'],
+            'counted_bytes': stats['storage']['disk_bytes'],
             'batches': len(batches)}
 
 
@@ -238,7 +238,7 @@ def run(args: argparse.Namespace) -> Dict[str, Any]:
           f"flight")
     if bound['latency_s']:
         need = math.ceil(bound['best'] * bound['latency_s'] * 0.95 / 0.05)
-        print(f"GIDS's accumulator: {need} reads per wave keep the device at "
+        print(f"GIDS's accumulator: {need} reads per wave keep the disk at "
               f"95% of peak (peak x latency x p / (1 - p)); a batch's misses "
               f"here are far more, so batches are not merged")
     started = time.perf_counter()
@@ -258,17 +258,17 @@ def run(args: argparse.Namespace) -> Dict[str, Any]:
                                                              batches)
     table = Table({'side': 42, 'batches': 7, 's/batch': 8,
                    'rows from storage/batch': 23,
-                   'device MiB/batch (measured)': 27, 'vs bound': 8})
+                   'disk MiB/batch (measured)': 27, 'vs bound': 8})
     for name, result in results.items():
         bound_s = result['storage_rows'] / bound['best']
         per = result['batches']
         table.row(name, per, result['seconds'] / per,
                   f"{result['storage_rows'] / per:,.0f}",
-                  f"{result['device_bytes'] / MiB / per:,.1f}",
+                  f"{result['disk_bytes'] / MiB / per:,.1f}",
                   f"{bound_s / result['seconds']:.0%}")
-    print(f"the device's read-ahead is {read_ahead} KiB: a page fault on the "
+    print(f"the disk's read-ahead is {read_ahead} KiB: a page fault on the "
           f"mapping reads around it (np.memmap's default advice)"
-          if read_ahead else "the device's read-ahead is unknown")
+          if read_ahead else "the disk's read-ahead is unknown")
     ours = results['direct + host buffer']
     mine = ours['seconds'] / ours['batches']
     for name in ('pyg x[n_id] over np.memmap',
@@ -286,10 +286,10 @@ def run(args: argparse.Namespace) -> Dict[str, Any]:
           f"every cache were read at {storage_share:.0%} of the measured "
           f"random-read bound (target >= 70%)")
     window = results['direct + host buffer + window cache']
-    mmap_bytes = max(base['device_bytes'], 1)
-    print(f"reported: device bytes, host buffer + window cache vs mmap "
-          f"(MADV_RANDOM): {window['device_bytes'] / mmap_bytes:.2f}x; host "
-          f"buffer alone {ours['device_bytes'] / mmap_bytes:.2f}x (measured, "
+    mmap_bytes = max(base['disk_bytes'], 1)
+    print(f"reported: disk bytes, host buffer + window cache vs mmap "
+          f"(MADV_RANDOM): {window['disk_bytes'] / mmap_bytes:.2f}x; host "
+          f"buffer alone {ours['disk_bytes'] / mmap_bytes:.2f}x (measured, "
           f"/proc/self/io); peak RSS of this process "
           f"{peak_rss_bytes() / 2**30:.1f} GiB")
     return {'bound': bound, 'results': results, 'bound_share': storage_share,

@@ -79,7 +79,7 @@ def _run_epoch(data, seeds: torch.Tensor, args: argparse.Namespace,
         storage = store.stats()['x']['storage']
         out['storage_bytes'] = storage['bytes']
         out['storage_pages'] = storage['pages']
-        out['device_bytes'] = storage['device_bytes']
+        out['disk_bytes'] = storage['disk_bytes']
     return out
 
 
@@ -129,7 +129,7 @@ def disk_tier_section(args: argparse.Namespace) -> Dict[str, float]:
     }
     results: Dict[str, Dict[str, float]] = {}
     table = Table({'configuration': 38, 'epoch s': 8, 'storage MiB': 11,
-                   'pages': 9, 'device MiB': 10, 'anon +MiB': 9,
+                   'pages': 9, 'disk MiB': 10, 'anon +MiB': 9,
                    'file-backed RSS MiB': 19})
     for name, make in configs.items():
         gc.collect()  # free the previous configuration's caches first
@@ -147,7 +147,7 @@ def disk_tier_section(args: argparse.Namespace) -> Dict[str, float]:
         table.row(name, result['seconds'],
                   result.get('storage_bytes', 0) / MiB,
                   result.get('storage_pages', 0),
-                  result.get('device_bytes', 0) / MiB,
+                  result.get('disk_bytes', 0) / MiB,
                   result['anon_growth'] / MiB, result['rss_file'] / MiB)
 
     baseline = results['plain mmap (every row read)']
@@ -174,7 +174,7 @@ def disk_tier_section(args: argparse.Namespace) -> Dict[str, float]:
     print(f'window buffering vs the same cache without look-ahead, storage '
           f'bytes: {window / max(blind, 1):.2f}x '
           f'({_verdict(window < blind)})')
-    print('device MiB: what the device delivered (measured: the blocks of '
+    print('disk MiB: what the disk delivered (measured: the blocks of '
           'direct reads, /proc/self/io while gathering memory-mapped rows)')
     print('RSS: "anon" is memory the process allocated (caches, batches); '
           '"file-backed" is page cache of the mapped files, which the kernel '

@@ -16,7 +16,7 @@ class TierCounters:
         hits (int): rows this tier served.
         bytes (int): bytes of the rows it served.
         pages (int): storage pages read (disk tier only, 4 KiB each).
-        device_bytes (int): bytes the device delivered (disk tier only):
+        disk_bytes (int): bytes the disk delivered (storage tier only):
             the blocks of direct reads, or for memory-mapped rows the
             process's measured reads (``/proc/self/io``) while gathering,
             which page-cache hits do not add to.
@@ -25,7 +25,7 @@ class TierCounters:
     hits: int = 0
     bytes: int = 0
     pages: int = 0
-    device_bytes: int = 0
+    disk_bytes: int = 0
 
     @property
     def hit_ratio(self) -> float:
@@ -40,7 +40,7 @@ class TierCounters:
 
     def reset(self) -> None:
         self.requests = self.hits = self.bytes = self.pages = 0
-        self.device_bytes = 0
+        self.disk_bytes = 0
 
     def as_dict(self) -> Dict[str, float]:
         return {**asdict(self), 'hit_ratio': self.hit_ratio}

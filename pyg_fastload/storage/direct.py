@@ -269,7 +269,7 @@ class DirectStorage(MmapStorage):
                     requests: Optional[int] = None) -> None:
         r"""Reads sorted distinct :obj:`rows` into :obj:`out` (counted as
         :obj:`requests` requested rows, default one per row; ``pages`` and
-        ``device_bytes`` are the blocks read), in waves whose read buffer
+        ``disk_bytes`` are the blocks read), in waves whose read buffer
         stays within :data:`WAVE_BYTES`."""
         per_row = (self.row_bytes // BLOCK_BYTES + 2 + self.merge_gap) * \
             BLOCK_BYTES  # the most blocks one row can add to a wave
@@ -312,7 +312,7 @@ class DirectStorage(MmapStorage):
         self.read_calls += len(reads)
         self.counters.add(rows.numel(), rows.numel(), self.row_bytes,
                           total // BLOCK_BYTES)
-        self.counters.device_bytes += total
+        self.counters.disk_bytes += total
 
     def _fetch(self, reads: List[Tuple[int, int, int]], total: int,
                device: torch.device) -> Tensor:

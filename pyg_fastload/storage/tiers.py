@@ -222,7 +222,7 @@ class MmapStorage:
         self.counters.add(rows.numel() if requests is None else requests,
                           rows.numel(), self.row_bytes, self.pages_of(rows))
         if before is not None and after is not None:
-            self.counters.device_bytes += after - before
+            self.counters.disk_bytes += after - before
 
 
 class StaticCache:

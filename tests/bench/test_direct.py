@@ -30,7 +30,7 @@ def test_bench_direct_compares_the_same_batches(tmp_path, capsys):
     # only what the host buffer missed, and counted blocks of it
     assert ours['storage_rows'] < base['storage_rows']
     assert ours['counted_bytes'] >= ours['storage_rows'] * 32 * 4
-    assert ours['device_bytes'] >= ours['counted_bytes']
+    assert ours['disk_bytes'] >= ours['counted_bytes']
     # the host-buffer shares are those the tiers served (ranked by the
     # first policy, which needs the fan-outs)
     rows = base['storage_rows']

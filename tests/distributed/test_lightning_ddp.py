@@ -78,6 +78,10 @@ def test_ddp_fit_runs_equal_steps_and_counts_traffic(pagraph_parts,
                    '--trainer.max_epochs', str(epochs)], tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     assert 'validation accuracy' in result.stdout
+    # no warning from this package's use of Lightning (nor Lightning's own
+    # deprecated LeafSpec under torch 2.13)
+    assert 'Warning' not in result.stderr, result.stderr[-3000:]
+    assert 'deprecated' not in result.stderr, result.stderr[-3000:]
     stats = _stats(tmp_path)
     assert stats['world_size'] == 2
     ranks = stats['epochs'][0]['ranks']
@@ -92,11 +96,20 @@ def test_ddp_fit_runs_equal_steps_and_counts_traffic(pagraph_parts,
         assert rank['gradients']['bytes_sent'] > 0
     assert ranks[0]['gradients'] == ranks[1]['gradients']
     [own] = (tmp_path / 'logs').rglob('fastload_stats.json')  # rank 0's
-    rows = json.loads(own.read_text())['summary']['rows_by_tier']['x']
+    written = json.loads(own.read_text())  # all ranks, and each rank
+    rows = written['summary']['rows_by_tier']['x']
+    assert written['summary']['ranks'] == len(written['ranks']) == 2
+    per_rank = [r['summary']['rows_by_tier']['x'] for r in written['ranks']]
+    for tier, served in rows.items():  # summed over the ranks
+        assert served['rows'] == sum(r[tier]['rows'] for r in per_rank)
+        assert served['bytes'] == sum(r[tier]['bytes'] for r in per_rank)
+    assert written['epochs'][0]['seeds'] == sum(
+        r['epochs'][0]['seeds'] for r in written['ranks'])
     if mode in ('dsp', 'hopgnn'):  # other ranks' rows, counted, printed
-        assert rows['remote']['rows'] > 0 and rows['remote']['bytes'] > 0
-        assert re.search(r'\n(rows served \(bytes\)\s.*remote.*)\nx\s',
-                         result.stdout)
+        assert all(r['remote']['rows'] > 0 and r['remote']['bytes'] > 0
+                   for r in per_rank)
+        assert re.search(r'\n(rows served \(bytes\)\s.*other ranks.*)\n'
+                         r'x \(all ranks\)\s', result.stdout)
     else:
         assert 'remote' not in rows or rows['remote']['rows'] == 0
     # 2 ranks: a ring all-reduce sends and receives each bucket once per
@@ -245,6 +258,29 @@ def test_a_hetero_directory_trains_on_two_replicated_ranks(tmp_path):
     [own] = (tmp_path / 'logs').rglob('fastload_stats.json')  # rank 0's
     paper = json.loads(own.read_text())['epochs'][0]['cache']['paper.x']
     assert 0 < paper['host']['hits'] < paper['host']['requests']
+
+
+@pytest.mark.reliability(
+    fault='a 2-rank dsp fit given a dataset its partition was not made from',
+    behaviour='one line per rank naming the config key, exit status 2 (was: '
+              'a 91-line traceback per rank, the message buried in it)')
+def test_a_dataset_mismatch_is_one_line_per_rank(metis_parts, tiny_dir,
+                                                 tmp_path):
+    from pyg_fastload.datasets import prepare_synthetic
+    other = prepare_synthetic('tiny', tmp_path / 'other', seed=1,
+                              cache_root=tmp_path / 'cache', progress=False)
+    config = _config(tmp_path, {'dataset': str(other.path), 'mode': 'dsp',
+                                'partitions': str(metis_parts)})
+    result = _fit(['--config', str(config)], tmp_path, timeout=200)
+    assert result.returncode == 2, result.stderr[-3000:]
+    assert 'Traceback' not in result.stderr, result.stderr[-3000:]
+    ours = sorted(line for line in result.stderr.splitlines()
+                  if line.startswith('pyg-fastload'))
+    assert ours == [
+        f"pyg-fastload: rank {rank}: error: config key 'data.dataset': "
+        f"'{other.path}' is not the dataset '{metis_parts}' was "
+        f"partitioned from ({tiny_dir[0]})"
+        for rank in (0, 1)], result.stderr[-3000:]
 
 
 @pytest.mark.reliability(

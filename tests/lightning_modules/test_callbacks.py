@@ -147,8 +147,8 @@ def test_records_and_json_per_epoch(tiered_run):
     read = summary['storage_read']['x']
     assert read['rows'] == sum(r['cache']['x']['storage']['requests']
                                for r in records) > 0
-    assert read['device_bytes'] == sum(
-        r['cache']['x']['storage']['device_bytes'] for r in records)
+    assert read['disk_bytes'] == sum(
+        r['cache']['x']['storage']['disk_bytes'] for r in records)
     assert 'rows asked of storage' in tiered_run['stdout']
     # the process's allocated memory holds at least its two caches, and
     # never more than its peak resident size

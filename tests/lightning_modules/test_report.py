@@ -126,7 +126,7 @@ def test_plots_answer_one_question_each_and_name_the_run():
     figure = report._plot_tier_share(records, 'dsp/version_0')
     [legend] = figure.legends
     assert [t.get_text() for t in legend.get_texts()] == [
-        'host', 'storage', 'remote']
+        'host buffer', 'storage (disk)', 'other ranks']
     [axes] = figure.axes
     assert axes.get_title() == ('dsp/version_0: which tier served the '
                                 'rows (x)')
@@ -138,3 +138,44 @@ def test_plots_answer_one_question_each_and_name_the_run():
     assert report._plot_throughput(
         [{'epoch': 0, 'seeds_per_s': 10.0}], 'run').axes[0].get_title() == \
         'run: training throughput per epoch'
+
+
+def _rank_records(rank):
+    record = _dsp_like_records()[0]
+    record.update(seeds_per_s=100.0 * (rank + 1), batches_per_s=1.0)
+    return [record]
+
+
+@pytest.mark.reliability(
+    fault='a distributed run plotted from rank 0 alone',
+    behaviour='the throughput of all ranks and of each rank, the tier '
+              'shares per rank; a damaged per-rank list is named')
+def test_a_distributed_run_is_plotted_per_rank(tmp_path):
+    import json
+    ranks = [_rank_records(0), _rank_records(1)]
+    both = _rank_records(0)
+    both[0]['seeds_per_s'] = 300.0
+    figure = report._plot_throughput(both, 'run', ranks)
+    assert [t.get_text() for t in figure.legends[0].get_texts()] == [
+        'all ranks', 'rank 0', 'rank 1']
+    assert [line.get_ydata()[0] for line in figure.axes[0].lines] == [
+        300.0, 100.0, 200.0]
+    shares = report._plot_tier_share(both, 'run', ranks)
+    assert sorted(t.get_text() for t in shares.axes[0].texts) == [
+        'r0', 'r1']
+    assert len(shares.axes[0].patches) == 2 * 3  # 3 tiers per rank
+    assert report._plot_time(both, 'run', ranks).axes[0].get_title() == \
+        'run: where the time went per epoch (mean of 2 ranks)'
+
+    run = tmp_path / 'logs' / 'version_0'
+    run.mkdir(parents=True)
+    stats = {'format': report.STATS_FORMAT, 'epochs': both,
+             'ranks': [{'rank': i, 'epochs': own}
+                       for i, own in enumerate(ranks)]}
+    (run / 'fastload_stats.json').write_text(json.dumps(stats))
+    assert {p.name for p in report.make_report(tmp_path / 'logs')} == PLOTS
+    stats['ranks'][1]['epochs'] = [{'seeds_per_s': 'fast'}]
+    (run / 'fastload_stats.json').write_text(json.dumps(stats))
+    with pytest.raises(ValueError, match=r"ranks\[1\]\.epoch record 0: "
+                       "'seeds_per_s' is 'fast'"):
+        report.make_report(tmp_path / 'logs')

@@ -49,7 +49,7 @@ def test_direct_reads_return_exactly_the_files_rows(table, direct, data):
     # whole blocks: at least the rows' bytes; at most, per row, the blocks
     # its ends share with others and the gap merged up to the next row
     row_bytes = x[0].numel() * x.element_size()
-    assert distinct.numel() * row_bytes <= counters.device_bytes <= \
+    assert distinct.numel() * row_bytes <= counters.disk_bytes <= \
         distinct.numel() * (row_bytes + (2 + merge_gap) * 4096)
 
 
@@ -144,8 +144,8 @@ def test_measured_io_covers_every_row_that_missed_the_caches(tiny_dir):
     row_bytes = rows[0].numel() * rows.element_size()
     assert missed > 0 and stats['storage']['requests'] == missed
     assert measured >= missed * row_bytes
-    assert stats['storage']['device_bytes'] >= missed * row_bytes
-    assert measured >= stats['storage']['device_bytes']
+    assert stats['storage']['disk_bytes'] >= missed * row_bytes
+    assert measured >= stats['storage']['disk_bytes']
     x = np.fromfile(os.path.join(tiny_dir[0], 'x.bin'), dtype=np.float32)
     assert torch.equal(rows, torch.from_numpy(x.reshape(-1, rows.size(1)))[
         ids])

@@ -142,4 +142,4 @@ def test_gds_reads_land_in_gpu_memory_through_the_tiers(tiny_dir):
     stats = features.stats('x')['x']
     missed = stats['host']['requests'] - stats['host']['hits']
     assert stats['storage']['requests'] == missed > 0
-    assert stats['storage']['device_bytes'] >= missed * rows[0].nbytes
+    assert stats['storage']['disk_bytes'] >= missed * rows[0].nbytes
