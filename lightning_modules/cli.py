@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from pathlib import Path
 from typing import Any, List, Optional
 
@@ -58,17 +59,31 @@ def restrict_imports() -> None:
                          import_path_allowlist=[*IMPORT_ALLOWLIST, *extra])
 
 
+#: The model a config that names none trains.
+DEFAULT_MODEL = 'pyg_fastload.lightning.NodeClassifier'
+#: The models of this package by the short names configs use.
+_SHORT_NAMES = {'NodeClassifier': DEFAULT_MODEL,
+                'LinkPredictor': 'pyg_fastload.lightning.LinkPredictor'}
+
+
 class FastLoadCLI(LightningCLI):
     r"""LightningCLI with pyg-fastload's defaults: the loader and
     distributed monitor callbacks, seed 0, and configuration
     errors reported with their config key
     (``data.feature_cache.host_budget``) before anything trains."""
+    def __init__(self, *args: Any, default_model: str = DEFAULT_MODEL,
+                 **kwargs: Any):
+        self._default_model = default_model
+        super().__init__(*args, **kwargs)
+
     def add_arguments_to_parser(self, parser: Any) -> None:
         r"""``model`` defaults to :class:`NodeClassifier` (a config's
         ``model:`` keys are its arguments); ``model: class_path:
-        LinkPredictor`` picks the link predictor."""
-        parser.set_defaults({'model': {
-            'class_path': 'pyg_fastload.lightning.NodeClassifier'}})
+        LinkPredictor`` picks the link predictor. The default is the class
+        the command line names (:func:`named_model_class`): a switch of
+        class in jsonargparse keeps the old class's values of the arguments
+        both share, so the defaults must be the named class's own."""
+        parser.set_defaults({'model': {'class_path': self._default_model}})
 
     def instantiate_classes(self) -> None:
         self._check_nested()
@@ -134,6 +149,43 @@ class FastLoadCLI(LightningCLI):
                                       for what, path in written))
 
 
+def _class_in(value: Any) -> Optional[str]:
+    r"""The ``class_path`` a ``model`` value (a class name, or a mapping
+    with ``class_path``) names."""
+    if isinstance(value, dict):
+        value = value.get('class_path')
+    return value if isinstance(value, str) and value else None
+
+
+def named_model_class(words: List[str]) -> str:
+    r"""The model class the command line :obj:`words` names, the last
+    naming winning as in jsonargparse (``-c``/``--config`` files'
+    ``model: class_path:``, ``--model CLASS``, ``--model.class_path
+    CLASS``); :data:`DEFAULT_MODEL` if none does."""
+    import yaml
+    found: Optional[str] = None
+    for index, word in enumerate(words):
+        key, eq, value = word.partition('=')
+        if not eq:
+            value = words[index + 1] if index + 1 < len(words) else ''
+        if key in ('-c', '--config'):
+            try:
+                config = yaml.safe_load(Path(value).read_text())
+            except (OSError, yaml.YAMLError):
+                continue  # jsonargparse reports it
+            if isinstance(config, dict):
+                found = _class_in(config.get('model')) or found
+        elif key in ('--model', '--model.class_path') and \
+                not value.startswith('-'):
+            try:
+                if key == '--model' and Path(value).is_file():
+                    value = Path(value).read_text()  # a model config
+                found = _class_in(yaml.safe_load(value)) or found
+            except (OSError, yaml.YAMLError):
+                continue
+    return _SHORT_NAMES.get(found, found) if found else DEFAULT_MODEL
+
+
 def run_cli(args: Optional[List[str]] = None) -> FastLoadCLI:
     r"""Runs ``pyg-fastload <subcommand> ...`` with :obj:`args` (default:
     the command line after the program name, read by LightningCLI)."""
@@ -149,5 +201,7 @@ def run_cli(args: Optional[List[str]] = None) -> FastLoadCLI:
         save_config_kwargs={'overwrite': True},
         parser_kwargs={'prog': 'pyg-fastload'},
         parser_class=ConciseParser,
+        default_model=named_model_class(sys.argv[1:] if args is None
+                                      else list(args)),
         args=args,
     )

@@ -7,7 +7,7 @@ convolution per relation, summed per destination type (what PyG's
 hops it still needs (PyG's ``trim_to_layer``)."""
 from __future__ import annotations
 
-from typing import Dict
+from typing import Dict, List, Optional
 
 import torch
 from torch import Tensor
@@ -17,7 +17,7 @@ from torch_geometric.utils import trim_to_layer
 
 from pyg_fastload.modes import HeteroSchema
 
-__all__ = ['HeteroNet', 'HETERO_MODELS']
+__all__ = ['HeteroNet', 'HETERO_MODELS', 'unused']
 
 #: The models a ``HeteroData`` can be trained with.
 HETERO_MODELS = ('sage', 'gat')
@@ -35,7 +35,8 @@ def _conv(model: str, hidden: int, out: int, last: bool, heads: int,
 
 
 class HeteroNet(torch.nn.Module):
-    r"""Logits of the target node type's nodes of a heterogeneous batch.
+    r"""Logits of the target node type's nodes of a heterogeneous batch
+    (:meth:`forward`), or every type's output (:meth:`embed`).
 
     Args:
         schema (HeteroSchema): the dataset's types, target and widths.
@@ -50,11 +51,13 @@ class HeteroNet(torch.nn.Module):
         trim (bool): when a batch carries per-hop counts for as many hops
             as there are layers, layer ``l`` drops the outermost ``l`` hops
             (the seeds' outputs are unchanged; most of the work is saved).
+        out_channels (int, optional): the last layer's width (default: the
+            target's classes).
     """
     def __init__(self, schema: HeteroSchema, model: str,
                  hidden_channels: int, num_layers: int, dropout: float,
                  heads: int = 4, node_embeddings: bool = True,
-                 trim: bool = True):
+                 trim: bool = True, out_channels: Optional[int] = None):
         super().__init__()
         self.target = schema.target
         self.hidden_channels = hidden_channels
@@ -72,13 +75,22 @@ class HeteroNet(torch.nn.Module):
         self.convs = torch.nn.ModuleList()
         for layer in range(num_layers):
             last = layer == num_layers - 1
-            out = schema.num_classes if last else hidden_channels
+            out = hidden_channels if not last else (
+                schema.num_classes if out_channels is None else out_channels)
             self.convs.append(HeteroConv({
                 tuple(e): _conv(model, hidden_channels, out, last, heads,
                                 dropout)
                 for e in schema.edge_types}, aggr='sum'))
 
     def forward(self, batch: HeteroData) -> Tensor:
+        x = self.embed(batch)
+        # The other types' outputs enter with weight 0: every relation's
+        # weights are then part of the loss, as DDP requires of parameters.
+        return x[self.target] + 0.0 * unused(x, [self.target])
+
+    def embed(self, batch: HeteroData) -> Dict[str, Tensor]:
+        r"""The last layer's output of every node type a relation leads
+        into (the seeds of each type first)."""
         x = {t: encoder(batch[t].x) for t, encoder in self.encoders.items()}
         for t in self.featureless:
             n_id = batch[t].n_id
@@ -101,11 +113,14 @@ class HeteroNet(torch.nn.Module):
                 out = {**{t: v for t, v in x.items() if t not in out},
                        **out}
             x = out
-        # The other types' outputs enter with weight 0: every relation's
-        # weights are then part of the loss, as DDP requires of parameters.
-        rest = sum(value.sum() for key, value in x.items()
-                   if key != self.target)
-        return x[self.target] + 0.0 * rest
+        return x
+
+
+def unused(x: Dict[str, Tensor], used: List[str]) -> Tensor:
+    r"""The sum of the outputs of the types not in :obj:`used` (a loss
+    adds it with weight 0 so that every parameter takes part)."""
+    return sum((value.sum() for key, value in x.items() if key not in used),
+               torch.zeros(()))
 
 
 def _hops(batch: HeteroData, key: str, count: int) -> Dict | None:

@@ -6,18 +6,21 @@ edge ranked against its fixed negatives (MRR, Hits@K), and AUROC over all
 scored pairs."""
 from __future__ import annotations
 
-from typing import Dict, List, Literal, Optional, Tuple
+from typing import Any, Dict, List, Literal, Optional, Tuple, Union
 
 import pytorch_lightning as pl
 import torch
 import torch.nn.functional as F
 from torch import Tensor
-from torch_geometric.data import Data
+from torch_geometric.data import Data, HeteroData
 from torch_geometric.nn import GAT, GCN, MLP, GraphSAGE
 from torchmetrics import MeanMetric
 from torchmetrics.classification import BinaryAUROC
 
+from pyg_fastload.modes import HeteroSchema
+
 from .errors import ConfigError, config_section
+from .hetero_net import HETERO_MODELS, HeteroNet, unused
 
 __all__ = ['LinkPredictor', 'ENCODERS', 'ranking_metrics']
 
@@ -52,6 +55,12 @@ class LinkPredictor(pl.LightningModule):
     evaluation edge followed by its fixed negatives; ``val_mrr``,
     ``val_hits@K`` and ``val_auroc`` (``test_*``) are logged.
 
+    On a ``HeteroData`` (or heterogeneous dataset directory) the encoder is
+    one convolution per relation summed per node type (``'sage'`` or
+    ``'gat'``, as :class:`~pyg_fastload.lightning.NodeClassifier` builds
+    it), and the pairs of the data module's ``link.edge_type`` are scored
+    from its source and destination types' embeddings.
+
     Args:
         encoder (str): ``'sage'``, ``'gcn'`` or ``'gat'``.
         decoder (str): ``'dot'`` or ``'mlp'``.
@@ -65,6 +74,15 @@ class LinkPredictor(pl.LightningModule):
         lr (float): Adam learning rate.
         weight_decay (float): Adam weight decay.
         hits (List[int]): the K of the logged Hits@K.
+        node_embeddings (bool): on a heterogeneous graph, learn an
+            embedding per node of the types without features (else
+            zeros).
+        schema (dict, optional): a heterogeneous dataset's schema
+            (``HeteroSchema.to_dict()``; default: the data module's, saved
+            with the checkpoint).
+        edge_type (List[str], optional): the relation whose pairs are
+            scored on a heterogeneous graph (default: the data module's
+            ``link.edge_type``).
     """
     @config_section('model')
     def __init__(
@@ -80,6 +98,9 @@ class LinkPredictor(pl.LightningModule):
         lr: float = 1e-3,
         weight_decay: float = 0.0,
         hits: List[int] = [1, 10, 50],  # noqa: B006 (CLI default)
+        node_embeddings: bool = False,
+        schema: Optional[Dict[str, Any]] = None,
+        edge_type: Optional[List[str]] = None,
     ):
         super().__init__()
         for key, value, allowed in (('encoder', encoder, ENCODERS),
@@ -103,6 +124,8 @@ class LinkPredictor(pl.LightningModule):
             raise ConfigError('hits', f"{hits!r} must be positive ints")
         self.save_hyperparameters()
         self.encoder: Optional[torch.nn.Module] = None
+        #: The scored relation on a heterogeneous graph.
+        self.edge_type: Optional[Tuple[str, str, str]] = None
         self.decoder: Optional[torch.nn.Module] = None
         if decoder == 'mlp':
             self.decoder = MLP([hidden_channels, hidden_channels, 1],
@@ -112,7 +135,19 @@ class LinkPredictor(pl.LightningModule):
             for name in ['mrr', *[f'hits@{k}' for k in hits]]})
         self.auroc = torch.nn.ModuleDict({split: BinaryAUROC()
                                           for split in ('val', 'test')})
-        if in_channels is not None:
+        if schema is not None or edge_type is not None:
+            if schema is None or edge_type is None:
+                raise ConfigError('schema', "'schema' and 'edge_type' go "
+                                  "together (a heterogeneous model); leave "
+                                  "both out to take the data module's")
+            try:
+                hetero = HeteroSchema.from_dict(schema)
+            except (KeyError, TypeError, ValueError) as error:
+                raise ConfigError('schema', f"not a HeteroSchema.to_dict() "
+                                  f"({error}); leave it out to take the "
+                                  f"data module's") from None
+            self._build_hetero(hetero, edge_type)
+        elif in_channels is not None:
             self._build(in_channels)
 
     def _build(self, in_channels: int) -> None:
@@ -128,6 +163,31 @@ class LinkPredictor(pl.LightningModule):
             self.encoder = GCN(**kwargs)
         else:
             self.encoder = GAT(heads=hp.heads, **kwargs)
+
+    def _build_hetero(self, schema: HeteroSchema,
+                      edge_type: Any) -> None:
+        hp = self.hparams
+        edge_type = tuple(edge_type)
+        if hp.encoder not in HETERO_MODELS:
+            raise ConfigError('encoder', f"{hp.encoder!r} does not take a "
+                              f"heterogeneous graph: use one of "
+                              f"{HETERO_MODELS}")
+        if edge_type not in schema.edge_types:
+            raise ConfigError('edge_type', f"{list(edge_type)} is not an "
+                              f"edge type of the schema")
+        self.hparams.schema = schema.to_dict()
+        self.hparams.edge_type = list(edge_type)
+        self.edge_type = edge_type
+        self.encoder = HeteroNet(schema, hp.encoder, hp.hidden_channels,
+                                 hp.num_layers, hp.dropout, hp.heads,
+                                 hp.node_embeddings,
+                                 out_channels=hp.hidden_channels)
+        outputs = {e[2] for e in schema.edge_types}
+        missing = {edge_type[0], edge_type[2]} - outputs
+        if missing:
+            raise ConfigError('edge_type', f"no relation leads into node "
+                              f"type(s) {sorted(missing)}, so the encoder "
+                              f"gives them no embedding")
 
     @config_section('model')
     def configure_model(self) -> None:
@@ -150,6 +210,14 @@ class LinkPredictor(pl.LightningModule):
                               "triplet (or loss: bce)")
         if self.encoder is not None:
             return
+        schema = getattr(datamodule, 'hetero_schema', None)
+        if schema is not None:
+            edge_type = getattr(link, 'edge_type', None)
+            if edge_type is None:
+                raise ConfigError('data.link.edge_type', "a heterogeneous "
+                                  "graph needs the relation to predict")
+            self._build_hetero(schema, edge_type)
+            return
         in_channels = self.hparams.in_channels
         if in_channels is None:
             in_channels = getattr(datamodule, 'num_features', None)
@@ -158,37 +226,59 @@ class LinkPredictor(pl.LightningModule):
                               "with a data module that has 'num_features'")
         self._build(int(in_channels))
 
-    def forward(self, batch: Data) -> Tensor:
-        r"""Embeddings of every node of :obj:`batch`."""
+    def forward(self, batch: Union[Data, HeteroData]
+                ) -> Tuple[Tensor, Tensor]:
+        r"""Embeddings of the source-side and destination-side nodes of
+        :obj:`batch` (the same tensor on a homogeneous graph; on a
+        heterogeneous one, the scored relation's two types)."""
         if self.encoder is None:
             raise RuntimeError("LinkPredictor has no encoder yet: pass "
                                "'in_channels', or fit it with a data module")
-        return self.encoder(batch.x, batch.edge_index)
+        if not isinstance(batch, HeteroData):
+            h = self.encoder(batch.x, batch.edge_index)
+            return h, h
+        src, _, dst = self.edge_type
+        h = self.encoder.embed(batch)
+        rest = 0.0 * unused(h, [src, dst])  # every parameter in the loss
+        return h[src] + rest, h[dst]
 
-    def score(self, h: Tensor, src: Tensor, dst: Tensor) -> Tensor:
+    def score(self, h: Tuple[Tensor, Tensor], src: Tensor,
+              dst: Tensor) -> Tensor:
         r"""The logit of every pair ``(src[i], dst[i])`` of batch-local
-        node indices, from the embeddings :obj:`h`."""
+        node indices, from the embeddings :obj:`h` (:meth:`forward`)."""
+        pair = h[0][src] * h[1][dst]
         if self.decoder is None:
-            return (h[src] * h[dst]).sum(dim=-1)
-        return self.decoder(h[src] * h[dst]).view(-1)
+            return pair.sum(dim=-1)
+        return self.decoder(pair).view(-1)
 
-    def _pairs(self, batch: Data) -> Tuple[Tensor, Tensor]:
+    def _labels(self, batch: Union[Data, HeteroData]) -> Any:
+        r"""Where :obj:`batch` keeps its label edges (the scored
+        relation's store on a heterogeneous batch), and the stores of the
+        triplet indices (source type, destination type)."""
+        if not isinstance(batch, HeteroData):
+            return batch, batch, batch
+        src, _, dst = self.edge_type
+        return batch[self.edge_type], batch[src], batch[dst]
+
+    def _pairs(self, batch: Any) -> Tuple[Tensor, Tensor]:
         r"""``(logits, labels)`` of a training batch's labelled pairs, and
         for triplets the positives' and negatives' logits paired."""
         h = self(batch)
-        if 'src_index' in batch:  # triplet negatives
-            neg_dst = batch.dst_neg_index.view(batch.src_index.numel(), -1)
-            pos = self.score(h, batch.src_index, batch.dst_pos_index)
+        labels, sources, targets = self._labels(batch)
+        if 'src_index' in sources:  # triplet negatives
+            src_index = sources.src_index
+            neg_dst = targets.dst_neg_index.view(src_index.numel(), -1)
+            pos = self.score(h, src_index, targets.dst_pos_index)
             neg = self.score(
-                h, batch.src_index.view(-1, 1).expand_as(neg_dst).reshape(-1),
+                h, src_index.view(-1, 1).expand_as(neg_dst).reshape(-1),
                 neg_dst.reshape(-1)).view(neg_dst.shape)
             return pos, neg
-        src, dst = batch.edge_label_index
-        return self.score(h, src, dst), batch.edge_label.float()
+        src, dst = labels.edge_label_index
+        return self.score(h, src, dst), labels.edge_label.float()
 
-    def training_step(self, batch: Data, batch_idx: int) -> Tensor:
+    def training_step(self, batch: Any, batch_idx: int) -> Tensor:
         first, second = self._pairs(batch)
-        if 'src_index' in batch:
+        if 'src_index' in self._labels(batch)[1]:
             pos, neg = first, second
             if self.hparams.loss == 'bpr':
                 loss = -F.logsigmoid(pos.view(-1, 1) - neg).mean()
@@ -206,11 +296,12 @@ class LinkPredictor(pl.LightningModule):
         self.log('train_loss', loss, prog_bar=True, batch_size=size)
         return loss
 
-    def _evaluate(self, batch: Data, split: str) -> None:
-        label = batch.edge_label
+    def _evaluate(self, batch: Any, split: str) -> None:
+        labels = self._labels(batch)[0]
+        label = labels.edge_label
         group = _group_size(label)
         h = self(batch)
-        src, dst = batch.edge_label_index
+        src, dst = labels.edge_label_index
         logits = self.score(h, src, dst)
         self.auroc[split](logits, label.long())
         size = logits.numel() // group
@@ -222,10 +313,10 @@ class LinkPredictor(pl.LightningModule):
                      prog_bar=name == 'mrr')
         self.log(f'{split}_auroc', self.auroc[split], batch_size=size)
 
-    def validation_step(self, batch: Data, batch_idx: int) -> None:
+    def validation_step(self, batch: Any, batch_idx: int) -> None:
         self._evaluate(batch, 'val')
 
-    def test_step(self, batch: Data, batch_idx: int) -> None:
+    def test_step(self, batch: Any, batch_idx: int) -> None:
         self._evaluate(batch, 'test')
 
     def configure_optimizers(self) -> torch.optim.Optimizer:

@@ -103,25 +103,19 @@ class FastLinkNeighborLoader(PipelinedLoader, LinkLoader):
         device: Optional[Union[str, torch.device]] = None,
         **kwargs: Any,
     ):
-        hetero = isinstance(data, HeteroData)
+        stores = isinstance(data, (tuple, list)) and len(data) == 2 and \
+            isinstance(data[0], FeatureStore) and \
+            isinstance(data[1], GraphStore)
+        hetero = isinstance(data, HeteroData) or stores and any(
+            a.edge_type is not None for a in data[1].get_all_edge_attrs())
         if not hetero and isinstance(edge_label_index, (tuple, list, str)):
             raise ValueError("'edge_label_index' names an edge type, which "
                              "only a HeteroData has: pass a [2, num_edges] "
                              "tensor")
-        if not isinstance(data, (Data, HeteroData)) and not (
-                isinstance(data, (tuple, list)) and len(data) == 2 and
-                isinstance(data[0], FeatureStore) and
-                isinstance(data[1], GraphStore)):
+        if not isinstance(data, (Data, HeteroData)) and not stores:
             raise TypeError(f"'data' must be a torch_geometric.data.Data, a "
                             f"HeteroData or a (FeatureStore, GraphStore) "
                             f"tuple, got {type(data).__name__}")
-        if not hetero and not isinstance(data, Data) and any(
-                a.edge_type is not None
-                for a in data[1].get_all_edge_attrs()):
-            raise NotImplementedError(
-                "FastLinkNeighborLoader takes heterogeneous graphs as a "
-                "HeteroData so far, not as a (FeatureStore, GraphStore) "
-                "tuple")
         if hetero and (edge_label_time is not None or time_attr is not None
                        or temporal_strategy != 'uniform'):
             raise NotImplementedError(
@@ -139,7 +133,8 @@ class FastLinkNeighborLoader(PipelinedLoader, LinkLoader):
                       weight_attr=weight_attr, directed=directed,
                       share_memory=kwargs.get('num_workers', 0) > 0)
         if hetero:
-            check_hetero_features(data)
+            if not stores:
+                check_hetero_features(data)
             sampler: Any = HeteroNeighborSampler(data, **common)
             edge_label_index = hetero_label_edges(
                 edge_label_index, edge_label, sampler.topology)
@@ -161,8 +156,8 @@ class FastLinkNeighborLoader(PipelinedLoader, LinkLoader):
         super().__init__(
             data=data, link_sampler=sampler,
             # PyG reads stores' label edges as (edge type, tensor)
-            edge_label_index=edge_label_index if isinstance(
-                data, (Data, HeteroData)) else (None, edge_label_index),
+            edge_label_index=edge_label_index if hetero or isinstance(
+                data, Data) else (None, edge_label_index),
             edge_label=edge_label,
             edge_label_time=edge_label_time,
             neg_sampling=neg_sampling, neg_sampling_ratio=neg_sampling_ratio,

@@ -19,7 +19,7 @@ from ..distributed.seeds import (RankSeedSampler, in_order,
                                  rank_seed_sampler, shard)
 from ..loader import FastLinkNeighborLoader, FastNeighborLoader
 from .hetero import target_of
-from .link import LinkSplit, edge_index_of, link_loader
+from .link import LinkSplit, link_loader, link_split
 from .source import DatasetSource, directory_metadata, split_seeds
 from .spec import LoadingSpec, ModeOptions
 
@@ -74,9 +74,6 @@ class LoadingMode:
                 raise SettingError('mode', f"mode {self.name!r} does not "
                                    f"take a HeteroData yet: use mode "
                                    f"'replicated'")
-            if source.is_hetero and spec.link is not None:
-                raise SettingError('task', "'link' takes homogeneous "
-                                   "datasets so far")
         if spec.link is not None and self.partition_method is not None:
             raise SettingError('mode', f"task 'link' with mode "
                                f"{self.name!r} is not implemented yet: use "
@@ -151,8 +148,8 @@ class LoadingMode:
         if self.eval_data is None:
             self.eval_data = self.data
         if self.spec.link is not None:  # the same split on every rank
-            self.links = LinkSplit(*edge_index_of(self.data),
-                                   self.spec.link, self.spec.seed)
+            self.links = link_split(self.data, self.spec.link,
+                                    self.spec.seed)
             self.link_graphs = {split: self.links.graph(self.data, split)
                                 for split in ('train', 'test')}
 

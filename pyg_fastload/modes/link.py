@@ -7,11 +7,11 @@ as ogbl-citation2 evaluates (MRR, Hits@K)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Dict, Literal, Optional, Tuple
+from typing import Any, Dict, List, Literal, Optional, Tuple
 
 import torch
 from torch import Tensor
-from torch_geometric.data import Data
+from torch_geometric.data import Data, HeteroData
 
 from ..config import SettingError
 from ..distributed.seeds import in_order, rank_seed_sampler, shard
@@ -19,9 +19,10 @@ from ..graph.topology import CSCTopology
 from ..loader import FastLinkNeighborLoader
 from ..sampling.link import EdgeKeys
 from ..storage import CSCGraphStore
+from .hetero_link import Relation, hetero_with, relation_of
 
 __all__ = ['LinkOptions', 'LinkSplit', 'edge_index_of', 'is_undirected',
-           'link_loader']
+           'link_loader', 'link_split']
 
 #: Offset of the evaluation negatives' seed from the run's seed.
 _NEGATIVE_SEED = 7919
@@ -51,7 +52,14 @@ class LinkOptions:
             its source's non-neighbours in the whole graph.
         undirected (bool, optional): treat ``u -> v`` and ``v -> u`` as one
             link, split together (default: detected, true when every edge's
-            reverse exists).
+            reverse exists; homogeneous graphs).
+        edge_type (List[str], optional): the relation to predict on a
+            heterogeneous graph, e.g. ``[author, writes, paper]``; its
+            negatives are nodes of its destination type.
+        rev_edge_type (List[str], optional): the relation holding its
+            reversed edges, held out with it (PyG's ``rev_edge_types``;
+            default: the relation from the destination to the source type
+            whose edges are exactly the flipped ones, if any).
     """
     neg_sampling: Literal['binary', 'triplet'] = 'binary'
     neg_ratio: float = 1.0
@@ -61,6 +69,8 @@ class LinkOptions:
     eval_edges: int = 2000
     eval_negatives: int = 100
     undirected: Optional[bool] = None
+    edge_type: Optional[List[str]] = None
+    rev_edge_type: Optional[List[str]] = None
 
     def __post_init__(self) -> None:
         if self.neg_sampling not in ('binary', 'triplet'):
@@ -93,6 +103,16 @@ class LinkOptions:
             if value is not None and not isinstance(value, bool):
                 raise SettingError(f'link.{key}', f"{value!r} must be true "
                                    f"or false")
+        for key in ('edge_type', 'rev_edge_type'):
+            value = getattr(self, key)
+            if value is not None and (
+                    not isinstance(value, (list, tuple)) or len(value) != 3
+                    or not all(isinstance(v, str) for v in value)):
+                raise SettingError(f'link.{key}', f"{value!r} must be a "
+                                   f"[source, relation, destination] list "
+                                   f"of node and relation names")
+            if value is not None:
+                object.__setattr__(self, key, tuple(value))
 
     def loader_kwargs(self) -> Dict[str, Any]:
         r"""The training loader's negative sampling arguments."""
@@ -119,6 +139,27 @@ def is_undirected(edge_index: Tensor, num_nodes: int) -> bool:
     return torch.equal(forward, backward)
 
 
+def link_split(data: Any, options: LinkOptions, seed: int) -> 'LinkSplit':
+    r"""The :class:`LinkSplit` of :obj:`data`'s links: all its edges, or on
+    a heterogeneous graph (``HeteroData`` or heterogeneous stores) the
+    relation ``options.edge_type``."""
+    hetero = isinstance(data, HeteroData) or (
+        isinstance(data, tuple) and hasattr(data[1].topology, 'edge_types'))
+    if not hetero:
+        if options.edge_type is not None or options.rev_edge_type is not \
+                None:
+            raise SettingError('link.edge_type', "applies to heterogeneous "
+                               "graphs only: leave it out")
+        return LinkSplit(*edge_index_of(data), options, seed)
+    if options.undirected:
+        raise SettingError('link.undirected', "a heterogeneous relation's "
+                           "links are held out with their reverse relation "
+                           "(link.rev_edge_type): leave it out")
+    relation, edges, num_dst, num_src = relation_of(
+        data, options.edge_type, options.rev_edge_type)
+    return LinkSplit(edges, num_dst, options, seed, num_src, relation)
+
+
 class LinkSplit:
     r"""A graph's edges split into training, validation and test links
     (PyG's ``RandomLinkSplit`` semantics), the same on every rank under one
@@ -130,22 +171,34 @@ class LinkSplit:
     training batches use the training edges (with sampled negatives);
     evaluation batches score up to ``eval_edges`` held-out edges, each
     followed by its ``eval_negatives`` fixed negatives (label 0).
+
+    On a heterogeneous graph (:obj:`relation`: the supervised edge type and
+    its reverse) :obj:`edge_index` is that relation's, :obj:`num_nodes`
+    its destination type's node count and :obj:`num_sources` its source
+    type's; the reverse relation holds the flipped edges of each split.
     """
 
     def __init__(self, edge_index: Tensor, num_nodes: int,
-                 options: LinkOptions, seed: int):
+                 options: LinkOptions, seed: int,
+                 num_sources: Optional[int] = None,
+                 relation: Optional[Relation] = None):
         self.options = options
         self.num_nodes = num_nodes
+        #: ``(edge_type, reverse)`` on a heterogeneous graph.
+        self.relation = relation
         edge_index = edge_index.long()
         undirected = options.undirected
-        if undirected is None:
+        if relation is not None:  # two node types: one direction
+            undirected = False
+        elif undirected is None:
             undirected = is_undirected(edge_index, num_nodes)
         self.undirected = undirected
         links = edge_index
         if undirected:  # one direction per link (self-loops kept once)
-            src, dst = edge_index
-            keep = src <= dst
-            links = torch.unique(edge_index[:, keep], dim=1)
+            links = edge_index[:, edge_index[0] <= edge_index[1]]
+        # a repeated edge is one link: its copies must not land in two
+        # splits (a held-out link would carry messages)
+        links = torch.unique(links, dim=1)
         gen = torch.Generator().manual_seed(seed)
         links = links[:, torch.randperm(links.size(1), generator=gen)]
         count = links.size(1)
@@ -161,8 +214,8 @@ class LinkSplit:
         self.edges = {'train': links[:, num_val + num_test:],
                       'val': links[:, :num_val],
                       'test': links[:, num_val:num_val + num_test]}
-        self._keys = EdgeKeys(CSCTopology.from_edge_index(edge_index,
-                                                          num_nodes))
+        self._keys = EdgeKeys(CSCTopology.from_edge_index(
+            edge_index, num_nodes, num_sources=num_sources), num_sources)
         self._seed = seed + _NEGATIVE_SEED
         self._evaluation: Dict[str, Tuple[Tensor, Tensor]] = {}
 
@@ -227,9 +280,12 @@ class LinkSplit:
         return label_index, label.view(-1)
 
     def graph(self, data: Any, split: str) -> Any:
-        r""":obj:`data` (a ``Data`` or a ``(FeatureStore, GraphStore)``
-        pair) with only the message-passing edges of :obj:`split`."""
+        r""":obj:`data` (a ``Data``, ``HeteroData`` or a ``(FeatureStore,
+        GraphStore)`` pair) with only the message-passing edges of
+        :obj:`split`."""
         edges = self.message_passing(split)
+        if self.relation is not None:
+            return hetero_with(data, self.relation, edges)
         if isinstance(data, Data):
             return Data(x=data.x, edge_index=edges, num_nodes=self.num_nodes)
         topology = CSCTopology.from_edge_index(edges, self.num_nodes)
@@ -274,6 +330,8 @@ def link_loader(mode: Any, split: str, generator: torch.Generator,
     kwargs['batch_size'] = batch
     if train:
         kwargs.update(spec.link.loader_kwargs())
+    if links.relation is not None:  # the supervised edge type's edges
+        label_index = (links.relation[0], label_index)
     return FastLinkNeighborLoader(
         mode.link_graphs['test' if split == 'test' else 'train'],
         edge_label_index=label_index, edge_label=label,

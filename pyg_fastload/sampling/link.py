@@ -24,17 +24,21 @@ STRICT_ROUNDS = 8
 
 class EdgeKeys:
     r"""Every distinct edge ``u -> v`` of a CSC topology as the sorted key
-    ``u * N + v``, to test drawn pairs against (strict negatives), and the
-    gaps between a node's out-neighbours, to draw its ``r``-th
-    non-neighbour by one binary search."""
+    ``u * N + v`` (``N`` destinations), to test drawn pairs against (strict
+    negatives), and the gaps between a node's out-neighbours, to draw its
+    ``r``-th non-neighbour by one binary search. :obj:`num_sources`: the
+    source node count of a relation between two node types (default: the
+    same nodes as the destinations)."""
 
-    def __init__(self, topology: Any):
+    def __init__(self, topology: Any, num_sources: Optional[int] = None):
         n = topology.num_nodes
         dst = torch.repeat_interleave(torch.arange(n), topology.indptr.diff())
+        #: Destinations a source can link to.
         self.num_nodes = n
         self.keys = torch.unique(topology.indices.long() * n + dst)
         src = torch.div(self.keys, n, rounding_mode='floor')
-        self.out_degree = torch.bincount(src, minlength=n)
+        self.out_degree = torch.bincount(
+            src, minlength=n if num_sources is None else num_sources)
         self.first = torch.cumsum(self.out_degree, 0) - self.out_degree
         # key - rank within the source's run: u * N + (v_i - i), sorted
         self.gaps = self.keys - (torch.arange(self.keys.numel()) -

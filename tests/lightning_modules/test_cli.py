@@ -65,6 +65,35 @@ def test_shipped_configs_parse(config, cache_env, capsys):
     assert 'model:' in capsys.readouterr().out
 
 
+@pytest.mark.reliability(
+    fault="a config naming 'model: class_path: LinkPredictor' without "
+          "dropout or node_embeddings",
+    behaviour="the link predictor's own defaults (dropout 0, no embeddings); "
+              "was: NodeClassifier's (0.5, an embedding per node: 73M "
+              "parameters on mag-like) carried over by jsonargparse")
+def test_a_named_model_gets_its_own_defaults(cache_env, capsys, tmp_path):
+    from pyg_fastload.lightning.cli import named_model_class
+    for config in ('link-arxiv-like.yaml', 'link-mag-like.yaml'):
+        with pytest.raises(SystemExit):
+            main(['fit', '-c', str(CONFIGS / config), '--print_config'])
+        model = yaml.safe_load(capsys.readouterr().out)['model']
+        assert model['class_path'] == 'pyg_fastload.lightning.LinkPredictor'
+        assert model['init_args']['dropout'] == 0.0
+        assert model['init_args']['node_embeddings'] is False
+    node = CONFIGS / 'quickstart.yaml'
+    link = str(CONFIGS / 'link-arxiv-like.yaml')
+    assert named_model_class(['fit', '-c', str(node)]) == \
+        'pyg_fastload.lightning.NodeClassifier'
+    assert named_model_class(['fit', '--config', link]).endswith(
+        'LinkPredictor')
+    assert named_model_class(['fit', f'--config={link}', '--model',
+                              'NodeClassifier']).endswith('NodeClassifier')
+    assert named_model_class(['fit', '--model.class_path=my.Model']) == \
+        'my.Model'
+    assert named_model_class(['fit', '-c', str(tmp_path / 'missing')]) == \
+        'pyg_fastload.lightning.NodeClassifier'
+
+
 @pytest.mark.parametrize('args, key', [
     (['--model.model', 'transformer'], 'model.model'),
     (['--data.dataset', 'no/such/dir'], 'data.dataset'),
