@@ -61,7 +61,8 @@ def _parser() -> argparse.ArgumentParser:
         (benchmarks, 'fit', fit,
          'Lightning fit: FastLoadDataModule vs PyG LightningNodeData'),
         (benchmarks, 'dist', dist,
-         'several ranks on loopback: replicated and pagraph vs 1 process'),
+         'several ranks on loopback: replicated, pagraph, dsp, hopgnn vs '
+         'one process'),
         (benchmarks, 'accuracy', accuracy,
          'Cora/CiteSeer test accuracy: FastLoadDataModule vs PyG'),
         (benchmarks, 'hetero-accuracy', hetero_accuracy,

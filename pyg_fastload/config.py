@@ -114,8 +114,9 @@ class FeatureCache:
         host_budget: host buffer of hot rows: bytes, a fraction of the rows
             or a string such as ``'2GiB'`` / ``'10%'``.
         device_budget: device cache (GPU memory on CUDA, a separate tensor
-            on CPU), the same units, or ``'auto'`` (free memory after the
-            first batch minus a reserve).
+            on CPU), the same units, or ``'auto'`` (after the first
+            training step: free memory minus the step's transient memory
+            minus a reserve).
         policy (str): hotness policy choosing the cached rows.
         device_cache (str): ``'static'`` (hottest rows) or ``'window'``
             (GIDS window buffering over the loader's look-ahead).
@@ -204,7 +205,8 @@ class PipelineSettings:
             ``False`` (sequential) or ``'auto'`` (decided after the first
             epoch).
         queue_capacity (int): batches each queue holds.
-        run_ahead (str or int): ``'adaptive'`` (ByteGNN's launch score) or a
+        run_ahead (str or int): ``'adaptive'`` (how far the one sampling
+            thread runs ahead, throttled by ByteGNN's launch score) or a
             fixed number of batches in flight.
     """
     pipeline: Union[bool, str] = 'auto'

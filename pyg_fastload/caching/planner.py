@@ -50,12 +50,15 @@ def configure_caches(
     to the host buffer. With ``device_cache='window'`` the device cache
     starts empty and fills itself with GIDS's window buffering instead.
     With ``device_budget='auto'`` the device cache is sized after the first
-    gathered batch (with the scores computed now): on CUDA the free device
-    memory minus :obj:`reserve_bytes` (PaGraph); on the CPU, where that
-    cache is a second copy in host memory, the same but at most a quarter
-    of the free memory and at most 4 GiB (:data:`CPU_AUTO_SHARE`,
-    :data:`CPU_AUTO_MAX_BYTES`). Caches that would not fit in the memory
-    the machine has are refused unless ``cache.exceed_memory``.
+    training step (PaGraph; with the scores computed now; until then only
+    the host buffer serves): the free memory minus the step's transient
+    memory (CUDA: its peak allocated beyond what stays allocated; CPU: the
+    process's peak resident memory beyond its size after the step) minus
+    :obj:`reserve_bytes`; on the CPU, where that cache is a second copy in host
+    memory, at most a quarter of the free memory and at most 4 GiB
+    (:data:`CPU_AUTO_SHARE`, :data:`CPU_AUTO_MAX_BYTES`). Caches that would not
+    fit in the memory the machine has are refused unless
+    ``cache.exceed_memory``.
 
     Args:
         store (TieredFeatureStore): the store whose caches to fill.
@@ -76,7 +79,7 @@ def configure_caches(
                         f"{type(cache).__name__}")
     auto = cache.device_budget == 'auto'
     device_budget = None if auto else cache.device_budget
-    store.when_first_gathered(None)
+    store.when_first_step_done(None)
     by_type = store.cacheable(attrs)
     if len(by_type) > 1 or isinstance(topology, HeteroTopology):
         _configure_types(store, cache, topology, by_type, attrs, scores,
@@ -97,8 +100,8 @@ def configure_caches(
         scores = _scores(scores, topology, cache, train_nodes, num_rows)
         order = hot_order(scores)
     if auto:
-        _size_after_first_batch(store, cache, None, attrs, scores, seed,
-                                reserve_bytes)
+        _size_after_first_step(store, cache, None, attrs, scores, seed,
+                               reserve_bytes)
     store.fill_caches(
         keys, host_ids=order[needed - host_rows:needed],
         device_ids=order[:device_rows] if static_device else None,
@@ -106,23 +109,24 @@ def configure_caches(
         window_size=window_size, seed=seed)
 
 
-def _size_after_first_batch(store: TieredFeatureStore, cache: FeatureCache,
-                            topology: Optional[HeteroTopology],
-                            attrs: Optional[Sequence[str]], scores: Tensor,
-                            seed: int, reserve_bytes: int) -> None:
+def _size_after_first_step(store: TieredFeatureStore, cache: FeatureCache,
+                           topology: Optional[HeteroTopology],
+                           attrs: Optional[Sequence[str]], scores: Tensor,
+                           seed: int, reserve_bytes: int) -> None:
     r"""``device_budget='auto'``: the device cache is sized after the first
-    batch, when the model's own memory use is known (until then only the
-    host buffer serves), from the scores computed now."""
-    def resolve() -> None:
+    training step, when the model's own memory use is known (until then
+    only the host buffer serves), from the scores computed now: what is
+    free then, minus what the step needs again at its peak."""
+    def resolve(step_bytes: int) -> None:
         free = store.free_device_bytes()
-        budget = max(free - reserve_bytes, 0)
+        budget = max(free - step_bytes - reserve_bytes, 0)
         if store.device.type != 'cuda':
             budget = min(budget, int(free * CPU_AUTO_SHARE),
                          CPU_AUTO_MAX_BYTES)
         configure_caches(store, replace(cache, device_budget=budget),
                          topology, attrs=attrs, scores=scores, seed=seed)
 
-    store.when_first_gathered(resolve)
+    store.when_first_step_done(resolve)
 
 
 def _check_fits(store: TieredFeatureStore, host_bytes: int,
@@ -228,8 +232,8 @@ def _configure_types(store: TieredFeatureStore, cache: FeatureCache,
         device_pos = order[:num_device]
         host_pos = order[num_device:num_cached]
     if auto:
-        _size_after_first_batch(store, cache, topology, attrs, scores, seed,
-                                reserve_bytes)
+        _size_after_first_step(store, cache, topology, attrs, scores, seed,
+                               reserve_bytes)
     for group, (keys, rows, _) in by_type.items():
         start, first = spans[group]
         mine = [pos[(pos >= start) & (pos < start + rows)]

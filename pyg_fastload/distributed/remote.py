@@ -65,6 +65,9 @@ class PartitionedFeatureStore(FeatureStore):
                  group_name: Optional[str] = None) -> torch.dtype:
         return self.local.dtype_of(attr_name, group_name)
 
+    def first_step_done(self) -> None:
+        self.local.first_step_done()
+
     def announce(self, ids: Tensor) -> None:
         mine = ids[(ids >= self.start) & (ids < self.end)]
         self.local.announce(mine - self.start)

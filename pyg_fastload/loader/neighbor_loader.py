@@ -91,8 +91,10 @@ class FastNeighborLoader(PipelinedLoader, NodeLoader):
             in flight (the memory bound of :obj:`run_ahead`).
         run_ahead (str or int): when the pipelined sampling stage starts
             the next batch. ``'adaptive'`` (default): ByteGNN's launch score
-            from the measured sampling and model times, queue length, time
-            since the last launch and CPU utilisation
+            (used here to throttle one sampling thread, not to schedule a pool
+            of sampling tasks as ByteGNN does) from the measured sampling and
+            model times, queue length, time since the last launch and CPU
+            utilisation
             (:class:`~pyg_fastload.loader.scheduler.RunAheadScheduler`),
             always while no batch is in flight and never beyond the queues'
             bound. An int ``n``: keep ``n`` batches in flight (the queues

@@ -33,7 +33,8 @@ _POLL = 0.05  # seconds between checks of the stop flag while blocked
 #: the CPU time it leaves (and all of it while it waits for data).
 STAGE_NICENESS = 10
 #: Niceness of the sampling stage: it works on newer batches than the
-#: loading stage, so it yields to it (ByteGNN: older batch first).
+#: loading stage, so it yields to it (the older batch's work first, between
+#: the two stages).
 SAMPLING_NICENESS = STAGE_NICENESS + 2
 
 
@@ -231,6 +232,14 @@ class _ConsumerClock:
         self.returned_at = now
 
 
+def _step_done(served: int, callback: Optional[Callable[[], None]]) -> int:
+    r"""Counts a request for a batch; the second one calls
+    :obj:`callback` (the consumer has finished a step with the first)."""
+    if served == 1 and callback is not None:
+        callback()
+    return served + 1
+
+
 class SequentialIterator:
     r"""Samples up to :obj:`depth` batches ahead (for a window-buffered
     cache or read batching) and joins (and moves) each in the consumer's
@@ -245,11 +254,16 @@ class SequentialIterator:
         self.exhausted = False
         self.breakdown = breakdown
         self.clock = _ConsumerClock(breakdown)
+        #: Called when the second batch is asked for (the consumer's first
+        #: step is done).
+        self.after_first_step: Optional[Callable[[], None]] = None
+        self.served = 0
 
     def __iter__(self) -> 'SequentialIterator':
         return self
 
     def __next__(self) -> Any:
+        self.served = _step_done(self.served, self.after_first_step)
         started = self.clock.start_wait()
         try:
             while not self.exhausted and len(self.window) <= self.depth:
@@ -397,6 +411,10 @@ class PipelineIterator:
         _register(self.shared.stop, self.threads)
         self.done = False
         self.owner: Any = None  # what the stages serve; kept alive by us
+        #: Called when the second batch is asked for (the consumer's first
+        #: step is done).
+        self.after_first_step: Optional[Callable[[], None]] = None
+        self.served = 0
 
     def __iter__(self) -> 'PipelineIterator':
         return self
@@ -405,6 +423,7 @@ class PipelineIterator:
         if self.done or self.shared.stop.is_set():  # closed, or loader gone
             self.done = True
             raise StopIteration
+        self.served = _step_done(self.served, self.after_first_step)
         started = self.clock.start_wait()
         try:
             item = self._wait()

@@ -155,9 +155,13 @@ class PipelinedLoader:
             iterator.owner = self
             self._stops = [e for e in self._stops if not e.is_set()]
             self._stops.append(iterator.shared.stop)
-            return iterator
-        return SequentialIterator(sampled(), on_sampled, self.filter_fn,
-                                  depth, self.time_breakdown, self._transfer)
+        else:
+            iterator = SequentialIterator(
+                sampled(), on_sampled, self.filter_fn, depth,
+                self.time_breakdown, self._transfer)
+        if store is not None:  # e.g. device_budget='auto' sizes then
+            iterator.after_first_step = store.first_step_done
+        return iterator
 
     def _new_scheduler(self, bound: int) -> RunAheadScheduler:
         r"""This epoch's run-ahead scheduler; an adaptive one starts from the

@@ -15,11 +15,12 @@ launched once the score reaches the threshold, always while fewer than
 ``min_ahead`` batches are in flight (the model never starves), and never
 while ``max_ahead`` are (the memory bound).
 
-Among the work in flight, the older batch goes first: the stages take
-batches in launch order, and the loading stage (which works on older
-batches than the sampling stage) runs at a higher CPU priority. ByteGNN's
-second key, cheaper task first within a batch, has nothing to order here:
-a batch is one vectorized sampling call and one gather. The batches the
+ByteGNN launches task graphs onto a pool of sampling workers with this
+score and orders ready tasks by batch age, then cost; here there is one
+sampling thread and one loading thread, and the score only decides how
+far the sampling thread runs ahead. The stages take batches in launch
+order and the loading stage (older batches) runs at a higher CPU
+priority, which is all that remains of "older batch first". The batches the
 scheduler launches are the look-ahead the feature store sees, so the same
 run-ahead feeds window buffering and read batching.
 """

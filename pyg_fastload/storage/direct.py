@@ -117,8 +117,9 @@ def _split(reads: List[Tuple[int, int, int]]) -> List[Tuple[int, int, int]]:
 
 class InFlightTuner:
     r"""Chooses how many reads to keep in flight from measured throughput
-    (our take on GIDS's storage-access accumulator, which sizes the reads
-    in flight from a model of the device's latency and peak rate): starting
+    (a measured stand-in for GIDS's storage-access accumulator, which
+    sizes the reads in flight from a model of the device's latency and
+    peak rate and merges several batches' reads; neither is built): starting
     at :obj:`start`, every :obj:`waves` read waves of at least
     :obj:`min_reads` reads it compares the blocks per second with the
     previous setting's and doubles the depth while that gains at least

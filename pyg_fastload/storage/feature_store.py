@@ -15,6 +15,7 @@ from ..config import available_memory
 from .buffer_pool import BufferPool
 from .counters import TierCounters
 from .direct import DirectStorage
+from .io_stats import process_memory, reset_peak_rss
 from .gpu_direct import GpuDirectStorage
 from .read_ahead import AdaptiveReadAhead
 from .tier_gather import TierEntry, gather_tiers, holding, spent as add_spent
@@ -63,7 +64,11 @@ class TieredFeatureStore(FeatureStore):
         self._batch_reads = [0.0, 0]
         self._batch_started: Optional[float] = None
         self._entries: Dict[Key, TierEntry] = {}
-        self._after_gather: Optional[Callable[[], None]] = None
+        # device_budget='auto': sized once a training step is done (its
+        # transient memory measured), at the end of the next gather
+        self._after_step: Optional[Callable[[int], None]] = None
+        self._step_bytes: Optional[int] = None
+        self._peak_reset = False
         self._staging = BufferPool(max_buffers=1)
         # announce() runs in the loader's sampling thread, retire() in its
         # feature-loading thread: both update the read-ahead counts (each
@@ -170,6 +175,8 @@ class TieredFeatureStore(FeatureStore):
             raise KeyError(f"no tensor '{attr_name}' (group {group_name!r}) "
                            f"in the feature store")
         storage = entry.storage
+        if self._after_step is not None and not self._peak_reset:
+            self._reset_peak()  # the first step's memory counts from here
         ids = index.reshape(-1).to(torch.long).cpu()
         if ids.numel() and (int(ids.min()) < 0
                             or int(ids.max()) >= storage.shape[0]):
@@ -195,9 +202,9 @@ class TieredFeatureStore(FeatureStore):
         if timings is not None:
             for tier, seconds in spent.items():
                 timings[tier] = timings.get(tier, 0.0) + seconds
-        if self._after_gather is not None:
-            callback, self._after_gather = self._after_gather, None
-            callback()
+        if self._after_step is not None and self._step_bytes is not None:
+            callback, self._after_step = self._after_step, None
+            callback(self._step_bytes)
         return out
 
     def free_device_bytes(self) -> int:
@@ -255,11 +262,43 @@ class TieredFeatureStore(FeatureStore):
                     storage.shape[0], window_rows, storage.shape[1:],
                     storage.dtype, self.device, seed)
 
-    def when_first_gathered(self,
-                            callback: Optional[Callable[[], None]]) -> None:
-        r"""Calls :obj:`callback` once, after the next :meth:`gather` (a
-        device budget decided once the model's own memory use is known)."""
-        self._after_gather = callback
+    def when_first_step_done(
+            self, callback: Optional[Callable[[int], None]]) -> None:
+        r"""Calls :obj:`callback` once with the memory a training step
+        took beyond what stays allocated (bytes: activations, gradients,
+        the optimizer's temporaries), at the end of the first
+        :meth:`gather` after :meth:`first_step_done` (a device cache sized
+        once the model's own memory use is known, PaGraph). The memory's
+        high-water mark is reset at the next :meth:`gather` (the step's
+        batch), so what ran before the training does not count."""
+        self._after_step, self._step_bytes = callback, None
+        self._peak_reset = False
+
+    def _reset_peak(self) -> None:
+        self._peak_reset = True
+        if self.device.type == 'cuda':
+            torch.cuda.reset_peak_memory_stats(self.device)
+        else:
+            reset_peak_rss()
+
+    def first_step_done(self) -> None:
+        r"""Tells the store its consumer finished a training step (a
+        loader calls it when the second batch is asked for): measures the
+        step's memory for :meth:`when_first_step_done`."""
+        if self._after_step is None or self._step_bytes is not None:
+            return
+        if not self._peak_reset:  # no batch gathered: no step to measure
+            self._reset_peak()
+            self._step_bytes = 0
+            return
+        if self.device.type == 'cuda':
+            self._step_bytes = int(
+                torch.cuda.max_memory_allocated(self.device)
+                - torch.cuda.memory_allocated(self.device))
+        else:
+            memory = process_memory()
+            self._step_bytes = max(memory.get('peak', 0)
+                                   - memory.get('rss', 0), 0)
 
     def _fill(self, entry: TierEntry, ids: Tensor,
               device: torch.device) -> StaticCache:
@@ -280,11 +319,12 @@ class TieredFeatureStore(FeatureStore):
 
     def set_read_ahead(self, batches: int, min_reads: int = 4096,
                        max_pending_bytes: int = 2**28) -> None:
-        r"""Storage-read batching for memory-mapped storage (GIDS's
-        accumulator): the loader samples up to :obj:`batches` batches ahead,
-        and the storage rows they will miss are collected across batches and
-        requested from the kernel in one merged, sorted, de-duplicated
-        read-ahead (``posix_fadvise(WILLNEED)``) once at least
+        r"""Storage-read batching for memory-mapped storage (in the spirit
+        of GIDS's accumulator, which it does not implement: no model of the
+        reads in flight, page-cache hints only): the loader samples up to
+        :obj:`batches` batches ahead, and the storage rows they will miss
+        are collected across batches and requested from the kernel in one
+        merged, sorted, de-duplicated read-ahead (``posix_fadvise(WILLNEED)``) once at least
         :obj:`min_reads` rows or :obj:`max_pending_bytes` bytes are pending,
         or once the oldest pending batch is within
         :attr:`read_ahead_depth` batches of being gathered. That depth

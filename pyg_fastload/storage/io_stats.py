@@ -9,7 +9,7 @@ import os
 from typing import Dict, Optional
 
 __all__ = ['process_read_bytes', 'device_read_bytes', 'block_device_file',
-           'process_memory']
+           'process_memory', 'reset_peak_rss']
 
 SECTOR_BYTES = 512  # the unit of /sys/block/*/stat, whatever the device
 
@@ -70,3 +70,16 @@ def process_memory() -> Dict[str, int]:
     except (OSError, ValueError, IndexError):
         return {}
     return out
+
+
+def reset_peak_rss() -> bool:
+    r"""Resets this process's resident-memory high-water mark (``'peak'``
+    of :func:`process_memory`) to its current size (Linux:
+    ``/proc/self/clear_refs``); :obj:`False` where that is not possible
+    (the mark then counts from the process's start)."""
+    try:
+        with open('/proc/self/clear_refs', 'w') as handle:
+            handle.write('5')
+    except OSError:
+        return False
+    return True

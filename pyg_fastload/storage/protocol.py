@@ -24,7 +24,8 @@ class FeatureSource(Protocol):
     enters its look-ahead window (:meth:`announce`), retires them when it
     fetches the batch's rows (:meth:`retire`, in the same order), and reads
     rows with :meth:`gather`. :attr:`lookahead_depth` says how many batches
-    ahead it should sample; :meth:`stats` reports per-tier counters.
+    ahead it should sample; :meth:`stats` reports per-tier counters;
+    :meth:`first_step_done` marks the end of the consumer's first step.
     """
     device: torch.device
 
@@ -51,3 +52,7 @@ class FeatureSource(Protocol):
 
     def stats(self) -> TierStats:
         r"""Per attribute and tier: requests, hits, bytes, hit ratio."""
+
+    def first_step_done(self) -> None:
+        r"""The consumer finished its first training step (the loader
+        calls it when the second batch is asked for)."""

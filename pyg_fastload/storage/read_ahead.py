@@ -1,5 +1,6 @@
-r"""GIDS's storage accumulator, adaptively: how many batches ahead the
-storage reads of a batch are issued."""
+r"""How many batches ahead the storage reads of a batch are issued (a
+measured stand-in for GIDS's storage accumulator, whose model of reads in
+flight is not built: see ``docs/guide/papers.md``)."""
 from __future__ import annotations
 
 import math

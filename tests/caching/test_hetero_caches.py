@@ -221,10 +221,11 @@ def test_an_auto_device_budget_is_sized_over_every_type():
                                          host_budget=32),
                      topology_of(data), scores=torch.arange(17.0),
                      reserve_bytes=0)
-    assert cached_rows(store, 'author', 'device') == []  # until a batch
+    assert cached_rows(store, 'author', 'device') == []  # until a step
     assert cached_rows(store, 'author') == [6]  # the hottest: 32 bytes
+    store.first_step_done()
     out = store.gather('x', torch.tensor([1, 2]), group_name='paper')
     assert torch.equal(out, data['paper'].x[[1, 2]])
-    # sized after that first batch: this machine has room for everything
+    # sized after the first step: this machine has room for everything
     assert cached_rows(store, 'author', 'device') == list(range(7))
     assert cached_rows(store, 'paper', 'device') == list(range(10))

@@ -73,12 +73,13 @@ def test_shipped_configs_parse(config, cache_env, capsys):
               "parameters on mag-like) carried over by jsonargparse")
 def test_a_named_model_gets_its_own_defaults(cache_env, capsys, tmp_path):
     from pyg_fastload.lightning.cli import named_model_class
-    for config in ('link-arxiv-like.yaml', 'link-mag-like.yaml'):
+    for config, dropout in (('link-arxiv-like.yaml', 0.5),  # its own
+                            ('link-mag-like.yaml', 0.0)):  # the default
         with pytest.raises(SystemExit):
             main(['fit', '-c', str(CONFIGS / config), '--print_config'])
         model = yaml.safe_load(capsys.readouterr().out)['model']
         assert model['class_path'] == 'pyg_fastload.lightning.LinkPredictor'
-        assert model['init_args']['dropout'] == 0.0
+        assert model['init_args']['dropout'] == dropout
         assert model['init_args']['node_embeddings'] is False
     node = CONFIGS / 'quickstart.yaml'
     link = str(CONFIGS / 'link-arxiv-like.yaml')
