@@ -193,10 +193,11 @@ def _epoch_axis(axes: Any, records: List[Dict[str, Any]]) -> None:
     axes.set_xticks(sorted(set(epochs)))
 
 
-_TIER_ORDER = ('device', 'host', 'storage', 'remote')
+_TIER_ORDER = ('device', 'host', 'storage', 'remote', 'remote_disk')
 #: One colour per tier, the same in every plot.
 _TIER_COLOUR = {'device': 'tab:green', 'host': 'tab:blue',
-                'storage': 'tab:orange', 'remote': 'tab:red'}
+                'storage': 'tab:orange', 'remote': 'tab:red',
+                'remote_disk': 'tab:purple'}
 
 
 def _tier_shares(counters: Dict[str, Dict[str, Any]]) -> Dict[str, float]:
@@ -348,8 +349,8 @@ def make_report(logdir: PathLike,
     attributes served by several tiers that carry at least 5% of the
     bytes) and ``time_breakdown.png`` (the training loop's model and
     waiting seconds stacked, and each loader stage's busy seconds beside
-    them, stages busy less than 0.5% of the time left out); every title names the run
-    (its path below :obj:`logdir`).  For a distributed run the throughput
+    them, stages busy less than 0.5% of the time left out); every title
+    names the run (its path below :obj:`logdir`).  For a distributed run the throughput
     is drawn for all ranks together and for each rank, the tier shares per
     rank, and the times as the mean of the ranks.
 

@@ -31,7 +31,8 @@ def _size(count: float) -> str:
 
 #: What each tier is, in the tables' headers (the keys of the JSON).
 TIER_LABEL = {'device': 'device cache', 'host': 'host buffer',
-              'storage': 'storage (disk)', 'remote': 'other ranks'}
+              'storage': 'storage (disk)', 'remote': 'other ranks',
+              'remote_disk': "other parts' files"}
 
 
 def _per_attr(summaries: List[Dict[str, Any]], attrs: List[str], key: str,

@@ -20,6 +20,7 @@ from ..config import FeatureCache
 from ..partition import PartitionBook
 from ..partition.parts import full_topology
 from ..storage import CSCGraphStore
+from .cold_rows import ColdRows
 from .collectives import Collectives
 from .hopgnn import RootRouter
 from .launch_order import LaunchCoordinator
@@ -66,6 +67,7 @@ class DSPRank:
         if self.coordinator is not None:
             self.coordinator.close()
             self.coordinator = None
+        self.features.close()
 
     def seeds(self, split: str, everyone: Optional[bool] = None) -> Tensor:
         r"""The seeds of :obj:`split` in new ids: this rank's own (DSP), or
@@ -89,7 +91,8 @@ def open_dsp_rank(parts_dir: Union[str, 'os.PathLike[str]'],
                   scores: Optional[Scores] = None,
                   launch_order: str = 'groups',
                   feature_centric: bool = False,
-                  verify: str = 'size') -> DSPRank:
+                  verify: str = 'size',
+                  cold_rows: str = 'auto') -> DSPRank:
     r"""Opens part ``rank`` of :obj:`parts_dir` (checked on every rank, see
     :func:`open_rank_part`) for DSP: any partition whose parts do not
     overlap (``metis``, ``bytegnn``, ``hash``, ``random``).
@@ -103,6 +106,11 @@ def open_dsp_rank(parts_dir: Union[str, 'os.PathLike[str]'],
     whole topology, assembled from the parts, for local micrographs).
     :obj:`verify`: how the part's files are checked and :obj:`scores` what
     ranks the part's rows for the caches (:func:`open_rank_part`).
+    :obj:`cold_rows`: ``'auto'`` reads other parts' cold rows (in no cache
+    of their owner) from their files where this rank reaches them (one
+    machine), beside the hot rows' exchange; ``'owner'`` asks the owner
+    for every remote row (:class:`~pyg_fastload.distributed.cold_rows.
+    ColdRows`).
     """
     if launch_order not in LAUNCH_ORDERS:
         raise ValueError(f"'launch_order' = {launch_order!r} is not one of "
@@ -126,7 +134,8 @@ def open_dsp_rank(parts_dir: Union[str, 'os.PathLike[str]'],
             Collectives(data.context, data.counters, data.device, data.group,
                         coordinator, stage) for stage in (0, 1))
     part = collectives.rank
-    store = PartitionedFeatureStore(features, book, part, fetching)
+    cold = ColdRows(parts_dir, book, part, collectives, features, cold_rows)
+    store = PartitionedFeatureStore(features, book, part, fetching, cold)
     if feature_centric:
         graph = CSCGraphStore(full_topology(parts_dir))
     return DSPRank(store, graph, book, part, sampling, fetching, coordinator,

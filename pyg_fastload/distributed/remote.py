@@ -20,6 +20,7 @@ from torch_geometric.data import FeatureStore, TensorAttr
 from ..partition import PartitionBook
 from ..storage import TieredFeatureStore, cached_and_stored
 from ..storage.protocol import TierStats
+from .cold_rows import ColdRows
 from .collectives import Collectives
 
 __all__ = ['PartitionedFeatureStore']
@@ -35,9 +36,14 @@ class PartitionedFeatureStore(FeatureStore):
         book (PartitionBook): who owns which new id.
         part (int): the part this rank owns.
         collectives (Collectives): the rank's collectives.
+        cold (ColdRows, optional): reads the other parts' cold rows (in no
+            cache of their owner) directly where it can, beside the
+            exchange of the hot ones (DSP); without it every remote row
+            comes through its owner.
     """
     def __init__(self, local: TieredFeatureStore, book: PartitionBook,
-                 part: int, collectives: Collectives):
+                 part: int, collectives: Collectives,
+                 cold: Optional[ColdRows] = None):
         super().__init__()
         if collectives.world_size != book.num_parts:
             raise ValueError(f'{book.num_parts} parts but world size '
@@ -48,7 +54,11 @@ class PartitionedFeatureStore(FeatureStore):
         self.part = part
         self.collectives = collectives
         self.start, self.end = book.part_range(part)
+        self.cold = cold
+        self._starts = torch.tensor([book.part_range(p)[0]
+                                     for p in range(book.num_parts)])
         self._remote: Dict[str, Dict[str, float]] = {}
+        self._direct: Dict[str, Dict[str, float]] = {}
         self._served: Dict[str, Dict[str, float]] = {}
 
     # The feature-source protocol ############################################
@@ -82,11 +92,14 @@ class PartitionedFeatureStore(FeatureStore):
     def stats(self) -> TierStats:
         r"""The local tiers' counters (rows this rank served, for itself and
         for others), plus per attribute ``'remote'`` (rows and bytes it
-        fetched from other ranks) and ``'served'`` (rows it served to other
-        ranks from its caches and from its storage)."""
+        fetched from other ranks), ``'remote_disk'`` (other parts' cold
+        rows it read from their files directly) and ``'served'`` (rows it
+        served to other ranks from its caches and from its storage)."""
         stats = self.local.stats()
         for name, remote in self._remote.items():
             stats.setdefault(name, {})['remote'] = dict(remote)
+        for name, direct in self._direct.items():
+            stats.setdefault(name, {})['remote_disk'] = dict(direct)
         for name, served in self._served.items():
             stats.setdefault(name, {})['served'] = dict(served)
         return stats
@@ -105,9 +118,20 @@ class PartitionedFeatureStore(FeatureStore):
         # nodes), grouped by owner.
         remote, back_to = torch.unique(index[~mine], return_inverse=True)
         owners = self.book.owner(remote)
-        counts = torch.bincount(owners, minlength=world).tolist()
-        wanted = list(remote.split(counts))  # unique ids are owner-sorted
         started = time.perf_counter()
+        direct, pending = None, None
+        if self.cold is not None and remote.numel():
+            owned = remote - self._starts[owners]
+            direct = self.cold.split(attr_name, owners, owned)
+            if bool(direct.any()):  # read beside the exchange
+                pending = self.cold.read(attr_name, owners[direct],
+                                         owned[direct])
+            else:
+                direct = None
+        hot = remote if direct is None else remote[~direct]
+        counts = torch.bincount(owners if direct is None else
+                                owners[~direct], minlength=world).tolist()
+        wanted = list(hot.split(counts))  # unique ids are owner-sorted
         asked = self.collectives.exchange(wanted, 'features',
                                           f"request '{attr_name}' ids")
         before = self._tier_rows(attr_name)
@@ -130,15 +154,23 @@ class PartitionedFeatureStore(FeatureStore):
         out[mine] = local
         if not bool(mine.all()):
             rows = torch.cat(back)
+            _count(self._remote, attr_name, rows)  # all served by owners
+            if pending is not None:
+                cold = pending.result()
+                _count(self._direct, attr_name, cold)
+                both = rows.new_empty((remote.numel(), *rows.shape[1:]))
+                both[~direct] = rows
+                both[direct] = cold.to(rows.dtype)
+                rows = both
             out[~mine] = rows[back_to].to(out.device)
-            entry = self._remote.setdefault(
-                attr_name, {'requests': 0.0, 'hits': 0.0, 'bytes': 0.0})
-            entry['requests'] += rows.size(0)  # all served by the owners
-            entry['hits'] += rows.size(0)
-            entry['bytes'] += rows.numel() * rows.element_size()
         if timings is not None:
             timings['remote'] = timings.get('remote', 0.0) + remote_seconds
         return out
+
+    def close(self) -> None:
+        r"""Stops the cold-row reader's thread, if any."""
+        if self.cold is not None:
+            self.cold.close()
 
     def _tier_rows(self, attr_name: str) -> Tuple[float, float]:
         return cached_and_stored(
@@ -166,3 +198,12 @@ class PartitionedFeatureStore(FeatureStore):
     def get_all_tensor_attrs(self) -> List[TensorAttr]:
         return self.local.get_all_tensor_attrs()
 
+
+def _count(into: Dict[str, Dict[str, float]], attr_name: str,
+           rows: Tensor) -> None:
+    r"""Adds :obj:`rows` (all served) to a remote tier's counters."""
+    entry = into.setdefault(attr_name,
+                            {'requests': 0.0, 'hits': 0.0, 'bytes': 0.0})
+    entry['requests'] += rows.size(0)
+    entry['hits'] += rows.size(0)
+    entry['bytes'] += rows.numel() * rows.element_size()

@@ -28,8 +28,9 @@ __all__ = ['LoadingMode', 'Plan']
 
 #: The groups of :class:`ModeOptions`: their fields and the mode they
 #: belong to.
-_OPTION_GROUPS = {'dsp': (('sampling', 'seeds'), 'dsp'),
-                  'hopgnn': (('merges', 'merge_search'), 'hopgnn')}
+_OPTION_GROUPS = {'dsp': (('sampling', 'seeds'), "mode 'dsp'"),
+                  'hopgnn': (('merges', 'merge_search'), "mode 'hopgnn'"),
+                  'cold': (('cold_rows', ), "modes 'dsp' and 'hopgnn'")}
 
 #: ``(data, seeds, rank sampler)`` of one split's loader.
 Plan = Tuple[Any, Optional[Tensor], Optional[RankSeedSampler]]
@@ -106,7 +107,7 @@ class LoadingMode:
                     getattr(options, k) != getattr(default, k) for k in keys):
                 names = ' and '.join(map(repr, keys))
                 raise SettingError('mode_options', f"{names} are options of "
-                                   f"mode {owner!r}, not {self.name!r}")
+                                   f"{owner}, not of mode {self.name!r}")
 
     def _partitions_hint(self, partitions: Optional[str]) -> str:
         if partitions is None:

@@ -83,7 +83,7 @@ class DSP(_Partitioned):
     name = 'dsp'
     partition_method = 'metis'
     collective = True
-    option_groups = ('dsp', )
+    option_groups = ('dsp', 'cold')
     #: HopGNN: the whole topology on every rank, a root router.
     feature_centric = False
     dsp: Optional[DSPRank] = None
@@ -106,7 +106,8 @@ class DSP(_Partitioned):
                 self.partitions, self.collectives, spec.feature_cache,
                 device=device, scores=spec.scores(),
                 launch_order=spec.launch_order,
-                feature_centric=self.feature_centric, verify=spec.verify)
+                feature_centric=self.feature_centric, verify=spec.verify,
+                cold_rows=spec.mode_options.cold_rows)
             self.meta = self.dsp.meta
             self.data = self.dsp.data
             options = self._sampler_options()
@@ -141,7 +142,7 @@ class HopGNN(DSP):
     steps."""
     name = 'hopgnn'
     feature_centric = True
-    option_groups = ('hopgnn', )
+    option_groups = ('hopgnn', 'cold')
 
     @property
     def global_seeds(self) -> bool:

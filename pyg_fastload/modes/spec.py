@@ -39,16 +39,24 @@ class ModeOptions:
         merge_search (bool): ``'hopgnn'`` chooses :obj:`merges` by HopGNN's
             examination period (one more merge per epoch while epochs get
             faster; the counts are in ``dist_stats.json``).
+        cold_rows (str): how ``'dsp'`` and ``'hopgnn'`` fetch other parts'
+            cold rows (in no cache of their owner): ``'auto'`` reads them
+            from the owner's files where this rank reaches them (ranks on
+            one machine), beside the exchange of the hot rows, as DSP reads
+            them directly; ``'owner'`` asks the owner for every row.
     """
     sampling: Literal['node', 'layer'] = 'node'
     seeds: Literal['own', 'global'] = 'own'
     merges: int = 0
     merge_search: bool = False
+    cold_rows: Literal['auto', 'owner'] = 'auto'
 
     def __post_init__(self) -> None:
         for key, value, allowed in (('sampling', self.sampling,
                                      ('node', 'layer')),
-                                    ('seeds', self.seeds, ('own', 'global'))):
+                                    ('seeds', self.seeds, ('own', 'global')),
+                                    ('cold_rows', self.cold_rows,
+                                     ('auto', 'owner'))):
             if value not in allowed:
                 raise SettingError(f'mode_options.{key}', f"{value!r} is not "
                                    f"one of {', '.join(allowed)}")

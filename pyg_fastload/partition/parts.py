@@ -38,7 +38,7 @@ from .methods import METHODS, assign_parts, check_num_parts as _check_parts
 from .pagraph import message_flow_levels, pagraph_assign
 
 __all__ = ['partition_dataset', 'open_partition', 'full_topology',
-           'PARTITION_FORMAT']
+           'part_dir', 'PARTITION_FORMAT']
 
 #: The value of ``partition.json``'s ``"format"`` key, and its version.
 PARTITION_FORMAT = 'pyg-fastload-partition'
@@ -47,7 +47,8 @@ PARTITION_VERSION = 1
 PathLike = Union[str, 'os.PathLike[str]']
 
 
-def _part_dir(parts_dir: Path, part: int) -> Path:
+def part_dir(parts_dir: Path, part: int) -> Path:
+    r"""The directory of part :obj:`part` of :obj:`parts_dir`."""
     return parts_dir / f'part-{part}'
 
 
@@ -134,11 +135,11 @@ def partition_dataset(
                 halo = (member[part] & ~owned).nonzero().view(-1)
                 halo = halo[torch.argsort(new_of[halo])]
                 halo = (halo, level[part] < num_hops)
-            _write_part(_part_dir(tmp, part), dataset, topo, nodes, new_of,
+            _write_part(part_dir(tmp, part), dataset, topo, nodes, new_of,
                         part, num_parts, int(offsets[part]), run, halo)
         files = {name: sha256_file(tmp / name) for name in BOOK_FILES}
         for part in range(num_parts):
-            name = f'{_part_dir(tmp, part).name}/meta.json'
+            name = f'{part_dir(tmp, part).name}/meta.json'
             files[name] = sha256_file(tmp / name)
         meta = {
             'format': PARTITION_FORMAT, 'format_version': PARTITION_VERSION,
@@ -358,7 +359,7 @@ def open_partition(
             not 0 <= part < num_parts:
         raise ValueError(f"'part' = {part!r} must be an int in [0, "
                          f"{num_parts}) for '{parts_dir}'")
-    path = _part_dir(parts_dir, part)
+    path = part_dir(parts_dir, part)
     meta_file = path / 'meta.json'
     if not meta_file.is_file():
         raise _fail(parts_dir, meta_file, f'missing: part {part} is not in '
@@ -403,7 +404,7 @@ def full_topology(parts_dir: PathLike) -> CSCTopology:
     book = load_book(parts_dir, meta)
     indptrs, indices = [torch.zeros(1, dtype=torch.long)], []
     for part in range(meta['num_parts']):
-        topo = open_dataset_dir(_part_dir(parts_dir, part),
+        topo = open_dataset_dir(part_dir(parts_dir, part),
                                 verify='none').topology
         indptrs.append(topo.indptr[1:] + indptrs[-1][-1])
         indices.append(topo.indices)

@@ -65,11 +65,15 @@ def test_ddp_fit_runs_equal_steps_and_counts_traffic(pagraph_parts,
     if variant == 'coordinator':  # both stages on one group, in the
         data['launch_order'] = variant  # leader's launch order, with
         # layer-wise sampling and the seeds drawn globally
-        data['mode_options'] = {'sampling': 'layer', 'seeds': 'global'}
+        data['mode_options'] = {'sampling': 'layer', 'seeds': 'global',
+                                'cold_rows': 'owner'}
         data['num_neighbors'] = [256, 256]
     elif variant == 'search':  # HopGNN's examination period
-        data['mode_options'] = {'merge_search': True}
+        data['mode_options'] = {'merge_search': True, 'cold_rows': 'owner'}
         epochs = 2
+    # no feature cache: every remote row is cold, read from the owner's
+    # files (one machine) unless cold_rows is 'owner'
+    through_owner = variant in ('coordinator', 'search')
     if mode != 'replicated':
         data['partitions'] = str(parts if mode == 'pagraph' else metis_parts)
     if mode in ('dsp', 'hopgnn'):  # stages with collectives concurrently
@@ -88,7 +92,7 @@ def test_ddp_fit_runs_equal_steps_and_counts_traffic(pagraph_parts,
     assert ranks[0]['steps'] == ranks[1]['steps'] > 0
     for rank in ranks:
         if mode in ('dsp', 'hopgnn'):  # frontiers/roots and rows move
-            assert rank['features']['bytes_received'] > 0
+            assert (rank['features']['bytes_received'] > 0) == through_owner
             assert rank['sampling']['bytes_received'] > 0
         else:  # only gradients cross ranks
             assert rank['features']['bytes_received'] == 0
@@ -106,10 +110,12 @@ def test_ddp_fit_runs_equal_steps_and_counts_traffic(pagraph_parts,
     assert written['epochs'][0]['seeds'] == sum(
         r['epochs'][0]['seeds'] for r in written['ranks'])
     if mode in ('dsp', 'hopgnn'):  # other ranks' rows, counted, printed
-        assert all(r['remote']['rows'] > 0 and r['remote']['bytes'] > 0
+        tier, label = ('remote', 'other ranks') if through_owner else (
+            'remote_disk', "other parts' files")
+        assert all(r[tier]['rows'] > 0 and r[tier]['bytes'] > 0
                    for r in per_rank)
-        assert re.search(r'\n(rows served \(bytes\)\s.*other ranks.*)\n'
-                         r'x \(all ranks\)\s', result.stdout)
+        assert re.search(r'\n(rows served \(bytes\)\s.*' + label +
+                         r'.*)\nx \(all ranks\)\s', result.stdout)
     else:
         assert 'remote' not in rows or rows['remote']['rows'] == 0
     # 2 ranks: a ring all-reduce sends and receives each bucket once per

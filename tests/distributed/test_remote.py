@@ -97,3 +97,56 @@ def test_partitioned_cache_returns_the_rows_for_any_ids(hash_parts):
     results = run_ranks(_any_ids, 2, root / 'a', dataset_dir)
     for rank in range(2):
         assert results[rank] == ('ok', (True, True))
+
+
+def _cold_rows(rank, world, parts_dir, mode):
+    from pyg_fastload.config import FeatureCache
+    from pyg_fastload.distributed.cold_rows import ColdRows
+    coll = _collectives()
+    cache = FeatureCache(host_budget=0.3, policy='out_degree')
+    features, _, book, _ = open_rank_part(parts_dir, coll, cache)
+    cold = ColdRows(parts_dir, book, rank, coll, features, mode)
+    store = PartitionedFeatureStore(features, book, rank, coll, cold)
+    gen = torch.Generator().manual_seed(rank)
+    ids = torch.randint(0, book.num_nodes, (400, ), generator=gen)
+    rows = store.gather('x', ids)
+    remote = ids[book.owner(ids) != rank].unique()
+    other = 1 - rank
+    start, _ = book.part_range(other)
+    cached = cold.cached[other]['x'][remote - start]
+    stats = store.stats()['x']
+    store.close()
+    return (ids.numpy(), rows.numpy(), int(cached.sum()),
+            int((~cached).sum()), stats.get('remote', {}).get('hits', 0),
+            stats.get('remote_disk', {}).get('hits', 0),
+            coll.counters.snapshot()['features']['bytes_received'])
+
+
+@pytest.mark.reliability(
+    fault="other parts' cold rows (in no cache of their owner) fetched "
+          "through the owner, which reads its storage for them",
+    behaviour="ranks on one machine read them from the owner's part files "
+              "beside the exchange of the hot rows (DSP's direct cold "
+              "reads): the same rows, only the cached ones cross ranks; "
+              "cold_rows='owner' keeps the owner path")
+def test_cold_rows_are_read_directly_on_one_machine(hash_parts):
+    dataset_dir, root = hash_parts
+    x = open_dataset_dir(dataset_dir).arrays['x']
+    order = torch.argsort(torch.from_numpy(np.load(root / 'a' /
+                                                   'new_id.npy')))
+    row_bytes = x.size(1) * x.element_size()
+    for mode in ('auto', 'owner'):
+        results = run_ranks(_cold_rows, 2, root / 'a', mode)
+        for rank in range(2):
+            status, (ids, rows, hot, cold, remote, direct, received) = \
+                results[rank]
+            assert status == 'ok'
+            ids, rows = torch.from_numpy(ids), torch.from_numpy(rows)
+            assert torch.equal(rows, x[order[ids]])
+            assert hot > 0 and cold > 0
+            theirs = results[1 - rank][1]
+            if mode == 'auto':  # only the cached rows come over the wire
+                assert (remote, direct) == (hot, cold)
+                assert received == theirs[2] * 8 + hot * row_bytes
+            else:
+                assert (remote, direct) == (hot + cold, 0)

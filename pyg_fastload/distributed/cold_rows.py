@@ -1,0 +1,156 @@
+r"""DSP's cold rows: rows of other ranks' parts that no cache of their owner
+holds. DSP reads them straight from storage (UVA) in parallel with the
+all-to-all of the hot rows instead of asking their owner; here a rank on
+the same machine as an owner reads them from the owner's part files
+(memory-mapped, read-only), in a thread beside the hot exchange. Ranks on
+other machines, or whose owner's files it cannot open, keep the owner
+path (the rows travel through the owner, which reads its storage)."""
+from __future__ import annotations
+
+import hashlib
+import socket
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+from typing import Dict, List, Optional, Tuple, Union
+
+import torch
+from torch import Tensor
+
+from ..io import DatasetFormatError, open_dataset_dir
+from ..partition import PartitionBook
+from ..partition.parts import part_dir
+from ..storage import TieredFeatureStore
+from .collectives import Collectives
+
+__all__ = ['ColdRows', 'COLD_ROWS', 'machine_key']
+
+#: ``mode_options.cold_rows``: ``'auto'`` (direct where the owner's files
+#: are on this machine) or ``'owner'`` (always through the owner).
+COLD_ROWS = ('auto', 'owner')
+
+
+def machine_key() -> int:
+    r"""A number naming this machine (host name and boot id): two ranks
+    with the same key share a file system view."""
+    try:
+        boot = Path('/proc/sys/kernel/random/boot_id').read_text().strip()
+    except OSError:
+        boot = ''
+    digest = hashlib.blake2b(f'{socket.gethostname()}/{boot}'.encode(),
+                             digest_size=8).digest()
+    return int.from_bytes(digest, 'little', signed=True)
+
+
+def _cached_mask(local: TieredFeatureStore, attr: str,
+                 rows: int) -> Tensor:
+    r"""Which of this part's rows of :obj:`attr` a static cache holds."""
+    mask = torch.zeros(rows, dtype=torch.uint8)
+    entry = local._entries.get((None, attr))
+    for cache in (() if entry is None else entry.caches()):
+        ids = getattr(cache, 'node_ids', None)
+        if isinstance(ids, Tensor) and ids.numel():
+            mask[ids.long()] = 1
+    return mask
+
+
+class ColdRows:
+    r"""This rank's view of the other parts' cold rows (a collective to
+    build: every rank tells the others its machine and which of its rows
+    its caches hold).
+
+    Args:
+        parts_dir: the partition directory.
+        book (PartitionBook): who owns which id.
+        part (int): this rank's part.
+        collectives (Collectives): exchanged once, here.
+        local (TieredFeatureStore): this rank's part with its caches.
+        mode (str): ``'auto'`` or ``'owner'`` (:data:`COLD_ROWS`).
+    """
+    def __init__(self, parts_dir: Union[str, Path], book: PartitionBook,
+                 part: int, collectives: Collectives,
+                 local: TieredFeatureStore, mode: str = 'auto'):
+        if mode not in COLD_ROWS:
+            raise ValueError(f"'cold_rows' = {mode!r} is not one of "
+                             f"{', '.join(COLD_ROWS)}")
+        world = collectives.world_size
+        self.attrs = sorted({a.attr_name for a in
+                             local.get_all_tensor_attrs()})
+        start, end = book.part_range(part)
+        key = torch.tensor([machine_key()])
+        keys = collectives.exchange([key] * world, 'control',
+                                    'tell the machines apart')
+        #: Per owner and attribute: which of its rows its caches hold.
+        self.cached: Dict[int, Dict[str, Tensor]] = {}
+        for attr in self.attrs:
+            mask = _cached_mask(local, attr, end - start)
+            got = collectives.exchange([mask] * world, 'control',
+                                       f"tell which '{attr}' rows are "
+                                       f"cached")
+            for owner, owner_mask in enumerate(got):
+                self.cached.setdefault(owner, {})[attr] = owner_mask.bool()
+        #: Per owner reachable directly: its part's arrays (memory-mapped).
+        self.arrays: Dict[int, Dict[str, Tensor]] = {}
+        if mode == 'auto':
+            for owner in range(world):
+                if owner != part and int(keys[owner]) == int(key):
+                    arrays = self._open(parts_dir, book, owner)
+                    if arrays is not None:
+                        self.arrays[owner] = arrays
+        self._pool: Optional[ThreadPoolExecutor] = None
+
+    def _open(self, parts_dir: Union[str, Path], book: PartitionBook,
+              owner: int) -> Optional[Dict[str, Tensor]]:
+        start, end = book.part_range(owner)
+        try:
+            dataset = open_dataset_dir(part_dir(Path(parts_dir), owner),
+                                       verify='size')
+        except (DatasetFormatError, OSError, ValueError):
+            return None  # not reachable from here: the owner path
+        arrays = {a: dataset.arrays[a] for a in self.attrs
+                  if a in dataset.arrays}
+        if any(t.size(0) != end - start for t in arrays.values()):
+            return None
+        return arrays
+
+    def split(self, attr: str, owners: Tensor,
+              local_ids: Tensor) -> Tensor:
+        r"""Which of the rows (their owners, and ids within the owners'
+        parts) to read directly: cold, and their owner reachable."""
+        direct = torch.zeros(local_ids.numel(), dtype=torch.bool)
+        for owner in self.arrays:
+            if attr not in self.arrays[owner]:
+                continue
+            at = (owners == owner).nonzero().view(-1)
+            if at.numel():
+                cold = ~self.cached[owner][attr][local_ids[at]]
+                direct[at[cold]] = True
+        return direct
+
+    def read(self, attr: str, owners: Tensor,
+             local_ids: Tensor) -> 'Future[Tensor]':
+        r"""Starts reading the rows in a thread (beside the hot
+        exchange); the future gives them in the order asked."""
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(
+                1, thread_name_prefix='pyg_fastload-cold-rows')
+        return self._pool.submit(self._read, attr, owners, local_ids)
+
+    def _read(self, attr: str, owners: Tensor, local_ids: Tensor) -> Tensor:
+        parts: List[Tuple[Tensor, Tensor]] = []
+        for owner in owners.unique().tolist():
+            at = (owners == owner).nonzero().view(-1)
+            array = self.arrays[owner][attr]
+            ids = local_ids[at]
+            order = torch.argsort(ids)  # file order
+            rows = array[ids[order]]
+            parts.append((at[order], torch.as_tensor(rows)))
+        first = parts[0][1]
+        out = first.new_empty((local_ids.numel(), *first.shape[1:]))
+        for at, rows in parts:
+            out[at] = rows
+        return out
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=False)
+            self._pool = None
