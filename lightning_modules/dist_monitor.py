@@ -50,8 +50,8 @@ class DistributedMonitor(Callback):
     ``records`` holds, per epoch, every rank's ``steps``, ``seconds``,
     ``rows_cached`` and ``rows_stored`` (feature rows of ``x`` its own
     caches served and it read from storage, for itself and under DSP for
-    the other ranks) and per-kind bytes and messages (the epoch's
-    deltas).
+    the other ranks, and the other parts' cold rows it read from their
+    files) and per-kind bytes and messages (the epoch's deltas).
     """
     def __init__(self) -> None:
         self.records: List[Dict[str, Any]] = []
@@ -73,7 +73,9 @@ class DistributedMonitor(Callback):
             Collectives(DistContext.current(), self._traffic)
         data = getattr(datamodule, 'data', None)
         store = data[0] if isinstance(data, tuple) else None
-        self._store = getattr(store, 'local', store)  # the rank's own tiers
+        # the rank's own tiers (what they served it and the others) and,
+        # under DSP, the other parts' cold rows it read from their files
+        self._store = store
         loading = getattr(datamodule, 'loading', None)
         router = getattr(loading, 'samplers', {}).get('train')
         self._router = router if hasattr(router, 'load') else None

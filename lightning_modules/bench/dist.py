@@ -101,12 +101,14 @@ def _config(args: argparse.Namespace, log_dir: Path, mode: Optional[str],
             'init_args': {'process_group_backend': 'gloo',
                           'timeout': '0:10:00'}}
     data: Dict[str, Any] = {
-        'dataset': str(args.dataset), 'num_neighbors': list(args.fanout),
+        # absolute: each fit runs in a directory of its own
+        'dataset': _absolute(args.dataset),
+        'num_neighbors': list(args.fanout),
         'batch_size': args.batch_size, 'eval_batch_size': 4096,
         'progress': False, 'seed': seed}
     base, _, variant = (mode or 'replicated').partition('-')
     if MODES[base].partition_method is not None:
-        data.update(mode=base, partitions=str(parts))
+        data.update(mode=base, partitions=_absolute(parts))
         options: Dict[str, Any] = {}
         if base in ('dsp', 'hopgnn'):
             options['cold_rows'] = 'auto' if variant == 'direct' \
@@ -201,6 +203,12 @@ def summarise(runs: List[Dict[str, Any]]) -> Dict[str, Any]:
             'rows_stored': statistics.mean(stored),
             'acc_mean': statistics.mean(accs),
             'acc_std': statistics.stdev(accs) if len(accs) > 1 else 0.0}
+
+
+def _absolute(path: Any) -> str:
+    r""":obj:`path` made absolute if it names an existing file or
+    directory (a preset name stays as it is)."""
+    return str(Path(path).resolve()) if Path(path).exists() else str(path)
 
 
 def _partitions(args: argparse.Namespace) -> Dict[str, str]:

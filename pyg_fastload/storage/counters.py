@@ -49,7 +49,10 @@ class TierCounters:
 def cached_and_stored(tiers: Dict[str, Dict[str, float]]
                       ) -> Tuple[float, float]:
     r"""``(rows the caches served, rows asked of storage)`` from one
-    attribute's ``stats()`` entry (tier name to counters); together, every
-    row requested (storage may read a repeated row once)."""
+    attribute's ``stats()`` entry (tier name to counters; storage
+    includes other parts' files read directly, ``'remote_disk'``);
+    together, every row requested (storage may read a repeated row
+    once)."""
     cached = sum(tiers[t]['hits'] for t in ('device', 'host') if t in tiers)
-    return cached, tiers.get('storage', {}).get('requests', 0.0)
+    return cached, (tiers.get('storage', {}).get('requests', 0.0)
+                    + tiers.get('remote_disk', {}).get('hits', 0.0))
