@@ -43,13 +43,11 @@ def machine_key() -> int:
 
 def _cached_mask(local: TieredFeatureStore, attr: str,
                  rows: int) -> Tensor:
-    r"""Which of this part's rows of :obj:`attr` a static cache holds."""
+    r"""Which of this part's rows of :obj:`attr` a static cache holds (a
+    window-buffered cache's rows count as cold: reading them from the file
+    gives the same values)."""
     mask = torch.zeros(rows, dtype=torch.uint8)
-    entry = local._entries.get((None, attr))
-    for cache in (() if entry is None else entry.caches()):
-        ids = getattr(cache, 'node_ids', None)
-        if isinstance(ids, Tensor) and ids.numel():
-            mask[ids.long()] = 1
+    mask[local.cached_ids(attr)] = 1
     return mask
 
 

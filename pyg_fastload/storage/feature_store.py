@@ -262,6 +262,20 @@ class TieredFeatureStore(FeatureStore):
                     storage.shape[0], window_rows, storage.shape[1:],
                     storage.dtype, self.device, seed)
 
+    def cached_ids(self, attr_name: str,
+                   group_name: Optional[str] = None) -> Tensor:
+        r"""The rows of an attribute its static caches (host buffer,
+        static device cache) hold, sorted; a window-buffered cache's rows
+        change with every batch and are not listed."""
+        entry = self._entries.get((group_name, attr_name))
+        held = [c.node_ids.long() for c in ([] if entry is None
+                                            else entry.caches())
+                if isinstance(c, StaticCache)
+                and not isinstance(c, WindowBufferedCache)]
+        if not held:
+            return torch.empty(0, dtype=torch.long)
+        return torch.unique(torch.cat(held))
+
     def when_first_step_done(
             self, callback: Optional[Callable[[int], None]]) -> None:
         r"""Calls :obj:`callback` once with the memory a training step
