@@ -359,3 +359,28 @@ def test_a_two_rank_link_fit_runs_equal_steps(tmp_path):
     assert ranks[0]['gradients'] == ranks[1]['gradients']
     [metrics] = (tmp_path / 'logs').rglob('metrics.csv')
     assert 'val_mrr' in metrics.read_text().splitlines()[0]
+
+
+def test_a_two_rank_hetero_link_fit_runs_equal_steps(tmp_path):
+    from pyg_fastload.datasets import generate_hetero
+    from pyg_fastload.modes.link import LinkOptions, link_split
+    link = {'edge_type': ['author', 'writes', 'paper'], 'eval_edges': 20,
+            'eval_negatives': 10}
+    config = _config(tmp_path, {
+        'dataset': 'hetero-tiny', 'task': 'link', 'batch_size': 128,
+        'eval_batch_size': 110, 'num_neighbors': [4, 3], 'link': link})
+    spec = yaml.safe_load(config.read_text())
+    spec['model'] = {'class_path': 'LinkPredictor',
+                     'init_args': {'hidden_channels': 16}}
+    config.write_text(yaml.safe_dump(spec))
+    result = _fit(['--config', str(config)], tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    split = link_split(generate_hetero('hetero-tiny'), LinkOptions(**link),
+                       0)
+    train = split.edges['train'].size(1)  # author -> paper, one way
+    steps = -(-(-(-train // 2)) // 128)  # per rank, batches of 128
+    ranks = _stats(tmp_path)['epochs'][0]['ranks']
+    assert ranks[0]['steps'] == ranks[1]['steps'] == steps
+    assert ranks[0]['gradients'] == ranks[1]['gradients']
+    [metrics] = (tmp_path / 'logs').rglob('metrics.csv')
+    assert 'val_mrr' in metrics.read_text().splitlines()[0]
