@@ -171,7 +171,8 @@ class FastLoadDataModule(pl.LightningDataModule):
         r"""A heterogeneous dataset's types, target and widths (what a model
         builds itself from); :obj:`None` for a homogeneous one."""
         source = self.loading.source
-        return None if source is None else source.schema()
+        return None if source is None else source.schema(
+            labelled=self.task == 'node')
 
     @config_section('data')
     def _metadata(self) -> Tuple[int, int]:

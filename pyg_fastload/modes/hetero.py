@@ -23,7 +23,9 @@ class HeteroSchema:
 
     Args:
         node_types, edge_types: the graph's types (``data.metadata()``).
-        target (str): the node type with labels ``y`` (the seeds' type).
+        target (str, optional): the node type with labels ``y`` (the
+            seeds' type); :obj:`None` for a graph without labels (link
+            prediction).
         num_features (Dict[str, int]): feature width of every node type
             with features ``x``.
         num_nodes (Dict[str, int]): node count of every type (a model
@@ -32,7 +34,7 @@ class HeteroSchema:
     """
     node_types: List[str]
     edge_types: List[Tuple[str, str, str]]
-    target: str
+    target: Optional[str]
     num_features: Dict[str, int]
     num_nodes: Dict[str, int]
     num_classes: int
@@ -57,11 +59,13 @@ class HeteroSchema:
         features, nodes = value['num_features'], value['num_nodes']
         schema = cls(list(value['node_types']),
                      [tuple(e) for e in value['edge_types']],
-                     str(value['target']),
+                     None if value['target'] is None
+                     else str(value['target']),
                      {str(k): int(v) for k, v in features.items()},
                      {str(k): int(v) for k, v in nodes.items()},
                      int(value['num_classes']))
-        if schema.target not in schema.node_types or any(
+        if (schema.target is not None and
+                schema.target not in schema.node_types) or any(
                 len(e) != 3 for e in schema.edge_types):
             raise ValueError(f"target {schema.target!r} or edge types "
                              f"{schema.edge_types} do not fit node types "
@@ -69,29 +73,34 @@ class HeteroSchema:
         return schema
 
 
-def hetero_schema(data: HeteroData) -> HeteroSchema:
+def hetero_schema(data: HeteroData, labelled: bool = True) -> HeteroSchema:
     r"""The schema of :obj:`data`: its one labelled node type is the
-    target."""
+    target (without :obj:`labelled`, a graph with no labelled type gets
+    none: what link prediction needs)."""
     from .source import check_classes
-    labelled = [t for t in data.node_types if 'y' in data[t]]
-    if len(labelled) != 1:
-        raise SettingError('dataset', f"a HeteroData to classify needs labels "
-                           f"'y' on exactly one node type, found them on "
-                           f"{labelled or 'none'}")
-    target = labelled[0]
-    store = data[target]
+    types = [t for t in data.node_types if 'y' in data[t]]
     num_nodes = {t: int(data[t].num_nodes) for t in data.node_types}
-    num_classes = check_classes(store.y, num_nodes[target], None,
-                                f"node type {target!r}")
     features = {t: int(data[t].x.size(-1)) for t in data.node_types
                 if 'x' in data[t]}
+    if len(types) != 1:
+        if not labelled:
+            return HeteroSchema(list(data.node_types),
+                                list(data.edge_types), None, features,
+                                num_nodes, 0)
+        raise SettingError('dataset', f"a HeteroData to classify needs labels "
+                           f"'y' on exactly one node type, found them on "
+                           f"{types or 'none'}")
+    target = types[0]
+    num_classes = check_classes(data[target].y, num_nodes[target], None,
+                                f"node type {target!r}")
     return HeteroSchema(list(data.node_types), list(data.edge_types),
                         target, features, num_nodes, num_classes)
 
 
-def directory_schema(path: Path) -> HeteroSchema:
+def directory_schema(path: Path, labelled: bool = True) -> HeteroSchema:
     r"""The schema of a heterogeneous dataset directory (read from its
-    ``meta.json`` and array shapes; labels checked)."""
+    ``meta.json`` and array shapes; labels checked; without
+    :obj:`labelled`, a directory without labels gets no target)."""
     from .source import check_classes
     try:
         dataset = open_hetero_dataset_dir(path, verify='none')
@@ -99,16 +108,19 @@ def directory_schema(path: Path) -> HeteroSchema:
     except DatasetFormatError as error:
         raise SettingError('dataset', str(error)) from None
     target = dataset.target
+    num_nodes = dataset.num_nodes
+    features = {t: int(a['x'].shape[-1]) if a['x'].dim() > 1 else 1
+                for t, a in dataset.arrays.items() if 'x' in a}
     if target is None:
+        if not labelled:
+            return HeteroSchema(dataset.node_types, dataset.edge_types,
+                                None, features, num_nodes, 0)
         raise SettingError('dataset', f"'{path}' names no labelled node "
                            f"type: a heterogeneous dataset to classify needs "
                            f"labels 'y' on exactly one node type")
-    num_nodes = dataset.num_nodes
     num_classes = check_classes(dataset.arrays[target].get('y'),
                                 num_nodes[target], num_classes,
                                 f"node type {target!r} of '{path}'")
-    features = {t: int(a['x'].shape[-1]) if a['x'].dim() > 1 else 1
-                for t, a in dataset.arrays.items() if 'x' in a}
     return HeteroSchema(dataset.node_types, dataset.edge_types, target,
                         features, num_nodes, num_classes)
 

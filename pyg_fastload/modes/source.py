@@ -179,13 +179,15 @@ class DatasetSource:
                                   progress=self.progress).to_data()
         return self.source
 
-    def schema(self) -> Optional[HeteroSchema]:
-        r"""A heterogeneous dataset's schema (:obj:`None` otherwise)."""
+    def schema(self, labelled: bool = True) -> Optional[HeteroSchema]:
+        r"""A heterogeneous dataset's schema (:obj:`None` otherwise);
+        without :obj:`labelled` (link prediction) a graph without labels
+        has one too."""
         if self.kind == 'hetero-dir':
-            return directory_schema(self.source)
+            return directory_schema(self.source, labelled)
         if self.kind != 'hetero':
             return None
-        return hetero_schema(self.in_memory())
+        return hetero_schema(self.in_memory(), labelled)
 
     def metadata(self) -> Tuple[int, int]:
         r"""``(num_features, num_classes)`` (of the labelled node type of a

@@ -115,3 +115,24 @@ def test_no_reverse_relation_splits_the_relation_alone():
     assert split.relation == (WRITES, None)
     train = module.loading.link_graphs['train']
     assert _pairs(train[WRITES].edge_index) == _pairs(split.edges['train'])
+
+
+def test_a_graph_without_labels_trains_a_link_predictor():
+    import pytorch_lightning as pl
+
+    from pyg_fastload.lightning import LinkPredictor, NodeClassifier
+    graph = random_hetero_graph()
+    del graph['paper'].y  # nothing to classify: link prediction only
+    module = _module(graph)
+    trainer = pl.Trainer(max_epochs=1, logger=False, enable_progress_bar=False,
+                         enable_checkpointing=False,
+                         enable_model_summary=False)
+    model = LinkPredictor(hidden_channels=8)
+    trainer.fit(model, module)
+    assert model.hparams.schema['target'] is None
+    assert 'val_mrr' in trainer.callback_metrics
+    again = LinkPredictor(**model.hparams)  # a checkpoint rebuilds it
+    assert again.encoder is not None
+    node = FastLoadDataModule(graph, num_neighbors=[3], progress=False)
+    with pytest.raises(ConfigError, match="labels 'y' on exactly one"):
+        pl.Trainer(max_epochs=1, logger=False).fit(NodeClassifier(), node)
