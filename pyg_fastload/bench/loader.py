@@ -68,6 +68,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         '(the first one gives the start-up time)')
     parser.add_argument('--rounds', type=int, default=3,
                         help='interleaved rounds; the median is reported')
+    parser.add_argument('--contention', type=int, default=0,
+                        help='instead: each loader slowed by this many busy '
+                        'processes at normal priority (0: no such run)')
     parser.add_argument('--pyg-workers', type=int, nargs='*',
                         default=[0, 1, 2],
                         help="num_workers settings tried for PyG's "
@@ -85,6 +88,12 @@ def _seed_batches(data: Data, batch_size: int, num_batches: int,
 def run(args: argparse.Namespace) -> Dict[str, float]:
     r"""Runs the benchmark and prints a report; returns the headline
     figures (seeds/s per loader and ratios)."""
+    if args.contention:
+        if args.task != 'node' or args.preset in HETERO_PRESETS:
+            raise ValueError("'--contention' takes the node task on a "
+                             "homogeneous preset")
+        from .contention import run_contention
+        return run_contention(args)
     if args.task == 'link':
         from .link_loader import run_link
         return run_link(args)

@@ -108,3 +108,28 @@ def test_the_temporal_task_reports_temporal_beside_untimed(tmp_path, capsys):
     assert result['temporal_ratio'] == pytest.approx(
         result["seeds_per_s[temporal 'uniform' (disjoint)]"] /
         result['seeds_per_s[no times, disjoint]'])
+
+
+def test_contention_runs_each_loader_idle_and_beside_busy_processes(
+        tmp_path, capsys, monkeypatch):
+    from pyg_fastload.bench import contention
+    started = []
+    spawn = contention._busy
+
+    def busy(count):  # the busy processes run while the loaders are timed
+        processes = spawn(count)
+        started.append(processes)
+        return processes
+    monkeypatch.setattr(contention, '_busy', busy)
+    result = run(tmp_path, '--contention', '2', '--pyg-workers')
+    out = capsys.readouterr().out
+    assert [len(p) for p in started] == [2]  # one loaded round
+    assert all(p.poll() is not None for p in started[0])  # and stopped
+    expected = result[f'{FAST} loaded s/batch'] / result[
+        f'{FAST} slowdown']  # the idle time, as printed
+    row = next(line for line in out.splitlines()
+               if line.startswith(FAST))
+    assert float(row.split()[1]) == pytest.approx(expected, rel=0.01)
+    assert '2 busy process(es)' in out
+    with pytest.raises(ValueError, match="'--contention' takes the node"):
+        run(tmp_path, '--contention', '1', '--task', 'link')
