@@ -133,3 +133,5 @@ def test_contention_runs_each_loader_idle_and_beside_busy_processes(
     assert '2 busy process(es)' in out
     with pytest.raises(ValueError, match="'--contention' takes the node"):
         run(tmp_path, '--contention', '1', '--task', 'link')
+    with pytest.raises(ValueError, match="'--contention -1' must be 1"):
+        run(tmp_path, '--contention', '-1')

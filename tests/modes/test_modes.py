@@ -36,6 +36,8 @@ from ..conftest import random_graph
     ({'mode_options': {'sampling': 'edge'}}, 'mode_options.sampling'),
     ({'dist_timeout': 0}, 'dist_timeout'),
     ({'mode_options': {'merge': 1}}, 'mode_options'),
+    ({'mode_options': {'cold_rows': 'direct'}}, 'mode_options.cold_rows'),
+    ({'mode_options': {'cold_rows': None}}, 'mode_options.cold_rows'),
     ({'seed': '0'}, 'seed'),
     ({'drop_last': 'yes'}, 'drop_last'),
 ])
@@ -73,6 +75,8 @@ def test_every_mode_is_one_registered_class():
     (Replicated, None, {'merges': 1}, 'mode_options'),
     (DSP, 'parts', {'merge_search': True}, 'mode_options'),
     (HopGNN, 'parts', {'seeds': 'global'}, 'mode_options'),
+    (PaGraph, 'parts', {'cold_rows': 'owner'}, 'mode_options'),
+    (Replicated, None, {'cold_rows': 'owner'}, 'mode_options'),
 ])
 def test_a_mode_refuses_what_it_would_ignore(mode, partitions, options, key):
     source = DatasetSource(random_graph())
