@@ -82,6 +82,11 @@ def test_the_relation_and_its_reverse_are_held_out_together(stores):
     assert seen_val  # the test graph carries validation links
 
 
+@pytest.mark.reliability(
+    fault="a missing, unknown or malformed 'link.edge_type', a reverse "
+          "relation of the wrong types, 'undirected' on a hetero graph, an "
+          "edge type on a homogeneous one",
+    behaviour='an error naming the key and listing the edge types')
 def test_bad_relations_are_named():
     graph = random_hetero_graph()
     with pytest.raises(ConfigError, match=r"link.edge_type.*relation to "
