@@ -38,7 +38,8 @@ def _parser() -> argparse.ArgumentParser:
     bench = commands.add_parser('bench', help='run a benchmark')
     benchmarks = bench.add_subparsers(dest='benchmark', required=True)
 
-    from pyg_fastload.bench import cache, direct, loader, model, train
+    from pyg_fastload.bench import (accumulator, cache, direct, loader, model,
+                                    train)
     from pyg_fastload.bench import partition as partition_bench
     from pyg_fastload.datasets import prepare
     from pyg_fastload.partition import command as partition
@@ -52,6 +53,8 @@ def _parser() -> argparse.ArgumentParser:
          'hit ratio per hotness policy; features on disk'),
         (benchmarks, 'direct', direct,
          'features larger than memory: direct reads vs np.memmap'),
+        (benchmarks, 'accumulator', accumulator,
+         "GIDS's storage access accumulator: read rate vs batch size"),
         (benchmarks, 'train',
          train, 'training loop fed by PyG vs pyg_fastload loaders'),
         (benchmarks, 'model', model,

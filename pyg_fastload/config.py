@@ -121,8 +121,9 @@ class FeatureCache:
         device_cache (str): ``'static'`` (hottest rows) or ``'window'``
             (GIDS window buffering over the loader's look-ahead).
         window (int): look-ahead batches for ``device_cache='window'``.
-        read_ahead (int): batches of merged storage read-ahead for features
-            on disk (0: off).
+        read_ahead (int): batches whose storage reads may merge, for
+            features on disk (0: off): GIDS's accumulator for direct
+            reads, a page-cache read-ahead for memory-mapped ones.
         in_memory (bool): load a dataset directory's features into memory
             instead of reading them from disk.
         exceed_memory (bool): allow caches larger than the memory the
@@ -176,10 +177,11 @@ class FeatureCache:
         if self.storage not in ('mmap', 'direct', 'gds'):
             raise SettingError('storage', f"{self.storage!r} must be 'mmap', "
                                f"'direct' or 'gds'")
-        if self.storage != 'mmap' and (self.read_ahead or self.in_memory):
-            raise SettingError('storage', f"{self.storage!r} reads bypass the "
-                               f"page cache that 'read_ahead' warms and "
-                               f"'in_memory' replaces; drop one of them")
+        if self.storage != 'mmap' and self.in_memory:
+            raise SettingError('storage', f"{self.storage!r} reads the "
+                               f"features from disk, which 'in_memory' "
+                               f"loads into memory instead; drop one of "
+                               f"them")
         for key, low in (('window', 1), ('read_ahead', 0),
                          ('reads_in_flight', 1)):
             value = getattr(self, key)

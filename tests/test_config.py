@@ -29,12 +29,14 @@ def test_bad_budgets_name_the_argument(budget):
         budget_rows(budget, 100, 40, 'host_budget')
 
 
-def test_storage_readers_that_bypass_the_page_cache_refuse_read_ahead():
+def test_storage_readers_from_disk_refuse_in_memory_not_read_ahead():
     from pyg_fastload.config import FeatureCache, SettingError
     assert FeatureCache(storage='gds').storage == 'gds'
     for storage in ('direct', 'gds'):
-        with pytest.raises(SettingError, match=f"'{storage}' reads bypass"):
-            FeatureCache(storage=storage, read_ahead=2)
+        assert FeatureCache(storage=storage, read_ahead=2).read_ahead == 2
+        with pytest.raises(SettingError, match=f"'{storage}' reads the "
+                                               f"features from disk"):
+            FeatureCache(storage=storage, in_memory=True)
     with pytest.raises(SettingError, match="'nvme' must be 'mmap', 'direct' "
                                            "or 'gds'"):
         FeatureCache(storage='nvme')

@@ -27,6 +27,7 @@ from typing import Dict, List, Optional, Sequence, Tuple, Union
 import torch
 from torch import Tensor
 
+from .accumulator import StorageAccumulator
 from .tiers import MmapStorage
 
 __all__ = ['DirectStorage', 'DirectStorageError', 'InFlightTuner',
@@ -117,9 +118,9 @@ def _split(reads: List[Tuple[int, int, int]]) -> List[Tuple[int, int, int]]:
 
 class InFlightTuner:
     r"""Chooses how many reads to keep in flight from measured throughput
-    (a measured stand-in for GIDS's storage-access accumulator, which
-    sizes the reads in flight from a model of the device's latency and
-    peak rate and merges several batches' reads; neither is built): starting
+    (reader threads; GIDS's accumulator, which keeps a submission's reads
+    many enough for a share of the peak rate, is
+    :class:`~pyg_fastload.storage.accumulator.StorageAccumulator`): starting
     at :obj:`start`, every :obj:`waves` read waves of at least
     :obj:`min_reads` reads it compares the blocks per second with the
     previous setting's and doubles the depth while that gains at least
@@ -177,7 +178,9 @@ class DirectStorage(MmapStorage):
     :obj:`in_flight` reads run at once (reader threads: ``preadv`` releases
     the GIL). Rows are gathered from the aligned read buffer straight into
     the caller's buffer (the batch's). A whole-tensor read (:meth:`full`,
-    used for small attributes) goes through the memory map.
+    used for small attributes) goes through the memory map. With an
+    :attr:`accumulator` (GIDS's), a batch whose reads are too few to run
+    near the peak rate reads the next announced batches' rows with its own.
 
     Args:
         path (str): the raw binary file.
@@ -227,10 +230,12 @@ class DirectStorage(MmapStorage):
         self._lock = threading.Lock()  # one gather at a time per storage
         self.file_bytes = os.path.getsize(self.path)
         self.read_calls = 0
+        #: GIDS's accumulator, set by the feature store's read-ahead.
+        self.accumulator: Optional[StorageAccumulator] = None
 
     def __getstate__(self) -> dict:
         state = super().__getstate__()
-        for key in ('_buffer', '_pool', '_lock'):
+        for key in ('_buffer', '_pool', '_lock', 'accumulator'):
             state.pop(key)
         return state
 
@@ -269,9 +274,19 @@ class DirectStorage(MmapStorage):
     def read_sorted(self, rows: Tensor, out: Tensor,
                     requests: Optional[int] = None) -> None:
         r"""Reads sorted distinct :obj:`rows` into :obj:`out` (counted as
-        :obj:`requests` requested rows, default one per row; ``pages`` and
-        ``disk_bytes`` are the blocks read), in waves whose read buffer
-        stays within :data:`WAVE_BYTES`."""
+        :obj:`requests` requested rows, default one per row), through the
+        :attr:`accumulator` if there is one."""
+        if self.accumulator is not None:
+            self.accumulator.read(self, rows, out, requests)
+        else:
+            self.read_direct(rows, out, requests)
+
+    def read_direct(self, rows: Tensor, out: Tensor,
+                    requests: Optional[int] = None) -> None:
+        r"""Reads sorted distinct :obj:`rows` into :obj:`out` in one
+        submission (counted as :obj:`requests` requested rows, default one
+        per row; ``pages`` and ``disk_bytes`` are the blocks read), in
+        waves whose read buffer stays within :data:`WAVE_BYTES`."""
         per_row = (self.row_bytes // BLOCK_BYTES + 2 + self.merge_gap) * \
             BLOCK_BYTES  # the most blocks one row can add to a wave
         step = max(1, WAVE_BYTES // per_row)
@@ -281,22 +296,53 @@ class DirectStorage(MmapStorage):
         self.counters.requests += (rows.numel() if requests is None
                                    else requests) - rows.numel()
 
-    def _read_wave(self, rows: Tensor, out: Tensor) -> None:
-        if rows.numel() == 0:
-            return
+    def _plan(self, rows: Tensor) -> Tuple[Tensor, Tensor, Tensor, int,
+                                           List[Tuple[int, int, int]]]:
+        r"""The reads of sorted distinct :obj:`rows`: ``(first block of
+        each merged read, its place in the read buffer in blocks, extent
+        of every row, buffer bytes, reads (file offset, length, buffer
+        offset) cut to :data:`READ_BYTES`)``."""
         begins, blocks, extent = self.extents(rows)
-        at = torch.cumsum(blocks, 0) - blocks  # each read's place, blocks
+        at = torch.cumsum(blocks, 0) - blocks
         total = int(blocks.sum()) * BLOCK_BYTES
         reads = _split(list(zip((begins * BLOCK_BYTES).tolist(),
                                 (blocks * BLOCK_BYTES).tolist(),
                                 (at * BLOCK_BYTES).tolist())))
+        return begins, at, extent, total, reads
+
+    def count_reads(self, rows: Tensor) -> int:
+        r"""Reads a submission of sorted distinct :obj:`rows` issues."""
+        if rows.numel() == 0:
+            return 0
+        _, blocks, _ = self.extents(rows)
+        return int(torch.div(blocks * BLOCK_BYTES + READ_BYTES - 1,
+                             READ_BYTES, rounding_mode='floor').sum())
+
+    def probe(self, count: int,
+              generator: torch.Generator) -> Tuple[int, float]:
+        r"""Times one submission of up to :obj:`count` random distinct
+        rows (not counted as reads): ``(reads, seconds)``."""
+        rows = torch.unique(torch.randint(self.shape[0], (count, ),
+                                          generator=generator))
+        *_, total, reads = self._plan(rows)
+        with self._lock:
+            started = time.perf_counter()
+            self._fetch(reads, total, torch.device('cpu'))
+            return len(reads), time.perf_counter() - started
+
+    def _read_wave(self, rows: Tensor, out: Tensor) -> None:
+        if rows.numel() == 0:
+            return
+        begins, at, extent, total, reads = self._plan(rows)
         with self._lock:
             started = time.perf_counter()
             raw = self._fetch(reads, total, out.device)
+            seconds = time.perf_counter() - started
+            if self.accumulator is not None:
+                self.accumulator.model.observe(len(reads), seconds)
             if self.tuner is not None:
                 self._set_in_flight(self.tuner.observe(
-                    len(reads), total // BLOCK_BYTES,
-                    time.perf_counter() - started))
+                    len(reads), total // BLOCK_BYTES, seconds))
             start = self.offset + rows * self.row_bytes
             place = at.index_select(0, extent) * BLOCK_BYTES + (
                 start - begins.index_select(0, extent) * BLOCK_BYTES)
@@ -325,6 +371,8 @@ class DirectStorage(MmapStorage):
         return raw[:total]
 
     def _set_in_flight(self, depth: int) -> None:
+        if depth != self.in_flight and self.accumulator is not None:
+            self.accumulator.model.reset()  # a new device rate to fit
         self.in_flight = depth
 
     def check_read(self, got: int, offset: int, length: int) -> None:

@@ -12,13 +12,15 @@ from torch import Tensor
 from torch_geometric.data import FeatureStore, TensorAttr
 
 from ..config import available_memory
+from .accumulator import StorageAccumulator
 from .buffer_pool import BufferPool
 from .counters import TierCounters
 from .direct import DirectStorage
 from .io_stats import process_memory, reset_peak_rss
 from .gpu_direct import GpuDirectStorage
 from .read_ahead import AdaptiveReadAhead
-from .tier_gather import TierEntry, gather_tiers, holding, spent as add_spent
+from .tier_gather import (TierEntry, gather_tiers, holding, static_misses,
+                          spent as add_spent)
 from .tiers import MemoryStorage, MmapStorage, StaticCache, WindowBufferedCache
 
 __all__ = ['TieredFeatureStore']
@@ -28,6 +30,7 @@ Key = Tuple[Optional[str], str]
 
 def _key(attr: TensorAttr) -> Key:
     return (attr.group_name, attr.attr_name)
+
 
 
 class TieredFeatureStore(FeatureStore):
@@ -332,19 +335,26 @@ class TieredFeatureStore(FeatureStore):
         return StaticCache(storage.shape[0], ids, values)
 
     def set_read_ahead(self, batches: int, min_reads: int = 4096,
-                       max_pending_bytes: int = 2**28) -> None:
-        r"""Storage-read batching for memory-mapped storage (in the spirit
-        of GIDS's accumulator, which it does not implement: no model of the
-        reads in flight, page-cache hints only): the loader samples up to
-        :obj:`batches` batches ahead, and the storage rows they will miss
-        are collected across batches and requested from the kernel in one
-        merged, sorted, de-duplicated read-ahead (``posix_fadvise(WILLNEED)``) once at least
-        :obj:`min_reads` rows or :obj:`max_pending_bytes` bytes are pending,
-        or once the oldest pending batch is within
-        :attr:`read_ahead_depth` batches of being gathered. That depth
-        adapts to the measured storage read time
-        (:class:`AdaptiveReadAhead`, at most :obj:`batches` and at most
-        :obj:`max_pending_bytes` of read-ahead rows)."""
+                       max_pending_bytes: int = 2**28,
+                       share: float = 0.95) -> None:
+        r"""Storage reads of up to :obj:`batches` sampled batches merged
+        (0: off); the loader samples and announces that far ahead.
+
+        Direct-read storage gets GIDS's accumulator
+        (:class:`~pyg_fastload.storage.accumulator.StorageAccumulator`):
+        when the batch being gathered has too few storage reads to run at
+        :obj:`share` of the device's measured peak, the next batches'
+        reads join its submission (at most :obj:`batches` batches, their
+        rows staged within :obj:`max_pending_bytes`).
+
+        Memory-mapped storage gets a page-cache read-ahead (no model of
+        the reads in flight): the storage rows the batches will miss are
+        requested from the kernel in one sorted, de-duplicated
+        ``posix_fadvise(WILLNEED)`` once at least :obj:`min_reads` rows or
+        :obj:`max_pending_bytes` bytes are pending, or once the oldest
+        pending batch is within :attr:`read_ahead_depth` batches of being
+        gathered; that depth follows the measured storage read time
+        (:class:`AdaptiveReadAhead`)."""
         if batches < 0 or min_reads < 1 or max_pending_bytes < 1:
             raise ValueError(f"'batches={batches}' must be >= 0, "
                              f"'min_reads={min_reads}' >= 1 and "
@@ -355,6 +365,10 @@ class TieredFeatureStore(FeatureStore):
         self._read_depth = (AdaptiveReadAhead(batches, max_pending_bytes)
                             if batches else None)
         self._batch_started = None
+        for entry in self._entries.values():
+            if isinstance(entry.storage, DirectStorage):
+                entry.storage.accumulator = StorageAccumulator(
+                    batches, max_pending_bytes, share) if batches else None
 
     @property
     def read_ahead_depth(self) -> int:
@@ -378,13 +392,16 @@ class TieredFeatureStore(FeatureStore):
         for key, entry in self._entries.items():
             if isinstance(entry.device, WindowBufferedCache):
                 entry.device.announce(ids)
-            if self.read_ahead and isinstance(entry.storage, MmapStorage):
+            accumulator = getattr(entry.storage, 'accumulator', None)
+            if accumulator is not None:
+                rows = static_misses(entry, ids)
+                accumulator.announce(ids, rows.sort()[0],
+                                     ids.numel() - rows.numel())
+            elif self.read_ahead and isinstance(entry.storage, MmapStorage):
                 self._accumulate(key, entry, ids)
 
     def _accumulate(self, key: Key, entry: TierEntry, ids: Tensor) -> None:
-        for cache in entry.caches():
-            if not isinstance(cache, WindowBufferedCache):
-                ids = ids[cache.lookup(ids) < 0]
+        ids = static_misses(entry, ids)
         with self._window_lock:
             self._pending_reads.setdefault(key, []).append(ids)
             self._flush_due_reads(key, entry)
@@ -409,6 +426,9 @@ class TieredFeatureStore(FeatureStore):
         for entry in self._entries.values():
             if isinstance(entry.device, WindowBufferedCache):
                 entry.device.retire(ids)
+            accumulator = getattr(entry.storage, 'accumulator', None)
+            if accumulator is not None:
+                accumulator.retire(ids)
         with self._window_lock:
             self._retired += 1
             if self._read_depth is None:
@@ -423,6 +443,18 @@ class TieredFeatureStore(FeatureStore):
                 self._flush_due_reads(key, entry)
 
     # Counters ################################################################
+
+    def accumulator_stats(self) -> Dict[str, Dict[str, float]]:
+        r"""Per direct-read attribute with an accumulator, its
+        :meth:`~pyg_fastload.storage.accumulator.StorageAccumulator.stats`.
+        """
+        out: Dict[str, Dict[str, float]] = {}
+        for (group, name), entry in self._entries.items():
+            accumulator = getattr(entry.storage, 'accumulator', None)
+            if accumulator is not None:
+                label = name if group is None else f'{group}.{name}'
+                out[label] = accumulator.stats()
+        return out
 
     def stats(self, attr_name: Optional[str] = None
               ) -> Dict[str, Dict[str, Dict[str, float]]]:

@@ -87,7 +87,7 @@ class GpuDirectStorage(DirectStorage):
         super().__del__()
 
     def _set_in_flight(self, depth: int) -> None:
-        self.in_flight = depth
+        super()._set_in_flight(depth)
         self._kvikio.defaults.set('num_threads', depth)
 
     def gather(self, ids: Tensor, out: Tensor) -> None:

@@ -1,6 +1,7 @@
-r"""How many batches ahead the storage reads of a batch are issued (a
-measured stand-in for GIDS's storage accumulator, whose model of reads in
-flight is not built: see ``docs/guide/papers.md``)."""
+r"""How many batches ahead the storage reads of a batch are issued to the
+page cache (memory-mapped storage; the depth follows the measured storage
+share, with no model of the reads in flight: direct reads have GIDS's
+accumulator, :mod:`pyg_fastload.storage.accumulator`)."""
 from __future__ import annotations
 
 import math

@@ -13,7 +13,8 @@ from torch import Tensor
 from .buffer_pool import BufferPool
 from .tiers import MemoryStorage, MmapStorage, StaticCache, WindowBufferedCache
 
-__all__ = ['TierEntry', 'gather_tiers', 'holding', 'split_hits', 'spent']
+__all__ = ['TierEntry', 'gather_tiers', 'holding', 'split_hits', 'spent',
+           'static_misses']
 
 
 @dataclass
@@ -33,6 +34,15 @@ def holding(cache: StaticCache) -> ContextManager:
     if isinstance(cache, WindowBufferedCache):
         return cache.exclusive()
     return contextlib.nullcontext()
+
+
+def static_misses(entry: TierEntry, ids: Tensor) -> Tensor:
+    r"""The :obj:`ids` no static cache of :obj:`entry` holds (what a
+    window-buffered cache holds changes before they are gathered)."""
+    for cache in entry.caches():
+        if not isinstance(cache, WindowBufferedCache):
+            ids = ids[cache.lookup(ids) < 0]
+    return ids
 
 
 def split_hits(cache: StaticCache,
