@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from typing import Any, List, Optional, Sequence
+from typing import Any, Callable, List, Optional, Sequence
 
 import torch
 import torch.distributed as dist
@@ -201,6 +201,15 @@ class Collectives:
                           size * (self.world_size - 1), self.world_size - 1)
         return torch.stack(out).cpu()
 
+    def _launch(self, start: Callable[[], dist.Work]) -> dist.Work:
+        r"""Starts a collective (:obj:`start` returns its work handle):
+        at once, or when the coordinator's order reaches it."""
+        if self.coordinator is None:
+            return start()
+        cid = (self._batch, self.stage, 0, self._phase)
+        self._phase += 1
+        return self.coordinator.run(cid, start)
+
     def begin_batch(self) -> None:
         r"""The stage starts its next batch (ids of ordered launches)."""
         self._batch += 1
@@ -211,16 +220,9 @@ class Collectives:
         r"""Sends ``send[r]`` to rank ``r`` and returns what every rank sent
         here (``out[r]`` from rank ``r``): one all-to-all of the counts,
         one of the rows. Every tensor has the same dtype and trailing
-        shape on every rank. With a coordinator, launched in its order."""
-        if self.coordinator is None or not self.context.is_distributed:
-            return self._exchange(send, kind, op)
-        cid = (self._batch, self.stage, 0, self._phase)
-        self._phase += 1
-        return self.coordinator.run(
-            cid, lambda: self._exchange(send, kind, op))
-
-    def _exchange(self, send: Sequence[Tensor], kind: str,
-                  op: str) -> List[Tensor]:
+        shape on every rank. With a coordinator, each all-to-all is
+        launched in its order (ids ``(batch, stage, 0, phase)``) and
+        awaited here, so other stages' collectives launch meanwhile."""
         if len(send) != self.world_size:
             raise ValueError(f"'send' needs {self.world_size} tensors (one "
                              f"per rank), got {len(send)}")
@@ -228,13 +230,16 @@ class Collectives:
             return [send[0]]
         counts = torch.tensor([t.size(0) for t in send], device=self.device)
         got = torch.empty_like(counts)
-        self.wait(f'{op}: counts', dist.all_to_all_single(
-            got, counts, group=self.group, async_op=True))
+        self.wait(f'{op}: counts', self._launch(
+            lambda: dist.all_to_all_single(got, counts, group=self.group,
+                                           async_op=True)))
         sizes_in, sizes_out = got.tolist(), counts.tolist()
         flat = torch.cat([t.to(self.device) for t in send])
         out = flat.new_empty((sum(sizes_in), *flat.shape[1:]))
-        self.wait(op, dist.all_to_all_single(
-            out, flat, sizes_in, sizes_out, group=self.group, async_op=True))
+        self.wait(op, self._launch(
+            lambda: dist.all_to_all_single(out, flat, sizes_in, sizes_out,
+                                           group=self.group,
+                                           async_op=True)))
         row = math.prod(flat.shape[1:]) * flat.element_size()
         mine = self.rank
         self.counters.add(

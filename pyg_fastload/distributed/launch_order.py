@@ -17,6 +17,11 @@ stage submits an id, that stage's earlier collectives were launched (on
 every rank) already; and ids are batch-major, so a stage's collective for
 batch ``b`` (which a bounded queue may make another stage wait for) comes
 before any for a later batch.
+
+The coordinator orders launches only: a collective started asynchronously
+runs while the next ones launch (:meth:`Collectives.exchange` hands it the
+start of each all-to-all and waits in the stage's own thread), as DSP's
+coordinator launches and moves on.
 """
 from __future__ import annotations
 
@@ -61,8 +66,12 @@ class LaunchCoordinator:
 
     def run(self, cid: CollectiveId, fn: Callable[[], Any],
             timeout: Optional[float] = None) -> Any:
-        r"""Runs collective :obj:`fn` with id :obj:`cid` when the leader's
-        order reaches it; returns its result (or raises its error)."""
+        r"""Runs :obj:`fn` with id :obj:`cid` when the leader's order
+        reaches it; returns its result (or raises its error). DSP only
+        orders launches: an :obj:`fn` that starts its collective
+        (``async_op=True``) and returns the work handle, for the caller to
+        wait on, lets the next collective launch while it runs; one that
+        waits holds the order until it completes."""
         future: Future = Future()
         with self._cond:
             if self._closed:

@@ -139,3 +139,65 @@ def test_opposite_launch_orders_hang_without_the_coordinator(coordinated):
             assert got == {'reduce': 3.0, 'leader': 1.0}
         else:  # the first collectives pair an all-reduce with a broadcast
             assert errors and all('timed out' in e for e in errors), errors
+
+
+def _overlapped_exchanges(rank, world):
+    coll = Collectives(DistContext.current(timedelta(seconds=20)))
+    data = coll.new_stage()
+    coordinator = LaunchCoordinator(coll.new_stage())
+    launched, order = [], []
+    run = coordinator.run
+
+    def recording(cid, fn, timeout=None):
+        def start():
+            order.append(cid)  # in the coordinator's thread: launch order
+            return fn()
+        result = run(cid, start, timeout)
+        launched.append((cid, isinstance(result, dist.Work)))
+        return result
+
+    coordinator.run = recording
+    results, errors = {}, []
+
+    def stage(s):
+        mine = Collectives(data.context, data.counters, data.device,
+                           data.group, coordinator, stage=s)
+        try:
+            for batch in range(3):
+                mine.begin_batch()
+                send = [torch.full((r + 1, 2), float(100 * s + 10 * batch
+                                                    + rank))
+                        for r in range(world)]
+                got = mine.exchange(send, 'features', f'stage {s}')
+                results[(batch, s)] = [g[:, 0].tolist() for g in got]
+        except Exception as error:  # noqa: BLE001 - reported to the test
+            errors.append(f'{s}: {type(error).__name__}: {error}')
+
+    threads = [threading.Thread(target=stage, args=(s, )) for s in (0, 1)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    coordinator.close()
+    return results, errors, launched, order
+
+
+def test_exchanges_launch_in_order_and_are_awaited_by_their_stage():
+    results = run_ranks(_overlapped_exchanges, 2)
+    orders = []
+    for rank in range(2):
+        status, value = results[rank]
+        assert status == 'ok', value
+        got, errors, launched, order = value
+        assert errors == []
+        # rank r sent (rank + 1) rows of 100 s + 10 b + r to this rank
+        assert got == {(b, s): [[100.0 * s + 10 * b + r] * (rank + 1)
+                                for r in range(2)]
+                       for b in range(3) for s in (0, 1)}
+        # each exchange: the counts, then the rows, as two launches that
+        # hand back work handles (the coordinator does not wait for them)
+        assert sorted(cid for cid, _ in launched) == sorted(
+            (b, s, 0, p) for b in range(3) for s in (0, 1) for p in (0, 1))
+        assert all(handle for _, handle in launched)
+        orders.append(order)
+    assert orders[0] == orders[1]  # one launch order on both ranks
