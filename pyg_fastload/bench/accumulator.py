@@ -42,6 +42,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         default=[32, 64, 128, 256])
     parser.add_argument('--batches', type=positive_int, default=60,
                         help='mini-batches per batch size and side')
+    parser.add_argument('--warmup', type=int, default=5,
+                        help='untimed batches first, per batch size and '
+                        "side (the accumulator's probe of the device runs "
+                        'in the first)')
     parser.add_argument('--read-ahead', type=positive_int, default=8,
                         help='batches sampled ahead: the most batches one '
                         'submission serves')
@@ -66,15 +70,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _replay(features: TieredFeatureStore, batches: List[torch.Tensor],
-            depth: int) -> Dict[str, float]:
+            depth: int, warmup: int) -> Dict[str, float]:
     r"""Loads :obj:`batches` as the sequential loader does: each batch is
     announced :obj:`depth` batches before it is gathered (none with
-    ``depth=0``)."""
-    features.reset_counters()
+    ``depth=0``); the first :obj:`warmup` are not timed or counted."""
     for ids in batches[:depth]:
         features.announce(ids)
     seconds = storage_seconds = 0.0
     for i, ids in enumerate(batches):
+        if i == warmup:
+            features.reset_counters()
+            seconds = storage_seconds = 0.0
         if depth and i + depth < len(batches):
             features.announce(batches[i + depth])
         timings: Dict[str, float] = {}
@@ -85,7 +91,7 @@ def _replay(features: TieredFeatureStore, batches: List[torch.Tensor],
     stats = features.stats('x')['x']['storage']
     merges = features.accumulator_stats().get('x', {})
     return {'seconds': seconds, 'storage_seconds': storage_seconds,
-            'rows': sum(b.numel() for b in batches),
+            'rows': sum(b.numel() for b in batches[warmup:]),
             'storage_requests': stats['requests'],
             'storage_reads': stats['hits'],
             'merged_batches': merges.get('merged_batches', 0),
@@ -114,26 +120,26 @@ def run(args: argparse.Namespace) -> Dict[str, Any]:
     train = dataset.arrays['train_mask'].nonzero().view(-1)
     gen = torch.Generator().manual_seed(args.seed)
     seeds = train[torch.randperm(train.numel(), generator=gen)]
-    need = 2 * args.batches * sum(args.batch_sizes)
+    need = 2 * (args.warmup + args.batches) * sum(args.batch_sizes)
     if seeds.numel() < need:
         raise ValueError(f"'--batches' = {args.batches}: the sweep needs "
                          f"{need:,} distinct seeds, the dataset has "
                          f"{seeds.numel():,} training nodes; ask for fewer")
     table = Table({'batch': 6, 'accumulator': 11, 'storage rows/batch': 18,
                    'storage rows/s': 14, 'vs bound': 8,
-                   'delivered MiB/s': 15, 'merged': 6})
+                   'delivered MiB/s': 15, 'merged': 6, 'reads needed': 12})
     results: Dict[int, Dict[str, Dict[str, float]]] = {}
     used = 0
     for size in args.batch_sizes:
         results[size] = {}
         for side, depth in (('off', 0), ('on', args.read_ahead)):
             batches = []
-            for _ in range(args.batches):
+            for _ in range(args.warmup + args.batches):
                 batch = seeds[used:used + size]
                 used += size
                 batches.append(sampler.sample(batch, gen).node)
             features.set_read_ahead(depth, share=args.share)
-            result = _replay(features, batches, depth)
+            result = _replay(features, batches, depth, args.warmup)
             rate = result['storage_reads'] / max(result['storage_seconds'],
                                                  1e-9)
             delivered = result['rows'] * row_bytes / max(result['seconds'],
@@ -145,11 +151,13 @@ def run(args: argparse.Namespace) -> Dict[str, Any]:
                       f"{result['storage_requests'] / args.batches:,.0f}",
                       f"{rate:,.0f}", f"{rate / bound['best']:.0%}",
                       f"{delivered / MiB:,.0f}",
-                      f"{result['merged_batches']:,}")
+                      f"{result['merged_batches']:,}",
+                      f"{result['required_reads']:,}" if depth else '-')
     model = results[args.batch_sizes[-1]]['on']
-    print(f"the accumulator's model (fitted from its probe and the "
-          f"submissions it timed): peak {model['peak_reads_per_s']:,.0f} "
-          f"reads/s, overhead {model['overhead_s'] * 1e3:.2f} ms per "
+    print(f"the accumulator's model at the end of the last side (fitted "
+          f"from its probe and the submissions it timed; 'reads needed' "
+          f"above: at the end of each side): peak "
+          f"{model['peak_reads_per_s']:,.0f} reads/s, overhead {model['overhead_s'] * 1e3:.2f} ms per "
           f"submission, so {model['required_reads']:,} reads for "
           f"{args.share:.0%} of the peak")
     if args.target_batch in results:

@@ -238,9 +238,10 @@ def run(args: argparse.Namespace) -> Dict[str, Any]:
           f"flight")
     if bound['latency_s']:
         need = math.ceil(bound['best'] * bound['latency_s'] * 0.95 / 0.05)
-        print(f"GIDS's accumulator: {need} reads per wave keep the disk at "
-              f"95% of peak (peak x latency x p / (1 - p)); a batch's misses "
-              f"here are far more, so batches are not merged")
+        print(f"GIDS's accumulator with the latency of one read in flight: "
+              f"{need} reads per wave keep the disk at 95% of peak (peak x "
+              f"latency x p / (1 - p)); `bench accumulator` fits it and "
+              f"merges small batches' reads")
     started = time.perf_counter()
     batches = _batches(args, dataset)
     print(f'sampled {len(batches)} batches with PyG NeighborLoader in '

@@ -38,17 +38,18 @@ class AccessModel:
     r"""The time of one storage submission of ``n`` reads,
     ``overhead + n / peak`` (GIDS Eq. 2-3: the initial and termination
     phases make the overhead, the steady phase runs at the peak rate),
-    fitted by least squares over the last :obj:`window` submissions, or
-    given.
+    fitted by least squares over the last :obj:`window` submissions of
+    each size class (reads within a factor of two: a run of similar
+    batches does not crowd out the probe's spread of sizes), or given.
 
     Args:
         peak (float, optional): reads per second at the peak (with
             :obj:`overhead`: a fixed model, never refitted).
         overhead (float, optional): seconds a submission adds.
-        window (int): submissions the fit keeps.
+        window (int): submissions the fit keeps per size class.
     """
     def __init__(self, peak: Optional[float] = None,
-                 overhead: Optional[float] = None, window: int = 64):
+                 overhead: Optional[float] = None, window: int = 8):
         if (peak is None) != (overhead is None):
             raise ValueError("give both 'peak' and 'overhead', or neither")
         if peak is not None and (peak <= 0 or overhead < 0):
@@ -56,7 +57,8 @@ class AccessModel:
                              f"'overhead' = {overhead} >= 0")
         self.fixed = peak is not None
         self.peak, self.overhead = peak, overhead
-        self._seen: Deque[Tuple[int, float]] = deque(maxlen=window)
+        self.window = window
+        self._seen: Dict[int, Deque[Tuple[int, float]]] = {}
 
     @property
     def fitted(self) -> bool:
@@ -66,14 +68,16 @@ class AccessModel:
         r"""One submission of :obj:`reads` reads took :obj:`seconds`."""
         if self.fixed or reads < 1 or seconds <= 0:
             return
-        self._seen.append((reads, seconds))
-        sizes = [n for n, _ in self._seen]
+        self._seen.setdefault(reads.bit_length(), deque(
+            maxlen=self.window)).append((reads, seconds))
+        seen = [pair for kept in self._seen.values() for pair in kept]
+        sizes = [n for n, _ in seen]
         if min(sizes) == max(sizes):
             return
-        count = len(self._seen)
+        count = len(seen)
         mean_n = sum(sizes) / count
-        mean_t = sum(t for _, t in self._seen) / count
-        cov = sum((n - mean_n) * (t - mean_t) for n, t in self._seen)
+        mean_t = sum(t for _, t in seen) / count
+        cov = sum((n - mean_n) * (t - mean_t) for n, t in seen)
         var = sum((n - mean_n) ** 2 for n in sizes)
         slope = cov / var
         if slope <= 0:  # noise swamped the reads' cost: keep the last fit
@@ -110,6 +114,7 @@ def _same(announced: Tensor, ids: Tensor) -> bool:
 class _Batch:
     ids: Tensor  # the node ids announced (retire() passes them again)
     rows: Tensor  # its sorted storage rows (what the static caches miss)
+    reads: int  # the reads they take
     merged: bool = False  # read ahead in an earlier batch's submission
 
 
@@ -117,10 +122,12 @@ class StorageAccumulator:
     r"""GIDS's storage access accumulator for one
     :class:`~pyg_fastload.storage.DirectStorage`: when the batch being
     gathered needs fewer storage reads than :meth:`AccessModel.required`
-    for :obj:`share` of the peak, the storage rows of up to
-    :obj:`max_batches` - 1 announced batches join its submission and are
-    staged (at most :obj:`max_bytes` bytes) until those batches are
-    gathered. A new merge starts only once the staged batches are gathered.
+    for :obj:`share` of the peak, the storage rows of announced batches
+    join its submission until there are enough (at most
+    :obj:`max_batches` batches in all, :obj:`max_bytes` bytes staged) and
+    wait in a staged buffer until those batches are gathered, if the
+    model promises at least :obj:`min_gain` more reads per second. A new
+    merge starts only once the staged batches are gathered.
 
     The loader announces every sampled batch (:meth:`announce`, sampling
     thread) and retires it before gathering it (:meth:`retire`, loading
@@ -131,6 +138,9 @@ class StorageAccumulator:
         max_batches (int): the most batches one submission serves.
         max_bytes (int): bytes the staged rows may hold.
         share (float): the share ``p`` of the peak read rate aimed at.
+        min_gain (float): the least relative gain in read rate the model
+            must promise for a merge (staging rows costs CPU work that
+            GIDS's GPU threads hide).
         model (AccessModel, optional): the access model (default: fitted
             from the storage's submissions, after a probe of
             :obj:`probe_sizes` random reads, each size
@@ -139,7 +149,8 @@ class StorageAccumulator:
         probe_rounds (int): submissions per probe size.
     """
     def __init__(self, max_batches: int, max_bytes: int,
-                 share: float = 0.95, model: Optional[AccessModel] = None,
+                 share: float = 0.95, min_gain: float = 0.1,
+                 model: Optional[AccessModel] = None,
                  probe_sizes: Sequence[int] = (4, 16, 64, 256, 1024),
                  probe_rounds: int = 3):
         if isinstance(max_batches, bool) or not isinstance(max_batches,
@@ -154,6 +165,7 @@ class StorageAccumulator:
                              f"e.g. 0.95 for 95% of the peak read rate")
         self.max_batches, self.max_bytes, self.share = (max_batches,
                                                         max_bytes, share)
+        self.min_gain = min_gain
         self.model = model if model is not None else AccessModel()
         self.probe_sizes, self.probe_rounds = tuple(probe_sizes), probe_rounds
         self._queue: Deque[_Batch] = deque()
@@ -167,12 +179,13 @@ class StorageAccumulator:
 
     # The loader's look-ahead #################################################
 
-    def announce(self, ids: Tensor, rows: Tensor, redirected: int) -> None:
+    def announce(self, ids: Tensor, rows: Tensor, reads: int,
+                 redirected: int) -> None:
         r"""A sampled batch (node :obj:`ids`) will read the sorted distinct
-        storage :obj:`rows`; the caches serve :obj:`redirected` of its
-        rows."""
+        storage :obj:`rows` in :obj:`reads` reads; the caches serve
+        :obj:`redirected` of its rows."""
         with self._lock:
-            self._queue.append(_Batch(ids, rows))
+            self._queue.append(_Batch(ids, rows, reads))
             self.counts['announced'] += 1
             self.counts['redirected'] += redirected
 
@@ -257,27 +270,28 @@ class StorageAccumulator:
             if not self.model.fitted:
                 return None
         need = self.model.required(self.share)
-        if storage.count_reads(rows) >= need:
+        own = reads = storage.count_reads(rows)
+        if reads >= need:
             return None
-        later, chosen = rows[:0], []
+        staged, chosen = 0, []  # rows and reads counted once per batch
         for batch in waiting:
-            more = torch.unique(torch.cat([later, batch.rows]))
-            if more.numel() * storage.row_bytes > self.max_bytes:
+            staged += batch.rows.numel()
+            if staged * storage.row_bytes > self.max_bytes:
                 break
-            later = more
             chosen.append(batch)
-            if storage.count_reads(torch.unique(torch.cat([rows, later]))) \
-                    >= need:
+            reads += batch.reads
+            if reads >= need:
                 break
-        if not chosen:
-            return None
+        if not chosen or self.model.rate(reads) < \
+                (1 + self.min_gain) * self.model.rate(own):
+            return None  # not worth the staging
         with self._lock:
             for batch in chosen:
                 batch.merged = True
             self._merged_left = len(chosen)
         self.counts['merged_submissions'] += 1
         self.counts['merged_batches'] += len(chosen)
-        return later
+        return torch.unique(torch.cat([batch.rows for batch in chosen]))
 
     def probe(self, storage: 'DirectStorage', seed: int = 0) -> None:
         r"""Fits the access model from timed submissions of random reads
@@ -287,6 +301,10 @@ class StorageAccumulator:
             for size in self.probe_sizes:
                 reads, seconds = storage.probe(size, generator)
                 self.model.observe(reads, seconds)
+
+    def reset_counts(self) -> None:
+        r"""Zeroes the counts of :meth:`stats` (not the model)."""
+        self.counts = dict.fromkeys(self.counts, 0)
 
     def stats(self) -> Dict[str, float]:
         r"""Submissions, merges and the model: ``submissions`` (storage

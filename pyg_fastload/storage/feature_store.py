@@ -394,8 +394,9 @@ class TieredFeatureStore(FeatureStore):
                 entry.device.announce(ids)
             accumulator = getattr(entry.storage, 'accumulator', None)
             if accumulator is not None:
-                rows = static_misses(entry, ids)
-                accumulator.announce(ids, rows.sort()[0],
+                rows = static_misses(entry, ids).sort()[0]
+                accumulator.announce(ids, rows,
+                                     entry.storage.count_reads(rows),
                                      ids.numel() - rows.numel())
             elif self.read_ahead and isinstance(entry.storage, MmapStorage):
                 self._accumulate(key, entry, ids)
@@ -485,6 +486,8 @@ class TieredFeatureStore(FeatureStore):
         for entry in self._entries.values():
             for tier in (*entry.caches(), entry.storage):
                 tier.counters.reset()
+            if getattr(entry.storage, 'accumulator', None) is not None:
+                entry.storage.accumulator.reset_counts()
 
     def __repr__(self) -> str:
         parts = []

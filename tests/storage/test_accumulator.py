@@ -238,3 +238,33 @@ def test_a_new_reads_in_flight_setting_refits_the_model(table):
     assert storage.accumulator.model.fitted
     storage._set_in_flight(8)
     assert not storage.accumulator.model.fitted
+
+
+def test_a_merge_that_promises_little_is_skipped(table):
+    x, _ = table
+    # 19 reads needed; a batch has about 10: merging two would read at
+    # 952 instead of 909 reads/s by the model, less than the 10% asked
+    model = AccessModel(1000.0, 0.001)
+    store, _ = _store(table, 4, model)
+    batches = _batches(4, 10, seed=5)
+    for ids, rows in zip(batches, _run(store, batches)):
+        assert torch.equal(rows, x[ids])
+    assert store.accumulator_stats()['x']['merged_batches'] == 0
+    accumulator = store._entries[(None, 'x')].storage.accumulator
+    accumulator.min_gain = 0.01  # 4.8% is enough now
+    for ids, rows in zip(batches, _run(store, batches)):
+        assert torch.equal(rows, x[ids])
+    assert store.accumulator_stats()['x']['merged_batches'] == 2
+
+
+def test_a_run_of_similar_submissions_keeps_the_probes_spread():
+    model = AccessModel()
+    peak, overhead = 50_000.0, 0.0005
+    for n in (4, 16, 64, 256, 1024):  # the probe
+        model.observe(n, overhead + n / peak)
+    for i in range(100):  # then batches of about 4,800 reads, whose noise
+        n = 4700 + 2 * i  # looks like a much steeper slope among them
+        model.observe(n, overhead + n / peak + (n - 4800) * 1e-5)
+    assert model.peak == pytest.approx(peak, rel=0.1)
+    assert model.required(0.95) == pytest.approx(
+        peak * overhead * 19, rel=0.3)
