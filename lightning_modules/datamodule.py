@@ -57,6 +57,9 @@ class FastLoadDataModule(pl.LightningDataModule):
             dataset keeps them (memory, or disk for a directory).
         pipeline (bool or str): the loaders' ``pipeline`` option.
         queue_capacity (int): batches ready ahead of the model.
+        sampling_workers (int): threads sampling batches at once while the
+            model waits for data (ByteGNN's pool; ``1``: one sampling
+            thread; the partitioned modes' collective sampling needs 1).
         num_workers (int): PyG worker processes (0: pyg_fastload's threads).
         drop_last (bool): drop the last incomplete training batch.
         adjacency (str): ``'edge_index'`` (default; fastest with per-layer
@@ -108,6 +111,7 @@ class FastLoadDataModule(pl.LightningDataModule):
         feature_cache: Optional[FeatureCache] = None,
         pipeline: Union[bool, Literal['auto']] = 'auto',
         queue_capacity: int = 2,
+        sampling_workers: int = 1,
         num_workers: int = 0,
         drop_last: bool = False,
         adjacency: Literal['edge_index', 'sparse'] = 'edge_index',
@@ -136,7 +140,8 @@ class FastLoadDataModule(pl.LightningDataModule):
             eval_num_neighbors=eval_num_neighbors,
             eval_batch_size=eval_batch_size, feature_cache=feature_cache,
             pipeline=pipeline, queue_capacity=queue_capacity,
-            num_workers=num_workers, drop_last=drop_last,
+            sampling_workers=sampling_workers, num_workers=num_workers,
+            drop_last=drop_last,
             adjacency=adjacency, seed=seed, progress=progress, verify=verify,
             launch_order=launch_order,
             mode_options=mode_options or ModeOptions(),

@@ -207,13 +207,15 @@ class PipelineSettings:
             ``False`` (sequential) or ``'auto'`` (decided after the first
             epoch).
         queue_capacity (int): batches each queue holds.
-        run_ahead (str or int): ``'adaptive'`` (how far the one sampling
-            thread runs ahead, throttled by ByteGNN's launch score) or a
-            fixed number of batches in flight.
+        run_ahead (str or int): ``'adaptive'`` (batches launched by
+            ByteGNN's launch score) or a fixed number of batches in flight.
+        sampling_workers (int): threads sampling batches at once when
+            pipelined (ByteGNN's pool; ``1``: the sampling thread alone).
     """
     pipeline: Union[bool, str] = 'auto'
     queue_capacity: int = 2
     run_ahead: Union[str, int] = 'adaptive'
+    sampling_workers: int = 1
 
     def __post_init__(self) -> None:
         if (isinstance(self.queue_capacity, bool)
@@ -224,6 +226,11 @@ class PipelineSettings:
         if self.pipeline not in (True, False, 'auto'):
             raise SettingError('pipeline', f"must be True, False or 'auto', "
                                f"got {self.pipeline!r}")
+        workers = self.sampling_workers
+        if isinstance(workers, bool) or not isinstance(workers, int) or \
+                workers < 1:
+            raise SettingError('sampling_workers', f"must be an int >= 1 "
+                               f"(threads), got {workers!r}")
         run_ahead = self.run_ahead
         if run_ahead != 'adaptive' and (isinstance(run_ahead, bool)
                                         or not isinstance(run_ahead, int)

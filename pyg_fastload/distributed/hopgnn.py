@@ -174,6 +174,8 @@ class RootRouter(FastNeighborSampler):
         merge_search (bool): choose :obj:`merges` by HopGNN's examination
             period (needs :attr:`batches_per_epoch`).
     """
+    concurrent_batches = False  # a collective per batch, in order
+
     def __init__(self, topology: CSCTopology, book: PartitionBook, part: int,
                  collectives: Collectives, num_neighbors: List[int],
                  replace: bool = False, merges: int = 0,

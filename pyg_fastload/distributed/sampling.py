@@ -64,6 +64,8 @@ class CollectiveSampler(FastNeighborSampler):
     weights), for comparison with the pushed bytes the collectives count
     as ``'sampling'`` (DSP Fig. 11).
     """
+    concurrent_batches = False  # its collectives keep one order per rank
+
     def __init__(self, topology: CSCTopology, book: PartitionBook, part: int,
                  collectives: Collectives, num_neighbors: List[int],
                  replace: bool = False, disjoint: bool = False,

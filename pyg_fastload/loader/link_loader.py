@@ -71,7 +71,7 @@ class FastLinkNeighborLoader(PipelinedLoader, LinkLoader):
             an error names a source node linked to every node).
         replace, subgraph_type, disjoint, weight_attr, directed, transform,
         transform_sampler_output, filter_per_worker, pipeline,
-        queue_capacity, run_ahead, device: as in
+        queue_capacity, run_ahead, device, sampling_workers: as in
             :class:`~pyg_fastload.FastNeighborLoader` (batches are identical
             pipelined or not).
         **kwargs: :class:`torch.utils.data.DataLoader` arguments
@@ -101,6 +101,7 @@ class FastLinkNeighborLoader(PipelinedLoader, LinkLoader):
         queue_capacity: int = 2,
         run_ahead: Union[str, int] = 'adaptive',
         device: Optional[Union[str, torch.device]] = None,
+        sampling_workers: int = 1,
         **kwargs: Any,
     ):
         stores = isinstance(data, (tuple, list)) and len(data) == 2 and \
@@ -164,7 +165,8 @@ class FastLinkNeighborLoader(PipelinedLoader, LinkLoader):
             transform=transform,
             transform_sampler_output=transform_sampler_output,
             filter_per_worker=filter_per_worker, **kwargs)
-        self.setup_pipeline(pipeline, queue_capacity, run_ahead, device)
+        self.setup_pipeline(pipeline, queue_capacity, run_ahead, device,
+                            sampling_workers)
 
     def batch_sampling(self) -> SampleFn:
         sampler, inputs = self.link_sampler, self.input_data

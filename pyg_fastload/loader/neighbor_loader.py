@@ -91,14 +91,22 @@ class FastNeighborLoader(PipelinedLoader, NodeLoader):
             in flight (the memory bound of :obj:`run_ahead`).
         run_ahead (str or int): when the pipelined sampling stage starts
             the next batch. ``'adaptive'`` (default): ByteGNN's launch score
-            (used here to throttle one sampling thread, not to schedule a pool
-            of sampling tasks as ByteGNN does) from the measured sampling and
+            (launching whole batches onto the sampling thread or the pool of
+            :obj:`sampling_workers`) from the measured sampling and
             model times, queue length, time since the last launch and CPU
             utilisation
             (:class:`~pyg_fastload.loader.scheduler.RunAheadScheduler`),
             always while no batch is in flight and never beyond the queues'
             bound. An int ``n``: keep ``n`` batches in flight (the queues
             still bound it). Batches are identical either way.
+        sampling_workers (int): threads sampling batches at once when
+            pipelined (ByteGNN's pool of sampling workers, the oldest
+            batch first;
+            :class:`~pyg_fastload.loader.sampling_pool.SamplingPool`).
+            ``1`` (default): the sampling thread alone. Batches are the
+            same for any number (each batch's random stream comes from its
+            index); each thread keeps its own relabelling array of 4 bytes
+            per node.
         device (torch.device or str, optional): where batches are returned.
             :obj:`None` (default) or ``'cpu'`` leave them on the CPU; a CUDA
             device gets them copied from pinned memory with non-blocking
@@ -132,6 +140,7 @@ class FastNeighborLoader(PipelinedLoader, NodeLoader):
         queue_capacity: int = 2,
         run_ahead: Union[str, int] = 'adaptive',
         device: Optional[Union[str, torch.device]] = None,
+        sampling_workers: int = 1,
         **kwargs: Any,
     ):
         check_not_link(kwargs)
@@ -201,7 +210,8 @@ class FastNeighborLoader(PipelinedLoader, NodeLoader):
             filter_per_worker=filter_per_worker,
             **kwargs,
         )
-        self.setup_pipeline(pipeline, queue_capacity, run_ahead, device)
+        self.setup_pipeline(pipeline, queue_capacity, run_ahead, device,
+                            sampling_workers)
 
     def filter_fn(self, out: SamplerOutput) -> Data:
         r"""Joins the sampled subgraph with its node and edge attributes.

@@ -7,23 +7,25 @@ thread at a lower CPU priority, so the stages take the CPU time the model
 leaves instead of slowing its parallel kernels (PaGraph's resource
 isolation). The sampling stage starts a batch when a
 :class:`~pyg_fastload.loader.scheduler.RunAheadScheduler` says so (ByteGNN's
-coarse-grained scheduling). Batches come out in order; any stage failure is
-raised in the consumer with the stage named; dropping the iterator stops
-both threads.
+coarse-grained scheduling), in its own thread or on a pool of sampling
+threads (:class:`~pyg_fastload.loader.sampling_pool.SamplingPool`), which
+samples several batches at once only while the trainer waits for data.
+Batches come out in order; any stage failure is raised in the consumer
+with the stage named; dropping the iterator stops every thread.
 """
 from __future__ import annotations
 
 import atexit
-import os
 import queue
 import threading
 import time
 from collections import deque
-from typing import Any, Callable, Dict, Iterator, Optional, Tuple
+from concurrent.futures import TimeoutError as FutureTimeout
+from typing import Any, Callable, Dict, Iterator, Optional
 
-import torch
-
+from .sampling_pool import SamplingPool, isolate_thread
 from .scheduler import POLL_SECONDS, RunAheadScheduler
+from .transfer import DeviceTransfer, map_tensors
 
 __all__ = ['StageError', 'SequentialIterator', 'PipelineIterator',
            'DeviceTransfer', 'map_tensors', 'new_breakdown', 'TIERS']
@@ -66,16 +68,6 @@ def _stop_all_stages() -> None:
     for _, threads in running:
         for thread in threads:
             thread.join(EXIT_JOIN_SECONDS)
-
-
-def _isolate_stage(niceness: int) -> None:
-    r"""One intra-op thread and a lower CPU priority for the calling stage
-    thread (PaGraph's resource isolation on a shared CPU)."""
-    torch.set_num_threads(1)
-    try:
-        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), niceness)
-    except (AttributeError, OSError):  # not Linux, or not permitted
-        pass
 
 
 class StageError(RuntimeError):
@@ -124,80 +116,6 @@ def new_breakdown() -> Dict[str, float]:
             **{f'feature_loading.{tier}': 0.0 for tier in TIERS},
             'feature_loading.remote': 0.0,
             'transfer': 0.0, 'throttled': 0.0, 'run_ahead': 0.0}
-
-
-def map_tensors(batch: Any,
-                fn: Callable[[torch.Tensor], torch.Tensor]) -> Any:
-    r"""Applies :obj:`fn` to every tensor of a batch: a tensor, a PyG data
-    object (in place), or tensors nested in lists, tuples and dicts."""
-    if isinstance(batch, torch.Tensor):
-        return fn(batch)
-    if hasattr(batch, 'apply') and hasattr(batch, 'stores'):
-        return batch.apply(fn)
-    if isinstance(batch, (list, tuple)):
-        return type(batch)(map_tensors(item, fn) for item in batch)
-    if isinstance(batch, dict):
-        return {key: map_tensors(item, fn) for key, item in batch.items()}
-    return batch
-
-
-class DeviceTransfer:
-    r"""Moves joined batches to the loader's device. On CUDA,
-    :meth:`start` (loading stage) copies every tensor from pinned host
-    memory with ``non_blocking=True`` on a side stream and records an event;
-    :meth:`finish` (consumer) makes the current stream wait for that event
-    and records the tensors as used on it, so the model never reads a batch
-    still in flight and the allocator never reuses its memory too early.
-    Without a device, or on CPU, both are no-ops.
-
-    Args:
-        device (torch.device, optional): where batches go.
-    """
-    def __init__(self, device: Optional[torch.device] = None):
-        self.device = device
-        self.stream = (torch.cuda.Stream(device) if device is not None
-                       and device.type == 'cuda' else None)
-
-    @property
-    def active(self) -> bool:
-        r"""Whether batches are copied (a CUDA device)."""
-        return self.stream is not None
-
-    def _copy(self, tensor: torch.Tensor) -> torch.Tensor:
-        if tensor.device == self.device:
-            return tensor
-        if tensor.device.type == 'cpu' and not tensor.is_pinned():
-            tensor = tensor.pin_memory()  # torch's caching host allocator
-        return tensor.to(self.device, non_blocking=True)
-
-    def start(self, batch: Any) -> Tuple[Any, Optional[torch.cuda.Event]]:
-        r"""Queues the copy of :obj:`batch`; returns the moved batch and
-        the event marking the copy's end."""
-        if self.stream is None:
-            return batch, None
-        # Also cover work already queued for the batch (a device cache).
-        self.stream.wait_stream(torch.cuda.current_stream(self.device))
-        with torch.cuda.stream(self.stream):
-            batch = map_tensors(batch, self._copy)
-            event = torch.cuda.Event()
-            event.record(self.stream)
-        return batch, event
-
-    def finish(self, moved: Tuple[Any, Optional[torch.cuda.Event]]) -> Any:
-        r"""Makes the consumer's stream wait for a started copy; returns
-        the batch."""
-        batch, event = moved
-        if event is None:
-            return batch
-        stream = torch.cuda.current_stream(self.device)
-        stream.wait_event(event)
-
-        def record(tensor: torch.Tensor) -> torch.Tensor:
-            if tensor.is_cuda:
-                tensor.record_stream(stream)
-            return tensor
-
-        return map_tensors(batch, record)
 
 
 class _ConsumerClock:
@@ -301,6 +219,8 @@ class _Shared:
         self.loaded: queue.Queue = queue.Queue(load_capacity)
         self.stop = threading.Event()
         self.breakdown = breakdown
+        #: Set while the consumer waits for a batch (the trainer starves).
+        self.starved = threading.Event()
 
     def put(self, box: queue.Queue, item: Any) -> bool:
         while not self.stop.is_set():
@@ -323,7 +243,7 @@ class _Shared:
 def _sampling_stage(shared: _Shared, source: Iterator,
                     on_sampled: Callable[[Any], None],
                     scheduler: RunAheadScheduler) -> None:
-    _isolate_stage(SAMPLING_NICENESS)
+    isolate_thread(SAMPLING_NICENESS)
     try:
         while True:
             t = time.perf_counter()
@@ -348,9 +268,63 @@ def _sampling_stage(shared: _Shared, source: Iterator,
         shared.put(shared.sampled, _Failure('sampling', error))
 
 
+def _pooled_sampling_stage(shared: _Shared, tasks: Iterator,
+                           on_sampled: Callable[[Any], None],
+                           scheduler: RunAheadScheduler,
+                           workers: int) -> None:
+    r"""The sampling stage with a pool: :obj:`tasks` yields each batch's
+    sampling (a callable); this thread launches them onto the pool when
+    the scheduler says so and passes the results on in order. Batches are
+    sampled :obj:`workers` at once only while the trainer waits for data;
+    while it works, one at a time, so that sampling never takes more than
+    one core from it."""
+    isolate_thread(SAMPLING_NICENESS)
+    pool = SamplingPool(workers, SAMPLING_NICENESS)
+    running: deque = deque()
+    launched, exhausted = 0, False
+    try:
+        while running or not exhausted:
+            t = time.perf_counter()
+            width = workers if shared.starved.is_set() else 1
+            while not exhausted and len(running) < width and \
+                    scheduler.should_launch():
+                try:
+                    task = next(tasks)
+                except StopIteration:
+                    exhausted = True
+                    break
+                scheduler.started(time.perf_counter())
+                running.append(pool.submit(launched, task))
+                launched += 1
+            if not running:
+                if exhausted:
+                    break
+                if shared.stop.wait(POLL_SECONDS):
+                    return
+                shared.breakdown['throttled'] += time.perf_counter() - t
+                continue
+            try:  # short waits: launch more as the scheduler allows
+                out, seconds = running[0].result(timeout=POLL_SECONDS)
+            except FutureTimeout:
+                if shared.stop.is_set():
+                    return
+                continue
+            running.popleft()
+            on_sampled(out)
+            scheduler.sampled(seconds)
+            shared.breakdown['sampling'] += seconds
+            if not shared.put(shared.sampled, out):
+                return
+        shared.put(shared.sampled, _END)
+    except BaseException as error:  # surfaced in the consumer
+        shared.put(shared.sampled, _Failure('sampling', error))
+    finally:  # the workers finish their running task before exit
+        pool.close(timeout=EXIT_JOIN_SECONDS)
+
+
 def _loading_stage(shared: _Shared, join: Callable[[Any], Any],
                    transfer: DeviceTransfer) -> None:
-    _isolate_stage(STAGE_NICENESS)
+    isolate_thread(STAGE_NICENESS)
     while True:
         item = shared.get(shared.sampled)
         if item is _END or isinstance(item, _Failure):
@@ -388,11 +362,16 @@ class PipelineIterator:
             starts a batch (within the queues' bounds).
         transfer (DeviceTransfer): moves batches to the device (started in
             the loading thread, finished in the consumer's).
+        sampling_workers (int): ``1``: :obj:`source` yields sampled
+            batches, sampled in the sampling thread; more: it yields each
+            batch's sampling (a callable), run on a pool of that many
+            threads.
     """
     def __init__(self, source: Iterator, on_sampled: Callable[[Any], None],
                  join: Callable[[Any], Any], capacity: int,
                  sample_capacity: int, breakdown: Dict[str, float],
-                 scheduler: RunAheadScheduler, transfer: DeviceTransfer):
+                 scheduler: RunAheadScheduler, transfer: DeviceTransfer,
+                 sampling_workers: int = 1):
         self.shared = _Shared(sample_capacity, capacity, breakdown)
         self.clock = _ConsumerClock(breakdown)
         self.scheduler = scheduler
@@ -401,7 +380,12 @@ class PipelineIterator:
             threading.Thread(target=_sampling_stage, daemon=True,
                              name='pyg_fastload-sampling',
                              args=(self.shared, source, on_sampled,
-                                   scheduler)),
+                                   scheduler))
+            if sampling_workers == 1 else
+            threading.Thread(target=_pooled_sampling_stage, daemon=True,
+                             name='pyg_fastload-sampling',
+                             args=(self.shared, source, on_sampled,
+                                   scheduler, sampling_workers)),
             threading.Thread(target=_loading_stage, daemon=True,
                              name='pyg_fastload-loading',
                              args=(self.shared, join, transfer)),
@@ -446,6 +430,17 @@ class PipelineIterator:
         return data
 
     def _wait(self) -> Any:
+        try:
+            return self.shared.loaded.get_nowait()
+        except queue.Empty:
+            pass
+        self.shared.starved.set()
+        try:
+            return self._wait_starved()
+        finally:
+            self.shared.starved.clear()
+
+    def _wait_starved(self) -> Any:
         while True:
             try:
                 return self.shared.loaded.get(timeout=_POLL)

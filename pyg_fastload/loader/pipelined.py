@@ -6,6 +6,7 @@ way; ``pipeline='auto'``, the run-ahead scheduler, the device transfer and
 the stage threads' shutdown when the loader goes away."""
 from __future__ import annotations
 
+import functools
 import threading
 import weakref
 from typing import Any, Callable, Iterator, List, Optional, Union
@@ -15,7 +16,7 @@ from torch import Tensor
 from torch_geometric.data import HeteroData
 from torch_geometric.sampler import HeteroSamplerOutput, SamplerOutput
 
-from ..config import PipelineSettings
+from ..config import PipelineSettings, SettingError
 from ..storage import FeatureSource
 from .feature_join import FeatureJoin
 from .inputs import check_device
@@ -61,10 +62,20 @@ class PipelinedLoader:
 
     def setup_pipeline(self, pipeline: Union[bool, str],
                        queue_capacity: int, run_ahead: Union[str, int],
-                       device: Any) -> None:
+                       device: Any, sampling_workers: int = 1) -> None:
         r"""Validates and keeps the pipeline settings (call after the PyG
         loader's ``__init__``)."""
-        self.settings = PipelineSettings(pipeline, queue_capacity, run_ahead)
+        self.settings = PipelineSettings(pipeline, queue_capacity, run_ahead,
+                                         sampling_workers)
+        sampler = getattr(self, 'node_sampler', None) or getattr(
+            self, 'link_sampler', None)
+        if sampling_workers > 1 and not getattr(
+                sampler, 'concurrent_batches', True):
+            raise SettingError(
+                'sampling_workers', f"{sampling_workers}: "
+                f"{type(sampler).__name__} samples with collectives, which "
+                f"every rank must issue in one order from one thread; "
+                f"use sampling_workers=1")
         self.device = check_device(device, self.num_workers)
         self._transfer = DeviceTransfer(self.device)
         self._scheduler: Optional[RunAheadScheduler] = None
@@ -127,11 +138,15 @@ class PipelinedLoader:
                                        generator=self.generator))
         sample = self.batch_sampling()
 
-        def sampled() -> Iterator[SamplerOutput]:
+        def tasks() -> Iterator[Callable[[], SamplerOutput]]:
             for i, index in enumerate(batches):
                 generator = torch.Generator().manual_seed(
                     (epoch_seed + i * 0x9E3779B97F4A7C15) % 2**63)
-                yield sample(index, generator)
+                yield functools.partial(sample, index, generator)
+
+        def sampled() -> Iterator[SamplerOutput]:
+            for task in tasks():
+                yield task()
 
         store = self._feature_source
         depth = store.lookahead_depth if store is not None else 0
@@ -144,11 +159,13 @@ class PipelinedLoader:
         self.time_breakdown = new_breakdown()
         if pipelined:
             sample_capacity = max(self.queue_capacity, depth)
+            workers = self.settings.sampling_workers
             iterator = PipelineIterator(
-                sampled(), on_sampled, _weak_join(self), self.queue_capacity,
+                sampled() if workers == 1 else tasks(), on_sampled,
+                _weak_join(self), self.queue_capacity,
                 sample_capacity, self.time_breakdown,
                 self._new_scheduler(sample_capacity + self.queue_capacity),
-                self._transfer)
+                self._transfer, workers)
             # The iterator keeps the loader alive (`next(iter(Loader(...)))`
             # must work); the threads do not, so dropping the iterator, or
             # the loader with its iterators, stops them.

@@ -16,11 +16,13 @@ launched once the score reaches the threshold, always while fewer than
 while ``max_ahead`` are (the memory bound).
 
 ByteGNN launches task graphs onto a pool of sampling workers with this
-score and orders ready tasks by batch age, then cost; here there is one
-sampling thread and one loading thread, and the score only decides how
-far the sampling thread runs ahead. The stages take batches in launch
-order and the loading stage (older batches) runs at a higher CPU
-priority, which is all that remains of "older batch first". The batches the
+score and orders ready tasks by batch age, then cost. Here the score
+decides when the sampling stage launches a batch: onto one sampling thread
+by default, or onto a pool of ``sampling_workers`` threads
+(:class:`~pyg_fastload.loader.sampling_pool.SamplingPool`, oldest batch
+first; one task per batch, so there is no per-hop task graph and no cost
+order). The loading stage (older batches) runs at a higher CPU priority
+than sampling. The batches the
 scheduler launches are the look-ahead the feature store sees, so the same
 run-ahead feeds window buffering and read batching.
 """
@@ -158,9 +160,19 @@ class RunAheadScheduler:
     def launched(self, started: float, seconds: float) -> None:
         r"""A batch whose sampling started at :obj:`started` (wall clock)
         took :obj:`seconds`."""
+        self.started(started)
+        self.sampled(seconds)
+
+    def started(self, started: float) -> None:
+        r"""A batch's sampling started at :obj:`started` (wall clock; a
+        sampling pool reports its time with :meth:`sampled` once done)."""
         with self._lock:
             self.launches += 1
             self.last_launch = started
+
+    def sampled(self, seconds: float) -> None:
+        r"""A batch's sampling took :obj:`seconds`."""
+        with self._lock:
             self.avg_sample = self._average(self.avg_sample, seconds)
 
     def consumed(self, train_seconds: Optional[float]) -> None:

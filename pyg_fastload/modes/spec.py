@@ -118,6 +118,7 @@ class LoadingSpec:
     feature_cache: Optional[FeatureCache] = None
     pipeline: Union[bool, str] = 'auto'
     queue_capacity: int = 2
+    sampling_workers: int = 1
     num_workers: int = 0
     drop_last: bool = False
     adjacency: str = 'edge_index'
@@ -141,6 +142,7 @@ class LoadingSpec:
             'eval_batch_size', self.batch_size if self.eval_batch_size is None
             else self.eval_batch_size))
         _positive_int('queue_capacity', self.queue_capacity)
+        _positive_int('sampling_workers', self.sampling_workers)
         if isinstance(self.num_workers, bool) or not isinstance(
                 self.num_workers, int) or self.num_workers < 0:
             raise SettingError('num_workers', f"{self.num_workers!r} must be "
@@ -239,5 +241,6 @@ class LoadingSpec:
         return dict(num_neighbors=self.fanouts(train),
                     batch_size=self.batch(train), pipeline=self.pipeline,
                     queue_capacity=self.queue_capacity,
+                    sampling_workers=self.sampling_workers,
                     num_workers=self.num_workers,
                     persistent_workers=self.num_workers > 0)

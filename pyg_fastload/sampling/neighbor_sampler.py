@@ -272,6 +272,10 @@ class HopSampler(BaseSampler):
         edge_id = self.topology.edge_id
         return pos if edge_id is None else edge_id.index_select(0, pos).long()
 
+    #: Whether several threads may sample batches at once (each thread has
+    #: its own relabelling state; a sampler issuing collectives may not).
+    concurrent_batches = True
+
     #: Whether :meth:`sample` adds the reverse of every sampled edge for
     #: ``subgraph_type='bidirectional'`` (a subclass may do it later).
     adds_reverse_edges = True

@@ -26,6 +26,7 @@ from ..conftest import random_graph
     ({'batch_size': 0}, 'batch_size'),
     ({'batch_size': True}, 'batch_size'),
     ({'queue_capacity': 0}, 'queue_capacity'),
+    ({'sampling_workers': 0}, 'sampling_workers'),
     ({'num_workers': -1}, 'num_workers'),
     ({'pipeline': 'sometimes'}, 'pipeline'),
     ({'feature_cache': {'host_budget': '150%'}}, 'feature_cache.host_budget'),
@@ -52,6 +53,9 @@ def test_the_spec_fills_evaluation_defaults_once():
                        feature_cache={'host_budget': '10%'})
     assert spec.fanouts(False) == [4, 3] and spec.batch(False) == 64
     assert spec.feature_cache.host_budget == '10%'
+    assert spec.loader_kwargs(True)['sampling_workers'] == 1
+    assert LoadingSpec(sampling_workers=2).loader_kwargs(False)[
+        'sampling_workers'] == 2
     with pytest.raises(Exception):  # frozen: callers cannot change it
         spec.batch_size = 1
     with pytest.raises(SettingError, match="'gds' reads rows"):

@@ -1,0 +1,20 @@
+import argparse
+
+from pyg_fastload.bench import sampling
+
+
+def test_bench_sampling_times_every_side(tmp_path, capsys):
+    parser = argparse.ArgumentParser()
+    sampling.add_arguments(parser)
+    out = sampling.run(parser.parse_args([
+        '--preset', 'tiny', '--batches', '3', '--warmup', '2', '--rounds',
+        '1', '--batch-size', '16', '--fanout', '3', '2', '--model-ms', '1',
+        '--cache-dir', str(tmp_path)]))
+    text = capsys.readouterr().out
+    assert '(target >= 1.6x)' in text and 'target <= +5%)' in text
+    rates = out['batches_per_s']
+    assert {'sequential (pipeline=False)', 'one sampling thread',
+            'pool of 2, launch score'} <= set(rates)
+    assert out['pool_ratio'] == (rates['pool of 2, launch score']
+                                 / rates['one sampling thread'])
+    assert set(out['trainer_slowdown']) == {1, 2}
