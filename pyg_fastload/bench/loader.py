@@ -71,6 +71,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--contention', type=int, default=0,
                         help='instead: each loader slowed by this many busy '
                         'processes at normal priority (0: no such run)')
+    parser.add_argument('--sampling-workers', type=int, default=1,
+                        help='also time FastNeighborLoader with this many '
+                        'sampling threads (ByteGNN pool; 1: not)')
     parser.add_argument('--pyg-workers', type=int, nargs='*',
                         default=[0, 1, 2],
                         help="num_workers settings tried for PyG's "
@@ -145,13 +148,22 @@ def run(args: argparse.Namespace) -> Dict[str, float]:
         'FastNeighborLoader(pipeline=False)': lambda: FastNeighborLoader(
             data, neighbor_sampler=fast_sampler, pipeline=False, **kwargs),
     }
+    pool = args.sampling_workers
+    if pool > 1:
+        loaders[f'FastNeighborLoader(sampling_workers={pool})'] = (
+            lambda: FastNeighborLoader(data, neighbor_sampler=fast_sampler,
+                                       pipeline=True, sampling_workers=pool,
+                                       **kwargs))
     pyg_sampler = None
     if args.pyg_workers:
-        if importlib.util.find_spec('torch_sparse') is None:
-            print("PyG NeighborLoader skipped: it needs torch_sparse here "
-                  "(pip install --no-build-isolation torch_scatter "
-                  "torch_sparse)")
+        backend = next((name for name in ('pyg_lib', 'torch_sparse')
+                        if importlib.util.find_spec(name)), None)
+        if backend is None:
+            print("PyG NeighborLoader skipped: it needs pyg-lib or "
+                  "torch_sparse here (pip install --no-build-isolation "
+                  "torch_scatter torch_sparse)")
         else:
+            print(f"PyG NeighborLoader samples with {backend}")
             from torch_geometric.loader import NeighborLoader
             from torch_geometric.sampler import NeighborSampler
             start = time.perf_counter()
@@ -212,6 +224,11 @@ def run(args: argparse.Namespace) -> Dict[str, float]:
               f"first batch, paid once per epoch) "
               f"{median(startups['FastNeighborLoader']):.3f}s vs "
               f"{median(startups[best]):.3f}s")
+        if pool > 1:
+            name = f'FastNeighborLoader(sampling_workers={pool})'
+            result['pool_speedup'] = rate[name] / pyg_rates[best]
+            print(f"ratio {name} / best PyG: "
+                  f"{result['pool_speedup']:.2f}x")
     if peak_extra is not None:
         print(f'FastNeighborLoader peak RSS beyond the loaded graph: '
               f'{peak_extra / 2**20:.0f} MiB (VmHWM after clear_refs)')
@@ -242,7 +259,9 @@ def _breakdown(data: Data, seeds: torch.Tensor, args: argparse.Namespace,
             pyg_sampler.sample_from_nodes(
                 NodeSamplerInput(input_id=None, node=b))
         pyg_sample = time.perf_counter() - start
-        table.row('PyG NeighborSampler (torch_sparse)',
+        backend = 'pyg-lib' if importlib.util.find_spec('pyg_lib') \
+            else 'torch_sparse'
+        table.row(f'PyG NeighborSampler ({backend})',
                   1e3 * pyg_sample / len(batches), seeds.numel() / pyg_sample)
         result['sampling_speedup'] = pyg_sample / fast_sample
     x = data.x

@@ -135,3 +135,13 @@ def test_contention_runs_each_loader_idle_and_beside_busy_processes(
         run(tmp_path, '--contention', '1', '--task', 'link')
     with pytest.raises(ValueError, match="'--contention -1' must be 1"):
         run(tmp_path, '--contention', '-1')
+
+
+@requires_torch_sparse
+def test_the_sampling_pool_is_timed_beside_the_others(tmp_path, capsys):
+    result = run(tmp_path, '--pyg-workers', '0', '--sampling-workers', '2')
+    out = capsys.readouterr().out
+    pooled = f'{FAST}(sampling_workers=2) s/batch'
+    assert 'PyG NeighborLoader samples with torch_sparse' in out
+    assert result['pool_speedup'] == pytest.approx(
+        result['PyG NeighborLoader(num_workers=0) s/batch'] / result[pooled])
