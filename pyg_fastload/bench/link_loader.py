@@ -63,6 +63,12 @@ def run_link(args: argparse.Namespace) -> Dict[str, float]:
         'FastLinkNeighborLoader': lambda: FastLinkNeighborLoader(
             data, generator=torch.Generator().manual_seed(args.seed),
             **kwargs)}
+    pool = getattr(args, 'sampling_workers', 1)
+    if pool > 1:
+        loaders[f'FastLinkNeighborLoader(sampling_workers={pool})'] = (
+            lambda: FastLinkNeighborLoader(
+                data, generator=torch.Generator().manual_seed(args.seed),
+                pipeline=True, sampling_workers=pool, **kwargs))
     if args.pyg_workers and importlib.util.find_spec('torch_sparse'):
         from torch_geometric.loader import LinkNeighborLoader
         for workers in args.pyg_workers:
@@ -100,4 +106,10 @@ def run_link(args: argparse.Namespace) -> Dict[str, float]:
         print(f"ratio FastLinkNeighborLoader / best PyG ({best}), steady "
               f"state: {result['speedup']:.2f}x (target >= 5x: "
               f"{'met' if result['speedup'] >= 5 else 'missed'})")
+        if pool > 1:
+            name = f'FastLinkNeighborLoader(sampling_workers={pool})'
+            result['pool_speedup'] = rate[name] / pyg[best]
+            print(f"ratio {name} / best PyG: "
+                  f"{result['pool_speedup']:.2f}x (target >= 5x: "
+                  f"{'met' if result['pool_speedup'] >= 5 else 'missed'})")
     return result

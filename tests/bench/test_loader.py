@@ -89,10 +89,12 @@ def test_the_link_task_compares_the_link_loaders(tmp_path, capsys):
     assert set(result) == {'fast_edges_per_s', 'speedup'}
     # a heterogeneous preset: the ('author', 'writes', 'paper') relation
     result = run(tmp_path, '--task', 'link', '--preset', 'hetero-tiny',
-                 '--fanout', '3', '2', '--pyg-workers', '0')
+                 '--fanout', '3', '2', '--pyg-workers', '0',
+                 '--sampling-workers', '2')
     out = capsys.readouterr().out
     assert "label edges: ('author', 'writes', 'paper')" in out
-    assert set(result) == {'fast_edges_per_s', 'speedup'}
+    assert 'FastLinkNeighborLoader(sampling_workers=2) / best PyG' in out
+    assert set(result) == {'fast_edges_per_s', 'speedup', 'pool_speedup'}
     with pytest.raises(ValueError, match="'--task temporal' takes a "
                        "homogeneous preset"):
         run(tmp_path, '--task', 'temporal', '--preset', 'hetero-tiny')
