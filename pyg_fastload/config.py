@@ -2,6 +2,7 @@ r"""Settings validated once and passed as one object: fan-outs, memory
 budgets, the cache settings and the pipeline settings."""
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from typing import Any, List, Literal, Optional, Sequence, Union
@@ -19,7 +20,9 @@ __all__ = [
     'budget_rows',
     'check_fanouts',
     'available_memory',
+    'usable_cores',
     'format_bytes',
+    'MAX_LOOKAHEAD',
 ]
 
 
@@ -30,6 +33,9 @@ POLICIES = ('out_degree', 'reverse_pagerank', 'expected_access', 'presample',
             'random')
 #: How the device cache is filled: hottest rows, or GIDS window buffering.
 DEVICE_CACHE_MODES = ('static', 'window')
+#: The most batches a loader samples ahead for a cache's window or the
+#: storage read-ahead (each is held in memory until it is gathered).
+MAX_LOOKAHEAD = 64
 
 _UNITS = {'': 1, 'b': 1, 'kb': 10**3, 'mb': 10**6, 'gb': 10**9, 'tb': 10**12,
           'kib': 2**10, 'mib': 2**20, 'gib': 2**30, 'tib': 2**40}
@@ -120,10 +126,12 @@ class FeatureCache:
         policy (str): hotness policy choosing the cached rows.
         device_cache (str): ``'static'`` (hottest rows) or ``'window'``
             (GIDS window buffering over the loader's look-ahead).
-        window (int): look-ahead batches for ``device_cache='window'``.
+        window (int): look-ahead batches for ``device_cache='window'`` (at
+            most :data:`MAX_LOOKAHEAD`).
         read_ahead (int): batches whose storage reads may merge, for
-            features on disk (0: off): GIDS's accumulator for direct
-            reads, a page-cache read-ahead for memory-mapped ones.
+            features on disk (0: off; at most :data:`MAX_LOOKAHEAD`):
+            GIDS's accumulator for direct reads, a page-cache read-ahead
+            for memory-mapped ones.
         in_memory (bool): load a dataset directory's features into memory
             instead of reading them from disk.
         exceed_memory (bool): allow caches larger than the memory the
@@ -191,6 +199,10 @@ class FeatureCache:
                     value < low:
                 raise SettingError(key, f"{value!r} must be an int >= {low} "
                                    f"(batches)")
+            if key != 'reads_in_flight' and value > MAX_LOOKAHEAD:
+                raise SettingError(key, f"{value} batches: the loader holds "
+                                   f"every batch it samples ahead in memory;"
+                                   f" give at most {MAX_LOOKAHEAD}")
 
     @property
     def enabled(self) -> bool:
@@ -210,7 +222,8 @@ class PipelineSettings:
         run_ahead (str or int): ``'adaptive'`` (batches launched by
             ByteGNN's launch score) or a fixed number of batches in flight.
         sampling_workers (int): threads sampling batches at once when
-            pipelined (ByteGNN's pool; ``1``: the sampling thread alone).
+            pipelined (ByteGNN's pool; ``1``: the sampling thread alone; at
+            most the cores this process may run on).
     """
     pipeline: Union[bool, str] = 'auto'
     queue_capacity: int = 2
@@ -231,6 +244,13 @@ class PipelineSettings:
                 workers < 1:
             raise SettingError('sampling_workers', f"must be an int >= 1 "
                                f"(threads), got {workers!r}")
+        cores = usable_cores()
+        if workers > cores:
+            raise SettingError(
+                'sampling_workers', f"{workers} is more than the {cores} "
+                f"cores this process may run on: more threads than cores "
+                f"sample no faster and each holds 4 bytes per node; give at "
+                f"most {cores}")
         run_ahead = self.run_ahead
         if run_ahead != 'adaptive' and (isinstance(run_ahead, bool)
                                         or not isinstance(run_ahead, int)
@@ -278,6 +298,14 @@ def available_memory() -> int:
     except OSError:
         pass
     return 0
+
+
+def usable_cores() -> int:
+    r"""Cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
 
 
 def format_bytes(num: float) -> str:

@@ -40,3 +40,26 @@ def test_storage_readers_from_disk_refuse_in_memory_not_read_ahead():
     with pytest.raises(SettingError, match="'nvme' must be 'mmap', 'direct' "
                                            "or 'gds'"):
         FeatureCache(storage='nvme')
+
+
+@pytest.mark.reliability(
+    fault='a huge look-ahead (`window`, `read_ahead` > 64) or more '
+          '`sampling_workers` than the cores',
+    behaviour='SettingError naming the setting and the largest value '
+              'allowed, before anything is sampled or allocated')
+def test_look_ahead_and_sampling_threads_are_bounded():
+    from pyg_fastload.config import (MAX_LOOKAHEAD, FeatureCache,
+                                     PipelineSettings, SettingError,
+                                     usable_cores)
+    for key in ('window', 'read_ahead'):
+        assert getattr(FeatureCache(**{key: MAX_LOOKAHEAD}),
+                       key) == MAX_LOOKAHEAD
+        with pytest.raises(SettingError, match=f"at most {MAX_LOOKAHEAD}") \
+                as info:
+            FeatureCache(**{key: 10**6})
+        assert info.value.key == key
+    cores = usable_cores()
+    assert PipelineSettings(sampling_workers=cores).sampling_workers == cores
+    with pytest.raises(SettingError, match=f"give at most {cores}") as info:
+        PipelineSettings(sampling_workers=cores + 1)
+    assert info.value.key == 'sampling_workers'

@@ -89,6 +89,10 @@ def _train(batches: Any, size: int, steps: int) -> Tuple[float, float]:
 
 def run(args: argparse.Namespace) -> Dict[str, Any]:
     cores = cpu_count()
+    if cores < 2:
+        raise ValueError(f"bench sampling compares a pool of 2 sampling "
+                         f"threads with one; this process may use {cores} "
+                         f"core")
     graph = load_synthetic(args.preset, root=args.cache_dir).to_data()
     data = Data(edge_index=graph.edge_index, num_nodes=graph.num_nodes,
                 x=torch.zeros(graph.num_nodes, 1),

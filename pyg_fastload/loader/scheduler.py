@@ -29,10 +29,11 @@ run-ahead feeds window buffering and read batching.
 from __future__ import annotations
 
 import math
-import os
 import threading
 import time
 from typing import Callable, Optional
+
+from ..config import usable_cores
 
 __all__ = ['RunAheadScheduler', 'launch_score', 'LAUNCH_THRESHOLD',
            'POLL_SECONDS']
@@ -57,13 +58,6 @@ def launch_score(gap_ms: float, cpu_util: float, avg_sample: float,
         return math.inf
     headroom = max(101 - math.exp(min(max(cpu_util, 0.0), 100.0) / _C), 0.0)
     return gap_ms * headroom * avg_sample / (avg_train * queue_size)
-
-
-def _usable_cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
 
 
 class RunAheadScheduler:
@@ -109,7 +103,7 @@ class RunAheadScheduler:
         self.min_ahead, self.max_ahead = min_ahead, max_ahead
         self.threshold, self.smoothing = threshold, smoothing
         self.avg_sample, self.avg_train = avg_sample, avg_train
-        self.cores = cores or _usable_cores()
+        self.cores = cores or usable_cores()
         self.cpu_window = cpu_window
         self.wall_clock, self.cpu_clock = wall_clock, cpu_clock
         self.launches = self.consumptions = 0

@@ -11,7 +11,7 @@ import torch
 from torch import Tensor
 from torch_geometric.data import FeatureStore, TensorAttr
 
-from ..config import available_memory
+from ..config import MAX_LOOKAHEAD, available_memory
 from .accumulator import StorageAccumulator
 from .buffer_pool import BufferPool
 from .counters import TierCounters
@@ -355,8 +355,10 @@ class TieredFeatureStore(FeatureStore):
         pending batch is within :attr:`read_ahead_depth` batches of being
         gathered; that depth follows the measured storage read time
         (:class:`AdaptiveReadAhead`)."""
-        if batches < 0 or min_reads < 1 or max_pending_bytes < 1:
-            raise ValueError(f"'batches={batches}' must be >= 0, "
+        if not 0 <= batches <= MAX_LOOKAHEAD or min_reads < 1 or \
+                max_pending_bytes < 1:
+            raise ValueError(f"'batches={batches}' must lie in [0, "
+                             f"{MAX_LOOKAHEAD}], "
                              f"'min_reads={min_reads}' >= 1 and "
                              f"'max_pending_bytes={max_pending_bytes}' >= 1")
         self.read_ahead = batches
