@@ -19,6 +19,7 @@ __all__ = [
     'parse_budget',
     'budget_rows',
     'check_fanouts',
+    'check_sampling_workers',
     'available_memory',
     'usable_cores',
     'format_bytes',
@@ -239,18 +240,7 @@ class PipelineSettings:
         if self.pipeline not in (True, False, 'auto'):
             raise SettingError('pipeline', f"must be True, False or 'auto', "
                                f"got {self.pipeline!r}")
-        workers = self.sampling_workers
-        if isinstance(workers, bool) or not isinstance(workers, int) or \
-                workers < 1:
-            raise SettingError('sampling_workers', f"must be an int >= 1 "
-                               f"(threads), got {workers!r}")
-        cores = usable_cores()
-        if workers > cores:
-            raise SettingError(
-                'sampling_workers', f"{workers} is more than the {cores} "
-                f"cores this process may run on: more threads than cores "
-                f"sample no faster and each holds 4 bytes per node; give at "
-                f"most {cores}")
+        check_sampling_workers(self.sampling_workers)
         run_ahead = self.run_ahead
         if run_ahead != 'adaptive' and (isinstance(run_ahead, bool)
                                         or not isinstance(run_ahead, int)
@@ -258,6 +248,22 @@ class PipelineSettings:
             raise SettingError('run_ahead', f"must be 'adaptive' or an int "
                                f">= 1 (batches in flight), got "
                                f"{run_ahead!r}")
+
+
+def check_sampling_workers(workers: Any) -> int:
+    r"""Validates a number of sampling threads: an int from 1 to the cores
+    this process may run on."""
+    if isinstance(workers, bool) or not isinstance(workers, int) or \
+            workers < 1:
+        raise SettingError('sampling_workers', f"must be an int >= 1 "
+                           f"(threads), got {workers!r}")
+    cores = usable_cores()
+    if workers > cores:
+        raise SettingError(
+            'sampling_workers', f"{workers} is more than the {cores} cores "
+            f"this process may run on: more threads than cores sample no "
+            f"faster and each holds 4 bytes per node; give at most {cores}")
+    return workers
 
 
 def check_fanouts(num_neighbors: Any) -> List[int]:

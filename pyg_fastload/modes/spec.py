@@ -11,7 +11,8 @@ from typing import Any, Callable, Dict, List, Literal, Optional, Union
 import torch_geometric.transforms as T
 
 from ..caching import Scores, loader_scores
-from ..config import FeatureCache, SettingError, check_fanouts
+from ..config import (FeatureCache, SettingError, check_fanouts,
+                      check_sampling_workers)
 from ..distributed.collectives import digest
 from ..distributed.dsp import LAUNCH_ORDERS
 from ..io.format import VERIFY_MODES
@@ -142,7 +143,7 @@ class LoadingSpec:
             'eval_batch_size', self.batch_size if self.eval_batch_size is None
             else self.eval_batch_size))
         _positive_int('queue_capacity', self.queue_capacity)
-        _positive_int('sampling_workers', self.sampling_workers)
+        check_sampling_workers(self.sampling_workers)
         if isinstance(self.num_workers, bool) or not isinstance(
                 self.num_workers, int) or self.num_workers < 0:
             raise SettingError('num_workers', f"{self.num_workers!r} must be "
