@@ -38,8 +38,8 @@ def _parser() -> argparse.ArgumentParser:
     bench = commands.add_parser('bench', help='run a benchmark')
     benchmarks = bench.add_subparsers(dest='benchmark', required=True)
 
-    from pyg_fastload.bench import (accumulator, cache, direct, loader, model,
-                                    sampling, train)
+    from pyg_fastload.bench import (accumulator, cache, dgl, direct, loader,
+                                    model, sampling, train)
     from pyg_fastload.bench import partition as partition_bench
     from pyg_fastload.datasets import prepare
     from pyg_fastload.partition import command as partition
@@ -53,6 +53,8 @@ def _parser() -> argparse.ArgumentParser:
          'hit ratio per hotness policy; features on disk'),
         (benchmarks, 'direct', direct,
          'features larger than memory: direct reads vs np.memmap'),
+        (benchmarks, 'dgl', dgl,
+         "FastNeighborLoader vs DGL's NeighborSampler (DGL's own venv)"),
         (benchmarks, 'sampling', sampling,
          "ByteGNN's sampling pool: batches/s by workers and launch policy"),
         (benchmarks, 'accumulator', accumulator,
