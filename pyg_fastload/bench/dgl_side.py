@@ -12,10 +12,16 @@ import argparse
 import json
 import os
 import statistics
+import sys
 import time
 
-import numpy as np
-import torch
+# Run as a script, this file's directory (pyg_fastload/bench, which holds a
+# dgl.py) comes first on the path: drop it, so that `import dgl` is DGL.
+sys.path = [p for p in sys.path if os.path.abspath(p or '.') !=
+            os.path.dirname(os.path.abspath(__file__))]
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
 
 
 def _arrays(path: str) -> dict:
