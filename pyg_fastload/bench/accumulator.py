@@ -157,8 +157,8 @@ def run(args: argparse.Namespace) -> Dict[str, Any]:
     print(f"the accumulator's model at the end of the last side (fitted "
           f"from its probe and the submissions it timed; 'reads needed' "
           f"above: at the end of each side): peak "
-          f"{model['peak_reads_per_s']:,.0f} reads/s, overhead {model['overhead_s'] * 1e3:.2f} ms per "
-          f"submission, so {model['required_reads']:,} reads for "
+          f"{model['peak_reads_per_s']:,.0f} reads/s, overhead "
+          f"{model['overhead_s'] * 1e3:.2f} ms per submission, so {model['required_reads']:,} reads for "
           f"{args.share:.0%} of the peak")
     if args.target_batch in results:
         side = results[args.target_batch]

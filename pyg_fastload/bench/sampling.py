@@ -100,7 +100,7 @@ def run(args: argparse.Namespace) -> Dict[str, Any]:
     sides = {'sequential (pipeline=False)': dict(pipeline=False),
              'one sampling thread': dict(pipeline=True),
              'pool of 2, launch score': dict(pipeline=True,
-                                            sampling_workers=2)}
+                                             sampling_workers=2)}
     if cores != 2:
         sides[f'pool of {cores}, launch score'] = dict(
             pipeline=True, sampling_workers=cores)

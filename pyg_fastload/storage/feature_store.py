@@ -32,7 +32,6 @@ def _key(attr: TensorAttr) -> Key:
     return (attr.group_name, attr.attr_name)
 
 
-
 class TieredFeatureStore(FeatureStore):
     r"""Node attributes served from a device cache, a host buffer and a
     storage tier, fastest first; rows are looked up through one slot map per
