@@ -158,8 +158,9 @@ def run(args: argparse.Namespace) -> Dict[str, Any]:
           f"from its probe and the submissions it timed; 'reads needed' "
           f"above: at the end of each side): peak "
           f"{model['peak_reads_per_s']:,.0f} reads/s, overhead "
-          f"{model['overhead_s'] * 1e3:.2f} ms per submission, so {model['required_reads']:,} reads for "
-          f"{args.share:.0%} of the peak")
+          f"{model['overhead_s'] * 1e3:.2f} ms per submission, so "
+          f"{model['required_reads']:,} reads for {args.share:.0%} of the "
+          f"peak")
     if args.target_batch in results:
         side = results[args.target_batch]
         share = side['on']['vs_bound']
