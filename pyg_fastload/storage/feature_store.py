@@ -337,23 +337,17 @@ class TieredFeatureStore(FeatureStore):
                        max_pending_bytes: int = 2**28,
                        share: float = 0.95) -> None:
         r"""Storage reads of up to :obj:`batches` sampled batches merged
-        (0: off); the loader samples and announces that far ahead.
-
-        Direct-read storage gets GIDS's accumulator
-        (:class:`~pyg_fastload.storage.accumulator.StorageAccumulator`):
-        when the batch being gathered has too few storage reads to run at
-        :obj:`share` of the device's measured peak, the next batches'
-        reads join its submission (at most :obj:`batches` batches, their
-        rows staged within :obj:`max_pending_bytes`).
-
-        Memory-mapped storage gets a page-cache read-ahead (no model of
-        the reads in flight): the storage rows the batches will miss are
-        requested from the kernel in one sorted, de-duplicated
-        ``posix_fadvise(WILLNEED)`` once at least :obj:`min_reads` rows or
-        :obj:`max_pending_bytes` bytes are pending, or once the oldest
-        pending batch is within :attr:`read_ahead_depth` batches of being
-        gathered; that depth follows the measured storage read time
-        (:class:`AdaptiveReadAhead`)."""
+        (0: off); the loader samples and announces that far ahead. Direct
+        reads get GIDS's accumulator
+        (:class:`~pyg_fastload.storage.accumulator.StorageAccumulator`:
+        a batch with too few reads for :obj:`share` of the measured peak
+        reads the next batches' rows too, staged within
+        :obj:`max_pending_bytes`). Memory-mapped storage gets one sorted,
+        de-duplicated ``posix_fadvise(WILLNEED)`` of the rows the batches
+        will miss once :obj:`min_reads` rows or :obj:`max_pending_bytes`
+        bytes are pending, or the oldest pending batch is within
+        :attr:`read_ahead_depth` batches (which follows the measured
+        storage time, :class:`AdaptiveReadAhead`) of being gathered."""
         if not 0 <= batches <= MAX_LOOKAHEAD or min_reads < 1 or \
                 max_pending_bytes < 1:
             raise ValueError(f"'batches={batches}' must lie in [0, "
