@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import argparse
 import gc
-import os
 import statistics
 import time
 from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 import torch
 
+from ..config import usable_cores
 from ..storage.io_stats import process_memory
 
 __all__ = [
@@ -122,7 +122,7 @@ class Table:
 
 
 def cpu_count() -> int:
-    return len(os.sched_getaffinity(0))
+    return usable_cores()
 
 
 def time_loader(loader: Iterable, warmup: int,

@@ -194,14 +194,14 @@ class StorageAccumulator:
         announced before it and never retired (an epoch left early) are
         dropped. The staged rows go once every staged batch is gathered."""
         with self._lock:
+            at = next((i for i, batch in enumerate(self._queue)
+                       if _same(batch.ids, ids)), None)
             merged = False
-            if any(_same(batch.ids, ids) for batch in self._queue):
-                while True:
+            if at is not None:  # else not announced (no look-ahead)
+                for _ in range(at + 1):
                     batch = self._queue.popleft()
                     self._merged_left -= batch.merged
-                    if _same(batch.ids, ids):
-                        merged = batch.merged
-                        break
+                merged = batch.merged
             if not merged and self._merged_left == 0:
                 self._staged_rows = self._staged_rows[:0]
                 self._staged = None
