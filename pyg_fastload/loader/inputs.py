@@ -94,16 +94,8 @@ def _check_ids(input_nodes: Any, num_nodes: int, what: str) -> Tensor:
 
 
 def check_temporal(input_time: Any, time_attr: Optional[str],
-                   temporal_strategy: str, hetero: bool,
                    neighbor_sampler: Any) -> None:
-    r"""Temporal arguments that agree with each other (PyG's rules), on a
-    homogeneous graph."""
-    if hetero and (input_time is not None or time_attr is not None or
-                   temporal_strategy != 'uniform'):
-        raise NotImplementedError(
-            "temporal sampling ('input_time', 'time_attr', "
-            "'temporal_strategy') on heterogeneous graphs is not supported "
-            "by pyg_fastload yet; homogeneous graphs are")
+    r"""Temporal arguments that agree with each other (PyG's rules)."""
     if input_time is not None and time_attr is None and \
             neighbor_sampler is None:
         raise ValueError("'input_time' was given but 'time_attr' was not: "
@@ -116,6 +108,8 @@ def check_input_time(input_time: Any, input_nodes: Optional[Tensor],
     r""":obj:`input_time` holds one time per seed node."""
     if input_time is None:
         return
+    if isinstance(input_nodes, tuple):  # (node type, ids) of a HeteroData
+        input_nodes = input_nodes[1]
     if not isinstance(input_time, Tensor) or input_time.dim() != 1:
         shape = list(input_time.shape) if isinstance(input_time, Tensor) \
             else type(input_time).__name__

@@ -83,13 +83,23 @@ def hetero_label_edges(edge_label_index: Any, edge_label: Any,
     return edge_type, index
 
 
-def check_label_time(edge_label_time: Any, edge_label_index: Tensor,
+def check_label_time(edge_label_time: Any, edge_label_index: Any,
                      sampler: Any) -> None:
-    r""":obj:`edge_label_time` holds one time per label edge, in the
-    dtype of the graph's times."""
+    r""":obj:`edge_label_time` holds one time per label edge (of
+    :obj:`edge_label_index`: a tensor, or ``(edge type, tensor or None)``),
+    in the dtype of the graph's times."""
     if edge_label_time is None:
         return
-    count = edge_label_index.size(1)
+    if isinstance(edge_label_index, tuple):
+        edge_type, index = edge_label_index
+        if index is None:
+            r = sampler.topology.edge_types.index(edge_type)
+            offset = sampler.topology.edge_offset
+            count = int(offset[r + 1] - offset[r])
+        else:
+            count = index.size(1)
+    else:
+        count = edge_label_index.size(1)
     if not isinstance(edge_label_time, Tensor) or \
             edge_label_time.dim() != 1 or edge_label_time.numel() != count:
         shape = list(edge_label_time.shape) if isinstance(

@@ -117,11 +117,6 @@ class FastLinkNeighborLoader(PipelinedLoader, LinkLoader):
             raise TypeError(f"'data' must be a torch_geometric.data.Data, a "
                             f"HeteroData or a (FeatureStore, GraphStore) "
                             f"tuple, got {type(data).__name__}")
-        if hetero and (edge_label_time is not None or time_attr is not None
-                       or temporal_strategy != 'uniform'):
-            raise NotImplementedError(
-                "temporal link sampling on heterogeneous graphs is not "
-                "supported yet; homogeneous graphs are")
         if (edge_label_time is None) != (time_attr is None):
             given = 'time_attr' if edge_label_time is None \
                 else 'edge_label_time'
@@ -132,19 +127,20 @@ class FastLinkNeighborLoader(PipelinedLoader, LinkLoader):
         common = dict(num_neighbors=num_neighbors, replace=replace,
                       subgraph_type=subgraph_type, disjoint=disjoint,
                       weight_attr=weight_attr, directed=directed,
-                      share_memory=kwargs.get('num_workers', 0) > 0)
+                      share_memory=kwargs.get('num_workers', 0) > 0,
+                      time_attr=time_attr,
+                      temporal_strategy=temporal_strategy)
         if hetero:
             if not stores:
                 check_hetero_features(data)
             sampler: Any = HeteroNeighborSampler(data, **common)
             edge_label_index = hetero_label_edges(
                 edge_label_index, edge_label, sampler.topology)
+            check_label_time(edge_label_time, edge_label_index, sampler)
         else:
             if isinstance(data, Data):
                 check_has_features(data)
-            sampler = FastNeighborSampler(
-                data, time_attr=time_attr,
-                temporal_strategy=temporal_strategy, **common)
+            sampler = FastNeighborSampler(data, **common)
             if edge_label_index is None:
                 if not isinstance(data, Data):
                     raise ValueError("'edge_label_index' is needed with a "
@@ -236,8 +232,11 @@ class FastLinkNeighborLoader(PipelinedLoader, LinkLoader):
         if self.neg_sampling is None or self.neg_sampling.is_binary():
             data[input_type].edge_label_index = out.metadata[1]
             data[input_type].edge_label = out.metadata[2]
+            data[input_type].edge_label_time = out.metadata[3]
         else:
             data[input_type[0]].src_index = out.metadata[1]
             data[input_type[-1]].dst_pos_index = out.metadata[2]
             data[input_type[-1]].dst_neg_index = out.metadata[3]
+            data[input_type[0]].seed_time = out.metadata[4]
+            data[input_type[-1]].seed_time = out.metadata[4]
         return data if self.transform is None else self.transform(data)

@@ -156,8 +156,7 @@ class FastNeighborLoader(PipelinedLoader, NodeLoader):
             raise TypeError(f"'data' must be a torch_geometric.data.Data, a "
                             f"HeteroData or a (FeatureStore, GraphStore) "
                             f"tuple, got {type(data).__name__}")
-        check_temporal(input_time, time_attr, temporal_strategy, hetero,
-                       neighbor_sampler)
+        check_temporal(input_time, time_attr, neighbor_sampler)
         if is_sorted and not hetero:
             check_sorted_by_destination(data)
         batch_size = kwargs.get('batch_size', 1)
@@ -185,9 +184,8 @@ class FastNeighborLoader(PipelinedLoader, NodeLoader):
                 weight_attr=weight_attr,
                 share_memory=kwargs.get('num_workers', 0) > 0,
                 directed=directed,
-                **({} if hetero else dict(
-                    time_attr=time_attr,
-                    temporal_strategy=temporal_strategy)),
+                time_attr=time_attr,
+                temporal_strategy=temporal_strategy,
             )
         if hetero:
             topo = neighbor_sampler.topology

@@ -1,10 +1,10 @@
 r"""Link-level sampling on a heterogeneous graph: the label edges of one
 edge type ``(src, rel, dst)`` and their negatives (drawn over the source and
 destination types) become the seeds of one sample, in the layout of PyG's
-``LinkNeighborLoader`` on a ``HeteroData``."""
+``LinkNeighborLoader`` on a ``HeteroData``: shared trees, or one tree per
+label edge endpoint (``disjoint``, which temporal sampling needs)."""
 from __future__ import annotations
 
-import math
 from typing import Any, Optional, Tuple
 
 import torch
@@ -12,77 +12,99 @@ from torch import Tensor
 from torch_geometric.sampler import EdgeSamplerInput, HeteroSamplerOutput
 from torch_geometric.sampler.base import NegativeSampling
 
-from .link import negative_nodes
+from .link import EdgeKeys, add_negatives, label_times, negatives_drawer
 
 __all__ = ['sample_hetero_edges']
 
 
-def _endpoints(src: Tensor, dst: Tensor, label: Any, num_src: int,
-               num_dst: int, neg: Optional[NegativeSampling],
-               generator: torch.Generator) -> Tuple[Tensor, Tensor, Any]:
-    r"""The label edges' endpoints with the negatives appended (binary:
-    pairs over both types, labelled 0; triplet: destinations), negative
-    ``j`` belonging to positive ``j % num_pos``."""
-    if neg is None:
-        return src, dst, label
-    num_pos = src.numel()
-    num_neg = math.ceil(num_pos * neg.amount)
-    dst = torch.cat([dst, negative_nodes(num_neg, num_dst, neg, 'dst',
-                                         generator)])
-    if neg.is_triplet():
-        return src, dst, label
-    src = torch.cat([src, negative_nodes(num_neg, num_src, neg, 'src',
-                                         generator)])
-    if label is None:
-        label = torch.ones(num_pos)
-    label = torch.cat([label, label.new_zeros(
-        (num_neg, ) + tuple(label.shape[1:]))])
-    return src, dst, label
+def _edge_keys(sampler: Any, edge_type: Tuple[str, str, str]) -> EdgeKeys:
+    r"""The relation's edge keys (strict negatives), built once."""
+    keys = sampler.relation_keys.get(edge_type)
+    if keys is None:
+        topo = sampler.topology
+        keys = EdgeKeys(topo.relation_topology(edge_type),
+                        num_sources=topo.num_nodes_of(edge_type[0]))
+        sampler.relation_keys[edge_type] = keys
+    return keys
+
+
+def _seeds(src: Tensor, dst: Tensor, first: Tuple[int, int], one_type: bool,
+           disjoint: bool) -> Tuple[Tensor, Tensor, Tensor]:
+    r"""The seeds (global ids) and every label edge's source and destination
+    index among the seeds of its type: one set if both ends have one type,
+    distinct ids unless :obj:`disjoint` (one tree per endpoint)."""
+    if one_type:
+        seeds = torch.cat([src, dst])
+        index = torch.arange(seeds.numel())
+        if not disjoint:
+            seeds, index = seeds.unique(return_inverse=True)
+        return (seeds + first[0], index[:src.numel()],
+                index[src.numel():])
+    if disjoint:
+        return (torch.cat([src + first[0], dst + first[1]]),
+                torch.arange(src.numel()), torch.arange(dst.numel()))
+    src_seeds, src_index = src.unique(return_inverse=True)
+    dst_seeds, dst_index = dst.unique(return_inverse=True)
+    return (torch.cat([src_seeds + first[0], dst_seeds + first[1]]),
+            src_index, dst_index)
 
 
 def sample_hetero_edges(sampler: Any, inputs: EdgeSamplerInput,
                         neg_sampling: Optional[NegativeSampling],
-                        generator: torch.Generator) -> HeteroSamplerOutput:
+                        generator: torch.Generator,
+                        strict: bool = False) -> HeteroSamplerOutput:
     r"""Samples around the label edges of :obj:`inputs` (``input_type`` an
     edge type) with :obj:`sampler` (a
-    :class:`~pyg_fastload.sampling.HeteroNeighborSampler`); the seeds are
-    the distinct source and destination nodes (one set if both ends have
-    one type), ``metadata`` as PyG's link samplers give it."""
+    :class:`~pyg_fastload.sampling.HeteroNeighborSampler`); ``metadata`` as
+    PyG's link samplers give it. :obj:`strict`: no negative pair is an edge
+    of the relation. A temporal sampler gives both endpoints of every label
+    edge the edge's time and draws negatives not later than it."""
     if inputs.input_type is None or len(inputs.input_type) != 3:
         raise ValueError("heterogeneous link sampling needs the label "
                          "edges' edge type, e.g. ('author', 'writes', "
                          "'paper')")
-    if inputs.time is not None:
-        raise NotImplementedError("temporal link sampling on heterogeneous "
-                                  "graphs is not supported yet")
-    if sampler.disjoint:
-        raise NotImplementedError("'disjoint=True' link sampling on "
-                                  "heterogeneous graphs is not supported "
-                                  "yet")
-    src_type, _, dst_type = inputs.input_type
+    edge_type = tuple(inputs.input_type)
+    src_type, _, dst_type = edge_type
     topo = sampler.topology
-    offset = {t: int(topo.node_offset[i])
-              for i, t in enumerate(topo.node_types)}
+    first = (int(topo.node_offset[topo.node_types.index(src_type)]),
+             int(topo.node_offset[topo.node_types.index(dst_type)]))
     num_pos = inputs.row.numel()
-    src, dst, label = _endpoints(
-        inputs.row.long(), inputs.col.long(), inputs.label,
-        topo.num_nodes_of(src_type), topo.num_nodes_of(dst_type),
-        neg_sampling, generator)
-    if src_type == dst_type:  # one seed set
-        seeds, inverse = torch.cat([src, dst]).unique(return_inverse=True)
-        src_index, dst_index = inverse[:src.numel()], inverse[src.numel():]
-        out = sampler.sample_global(seeds + offset[src_type], generator)
-    else:
-        src_seeds, src_index = src.unique(return_inverse=True)
-        dst_seeds, dst_index = dst.unique(return_inverse=True)
-        out = sampler.sample_global(torch.cat(
-            [src_seeds + offset[src_type], dst_seeds + offset[dst_type]]),
+    src, dst, label = inputs.row.long(), inputs.col.long(), inputs.label
+    time, temporal = inputs.time, sampler.temporal
+    if time is not None or temporal is not None:
+        if time is None:
+            raise ValueError("a temporal link sampler needs every label "
+                             "edge's time: give 'edge_label_time'")
+        time = sampler.seed_time(src + first[0], time, 'edge_label_time')
+    triplet = neg_sampling is not None and neg_sampling.is_triplet()
+    if neg_sampling is not None:
+        draw = negatives_drawer(
+            {'src': (first[0], topo.num_nodes_of(src_type)),
+             'dst': (first[1], topo.num_nodes_of(dst_type))},
+            neg_sampling, generator, temporal, time)
+        exact = neg_sampling.dst_weight is None and (
+            temporal is None or temporal.node_time is None)
+        src, dst, label = add_negatives(
+            src, dst, label, neg_sampling, draw,
+            _edge_keys(sampler, edge_type) if strict else None, exact,
             generator)
-    if neg_sampling is not None and neg_sampling.is_triplet():
+    seeds, src_index, dst_index = _seeds(src, dst, first,
+                                         src_type == dst_type,
+                                         sampler.disjoint)
+    times = None
+    if time is not None:  # every label edge's endpoints at its time
+        times = torch.cat([label_times(time, src.numel()),
+                           label_times(time, dst.numel())])
+    out = sampler.sample_global(seeds, generator, times)
+    if sampler.disjoint:  # PyG's: a seed's position modulo num_pos
+        for node_type, batch in out.batch.items():
+            out.batch[node_type] = batch % num_pos
+    src_time = None if times is None else times[:src.numel()]
+    if triplet:
         out.metadata = (inputs.input_id, src_index, dst_index[:num_pos],
                         dst_index[num_pos:].view(-1, num_pos).t()
-                        .contiguous().squeeze(-1), None)
+                        .contiguous().squeeze(-1), src_time)
     else:
         out.metadata = (inputs.input_id, torch.stack([src_index, dst_index]),
-                        label, None)
+                        label, src_time)
     return out

@@ -21,8 +21,10 @@ from ..config import check_fanouts
 from ..graph.hetero import EdgeType, HeteroTopology
 from ..graph.ranges import expand_ranges
 from .hetero_link import sample_hetero_edges
+from .hetero_temporal import hetero_temporal_index
 from .neighbor_sampler import HopSampler, _seed_generator
 from .ops import sample_uniform, sample_weighted
+from .temporal import check_strategy
 
 __all__ = ['HeteroNeighborSampler', 'hetero_fanouts']
 
@@ -78,6 +80,10 @@ class HeteroNeighborSampler(HopSampler):
             :class:`~pyg_fastload.graph.HeteroTopology`.
         num_neighbors: fan-outs per hop, one list for every relation or a
             dict by edge type (left-out relations sample none).
+        temporal_strategy, time_attr: temporal sampling, as in
+            :class:`~pyg_fastload.FastNeighborSampler`; :obj:`time_attr`
+            names a tensor of node types or of edge types (types without
+            it have no time constraint, as in pyg-lib).
         replace, subgraph_type, disjoint, weight_attr, share_memory,
         directed: as in :class:`~pyg_fastload.FastNeighborSampler`.
     """
@@ -90,10 +96,15 @@ class HeteroNeighborSampler(HopSampler):
         replace: bool = False,
         subgraph_type: Union[SubgraphType, str] = 'directional',
         disjoint: bool = False,
+        temporal_strategy: str = 'uniform',
+        time_attr: Optional[str] = None,
         weight_attr: Optional[str] = None,
         share_memory: bool = False,
         directed: bool = True,
     ):
+        self.temporal_strategy = check_strategy(temporal_strategy, time_attr,
+                                                disjoint, weight_attr)
+        self.time_attr = time_attr
         if not directed:
             warnings.warn("'directed=False' is deprecated, use "
                           "'subgraph_type=\"induced\"'", DeprecationWarning,
@@ -113,6 +124,13 @@ class HeteroNeighborSampler(HopSampler):
         self.fanout = torch.tensor(
             [self.num_neighbors[e] for e in topo.edge_types],
             dtype=torch.long).view(len(topo.edge_types), self.num_hops)
+        #: Node types without node times (their seeds need input times).
+        self.untimed_types: List[str] = []
+        if time_attr is not None:
+            self.temporal, self.untimed_types = hetero_temporal_index(
+                data, time_attr, topo)
+        #: Each relation's edge keys, built on first use (strict negatives).
+        self.relation_keys: Dict[EdgeType, Any] = {}
 
     @property
     def node_types(self) -> List[str]:
@@ -139,6 +157,40 @@ class HeteroNeighborSampler(HopSampler):
         per_node = torch.zeros(frontier.numel(), dtype=torch.long)
         per_node.index_add_(0, owner, counts)
         return topo.indices.index_select(0, pos).long(), per_node, pos
+
+    def expand_in_time(self, hop: int, frontier: Tensor, time: Tensor,
+                       generator: Optional[torch.Generator]
+                       ) -> Tuple[Tensor, Tensor, Tensor]:
+        topo: HeteroTopology = self.topology
+        index = self.temporal
+        segment, relation, owner = topo.segments(frontier)
+        start = topo.indptr.index_select(0, segment)
+        deg = topo.indptr.index_select(0, segment + 1) - start
+        valid = index.valid_counts(segment, start, deg,
+                                   time.index_select(0, owner))
+        k = self.fanout[relation, hop]
+        if self.temporal_strategy == 'last':  # the most recent ones
+            counts = torch.where(k < 0, valid, torch.minimum(valid, k))
+            pos = expand_ranges(start + valid - counts, counts)
+        else:
+            pos, counts = self._draw(start, valid, k, generator)
+        per_node = torch.zeros(frontier.numel(), dtype=torch.long)
+        per_node.index_add_(0, owner, counts)
+        return (index.indices.index_select(0, pos), per_node,
+                index.positions.index_select(0, pos))
+
+    def seed_time(self, seeds: Tensor, time: Optional[Tensor],
+                  name: str = 'input_time') -> Optional[Tensor]:
+        if time is None and self.temporal is not None and \
+                self.untimed_types and seeds.numel():
+            types = self.topology.node_type_of(seeds.long()).unique()
+            untimed = [self.node_types[t] for t in types.tolist()
+                       if self.node_types[t] in self.untimed_types]
+            if untimed:
+                raise ValueError(f"seeds of node type(s) {untimed} have no "
+                                 f"{self.time_attr!r} times: give every "
+                                 f"seed its time with {name!r}")
+        return super().seed_time(seeds, time, name)
 
     def _draw(self, start: Tensor, deg: Tensor, k: Tensor,
               generator: Optional[torch.Generator]) -> Tuple[Tensor, Tensor]:
@@ -191,21 +243,20 @@ class HeteroNeighborSampler(HopSampler):
 
     def sample_from_nodes(self, inputs: NodeSamplerInput,
                           **kwargs: Any) -> HeteroSamplerOutput:
-        if inputs.time is not None:
-            raise NotImplementedError(
-                "temporal sampling is not supported by pyg_fastload yet: "
-                "drop 'input_time'/'time_attr'")
         out = self.sample_hetero(inputs.input_type, inputs.node,
-                                 _seed_generator(kwargs.get('generator')))
+                                 _seed_generator(kwargs.get('generator')),
+                                 inputs.time)
         out.metadata = (inputs.input_id, inputs.time)
         return out
 
     def sample_hetero(self, input_type: str, seeds: Tensor,
-                      generator: Optional[torch.Generator] = None
+                      generator: Optional[torch.Generator] = None,
+                      input_time: Optional[Tensor] = None
                       ) -> HeteroSamplerOutput:
         r"""Samples the neighbourhood of :obj:`seeds` (ids of node type
-        :obj:`input_type`) into PyG's per-type layout: seeds first in
-        their type, then every type's nodes in the hop they were reached."""
+        :obj:`input_type`, at :obj:`input_time` for a temporal sampler) into
+        PyG's per-type layout: seeds first in their type, then every type's
+        nodes in the hop they were reached."""
         topo: HeteroTopology = self.topology
         if input_type not in topo.node_types:
             raise ValueError(f"'input_nodes' type {input_type!r} is not a "
@@ -218,14 +269,18 @@ class HeteroNeighborSampler(HopSampler):
             raise IndexError(f"seed ids of node type {input_type!r} must lie "
                              f"in [0, {count}), got ids from "
                              f"{int(seeds.min())} to {int(seeds.max())}")
-        return self.sample_global(seeds + topo.node_offset[t], generator)
+        seeds = seeds + topo.node_offset[t]
+        return self.sample_global(seeds, generator,
+                                  self.seed_time(seeds, input_time))
 
     def sample_global(self, seeds: Tensor,
-                      generator: Optional[torch.Generator] = None
+                      generator: Optional[torch.Generator] = None,
+                      seed_time: Optional[Tensor] = None
                       ) -> HeteroSamplerOutput:
-        r"""Samples around :obj:`seeds` given in global ids (of any types):
-        per type, the seeds come first in their given order."""
-        hetero = self._split(self.sample(seeds, generator))
+        r"""Samples around :obj:`seeds` given in global ids (of any types),
+        at :obj:`seed_time` for a temporal sampler: per type, the seeds come
+        first in their given order."""
+        hetero = self._split(self.sample(seeds, generator, seed_time))
         if self.subgraph_type == SubgraphType.bidirectional:
             hetero = hetero.to_bidirectional()
         return hetero
@@ -235,13 +290,12 @@ class HeteroNeighborSampler(HopSampler):
                           **kwargs: Any) -> HeteroSamplerOutput:
         r"""Samples around the label edges of one edge type and their
         negatives (:func:`~pyg_fastload.sampling.hetero_link.
-        sample_hetero_edges`), drawing from ``generator`` if given."""
-        if kwargs.get('strict') and neg_sampling is not None:
-            raise NotImplementedError("strict negatives on heterogeneous "
-                                      "graphs are not supported yet")
+        sample_hetero_edges`), drawing from ``generator`` if given;
+        ``strict=True``: no negative is a true edge."""
         return sample_hetero_edges(
             self, inputs, neg_sampling,
-            _seed_generator(kwargs.get('generator')))
+            _seed_generator(kwargs.get('generator')),
+            bool(kwargs.get('strict')))
 
     def _split(self, out: SamplerOutput) -> HeteroSamplerOutput:
         r"""The global-id output, split by node type and relation."""
@@ -287,7 +341,7 @@ class HeteroNeighborSampler(HopSampler):
         return (f'{self.__class__.__name__}(num_neighbors='
                 f'{self.num_neighbors}, replace={self.replace}, '
                 f'subgraph_type={self.subgraph_type.value!r}, '
-                f'disjoint={self.disjoint})')
+                f'disjoint={self.disjoint}, time_attr={self.time_attr!r})')
 
 
 def _narrow(keys: Tensor, count: int) -> Tensor:

@@ -6,7 +6,7 @@ neighbourhood sample, returned in the layout of PyG's
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Dict, Optional, Tuple
 
 import torch
 from torch import Tensor
@@ -15,7 +15,8 @@ from torch_geometric.sampler.base import NegativeSampling
 
 from .temporal import draw_before
 
-__all__ = ['EdgeKeys', 'negative_nodes', 'sample_edges']
+__all__ = ['EdgeKeys', 'add_negatives', 'negative_nodes',
+           'negatives_drawer', 'sample_edges', 'label_times']
 
 #: Redraws of the negatives that hit a true edge before strict negative
 #: sampling draws the rest exactly among the source's non-neighbours.
@@ -116,27 +117,63 @@ def negative_nodes(count: int, num_nodes: int, neg: NegativeSampling,
     return torch.randint(num_nodes, (count, ), generator=generator)
 
 
-def _negatives(num_nodes: int, neg: NegativeSampling,
-               generator: torch.Generator, temporal: Any,
-               time: Optional[Tensor]) -> Callable[[str, Tensor], Tensor]:
+def negatives_drawer(counts: Dict[str, Tuple[int, int]],
+                     neg: NegativeSampling, generator: torch.Generator,
+                     temporal: Any, time: Optional[Tensor]
+                     ) -> Callable[[str, Tensor], Tensor]:
     r"""``(endpoint, positions) -> nodes``: the negatives at those
-    positions, drawn among the nodes not later than the seed time
-    ``time[position % len(time)]`` when the graph has node times."""
+    positions among the ``count`` nodes from ``first`` (:obj:`counts` maps
+    ``'src'`` and ``'dst'`` to ``(first, count)``; ids from ``first``),
+    drawn among the nodes not later than the seed time ``time[position %
+    len(time)]`` when the graph has node times."""
     def draw(endpoint: str, where: Tensor) -> Tensor:
+        first, count = counts[endpoint]
         if time is None or temporal is None or temporal.node_time is None:
-            return negative_nodes(where.numel(), num_nodes, neg, endpoint,
+            return negative_nodes(where.numel(), count, neg, endpoint,
                                   generator)
         when = time.index_select(0, where % time.numel())
         weight = neg.src_weight if endpoint == 'src' else neg.dst_weight
         if weight is None:
-            return temporal.earlier_nodes(where.numel(), when, generator)
+            return temporal.earlier_nodes(where.numel(), when, generator,
+                                          first, first + count)
         return draw_before(lambda n: negative_nodes(
-            n, num_nodes, neg, endpoint, generator), where.numel(), when,
-            temporal.node_time, generator)
+            n, count, neg, endpoint, generator), where.numel(), when,
+            temporal.node_time[first:first + count], generator)
     return draw
 
 
-def _rounds(time: Tensor, count: int) -> Tensor:
+def add_negatives(src: Tensor, dst: Tensor, label: Any,
+                  neg: Optional[NegativeSampling],
+                  draw: Callable[[str, Tensor], Tensor],
+                  edge_keys: Optional[EdgeKeys], exact: bool,
+                  generator: torch.Generator) -> Tuple[Tensor, Tensor, Any]:
+    r"""The label edges with :obj:`neg`'s negatives appended, drawn by
+    :obj:`draw` (binary: pairs labelled 0; triplet: destinations), in
+    ``amount`` rounds over the positives: negative ``j`` belongs to positive
+    ``j % num_pos``. With :obj:`edge_keys`, no negative pair is a true edge
+    (:obj:`exact`: the last misses are drawn exactly among the source's
+    non-neighbours)."""
+    if neg is None:
+        return src, dst, label
+    num_pos = src.numel()
+    num_neg = math.ceil(num_pos * neg.amount)
+    triplet = neg.is_triplet()
+    where = torch.arange(num_neg)
+    src_neg = src.repeat(int(neg.amount)) if triplet else draw('src', where)
+    dst_neg = draw('dst', where)
+    if edge_keys is not None:
+        _strict(src_neg, dst_neg, edge_keys, draw, not triplet,
+                generator if exact else None)
+    dst = torch.cat([dst, dst_neg])
+    if triplet:
+        return src, dst, label
+    if label is None:
+        label = torch.ones(num_pos)
+    return torch.cat([src, src_neg]), dst, torch.cat(
+        [label, label.new_zeros((num_neg, ) + tuple(label.shape[1:]))])
+
+
+def label_times(time: Tensor, count: int) -> Tensor:
     r"""The time of each of :obj:`count` label edges, positives first and
     negative ``j`` at the time of positive ``j % num_pos``."""
     return time.repeat(math.ceil(count / time.numel()))[:count]
@@ -170,33 +207,20 @@ def sample_edges(sample: Callable[..., SamplerOutput], num_nodes: int,
             raise ValueError("a temporal link sampler needs every label "
                              "edge's time: give 'edge_label_time'")
         time = seed_time(src, time, 'edge_label_time')
-    num_neg = 0
     triplet = neg_sampling is not None and neg_sampling.is_triplet()
     if neg_sampling is not None:
-        num_neg = math.ceil(num_pos * neg_sampling.amount)
-        draw = _negatives(num_nodes, neg_sampling, generator, temporal, time)
-        where = torch.arange(num_neg)
-        src_neg = src.repeat(int(neg_sampling.amount)) if triplet \
-            else draw('src', where)
-        dst_neg = draw('dst', where)
-        if edge_keys is not None:
-            exact = neg_sampling.dst_weight is None and (
-                temporal is None or temporal.node_time is None)
-            _strict(src_neg, dst_neg, edge_keys, draw, not triplet,
-                    generator if exact else None)
-        if not triplet:
-            src = torch.cat([src, src_neg])
-        dst = torch.cat([dst, dst_neg])
-        if not triplet:  # binary: negatives labelled 0
-            if label is None:
-                label = torch.ones(num_pos)
-            label = torch.cat([label, label.new_zeros(
-                (num_neg, ) + tuple(label.shape[1:]))])
+        exact = neg_sampling.dst_weight is None and (
+            temporal is None or temporal.node_time is None)
+        draw = negatives_drawer({'src': (0, num_nodes),
+                                 'dst': (0, num_nodes)}, neg_sampling,
+                                generator, temporal, time)
+        src, dst, label = add_negatives(src, dst, label, neg_sampling, draw,
+                                        edge_keys, exact, generator)
     seeds = torch.cat([src, dst])
     times = None
     if time is not None:  # every label edge's endpoints at its time
-        times = torch.cat([_rounds(time, src.numel()),
-                           _rounds(time, dst.numel())])
+        times = torch.cat([label_times(time, src.numel()),
+                           label_times(time, dst.numel())])
     if disjoint:
         index = torch.arange(seeds.numel())
     else:

@@ -337,15 +337,8 @@ class FastNeighborSampler(HopSampler):
         share_memory: bool = False,
         directed: bool = True,
     ):
-        self.temporal_strategy = check_strategy(temporal_strategy, time_attr)
-        if time_attr is not None and not disjoint:
-            raise ValueError(f"'time_attr={time_attr!r}': temporal sampling "
-                             f"gives every seed its own tree with the seed's "
-                             f"time, as in PyG: set 'disjoint=True'")
-        if time_attr is not None and weight_attr is not None:
-            raise NotImplementedError("weighted temporal sampling "
-                                      "('weight_attr' with 'time_attr') is "
-                                      "not supported: drop one of them")
+        self.temporal_strategy = check_strategy(temporal_strategy, time_attr,
+                                                disjoint, weight_attr)
         if not directed:
             warnings.warn("'directed=False' is deprecated, use "
                           "'subgraph_type=\"induced\"'", DeprecationWarning,
@@ -357,7 +350,7 @@ class FastNeighborSampler(HopSampler):
                          disjoint, weight_attr, share_memory)
         self.time_attr = time_attr
         if time_attr is not None:
-            self.temporal = TemporalIndex(
+            self.temporal = TemporalIndex.of(
                 self.topology, *read_time(data, time_attr, self.topology))
 
     def expand_in_time(self, hop: int, frontier: Tensor, time: Tensor,

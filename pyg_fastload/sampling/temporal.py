@@ -8,7 +8,7 @@ one binary search per frontier node: ``'uniform'`` draws from the prefix,
 ``'last'`` takes its end (the most recent neighbours)."""
 from __future__ import annotations
 
-from typing import Any, Optional, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 import torch
 from torch import Tensor
@@ -17,7 +17,7 @@ from torch_geometric.data import Data, FeatureStore, GraphStore
 from ..graph.topology import CSCTopology
 
 __all__ = ['TemporalIndex', 'TEMPORAL_STRATEGIES', 'check_strategy',
-           'read_time', 'seed_times', 'draw_before']
+           'check_times', 'read_time', 'seed_times', 'draw_before']
 
 #: The values of ``temporal_strategy``.
 TEMPORAL_STRATEGIES = ('uniform', 'last')
@@ -26,9 +26,12 @@ TEMPORAL_STRATEGIES = ('uniform', 'last')
 TIME_ROUNDS = 32
 
 
-def check_strategy(temporal_strategy: Any, time_attr: Optional[str]) -> str:
+def check_strategy(temporal_strategy: Any, time_attr: Optional[str],
+                   disjoint: bool = True,
+                   weight_attr: Optional[str] = None) -> str:
     r"""``temporal_strategy`` is ``'uniform'`` or ``'last'``; ``'last'``
-    needs a ``time_attr`` (it would otherwise be ignored)."""
+    needs a ``time_attr`` (it would otherwise be ignored); temporal
+    sampling needs ``disjoint`` (PyG's rule) and no ``weight_attr``."""
     if temporal_strategy not in TEMPORAL_STRATEGIES:
         raise ValueError(f"'temporal_strategy={temporal_strategy!r}' is not "
                          f"one of {TEMPORAL_STRATEGIES}")
@@ -36,10 +39,18 @@ def check_strategy(temporal_strategy: Any, time_attr: Optional[str]) -> str:
         raise ValueError("'temporal_strategy=\"last\"' picks the most "
                          "recent neighbours and needs times: set 'time_attr' "
                          "(a node or edge attribute)")
+    if time_attr is not None and not disjoint:
+        raise ValueError(f"'time_attr={time_attr!r}': temporal sampling "
+                         f"gives every seed its own tree with the seed's "
+                         f"time, as in PyG: set 'disjoint=True'")
+    if time_attr is not None and weight_attr is not None:
+        raise NotImplementedError("weighted temporal sampling "
+                                  "('weight_attr' with 'time_attr') is "
+                                  "not supported: drop one of them")
     return temporal_strategy
 
 
-def _check_values(time: Any, name: str) -> Tensor:
+def check_times(time: Any, name: str) -> Tensor:
     r"""A 1-D integer or floating-point tensor without NaN."""
     if not isinstance(time, Tensor):
         raise TypeError(f"{name} must be a tensor, got "
@@ -75,10 +86,10 @@ def read_time(data: Any, time_attr: str,
         if isinstance(time, Tensor) and time.dim() == 1 and \
                 time.numel() == topology.num_nodes and \
                 data.is_node_attr(time_attr):
-            return _check_values(time, name), 'node'
+            return check_times(time, name), 'node'
         if isinstance(time, Tensor) and time.dim() == 1 and \
                 time.numel() == topology.num_edges:
-            return _check_values(time, name), 'edge'
+            return check_times(time, name), 'edge'
         size = list(time.shape) if isinstance(time, Tensor) else \
             type(time).__name__
         raise ValueError(f"{name} ({size}) holds neither one time per node "
@@ -93,7 +104,7 @@ def read_time(data: Any, time_attr: str,
             raise ValueError(f"{name} is not a tensor of the feature store: "
                              f"put the node times there (group None)"
                              ) from None
-        time = _check_values(time.reshape(-1), name)
+        time = check_times(time.reshape(-1), name)
         if time.numel() != topology.num_nodes:
             raise ValueError(f"{name} has {time.numel()} entries for "
                              f"{topology.num_nodes} nodes: a feature store "
@@ -116,50 +127,61 @@ def seed_times(input_time: Optional[Tensor], seeds: Tensor,
 
 
 class TemporalIndex:
-    r"""The in-edges of every node of :obj:`topology` sorted by time.
+    r"""The edges of every CSC segment (a node's in-edges; on a
+    heterogeneous graph, a node's in-edges along one relation) sorted by
+    time.
 
     Args:
-        topology (CSCTopology): the graph.
-        time (torch.Tensor): node times (a neighbour's time is its node's)
-            or edge times (indexed by edge id).
-        level (str): ``'node'`` or ``'edge'``.
+        indptr (torch.Tensor): the CSC segments' offsets.
+        indices (torch.Tensor): the source node of every CSC position.
+        edge_time (torch.Tensor): the time of every CSC position (its source
+            node's time, or its edge's).
+        node_time (torch.Tensor, optional): node times, for node-level
+            times (negatives are drawn among the nodes not later than a
+            seed).
 
     Attributes:
         indices: the source node of every sorted position.
-        positions: the CSC position of :obj:`topology` each sorted position
-            holds (the sampler maps it to the edge id).
+        positions: the CSC position each sorted position holds (the sampler
+            maps it to the edge id).
         node_time: the node times (``None`` for edge-level times).
     """
-
-    def __init__(self, topology: CSCTopology, time: Tensor, level: str):
-        num_nodes = topology.num_nodes
-        indices = topology.indices.long()
-        if level == 'node':
-            edge_time = time.index_select(0, indices)
-        else:
-            edge_time = time
-            if topology.edge_id is not None:
-                edge_time = time.index_select(0, topology.edge_id.long())
+    def __init__(self, indptr: Tensor, indices: Tensor, edge_time: Tensor,
+                 node_time: Optional[Tensor] = None):
+        num_segments = indptr.numel() - 1
         self.times, rank = torch.unique(edge_time, return_inverse=True)
         num_ranks = max(self.times.numel(), 1)
-        if num_nodes * num_ranks >= 2**62:
-            raise ValueError(f"{num_nodes} nodes x {num_ranks} distinct "
+        if num_segments * num_ranks >= 2**62:
+            raise ValueError(f"{num_segments} nodes x {num_ranks} distinct "
                              f"times overflow the sort keys: round the "
                              f"times (e.g. to seconds)")
-        dst = torch.repeat_interleave(torch.arange(num_nodes),
-                                      topology.indptr.diff())
+        dst = torch.repeat_interleave(torch.arange(num_segments),
+                                      indptr.diff())
         key = dst * num_ranks + rank
         self.keys, self.positions = torch.sort(key, stable=True)
-        self.indices = indices.index_select(0, self.positions)
+        self.indices = indices.long().index_select(0, self.positions)
         self.num_ranks = num_ranks
-        self.level = level
-        self.node_time = time if level == 'node' else None
-        self._time_order: Optional[Tuple[Tensor, Tensor]] = None
+        self.node_time = node_time
+        self._time_order: Dict[Tuple[int, int], Tuple[Tensor, Tensor]] = {}
+
+    @classmethod
+    def of(cls, topology: CSCTopology, time: Tensor,
+           level: str) -> 'TemporalIndex':
+        """The index of a homogeneous :obj:`topology` with node or edge
+        times (:obj:`level` ``'node'`` or ``'edge'``, edge times indexed by
+        edge id)."""
+        indices = topology.indices.long()
+        if level == 'node':
+            return cls(topology.indptr, indices,
+                       time.index_select(0, indices), time)
+        if topology.edge_id is not None:
+            time = time.index_select(0, topology.edge_id.long())
+        return cls(topology.indptr, indices, time)
 
     def cast(self, time: Tensor, name: str) -> Tensor:
         r""":obj:`time` in the index's dtype (integer times refuse
         fractional seed times, which would be rounded)."""
-        time = _check_values(time, name)
+        time = check_times(time, name)
         if self.times.dtype == torch.int64 and time.dtype.is_floating_point:
             raise TypeError(f"{name} holds floating-point times but the "
                             f"graph's times are integers: pass integer "
@@ -179,12 +201,16 @@ class TemporalIndex:
         return torch.minimum((end - start).clamp_(min=0), deg)
 
     def earlier_nodes(self, count: int, time: Tensor,
-                      generator: Optional[torch.Generator]) -> Tensor:
-        r""":obj:`count` nodes drawn uniformly among those not later than
-        ``time[i % len(time)]`` (node-level times)."""
-        if self._time_order is None:
-            self._time_order = torch.sort(self.node_time)
-        sorted_time, order = self._time_order
+                      generator: Optional[torch.Generator],
+                      low: int = 0, high: Optional[int] = None) -> Tensor:
+        r""":obj:`count` nodes drawn uniformly among the nodes ``[low,
+        high)`` (default: all) not later than ``time[i % len(time)]``
+        (node-level times), as offsets from :obj:`low`."""
+        high = self.node_time.numel() if high is None else high
+        if (low, high) not in self._time_order:
+            self._time_order[low, high] = torch.sort(
+                self.node_time[low:high])
+        sorted_time, order = self._time_order[low, high]
         time = time.repeat((count + time.numel() - 1) //
                            max(time.numel(), 1))[:count]
         valid = torch.searchsorted(sorted_time, time, right=True)

@@ -326,8 +326,7 @@ def test_bad_hetero_label_edges_are_named():
     for label, error, match in cases:
         with pytest.raises(error, match=match):
             FastLinkNeighborLoader(data, [2], edge_label_index=label)
-    with pytest.raises(NotImplementedError, match='temporal link sampling '
-                       'on heterogeneous graphs'):
+    with pytest.raises(ValueError, match="set 'disjoint=True'"):
         FastLinkNeighborLoader(data, [2], time_attr='time',
                                edge_label_index=('author', 'writes', 'paper'),
                                edge_label_time=torch.zeros(3))

@@ -1,0 +1,116 @@
+r"""Temporal sampling on a heterogeneous graph: the times of every node
+type (or every edge type) in the global ids of a
+:class:`~pyg_fastload.graph.HeteroTopology`, indexed per CSC segment (one
+node's in-edges along one relation) by :class:`TemporalIndex`.
+
+As pyg-lib does, a node type (or relation) without times has no time
+constraint: its nodes (edges) are never later than a seed."""
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Tuple
+
+import torch
+from torch import Tensor
+from torch_geometric.data import FeatureStore, GraphStore, HeteroData
+
+from ..graph.hetero import HeteroTopology
+from .temporal import TemporalIndex, check_times
+
+__all__ = ['hetero_temporal_index']
+
+
+def _earliest(dtype: torch.dtype) -> Tensor:
+    r"""A time no seed time precedes, in :obj:`dtype`."""
+    if dtype.is_floating_point:
+        return torch.tensor(float('-inf'), dtype=dtype)
+    return torch.tensor(torch.iinfo(dtype).min, dtype=dtype)
+
+
+def _joined(parts: List[Optional[Tensor]], sizes: List[int]) -> Tensor:
+    r"""Per-type times in one tensor (types without times at the earliest
+    time), in float64 if any type's times are floating-point."""
+    given = [p for p in parts if p is not None]
+    dtype = torch.float64 if any(p.dtype.is_floating_point for p in given) \
+        else torch.int64
+    return torch.cat([_earliest(dtype).expand(size) if part is None
+                      else part.to(dtype) for part, size in zip(parts, sizes)])
+
+
+def _checked(time: Any, count: int, name: str, what: str) -> Tensor:
+    time = check_times(time, name)
+    if time.numel() != count:
+        raise ValueError(f"{name} has {time.numel()} entries for the "
+                         f"{count} {what}: give one time per entry")
+    return time
+
+
+def _node_times(get: Any, topo: HeteroTopology, time_attr: str
+                ) -> Dict[str, Tensor]:
+    r"""The node times of every type that has them (:obj:`get` maps a node
+    type to its tensor or ``None``)."""
+    out = {}
+    for node_type in topo.node_types:
+        time = get(node_type)
+        if time is not None:
+            out[node_type] = _checked(
+                time, topo.num_nodes_of(node_type),
+                f"data[{node_type!r}].{time_attr}", f"{node_type!r} nodes")
+    return out
+
+
+def _store_time(store: FeatureStore, time_attr: str) -> Any:
+    def get(node_type: str) -> Optional[Tensor]:
+        try:
+            time = store.get_tensor(node_type, time_attr, None)
+        except KeyError:
+            return None
+        return None if time is None else time.reshape(-1)
+    return get
+
+
+def hetero_temporal_index(data: Any, time_attr: str, topo: HeteroTopology
+                          ) -> Tuple[TemporalIndex, List[str]]:
+    r"""The :class:`TemporalIndex` of :obj:`topo` with the times named
+    :obj:`time_attr`: node-level (a tensor of node types, in a
+    ``HeteroData`` or a feature store) or edge-level (of edge types, in a
+    ``HeteroData``); and the node types without node times."""
+    name = f"'time_attr={time_attr!r}'"
+    edge: Dict[Any, Tensor] = {}
+    if isinstance(data, HeteroData):
+        node = _node_times(lambda t: data[t].get(time_attr), topo, time_attr)
+        for e in topo.edge_types:
+            if time_attr in data[e]:
+                r = topo.edge_types.index(e)
+                edge[e] = _checked(
+                    data[e][time_attr],
+                    int(topo.edge_offset[r + 1] - topo.edge_offset[r]),
+                    f"data[{e}].{time_attr}", f"edges of {e}")
+    elif isinstance(data, (tuple, list)) and len(data) == 2 and \
+            isinstance(data[0], FeatureStore) and \
+            isinstance(data[1], GraphStore):
+        node = _node_times(_store_time(data[0], time_attr), topo, time_attr)
+    else:
+        raise NotImplementedError(f"{name} needs a HeteroData or a "
+                                  f"(FeatureStore, GraphStore) tuple, got "
+                                  f"{type(data).__name__}")
+    if node and edge:
+        raise ValueError(f"{name} names node times ({sorted(node)}) and edge "
+                         f"times ({sorted(edge)}): keep one level")
+    if not node and not edge:
+        raise ValueError(f"{name} is a tensor of no node type and no edge "
+                         f"type of the graph: put the times there, e.g. "
+                         f"data[node_type].{time_attr}")
+    indices = topo.indices.long()
+    if node:
+        node_time = _joined([node.get(t) for t in topo.node_types],
+                            [topo.num_nodes_of(t) for t in topo.node_types])
+        return TemporalIndex(
+            topo.indptr, indices, node_time.index_select(0, indices),
+            node_time), [t for t in topo.node_types if t not in node]
+    parts: List[Optional[Tensor]] = []
+    for r, e in enumerate(topo.edge_types):
+        ids = topo.edge_id[int(topo.edge_offset[r]):
+                           int(topo.edge_offset[r + 1])]
+        parts.append(edge[e].index_select(0, ids) if e in edge else None)
+    return TemporalIndex(topo.indptr, indices, _joined(
+        parts, topo.edge_offset.diff().tolist())), list(topo.node_types)
