@@ -151,23 +151,28 @@ class TemporalIndex:
         num_segments = indptr.numel() - 1
         self.times, rank = torch.unique(edge_time, return_inverse=True)
         num_ranks = max(self.times.numel(), 1)
+        self.num_ranks = num_ranks
         if num_segments * num_ranks >= 2**62:
             raise ValueError(f"{num_segments} nodes x {num_ranks} distinct "
                              f"times overflow the sort keys: round the "
                              f"times (e.g. to seconds)")
         dst = torch.repeat_interleave(torch.arange(num_segments),
                                       indptr.diff())
-        key = dst * num_ranks + rank
-        self.keys, self.positions = torch.sort(key, stable=True)
-        self.indices = indices.long().index_select(0, self.positions)
-        self.num_ranks = num_ranks
+        order = torch.sort(dst * num_ranks + rank, stable=True).indices
+        del dst
+        self.positions = order
+        self.indices = indices.long().index_select(0, order)
+        #: The time rank (index into :attr:`times`) of every sorted
+        #: position: ascending within each segment.
+        self.ranks = rank.index_select(0, order).to(
+            torch.int32 if num_ranks < 2**31 else torch.int64)
         self.node_time = node_time
         self._time_order: Dict[Tuple[int, int], Tuple[Tensor, Tensor]] = {}
 
     @classmethod
     def of(cls, topology: CSCTopology, time: Tensor,
            level: str) -> 'TemporalIndex':
-        """The index of a homogeneous :obj:`topology` with node or edge
+        r"""The index of a homogeneous :obj:`topology` with node or edge
         times (:obj:`level` ``'node'`` or ``'edge'``, edge times indexed by
         edge id)."""
         indices = topology.indices.long()
@@ -192,13 +197,22 @@ class TemporalIndex:
                      time: Tensor) -> Tensor:
         r"""How many in-edges of each of :obj:`nodes` (CSC segments
         :obj:`start`, :obj:`deg`) are not later than :obj:`time`: a prefix
-        of the time-sorted segment."""
-        if not self.keys.numel():
+        of the time-sorted segment, found by a binary search within the
+        segment (all segments at once: a few probes close together, where
+        one search over every edge would miss the cache on most)."""
+        if not self.ranks.numel() or not deg.numel():
             return torch.zeros_like(deg)
-        rank = torch.searchsorted(self.times, time, right=True) - 1
-        end = torch.searchsorted(self.keys, nodes * self.num_ranks + rank,
-                                 right=True)
-        return torch.minimum((end - start).clamp_(min=0), deg)
+        rank = (torch.searchsorted(self.times, time, right=True) - 1).to(
+            self.ranks.dtype)
+        lo, hi = start.clone(), start + deg
+        last = self.ranks.numel() - 1
+        for _ in range(int(deg.max()).bit_length()):
+            mid = torch.div(lo + hi, 2, rounding_mode='floor')
+            later = self.ranks.index_select(0, mid.clamp(max=last)) > rank
+            open_ = lo < hi
+            hi = torch.where(later & open_, mid, hi)
+            lo = torch.where(~later & open_, mid + 1, lo)
+        return lo - start
 
     def earlier_nodes(self, count: int, time: Tensor,
                       generator: Optional[torch.Generator],

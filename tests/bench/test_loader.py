@@ -95,9 +95,6 @@ def test_the_link_task_compares_the_link_loaders(tmp_path, capsys):
     assert "label edges: ('author', 'writes', 'paper')" in out
     assert 'FastLinkNeighborLoader(sampling_workers=2) / best PyG' in out
     assert set(result) == {'fast_edges_per_s', 'speedup', 'pool_speedup'}
-    with pytest.raises(ValueError, match="'--task temporal' takes a "
-                       "homogeneous preset"):
-        run(tmp_path, '--task', 'temporal', '--preset', 'hetero-tiny')
 
 
 def test_the_temporal_task_reports_temporal_beside_untimed(tmp_path, capsys):
@@ -110,6 +107,40 @@ def test_the_temporal_task_reports_temporal_beside_untimed(tmp_path, capsys):
     assert result['temporal_ratio'] == pytest.approx(
         result["seeds_per_s[temporal 'uniform' (disjoint)]"] /
         result['seeds_per_s[no times, disjoint]'])
+
+
+def test_the_temporal_task_takes_hetero_presets_and_pyg_lib(
+        tmp_path, capsys, monkeypatch):
+    r"""On a heterogeneous preset, with a stand-in for pyg-lib's PyG
+    loader (PyG samples in time only with pyg-lib, absent here): PyG's
+    rows run and the ratios against them are printed."""
+    import importlib.util
+
+    import torch_geometric.loader
+
+    from pyg_fastload import FastNeighborLoader
+    made = []
+
+    def stand_in(*args, **kwargs):
+        made.append(kwargs['temporal_strategy'])
+        return FastNeighborLoader(*args, pipeline=False, **kwargs)
+
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, 'find_spec', lambda name, *a: (
+        find_spec('torch') if name == 'pyg_lib' else find_spec(name, *a)))
+    monkeypatch.setattr(torch_geometric.loader, 'NeighborLoader', stand_in)
+    result = run(tmp_path, '--task', 'temporal', '--preset', 'hetero-tiny',
+                 '--fanout', '3', '2', '--batch-size', '16')
+    out = capsys.readouterr().out
+    assert 'PyG baseline: NeighborLoader with pyg-lib' in out
+    assert set(made) == {'uniform', 'last'}
+    for name in ("temporal 'uniform' (disjoint)",
+                 "temporal 'last' (disjoint)"):
+        assert f'PyG {name}' in out
+        assert result[f'pyg_lib_ratio[{name}]'] == pytest.approx(
+            result[f'seeds_per_s[{name}]'] /
+            result[f'seeds_per_s[PyG {name}]'])
+        assert f'ratio ours / PyG with pyg-lib, {name}' in out
 
 
 def test_contention_runs_each_loader_idle_and_beside_busy_processes(
