@@ -26,6 +26,9 @@ from torch_geometric.data import Data
 
 from ..datasets import load_synthetic
 from ..loader import FastNeighborLoader
+from ..loader.sampling_pool import SamplingPool
+from ..sampling import FastNeighborSampler
+from ..sampling.tasks import CHUNK_NODES
 from .common import (
     Table,
     add_graph_arguments,
@@ -87,6 +90,50 @@ def _train(batches: Any, size: int, steps: int) -> Tuple[float, float]:
     return seconds / steps, (time.perf_counter() - begun) / steps
 
 
+def _batch_latency(data: Data, args: argparse.Namespace
+                   ) -> Dict[str, float]:
+    r"""Milliseconds to sample one batch with nothing else in flight, on
+    a pool of 2 at width 1 and 2, each hop one draw or split into
+    ByteGNN's chunk tasks (median of ``--rounds`` interleaved rounds of
+    ``--batches`` batches)."""
+    seeds = data.train_mask.nonzero().view(-1)
+    seeds = seeds[torch.randperm(seeds.numel(), generator=torch.Generator(
+        ).manual_seed(args.seed))]
+    count = max(1, min(args.batches, seeds.numel() // args.batch_size))
+    samplers = {'one draw per hop': FastNeighborSampler(data, args.fanout),
+                'chunk tasks': FastNeighborSampler(data, args.fanout)}
+    samplers['one draw per hop'].hop_tasks = False
+    times: Dict[str, List[float]] = {}
+    pools = {width: SamplingPool(2, 0) for width in (1, 2)}
+    try:
+        for width, pool in pools.items():
+            pool.set_width(width)
+        for _ in range(args.rounds):
+            for kind, sampler in samplers.items():
+                for width, pool in pools.items():
+                    started = time.perf_counter()
+                    for i in range(count):
+                        batch = seeds[i * args.batch_size:
+                                      (i + 1) * args.batch_size]
+                        pool.submit(i, lambda b=batch, i=i: sampler.sample(
+                            b, torch.Generator().manual_seed(i))).result()
+                    times.setdefault(f'{kind}, width {width}', []).append(
+                        (time.perf_counter() - started) / count * 1e3)
+    finally:
+        for pool in pools.values():
+            pool.close(timeout=5)
+    print(f'\none batch at a time on a pool of 2 (ms per batch; ByteGNN\'s '
+          f'chunk tasks: {CHUNK_NODES} frontier nodes each)')
+    table = Table({'hops drawn as': 28, 'ms/batch': 10})
+    out = {name: median(values) for name, values in times.items()}
+    for name, value in out.items():
+        table.row(name, value)
+    gain = out['one draw per hop, width 2'] / out['chunk tasks, width 2']
+    print(f'chunk tasks on 2 workers: {gain:.2f}x faster per batch than one '
+          f'draw per hop')
+    return out
+
+
 def run(args: argparse.Namespace) -> Dict[str, Any]:
     cores = cpu_count()
     if cores < 2:
@@ -126,6 +173,8 @@ def run(args: argparse.Namespace) -> Dict[str, Any]:
           f"launch score samples {pool:.2f}x one sampling thread's batches "
           f"per second, trainer idle (target >= 1.6x)")
 
+    latency = _batch_latency(data, args)
+
     size = _step_size(args.model_ms)
     steps = args.batches
     alone, _ = _train([None] * (steps + 1), size, steps)
@@ -141,7 +190,7 @@ def run(args: argparse.Namespace) -> Dict[str, Any]:
           f"2 ({'met' if slowdown[2] <= 0.05 else 'SHORT'}: target <= +5%); "
           f"wall time per step, waits for data included: "
           f"{wall[1] * 1e3:.0f} ms and {wall[2] * 1e3:.0f} ms")
-    return {'batches_per_s': rate, 'pool_ratio': pool,
+    return {'batches_per_s': rate, 'pool_ratio': pool, 'batch_ms': latency,
             'trainer_slowdown': slowdown, 'wall_per_step': wall}
 
 

@@ -274,10 +274,10 @@ def _pooled_sampling_stage(shared: _Shared, tasks: Iterator,
                            workers: int) -> None:
     r"""The sampling stage with a pool: :obj:`tasks` yields each batch's
     sampling (a callable); this thread launches them onto the pool when
-    the scheduler says so and passes the results on in order. Batches are
-    sampled :obj:`workers` at once only while the trainer waits for data;
-    while it works, one at a time, so that sampling never takes more than
-    one core from it."""
+    the scheduler says so and passes the results on in order. Batches (or
+    one batch's chunk tasks) are sampled by :obj:`workers` threads at once
+    only while the trainer waits for data; while it works, by one, so that
+    sampling never takes more than one core from it."""
     isolate_thread(SAMPLING_NICENESS)
     pool = SamplingPool(workers, SAMPLING_NICENESS)
     running: deque = deque()
@@ -286,6 +286,7 @@ def _pooled_sampling_stage(shared: _Shared, tasks: Iterator,
         while running or not exhausted:
             t = time.perf_counter()
             width = workers if shared.starved.is_set() else 1
+            pool.set_width(width)
             while not exhausted and len(running) < width and \
                     scheduler.should_launch():
                 try:

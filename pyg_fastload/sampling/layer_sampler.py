@@ -46,6 +46,8 @@ class LayerWiseSampler(HopSampler):
                          disjoint=False, weight_attr=weight_attr,
                          share_memory=share_memory)
 
+    hop_tasks = False  # one draw over the whole frontier per layer
+
     def draw(self, hop: int, start: Tensor, deg: Tensor,
              generator: torch.Generator) -> Tuple[Tensor, Tensor]:
         size = self.layer_sizes[hop]

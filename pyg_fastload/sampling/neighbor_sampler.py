@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import warnings
-from typing import Any, List, Optional, Tuple, Union
+from typing import Any, Callable, List, Optional, Tuple, Union
 
 import torch
 from torch import Tensor
@@ -22,6 +22,7 @@ from ..graph.ranges import expand_ranges
 from .link import EdgeKeys, sample_edges
 from .ops import sample_uniform, sample_weighted
 from .relabel import DenseRelabeler, SortedRelabeler
+from .tasks import CHUNK_NODES, chunk_bounds, current_runner
 from .temporal import TemporalIndex, check_strategy, read_time, seed_times
 
 __all__ = ['FastNeighborSampler', 'HopSampler']
@@ -216,11 +217,9 @@ class HopSampler(BaseSampler):
             num_sampled_nodes = [seeds.numel()]
             num_sampled_edges = []
             for hop in range(self.num_hops):
-                if seed_time is None:
-                    nbr, counts, pos = self.expand(hop, frontier, generator)
-                else:
-                    nbr, counts, pos = self.expand_in_time(
-                        hop, frontier, seed_time[frontier_batch], generator)
+                nbr, counts, pos = self._expand_hop(
+                    hop, frontier, None if seed_time is None
+                    else seed_time[frontier_batch], generator)
                 col = torch.repeat_interleave(frontier_local, counts,
                                               output_size=pos.numel())
                 nbr_keys = nbr
@@ -265,6 +264,46 @@ class HopSampler(BaseSampler):
                 self.adds_reverse_edges:
             out = out.to_bidirectional()
         return out
+
+    def _expand_hop(self, hop: int, frontier: Tensor,
+                    time: Optional[Tensor],
+                    generator: Optional[torch.Generator]
+                    ) -> Tuple[Tensor, Tensor, Tensor]:
+        r"""One hop (:meth:`expand`, or :meth:`expand_in_time` with seed
+        times): a frontier above :data:`~pyg_fastload.sampling.tasks.
+        CHUNK_NODES` nodes is drawn as one task per chunk, each from its
+        own generator seeded from :obj:`generator` (ByteGNN's tasks), run
+        by the thread's :func:`~pyg_fastload.sampling.tasks.
+        current_runner`."""
+        def draw(nodes: Tensor, when: Optional[Tensor],
+                 gen: Optional[torch.Generator]
+                 ) -> Tuple[Tensor, Tensor, Tensor]:
+            if when is None:
+                return self.expand(hop, nodes, gen)
+            return self.expand_in_time(hop, nodes, when, gen)
+
+        if not (self.hop_tasks and self.concurrent_batches) or \
+                frontier.numel() <= CHUNK_NODES:
+            return draw(frontier, time, generator)
+        base = int(torch.randint(0, 2**62, (1, ), generator=generator))
+
+        def task(i: int, part: range) -> Callable[[], Any]:
+            def run() -> Tuple[Tensor, Tensor, Tensor]:
+                gen = torch.Generator().manual_seed(base + i)
+                cut = slice(part.start, part.stop)
+                return draw(frontier[cut], None if time is None
+                            else time[cut], gen)
+            return run
+
+        parts = chunk_bounds(frontier.numel(), CHUNK_NODES)
+        out = current_runner().run(
+            [task(i, part) for i, part in enumerate(parts)],
+            [float(len(part)) for part in parts])
+        return tuple(torch.cat(x) for x in zip(*out))  # type: ignore
+
+    #: Whether a hop's frontier may be split into tasks drawn apart (every
+    #: frontier node draws alone; a layer-wise draw spans the frontier).
+    hop_tasks = True
 
     def _edge_ids(self, pos: Tensor) -> Tensor:
         r"""The ids a batch reports for the CSC positions :obj:`pos`: the

@@ -18,3 +18,7 @@ def test_bench_sampling_times_every_side(tmp_path, capsys):
     assert out['pool_ratio'] == (rates['pool of 2, launch score']
                                  / rates['one sampling thread'])
     assert set(out['trainer_slowdown']) == {1, 2}
+    assert set(out['batch_ms']) == {
+        f'{kind}, width {width}' for width in (1, 2)
+        for kind in ('one draw per hop', 'chunk tasks')}
+    assert 'faster per batch than one draw per hop' in text
