@@ -20,8 +20,8 @@ score and orders ready tasks by batch age, then cost. Here the score
 decides when the sampling stage launches a batch: onto one sampling thread
 by default, or onto a pool of ``sampling_workers`` threads
 (:class:`~pyg_fastload.loader.sampling_pool.SamplingPool`, oldest batch
-first; one task per batch, so there is no per-hop task graph and no cost
-order). The loading stage (older batches) runs at a higher CPU priority
+first; a large hop of a batch splits into chunk tasks, run costliest
+first). The loading stage (older batches) runs at a higher CPU priority
 than sampling. The batches the
 scheduler launches are the look-ahead the feature store sees, so the same
 run-ahead feeds window buffering and read batching.
