@@ -23,6 +23,7 @@ from collections import deque
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any, Callable, Dict, Iterator, Optional
 
+from . import priority
 from .sampling_pool import SamplingPool, isolate_thread
 from .scheduler import POLL_SECONDS, RunAheadScheduler
 from .transfer import DeviceTransfer, map_tensors
@@ -31,13 +32,6 @@ __all__ = ['StageError', 'SequentialIterator', 'PipelineIterator',
            'DeviceTransfer', 'map_tensors', 'new_breakdown', 'TIERS']
 
 _POLL = 0.05  # seconds between checks of the stop flag while blocked
-#: Niceness of the loading stage: the trainer comes first; the stages take
-#: the CPU time it leaves (and all of it while it waits for data).
-STAGE_NICENESS = 10
-#: Niceness of the sampling stage: it works on newer batches than the
-#: loading stage, so it yields to it (the older batch's work first, between
-#: the two stages).
-SAMPLING_NICENESS = STAGE_NICENESS + 2
 
 
 #: Seconds the interpreter's exit waits for each running stage thread.
@@ -221,6 +215,8 @@ class _Shared:
         self.breakdown = breakdown
         #: Set while the consumer waits for a batch (the trainer starves).
         self.starved = threading.Event()
+        #: ``(loading, sampling)`` niceness of this epoch's stage threads.
+        self.niceness = priority.stage_niceness()
 
     def put(self, box: queue.Queue, item: Any) -> bool:
         while not self.stop.is_set():
@@ -243,7 +239,7 @@ class _Shared:
 def _sampling_stage(shared: _Shared, source: Iterator,
                     on_sampled: Callable[[Any], None],
                     scheduler: RunAheadScheduler) -> None:
-    isolate_thread(SAMPLING_NICENESS)
+    isolate_thread(shared.niceness[1])
     try:
         while True:
             t = time.perf_counter()
@@ -278,8 +274,8 @@ def _pooled_sampling_stage(shared: _Shared, tasks: Iterator,
     one batch's chunk tasks) are sampled by :obj:`workers` threads at once
     only while the trainer waits for data; while it works, by one, so that
     sampling never takes more than one core from it."""
-    isolate_thread(SAMPLING_NICENESS)
-    pool = SamplingPool(workers, SAMPLING_NICENESS)
+    isolate_thread(shared.niceness[1])
+    pool = SamplingPool(workers, shared.niceness[1])
     running: deque = deque()
     launched, exhausted = 0, False
     try:
@@ -325,7 +321,7 @@ def _pooled_sampling_stage(shared: _Shared, tasks: Iterator,
 
 def _loading_stage(shared: _Shared, join: Callable[[Any], Any],
                    transfer: DeviceTransfer) -> None:
-    isolate_thread(STAGE_NICENESS)
+    isolate_thread(shared.niceness[0])
     while True:
         item = shared.get(shared.sampled)
         if item is _END or isinstance(item, _Failure):

@@ -5,13 +5,13 @@ import pytest
 import torch
 
 from pyg_fastload import FastNeighborLoader, FastNeighborSampler
+from pyg_fastload.loader import priority
 from pyg_fastload.loader.pipeline import (
-    SAMPLING_NICENESS,
-    STAGE_NICENESS,
     DeviceTransfer,
     PipelineIterator,
     new_breakdown,
 )
+from pyg_fastload.loader.priority import SAMPLING_NICENESS, STAGE_NICENESS
 from pyg_fastload.loader.scheduler import (
     LAUNCH_THRESHOLD,
     RunAheadScheduler,
@@ -178,13 +178,35 @@ def test_invalid_run_ahead(data, run_ahead):
 
 @pytest.mark.skipif(os.getpriority(os.PRIO_PROCESS, 0) + SAMPLING_NICENESS
                     >= 19, reason='the process is already niced too far')
-def test_loading_runs_before_sampling_on_a_busy_cpu(data):
+@pytest.mark.parametrize('others', [0, 2])
+def test_stage_priority_follows_the_machine_s_load(data, monkeypatch,
+                                                   others):
+    r"""Idle machine: loading before sampling, both after the trainer;
+    other processes runnable as the epoch starts: the trainer's priority
+    (niced stages would lose their CPU to them)."""
+    monkeypatch.setattr(priority, 'other_runnable', lambda: others)
     loader = FastNeighborLoader(data, [4, 3], batch_size=8, pipeline=True)
     iterator = iter(loader)
     next(iterator)  # both stages have started
     sampling, loading = (os.getpriority(os.PRIO_PROCESS, t.native_id)
                          for t in iterator.threads)
     base = os.getpriority(os.PRIO_PROCESS, 0)
-    assert sampling == base + SAMPLING_NICENESS
-    assert loading == base + STAGE_NICENESS
+    if others:
+        assert sampling == loading == base
+    else:
+        assert sampling == base + SAMPLING_NICENESS
+        assert loading == base + STAGE_NICENESS
     iterator.close()
+
+
+def test_other_runnable_reads_the_fewest_runnable_threads(tmp_path):
+    path = tmp_path / 'loadavg'
+    path.write_text('0.52 0.57 0.73 3/345 1234\n')
+    assert priority.other_runnable(samples=2, interval=0,
+                                   path=str(path)) == 2
+    path.write_text('garbled')
+    assert priority.other_runnable(samples=1, path=str(path)) is None
+    assert priority.other_runnable(path=str(tmp_path / 'none')) is None
+    assert priority.stage_niceness(lambda: None) == (STAGE_NICENESS,
+                                                     SAMPLING_NICENESS)
+    assert priority.stage_niceness(lambda: 1) == (0, 0)
