@@ -12,6 +12,7 @@ epoch, by the threads that start then.
 """
 from __future__ import annotations
 
+import os
 import time
 from typing import Callable, Optional, Tuple
 
@@ -27,23 +28,39 @@ STAGE_NICENESS = 10
 SAMPLING_NICENESS = STAGE_NICENESS + 2
 
 
+def _own_runnable(task_dir: str) -> int:
+    r"""Threads of this process running or runnable now."""
+    count = 0
+    for task in os.listdir(task_dir):
+        try:
+            with open(os.path.join(task_dir, task, 'stat')) as f:
+                stat = f.read()
+        except OSError:  # the thread ended
+            continue
+        if stat[stat.rfind(')') + 2:].startswith('R'):
+            count += 1
+    return count
+
+
 def other_runnable(samples: int = 5, interval: float = 0.002,
-                   path: str = '/proc/loadavg') -> Optional[int]:
-    r"""Threads runnable now besides the caller: the fewest of the
-    system-wide runnable count (``/proc/loadavg``'s fourth field) over
-    :obj:`samples` readings, minus one; ``None`` where it cannot be read
-    (not Linux)."""
+                   path: str = '/proc/loadavg',
+                   task_dir: str = '/proc/self/task') -> Optional[int]:
+    r"""Threads of other processes runnable now: the fewest, over
+    :obj:`samples` readings, of the system-wide runnable count
+    (``/proc/loadavg``'s fourth field) less this process's runnable threads
+    (so its own intra-op threads and stages never count); ``None`` where
+    it cannot be read (not Linux)."""
     counts = []
     for i in range(samples):
         try:
             with open(path) as f:
-                running = f.read().split()[3].split('/')[0]
-            counts.append(int(running))
+                running = int(f.read().split()[3].split('/')[0])
+            counts.append(running - _own_runnable(task_dir))
         except (OSError, IndexError, ValueError):
             return None
         if i + 1 < samples:
             time.sleep(interval)
-    return max(min(counts) - 1, 0)
+    return max(min(counts), 0)
 
 
 def stage_niceness(probe: Optional[Callable[[], Optional[int]]] = None

@@ -199,11 +199,16 @@ def test_stage_priority_follows_the_machine_s_load(data, monkeypatch,
     iterator.close()
 
 
-def test_other_runnable_reads_the_fewest_runnable_threads(tmp_path):
-    path = tmp_path / 'loadavg'
-    path.write_text('0.52 0.57 0.73 3/345 1234\n')
-    assert priority.other_runnable(samples=2, interval=0,
-                                   path=str(path)) == 2
+def test_other_runnable_counts_other_processes_threads(tmp_path):
+    path, tasks = tmp_path / 'loadavg', tmp_path / 'task'
+    path.write_text('0.52 0.57 0.73 5/345 1234\n')
+    for tid, state in ((1, 'R'), (2, 'S'), (3, 'R'), (4, 'D')):
+        (tasks / str(tid)).mkdir(parents=True)
+        (tasks / str(tid) / 'stat').write_text(
+            f'{tid} (py (thread)) {state} 1 2 3')
+    # 5 runnable on the machine, 2 of them this process's
+    assert priority.other_runnable(samples=2, interval=0, path=str(path),
+                                   task_dir=str(tasks)) == 3
     path.write_text('garbled')
     assert priority.other_runnable(samples=1, path=str(path)) is None
     assert priority.other_runnable(path=str(tmp_path / 'none')) is None
