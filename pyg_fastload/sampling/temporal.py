@@ -32,6 +32,9 @@ def check_strategy(temporal_strategy: Any, time_attr: Optional[str],
     r"""``temporal_strategy`` is ``'uniform'`` or ``'last'``; ``'last'``
     needs a ``time_attr`` (it would otherwise be ignored); temporal
     sampling needs ``disjoint`` (PyG's rule) and no ``weight_attr``."""
+    if time_attr is not None and not isinstance(time_attr, str):
+        raise TypeError(f"'time_attr' must name an attribute (a str), got "
+                        f"{time_attr!r}")
     if temporal_strategy not in TEMPORAL_STRATEGIES:
         raise ValueError(f"'temporal_strategy={temporal_strategy!r}' is not "
                          f"one of {TEMPORAL_STRATEGIES}")

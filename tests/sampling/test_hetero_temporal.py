@@ -167,6 +167,9 @@ def test_bad_hetero_temporal_arguments_are_named():
     data = timed_hetero(0, 'node', untimed='user')
     with pytest.raises(ValueError, match="set 'disjoint=True'"):
         HeteroNeighborSampler(data, [2], time_attr='time')
+    with pytest.raises(TypeError, match="'time_attr' must name an "
+                                        "attribute"):
+        HeteroNeighborSampler(data, [2], time_attr=5, disjoint=True)
     with pytest.raises(ValueError, match="is a tensor of no node type and "
                                          "no edge type"):
         HeteroNeighborSampler(data, [2], time_attr='stamp', disjoint=True)
