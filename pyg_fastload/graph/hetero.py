@@ -74,6 +74,11 @@ class HeteroTopology:
         t = self.node_types.index(node_type)
         return int(self.node_offset[t + 1] - self.node_offset[t])
 
+    def num_edges_of(self, edge_type: EdgeType) -> int:
+        r"""Edges of relation :obj:`edge_type`."""
+        r = self.edge_types.index(tuple(edge_type))
+        return int(self.edge_offset[r + 1] - self.edge_offset[r])
+
     def node_type_of(self, nodes: Tensor) -> Tensor:
         r"""The type index of every global node id."""
         return torch.bucketize(nodes, self.node_offset[1:], right=True)

@@ -70,8 +70,7 @@ def hetero_label_edges(edge_label_index: Any, edge_label: Any,
                          f"which the graph does not have (edge types: "
                          f"{topology.edge_types})")
     if index is None:
-        r = topology.edge_types.index(edge_type)
-        count = int(topology.edge_offset[r + 1] - topology.edge_offset[r])
+        count = topology.num_edges_of(edge_type)
         if edge_label is not None and edge_label.size(0) != count:
             raise ValueError(f"'edge_label' has {edge_label.size(0)} "
                              f"entries for the {count} edges of "
@@ -92,12 +91,8 @@ def check_label_time(edge_label_time: Any, edge_label_index: Any,
         return
     if isinstance(edge_label_index, tuple):
         edge_type, index = edge_label_index
-        if index is None:
-            r = sampler.topology.edge_types.index(edge_type)
-            offset = sampler.topology.edge_offset
-            count = int(offset[r + 1] - offset[r])
-        else:
-            count = index.size(1)
+        count = sampler.topology.num_edges_of(edge_type) if index is None \
+            else index.size(1)
     else:
         count = edge_label_index.size(1)
     if not isinstance(edge_label_time, Tensor) or \

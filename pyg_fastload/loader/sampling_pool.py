@@ -65,7 +65,7 @@ class _PoolRunner(TaskRunner):
     def run(self, tasks: Sequence[Callable[[], Any]],
             costs: Sequence[float]) -> List[Any]:
         if len(tasks) < 2:
-            return [task() for task in tasks]
+            return super().run(tasks, costs)
         pool, group = self.pool, _Group(len(tasks))
         with pool._cond:
             for i in range(1, len(tasks)):

@@ -80,11 +80,9 @@ def hetero_temporal_index(data: Any, time_attr: str, topo: HeteroTopology
         node = _node_times(lambda t: data[t].get(time_attr), topo, time_attr)
         for e in topo.edge_types:
             if time_attr in data[e]:
-                r = topo.edge_types.index(e)
-                edge[e] = _checked(
-                    data[e][time_attr],
-                    int(topo.edge_offset[r + 1] - topo.edge_offset[r]),
-                    f"data[{e}].{time_attr}", f"edges of {e}")
+                edge[e] = _checked(data[e][time_attr], topo.num_edges_of(e),
+                                   f"data[{e}].{time_attr}",
+                                   f"edges of {e}")
     elif isinstance(data, (tuple, list)) and len(data) == 2 and \
             isinstance(data[0], FeatureStore) and \
             isinstance(data[1], GraphStore):
