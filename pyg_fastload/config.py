@@ -10,6 +10,7 @@ from typing import Any, List, Literal, Optional, Sequence, Union
 from .errors import FastLoadError
 
 __all__ = [
+    'ADAPTIVE_RUN_AHEAD',
     'FeatureCache',
     'PipelineSettings',
     'SettingError',
@@ -211,6 +212,10 @@ class FeatureCache:
         return self.host_budget is not None or self.device_budget is not None
 
 
+#: ``run_ahead`` values that launch batches by ByteGNN's launch score.
+ADAPTIVE_RUN_AHEAD = ('adaptive', 'trainer_first')
+
+
 @dataclass(frozen=True)
 class PipelineSettings:
     r"""How the loader overlaps sampling, loading and training.
@@ -221,7 +226,9 @@ class PipelineSettings:
             epoch).
         queue_capacity (int): batches each queue holds.
         run_ahead (str or int): ``'adaptive'`` (batches launched by
-            ByteGNN's launch score) or a fixed number of batches in flight.
+            ByteGNN's launch score), ``'trainer_first'`` (the same, but
+            while the trainer works only on the cores it leaves idle) or a
+            fixed number of batches in flight.
         sampling_workers (int): threads sampling batches at once when
             pipelined (ByteGNN's pool; ``1``: the sampling thread alone; at
             most the cores this process may run on).
@@ -242,12 +249,12 @@ class PipelineSettings:
                                f"got {self.pipeline!r}")
         check_sampling_workers(self.sampling_workers)
         run_ahead = self.run_ahead
-        if run_ahead != 'adaptive' and (isinstance(run_ahead, bool)
-                                        or not isinstance(run_ahead, int)
-                                        or run_ahead < 1):
-            raise SettingError('run_ahead', f"must be 'adaptive' or an int "
-                               f">= 1 (batches in flight), got "
-                               f"{run_ahead!r}")
+        if run_ahead not in ADAPTIVE_RUN_AHEAD and (
+                isinstance(run_ahead, bool) or not isinstance(run_ahead, int)
+                or run_ahead < 1):
+            raise SettingError('run_ahead', f"must be 'adaptive', "
+                               f"'trainer_first' or an int >= 1 (batches "
+                               f"in flight), got {run_ahead!r}")
 
 
 def check_sampling_workers(workers: Any) -> int:

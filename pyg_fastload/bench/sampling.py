@@ -12,8 +12,11 @@ flight), each against the sequential loader (``pipeline=False``).
 
 Trainer: a CPU-bound step (a matrix product on all cores, about
 ``--model-ms`` milliseconds) per batch; the seconds per step with batches
-sampled beforehand (no stage threads) against those with the loader's
-threads sampling beside it, one thread and the pool.
+sampled beforehand (no stage threads) against those with the sequential
+loader and with the loader's threads sampling beside it (one thread and the
+pool, ``run_ahead='adaptive'`` and ``'trainer_first'``), and the wall
+seconds per step, waits for data included (median of ``--rounds``
+interleaved rounds).
 """
 from __future__ import annotations
 
@@ -134,6 +137,45 @@ def _batch_latency(data: Data, args: argparse.Namespace
     return out
 
 
+def _trainer(data: Data, args: argparse.Namespace
+             ) -> Dict[str, Tuple[float, float]]:
+    r"""``side: (model seconds per step, wall seconds per step)`` of the
+    CPU-bound trainer: alone, beside the sequential loader and beside the
+    pipelined loader's threads."""
+    size = _step_size(args.model_ms)
+    sides = {'sequential (pipeline=False)': dict(pipeline=False)}
+    for run_ahead in ('adaptive', 'trainer_first'):
+        for workers in (1, 2):
+            name = 'one sampling thread' if workers == 1 else 'pool of 2'
+            sides[f'{name}, {run_ahead}'] = dict(
+                pipeline=True, sampling_workers=workers,
+                run_ahead=run_ahead)
+    times: Dict[str, List[Tuple[float, float]]] = {'alone': []}
+    for _ in range(args.rounds):
+        times['alone'].append(_train([None] * (args.batches + 1), size,
+                                     args.batches))
+        for name, kwargs in sides.items():
+            times.setdefault(name, []).append(
+                _train(_loader(data, args, **kwargs), size, args.batches))
+    out = {name: (median([t[0] for t in values]),
+                  median([t[1] for t in values]))
+           for name, values in times.items()}
+    alone = out['alone'][0]
+    print(f'\nCPU-bound trainer: a {size}x{size} product per step on all '
+          f'cores, {alone * 1e3:.0f} ms with batches sampled beforehand')
+    table = Table({'beside': 32, 'model ms/step': 14, 'vs alone': 9,
+                   'wall ms/step': 12})
+    for name, (model, wall) in out.items():
+        table.row(name, model * 1e3, f'{model / alone - 1:+.1%}',
+                  wall * 1e3)
+    for run_ahead in ('adaptive', 'trainer_first'):
+        cost = out[f'pool of 2, {run_ahead}'][0] / alone - 1
+        print(f"{'met' if cost <= 0.05 else 'SHORT'}: the pool of 2 with "
+              f"run_ahead={run_ahead!r} slows the trainer's step by "
+              f"{cost:+.1%} (target <= +5%)")
+    return out
+
+
 def run(args: argparse.Namespace) -> Dict[str, Any]:
     cores = cpu_count()
     if cores < 2:
@@ -175,23 +217,9 @@ def run(args: argparse.Namespace) -> Dict[str, Any]:
 
     latency = _batch_latency(data, args)
 
-    size = _step_size(args.model_ms)
-    steps = args.batches
-    alone, _ = _train([None] * (steps + 1), size, steps)
-    slowdown, wall = {}, {}
-    for workers in (1, 2):
-        per_step, wall[workers] = _train(
-            _loader(data, args, pipeline=True, sampling_workers=workers),
-            size, steps)
-        slowdown[workers] = per_step / alone - 1
-    print(f"CPU-bound trainer ({size}x{size} product per step, "
-          f"{alone * 1e3:.0f} ms alone): {slowdown[1]:+.1%} per step "
-          f"beside one sampling thread, {slowdown[2]:+.1%} beside a pool of "
-          f"2 ({'met' if slowdown[2] <= 0.05 else 'SHORT'}: target <= +5%); "
-          f"wall time per step, waits for data included: "
-          f"{wall[1] * 1e3:.0f} ms and {wall[2] * 1e3:.0f} ms")
+    slowdown = _trainer(data, args)
     return {'batches_per_s': rate, 'pool_ratio': pool, 'batch_ms': latency,
-            'trainer_slowdown': slowdown, 'wall_per_step': wall}
+            'trainer': slowdown}
 
 
 def main(argv: Optional[List[str]] = None) -> None:

@@ -97,8 +97,13 @@ class FastNeighborLoader(PipelinedLoader, NodeLoader):
             utilisation
             (:class:`~pyg_fastload.loader.scheduler.RunAheadScheduler`),
             always while no batch is in flight and never beyond the queues'
-            bound. An int ``n``: keep ``n`` batches in flight (the queues
-            still bound it). Batches are identical either way.
+            bound. ``'trainer_first'``: the same, but while the model works
+            batches are sampled only on the cores it leaves idle
+            (:class:`~pyg_fastload.loader.trainer_load.TrainerLoad`): a
+            model that keeps every core busy is not slowed by sampling,
+            which then runs while it waits for data. An int ``n``: keep
+            ``n`` batches in flight (the queues still bound it). Batches
+            are identical either way.
         sampling_workers (int): threads sampling batches at once when
             pipelined (ByteGNN's pool of sampling workers, the oldest
             batch first;

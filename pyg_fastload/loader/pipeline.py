@@ -9,7 +9,9 @@ isolation). The sampling stage starts a batch when a
 :class:`~pyg_fastload.loader.scheduler.RunAheadScheduler` says so (ByteGNN's
 coarse-grained scheduling), in its own thread or on a pool of sampling
 threads (:class:`~pyg_fastload.loader.sampling_pool.SamplingPool`), which
-samples several batches at once only while the trainer waits for data.
+samples several batches at once only while the trainer waits for data
+(with ``run_ahead='trainer_first'``, while the trainer works, only on the
+cores it leaves: :class:`~pyg_fastload.loader.trainer_load.TrainerLoad`).
 Batches come out in order; any stage failure is raised in the consumer
 with the stage named; dropping the iterator stops every thread.
 """
@@ -26,6 +28,7 @@ from typing import Any, Callable, Dict, Iterator, Optional
 from . import priority
 from .sampling_pool import SamplingPool, isolate_thread
 from .scheduler import POLL_SECONDS, RunAheadScheduler
+from .trainer_load import TrainerLoad, launch_width
 from .transfer import DeviceTransfer, map_tensors
 
 __all__ = ['StageError', 'SequentialIterator', 'PipelineIterator',
@@ -208,7 +211,7 @@ class _Shared:
     r"""What the stage threads share; the threads never reference the
     iterator itself, so dropping it triggers the shutdown."""
     def __init__(self, sample_capacity: int, load_capacity: int,
-                 breakdown: Dict[str, float]):
+                 breakdown: Dict[str, float], load: Optional[TrainerLoad]):
         self.sampled: queue.Queue = queue.Queue(sample_capacity)
         self.loaded: queue.Queue = queue.Queue(load_capacity)
         self.stop = threading.Event()
@@ -217,6 +220,13 @@ class _Shared:
         self.starved = threading.Event()
         #: ``(loading, sampling)`` niceness of this epoch's stage threads.
         self.niceness = priority.stage_niceness()
+        #: The trainer's CPU use (``None``: sampling ignores it).
+        self.load = load
+
+    def launches(self, workers: int, in_flight: int) -> int:
+        r"""Batches the sampling stage may sample at once now."""
+        return launch_width(self.load, workers, in_flight,
+                            self.starved.is_set())
 
     def put(self, box: queue.Queue, item: Any) -> bool:
         while not self.stop.is_set():
@@ -243,7 +253,8 @@ def _sampling_stage(shared: _Shared, source: Iterator,
     try:
         while True:
             t = time.perf_counter()
-            while not scheduler.should_launch():
+            while not (shared.launches(1, scheduler.in_flight) and
+                       scheduler.should_launch()):
                 if shared.stop.wait(POLL_SECONDS):
                     return
             now = time.perf_counter()
@@ -272,18 +283,22 @@ def _pooled_sampling_stage(shared: _Shared, tasks: Iterator,
     sampling (a callable); this thread launches them onto the pool when
     the scheduler says so and passes the results on in order. Batches (or
     one batch's chunk tasks) are sampled by :obj:`workers` threads at once
-    only while the trainer waits for data; while it works, by one, so that
-    sampling never takes more than one core from it."""
+    while the trainer waits for data; while it works, on the cores it
+    leaves (:meth:`_Shared.launches`)."""
     isolate_thread(shared.niceness[1])
     pool = SamplingPool(workers, shared.niceness[1])
+    if shared.load is not None:
+        shared.load.watch(thread.ident for thread in pool.threads)
     running: deque = deque()
     launched, exhausted = 0, False
     try:
         while running or not exhausted:
             t = time.perf_counter()
-            width = workers if shared.starved.is_set() else 1
-            pool.set_width(width)
-            while not exhausted and len(running) < width and \
+            starved = shared.starved.is_set()
+            pool.set_width(workers if starved else max(
+                shared.launches(workers, scheduler.in_flight), 1))
+            while not exhausted and len(running) < shared.launches(
+                    workers, scheduler.in_flight) and \
                     scheduler.should_launch():
                 try:
                     task = next(tasks)
@@ -363,13 +378,21 @@ class PipelineIterator:
             batches, sampled in the sampling thread; more: it yields each
             batch's sampling (a callable), run on a pool of that many
             threads.
+        trainer_load (TrainerLoad, optional): measures the trainer's
+            cores; while it works, sampling launches batches only on the
+            cores it leaves.
     """
     def __init__(self, source: Iterator, on_sampled: Callable[[Any], None],
                  join: Callable[[Any], Any], capacity: int,
                  sample_capacity: int, breakdown: Dict[str, float],
                  scheduler: RunAheadScheduler, transfer: DeviceTransfer,
-                 sampling_workers: int = 1):
-        self.shared = _Shared(sample_capacity, capacity, breakdown)
+                 sampling_workers: int = 1,
+                 trainer_load: Optional[TrainerLoad] = None):
+        if trainer_load is not None:
+            trainer_load.watch((), reset=True)
+        self.shared = _Shared(sample_capacity, capacity, breakdown,
+                              trainer_load)
+        self.load = trainer_load
         self.clock = _ConsumerClock(breakdown)
         self.scheduler = scheduler
         self.transfer = transfer
@@ -389,6 +412,8 @@ class PipelineIterator:
         ]
         for thread in self.threads:
             thread.start()
+        if trainer_load is not None:
+            trainer_load.watch(thread.ident for thread in self.threads)
         _register(self.shared.stop, self.threads)
         self.done = False
         self.owner: Any = None  # what the stages serve; kept alive by us
@@ -406,6 +431,8 @@ class PipelineIterator:
             raise StopIteration
         self.served = _step_done(self.served, self.after_first_step)
         started = self.clock.start_wait()
+        if self.load is not None:
+            self.load.asked()
         try:
             item = self._wait()
         except BaseException:  # Ctrl-C while waiting: stop the stages now,
@@ -424,6 +451,8 @@ class PipelineIterator:
         self.clock.count_ahead(self.scheduler.in_flight)
         self.scheduler.consumed(self.clock.last_model)
         self.clock.end_wait(started, True)
+        if self.load is not None:
+            self.load.handed()
         return data
 
     def _wait(self) -> Any:

@@ -16,7 +16,7 @@ from torch import Tensor
 from torch_geometric.data import HeteroData
 from torch_geometric.sampler import HeteroSamplerOutput, SamplerOutput
 
-from ..config import PipelineSettings, SettingError
+from ..config import ADAPTIVE_RUN_AHEAD, PipelineSettings, SettingError
 from ..storage import FeatureSource
 from .feature_join import FeatureJoin
 from .inputs import check_device
@@ -27,6 +27,7 @@ from .pipeline import (
     new_breakdown,
 )
 from .scheduler import RunAheadScheduler
+from .trainer_load import TrainerLoad
 
 __all__ = ['PipelinedLoader', 'PIPELINE_MIN_LOAD_SHARE', 'AUTO_MIN_BATCHES']
 
@@ -79,6 +80,8 @@ class PipelinedLoader:
         self.device = check_device(device, self.num_workers)
         self._transfer = DeviceTransfer(self.device)
         self._scheduler: Optional[RunAheadScheduler] = None
+        #: The trainer's cores, measured across epochs (adaptive run-ahead).
+        self._trainer_load: Optional[TrainerLoad] = None
         self.time_breakdown = new_breakdown()
         self._auto_decision: Optional[bool] = None
         # The consumer's batch, the queued ones and the one being loaded.
@@ -165,7 +168,7 @@ class PipelinedLoader:
                 _weak_join(self), self.queue_capacity,
                 sample_capacity, self.time_breakdown,
                 self._new_scheduler(sample_capacity + self.queue_capacity),
-                self._transfer, workers)
+                self._transfer, workers, self._new_trainer_load())
             # The iterator keeps the loader alive (`next(iter(Loader(...)))`
             # must work); the threads do not, so dropping the iterator, or
             # the loader with its iterators, stops them.
@@ -183,13 +186,23 @@ class PipelinedLoader:
     def _new_scheduler(self, bound: int) -> RunAheadScheduler:
         r"""This epoch's run-ahead scheduler; an adaptive one starts from the
         sampling and model times measured in the previous epoch."""
-        if self.run_ahead != 'adaptive':
+        if self.run_ahead not in ADAPTIVE_RUN_AHEAD:
             return RunAheadScheduler(self.run_ahead, self.run_ahead)
         last = self._scheduler
         self._scheduler = RunAheadScheduler(
             1, bound, avg_sample=last and last.avg_sample,
             avg_train=last and last.avg_train)
         return self._scheduler
+
+    def _new_trainer_load(self) -> Optional[TrainerLoad]:
+        r"""What measures the trainer's cores for this epoch
+        (``run_ahead='trainer_first'`` only; the measurement carries over
+        between epochs)."""
+        if self.run_ahead != 'trainer_first':
+            return None
+        if self._trainer_load is None:
+            self._trainer_load = TrainerLoad()
+        return self._trainer_load
 
     def _use_pipeline(self) -> bool:
         if self.pipeline != 'auto':
@@ -214,6 +227,7 @@ class PipelinedLoader:
         state = self.__dict__.copy()
         state['generator'] = None
         state['_stops'] = []
+        state['_trainer_load'] = None
         return state
 
     def __del__(self) -> None:

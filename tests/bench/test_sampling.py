@@ -17,7 +17,12 @@ def test_bench_sampling_times_every_side(tmp_path, capsys):
             'pool of 2, launch score'} <= set(rates)
     assert out['pool_ratio'] == (rates['pool of 2, launch score']
                                  / rates['one sampling thread'])
-    assert set(out['trainer_slowdown']) == {1, 2}
+    assert set(out['trainer']) == {
+        'alone', 'sequential (pipeline=False)'} | {
+        f'{side}, {run_ahead}' for side in ('one sampling thread',
+                                            'pool of 2')
+        for run_ahead in ('adaptive', 'trainer_first')}
+    assert "run_ahead='trainer_first' slows the trainer" in text
     assert set(out['batch_ms']) == {
         f'{kind}, width {width}' for width in (1, 2)
         for kind in ('one draw per hop', 'chunk tasks')}

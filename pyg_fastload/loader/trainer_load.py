@@ -1,0 +1,133 @@
+r"""How many cores the trainer keeps busy, so that sampling takes only the
+cores it leaves (the trainer is served first).
+
+Between handing the trainer a batch and its request for the next, the
+process's CPU time less the stage threads' own (read from their per-thread
+CPU clocks, so intra-op threads of the model count as the trainer's) over
+the wall time gives the cores the trainer used. While the trainer works,
+the sampling stage launches batches on the spare cores only: none when the
+model keeps every core busy (a concurrent sampler would slow its kernels,
+and sampling the next batch while the trainer waits for it costs the same
+CPU time), all of them when it leaves the CPU idle (a model on a GPU, a
+trainer blocked on I/O). Feature loading is never held back: its reads
+from storage overlap the model without taking its cores.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from typing import Callable, Iterable, List, Optional
+
+from ..config import usable_cores
+
+__all__ = ['TrainerLoad', 'launch_width']
+
+
+def _thread_cpu(ident: int) -> Optional[float]:
+    r"""CPU seconds used by the thread :obj:`ident` (``None`` once it has
+    ended, or where per-thread CPU clocks are not available)."""
+    try:
+        return time.clock_gettime(time.pthread_getcpuclockid(ident))
+    except (AttributeError, OSError):
+        return None
+
+
+class TrainerLoad:
+    r"""Measures the cores the trainer keeps busy while it works on a batch.
+
+    The consumer calls :meth:`handed` when it hands the trainer a batch
+    and :meth:`asked` when the trainer asks for the next one; the stages
+    register their threads with :meth:`watch`. Thread safe.
+
+    Args:
+        cores (int, optional): cores of the machine the process may use
+            (default: :func:`~pyg_fastload.config.usable_cores`).
+        decay (float): weight of the older measurements per new interval.
+        min_seconds (float): training wall time measured (decayed) before
+            the estimate is trusted; a trainer that takes no time between
+            batches (a benchmark loop) never reaches it.
+        cpu_clock (callable): CPU seconds of the whole process.
+        wall_clock (callable): wall seconds.
+        thread_clock (callable): CPU seconds of a thread by ident
+            (``None`` once it has ended).
+    """
+    def __init__(self, cores: Optional[int] = None, decay: float = 0.9,
+                 min_seconds: float = 0.02,
+                 cpu_clock: Callable[[], float] = time.process_time,
+                 wall_clock: Callable[[], float] = time.perf_counter,
+                 thread_clock: Callable[[int], Optional[float]] = _thread_cpu
+                 ):
+        if not 0 <= decay < 1:
+            raise ValueError(f"'decay={decay}' must be in [0, 1)")
+        self.cores = cores or usable_cores()
+        self.decay, self.min_seconds = decay, min_seconds
+        self.cpu_clock, self.wall_clock = cpu_clock, wall_clock
+        self.thread_clock = thread_clock
+        self._threads: List[int] = []
+        self._mark: Optional[tuple] = None
+        self._cpu = self._wall = 0.0
+        self._lock = threading.Lock()
+
+    def watch(self, idents: Iterable[int], reset: bool = False) -> None:
+        r"""Counts the threads :obj:`idents` as stages (``reset``: forget
+        the previous ones, e.g. a new epoch's)."""
+        with self._lock:
+            if reset:
+                self._threads, self._mark = [], None
+            self._threads.extend(idents)
+
+    def _stage_cpu(self) -> float:
+        return sum(filter(None, map(self.thread_clock, self._threads)))
+
+    def handed(self) -> None:
+        r"""The trainer got a batch: its work starts."""
+        with self._lock:
+            self._mark = (self.wall_clock(), self.cpu_clock(),
+                          self._stage_cpu())
+
+    def asked(self) -> None:
+        r"""The trainer asks for the next batch: its work ends."""
+        with self._lock:
+            if self._mark is None:
+                return
+            wall, cpu, stages = self._mark
+            self._mark = None
+            seconds = self.wall_clock() - wall
+            used = self.cpu_clock() - cpu
+            trainer = min(max(used - (self._stage_cpu() - stages), 0.0),
+                          used)
+            self._cpu = self.decay * self._cpu + trainer
+            self._wall = self.decay * self._wall + seconds
+
+    @property
+    def cores_used(self) -> Optional[float]:
+        r"""Cores the trainer kept busy while working, on average over the
+        recent batches (``None`` until measured long enough)."""
+        with self._lock:
+            if self._wall < self.min_seconds:
+                return None
+            return self._cpu / self._wall
+
+    def training_width(self, workers: int) -> int:
+        r"""Sampling workers that may work while the trainer works: the
+        spare cores, rounded, at most :obj:`workers`; one until the load
+        is known."""
+        used = self.cores_used
+        if used is None:
+            return min(workers, 1)
+        return min(workers, max(int(self.cores - used + 0.5), 0))
+
+
+def launch_width(load: Optional[TrainerLoad], workers: int, in_flight: int,
+                 starved: bool) -> int:
+    r"""Batches the sampling stage may sample at once. While the trainer
+    works: as many as the cores it leaves allow (one without a measured
+    :obj:`load`). While it waits for data (:obj:`starved`):
+    :obj:`workers`, or, when the model keeps every core busy, only the
+    batch it waits for (a batch sampled ahead would run on into its
+    step; :obj:`in_flight` counts those launched and not yet consumed)."""
+    spare = min(workers, 1) if load is None else \
+        load.training_width(workers)
+    if not starved:
+        return spare
+    return workers if spare or not in_flight else 0

@@ -1,0 +1,156 @@
+import time
+
+import pytest
+import torch
+from torch_geometric.data import Data
+
+from pyg_fastload import FastNeighborLoader
+from pyg_fastload.loader.trainer_load import TrainerLoad, launch_width
+
+
+class _Clocks:
+    def __init__(self):
+        self.wall = self.cpu = 0.0
+        self.threads = {}
+
+    def load(self, cores: int) -> TrainerLoad:
+        return TrainerLoad(cores=cores, decay=0.5, min_seconds=0.05,
+                           cpu_clock=lambda: self.cpu,
+                           wall_clock=lambda: self.wall,
+                           thread_clock=self.threads.get)
+
+
+def test_trainer_cores_exclude_the_stage_threads():
+    clocks = _Clocks()
+    clocks.threads = {7: 0.0}
+    load = clocks.load(cores=4)
+    load.watch([7])
+    assert load.cores_used is None and load.training_width(3) == 1
+    load.handed()
+    # 0.1 s of training: the process used 0.3 CPU s, 0.1 of them the stage's
+    clocks.wall, clocks.cpu, clocks.threads[7] = 0.1, 0.3, 0.1
+    load.asked()
+    assert load.cores_used == pytest.approx(2.0)
+    assert load.training_width(3) == 2  # 4 cores, 2 busy
+    assert load.training_width(1) == 1
+    # waiting for data is not training: none of this counts
+    clocks.wall, clocks.cpu = 0.5, 1.0
+    load.handed()
+    clocks.wall, clocks.cpu, clocks.threads[7] = 0.6, 1.4, 0.1
+    load.asked()  # 4 cores busy, averaged with the 2 before
+    assert load.cores_used == pytest.approx((0.5 * 0.2 + 0.4) /
+                                            (0.5 * 0.1 + 0.1))
+    assert load.training_width(3) == 1  # 0.67 spare cores round to 1
+    load.handed()
+    clocks.wall, clocks.cpu = 0.7, 1.8
+    load.asked()  # 3.7 cores busy on average: nothing to spare
+    assert load.cores_used == pytest.approx(0.65 / 0.175)
+    assert load.training_width(3) == 0
+    # a stage thread that ended (its clock gone) never makes CPU negative
+    load.handed()
+    del clocks.threads[7]
+    clocks.wall = 0.8
+    load.asked()
+    before = load.cores_used
+    assert 0 <= before
+    load.watch([], reset=True)
+    clocks.wall, clocks.cpu = 0.9, 2.5
+    load.asked()  # no batch handed since the reset: nothing measured
+    assert load.cores_used == before
+
+
+class _Fixed:
+    def __init__(self, spare: int):
+        self.spare = spare
+
+    def training_width(self, workers: int) -> int:
+        return min(workers, self.spare)
+
+
+def test_launch_width():
+    # the default: one batch beside the trainer, every worker while it waits
+    assert launch_width(None, 3, 2, starved=False) == 1
+    assert launch_width(None, 3, 2, starved=True) == 3
+    # the trainer leaves two cores
+    assert launch_width(_Fixed(2), 3, 2, starved=False) == 2
+    assert launch_width(_Fixed(2), 3, 2, starved=True) == 3
+    # the trainer keeps every core busy: nothing beside it, and while it
+    # waits only its own batch
+    assert launch_width(_Fixed(0), 3, 0, starved=False) == 0
+    assert launch_width(_Fixed(0), 3, 0, starved=True) == 3
+    assert launch_width(_Fixed(0), 3, 1, starved=True) == 0
+
+
+def test_decay_is_checked():
+    with pytest.raises(ValueError, match="'decay=1'"):
+        TrainerLoad(decay=1)
+
+
+@pytest.fixture
+def data():
+    g = torch.Generator().manual_seed(0)
+    n = 400
+    return Data(edge_index=torch.randint(0, n, (2, 4000), generator=g),
+                x=torch.randn(n, 4), num_nodes=n)
+
+
+def _wait_for(predicate, seconds=10.0):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.01)
+    return False
+
+
+@pytest.mark.parametrize('workers', [1, 2])
+def test_a_busy_trainer_is_not_sampled_beside(data, monkeypatch, workers):
+    r"""``run_ahead='trainer_first'``: while a model that keeps every core
+    busy works on a batch, no batch is launched; a model that leaves a
+    core gets the next one sampled beside it."""
+    spare = {'cores': 0}
+    monkeypatch.setattr(TrainerLoad, 'training_width',
+                        lambda self, w: min(w, spare['cores']))
+    loader = FastNeighborLoader(data, [4, 3], batch_size=8, pipeline=True,
+                                run_ahead='trainer_first',
+                                sampling_workers=workers)
+    iterator = iter(loader)
+    next(iterator)
+    scheduler = iterator.scheduler
+    assert scheduler.launches == 1  # only the batch the trainer waited for
+    time.sleep(0.3)  # the trainer works
+    assert scheduler.launches == 1
+    next(iterator)  # the trainer waits: its batch is sampled
+    assert scheduler.launches == 2
+    spare['cores'] = 1
+    assert _wait_for(lambda: scheduler.launches > 2)
+    iterator.close()
+
+
+def test_the_default_run_ahead_samples_beside_the_trainer(data):
+    loader = FastNeighborLoader(data, [4, 3], batch_size=8, pipeline=True)
+    iterator = iter(loader)
+    next(iterator)
+    assert _wait_for(lambda: iterator.scheduler.launches > 1)
+    assert loader._trainer_load is None
+    iterator.close()
+
+
+def test_the_loader_measures_the_trainer_s_cores():
+    r"""Stage threads that sample while the trainer sleeps do not count as
+    the trainer's; a trainer that computes does."""
+    g = torch.Generator().manual_seed(0)
+    n = 20000
+    data = Data(edge_index=torch.randint(0, n, (2, 400000), generator=g),
+                x=torch.randn(n, 4), num_nodes=n)
+    loader = FastNeighborLoader(data, [25, 25], batch_size=256,
+                                pipeline=True, run_ahead='trainer_first',
+                                sampling_workers=2)
+    for _ in zip(range(8), loader):
+        time.sleep(0.03)
+    assert loader._trainer_load.cores_used < 0.25
+    for _ in zip(range(10), loader):
+        began = time.thread_time()
+        while time.thread_time() - began < 0.03:
+            pass
+    assert loader._trainer_load.cores_used > 0.5
