@@ -56,14 +56,14 @@ def hetero_fanouts(num_neighbors: Any,
     return {e: list(fanouts) for e in edge_types}
 
 
-def _per_hop(kind: Tensor, per_hop: List[int], num_kinds: int
-             ) -> List[List[int]]:
-    r"""How many of the items of every hop (``per_hop``, in hop order) are
-    of each kind: one list per kind."""
-    hops = len(per_hop)
-    hop = torch.repeat_interleave(torch.arange(hops), torch.tensor(per_hop))
-    counts = torch.bincount(kind * hops + hop, minlength=num_kinds * hops)
-    return counts.view(num_kinds, hops).tolist()
+def _per_hop(kind: Tensor, per_hop: Optional[List[int]], num_kinds: int
+             ) -> Tensor:
+    r"""``[num_kinds, hops]``: how many of the items of every hop
+    (``per_hop``, in hop order; ``None``: one hop of all) are of each
+    kind."""
+    parts = kind.split(per_hop) if per_hop else [kind]
+    return torch.stack([torch.bincount(part, minlength=num_kinds)
+                        for part in parts], 1)
 
 
 class HeteroNeighborSampler(HopSampler):
@@ -304,10 +304,12 @@ class HeteroNeighborSampler(HopSampler):
         types = topo.node_type_of(out.node)
         # Every node's index among the batch's nodes of its type.
         order = torch.sort(_narrow(types, num_types), stable=True).indices
-        per_type = torch.bincount(types, minlength=num_types)
+        nodes_per_hop = _per_hop(types, out.num_sampled_nodes, num_types)
+        per_type = nodes_per_hop.sum(1)
         first = torch.cumsum(per_type, 0) - per_type
         local = torch.empty_like(types)
-        local[order] = torch.arange(types.numel()) - first[types[order]]
+        local[order] = torch.arange(types.numel()) - torch.repeat_interleave(
+            first, per_type, output_size=types.numel())
         node, batch = {}, {}
         for i, name in enumerate(topo.node_types):
             idx = order[int(first[i]):int(first[i] + per_type[i])]
@@ -318,24 +320,21 @@ class HeteroNeighborSampler(HopSampler):
         # Edges grouped by relation with one stable sort (hop order kept).
         by_relation = torch.sort(_narrow(relation, len(topo.edge_types)),
                                  stable=True).indices
-        sizes = torch.bincount(relation, minlength=len(topo.edge_types))
+        edges_per_hop = _per_hop(relation, out.num_sampled_edges,
+                                 len(topo.edge_types))
+        sizes = edges_per_hop.sum(1)
         parts = [local[out.row[by_relation]].split(sizes.tolist()),
                  local[out.col[by_relation]].split(sizes.tolist()),
                  topo.edge_id[out.edge[by_relation]].split(sizes.tolist())]
         row, col, edge = ({e: p[r] for r, e in enumerate(topo.edge_types)}
                           for p in parts)
-        nodes_per_hop = edges_per_hop = None
-        if out.num_sampled_nodes is not None:
-            nodes_per_hop = dict(zip(topo.node_types, _per_hop(
-                types, out.num_sampled_nodes, num_types)))
-        if out.num_sampled_edges is not None:
-            edges_per_hop = dict(zip(topo.edge_types, _per_hop(
-                relation, out.num_sampled_edges, len(topo.edge_types))))
         return HeteroSamplerOutput(
             node=node, row=row, col=col, edge=edge,
             batch=batch if out.batch is not None else None,
-            num_sampled_nodes=nodes_per_hop,
-            num_sampled_edges=edges_per_hop)
+            num_sampled_nodes=None if out.num_sampled_nodes is None else
+            dict(zip(topo.node_types, nodes_per_hop.tolist())),
+            num_sampled_edges=None if out.num_sampled_edges is None else
+            dict(zip(topo.edge_types, edges_per_hop.tolist())))
 
     def __repr__(self) -> str:
         return (f'{self.__class__.__name__}(num_neighbors='
