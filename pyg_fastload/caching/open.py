@@ -11,7 +11,7 @@ import torch
 from torch import Tensor
 from torch_geometric.data import Data, HeteroData
 
-from ..config import FeatureCache, SettingError
+from ..config import FeatureCache
 from ..graph.convert import topology_of
 from ..graph.hetero import HeteroTopology
 from ..graph.topology import CSCTopology
@@ -197,8 +197,4 @@ def _configure(feature_store: TieredFeatureStore, graph_store: CSCGraphStore,
         configure_caches(feature_store, cache, topology,
                          scores=scores, train_nodes=train_nodes)
     if read_ahead and cache.read_ahead:
-        if hetero:
-            raise SettingError('read_ahead', 'storage read-ahead follows '
-                               'homogeneous batches only: leave it at 0 '
-                               'for a heterogeneous dataset')
         feature_store.set_read_ahead(cache.read_ahead)

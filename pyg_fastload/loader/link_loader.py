@@ -221,8 +221,10 @@ class FastLinkNeighborLoader(PipelinedLoader, LinkLoader):
         return data if self.transform is None else self.transform(data)
 
     def _hetero_filter(self, out: HeteroSamplerOutput) -> HeteroData:
-        if get_worker_info() is not None or not isinstance(self.data,
-                                                           HeteroData):
+        if get_worker_info() is not None:
+            return super().filter_fn(out)
+        if not isinstance(self.data, HeteroData):
+            self.retire_hetero(out)
             return super().filter_fn(out)
         if self.transform_sampler_output:
             out = self.transform_sampler_output(out)

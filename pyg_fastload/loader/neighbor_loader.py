@@ -256,6 +256,7 @@ class FastNeighborLoader(PipelinedLoader, NodeLoader):
         r"""A heterogeneous batch in PyG's layout, its feature matrices
         gathered into pooled buffers (stores: PyG's join)."""
         if not isinstance(self.data, HeteroData):
+            self.retire_hetero(out)
             return super().filter_fn(out)
         if self.transform_sampler_output:
             out = self.transform_sampler_output(out)

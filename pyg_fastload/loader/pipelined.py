@@ -115,6 +115,13 @@ class PipelinedLoader:
             return self.data[0]
         return None
 
+    def retire_hetero(self, out: HeteroSamplerOutput) -> None:
+        r"""Tells a feature source whose look-ahead saw :obj:`out` that
+        PyG's join is about to read its rows."""
+        store = self._feature_source
+        if store is not None and store.lookahead_depth:
+            store.retire(out.node)
+
     def join_hetero(self, out: HeteroSamplerOutput) -> HeteroData:
         r"""A heterogeneous batch in PyG's layout: every type's feature
         matrices gathered into pooled buffers, ``n_id``, ``e_id``,
@@ -155,7 +162,8 @@ class PipelinedLoader:
         depth = store.lookahead_depth if store is not None else 0
 
         def on_sampled(out: SamplerOutput) -> None:
-            if depth and isinstance(out, SamplerOutput):
+            if depth and isinstance(out, (SamplerOutput,
+                                          HeteroSamplerOutput)):
                 store.announce(out.node)
 
         pipelined = self._use_pipeline()

@@ -151,10 +151,12 @@ class DatasetSource:
                 self.kind not in ('dir', 'hetero-dir'):
             raise SettingError('feature_cache.in_memory',
                                'only applies to a dataset directory')
-        if cache is not None and self.is_hetero and cache.read_ahead:
-            raise SettingError('feature_cache.read_ahead', 'storage '
-                               'read-ahead follows homogeneous batches '
-                               'only: leave it at 0 on heterogeneous data')
+        if cache is not None and self.kind == 'hetero' and \
+                cache.read_ahead:
+            raise SettingError('feature_cache.read_ahead', 'reads ahead '
+                               'from storage: it needs a dataset directory '
+                               "('pyg-fastload prepare'), not a HeteroData "
+                               'in memory')
         if cache is not None and self.is_hetero and \
                 cache.device_cache == 'window':
             raise SettingError('feature_cache.device_cache', "window "

@@ -28,6 +28,19 @@ __all__ = ['TieredFeatureStore']
 Key = Tuple[Optional[str], str]
 
 
+#: A batch's node ids: one tensor, or one per node type (group).
+BatchIds = Union[Tensor, Dict[str, Tensor]]
+_NONE = torch.empty(0, dtype=torch.long)
+
+
+def _of_group(batch: BatchIds, group: Optional[str]) -> Tensor:
+    r"""The ids of :obj:`batch` that rows of :obj:`group` are read for
+    (none for a node type the batch lacks)."""
+    if isinstance(batch, dict):
+        return batch.get(group, _NONE)
+    return batch
+
+
 def _key(attr: TensorAttr) -> Key:
     return (attr.group_name, attr.attr_name)
 
@@ -378,13 +391,14 @@ class TieredFeatureStore(FeatureStore):
 
     # Look-ahead protocol (called by the loader) ##############################
 
-    def announce(self, ids: Tensor) -> None:
-        r"""A sampled batch needing the unique node :obj:`ids` entered the
-        loader's look-ahead window (batches are announced and retired in
-        the same order)."""
+    def announce(self, batch: BatchIds) -> None:
+        r"""A sampled batch needing the unique node ids :obj:`batch` (per
+        node type for a heterogeneous batch) entered the loader's look-ahead
+        window (batches are announced and retired in the same order)."""
         with self._window_lock:
             self._announced += 1
         for key, entry in self._entries.items():
+            ids = _of_group(batch, key[0])
             if isinstance(entry.device, WindowBufferedCache):
                 entry.device.announce(ids)
             accumulator = getattr(entry.storage, 'accumulator', None)
@@ -417,9 +431,10 @@ class TieredFeatureStore(FeatureStore):
             entry.storage.prefetch(torch.cat(pending))
             pending.clear()
 
-    def retire(self, ids: Tensor) -> None:
-        r"""The batch announced with :obj:`ids` is being fetched."""
-        for entry in self._entries.values():
+    def retire(self, batch: BatchIds) -> None:
+        r"""The batch announced with the same ids is being fetched."""
+        for (group, _), entry in self._entries.items():
+            ids = _of_group(batch, group)
             if isinstance(entry.device, WindowBufferedCache):
                 entry.device.retire(ids)
             accumulator = getattr(entry.storage, 'accumulator', None)

@@ -3,7 +3,7 @@ tiered store implements and that a partitioned or remote store will too.
 The loader and the callbacks depend on this protocol only."""
 from __future__ import annotations
 
-from typing import Dict, Optional, Protocol, runtime_checkable
+from typing import Dict, Optional, Protocol, Union, runtime_checkable
 
 import torch
 from torch import Tensor
@@ -44,10 +44,11 @@ class FeatureSource(Protocol):
                  group_name: Optional[str] = None) -> torch.dtype:
         r"""The element type of an attribute."""
 
-    def announce(self, ids: Tensor) -> None:
-        r"""A sampled batch needing node :obj:`ids` entered the window."""
+    def announce(self, ids: Union[Tensor, Dict[str, Tensor]]) -> None:
+        r"""A sampled batch needing node :obj:`ids` (per node type for a
+        heterogeneous batch) entered the window."""
 
-    def retire(self, ids: Tensor) -> None:
+    def retire(self, ids: Union[Tensor, Dict[str, Tensor]]) -> None:
         r"""The batch announced with :obj:`ids` is being fetched."""
 
     def stats(self) -> TierStats:

@@ -206,8 +206,6 @@ def test_open_dataset_serves_a_hetero_directory_from_disk(tmp_path):
     for a, b in zip(FastNeighborLoader(data, **kwargs), got):
         for t in ('paper', 'author'):
             assert torch.equal(a[t].x, b[t].x)
-    with pytest.raises(SettingError, match='read_ahead'):
-        open_dataset(tmp_path / 'ds', read_ahead=2, host_budget=0.1)
     with pytest.raises(ValueError, match="'topology' replaces"):
         open_dataset(tmp_path / 'ds', topology=graph.topology)
 
@@ -229,3 +227,78 @@ def test_an_auto_device_budget_is_sized_over_every_type():
     # sized after the first step: this machine has room for everything
     assert cached_rows(store, 'author', 'device') == list(range(7))
     assert cached_rows(store, 'paper', 'device') == list(range(10))
+
+
+@pytest.mark.parametrize('storage', ['mmap', 'direct'])
+def test_read_ahead_serves_a_hetero_directory(tmp_path, storage):
+    r"""Storage read-ahead over several node types: each type's rows are
+    announced and retired per batch; the batches stay the same, and direct
+    reads merge later batches' rows per type."""
+    from pyg_fastload.datasets.hetero_prepare import write_hetero_data
+    from pyg_fastload.storage.accumulator import AccessModel
+    data = generate_hetero('hetero-tiny')
+    data['author'].x = torch.randn(data['author'].num_nodes, 5)
+    write_hetero_data(data, tmp_path / 'ds', name='t', source='t',
+                      progress=False)
+
+    def epoch(read_ahead):
+        features, graph = open_dataset(tmp_path / 'ds', storage=storage,
+                                       read_ahead=read_ahead,
+                                       host_budget='2KiB')
+        for entry in features._entries.values():
+            if getattr(entry.storage, 'accumulator', None) is not None:
+                # always merge, up to 4 batches
+                entry.storage.accumulator.model = AccessModel(1000.0, 1.0)
+        loader = FastNeighborLoader(
+            (features, graph), [3, 2], input_nodes=('paper', torch.arange(
+                60)), batch_size=10, shuffle=True, pipeline=False,
+            generator=torch.Generator().manual_seed(0))
+        return [(b['paper'].x.clone(), b['author'].x.clone())
+                for b in loader], features
+
+    plain, _ = epoch(0)
+    ahead, features = epoch(4)
+    assert len(plain) == len(ahead) == 6
+    for (a, b), (c, d) in zip(plain, ahead):
+        assert torch.equal(a, c) and torch.equal(b, d)
+    if storage == 'direct':
+        stats = features.accumulator_stats()
+        for group in ('paper', 'author'):
+            # 4 batches sampled ahead: each submission serves its batch
+            # and 3 more
+            assert stats[f'{group}.x']['announced'] == 6
+            assert stats[f'{group}.x']['merged_batches'] == 6 - 2
+    else:  # the misses of each type were hinted to the kernel ahead
+        for group in ('paper', 'author'):
+            storage = features._entries[(group, 'x')].storage
+            assert storage.prefetched_pages > 0
+
+
+def test_read_ahead_serves_hetero_link_batches(tmp_path):
+    from pyg_fastload import FastLinkNeighborLoader
+    from pyg_fastload.datasets.hetero_prepare import write_hetero_data
+    data = generate_hetero('hetero-tiny')
+    data['author'].x = torch.randn(data['author'].num_nodes, 5)
+    write_hetero_data(data, tmp_path / 'ds', name='t', source='t',
+                      progress=False)
+    relation = ('author', 'writes', 'paper')
+
+    def epoch(read_ahead):
+        features, graph = open_dataset(tmp_path / 'ds', storage='direct',
+                                       read_ahead=read_ahead)
+        loader = FastLinkNeighborLoader(
+            (features, graph), [3, 2], edge_label_index=(
+                relation, data[relation].edge_index[:, :40]),
+            batch_size=8, neg_sampling='binary', shuffle=True,
+            pipeline=True, generator=torch.Generator().manual_seed(0))
+        return [(b['paper'].x.clone(), b['author'].x.clone())
+                for b in loader], features
+
+    plain, _ = epoch(0)
+    ahead, features = epoch(3)
+    assert len(plain) == len(ahead) == 5
+    for (a, b), (c, d) in zip(plain, ahead):
+        assert torch.equal(a, c) and torch.equal(b, d)
+    stats = features.accumulator_stats()
+    assert stats['paper.x']['announced'] == 5
+    assert stats['author.x']['announced'] == 5
