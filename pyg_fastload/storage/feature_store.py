@@ -17,6 +17,7 @@ from .buffer_pool import BufferPool
 from .counters import TierCounters
 from .direct import DirectStorage
 from .io_stats import process_memory, reset_peak_rss
+from .protocol import BatchIds, of_group
 from .gpu_direct import GpuDirectStorage
 from .read_ahead import AdaptiveReadAhead
 from .tier_gather import (TierEntry, gather_tiers, holding, static_misses,
@@ -26,19 +27,6 @@ from .tiers import MemoryStorage, MmapStorage, StaticCache, WindowBufferedCache
 __all__ = ['TieredFeatureStore']
 
 Key = Tuple[Optional[str], str]
-
-
-#: A batch's node ids: one tensor, or one per node type (group).
-BatchIds = Union[Tensor, Dict[str, Tensor]]
-_NONE = torch.empty(0, dtype=torch.long)
-
-
-def _of_group(batch: BatchIds, group: Optional[str]) -> Tensor:
-    r"""The ids of :obj:`batch` that rows of :obj:`group` are read for
-    (none for a node type the batch lacks)."""
-    if isinstance(batch, dict):
-        return batch.get(group, _NONE)
-    return batch
 
 
 def _key(attr: TensorAttr) -> Key:
@@ -398,7 +386,7 @@ class TieredFeatureStore(FeatureStore):
         with self._window_lock:
             self._announced += 1
         for key, entry in self._entries.items():
-            ids = _of_group(batch, key[0])
+            ids = of_group(batch, key[0])
             if isinstance(entry.device, WindowBufferedCache):
                 entry.device.announce(ids)
             accumulator = getattr(entry.storage, 'accumulator', None)
@@ -434,7 +422,7 @@ class TieredFeatureStore(FeatureStore):
     def retire(self, batch: BatchIds) -> None:
         r"""The batch announced with the same ids is being fetched."""
         for (group, _), entry in self._entries.items():
-            ids = _of_group(batch, group)
+            ids = of_group(batch, group)
             if isinstance(entry.device, WindowBufferedCache):
                 entry.device.retire(ids)
             accumulator = getattr(entry.storage, 'accumulator', None)

@@ -8,11 +8,22 @@ from typing import Dict, Optional, Protocol, Union, runtime_checkable
 import torch
 from torch import Tensor
 
-__all__ = ['FeatureSource', 'TierStats']
+__all__ = ['FeatureSource', 'TierStats', 'BatchIds', 'of_group']
 
 #: Per attribute, per tier (``'device'``, ``'host'``, ``'storage'``, ...):
 #: counters such as ``requests``, ``hits``, ``bytes``, ``hit_ratio``.
 TierStats = Dict[str, Dict[str, Dict[str, float]]]
+#: A batch's node ids: one tensor, or one per node type (group).
+BatchIds = Union[Tensor, Dict[str, Tensor]]
+_NONE = torch.empty(0, dtype=torch.long)
+
+
+def of_group(batch: BatchIds, group: Optional[str]) -> Tensor:
+    r"""The ids of :obj:`batch` that rows of :obj:`group` are read for
+    (none for a node type the batch lacks)."""
+    if isinstance(batch, dict):
+        return batch.get(group, _NONE)
+    return batch
 
 
 @runtime_checkable
@@ -44,11 +55,11 @@ class FeatureSource(Protocol):
                  group_name: Optional[str] = None) -> torch.dtype:
         r"""The element type of an attribute."""
 
-    def announce(self, ids: Union[Tensor, Dict[str, Tensor]]) -> None:
+    def announce(self, ids: BatchIds) -> None:
         r"""A sampled batch needing node :obj:`ids` (per node type for a
         heterogeneous batch) entered the window."""
 
-    def retire(self, ids: Union[Tensor, Dict[str, Tensor]]) -> None:
+    def retire(self, ids: BatchIds) -> None:
         r"""The batch announced with :obj:`ids` is being fetched."""
 
     def stats(self) -> TierStats:
