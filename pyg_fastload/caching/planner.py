@@ -189,14 +189,13 @@ def _configure_types(store: TieredFeatureStore, cache: FeatureCache,
     r"""One byte budget over the feature rows of several node types: every
     row of every type ranked by :obj:`scores` (per global node id of
     :obj:`topology`), the hottest rows, whatever their type, fill the
-    device cache, the next ones the host buffer."""
+    device cache, the next ones the host buffer. With window buffering the
+    hottest rows fill the host buffer, and each type's window holds as many
+    rows as the ranking would give its type in a static device cache."""
     if not by_type:
         return
     types = ', '.join(map(str, by_type))
-    if cache.device_cache == 'window':
-        raise SettingError('device_cache', f"window buffering over several "
-                           f"node types ({types}) is not supported: use "
-                           f"device_cache='static'")
+    window = cache.device_cache == 'window'
     if not isinstance(topology, HeteroTopology):
         raise ValueError(f"caches over several node types ({types}) rank "
                          f"the rows of every type together: pass the graph's "
@@ -231,6 +230,9 @@ def _configure_types(store: TieredFeatureStore, cache: FeatureCache,
         num_cached = int(torch.searchsorted(used, spent + host, right=True))
         device_pos = order[:num_device]
         host_pos = order[num_device:num_cached]
+        if window:  # the window fills itself: the host takes the hottest
+            host_pos = order[:int(torch.searchsorted(used, host,
+                                                     right=True))]
     if auto:
         _size_after_first_step(store, cache, topology, attrs, scores, seed,
                                reserve_bytes)
@@ -238,5 +240,10 @@ def _configure_types(store: TieredFeatureStore, cache: FeatureCache,
         start, first = spans[group]
         mine = [pos[(pos >= start) & (pos < start + rows)]
                 for pos in (host_pos, device_pos)]
-        store.fill_caches(keys, host_ids=ids[mine[0]] - first,
-                          device_ids=ids[mine[1]] - first, seed=seed)
+        if window:
+            store.fill_caches(keys, host_ids=ids[mine[0]] - first,
+                              window_rows=mine[1].numel(),
+                              window_size=cache.window, seed=seed)
+        else:
+            store.fill_caches(keys, host_ids=ids[mine[0]] - first,
+                              device_ids=ids[mine[1]] - first, seed=seed)

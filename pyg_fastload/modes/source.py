@@ -157,11 +157,6 @@ class DatasetSource:
                                'from storage: it needs a dataset directory '
                                "('pyg-fastload prepare'), not a HeteroData "
                                'in memory')
-        if cache is not None and self.is_hetero and \
-                cache.device_cache == 'window':
-            raise SettingError('feature_cache.device_cache', "window "
-                               "buffering over several node types is not "
-                               "supported: use 'static'")
 
     def prepare(self) -> None:
         r"""Generates and caches a synthetic preset (once per machine)."""

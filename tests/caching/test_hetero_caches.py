@@ -13,11 +13,12 @@ from pyg_fastload.caching import (
     presample_scores,
     stores_from_data,
 )
-from pyg_fastload.config import FeatureCache, SettingError
+from pyg_fastload.config import FeatureCache
 from pyg_fastload.datasets import generate_hetero
 from pyg_fastload.graph.convert import topology_of
 from pyg_fastload.sampling import HeteroNeighborSampler
 from pyg_fastload.storage import TieredFeatureStore
+from pyg_fastload.storage.tiers import WindowBufferedCache
 
 
 def two_types():
@@ -75,16 +76,58 @@ def test_a_fraction_is_one_of_the_bytes_of_every_type():
     assert cached_rows(store, 'author') == [0]
 
 
-def test_window_buffering_over_several_types_is_refused():
+def test_window_buffering_over_several_types():
+    r"""Each type's window holds the rows the ranking would give its type
+    in a static device cache; the host buffer takes the hottest rows."""
     data = two_types()
     store = TieredFeatureStore()
     for t in data.node_types:
         store.put_tensor(data[t].x, group_name=t, attr_name='x', index=None)
-    with pytest.raises(SettingError, match="device_cache.*several node "
-                       "types.*device_cache='static'"):
-        configure_caches(store, FeatureCache(device_budget=64,
-                                             device_cache='window'),
-                         topology_of(data), scores=torch.rand(17))
+    scores = torch.arange(17, 0, -1).double()  # papers hotter
+    # 192 of 384 bytes: every paper and one author; the host's 64 bytes:
+    # the 4 hottest papers
+    configure_caches(store, FeatureCache(host_budget=64, device_budget=192,
+                                         device_cache='window', window=2),
+                     topology_of(data), scores=scores)
+    assert store.window_size == 2
+    for t, rows in (('paper', 10), ('author', 1)):
+        window = store._entries[(t, 'x')].device
+        assert isinstance(window, WindowBufferedCache)
+        assert window.capacity == rows
+    assert cached_rows(store, 'paper') == [0, 1, 2, 3]
+    assert cached_rows(store, 'author') == []
+
+
+def test_windows_serve_hetero_batches():
+    data = generate_hetero('hetero-tiny')
+    for t in ('author', 'institution'):
+        data[t].x = torch.randn(data[t].num_nodes, 6)
+    stores = stores_from_data(data, FeatureCache(
+        device_budget=0.3, device_cache='window', window=3))
+    kwargs = dict(num_neighbors=[4, 3], input_nodes=('paper', torch.arange(
+        100)), batch_size=25, generator=torch.Generator().manual_seed(0))
+    plain = list(FastNeighborLoader(data, **kwargs))
+    kwargs['generator'] = torch.Generator().manual_seed(0)
+    windows = [stores[0]._entries[(t, 'x')].device
+               for t in ('paper', 'author')]
+    iterator = iter(FastNeighborLoader(stores, pipeline=False, **kwargs))
+    windowed = [next(iterator)]
+    # the batches sampled ahead were announced to each type's window
+    assert all(int(w.pending.sum()) > 0 for w in windows)
+    windowed += list(iterator)
+    assert len(plain) == len(windowed) == 4
+    # every batch was announced and retired per type
+    assert all(bool((w.pending == 0).all()) for w in windows)
+    for a, b in zip(plain, windowed):
+        for t in ('paper', 'author', 'institution'):
+            assert torch.equal(a[t].x, b[t].x)
+    stats = stores[0].stats()
+    for t in ('paper', 'author'):
+        device = stats[f'{t}.x']['device']
+        # the windows admitted the announced rows before they were read
+        assert device['requests'] == sum(b[t].n_id.numel()
+                                         for b in windowed)
+        assert device['hits'] > 0
 
 
 def test_hotness_of_one_relation_is_the_homogeneous_hotness():

@@ -67,7 +67,7 @@ def test_fit_on_a_hetero_preset_from_the_command_line(tmp_path, capsys):
 
 @pytest.mark.reliability(
     fault='a HeteroData with a setting that does not take it yet (a '
-          'partitioned mode, window buffering, read-ahead, GCN or the MLP) '
+          'partitioned mode, storage read-ahead in memory, GCN or the MLP) '
           'or with labels on several node types',
     behaviour='a ConfigError naming the setting and what to use instead')
 def test_what_hetero_data_cannot_take_yet_is_named(tmp_path):
@@ -75,11 +75,10 @@ def test_what_hetero_data_cannot_take_yet_is_named(tmp_path):
     with pytest.raises(ConfigError) as info:
         FastLoadDataModule(data, mode='pagraph', partitions=str(tmp_path))
     assert info.value.config_key == 'data.mode'
-    for key, value in (('device_cache', 'window'), ('read_ahead', 2)):
-        with pytest.raises(ConfigError) as info:
-            FastLoadDataModule(data, feature_cache=FeatureCache(
-                device_budget=0.1, **{key: value}))
-        assert info.value.config_key == f'data.feature_cache.{key}'
+    with pytest.raises(ConfigError, match='dataset directory') as info:
+        FastLoadDataModule(data, feature_cache=FeatureCache(
+            device_budget=0.1, read_ahead=2))
+    assert info.value.config_key == 'data.feature_cache.read_ahead'
     data['author'].y = torch.zeros(80, dtype=torch.long)
     with pytest.raises(ConfigError, match="exactly one node type") as info:
         FastLoadDataModule(data, progress=False).num_classes
