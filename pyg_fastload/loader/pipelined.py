@@ -80,7 +80,7 @@ class PipelinedLoader:
         self.device = check_device(device, self.num_workers)
         self._transfer = DeviceTransfer(self.device)
         self._scheduler: Optional[RunAheadScheduler] = None
-        #: The trainer's cores, measured across epochs (adaptive run-ahead).
+        #: The trainer's cores, measured across epochs (trainer_first).
         self._trainer_load: Optional[TrainerLoad] = None
         self.time_breakdown = new_breakdown()
         self._auto_decision: Optional[bool] = None
