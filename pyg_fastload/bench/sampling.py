@@ -163,7 +163,7 @@ def _trainer(data: Data, args: argparse.Namespace
     alone = out['alone'][0]
     print(f'\nCPU-bound trainer: a {size}x{size} product per step on all '
           f'cores, {alone * 1e3:.0f} ms with batches sampled beforehand')
-    table = Table({'beside': 32, 'model ms/step': 14, 'vs alone': 9,
+    table = Table({'beside': 36, 'model ms/step': 14, 'vs alone': 9,
                    'wall ms/step': 12})
     for name, (model, wall) in out.items():
         table.row(name, model * 1e3, f'{model / alone - 1:+.1%}',
