@@ -151,12 +151,17 @@ def _trainer(data: Data, args: argparse.Namespace
                 pipeline=True, sampling_workers=workers,
                 run_ahead=run_ahead)
     times: Dict[str, List[Tuple[float, float]]] = {'alone': []}
+    cores: List[float] = []  # the trainer's cores trainer_first measured
     for _ in range(args.rounds):
         times['alone'].append(_train([None] * (args.batches + 1), size,
                                      args.batches))
         for name, kwargs in sides.items():
+            loader = _loader(data, args, **kwargs)
             times.setdefault(name, []).append(
-                _train(_loader(data, args, **kwargs), size, args.batches))
+                _train(loader, size, args.batches))
+            load = loader._trainer_load
+            if load is not None and load.cores_used is not None:
+                cores.append(load.cores_used)
     out = {name: (median([t[0] for t in values]),
                   median([t[1] for t in values]))
            for name, values in times.items()}
@@ -168,6 +173,9 @@ def _trainer(data: Data, args: argparse.Namespace
     for name, (model, wall) in out.items():
         table.row(name, model * 1e3, f'{model / alone - 1:+.1%}',
                   wall * 1e3)
+    print(f"run_ahead='trainer_first' measured the trainer's step at "
+          + (f"{median(cores):.2f} of {cpu_count()} cores (median over its "
+             f"runs)" if cores else "no cores (steps too short to measure)"))
     for run_ahead in ('adaptive', 'trainer_first'):
         cost = out[f'pool of 2, {run_ahead}'][0] / alone - 1
         print(f"{'met' if cost <= 0.05 else 'SHORT'}: the pool of 2 with "

@@ -23,6 +23,7 @@ def test_bench_sampling_times_every_side(tmp_path, capsys):
                                             'pool of 2')
         for run_ahead in ('adaptive', 'trainer_first')}
     assert "run_ahead='trainer_first' slows the trainer" in text
+    assert "run_ahead='trainer_first' measured the trainer's step at" in text
     assert set(out['batch_ms']) == {
         f'{kind}, width {width}' for width in (1, 2)
         for kind in ('one draw per hop', 'chunk tasks')}
