@@ -181,3 +181,26 @@ def test_a_hetero_checkpoint_rebuilds_without_a_data_module(tmp_path):
     with pytest.raises(ConfigError, match='not a HeteroSchema') as info:
         NodeClassifier(schema={'target': 'paper'})
     assert info.value.config_key == 'model.schema'
+
+
+def test_fit_on_a_hetero_directory_with_windows_and_read_ahead(tmp_path):
+    r"""Window buffering and storage read-ahead over several node types
+    are taken from the CLI, and the paper type's window serves rows."""
+    from pyg_fastload.datasets.hetero_prepare import prepare_hetero_preset
+    directory = tmp_path / 'tiny'
+    prepare_hetero_preset('hetero-tiny', directory, progress=False)
+    main(['fit', '--data.dataset', str(directory), '--data.num_neighbors',
+          '[4, 3]', '--data.batch_size', '64', '--data.progress', 'false',
+          '--data.feature_cache.device_budget', '0.3',
+          '--data.feature_cache.device_cache', 'window',
+          '--data.feature_cache.window', '2',
+          '--data.feature_cache.storage', 'direct',
+          '--data.feature_cache.read_ahead', '2',
+          '--model.hidden_channels', '16', '--model.num_layers', '2',
+          '--trainer.max_epochs', '1', '--trainer.accelerator', 'cpu',
+          '--trainer.enable_progress_bar', 'false',
+          '--trainer.default_root_dir', str(tmp_path)])
+    [stats] = tmp_path.rglob('fastload_stats.json')
+    epoch = json.loads(stats.read_text())['epochs'][0]
+    paper = epoch['cache']['paper.x']
+    assert 0 < paper['device']['hits'] <= paper['device']['requests']
