@@ -57,6 +57,10 @@ class FastLoadDataModule(pl.LightningDataModule):
             dataset keeps them (memory, or disk for a directory).
         pipeline (bool or str): the loaders' ``pipeline`` option.
         queue_capacity (int): batches ready ahead of the model.
+        run_ahead (str or int): the loaders' ``run_ahead``: ``'adaptive'``
+            (ByteGNN's launch score), ``'trainer_first'`` (the same, but
+            while the model works only on the cores it leaves idle) or a
+            fixed number of batches in flight.
         sampling_workers (int): threads sampling batches at once while the
             model waits for data (ByteGNN's pool; ``1``: one sampling
             thread; the partitioned modes' collective sampling needs 1).
@@ -111,6 +115,8 @@ class FastLoadDataModule(pl.LightningDataModule):
         feature_cache: Optional[FeatureCache] = None,
         pipeline: Union[bool, Literal['auto']] = 'auto',
         queue_capacity: int = 2,
+        run_ahead: Union[int, Literal['adaptive', 'trainer_first']] = (
+            'adaptive'),
         sampling_workers: int = 1,
         num_workers: int = 0,
         drop_last: bool = False,
@@ -140,7 +146,8 @@ class FastLoadDataModule(pl.LightningDataModule):
             eval_num_neighbors=eval_num_neighbors,
             eval_batch_size=eval_batch_size, feature_cache=feature_cache,
             pipeline=pipeline, queue_capacity=queue_capacity,
-            sampling_workers=sampling_workers, num_workers=num_workers,
+            run_ahead=run_ahead, sampling_workers=sampling_workers,
+            num_workers=num_workers,
             drop_last=drop_last,
             adjacency=adjacency, seed=seed, progress=progress, verify=verify,
             launch_order=launch_order,

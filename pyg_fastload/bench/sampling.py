@@ -173,7 +173,7 @@ def _trainer(data: Data, args: argparse.Namespace
     for name, (model, wall) in out.items():
         table.row(name, model * 1e3, f'{model / alone - 1:+.1%}',
                   wall * 1e3)
-    print(f"run_ahead='trainer_first' measured the trainer's step at "
+    print("run_ahead='trainer_first' measured the trainer's step at "
           + (f"{median(cores):.2f} of {cpu_count()} cores (median over its "
              f"runs)" if cores else "no cores (steps too short to measure)"))
     for run_ahead in ('adaptive', 'trainer_first'):

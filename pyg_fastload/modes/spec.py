@@ -11,8 +11,8 @@ from typing import Any, Callable, Dict, List, Literal, Optional, Union
 import torch_geometric.transforms as T
 
 from ..caching import Scores, loader_scores
-from ..config import (FeatureCache, SettingError, check_fanouts,
-                      check_sampling_workers)
+from ..config import (FeatureCache, PipelineSettings, SettingError,
+                      check_fanouts, check_sampling_workers)
 from ..distributed.collectives import digest
 from ..distributed.dsp import LAUNCH_ORDERS
 from ..io.format import VERIFY_MODES
@@ -119,6 +119,7 @@ class LoadingSpec:
     feature_cache: Optional[FeatureCache] = None
     pipeline: Union[bool, str] = 'auto'
     queue_capacity: int = 2
+    run_ahead: Union[str, int] = 'adaptive'
     sampling_workers: int = 1
     num_workers: int = 0
     drop_last: bool = False
@@ -144,6 +145,7 @@ class LoadingSpec:
             else self.eval_batch_size))
         _positive_int('queue_capacity', self.queue_capacity)
         check_sampling_workers(self.sampling_workers)
+        PipelineSettings(run_ahead=self.run_ahead)  # names it if invalid
         if isinstance(self.num_workers, bool) or not isinstance(
                 self.num_workers, int) or self.num_workers < 0:
             raise SettingError('num_workers', f"{self.num_workers!r} must be "
@@ -242,6 +244,7 @@ class LoadingSpec:
         return dict(num_neighbors=self.fanouts(train),
                     batch_size=self.batch(train), pipeline=self.pipeline,
                     queue_capacity=self.queue_capacity,
+                    run_ahead=self.run_ahead,
                     sampling_workers=self.sampling_workers,
                     num_workers=self.num_workers,
                     persistent_workers=self.num_workers > 0)

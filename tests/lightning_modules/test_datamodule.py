@@ -98,6 +98,10 @@ def test_data_object_and_saved_file(cache_dir, tmp_path):
     assert (dm.num_features, dm.num_classes) == (16, 4)
     assert 'dataset' not in dm.hparams  # a Data is not a hyper-parameter
     assert next(iter(dm.train_dataloader())).x.size(1) == 16
+    assert dm.train_dataloader().run_ahead == 'adaptive'
+    dm = FastLoadDataModule(data, num_neighbors=[3], batch_size=64,
+                            run_ahead='trainer_first', progress=False)
+    assert dm.train_dataloader().run_ahead == 'trainer_first'
     path = tmp_path / 'graph.pt'
     torch.save(Data(x=data.x, y=data.y, edge_index=data.edge_index,
                     train_mask=data.train_mask), path)
@@ -112,6 +116,7 @@ def test_data_object_and_saved_file(cache_dir, tmp_path):
     (dict(num_neighbors=[5, -3]), 'num_neighbors'),
     (dict(batch_size=0), 'batch_size'),
     (dict(pipeline='sometimes'), 'pipeline'),
+    (dict(run_ahead='eager'), 'run_ahead'),
     (dict(adjacency='dense'), 'adjacency'),
     (dict(feature_cache={'host_budget': '150%'}),
      'feature_cache.host_budget'),

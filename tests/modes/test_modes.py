@@ -26,6 +26,7 @@ from ..conftest import random_graph
     ({'batch_size': 0}, 'batch_size'),
     ({'batch_size': True}, 'batch_size'),
     ({'queue_capacity': 0}, 'queue_capacity'),
+    ({'run_ahead': 'eager'}, 'run_ahead'),
     ({'sampling_workers': 0}, 'sampling_workers'),
     ({'num_workers': -1}, 'num_workers'),
     ({'pipeline': 'sometimes'}, 'pipeline'),
@@ -56,6 +57,9 @@ def test_the_spec_fills_evaluation_defaults_once():
     assert spec.loader_kwargs(True)['sampling_workers'] == 1
     assert LoadingSpec(sampling_workers=2).loader_kwargs(False)[
         'sampling_workers'] == 2
+    assert spec.loader_kwargs(True)['run_ahead'] == 'adaptive'
+    assert LoadingSpec(run_ahead='trainer_first').loader_kwargs(True)[
+        'run_ahead'] == 'trainer_first'
     with pytest.raises(Exception):  # frozen: callers cannot change it
         spec.batch_size = 1
     with pytest.raises(SettingError, match="'gds' reads rows"):
