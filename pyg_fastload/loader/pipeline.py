@@ -392,7 +392,6 @@ class PipelineIterator:
             trainer_load.watch((), reset=True)
         self.shared = _Shared(sample_capacity, capacity, breakdown,
                               trainer_load)
-        self.load = trainer_load
         self.clock = _ConsumerClock(breakdown)
         self.scheduler = scheduler
         self.transfer = transfer
@@ -431,8 +430,8 @@ class PipelineIterator:
             raise StopIteration
         self.served = _step_done(self.served, self.after_first_step)
         started = self.clock.start_wait()
-        if self.load is not None:
-            self.load.asked()
+        if self.shared.load is not None:
+            self.shared.load.asked()
         try:
             item = self._wait()
         except BaseException:  # Ctrl-C while waiting: stop the stages now,
@@ -451,8 +450,8 @@ class PipelineIterator:
         self.clock.count_ahead(self.scheduler.in_flight)
         self.scheduler.consumed(self.clock.last_model)
         self.clock.end_wait(started, True)
-        if self.load is not None:
-            self.load.handed()
+        if self.shared.load is not None:
+            self.shared.load.handed()
         return data
 
     def _wait(self) -> Any:
