@@ -124,6 +124,9 @@ class HeteroNeighborSampler(HopSampler):
         self.fanout = torch.tensor(
             [self.num_neighbors[e] for e in topo.edge_types],
             dtype=torch.long).view(len(topo.edge_types), self.num_hops)
+        #: The distinct fan-outs of every hop (one draw call each).
+        self.hop_fanouts = [sorted(set(self.fanout[:, hop].tolist()))
+                            for hop in range(self.num_hops)]
         #: Node types without node times (their seeds need input times).
         self.untimed_types: List[str] = []
         if time_attr is not None:
@@ -153,7 +156,8 @@ class HeteroNeighborSampler(HopSampler):
         start = topo.indptr.index_select(0, segment)
         deg = topo.indptr.index_select(0, segment + 1) - start
         k = self.fanout[relation, hop]
-        pos, counts = self._draw(start, deg, k, generator)
+        pos, counts = self._draw(start, deg, k, self.hop_fanouts[hop],
+                                 generator)
         per_node = torch.zeros(frontier.numel(), dtype=torch.long)
         per_node.index_add_(0, owner, counts)
         return topo.indices.index_select(0, pos).long(), per_node, pos
@@ -173,7 +177,8 @@ class HeteroNeighborSampler(HopSampler):
             counts = torch.where(k < 0, valid, torch.minimum(valid, k))
             pos = expand_ranges(start + valid - counts, counts)
         else:
-            pos, counts = self._draw(start, valid, k, generator)
+            pos, counts = self._draw(start, valid, k,
+                                     self.hop_fanouts[hop], generator)
         per_node = torch.zeros(frontier.numel(), dtype=torch.long)
         per_node.index_add_(0, owner, counts)
         return (index.indices.index_select(0, pos), per_node,
@@ -193,10 +198,11 @@ class HeteroNeighborSampler(HopSampler):
         return super().seed_time(seeds, time, name)
 
     def _draw(self, start: Tensor, deg: Tensor, k: Tensor,
-              generator: Optional[torch.Generator]) -> Tuple[Tensor, Tensor]:
-        r"""Draws for every segment with its own fan-out: one vectorized
-        call per distinct fan-out value, positions grouped by segment."""
-        values = torch.unique(k).tolist()
+              values: List[int], generator: Optional[torch.Generator]
+              ) -> Tuple[Tensor, Tensor]:
+        r"""Draws for every segment with its own fan-out :obj:`k` (one of
+        :obj:`values`): one vectorized call per value, positions grouped
+        by segment."""
         if len(values) == 1 and values[0] != 0:  # one fan-out everywhere
             return self._draw_all(start, deg, values[0], generator)
         counts = torch.zeros_like(deg)
@@ -205,6 +211,8 @@ class HeteroNeighborSampler(HopSampler):
             if value == 0:
                 continue
             idx = (k == value).nonzero().view(-1)
+            if idx.numel() == 0:
+                continue
             pos, cnt = self._draw_all(start[idx], deg[idx], value, generator)
             counts[idx] = cnt
             draws.append((idx, pos, cnt))
@@ -313,9 +321,9 @@ class HeteroNeighborSampler(HopSampler):
         node, batch = {}, {}
         for i, name in enumerate(topo.node_types):
             idx = order[int(first[i]):int(first[i] + per_type[i])]
-            node[name] = out.node[idx] - topo.node_offset[i]
+            node[name] = out.node.index_select(0, idx) - topo.node_offset[i]
             if out.batch is not None:
-                batch[name] = out.batch[idx]
+                batch[name] = out.batch.index_select(0, idx)
         relation = topo.relation_of(out.edge)
         # Edges grouped by relation with one stable sort (hop order kept).
         by_relation = torch.sort(_narrow(relation, len(topo.edge_types)),
@@ -323,9 +331,11 @@ class HeteroNeighborSampler(HopSampler):
         edges_per_hop = _per_hop(relation, out.num_sampled_edges,
                                  len(topo.edge_types))
         sizes = edges_per_hop.sum(1)
-        parts = [local[out.row[by_relation]].split(sizes.tolist()),
-                 local[out.col[by_relation]].split(sizes.tolist()),
-                 topo.edge_id[out.edge[by_relation]].split(sizes.tolist())]
+        # index_select, not ``[]``: several times faster on one thread.
+        parts = [source.index_select(0, index.index_select(0, by_relation))
+                 .split(sizes.tolist()) for source, index in
+                 ((local, out.row), (local, out.col),
+                  (topo.edge_id, out.edge))]
         row, col, edge = ({e: p[r] for r, e in enumerate(topo.edge_types)}
                           for p in parts)
         return HeteroSamplerOutput(
