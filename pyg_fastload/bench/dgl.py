@@ -115,6 +115,7 @@ def run(args: argparse.Namespace) -> Dict[str, Any]:
              f'{args.sampling_workers})'] = dict(
                  pipeline=True, sampling_workers=args.sampling_workers)
     rates: Dict[str, float] = {}
+    result: Dict[str, Any] = {'batches_per_s': rates}
     for name, kwargs in ours.items():
         times = []
         for _ in range(args.rounds):
@@ -123,6 +124,13 @@ def run(args: argparse.Namespace) -> Dict[str, Any]:
                 batch_size=args.batch_size, shuffle=False, **kwargs)
             times.append(time_loader(loader, args.warmup, args.batches)[1])
         rates[name] = args.batches / median(times)
+        parts = loader.time_breakdown  # the last round's
+        per_batch = {part: 1e3 * parts[part] / max(parts['batches'], 1)
+                     for part in ('sampling', 'feature_loading')}
+        result[f'{name} ms per batch'] = per_batch
+        print(f"{name}: sampling {per_batch['sampling']:.1f} ms and "
+              f"feature loading {per_batch['feature_loading']:.1f} ms per "
+              f"batch (each stage's busy time, last round)")
     report = _dgl(args, graph, seeds)
     if report is not None:
         for workers, rate in report['batches_per_s'].items():
@@ -131,7 +139,6 @@ def run(args: argparse.Namespace) -> Dict[str, Any]:
     table = Table({'loader': 52, 'batches/s': 10})
     for name, rate in rates.items():
         table.row(name, rate)
-    result: Dict[str, Any] = {'batches_per_s': rates}
     dgl = {k: v for k, v in rates.items() if k.startswith('DGL')}
     if dgl:
         best = max(dgl, key=dgl.get)

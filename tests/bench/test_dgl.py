@@ -60,3 +60,20 @@ def test_without_dgl_only_our_side_runs(tmp_path, monkeypatch, capsys):
         capsys.readouterr().out
     assert json.dumps(sorted(out['batches_per_s'])) == json.dumps(sorted([
         'FastNeighborLoader', 'FastNeighborLoader(sampling_workers=2)']))
+
+
+def test_our_stage_times_per_batch_are_reported(tmp_path, monkeypatch,
+                                                capsys):
+    def fake_time_loader(loader, warmup, num_batches):
+        loader.time_breakdown = {'sampling': 0.03, 'feature_loading': 0.012,
+                                 'batches': 10}
+        return 0.5, 1.0
+
+    monkeypatch.setattr(dgl, 'time_loader', fake_time_loader)
+    out = _run(tmp_path, monkeypatch, '--sampling-workers', '1')
+    per_batch = out['FastNeighborLoader ms per batch']
+    assert per_batch['sampling'] == 3.0
+    assert abs(per_batch['feature_loading'] - 1.2) < 1e-9
+    assert out['batches_per_s'] == {'FastNeighborLoader': 2.0}
+    assert ('FastNeighborLoader: sampling 3.0 ms and feature loading 1.2 ms '
+            'per batch') in capsys.readouterr().out
