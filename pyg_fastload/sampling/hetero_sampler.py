@@ -45,8 +45,8 @@ def hetero_fanouts(num_neighbors: Any,
         hops = {len(v) for v in checked.values()}
         if len(hops) > 1:
             raise ValueError(f"'num_neighbors' gives different numbers of "
-                             f"hops per edge type ({sorted(hops)}): give every "
-                             f"edge type one fan-out per hop")
+                             f"hops per edge type ({sorted(hops)}): give "
+                             f"every edge type one fan-out per hop")
         num_hops = hops.pop() if hops else 0
         if num_hops == 0:
             raise ValueError("'num_neighbors' is empty: give one fan-out per "
