@@ -288,7 +288,7 @@ def _pooled_sampling_stage(shared: _Shared, tasks: Iterator,
     isolate_thread(shared.niceness[1])
     pool = SamplingPool(workers, shared.niceness[1])
     if shared.load is not None:
-        shared.load.watch(thread.ident for thread in pool.threads)
+        shared.load.watch(pool.threads)
     running: deque = deque()
     launched, exhausted = 0, False
     try:
@@ -412,7 +412,7 @@ class PipelineIterator:
         for thread in self.threads:
             thread.start()
         if trainer_load is not None:
-            trainer_load.watch(thread.ident for thread in self.threads)
+            trainer_load.watch(self.threads)
         _register(self.shared.stop, self.threads)
         self.done = False
         self.owner: Any = None  # what the stages serve; kept alive by us

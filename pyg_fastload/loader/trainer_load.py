@@ -3,8 +3,12 @@ cores it leaves (the trainer is served first).
 
 Between handing the trainer a batch and its request for the next, the
 process's CPU time less the stage threads' own (read from their per-thread
-CPU clocks, so intra-op threads of the model count as the trainer's) over
-the wall time gives the cores the trainer used. While the trainer works,
+CPU clocks, so intra-op threads of the model count as the trainer's), plus
+the time the trainer's threads were ready to run but waited for a core
+(Linux's per-thread ``schedstat``), over the wall time gives the cores the
+trainer asks for. Counting the waits matters: a stage that takes a core
+from the model lowers the CPU time the model gets, which alone would read
+as spare cores and invite more sampling beside it. While the trainer works,
 the sampling stage launches batches on the spare cores only: none when the
 model keeps every core busy (a concurrent sampler would slow its kernels,
 and sampling the next batch while the trainer waits for it costs the same
@@ -14,9 +18,10 @@ from storage overlap the model without taking its cores.
 """
 from __future__ import annotations
 
+import os
 import threading
 import time
-from typing import Callable, Iterable, List, Optional
+from typing import Callable, Collection, Iterable, List, Optional, Set
 
 from ..config import usable_cores
 
@@ -30,6 +35,26 @@ def _thread_cpu(ident: int) -> Optional[float]:
         return time.clock_gettime(time.pthread_getcpuclockid(ident))
     except (AttributeError, OSError):
         return None
+
+
+def _runqueue_wait(excluded: Collection[int]) -> float:
+    r"""Seconds the process's threads, except the native thread ids
+    :obj:`excluded`, spent ready to run but waiting for a CPU (0 where
+    Linux's ``/proc/self/task/*/schedstat`` is not available)."""
+    total = 0
+    try:
+        tasks = os.listdir('/proc/self/task')
+    except OSError:
+        return 0.0
+    for task in tasks:
+        if int(task) in excluded:
+            continue
+        try:
+            with open(f'/proc/self/task/{task}/schedstat') as file:
+                total += int(file.read().split()[1])
+        except (OSError, IndexError, ValueError):
+            continue  # the thread ended, or no scheduler statistics
+    return total / 1e9
 
 
 class TrainerLoad:
@@ -50,31 +75,39 @@ class TrainerLoad:
         wall_clock (callable): wall seconds.
         thread_clock (callable): CPU seconds of a thread by ident
             (``None`` once it has ended).
+        wait_clock (callable): seconds the process's threads, except the
+            given native thread ids (the stages'), waited for a CPU while
+            ready to run.
     """
     def __init__(self, cores: Optional[int] = None, decay: float = 0.9,
                  min_seconds: float = 0.02,
                  cpu_clock: Callable[[], float] = time.process_time,
                  wall_clock: Callable[[], float] = time.perf_counter,
-                 thread_clock: Callable[[int], Optional[float]] = _thread_cpu
-                 ):
+                 thread_clock: Callable[[int], Optional[float]] = _thread_cpu,
+                 wait_clock: Callable[[Collection[int]], float] = (
+                     _runqueue_wait)):
         if not 0 <= decay < 1:
             raise ValueError(f"'decay={decay}' must be in [0, 1)")
         self.cores = cores or usable_cores()
         self.decay, self.min_seconds = decay, min_seconds
         self.cpu_clock, self.wall_clock = cpu_clock, wall_clock
-        self.thread_clock = thread_clock
+        self.thread_clock, self.wait_clock = thread_clock, wait_clock
         self._threads: List[int] = []
+        self._native: Set[int] = set()
         self._mark: Optional[tuple] = None
         self._cpu = self._wall = 0.0
         self._lock = threading.Lock()
 
-    def watch(self, idents: Iterable[int], reset: bool = False) -> None:
-        r"""Counts the threads :obj:`idents` as stages (``reset``: forget
+    def watch(self, threads: Iterable[threading.Thread],
+              reset: bool = False) -> None:
+        r"""Counts the started :obj:`threads` as stages (``reset``: forget
         the previous ones, e.g. a new epoch's)."""
         with self._lock:
             if reset:
-                self._threads, self._mark = [], None
-            self._threads.extend(idents)
+                self._threads, self._native, self._mark = [], set(), None
+            for thread in threads:
+                self._threads.append(thread.ident)
+                self._native.add(thread.native_id)
 
     def _stage_cpu(self) -> float:
         return sum(filter(None, map(self.thread_clock, self._threads)))
@@ -83,26 +116,28 @@ class TrainerLoad:
         r"""The trainer got a batch: its work starts."""
         with self._lock:
             self._mark = (self.wall_clock(), self.cpu_clock(),
-                          self._stage_cpu())
+                          self._stage_cpu(), self.wait_clock(self._native))
 
     def asked(self) -> None:
         r"""The trainer asks for the next batch: its work ends."""
         with self._lock:
             if self._mark is None:
                 return
-            wall, cpu, stages = self._mark
+            wall, cpu, stages, waited = self._mark
             self._mark = None
             seconds = self.wall_clock() - wall
             used = self.cpu_clock() - cpu
             trainer = min(max(used - (self._stage_cpu() - stages), 0.0),
                           used)
+            trainer += max(self.wait_clock(self._native) - waited, 0.0)
             self._cpu = self.decay * self._cpu + trainer
             self._wall = self.decay * self._wall + seconds
 
     @property
     def cores_used(self) -> Optional[float]:
-        r"""Cores the trainer kept busy while working, on average over the
-        recent batches (``None`` until measured long enough)."""
+        r"""Cores the trainer kept busy, or was ready to keep busy but
+        waited for, while working, on average over the recent batches
+        (``None`` until measured long enough)."""
         with self._lock:
             if self._wall < self.min_seconds:
                 return None

@@ -1,30 +1,46 @@
+import os
+import threading
 import time
+from types import SimpleNamespace
 
 import pytest
 import torch
 from torch_geometric.data import Data
 
 from pyg_fastload import FastNeighborLoader
-from pyg_fastload.loader.trainer_load import TrainerLoad, launch_width
+from pyg_fastload.loader.trainer_load import (
+    TrainerLoad,
+    _runqueue_wait,
+    launch_width,
+)
 
 
 class _Clocks:
     def __init__(self):
         self.wall = self.cpu = 0.0
         self.threads = {}
+        self.waits = {}  # native thread id: seconds waited for a CPU
 
     def load(self, cores: int) -> TrainerLoad:
         return TrainerLoad(cores=cores, decay=0.5, min_seconds=0.05,
                            cpu_clock=lambda: self.cpu,
                            wall_clock=lambda: self.wall,
-                           thread_clock=self.threads.get)
+                           thread_clock=self.threads.get,
+                           wait_clock=self.waited)
+
+    def waited(self, excluded) -> float:
+        return sum(v for k, v in self.waits.items() if k not in excluded)
+
+
+def _thread(ident: int) -> SimpleNamespace:
+    return SimpleNamespace(ident=ident, native_id=1000 + ident)
 
 
 def test_trainer_cores_exclude_the_stage_threads():
     clocks = _Clocks()
     clocks.threads = {7: 0.0}
     load = clocks.load(cores=4)
-    load.watch([7])
+    load.watch([_thread(7)])
     assert load.cores_used is None and load.training_width(3) == 1
     load.handed()
     # 0.1 s of training: the process used 0.3 CPU s, 0.1 of them the stage's
@@ -57,6 +73,40 @@ def test_trainer_cores_exclude_the_stage_threads():
     clocks.wall, clocks.cpu = 0.9, 2.5
     load.asked()  # no batch handed since the reset: nothing measured
     assert load.cores_used == before
+
+
+def test_time_the_trainer_waited_for_a_core_counts_as_its_demand():
+    # A stage that takes a core from the model lowers the model's CPU
+    # time; counted alone, that would read as a spare core.
+    clocks = _Clocks()
+    clocks.threads = {7: 0.0}
+    clocks.waits = {1: 0.0, 1007: 0.0}  # the main thread's, the stage's
+    load = clocks.load(cores=2)
+    load.watch([_thread(7)])
+    load.handed()
+    # 0.1 s: the trainer ran 0.1 CPU s and waited 0.1 s for a core the
+    # stage held for 0.1 CPU s (the stage's own waits are not the trainer's)
+    clocks.wall, clocks.cpu, clocks.threads[7] = 0.1, 0.2, 0.1
+    clocks.waits = {1: 0.1, 1007: 0.05}
+    load.asked()
+    assert load.cores_used == pytest.approx(2.0)
+    assert load.training_width(2) == 0  # not 1: the trainer wants both
+
+
+def test_runqueue_waits_are_read_for_the_other_threads():
+    if not os.path.exists(f'/proc/self/task/{threading.get_native_id()}'
+                          '/schedstat'):
+        pytest.skip('no per-thread scheduler statistics here')
+    me = threading.get_native_id()
+    others = _runqueue_wait({me})
+    with open(f'/proc/self/task/{me}/schedstat') as file:
+        mine = int(file.read().split()[1]) / 1e9
+    total = _runqueue_wait(())
+    # waits only grow, so the later total holds at least this thread's
+    # earlier waits on top of the other threads' earlier ones
+    assert total - others >= mine - 1e-9
+    assert _runqueue_wait({int(t) for t in os.listdir('/proc/self/task')}
+                          ) == 0.0
 
 
 class _Fixed:
