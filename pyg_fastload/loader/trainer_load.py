@@ -143,26 +143,27 @@ class TrainerLoad:
                 return None
             return self._cpu / self._wall
 
-    def training_width(self, workers: int) -> int:
+    def training_width(self, workers: int) -> Optional[int]:
         r"""Sampling workers that may work while the trainer works: the
-        spare cores, rounded, at most :obj:`workers`; one until the load
-        is known."""
+        spare cores, rounded, at most :obj:`workers` (``None`` until the
+        load is known)."""
         used = self.cores_used
         if used is None:
-            return min(workers, 1)
+            return None
         return min(workers, max(int(self.cores - used + 0.5), 0))
 
 
 def launch_width(load: Optional[TrainerLoad], workers: int, in_flight: int,
                  starved: bool) -> int:
     r"""Batches the sampling stage may sample at once. While the trainer
-    works: as many as the cores it leaves allow (one without a measured
-    :obj:`load`). While it waits for data (:obj:`starved`):
-    :obj:`workers`, or, when the model keeps every core busy, only the
-    batch it waits for (a batch sampled ahead would run on into its
-    step; :obj:`in_flight` counts those launched and not yet consumed)."""
+    works: as many as the cores it leaves allow (one without a
+    :obj:`load`; none while the load is not yet known, e.g. in the first
+    step). While it waits for data (:obj:`starved`): :obj:`workers`, or,
+    when the model keeps every core busy, only the batch it waits for (a
+    batch sampled ahead would run on into its step; :obj:`in_flight`
+    counts those launched and not yet consumed)."""
     spare = min(workers, 1) if load is None else \
         load.training_width(workers)
     if not starved:
-        return spare
-    return workers if spare or not in_flight else 0
+        return spare or 0
+    return workers if spare is None or spare or not in_flight else 0

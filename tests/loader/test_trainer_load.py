@@ -41,7 +41,11 @@ def test_trainer_cores_exclude_the_stage_threads():
     clocks.threads = {7: 0.0}
     load = clocks.load(cores=4)
     load.watch([_thread(7)])
-    assert load.cores_used is None and load.training_width(3) == 1
+    assert load.cores_used is None and load.training_width(3) is None
+    # unknown load: nothing beside the trainer, every worker while it
+    # waits (a loop that trains for no time keeps its run-ahead)
+    assert launch_width(load, 3, 2, starved=False) == 0
+    assert launch_width(load, 3, 2, starved=True) == 3
     load.handed()
     # 0.1 s of training: the process used 0.3 CPU s, 0.1 of them the stage's
     clocks.wall, clocks.cpu, clocks.threads[7] = 0.1, 0.3, 0.1
