@@ -28,7 +28,7 @@ from typing import Any, Callable, Dict, Iterator, Optional
 from . import priority
 from .sampling_pool import SamplingPool, isolate_thread
 from .scheduler import POLL_SECONDS, RunAheadScheduler
-from .trainer_load import TrainerLoad, launch_width
+from .trainer_load import TrainerLoad, hold, launch_width
 from .transfer import DeviceTransfer, map_tensors
 
 __all__ = ['StageError', 'SequentialIterator', 'PipelineIterator',
@@ -228,6 +228,11 @@ class _Shared:
         return launch_width(self.load, workers, in_flight,
                             self.starved.is_set())
 
+    def pause(self, workers: int, in_flight: int) -> bool:
+        r"""Waits to check again whether to launch (``True``: stopped)."""
+        return hold(self.load, workers, in_flight, self.starved, self.stop,
+                    POLL_SECONDS, _POLL)
+
     def put(self, box: queue.Queue, item: Any) -> bool:
         while not self.stop.is_set():
             try:
@@ -255,7 +260,7 @@ def _sampling_stage(shared: _Shared, source: Iterator,
             t = time.perf_counter()
             while not (shared.launches(1, scheduler.in_flight) and
                        scheduler.should_launch()):
-                if shared.stop.wait(POLL_SECONDS):
+                if shared.pause(1, scheduler.in_flight):
                     return
             now = time.perf_counter()
             shared.breakdown['throttled'] += now - t
@@ -311,7 +316,7 @@ def _pooled_sampling_stage(shared: _Shared, tasks: Iterator,
             if not running:
                 if exhausted:
                     break
-                if shared.stop.wait(POLL_SECONDS):
+                if shared.pause(workers, scheduler.in_flight):
                     return
                 shared.breakdown['throttled'] += time.perf_counter() - t
                 continue

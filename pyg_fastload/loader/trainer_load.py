@@ -25,7 +25,7 @@ from typing import Callable, Collection, Iterable, List, Optional, Set
 
 from ..config import usable_cores
 
-__all__ = ['TrainerLoad', 'launch_width']
+__all__ = ['TrainerLoad', 'launch_width', 'hold']
 
 
 def _thread_cpu(ident: int) -> Optional[float]:
@@ -167,3 +167,18 @@ def launch_width(load: Optional[TrainerLoad], workers: int, in_flight: int,
     if not starved:
         return spare or 0
     return workers if spare is None or spare or not in_flight else 0
+
+
+def hold(load: Optional[TrainerLoad], workers: int, in_flight: int,
+         starved: threading.Event, stop: threading.Event, poll: float,
+         held_poll: float) -> bool:
+    r"""Waits before the sampling stage checks again whether to launch;
+    :obj:`True` once :obj:`stop` is set. Held beside a working trainer
+    (:func:`launch_width` 0), it sleeps until the trainer asks for data
+    (:obj:`starved`; :obj:`held_poll` seconds at most), not in
+    :obj:`poll`-second polls that would wake a thread beside the model."""
+    if load is not None and not starved.is_set() and \
+            not launch_width(load, workers, in_flight, False):
+        starved.wait(held_poll)
+        return stop.is_set()
+    return stop.wait(poll)
