@@ -228,9 +228,9 @@ class _Shared:
         return launch_width(self.load, workers, in_flight,
                             self.starved.is_set())
 
-    def pause(self, workers: int, in_flight: int) -> bool:
+    def pause(self, workers: int) -> bool:
         r"""Waits to check again whether to launch (``True``: stopped)."""
-        return hold(self.load, workers, in_flight, self.starved, self.stop,
+        return hold(self.load, workers, self.starved, self.stop,
                     POLL_SECONDS, _POLL)
 
     def put(self, box: queue.Queue, item: Any) -> bool:
@@ -260,7 +260,7 @@ def _sampling_stage(shared: _Shared, source: Iterator,
             t = time.perf_counter()
             while not (shared.launches(1, scheduler.in_flight) and
                        scheduler.should_launch()):
-                if shared.pause(1, scheduler.in_flight):
+                if shared.pause(1):
                     return
             now = time.perf_counter()
             shared.breakdown['throttled'] += now - t
@@ -316,7 +316,7 @@ def _pooled_sampling_stage(shared: _Shared, tasks: Iterator,
             if not running:
                 if exhausted:
                     break
-                if shared.pause(workers, scheduler.in_flight):
+                if shared.pause(workers):
                     return
                 shared.breakdown['throttled'] += time.perf_counter() - t
                 continue

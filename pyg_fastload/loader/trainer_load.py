@@ -169,7 +169,7 @@ def launch_width(load: Optional[TrainerLoad], workers: int, in_flight: int,
     return workers if spare is None or spare or not in_flight else 0
 
 
-def hold(load: Optional[TrainerLoad], workers: int, in_flight: int,
+def hold(load: Optional[TrainerLoad], workers: int,
          starved: threading.Event, stop: threading.Event, poll: float,
          held_poll: float) -> bool:
     r"""Waits before the sampling stage checks again whether to launch;
@@ -178,7 +178,7 @@ def hold(load: Optional[TrainerLoad], workers: int, in_flight: int,
     (:obj:`starved`; :obj:`held_poll` seconds at most), not in
     :obj:`poll`-second polls that would wake a thread beside the model."""
     if load is not None and not starved.is_set() and \
-            not launch_width(load, workers, in_flight, False):
+            not launch_width(load, workers, 0, False):
         starved.wait(held_poll)
         return stop.is_set()
     return stop.wait(poll)

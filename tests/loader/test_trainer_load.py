@@ -127,7 +127,7 @@ def test_a_held_stage_sleeps_until_the_trainer_asks():
     timer = threading.Timer(0.2, starved.set)
     timer.start()
     try:  # a busy trainer: no short polls, the trainer's ask wakes it
-        assert hold(_Fixed(0), 2, 0, starved, stop, poll=0.001,
+        assert hold(_Fixed(0), 2, starved, stop, poll=0.001,
                     held_poll=30.0) is False
         assert starved.is_set()
     finally:
@@ -135,12 +135,12 @@ def test_a_held_stage_sleeps_until_the_trainer_asks():
     starved.clear()
     # a spare core, or no trainer load: the short poll
     for load in (_Fixed(1), None):
-        assert hold(load, 2, 0, starved, stop, poll=0.001,
+        assert hold(load, 2, starved, stop, poll=0.001,
                     held_poll=30.0) is False
         assert not starved.is_set()
     stop.set()
-    assert hold(_Fixed(0), 2, 0, starved, stop, poll=0.001, held_poll=0.01)
-    assert hold(None, 2, 0, starved, stop, poll=0.001, held_poll=0.01)
+    assert hold(_Fixed(0), 2, starved, stop, poll=0.001, held_poll=0.01)
+    assert hold(None, 2, starved, stop, poll=0.001, held_poll=0.01)
 
 
 def test_launch_width():
