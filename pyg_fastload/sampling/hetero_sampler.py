@@ -331,7 +331,7 @@ class HeteroNeighborSampler(HopSampler):
         edges_per_hop = _per_hop(relation, out.num_sampled_edges,
                                  len(topo.edge_types))
         sizes = edges_per_hop.sum(1)
-        # index_select, not ``[]``: several times faster on one thread.
+        # index_select, not ``[]``: faster on one thread.
         parts = [source.index_select(0, index.index_select(0, by_relation))
                  .split(sizes.tolist()) for source, index in
                  ((local, out.row), (local, out.col),
