@@ -16,9 +16,9 @@ from .accumulator import StorageAccumulator
 from .buffer_pool import BufferPool
 from .counters import TierCounters
 from .direct import DirectStorage
+from .gpu_direct import GpuDirectStorage
 from .io_stats import process_memory, reset_peak_rss
 from .protocol import BatchIds, of_group
-from .gpu_direct import GpuDirectStorage
 from .read_ahead import AdaptiveReadAhead
 from .tier_gather import (TierEntry, gather_tiers, holding, static_misses,
                           spent as add_spent)
