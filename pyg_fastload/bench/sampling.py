@@ -225,9 +225,8 @@ def run(args: argparse.Namespace) -> Dict[str, Any]:
 
     latency = _batch_latency(data, args)
 
-    slowdown = _trainer(data, args)
     return {'batches_per_s': rate, 'pool_ratio': pool, 'batch_ms': latency,
-            'trainer': slowdown}
+            'trainer': _trainer(data, args)}
 
 
 def main(argv: Optional[List[str]] = None) -> None:
