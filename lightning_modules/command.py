@@ -39,7 +39,7 @@ def _parser() -> argparse.ArgumentParser:
     benchmarks = bench.add_subparsers(dest='benchmark', required=True)
 
     from pyg_fastload.bench import (accumulator, cache, dgl, direct, loader,
-                                    model, sampling, train)
+                                    model, rows, sampling, train)
     from pyg_fastload.bench import partition as partition_bench
     from pyg_fastload.datasets import prepare
     from pyg_fastload.partition import command as partition
@@ -57,6 +57,8 @@ def _parser() -> argparse.ArgumentParser:
          "FastNeighborLoader vs DGL's NeighborSampler (DGL's own venv)"),
         (benchmarks, 'sampling', sampling,
          "ByteGNN's sampling pool: batches/s by workers and launch policy"),
+        (benchmarks, 'rows', rows,
+         'feature row gathers: index_select vs gather_rows by row width'),
         (benchmarks, 'accumulator', accumulator,
          "GIDS's storage access accumulator: read rate vs batch size"),
         (benchmarks, 'train',

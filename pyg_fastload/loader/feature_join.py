@@ -15,6 +15,7 @@ from torch_geometric.sampler import HeteroSamplerOutput, SamplerOutput
 
 from ..storage import FeatureSource
 from ..storage.buffer_pool import BufferPool
+from ..storage.rows import gather_rows
 from .pipeline import DeviceTransfer
 
 __all__ = ['FeatureJoin', 'pooled_attrs']
@@ -64,8 +65,8 @@ class FeatureJoin:
         started = time.perf_counter()
         for key in pooled:
             value = data[key]
-            batch[key] = torch.index_select(
-                value, 0, out.node,
+            batch[key] = gather_rows(
+                value, out.node,
                 out=self.buffer((out.node.numel(), *value.shape[1:]),
                                 value.dtype))
         breakdown['feature_loading.storage'] += time.perf_counter() - started
@@ -98,8 +99,8 @@ class FeatureJoin:
             index = out.node[node_type]
             for key in keys:
                 value = data[node_type][key]
-                batch[node_type][key] = torch.index_select(
-                    value, 0, index, out=self.buffer(
+                batch[node_type][key] = gather_rows(
+                    value, index, out=self.buffer(
                         (index.numel(), *value.shape[1:]), value.dtype))
         breakdown['feature_loading.storage'] += time.perf_counter() - started
         return batch

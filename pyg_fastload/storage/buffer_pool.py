@@ -15,6 +15,8 @@ from typing import List, Sequence
 import torch
 from torch import Tensor
 
+from .rows import gather_rows
+
 __all__ = ['BufferPool']
 
 _ALIGN = 2 * 2**20
@@ -91,4 +93,4 @@ class BufferPool:
         r"""``value.index_select(0, index)`` written into a pooled buffer."""
         out = self.empty((index.numel(), ) + tuple(value.shape[1:]),
                          value.dtype)
-        return torch.index_select(value, 0, index, out=out)
+        return gather_rows(value, index, out=out)

@@ -11,6 +11,7 @@ import torch
 from torch import Tensor
 
 from .buffer_pool import BufferPool
+from .rows import gather_rows
 from .tiers import MemoryStorage, MmapStorage, StaticCache, WindowBufferedCache
 
 __all__ = ['TierEntry', 'gather_tiers', 'holding', 'split_hits', 'spent',
@@ -167,6 +168,6 @@ def _compose_on_cpu(entry: TierEntry, ids: Tensor, out: Tensor,
             spent(timings, 'storage', started)
             _admit(entry, ids, segment, timings)
     started = time.perf_counter()
-    torch.index_select(block, 0, source, out=out)
+    gather_rows(block, source, out=out)
     spent(timings, 'host' if entry.host is not None else 'device',
           started)

@@ -24,6 +24,7 @@ from ..graph.topology import index_dtype_for
 from .buffer_pool import BufferPool
 from .counters import TierCounters
 from .io_stats import process_read_bytes
+from .rows import gather_rows
 
 __all__ = [
     'MemoryStorage',
@@ -68,7 +69,7 @@ class MemoryStorage:
 
     def gather(self, ids: Tensor, out: Tensor) -> None:
         r"""Writes rows :obj:`ids` into :obj:`out` (same length)."""
-        torch.index_select(self.tensor, 0, ids, out=out)
+        gather_rows(self.tensor, ids, out=out)
         self.counters.add(ids.numel(), ids.numel(), self.row_bytes)
 
 
@@ -209,7 +210,7 @@ class MmapStorage:
         block = self._staging.empty((rows.numel(), *self._shape[1:]),
                                     self._dtype)
         self.read_sorted(rows, block, requests=ids.numel())
-        torch.index_select(block, 0, inverse, out=out)
+        gather_rows(block, inverse, out=out)
 
     def read_sorted(self, rows: Tensor, out: Tensor,
                     requests: Optional[int] = None) -> None:
@@ -217,7 +218,7 @@ class MmapStorage:
         (counted as :obj:`requests` requested rows, default one per row)."""
         self.check_size()
         before = process_read_bytes()
-        torch.index_select(self._tensor, 0, rows, out=out)
+        gather_rows(self._tensor, rows, out=out)
         after = process_read_bytes()
         self.counters.add(rows.numel() if requests is None else requests,
                           rows.numel(), self.row_bytes, self.pages_of(rows))
@@ -258,8 +259,8 @@ class StaticCache:
 
     def read(self, slots: Tensor, out: Optional[Tensor] = None) -> Tensor:
         r"""Rows in :obj:`slots`, into :obj:`out` if given (same device)."""
-        return torch.index_select(self.values, 0,
-                                  slots.to(self.values.device), out=out)
+        return gather_rows(self.values, slots.to(self.values.device),
+                           out=out)
 
     def nbytes(self) -> int:
         return self.values.nbytes

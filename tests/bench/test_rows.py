@@ -1,0 +1,47 @@
+import argparse
+
+import torch
+
+from pyg_fastload.bench import rows
+
+
+def _args(*extra):
+    parser = argparse.ArgumentParser()
+    rows.add_arguments(parser)
+    return parser.parse_args(['--nodes', '50', '--rows', '20', '--repeats',
+                              '2', *extra])
+
+
+def test_both_sides_gather_the_same_rows_on_one_thread(monkeypatch):
+    shapes = []
+
+    def timed(sides, repeats):
+        assert repeats == 2 and torch.get_num_threads() == 1
+        first, second = (side().clone() for side in sides)
+        assert torch.equal(first, second)
+        shapes.append(tuple(first.shape))
+        return [6.0, 2.0]
+
+    monkeypatch.setattr(rows, '_interleaved_ms', timed)
+    torch.set_num_threads(2)
+    assert rows.run(_args('--columns', '1', '3')) == {1: 3.0, 3: 3.0}
+    assert shapes == [(20, 1), (20, 3)]
+    assert torch.get_num_threads() == 2  # restored
+
+
+def test_the_table_names_each_width_and_its_ratio(monkeypatch, capsys):
+    monkeypatch.setattr(rows, '_interleaved_ms',
+                        lambda sides, repeats: [9.0, 2.0])
+    rows.run(_args('--columns', '1', '2'))
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith('# row gathers: 20 random rows of 50')
+    assert lines[2].split() == ['1', '4', '9', '2', '4.50x']
+    assert lines[3].split() == ['2', '8', '9', '2', '4.50x']
+
+
+def test_interleaved_timing_calls_every_side_once_per_repeat():
+    calls = []
+    out = rows._interleaved_ms([lambda: calls.append('a'),
+                                lambda: calls.append('b')], 3)
+    assert calls == ['a', 'b'] * 4  # one untimed turn first
+    assert len(out) == 2
