@@ -6,11 +6,13 @@ import argparse
 import gc
 import statistics
 import time
-from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
+from typing import (Any, Callable, Dict, Iterable, Iterator, List, Optional,
+                    Tuple)
 
 import torch
 
 from ..config import usable_cores
+from ..loader.pipeline import EXIT_JOIN_SECONDS
 from ..storage.io_stats import process_memory
 
 __all__ = [
@@ -141,9 +143,19 @@ def time_loader(loader: Iterable, warmup: int,
     for _ in range(num_batches):
         next(iterator)
     steady = time.perf_counter() - start
+    stop_iterator(iterator)
+    return startup, steady
+
+
+def stop_iterator(iterator: Iterator) -> None:
+    r"""Shuts down :obj:`iterator`'s workers and waits for them: PyG's
+    worker processes, or our pipeline's threads (each finishes the batch
+    it is sampling), so the next side timed runs alone."""
     shutdown = getattr(iterator, '_shutdown_workers', None)
     if shutdown is not None:  # PyG's worker processes
         shutdown()
+    close = getattr(iterator, 'close', None)
+    if close is not None:  # our pipeline's stage threads and pool
+        close(timeout=EXIT_JOIN_SECONDS)
     del iterator
     gc.collect()
-    return startup, steady
