@@ -128,7 +128,7 @@ def cpu_count() -> int:
 
 
 def time_loader(loader: Iterable, warmup: int,
-                 num_batches: int) -> Tuple[float, float]:
+                num_batches: int) -> Tuple[float, float]:
     r"""``(start-up, steady)``: seconds from starting the iterator to its
     first batch, and seconds for :obj:`num_batches` batches drawn after
     :obj:`warmup` untimed ones. The iterator's workers are shut down

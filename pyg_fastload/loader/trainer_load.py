@@ -25,10 +25,10 @@ from typing import Callable, Collection, Iterable, List, Optional, Set
 
 from ..config import usable_cores
 
-__all__ = ['TrainerLoad', 'launch_width', 'hold']
+__all__ = ['TrainerLoad', 'launch_width', 'hold', 'thread_cpu']
 
 
-def _thread_cpu(ident: int) -> Optional[float]:
+def thread_cpu(ident: int) -> Optional[float]:
     r"""CPU seconds used by the thread :obj:`ident` (``None`` once it has
     ended, or where per-thread CPU clocks are not available)."""
     try:
@@ -83,7 +83,7 @@ class TrainerLoad:
                  min_seconds: float = 0.02,
                  cpu_clock: Callable[[], float] = time.process_time,
                  wall_clock: Callable[[], float] = time.perf_counter,
-                 thread_clock: Callable[[int], Optional[float]] = _thread_cpu,
+                 thread_clock: Callable[[int], Optional[float]] = thread_cpu,
                  wait_clock: Callable[[Collection[int]], float] = (
                      _runqueue_wait)):
         if not 0 <= decay < 1:

@@ -1,4 +1,5 @@
 import argparse
+import threading
 
 from pyg_fastload.bench import sampling
 
@@ -23,8 +24,28 @@ def test_bench_sampling_times_every_side(tmp_path, capsys):
                                             'pool of 2')
         for run_ahead in ('adaptive', 'trainer_first')}
     assert "run_ahead='trainer_first' slows the trainer" in text
+    assert "of the step's time beside it" in text
+    assert all(len(v) == 3 for v in out['trainer'].values())
     assert "run_ahead='trainer_first' measured the trainer's step at" in text
     assert set(out['batch_ms']) == {
         f'{kind}, width {width}' for width in (1, 2)
         for kind in ('one draw per hop', 'chunk tasks')}
     assert 'faster per batch than one draw per hop' in text
+
+
+def test_the_trainer_counts_the_stage_threads_cpu_during_its_steps():
+    assert sampling._train([None] * 4, 64, 3)[2] == 0.0  # no stage thread
+    stop = threading.Event()
+
+    def spin():
+        while not stop.is_set():
+            pass
+
+    busy = threading.Thread(target=spin, name='pyg_fastload-busy')
+    busy.start()
+    try:
+        model, _, stages = sampling._train([None] * 4, 400, 3)
+    finally:
+        stop.set()
+        busy.join()
+    assert stages >= 0.2 * model  # it spun beside every product
