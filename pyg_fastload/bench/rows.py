@@ -25,7 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help='rows gathered per call (a products-like batch '
                              'of 1024 seeds at [15, 10, 5] has about 450K)')
     parser.add_argument('--columns', type=positive_int, nargs='+',
-                        default=[1, 2, 4, 100],
+                        default=[1, 2, 4, 8, 100],
                         help='float32 columns per row, one table row each')
     parser.add_argument('--repeats', type=positive_int, default=7,
                         help='timed calls per side; the median is reported')
