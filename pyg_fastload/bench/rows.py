@@ -12,6 +12,7 @@ from typing import Callable, Dict, List, Optional
 
 import torch
 
+from ..config import available_memory
 from ..storage.rows import gather_rows
 from .common import Table, benchmark_main, median, positive_int
 
@@ -50,6 +51,14 @@ def _interleaved_ms(calls: List[Callable[[], object]],
 def run(args: argparse.Namespace) -> Dict[int, float]:
     r"""Prints one row per width; returns ``index_select / gather_rows``
     (time ratio) by number of columns."""
+    needed = 4 * (args.nodes + args.rows) * max(args.columns)
+    free = available_memory()
+    if free and needed > free // 2:
+        raise ValueError(
+            f"'--nodes {args.nodes} --rows {args.rows} --columns "
+            f"{max(args.columns)}' need {needed / 2**30:.1f} GiB, over half "
+            f"of the {free / 2**30:.1f} GiB available: pass fewer nodes, "
+            f"rows or columns")
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:

@@ -1,5 +1,6 @@
 import argparse
 
+import pytest
 import torch
 
 from pyg_fastload.bench import rows
@@ -45,3 +46,15 @@ def test_interleaved_timing_calls_every_side_once_per_repeat():
                                 lambda: calls.append('b')], 3)
     assert calls == ['a', 'b'] * 4  # one untimed turn first
     assert len(out) == 2
+
+
+@pytest.mark.reliability(
+    fault='`bench rows` asked for matrices larger than the memory available',
+    behaviour='`ValueError` naming `--nodes`, `--rows`, `--columns` and the '
+              'GiB needed, before anything is allocated')
+def test_a_sweep_larger_than_memory_is_refused_before_allocating(
+        monkeypatch):
+    monkeypatch.setattr(rows, 'available_memory', lambda: 2**30)
+    with pytest.raises(ValueError, match="'--nodes 50 --rows 20 --columns "
+                       "10000000' need 2.6 GiB, over half of the 1.0 GiB"):
+        rows.run(_args('--columns', '1', '10000000'))
