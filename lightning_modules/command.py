@@ -168,7 +168,14 @@ def main(argv: Optional[List[str]] = None) -> None:
             _finish('stopped by SIGTERM', SIGTERM_EXIT)
         return
     args = _parser().parse_args(words)
-    args.run(args)
+    if args.command != 'bench':
+        args.run(args)
+        return
+    try:
+        args.run(args)
+    except ValueError as error:  # a bad argument value: one line, no trace
+        raise SystemExit(f'pyg-fastload bench {args.benchmark}: error: '
+                         f'{error}') from None
 
 
 if __name__ == '__main__':

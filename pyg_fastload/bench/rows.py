@@ -23,8 +23,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--nodes', type=positive_int, default=2_449_029,
                         help='rows of the matrix (products-like: 2,449,029)')
     parser.add_argument('--rows', type=positive_int, default=450_000,
-                        help='rows gathered per call (a products-like batch '
-                             'of 1024 seeds at [15, 10, 5] has about 450K)')
+                        help='rows gathered per call (of the order of a '
+                             'products-like batch: `bench loader` prints '
+                             'its mean nodes per batch)')
     parser.add_argument('--columns', type=positive_int, nargs='+',
                         default=[1, 2, 4, 8, 100],
                         help='float32 columns per row, one table row each')

@@ -58,3 +58,14 @@ def test_a_sweep_larger_than_memory_is_refused_before_allocating(
     with pytest.raises(ValueError, match="'--nodes 50 --rows 20 --columns "
                        "10000000' need 2.6 GiB, over half of the 1.0 GiB"):
         rows.run(_args('--columns', '1', '10000000'))
+
+
+@pytest.mark.reliability(
+    fault='`pyg-fastload bench rows` with a sweep larger than memory',
+    behaviour='the command exits with one line naming the benchmark and '
+              'the arguments, no traceback')
+def test_the_command_reports_a_bad_value_in_one_line():
+    from pyg_fastload.lightning.command import main
+    with pytest.raises(SystemExit, match="^pyg-fastload bench rows: error: "
+                       "'--nodes 100000000000 --rows 450000"):
+        main(['bench', 'rows', '--nodes', '100000000000'])
