@@ -79,11 +79,13 @@ class FastNeighborLoader(PipelinedLoader, NodeLoader):
             one shared by the train/val/test loaders).
         directed (bool): deprecated, ``False`` means ``'induced'``.
         pipeline (bool or str): sample and load features in background
-            threads while the model trains. ``'auto'`` (default) runs the
-            first epoch in the consumer's thread and pipelines later epochs
-            if sampling and loading took at least
-            :obj:`PIPELINE_MIN_LOAD_SHARE` of it (on a CPU-bound model the
-            stage threads cost the model more than they hide). Ignored with
+            threads while the model trains. ``'auto'`` (default) starts
+            the first epoch in the consumer's thread and, once
+            :obj:`AUTO_MIN_BATCHES` batches after the first were measured,
+            pipelines the rest of it and later epochs if sampling and
+            loading took at least :obj:`PIPELINE_MIN_LOAD_SHARE` of the
+            time (on a CPU-bound model the stage threads cost the model
+            more than they hide). Ignored with
             ``num_workers > 0``, where PyG's worker processes sample.
             Batches are identical either way.
         queue_capacity (int): batches ready ahead of the model (DSP: 2).

@@ -18,6 +18,12 @@ from torch_geometric.sampler import HeteroSamplerOutput, SamplerOutput
 
 from ..config import ADAPTIVE_RUN_AHEAD, PipelineSettings, SettingError
 from ..storage import FeatureSource
+from .auto_pipeline import (
+    AUTO_MIN_BATCHES,
+    PIPELINE_MIN_LOAD_SHARE,
+    AutoIterator,
+    load_share,
+)
 from .feature_join import FeatureJoin
 from .inputs import check_device
 from .pipeline import (
@@ -30,12 +36,6 @@ from .scheduler import RunAheadScheduler
 from .trainer_load import TrainerLoad
 
 __all__ = ['PipelinedLoader', 'PIPELINE_MIN_LOAD_SHARE', 'AUTO_MIN_BATCHES']
-
-#: ``pipeline='auto'`` pipelines once sampling + loading took at least this
-#: share of a sequential epoch.
-PIPELINE_MIN_LOAD_SHARE = 0.1
-#: ... measured over at least this many batches (or a whole shorter epoch).
-AUTO_MIN_BATCHES = 4
 
 #: One batch's sampling: (indices into the loader's inputs, generator).
 SampleFn = Callable[[Union[Tensor, List[int]], torch.Generator],
@@ -154,8 +154,12 @@ class PipelinedLoader:
                     (epoch_seed + i * 0x9E3779B97F4A7C15) % 2**63)
                 yield functools.partial(sample, index, generator)
 
+        # One source of the epoch's batches, which `pipeline='auto'` hands
+        # from the consumer's thread to the pipeline mid-epoch.
+        pending = tasks()
+
         def sampled() -> Iterator[SamplerOutput]:
-            for task in tasks():
+            for task in pending:
                 yield task()
 
         store = self._feature_source
@@ -166,13 +170,11 @@ class PipelinedLoader:
                                           HeteroSamplerOutput)):
                 store.announce(out.node)
 
-        pipelined = self._use_pipeline()
-        self.time_breakdown = new_breakdown()
-        if pipelined:
+        def start_pipeline() -> PipelineIterator:
             sample_capacity = max(self.queue_capacity, depth)
             workers = self.settings.sampling_workers
-            iterator = PipelineIterator(
-                sampled() if workers == 1 else tasks(), on_sampled,
+            pipeline = PipelineIterator(
+                sampled() if workers == 1 else pending, on_sampled,
                 _weak_join(self), self.queue_capacity,
                 sample_capacity, self.time_breakdown,
                 self._new_scheduler(sample_capacity + self.queue_capacity),
@@ -180,16 +182,28 @@ class PipelinedLoader:
             # The iterator keeps the loader alive (`next(iter(Loader(...)))`
             # must work); the threads do not, so dropping the iterator, or
             # the loader with its iterators, stops them.
-            iterator.owner = self
+            pipeline.owner = self
             self._stops = [e for e in self._stops if not e.is_set()]
-            self._stops.append(iterator.shared.stop)
+            self._stops.append(pipeline.shared.stop)
+            return pipeline
+
+        pipelined = self._use_pipeline()
+        self.time_breakdown = new_breakdown()
+        if pipelined:
+            iterator: Any = start_pipeline()
         else:
             iterator = SequentialIterator(
                 sampled(), on_sampled, self.filter_fn, depth,
                 self.time_breakdown, self._transfer)
+            if pipelined is None:  # 'auto', undecided: judged in the epoch
+                iterator = AutoIterator(iterator, start_pipeline,
+                                        self._decide)
         if store is not None:  # e.g. device_budget='auto' sizes then
             iterator.after_first_step = store.first_step_done
         return iterator
+
+    def _decide(self, pipelined: bool) -> None:
+        self._auto_decision = pipelined
 
     def _new_scheduler(self, bound: int) -> RunAheadScheduler:
         r"""This epoch's run-ahead scheduler; an adaptive one starts from the
@@ -212,18 +226,19 @@ class PipelinedLoader:
             self._trainer_load = TrainerLoad()
         return self._trainer_load
 
-    def _use_pipeline(self) -> bool:
+    def _use_pipeline(self) -> Optional[bool]:
+        r"""Whether this epoch runs in the pipeline; ``None``: ``'auto'``
+        has not decided yet (the epoch starts in the consumer's thread and
+        decides on its first batches, :class:`AutoIterator`)."""
         if self.pipeline != 'auto':
             return bool(self.pipeline)
         if self._auto_decision is None:
             last = self.time_breakdown
-            # Decide on a full epoch, or on the batches a consumer took
-            # before it stopped (e.g. Lightning's limit_train_batches).
-            if last['batches'] < min(len(self), AUTO_MIN_BATCHES):
-                return False
-            share = (last['sampling'] + last['feature_loading']) / max(
-                last['epoch'], 1e-9)
-            self._auto_decision = share >= PIPELINE_MIN_LOAD_SHARE
+            # An epoch too short to decide within, or the batches a consumer
+            # took before it stopped (e.g. Lightning's limit_train_batches).
+            if last['batches'] >= min(len(self), AUTO_MIN_BATCHES):
+                self._auto_decision = (load_share(last) >=
+                                       PIPELINE_MIN_LOAD_SHARE)
         return self._auto_decision
 
     def __getstate__(self) -> dict:

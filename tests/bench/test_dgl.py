@@ -51,7 +51,8 @@ def test_without_dgl_only_our_side_runs(tmp_path, monkeypatch, capsys):
     out = _run(tmp_path, monkeypatch)
     assert 'DGL side skipped: no --dgl-python' in capsys.readouterr().out
     assert set(out['batches_per_s']) == {
-        'FastNeighborLoader', 'FastNeighborLoader(sampling_workers=2)'}
+        'FastNeighborLoader', 'FastNeighborLoader(pipeline=False)',
+        'FastNeighborLoader(sampling_workers=2)'}
     # a DGL environment that fails is reported, not raised
     bad = tmp_path / 'bad.py'
     bad.write_text('raise SystemExit("no module named dgl")')
@@ -60,13 +61,17 @@ def test_without_dgl_only_our_side_runs(tmp_path, monkeypatch, capsys):
     assert 'DGL side failed (exit 1): no module named dgl' in \
         capsys.readouterr().out
     assert json.dumps(sorted(out['batches_per_s'])) == json.dumps(sorted([
-        'FastNeighborLoader', 'FastNeighborLoader(sampling_workers=2)']))
+        'FastNeighborLoader', 'FastNeighborLoader(pipeline=False)',
+        'FastNeighborLoader(sampling_workers=2)']))
 
 
 def test_our_stage_times_per_batch_are_reported(tmp_path, monkeypatch,
                                                 capsys):
     def fake_time_loader(loader, warmup, num_batches):
-        loader.time_breakdown = {'sampling': 0.03, 'feature_loading': 0.012,
+        # the stage times are the sequential loader's, not the defaults'
+        scale = 1.0 if loader.pipeline is False else 7.0
+        loader.time_breakdown = {'sampling': 0.03 * scale,
+                                 'feature_loading': 0.012 * scale,
                                  'batches': 10}
         return 0.5, 1.0
 
@@ -75,7 +80,8 @@ def test_our_stage_times_per_batch_are_reported(tmp_path, monkeypatch,
     per_batch = out['sequential ms per batch']
     assert per_batch['sampling'] == 3.0
     assert abs(per_batch['feature_loading'] - 1.2) < 1e-9
-    assert out['batches_per_s'] == {'FastNeighborLoader': 2.0}
-    assert ('FastNeighborLoader (sequential: its first epoch): sampling 3.0 '
-            'ms and feature loading 1.2 ms per batch') in \
+    assert out['batches_per_s'] == {'FastNeighborLoader': 2.0,
+                                    'FastNeighborLoader(pipeline=False)': 2.0}
+    assert ('FastNeighborLoader(pipeline=False): sampling 3.0 ms and '
+            'feature loading 1.2 ms per batch') in \
         capsys.readouterr().out

@@ -7,7 +7,13 @@ import pytest
 import torch
 
 from pyg_fastload import FastNeighborLoader, FastNeighborSampler
-from pyg_fastload.loader.pipeline import DeviceTransfer, StageError, map_tensors
+from pyg_fastload.caching import configure_caches
+from pyg_fastload.config import FeatureCache
+from pyg_fastload.graph.topology import CSCTopology
+from pyg_fastload.loader.auto_pipeline import AUTO_MIN_BATCHES
+from pyg_fastload.loader.pipeline import (DeviceTransfer, StageError,
+                                          map_tensors)
+from pyg_fastload.storage import CSCGraphStore, TieredFeatureStore
 
 from ..conftest import random_graph, requires_cuda
 
@@ -139,34 +145,105 @@ def test_time_breakdown_sums_to_the_epoch(data, pipeline):
     assert abs(times['epoch'] - wall) <= 0.1 * wall + 0.05
 
 
+def _served_by(iterator):
+    # The kind of iterator serving batches now ('auto' switches mid-epoch).
+    return type(getattr(iterator, 'current', iterator)).__name__
+
+
 def test_auto_pipelines_only_when_loading_matters(data):
     loader = FastNeighborLoader(data, [4, 3], batch_size=16)
     assert loader.pipeline == 'auto'
     first = iter(loader)
-    assert type(first).__name__ == 'SequentialIterator'
+    assert type(first).__name__ == 'AutoIterator'
     list(first)  # a loader-bound epoch: no model time at all
+    assert first.pipelined and loader._auto_decision is True
     assert type(iter(loader)).__name__ == 'PipelineIterator'
 
-    slow = FastNeighborLoader(data, [4, 3], batch_size=100)
+    slow = FastNeighborLoader(data, [4, 3], batch_size=64)
+    assert len(slow) >= AUTO_SWITCH_AT
     # One batch first, too few to judge: its one-off costs (first-call
     # allocations) stay out of the judged epoch, as in a long real epoch.
     next(iter(slow))
     assert slow._auto_decision is None
-    for _ in slow:
+    epoch = iter(slow)
+    for _ in epoch:
         time.sleep(0.5)  # a model far slower than loading
+    assert not epoch.pipelined and slow._auto_decision is False
     assert type(iter(slow)).__name__ == 'SequentialIterator'
     with pytest.raises(ValueError, match="'pipeline'"):
         FastNeighborLoader(data, [4, 3], pipeline='sometimes')
 
 
+AUTO_SWITCH_AT = AUTO_MIN_BATCHES + 2  # the first batch is not judged
+
+
+@pytest.mark.parametrize('workers', [1, 2])
+def test_auto_switches_to_the_pipeline_within_the_first_epoch(data,
+                                                              workers):
+    torch.manual_seed(3)
+    loader = FastNeighborLoader(data, [4, 3], batch_size=16, shuffle=True,
+                                sampling_workers=workers)
+    assert len(loader) > AUTO_SWITCH_AT + 2
+    epoch = iter(loader)
+    served = []
+    for batch in epoch:  # no model: loading is all of the epoch's time
+        served.append((batch.n_id, batch.edge_index, batch.x))
+        # judged when the batch after the measured ones is asked for
+        assert epoch.pipelined == (len(served) >= AUTO_SWITCH_AT)
+    assert len(served) == len(loader)
+    # The same batches as an epoch in the consumer's thread, across the
+    # switch (one source of batches, in order):
+    torch.manual_seed(3)
+    expected = [(b.n_id, b.edge_index, b.x) for b in FastNeighborLoader(
+        data, [4, 3], batch_size=16, shuffle=True, pipeline=False)]
+    assert len(expected) == len(served)
+    for got, want in zip(served, expected):
+        assert all(torch.equal(a, b) for a, b in zip(got, want))
+    assert loader.time_breakdown['batches'] == len(loader)
+
+
+def test_auto_leaves_the_first_step_out_of_its_judgement(data):
+    loader = FastNeighborLoader(data, [4, 3], batch_size=16)
+    epoch = iter(loader)
+    next(epoch)
+    time.sleep(1.0)  # a first step's one-off cost (e.g. lazy set-up)
+    list(epoch)  # then no model time at all
+    assert epoch.pipelined and loader._auto_decision is True
+
+
+def test_auto_serves_the_batches_sampled_ahead_before_switching(tmp_path):
+    data = random_graph(num_features=8)
+    store = TieredFeatureStore()
+    store.put_tensor(data.x, group_name=None, attr_name='x', index=None)
+    configure_caches(store, FeatureCache(device_budget=0.2,
+                                         device_cache='window', window=3),
+                     reserve_bytes=2**30)
+    graph = CSCGraphStore(
+        CSCTopology.from_edge_index(data.edge_index, data.num_nodes))
+    loader = FastNeighborLoader((store, graph), [3, 2], batch_size=20)
+    epoch = iter(loader)
+    seen = []
+    for batch in epoch:
+        assert torch.equal(batch.x, data.x[batch.n_id])
+        seen.append(batch.n_id[:batch.batch_size])
+    assert epoch.pipelined
+    assert torch.equal(torch.cat(seen), torch.arange(data.num_nodes))
+    cache = store._entries[(None, 'x')].device
+    assert int(cache.pending.sum()) == 0  # every announced batch retired
+
+
 def test_auto_decides_on_an_epoch_cut_short(data):
     # Lightning's limit_train_batches stops every epoch early.
     loader = FastNeighborLoader(data, [4, 3], batch_size=8)
-    assert len(loader) > 5
+    assert len(loader) > AUTO_SWITCH_AT
     list(itertools.islice(iter(loader), 2))  # too few batches to judge
-    assert type(iter(loader)).__name__ == 'SequentialIterator'
-    list(itertools.islice(iter(loader), 5))
+    assert loader._auto_decision is None
+    assert type(iter(loader)).__name__ == 'AutoIterator'
+    # Too few to judge within the epoch, enough to judge after it:
+    list(itertools.islice(iter(loader), AUTO_MIN_BATCHES))
+    assert loader._auto_decision is None
     assert type(iter(loader)).__name__ == 'PipelineIterator'
+    assert loader._auto_decision is True
 
 
 def test_map_tensors_reaches_every_tensor(data):
