@@ -340,7 +340,11 @@ def test_read_ahead_merges_reads_of_several_batches(tmp_path):
         prefetch(ids)
     graph_store = CSCGraphStore(
         CSCTopology.from_edge_index(data.edge_index, data.num_nodes))
-    loader = FastNeighborLoader((store, graph_store), [5], batch_size=50)
+    # The consumer's thread samples the look-ahead's batches before it
+    # gathers one ('auto' would move this loader-bound epoch to the
+    # pipeline, whose sampling cannot run ahead of a consumer this fast).
+    loader = FastNeighborLoader((store, graph_store), [5], batch_size=50,
+                                pipeline=False)
     batches = 0
     for batch in loader:
         assert torch.equal(batch.x, data.x[batch.n_id])
