@@ -202,6 +202,25 @@ def test_auto_switches_to_the_pipeline_within_the_first_epoch(data,
     assert loader.time_breakdown['batches'] == len(loader)
 
 
+@pytest.mark.parametrize('stop', ['close', 'drop'])
+def test_auto_stops_the_pipeline_it_started(data, stop):
+    before = set(stage_threads())  # earlier tests' threads may still stop
+    loader = FastNeighborLoader(data, [4, 3], batch_size=16)
+    epoch = iter(loader)
+    for _ in range(AUTO_SWITCH_AT + 1):
+        next(epoch)
+    assert epoch.pipelined and set(stage_threads()) - before
+    if stop == 'close':
+        epoch.close(timeout=5.0)
+    else:
+        del epoch
+    deadline = time.monotonic() + 10.0
+    while set(stage_threads()) - before and time.monotonic() < deadline:
+        gc.collect()
+        time.sleep(0.02)
+    assert not set(stage_threads()) - before
+
+
 def test_auto_leaves_the_first_step_out_of_its_judgement(data):
     loader = FastNeighborLoader(data, [4, 3], batch_size=16)
     epoch = iter(loader)
