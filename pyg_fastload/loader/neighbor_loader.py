@@ -79,13 +79,15 @@ class FastNeighborLoader(PipelinedLoader, NodeLoader):
             one shared by the train/val/test loaders).
         directed (bool): deprecated, ``False`` means ``'induced'``.
         pipeline (bool or str): sample and load features in background
-            threads while the model trains. ``'auto'`` (default) starts
-            the first epoch in the consumer's thread and, once
-            :obj:`AUTO_MIN_BATCHES` batches after the first were measured,
-            pipelines the rest of it and later epochs if sampling and
-            loading took at least :obj:`PIPELINE_MIN_LOAD_SHARE` of the
-            time (on a CPU-bound model the stage threads cost the model
-            more than they hide). Ignored with
+            threads while the model trains. ``'auto'`` (default) decides
+            in the first epoch by measuring both: its first batches run in
+            the consumer's thread and, if sampling and loading took at
+            least :obj:`PIPELINE_MIN_LOAD_SHARE` of the time, the next
+            ones in the pipeline, which stays for the rest of the epoch
+            and later epochs unless it made the time per batch (model
+            steps included) longer (on a CPU-bound model the stage threads
+            may cost the model more than they hide;
+            :mod:`~pyg_fastload.loader.auto_pipeline`). Ignored with
             ``num_workers > 0``, where PyG's worker processes sample.
             Batches are identical either way.
         queue_capacity (int): batches ready ahead of the model (DSP: 2).

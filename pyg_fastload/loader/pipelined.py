@@ -22,6 +22,7 @@ from .auto_pipeline import (
     AUTO_MIN_BATCHES,
     PIPELINE_MIN_LOAD_SHARE,
     AutoIterator,
+    Gate,
     load_share,
 )
 from .feature_join import FeatureJoin
@@ -155,8 +156,8 @@ class PipelinedLoader:
                 yield functools.partial(sample, index, generator)
 
         # One source of the epoch's batches, which `pipeline='auto'` hands
-        # from the consumer's thread to the pipeline mid-epoch.
-        pending = tasks()
+        # between the consumer's thread and the pipeline mid-epoch.
+        pending = Gate(tasks())
 
         def sampled() -> Iterator[SamplerOutput]:
             for task in pending:
@@ -187,17 +188,21 @@ class PipelinedLoader:
             self._stops.append(pipeline.shared.stop)
             return pipeline
 
-        pipelined = self._use_pipeline()
-        self.time_breakdown = new_breakdown()
-        if pipelined:
-            iterator: Any = start_pipeline()
-        else:
-            iterator = SequentialIterator(
+        def start_sequential() -> SequentialIterator:
+            return SequentialIterator(
                 sampled(), on_sampled, self.filter_fn, depth,
                 self.time_breakdown, self._transfer)
-            if pipelined is None:  # 'auto', undecided: judged in the epoch
-                iterator = AutoIterator(iterator, start_pipeline,
-                                        self._decide)
+
+        pipelined = self._use_pipeline()
+        self.time_breakdown = new_breakdown()
+        iterator: Any
+        if pipelined is None:  # 'auto', undecided: judged in the epoch
+            iterator = AutoIterator(pending, start_sequential, start_pipeline,
+                                    self._decide)
+        elif pipelined:
+            iterator = start_pipeline()
+        else:
+            iterator = start_sequential()
         if store is not None:  # e.g. device_budget='auto' sizes then
             iterator.after_first_step = store.first_step_done
         return iterator

@@ -108,11 +108,6 @@ class SequentialIterator:
     def __iter__(self) -> 'SequentialIterator':
         return self
 
-    def stop_sampling(self) -> None:
-        r"""Samples no more: the batches sampled ahead are served, then
-        the iteration ends (the source keeps the rest)."""
-        self.exhausted = True
-
     def __next__(self) -> Any:
         self.served = step_done(self.served, self.after_first_step)
         started = self.clock.start_wait()

@@ -145,27 +145,56 @@ def test_time_breakdown_sums_to_the_epoch(data, pipeline):
     assert abs(times['epoch'] - wall) <= 0.1 * wall + 0.05
 
 
-def _served_by(iterator):
-    # The kind of iterator serving batches now ('auto' switches mid-epoch).
-    return type(getattr(iterator, 'current', iterator)).__name__
+AUTO_SWITCH_AT = AUTO_MIN_BATCHES + 2  # the first batch is not judged
+#: The batch at which 'auto' judges the pipeline (its first batch fills it).
+AUTO_JUDGED_AT = AUTO_SWITCH_AT + 1 + AUTO_MIN_BATCHES
 
 
-def test_auto_pipelines_only_when_loading_matters(data):
-    loader = FastNeighborLoader(data, [4, 3], batch_size=16)
-    assert loader.pipeline == 'auto'
-    first = iter(loader)
-    assert type(first).__name__ == 'AutoIterator'
-    list(first)  # a loader-bound epoch: no model time at all
-    assert first.pipelined and loader._auto_decision is True
-    assert type(iter(loader)).__name__ == 'PipelineIterator'
+def _loading_takes(seconds, where='anywhere'):
+    r"""A transform that makes loading a batch take :obj:`seconds` longer
+    anywhere, or only in the pipeline's threads ('stage')."""
+    def transform(batch):
+        stage = threading.current_thread().name.startswith('pyg_fastload')
+        if where == 'anywhere' or stage:
+            time.sleep(seconds)
+        return batch
+    return transform
 
+
+def _epoch(loader, model_seconds=0.0, first_step=0.0):
+    r"""Runs an epoch of :obj:`loader`: the batches, and whether each came
+    from the pipeline's threads."""
+    epoch = iter(loader)
+    served, pipelined = [], []
+    for batch in epoch:
+        served.append((batch.n_id, batch.edge_index, batch.x))
+        pipelined.append(epoch.pipelined)
+        time.sleep(first_step if len(served) == 1 else model_seconds)
+    return served, pipelined
+
+
+def _sequential_batches(data, seed, **kwargs):
+    torch.manual_seed(seed)
+    return [(b.n_id, b.edge_index, b.x) for b in FastNeighborLoader(
+        data, [4, 3], shuffle=True, pipeline=False, **kwargs)]
+
+
+def _same(served, expected):
+    assert len(served) == len(expected)
+    for got, want in zip(served, expected):
+        assert all(torch.equal(a, b) for a, b in zip(got, want))
+
+
+def test_auto_stays_in_the_consumers_thread_beside_a_slow_model(data):
     slow = FastNeighborLoader(data, [4, 3], batch_size=64)
     assert len(slow) >= AUTO_SWITCH_AT
+    assert slow.pipeline == 'auto'
     # One batch first, too few to judge: its one-off costs (first-call
     # allocations) stay out of the judged epoch, as in a long real epoch.
     next(iter(slow))
     assert slow._auto_decision is None
     epoch = iter(slow)
+    assert type(epoch).__name__ == 'AutoIterator'
     for _ in epoch:
         time.sleep(0.5)  # a model far slower than loading
     assert not epoch.pipelined and slow._auto_decision is False
@@ -174,32 +203,40 @@ def test_auto_pipelines_only_when_loading_matters(data):
         FastNeighborLoader(data, [4, 3], pipeline='sometimes')
 
 
-AUTO_SWITCH_AT = AUTO_MIN_BATCHES + 2  # the first batch is not judged
+@pytest.mark.parametrize('workers', [1, 2])
+def test_auto_moves_to_the_pipeline_when_it_hides_loading(data, workers):
+    torch.manual_seed(3)
+    loader = FastNeighborLoader(data, [4, 3], batch_size=32, shuffle=True,
+                                sampling_workers=workers,
+                                transform=_loading_takes(0.03))
+    assert len(loader) > AUTO_JUDGED_AT
+    # Loading and the model take 30 ms each: overlapped in the pipeline.
+    served, pipelined = _epoch(loader, model_seconds=0.03)
+    assert pipelined == [i + 1 >= AUTO_SWITCH_AT for i in range(len(loader))]
+    assert loader._auto_decision is True
+    assert type(iter(loader)).__name__ == 'PipelineIterator'
+    # The same batches as an epoch in the consumer's thread, across the
+    # switch (one source of batches, in order):
+    _same(served, _sequential_batches(data, 3, batch_size=32))
 
 
 @pytest.mark.parametrize('workers', [1, 2])
-def test_auto_switches_to_the_pipeline_within_the_first_epoch(data,
-                                                              workers):
-    torch.manual_seed(3)
-    loader = FastNeighborLoader(data, [4, 3], batch_size=16, shuffle=True,
-                                sampling_workers=workers)
-    assert len(loader) > AUTO_SWITCH_AT + 2
-    epoch = iter(loader)
-    served = []
-    for batch in epoch:  # no model: loading is all of the epoch's time
-        served.append((batch.n_id, batch.edge_index, batch.x))
-        # judged when the batch after the measured ones is asked for
-        assert epoch.pipelined == (len(served) >= AUTO_SWITCH_AT)
-    assert len(served) == len(loader)
-    # The same batches as an epoch in the consumer's thread, across the
-    # switch (one source of batches, in order):
-    torch.manual_seed(3)
-    expected = [(b.n_id, b.edge_index, b.x) for b in FastNeighborLoader(
-        data, [4, 3], batch_size=16, shuffle=True, pipeline=False)]
-    assert len(expected) == len(served)
-    for got, want in zip(served, expected):
-        assert all(torch.equal(a, b) for a, b in zip(got, want))
+def test_auto_returns_to_the_consumers_thread_if_the_pipeline_is_slower(
+        data, workers):
+    torch.manual_seed(4)
+    loader = FastNeighborLoader(
+        data, [4, 3], batch_size=24, shuffle=True, sampling_workers=workers,
+        transform=_loading_takes(0.05, where='stage'))
+    assert len(loader) > AUTO_JUDGED_AT + 3
+    served, pipelined = _epoch(loader)
+    assert pipelined[AUTO_SWITCH_AT - 1:AUTO_JUDGED_AT] == \
+        [True] * (AUTO_JUDGED_AT - AUTO_SWITCH_AT + 1)
+    assert not any(pipelined[:AUTO_SWITCH_AT - 1])
+    assert not pipelined[-1] and loader._auto_decision is False
+    # The batches in flight were served, in order, before going back:
+    _same(served, _sequential_batches(data, 4, batch_size=24))
     assert loader.time_breakdown['batches'] == len(loader)
+    assert type(iter(loader)).__name__ == 'SequentialIterator'
 
 
 @pytest.mark.parametrize('stop', ['close', 'drop'])
@@ -222,15 +259,15 @@ def test_auto_stops_the_pipeline_it_started(data, stop):
 
 
 def test_auto_leaves_the_first_step_out_of_its_judgement(data):
-    loader = FastNeighborLoader(data, [4, 3], batch_size=16)
-    epoch = iter(loader)
-    next(epoch)
-    time.sleep(1.0)  # a first step's one-off cost (e.g. lazy set-up)
-    list(epoch)  # then no model time at all
-    assert epoch.pipelined and loader._auto_decision is True
+    loader = FastNeighborLoader(data, [4, 3], batch_size=32,
+                                transform=_loading_takes(0.03))
+    # a first step's one-off cost (e.g. lazy set-up), then 30 ms steps
+    _, pipelined = _epoch(loader, model_seconds=0.03, first_step=1.0)
+    assert pipelined[-1] and loader._auto_decision is True
 
 
-def test_auto_serves_the_batches_sampled_ahead_before_switching(tmp_path):
+@pytest.mark.parametrize('where', ['anywhere', 'stage'])
+def test_auto_serves_the_batches_sampled_ahead_across_switches(where):
     data = random_graph(num_features=8)
     store = TieredFeatureStore()
     store.put_tensor(data.x, group_name=None, attr_name='x', index=None)
@@ -239,13 +276,19 @@ def test_auto_serves_the_batches_sampled_ahead_before_switching(tmp_path):
                      reserve_bytes=2**30)
     graph = CSCGraphStore(
         CSCTopology.from_edge_index(data.edge_index, data.num_nodes))
-    loader = FastNeighborLoader((store, graph), [3, 2], batch_size=20)
+    loader = FastNeighborLoader((store, graph), [3, 2], batch_size=10,
+                                transform=_loading_takes(0.06, where))
+    assert len(loader) > AUTO_JUDGED_AT + 6
     epoch = iter(loader)
-    seen = []
+    seen, pipelined = [], []
     for batch in epoch:
         assert torch.equal(batch.x, data.x[batch.n_id])
         seen.append(batch.n_id[:batch.batch_size])
-    assert epoch.pipelined
+        pipelined.append(epoch.pipelined)
+        time.sleep(0.02)
+    # The 3 batches sampled ahead for the window came first:
+    assert pipelined.index(True) == AUTO_SWITCH_AT - 1 + 3
+    assert pipelined[-1] == (where == 'anywhere')  # kept, or slower
     assert torch.equal(torch.cat(seen), torch.arange(data.num_nodes))
     cache = store._entries[(None, 'x')].device
     assert int(cache.pending.sum()) == 0  # every announced batch retired
