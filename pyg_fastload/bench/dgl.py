@@ -109,9 +109,9 @@ def run(args: argparse.Namespace) -> Dict[str, Any]:
           f'{data.num_edges:,} edges) fanout={args.fanout} '
           f'batch_size={args.batch_size} batches={args.batches} after '
           f'{args.warmup}, median of {args.rounds} rounds')
-    # The defaults (`pipeline='auto'`: a fresh loader's first batches run
-    # in this thread, the rest of its epoch pipelined when loading
-    # dominates), the sequential loader (as DGL's num_workers=0), the pool.
+    # The defaults (`pipeline='auto'`: a fresh loader measures its first
+    # batches in this thread and in the pipeline, and goes on with one),
+    # the sequential loader (as DGL's num_workers=0), the pool.
     sequential = 'FastNeighborLoader(pipeline=False)'
     ours = {'FastNeighborLoader': {}, sequential: dict(pipeline=False)}
     if args.sampling_workers > 1:
