@@ -171,13 +171,18 @@ class PipelinedLoader:
                                           HeteroSamplerOutput)):
                 store.announce(out.node)
 
+        # This epoch's breakdown, also for the parts 'auto' starts later
+        # (another epoch of the loader may have started by then).
+        pipelined = self._use_pipeline()
+        breakdown = self.time_breakdown = new_breakdown()
+
         def start_pipeline() -> PipelineIterator:
             sample_capacity = max(self.queue_capacity, depth)
             workers = self.settings.sampling_workers
             pipeline = PipelineIterator(
                 sampled() if workers == 1 else pending, on_sampled,
                 _weak_join(self), self.queue_capacity,
-                sample_capacity, self.time_breakdown,
+                sample_capacity, breakdown,
                 self._new_scheduler(sample_capacity + self.queue_capacity),
                 self._transfer, workers, self._new_trainer_load())
             # The iterator keeps the loader alive (`next(iter(Loader(...)))`
@@ -190,11 +195,9 @@ class PipelinedLoader:
 
         def start_sequential() -> SequentialIterator:
             return SequentialIterator(
-                sampled(), on_sampled, self.filter_fn, depth,
-                self.time_breakdown, self._transfer)
+                sampled(), on_sampled, self.filter_fn, depth, breakdown,
+                self._transfer)
 
-        pipelined = self._use_pipeline()
-        self.time_breakdown = new_breakdown()
         iterator: Any
         if pipelined is None:  # 'auto', undecided: judged in the epoch
             iterator = AutoIterator(pending, start_sequential, start_pipeline,
