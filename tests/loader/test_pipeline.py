@@ -482,3 +482,33 @@ def test_exit_during_a_pipelined_epoch_does_not_abort():
                               capture_output=True, text=True, timeout=120)
         assert done.returncode == 0, done.stderr[-2000:]
         assert 'terminate called' not in done.stderr
+
+
+@pytest.mark.reliability(
+    fault="two epochs of one `pipeline='auto'` loader iterated at once",
+    behaviour='each yields every batch of its epoch in order, equal to '
+              '`pipeline=False`, across its own switch to the pipeline')
+def test_two_auto_epochs_at_once_each_serve_their_batches(data):
+    loader = FastNeighborLoader(data, [4, 3], batch_size=16,
+                                transform=_loading_takes(0.01))
+    torch.manual_seed(5)  # every epoch draws its seed from torch's RNG
+    expected = [(b.n_id, b.edge_index, b.x) for b in FastNeighborLoader(
+        data, [4, 3], batch_size=16, pipeline=False)]
+    torch.manual_seed(5)
+    first = iter(loader)
+    torch.manual_seed(5)
+    second = iter(loader)
+    got = ([], [])
+    for a, b in zip(first, second):  # interleaved, batch by batch
+        got[0].append((a.n_id, a.edge_index, a.x))
+        got[1].append((b.n_id, b.edge_index, b.x))
+        time.sleep(0.01)
+    assert first.pipelined and second.pipelined
+    _same(got[0], expected)
+    _same(got[1], expected)
+    # Each epoch's time breakdown holds its own batches' loading, in both
+    # parts (the transform adds 10 ms to every batch's loading):
+    for epoch in (first, second):
+        breakdown = epoch.first.breakdown
+        assert breakdown['batches'] == len(loader)
+        assert breakdown['feature_loading'] >= 0.01 * len(loader)
