@@ -70,6 +70,12 @@ class HeteroTopology:
     def num_edges(self) -> int:
         return int(self.indices.numel())
 
+    @property
+    def device(self) -> torch.device:
+        r"""Where the arrays live (the CPU: heterogeneous sampling runs
+        there)."""
+        return self.indptr.device
+
     def num_nodes_of(self, node_type: str) -> int:
         t = self.node_types.index(node_type)
         return int(self.node_offset[t + 1] - self.node_offset[t])

@@ -25,4 +25,4 @@ def expand_ranges(starts: Tensor, counts: Tensor,
     offsets = torch.cumsum(counts, 0) - counts
     shift = torch.repeat_interleave(starts - offsets, counts,
                                     output_size=total)
-    return shift + torch.arange(total, dtype=shift.dtype)
+    return shift + torch.arange(total, dtype=shift.dtype, device=shift.device)

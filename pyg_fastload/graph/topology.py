@@ -9,7 +9,7 @@ In CSC form the in-neighbours of node ``v`` are
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Optional, Union
 
 import torch
 from torch import Tensor
@@ -52,6 +52,25 @@ class CSCTopology:
     @property
     def num_edges(self) -> int:
         return int(self.indices.numel())
+
+    @property
+    def device(self) -> torch.device:
+        r"""Where the arrays live (where a sampler of this topology runs)."""
+        return self.indptr.device
+
+    def to(self, device: Union[str, torch.device]) -> 'CSCTopology':
+        r"""This topology with every array on :obj:`device` (itself if they
+        are there already). A sampler given a topology on a CUDA device
+        samples there: its batches' ids come back on that device."""
+        device = torch.device(device)
+        if device.type == 'cuda' and device.index is None:
+            device = torch.device('cuda', torch.cuda.current_device())
+        if device == self.device:
+            return self
+        moved = {name: None if getattr(self, name) is None
+                 else getattr(self, name).to(device)
+                 for name in ('indptr', 'indices', 'edge_id', 'edge_weight')}
+        return CSCTopology(num_nodes=self.num_nodes, **moved)
 
     @classmethod
     def from_edge_index(
@@ -123,7 +142,8 @@ class CSCTopology:
         r"""Number of out-edges per node: how many in-neighbour lists a node
         appears in, i.e. how often a neighbour sampler can reach it
         (counted in chunks of edges: memory stays bounded on big graphs)."""
-        counts = torch.zeros(self.num_nodes, dtype=torch.long)
+        counts = torch.zeros(self.num_nodes, dtype=torch.long,
+                             device=self.device)
         for start in range(0, self.num_edges, _COUNT_CHUNK):
             counts += torch.bincount(
                 self.indices[start:start + _COUNT_CHUNK].long(),
@@ -133,7 +153,8 @@ class CSCTopology:
     def destinations(self) -> Tensor:
         r"""The destination node of every CSC edge (``int64``)."""
         return torch.repeat_interleave(
-            torch.arange(self.num_nodes), self.in_degree(),
+            torch.arange(self.num_nodes, device=self.device),
+            self.in_degree(),
             output_size=self.num_edges)
 
     def to_edge_index(self) -> Tensor:

@@ -252,7 +252,8 @@ class HeteroNeighborSampler(HopSampler):
     def sample_from_nodes(self, inputs: NodeSamplerInput,
                           **kwargs: Any) -> HeteroSamplerOutput:
         out = self.sample_hetero(inputs.input_type, inputs.node,
-                                 _seed_generator(kwargs.get('generator')),
+                                 _seed_generator(kwargs.get('generator'),
+                                                 self.device),
                                  inputs.time)
         out.metadata = (inputs.input_id, inputs.time)
         return out
@@ -302,7 +303,7 @@ class HeteroNeighborSampler(HopSampler):
         ``strict=True``: no negative is a true edge."""
         return sample_hetero_edges(
             self, inputs, neg_sampling,
-            _seed_generator(kwargs.get('generator')),
+            _seed_generator(kwargs.get('generator'), self.device),
             bool(kwargs.get('strict')))
 
     def _split(self, out: SamplerOutput) -> HeteroSamplerOutput:

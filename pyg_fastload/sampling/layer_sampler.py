@@ -10,7 +10,12 @@ from torch_geometric.sampler.base import SubgraphType
 
 from ..config import check_fanouts
 from .neighbor_sampler import HopSampler
-from .ops import first_occurrence_mask, sample_uniform, sample_weighted
+from .ops import (
+    arange_as,
+    first_occurrence_mask,
+    sample_uniform,
+    sample_weighted,
+)
 
 __all__ = ['LayerWiseSampler']
 
@@ -32,6 +37,9 @@ class LayerWiseSampler(HopSampler):
         subgraph_type (str): as in
             :class:`~pyg_fastload.sampling.FastNeighborSampler`.
         weight_attr (str, optional): edge attribute with sampling weights.
+        share_memory (bool): move the topology to shared memory.
+        device (torch.device or str, optional): where sampling runs
+            (:class:`~pyg_fastload.sampling.HopSampler`).
     """
     def __init__(
         self,
@@ -40,11 +48,12 @@ class LayerWiseSampler(HopSampler):
         subgraph_type: Union[SubgraphType, str] = 'directional',
         weight_attr: Optional[str] = None,
         share_memory: bool = False,
+        device: Optional[Union[str, torch.device]] = None,
     ):
         self.layer_sizes = check_fanouts(layer_sizes)
         super().__init__(data, len(self.layer_sizes), subgraph_type,
                          disjoint=False, weight_attr=weight_attr,
-                         share_memory=share_memory)
+                         share_memory=share_memory, device=device)
 
     hop_tasks = False  # one draw over the whole frontier per layer
 
@@ -74,7 +83,7 @@ class LayerWiseSampler(HopSampler):
                                           self.cum_weight,
                                           self.topology.edge_weight,
                                           generator)
-        rows = torch.repeat_interleave(torch.arange(deg.numel()), counts,
+        rows = torch.repeat_interleave(arange_as(deg), counts,
                                        output_size=pos.numel())
         keep = first_occurrence_mask(pos)
         return pos[keep], torch.bincount(rows[keep], minlength=deg.numel())

@@ -13,6 +13,7 @@ from torch import Tensor
 from torch_geometric.sampler import EdgeSamplerInput, SamplerOutput
 from torch_geometric.sampler.base import NegativeSampling
 
+from .ops import arange_as
 from .temporal import draw_before
 
 __all__ = ['EdgeKeys', 'add_negatives', 'negative_nodes',
@@ -33,7 +34,9 @@ class EdgeKeys:
 
     def __init__(self, topology: Any, num_sources: Optional[int] = None):
         n = topology.num_nodes
-        dst = torch.repeat_interleave(torch.arange(n), topology.indptr.diff())
+        dst = torch.repeat_interleave(
+            torch.arange(n, device=topology.indptr.device),
+            topology.indptr.diff())
         #: Destinations a source can link to.
         self.num_nodes = n
         self.keys = torch.unique(topology.indices.long() * n + dst)
@@ -42,15 +45,15 @@ class EdgeKeys:
             src, minlength=n if num_sources is None else num_sources)
         self.first = torch.cumsum(self.out_degree, 0) - self.out_degree
         # key - rank within the source's run: u * N + (v_i - i), sorted
-        self.gaps = self.keys - (torch.arange(self.keys.numel()) -
-                                 self.first[src])
+        self.gaps = self.keys - (arange_as(self.keys) - self.first[src])
 
     def non_neighbours(self, src: Tensor,
                        generator: Optional[torch.Generator]) -> Tensor:
         r"""A node drawn uniformly among those :obj:`src` has no edge to,
         for every entry of :obj:`src` (each needs one)."""
         free = self.num_nodes - self.out_degree[src]
-        u = torch.rand(src.numel(), dtype=torch.float64, generator=generator)
+        u = torch.rand(src.numel(), dtype=torch.float64, generator=generator,
+                       device=src.device)
         r = torch.minimum((u * free).long(), free - 1)
         below = torch.searchsorted(self.gaps, src * self.num_nodes + r,
                                    right=True) - self.first[src]
@@ -107,14 +110,15 @@ def negative_nodes(count: int, num_nodes: int, neg: NegativeSampling,
     replacement; like PyG's default, a drawn pair may be a true edge."""
     weight = neg.src_weight if endpoint == 'src' else neg.dst_weight
     if weight is not None:
-        weight = weight.to(torch.float64)
+        weight = weight.to(generator.device, torch.float64)
         if weight.numel() != num_nodes:
             raise ValueError(f"'neg_sampling.{endpoint}_weight' has "
                              f"{weight.numel()} entries, the graph "
                              f"{num_nodes} nodes: give one weight per node")
         return torch.multinomial(weight, count, replacement=True,
                                  generator=generator)
-    return torch.randint(num_nodes, (count, ), generator=generator)
+    return torch.randint(num_nodes, (count, ), generator=generator,
+                         device=generator.device)
 
 
 def negatives_drawer(counts: Dict[str, Tuple[int, int]],
@@ -158,7 +162,7 @@ def add_negatives(src: Tensor, dst: Tensor, label: Any,
     num_pos = src.numel()
     num_neg = math.ceil(num_pos * neg.amount)
     triplet = neg.is_triplet()
-    where = torch.arange(num_neg)
+    where = torch.arange(num_neg, device=src.device)
     src_neg = src.repeat(int(neg.amount)) if triplet else draw('src', where)
     dst_neg = draw('dst', where)
     if edge_keys is not None:
@@ -168,7 +172,7 @@ def add_negatives(src: Tensor, dst: Tensor, label: Any,
     if triplet:
         return src, dst, label
     if label is None:
-        label = torch.ones(num_pos)
+        label = torch.ones(num_pos, device=src.device)
     return torch.cat([src, src_neg]), dst, torch.cat(
         [label, label.new_zeros((num_neg, ) + tuple(label.shape[1:]))])
 
@@ -198,8 +202,11 @@ def sample_edges(sample: Callable[..., SamplerOutput], num_nodes: int,
     :obj:`seed_time` mapping ``(seeds, times, name)`` to seed times) gives
     every label edge's endpoints the edge's time (``edge_label_time``) and
     draws negatives only among nodes not later than it."""
-    src, dst = inputs.row.long(), inputs.col.long()
+    device = generator.device  # the sampler's
+    src, dst = inputs.row.long().to(device), inputs.col.long().to(device)
     label: Any = inputs.label
+    if label is not None:
+        label = label.to(device)
     num_pos = src.numel()
     time = inputs.time
     if time is not None or temporal is not None:
@@ -222,7 +229,7 @@ def sample_edges(sample: Callable[..., SamplerOutput], num_nodes: int,
         times = torch.cat([label_times(time, src.numel()),
                            label_times(time, dst.numel())])
     if disjoint:
-        index = torch.arange(seeds.numel())
+        index = arange_as(seeds)
     else:
         seeds, index = seeds.unique(return_inverse=True)
     out = sample(seeds, generator, times)

@@ -19,8 +19,9 @@ from torch_geometric.sampler.base import NegativeSampling, SubgraphType
 from ..config import check_fanouts
 from ..graph.convert import topology_of
 from ..graph.ranges import expand_ranges
+from ..graph.topology import CSCTopology
 from .link import EdgeKeys, sample_edges
-from .ops import sample_uniform, sample_weighted
+from .ops import arange_as, sample_uniform, sample_weighted
 from .relabel import DenseRelabeler, SortedRelabeler
 from .tasks import CHUNK_NODES, chunk_bounds, current_runner
 from .temporal import TemporalIndex, check_strategy, read_time, seed_times
@@ -28,11 +29,19 @@ from .temporal import TemporalIndex, check_strategy, read_time, seed_times
 __all__ = ['FastNeighborSampler', 'HopSampler']
 
 
-def _seed_generator(generator: Optional[torch.Generator]) -> torch.Generator:
-    r"""A fresh generator seeded from :obj:`generator` (or torch's global
-    RNG), so every batch's randomness is fixed when the batch is created."""
-    seed = int(torch.randint(0, 2**62, (1, ), generator=generator))
-    return torch.Generator().manual_seed(seed)
+def _seed_generator(generator: Optional[torch.Generator],
+                    device: torch.device) -> torch.Generator:
+    r"""A fresh generator on :obj:`device` (the topology's: a CUDA sampler
+    draws there), seeded from :obj:`generator` (or torch's global RNG), so
+    every batch's randomness is fixed when the batch is created."""
+    seed = int(torch.randint(0, 2**62, (1, ), generator=generator,
+                             device=_device_of(generator)))
+    return torch.Generator(device).manual_seed(seed)
+
+
+def _device_of(generator: Optional[torch.Generator]) -> torch.device:
+    r"""Where :obj:`generator` draws (torch's global RNG: the CPU)."""
+    return torch.device('cpu') if generator is None else generator.device
 
 
 class HopSampler(BaseSampler):
@@ -49,6 +58,11 @@ class HopSampler(BaseSampler):
         disjoint (bool): give every seed its own tree (nodes are repeated
             across trees; :obj:`batch` tells the tree of every node).
         weight_attr (str, optional): edge attribute used as sampling weight.
+        share_memory (bool): move the topology to shared memory.
+        device (torch.device or str, optional): where the topology lives and
+            sampling runs (default: where :obj:`data`'s topology is, the
+            CPU unless a :class:`~pyg_fastload.CSCTopology` on a GPU was
+            given); batches' ids are returned there.
     """
     def __init__(
         self,
@@ -58,9 +72,21 @@ class HopSampler(BaseSampler):
         disjoint: bool = False,
         weight_attr: Optional[str] = None,
         share_memory: bool = False,
+        device: Optional[Union[str, torch.device]] = None,
     ):
         self.topology = topology_of(data, weight_attr)
+        if device is not None:
+            if not isinstance(self.topology, CSCTopology):
+                raise NotImplementedError(
+                    f"'device={device}': heterogeneous sampling runs on the "
+                    f"CPU only; leave the sampling device unset")
+            self.topology = self.topology.to(device)
         if share_memory:
+            if self.topology.device.type != 'cpu':
+                raise ValueError(
+                    f"'share_memory=True' moves the topology to shared host "
+                    f"memory, but it is on {self.topology.device}: sample "
+                    f"on the GPU with num_workers=0")
             self.topology.share_memory_()
         self.num_hops = num_hops
         try:
@@ -88,6 +114,12 @@ class HopSampler(BaseSampler):
         return self.topology.num_nodes
 
     @property
+    def device(self) -> torch.device:
+        r"""Where sampling runs and batches' ids are returned: the
+        topology's device."""
+        return self.topology.device
+
+    @property
     def edge_permutation(self) -> None:
         return None  # `SamplerOutput.edge` already holds original edge ids.
 
@@ -102,10 +134,10 @@ class HopSampler(BaseSampler):
 
     def _relabeler(self) -> Union[DenseRelabeler, SortedRelabeler]:
         if self.disjoint:
-            return SortedRelabeler()
+            return SortedRelabeler(self.device)
         relabeler = getattr(self._per_thread, 'relabeler', None)
         if relabeler is None:
-            relabeler = DenseRelabeler(self.num_nodes)
+            relabeler = DenseRelabeler(self.num_nodes, self.device)
             self._per_thread.relabeler = relabeler
         return relabeler
 
@@ -140,7 +172,7 @@ class HopSampler(BaseSampler):
 
     def sample_from_nodes(self, inputs: NodeSamplerInput,
                           **kwargs: Any) -> SamplerOutput:
-        generator = _seed_generator(kwargs.get('generator'))
+        generator = _seed_generator(kwargs.get('generator'), self.device)
         out = self.sample(inputs.node, generator,
                           self.seed_time(inputs.node, inputs.time))
         out.metadata = (inputs.input_id, inputs.time)
@@ -156,8 +188,9 @@ class HopSampler(BaseSampler):
                                  f"temporal: set 'time_attr' too")
             return None
         if time is not None:
-            time = self.temporal.cast(time, f"'{name}'")
-        return seed_times(time, seeds.long(), self.temporal.node_time, name)
+            time = self.temporal.cast(time, f"'{name}'").to(self.device)
+        return seed_times(time, seeds.long().to(self.device),
+                          self.temporal.node_time, name)
 
     def sample_from_edges(self, inputs: EdgeSamplerInput,
                           neg_sampling: Optional[NegativeSampling] = None,
@@ -177,7 +210,8 @@ class HopSampler(BaseSampler):
             keys = self._edge_keys
         return sample_edges(self.sample, self.num_nodes, self.disjoint,
                             inputs, neg_sampling,
-                            _seed_generator(kwargs.get('generator')), keys,
+                            _seed_generator(kwargs.get('generator'),
+                                            self.device), keys,
                             self.temporal, self.seed_time)
 
     # The engine ##############################################################
@@ -196,7 +230,8 @@ class HopSampler(BaseSampler):
             of the source (neighbour) and destination of every sampled edge;
             ``edge`` the original edge ids.
         """
-        seeds = seeds.reshape(-1).long()
+        device = self.device
+        seeds = seeds.reshape(-1).long().to(device)
         num_nodes = self.num_nodes
         if seeds.numel() > 0 and (int(seeds.min()) < 0
                                   or int(seeds.max()) >= num_nodes):
@@ -206,13 +241,13 @@ class HopSampler(BaseSampler):
         relabeler = self._relabeler()
         keys = seeds
         if self.disjoint:
-            keys = torch.arange(seeds.numel()) * num_nodes + seeds
+            keys = arange_as(seeds) * num_nodes + seeds
         try:
             relabeler.insert_seeds(keys)
             node_keys: List[Tensor] = [keys]
             frontier = seeds
-            frontier_local = torch.arange(seeds.numel())
-            frontier_batch = torch.arange(seeds.numel())
+            frontier_local = arange_as(seeds)
+            frontier_batch = arange_as(seeds)
             rows, cols, edges = [], [], []
             num_sampled_nodes = [seeds.numel()]
             num_sampled_edges = []
@@ -234,8 +269,9 @@ class HopSampler(BaseSampler):
                 node_keys.append(new)
                 num_sampled_nodes.append(new.numel())
                 num_sampled_edges.append(pos.numel())
-                frontier_local = torch.arange(relabeler.num_local - new.numel(),
-                                              relabeler.num_local)
+                frontier_local = torch.arange(
+                    relabeler.num_local - new.numel(), relabeler.num_local,
+                    device=device)
                 if self.disjoint:
                     frontier_batch = torch.div(new, num_nodes,
                                                rounding_mode='floor')
@@ -285,11 +321,12 @@ class HopSampler(BaseSampler):
         if not (self.hop_tasks and self.concurrent_batches) or \
                 frontier.numel() <= CHUNK_NODES:
             return draw(frontier, time, generator)
-        base = int(torch.randint(0, 2**62, (1, ), generator=generator))
+        base = int(torch.randint(0, 2**62, (1, ), generator=generator,
+                                 device=_device_of(generator)))
 
         def task(i: int, part: range) -> Callable[[], Any]:
             def run() -> Tuple[Tensor, Tensor, Tensor]:
-                gen = torch.Generator().manual_seed(base + i)
+                gen = torch.Generator(self.device).manual_seed(base + i)
                 cut = slice(part.start, part.stop)
                 return draw(frontier[cut], None if time is None
                             else time[cut], gen)
@@ -328,7 +365,7 @@ class HopSampler(BaseSampler):
             start = topo.indptr[node]
             deg = topo.indptr[node + 1] - start
             pos = expand_ranges(start, deg)
-            col = torch.repeat_interleave(torch.arange(node.numel()), deg,
+            col = torch.repeat_interleave(arange_as(node), deg,
                                           output_size=pos.numel())
             # Look up without inserting: unseen sources get local id -1.
             src = topo.indices[pos].long()
@@ -361,6 +398,10 @@ class FastNeighborSampler(HopSampler):
         weight_attr (str, optional): edge attribute holding sampling weights.
         share_memory (bool): move the topology to shared memory.
         directed (bool): deprecated, ``False`` means ``'induced'``.
+        device (torch.device or str, optional): where the topology lives and
+            sampling runs (:class:`HopSampler`); on a GPU the random
+            streams differ from the CPU's, so batches are equal in
+            distribution, not draw for draw.
     """
     def __init__(
         self,
@@ -375,6 +416,7 @@ class FastNeighborSampler(HopSampler):
         is_sorted: bool = False,
         share_memory: bool = False,
         directed: bool = True,
+        device: Optional[Union[str, torch.device]] = None,
     ):
         self.temporal_strategy = check_strategy(temporal_strategy, time_attr,
                                                 disjoint, weight_attr)
@@ -386,7 +428,7 @@ class FastNeighborSampler(HopSampler):
         self.num_neighbors = check_fanouts(num_neighbors)
         self.replace = bool(replace)
         super().__init__(data, len(self.num_neighbors), subgraph_type,
-                         disjoint, weight_attr, share_memory)
+                         disjoint, weight_attr, share_memory, device)
         self.time_attr = time_attr
         if time_attr is not None:
             self.temporal = TemporalIndex.of(

@@ -13,12 +13,20 @@ __all__ = [
     'sample_uniform',
     'sample_weighted',
     'first_occurrence_mask',
+    'arange_as',
 ]
+
+
+def arange_as(values: Tensor) -> Tensor:
+    r"""``arange(len(values))`` on the device of :obj:`values` (every op
+    here follows its inputs' device: CPU, or CUDA for a topology there)."""
+    return torch.arange(values.numel(), device=values.device)
 
 
 def _rand_below(bound: Tensor, generator: Optional[torch.Generator]) -> Tensor:
     r"""A uniform integer in ``[0, bound)`` for every entry of ``bound``."""
-    u = torch.rand(bound.shape, dtype=torch.float64, generator=generator)
+    u = torch.rand(bound.shape, dtype=torch.float64, generator=generator,
+                   device=bound.device)
     return torch.minimum((u * bound).long(), bound - 1)
 
 
@@ -64,7 +72,7 @@ def sample_uniform(
         if isinstance(k, int) and k < 0:
             return expand_ranges(start, deg), deg
         counts = torch.where(deg > 0, k, 0)
-        rows = torch.repeat_interleave(torch.arange(deg.numel()), counts)
+        rows = torch.repeat_interleave(arange_as(deg), counts)
         pos = start[rows] + _rand_below(deg[rows], generator)
         return pos, counts
     if not isinstance(k, int):
@@ -85,7 +93,7 @@ def sample_uniform(
     if bool(part.any()):
         idx = part.nonzero().view(-1)
         picks = _floyd_subsets(deg[idx], k, generator)
-        slots = offsets[idx].unsqueeze(1) + torch.arange(k)
+        slots = offsets[idx].unsqueeze(1) + torch.arange(k, device=deg.device)
         pos[slots.view(-1)] = (start[idx].unsqueeze(1) + picks).view(-1)
     return pos, counts
 
@@ -118,7 +126,7 @@ def sample_weighted(
         return start.new_empty(0), torch.zeros_like(deg)
     if isinstance(k, int) and k < 0:
         pos = expand_ranges(start, deg)
-        rows = torch.repeat_interleave(torch.arange(deg.numel()), deg,
+        rows = torch.repeat_interleave(arange_as(deg), deg,
                                        output_size=pos.numel())
         keep = weight[pos] > 0
         return pos[keep], torch.bincount(rows[keep], minlength=deg.numel())
@@ -128,8 +136,9 @@ def sample_weighted(
     has_mass = hi > lo
     if replace:
         counts = torch.where(has_mass, k, 0)
-        rows = torch.repeat_interleave(torch.arange(deg.numel()), counts)
-        u = torch.rand(rows.numel(), dtype=torch.float64, generator=generator)
+        rows = torch.repeat_interleave(arange_as(deg), counts)
+        u = torch.rand(rows.numel(), dtype=torch.float64, generator=generator,
+                       device=deg.device)
         target = lo[rows] + u * (hi[rows] - lo[rows])
         pos = torch.searchsorted(cum_weight, target, right=True)
         pos = torch.minimum(torch.maximum(pos, start[rows]), end[rows] - 1)
@@ -139,19 +148,20 @@ def sample_weighted(
         raise ValueError("a per-node fan-out needs 'replace=True'")
     # Candidates: all positive-weight in-edges of every frontier node.
     cand = expand_ranges(start, deg)
-    rows = torch.repeat_interleave(torch.arange(deg.numel()), deg,
+    rows = torch.repeat_interleave(arange_as(deg), deg,
                                    output_size=cand.numel())
     w = weight[cand].to(torch.float64)
     keep = w > 0
     cand, rows, w = cand[keep], rows[keep], w[keep]
-    u = torch.rand(cand.numel(), dtype=torch.float64, generator=generator)
+    u = torch.rand(cand.numel(), dtype=torch.float64, generator=generator,
+                   device=deg.device)
     key = torch.log(u.clamp(min=1e-300)) / w  # log of u ** (1 / w)
     order = torch.sort(key, descending=True, stable=True).indices
     order = order[torch.sort(rows[order], stable=True).indices]
     cand, rows = cand[order], rows[order]
     num_pos = torch.bincount(rows, minlength=deg.numel())
     row_start = torch.cumsum(num_pos, 0) - num_pos
-    rank = torch.arange(cand.numel()) - row_start[rows]
+    rank = arange_as(cand) - row_start[rows]
     chosen = rank < k
     return cand[chosen], torch.clamp(num_pos, max=k)
 
@@ -160,10 +170,11 @@ def first_occurrence_mask(keys: Tensor) -> Tensor:
     r"""``True`` at the first occurrence of every distinct value in
     :obj:`keys` (one sort; the result keeps the input order)."""
     if keys.numel() == 0:
-        return torch.zeros(0, dtype=torch.bool)
+        return torch.zeros(0, dtype=torch.bool, device=keys.device)
     uniq, inverse = torch.unique(keys, return_inverse=True)
-    first = torch.full((uniq.numel(), ), keys.numel(), dtype=torch.long)
-    first.scatter_reduce_(0, inverse, torch.arange(keys.numel()), 'amin')
-    mask = torch.zeros(keys.numel(), dtype=torch.bool)
+    first = torch.full((uniq.numel(), ), keys.numel(), dtype=torch.long,
+                       device=keys.device)
+    first.scatter_reduce_(0, inverse, arange_as(keys), 'amin')
+    mask = torch.zeros(keys.numel(), dtype=torch.bool, device=keys.device)
     mask[first] = True
     return mask

@@ -6,7 +6,7 @@ each hop reaches for the first time.
 """
 from __future__ import annotations
 
-from typing import Tuple
+from typing import Optional, Tuple
 
 import torch
 from torch import Tensor
@@ -28,12 +28,17 @@ class DenseRelabeler:
 
     Args:
         num_nodes (int): number of nodes of the graph.
+        device (torch.device, optional): where the arrays live (the
+            topology's device; default: CPU).
     """
-    def __init__(self, num_nodes: int):
+    def __init__(self, num_nodes: int,
+                 device: Optional[torch.device] = None):
         self._dtype = index_dtype_for(num_nodes)
         self._max = torch.iinfo(self._dtype).max
-        self._local = torch.full((num_nodes, ), -1, dtype=self._dtype)
-        self._first = torch.full((num_nodes, ), self._max, dtype=self._dtype)
+        self._local = torch.full((num_nodes, ), -1, dtype=self._dtype,
+                                 device=device)
+        self._first = torch.full((num_nodes, ), self._max, dtype=self._dtype,
+                                 device=device)
         self._seen = []
         self.num_local = 0
 
@@ -42,7 +47,8 @@ class DenseRelabeler:
             raise ValueError(f"{keys.numel()} ids in one hop of one batch "
                              f"exceed the relabeler's {self._dtype} "
                              f"positions: use a smaller batch_size")
-        pos = torch.arange(keys.numel(), dtype=self._dtype)
+        pos = torch.arange(keys.numel(), dtype=self._dtype,
+                           device=keys.device)
         self._first.scatter_reduce_(0, keys, pos, 'amin')
         mask = self._first.index_select(0, keys) == pos
         self._first.index_fill_(0, keys, self._max)
@@ -73,7 +79,7 @@ class DenseRelabeler:
         new = unseen[self._first_mask(unseen)]
         self._local.index_copy_(
             0, new, torch.arange(self.num_local, self.num_local + new.numel(),
-                                 dtype=self._dtype))
+                                 dtype=self._dtype, device=new.device))
         self.num_local += new.numel()
         self._seen.append(new)
         return self.lookup(keys), new
@@ -88,10 +94,12 @@ class DenseRelabeler:
 
 class SortedRelabeler:
     r"""Relabels arbitrary ``int64`` keys (``batch * num_nodes + node`` in
-    disjoint mode) with a sorted array of the keys seen so far."""
-    def __init__(self):
-        self._keys = torch.empty(0, dtype=torch.long)
-        self._ids = torch.empty(0, dtype=torch.long)
+    disjoint mode) with a sorted array of the keys seen so far, on
+    :obj:`device` (default: CPU)."""
+    def __init__(self, device: Optional[torch.device] = None):
+        self.device = device
+        self._keys = torch.empty(0, dtype=torch.long, device=device)
+        self._ids = torch.empty(0, dtype=torch.long, device=device)
         self.num_local = 0
 
     def lookup(self, keys: Tensor) -> Tensor:
@@ -115,7 +123,8 @@ class SortedRelabeler:
         local = self.lookup(keys)
         unseen = keys[local < 0]
         new = unseen[first_occurrence_mask(unseen)]
-        ids = torch.arange(self.num_local, self.num_local + new.numel())
+        ids = torch.arange(self.num_local, self.num_local + new.numel(),
+                           device=new.device)
         self.num_local += new.numel()
         keys_all = torch.cat([self._keys, new])
         ids_all = torch.cat([self._ids, ids])
@@ -124,4 +133,4 @@ class SortedRelabeler:
         return self.lookup(keys), new
 
     def reset(self) -> None:
-        self.__init__()
+        self.__init__(self.device)

@@ -159,7 +159,8 @@ class TemporalIndex:
             raise ValueError(f"{num_segments} nodes x {num_ranks} distinct "
                              f"times overflow the sort keys: round the "
                              f"times (e.g. to seconds)")
-        dst = torch.repeat_interleave(torch.arange(num_segments),
+        dst = torch.repeat_interleave(torch.arange(num_segments,
+                                                   device=indptr.device),
                                       indptr.diff())
         order = torch.sort(dst * num_ranks + rank, stable=True).indices
         del dst
@@ -179,6 +180,7 @@ class TemporalIndex:
         times (:obj:`level` ``'node'`` or ``'edge'``, edge times indexed by
         edge id)."""
         indices = topology.indices.long()
+        time = time.to(topology.device)
         if level == 'node':
             return cls(topology.indptr, indices,
                        time.index_select(0, indices), time)
@@ -236,7 +238,8 @@ class TemporalIndex:
             raise ValueError(f"temporal negative sampling: no node is as "
                              f"early as seed time {bad} (the earliest node "
                              f"time is {sorted_time[0].item()})")
-        u = torch.rand(count, dtype=torch.float64, generator=generator)
+        u = torch.rand(count, dtype=torch.float64, generator=generator,
+                       device=valid.device)
         pick = torch.minimum((u * valid).long(), valid - 1)
         return order.index_select(0, pick)
 

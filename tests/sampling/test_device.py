@@ -1,0 +1,208 @@
+r"""Sampling where the topology lives (a GPU for DSP's and GIDS's device
+sampling): every tensor a sampler makes is put on its topology's device.
+
+On a machine without CUDA this is checked by sampling a CPU topology while
+torch's default device is ``'meta'``: a tensor made without naming its device
+would land on ``meta`` and fail to mix with the CPU arrays. The CUDA tests
+(skipped without a GPU) sample on the device itself."""
+from collections import Counter
+
+import pytest
+import torch
+from scipy.stats import chisquare
+from torch_geometric.data import Data, HeteroData
+from torch_geometric.sampler import EdgeSamplerInput, NodeSamplerInput
+from torch_geometric.sampler.base import NegativeSampling
+
+from pyg_fastload import CSCTopology, FastNeighborSampler
+from pyg_fastload.sampling import (
+    HeteroNeighborSampler,
+    HopSampler,
+    LayerWiseSampler,
+)
+
+from ..conftest import random_graph
+
+#: CPU always; CUDA where there is one.
+DEVICES = ['cpu', pytest.param('cuda', marks=pytest.mark.skipif(
+    not torch.cuda.is_available(), reason='needs a CUDA device'))]
+
+
+def timed_graph() -> Data:
+    data = random_graph()
+    gen = torch.Generator().manual_seed(5)
+    data.w = torch.rand(data.num_edges, generator=gen)
+    data.t = torch.randint(0, 100, (data.num_nodes, ), generator=gen)
+    return data
+
+
+NODE_SAMPLERS = {
+    'uniform': lambda d: FastNeighborSampler(d, [5, 3]),
+    'replace': lambda d: FastNeighborSampler(d, [5, 3], replace=True),
+    'disjoint': lambda d: FastNeighborSampler(d, [5, 3], disjoint=True),
+    'induced': lambda d: FastNeighborSampler(d, [5, 3],
+                                             subgraph_type='induced'),
+    'bidirectional': lambda d: FastNeighborSampler(
+        d, [5, 3], subgraph_type='bidirectional'),
+    'weighted': lambda d: FastNeighborSampler(d, [5, 3], weight_attr='w'),
+    'weighted_replace': lambda d: FastNeighborSampler(
+        d, [5, 3], weight_attr='w', replace=True),
+    'temporal': lambda d: FastNeighborSampler(d, [5, 3], time_attr='t',
+                                              disjoint=True),
+    'temporal_last': lambda d: FastNeighborSampler(
+        d, [5, 3], time_attr='t', disjoint=True, temporal_strategy='last'),
+    'all': lambda d: FastNeighborSampler(d, [-1, 2]),
+    'layer_wise': lambda d: LayerWiseSampler(d, [20, 30]),
+    'layer_wise_weighted': lambda d: LayerWiseSampler(d, [20, 30],
+                                                      weight_attr='w'),
+}
+
+LINK_CASES = {
+    'no_negatives': (dict(), None, False),
+    'binary': (dict(), NegativeSampling('binary', 2), False),
+    'binary_strict': (dict(), NegativeSampling('binary', 2), True),
+    'triplet_strict': (dict(disjoint=True), NegativeSampling('triplet', 2),
+                       True),
+    'weighted_negatives': (dict(), NegativeSampling(
+        'binary', 1, dst_weight=torch.rand(200)), False),
+    'temporal': (dict(time_attr='t', disjoint=True),
+                 NegativeSampling('binary', 1), False),
+}
+
+
+def same_output(a, b) -> None:
+    for key in ('node', 'row', 'col', 'edge', 'batch'):
+        x, y = getattr(a, key), getattr(b, key)
+        assert (x is None) == (y is None), key
+        if x is not None:
+            assert y.device.type == 'cpu', key
+            assert torch.equal(x, y), key
+
+
+def under_meta_default(run):
+    torch.set_default_device('meta')
+    try:
+        return run()
+    finally:
+        torch.set_default_device(None)
+
+
+@pytest.mark.parametrize('name', sorted(NODE_SAMPLERS))
+def test_node_sampling_makes_every_tensor_on_the_topology_device(name):
+    sampler = NODE_SAMPLERS[name](timed_graph())
+    inputs = NodeSamplerInput(None, torch.arange(0, 40, 3))
+
+    def run():
+        return sampler.sample_from_nodes(
+            inputs, generator=torch.Generator().manual_seed(1))
+    same_output(run(), under_meta_default(run))
+
+
+@pytest.mark.parametrize('name', sorted(LINK_CASES))
+def test_link_sampling_makes_every_tensor_on_the_topology_device(name):
+    data = timed_graph()
+    options, neg, strict = LINK_CASES[name]
+    sampler = FastNeighborSampler(data, [5, 3], **options)
+    label = data.edge_index[:, :16]
+    time = data.t[label[0]] + 50 if 'time_attr' in options else None
+    inputs = EdgeSamplerInput(None, label[0], label[1], time=time)
+
+    def run():
+        return sampler.sample_from_edges(
+            inputs, neg, generator=torch.Generator().manual_seed(1),
+            strict=strict)
+    ref = run()
+    out = under_meta_default(run)
+    same_output(ref, out)
+    for x, y in zip(ref.metadata, out.metadata):
+        assert (x is None) == (y is None)
+        if x is not None:
+            assert torch.equal(x, y)
+
+
+def test_topology_moves_every_array_and_keeps_missing_ones():
+    topo = CSCTopology.from_edge_index(torch.tensor([[2, 0, 1], [1, 2, 0]]))
+    assert topo.edge_id is not None and topo.edge_weight is None
+    assert topo.to('cpu') is topo
+    moved = topo.to('meta')
+    assert moved.device.type == 'meta' and moved.num_nodes == 3
+    assert moved.indices.device.type == 'meta'
+    assert moved.edge_id.device.type == 'meta' and moved.edge_weight is None
+    assert topo.device.type == 'cpu'  # the original stays where it was
+
+
+def test_sampler_refuses_shared_memory_off_the_cpu(graph):
+    with pytest.raises(ValueError, match=r"'share_memory=True'.*meta.*"
+                       r"num_workers=0"):
+        FastNeighborSampler(graph, [3], share_memory=True, device='meta')
+
+
+def test_heterogeneous_sampling_stays_on_the_cpu():
+    data = HeteroData()
+    data['a'].x = torch.randn(4, 2)
+    data['a', 'to', 'a'].edge_index = torch.tensor([[0, 1], [1, 2]])
+    with pytest.raises(NotImplementedError, match='CPU only'):
+        HopSampler(data, 1, device='cpu')
+    assert HeteroNeighborSampler(data, [2]).device.type == 'cpu'
+
+
+def star(num_leaves: int, weights=None) -> Data:
+    r"""Leaves ``1..num_leaves`` all pointing at node 0."""
+    src = torch.arange(1, num_leaves + 1)
+    data = Data(edge_index=torch.stack([src, torch.zeros_like(src)]),
+                num_nodes=num_leaves + 1)
+    if weights is not None:
+        data.w = weights
+    return data
+
+
+@pytest.mark.parametrize('device', DEVICES)
+@pytest.mark.parametrize('replace', [False, True])
+def test_uniform_draws_are_uniform_on_the_device(device, replace):
+    sampler = FastNeighborSampler(star(12), [4], replace=replace,
+                                  disjoint=True, device=device)
+    assert sampler.device.type == device
+    seeds = torch.zeros(3000, dtype=torch.long)  # 3000 independent trees
+    out = sampler.sample(seeds, torch.Generator(device).manual_seed(0))
+    assert out.node.device.type == device
+    leaves = out.node[out.row].cpu()
+    assert leaves.numel() == 3000 * 4 and bool((leaves >= 1).all())
+    if not replace:  # four distinct leaves per tree
+        trees = out.batch[out.row].cpu()
+        assert torch.unique(trees * 13 + leaves).numel() == leaves.numel()
+    counts = Counter(leaves.tolist())
+    assert chisquare([counts[v] for v in range(1, 13)]).pvalue > 1e-3
+
+
+@pytest.mark.parametrize('device', DEVICES)
+def test_weighted_draws_follow_the_weights_on_the_device(device):
+    weights = torch.arange(1, 9, dtype=torch.float)
+    sampler = FastNeighborSampler(star(8, weights), [1], replace=True,
+                                  disjoint=True, weight_attr='w',
+                                  device=device)
+    out = sampler.sample(torch.zeros(4000, dtype=torch.long),
+                         torch.Generator(device).manual_seed(0))
+    counts = Counter(out.node[out.row].cpu().tolist())
+    expected = (weights.double() / weights.sum() * 4000).tolist()
+    assert chisquare([counts[v] for v in range(1, 9)],
+                     expected).pvalue > 1e-3
+
+
+@pytest.mark.parametrize('device', DEVICES)
+def test_device_sampling_is_reproducible_and_valid(device, graph):
+    sampler = FastNeighborSampler(graph, [4, 3], device=device)
+    seeds = torch.arange(0, 60, 2)
+    first = sampler.sample_from_nodes(
+        NodeSamplerInput(None, seeds),
+        generator=torch.Generator().manual_seed(3))
+    again = sampler.sample_from_nodes(
+        NodeSamplerInput(None, seeds),
+        generator=torch.Generator().manual_seed(3))
+    assert first.node.device.type == device
+    for key in ('node', 'row', 'col', 'edge'):
+        assert torch.equal(getattr(first, key), getattr(again, key))
+    node, row, col, edge = (getattr(first, k).cpu()
+                            for k in ('node', 'row', 'col', 'edge'))
+    assert torch.equal(graph.edge_index[:, edge],
+                       torch.stack([node[row], node[col]]))
+    assert torch.equal(node[:seeds.numel()], seeds)
