@@ -18,7 +18,24 @@ from ..storage.buffer_pool import BufferPool
 from ..storage.rows import gather_rows
 from .pipeline import DeviceTransfer
 
-__all__ = ['FeatureJoin', 'pooled_attrs']
+__all__ = ['FeatureJoin', 'pooled_attrs', 'on_host']
+
+#: The id fields of a sampler's output.
+_ID_FIELDS = ('node', 'row', 'col', 'edge', 'batch')
+
+
+def on_host(out: SamplerOutput) -> SamplerOutput:
+    r""":obj:`out` with its ids on the CPU, where a ``Data``'s attributes
+    are sliced: a copy of the ids (8 bytes each) for a batch sampled on a
+    GPU, :obj:`out` itself otherwise."""
+    if out.node.device.type == 'cpu':
+        return out
+    host = copy.copy(out)
+    for name in _ID_FIELDS:
+        value = getattr(out, name)
+        if value is not None:
+            setattr(host, name, value.cpu())
+    return host
 
 
 def pooled_attrs(data: Data) -> List[str]:
@@ -54,7 +71,9 @@ class FeatureJoin:
                   breakdown: Dict[str, float]) -> Data:
         r"""The batch of :obj:`data`, whose attributes :obj:`pooled` are
         gathered into pooled buffers (feature seconds added to
-        :obj:`breakdown`)."""
+        :obj:`breakdown`; ids sampled on a GPU are read from a copy on the
+        CPU, where :obj:`data` is)."""
+        out = on_host(out)
         rest = copy.copy(data)
         rest.num_nodes = data.num_nodes
         for key in pooled:

@@ -12,6 +12,7 @@ from torch_geometric.data import Data, FeatureStore, HeteroData
 from ..errors import HETERO_UNSUPPORTED
 
 __all__ = ['check_input_nodes', 'check_hetero_input_nodes', 'check_device',
+           'check_sampling_device',
            'check_has_features', 'check_hetero_features',
            'check_sorted_by_destination', 'check_temporal',
            'check_input_time']
@@ -144,31 +145,54 @@ def check_not_link(kwargs: Dict[str, Any]) -> None:
 
 
 def check_device(device: Optional[Union[str, torch.device]],
-                  num_workers: int) -> Optional[torch.device]:
-    r"""Validates the loader's :obj:`device`."""
+                 num_workers: int,
+                 name: str = 'device') -> Optional[torch.device]:
+    r"""Validates the loader's :obj:`device` (or another device argument,
+    :obj:`name`)."""
     if device is None:
         return None
     try:
         device = torch.device(device)
     except (RuntimeError, TypeError) as error:
-        raise ValueError(f"'device={device!r}' is not a torch device: pass "
+        raise ValueError(f"'{name}={device!r}' is not a torch device: pass "
                          f"None, 'cpu' or 'cuda[:index]'") from error
     if device.type not in ('cpu', 'cuda'):
-        raise ValueError(f"'device={device}' is not supported: pass None, "
+        raise ValueError(f"'{name}={device}' is not supported: pass None, "
                          f"'cpu' or 'cuda[:index]'")
     if device.type == 'cuda':
         if not torch.cuda.is_available():
-            raise ValueError(f"'device={device}' needs CUDA, which this "
+            raise ValueError(f"'{name}={device}' needs CUDA, which this "
                              f"PyTorch build or machine lacks: pass None or "
                              f"'cpu'")
         if device.index is None:
             device = torch.device('cuda', torch.cuda.current_device())
         if num_workers > 0:
-            raise ValueError(f"'device={device}' needs 'num_workers=0' (got "
+            raise ValueError(f"'{name}={device}' needs 'num_workers=0' (got "
                              f"{num_workers}): the loader's own pipeline "
-                             f"moves batches; with worker processes, move "
-                             f"them in the training loop")
+                             f"samples and moves batches; CUDA does not "
+                             f"work in forked worker processes")
     return device
+
+
+def check_sampling_device(sampling_device: Any, device: Any, hetero: bool,
+                          num_workers: int) -> Optional[torch.device]:
+    r"""Validates the loaders' :obj:`sampling_device` against the batches'
+    :obj:`device`: batches sampled on a GPU are returned there."""
+    if sampling_device is None:
+        return None
+    if hetero:
+        raise NotImplementedError(
+            f"'sampling_device={sampling_device}': heterogeneous graphs are "
+            f"sampled on the CPU only; leave 'sampling_device' unset (their "
+            f"batches can still go to a GPU with 'device')")
+    kind = getattr(sampling_device, 'type', str(sampling_device))
+    if device is not None and str(kind).startswith('cuda') and \
+            torch.device(device).type == 'cpu':
+        raise ValueError(
+            f"'sampling_device={sampling_device}' with 'device={device}': "
+            f"batches sampled on a GPU are returned there; pass device=None "
+            f"or the sampling device")
+    return check_device(sampling_device, num_workers, 'sampling_device')
 
 
 def check_has_features(data: Any) -> None:

@@ -16,8 +16,12 @@ from torch_geometric.sampler import HeteroSamplerOutput, SamplerOutput
 from torch_geometric.sampler.base import NegativeSampling, SubgraphType
 
 from ..sampling import FastNeighborSampler, HeteroNeighborSampler
-from .feature_join import pooled_attrs
-from .inputs import check_has_features, check_hetero_features
+from .feature_join import on_host, pooled_attrs
+from .inputs import (
+    check_has_features,
+    check_hetero_features,
+    check_sampling_device,
+)
 from .link_inputs import (
     check_label_edges,
     check_label_time,
@@ -71,7 +75,8 @@ class FastLinkNeighborLoader(PipelinedLoader, LinkLoader):
             an error names a source node linked to every node).
         replace, subgraph_type, disjoint, weight_attr, directed, transform,
         transform_sampler_output, filter_per_worker, pipeline,
-        queue_capacity, run_ahead, device, sampling_workers: as in
+        queue_capacity, run_ahead, device, sampling_workers,
+        sampling_device: as in
             :class:`~pyg_fastload.FastNeighborLoader` (batches are identical
             pipelined or not).
         **kwargs: :class:`torch.utils.data.DataLoader` arguments
@@ -102,6 +107,7 @@ class FastLinkNeighborLoader(PipelinedLoader, LinkLoader):
         run_ahead: Union[str, int] = 'adaptive',
         device: Optional[Union[str, torch.device]] = None,
         sampling_workers: int = 1,
+        sampling_device: Optional[Union[str, torch.device]] = None,
         **kwargs: Any,
     ):
         stores = isinstance(data, (tuple, list)) and len(data) == 2 and \
@@ -124,6 +130,8 @@ class FastLinkNeighborLoader(PipelinedLoader, LinkLoader):
                 f"temporal link sampling needs both 'edge_label_time' (the "
                 f"time of every label edge) and 'time_attr' (the graph's "
                 f"node or edge times); got only {given!r}")
+        sampling_device = check_sampling_device(
+            sampling_device, device, hetero, kwargs.get('num_workers', 0))
         common = dict(num_neighbors=num_neighbors, replace=replace,
                       subgraph_type=subgraph_type, disjoint=disjoint,
                       weight_attr=weight_attr, directed=directed,
@@ -140,7 +148,8 @@ class FastLinkNeighborLoader(PipelinedLoader, LinkLoader):
         else:
             if isinstance(data, Data):
                 check_has_features(data)
-            sampler = FastNeighborSampler(data, **common)
+            sampler = FastNeighborSampler(data, **common,
+                                          device=sampling_device)
             if edge_label_index is None:
                 if not isinstance(data, Data):
                     raise ValueError("'edge_label_index' is needed with a "
@@ -197,7 +206,7 @@ class FastLinkNeighborLoader(PipelinedLoader, LinkLoader):
         pooled = pooled_attrs(self.data) if isinstance(self.data,
                                                        Data) else []
         if get_worker_info() is not None or (store is None and not pooled):
-            return super().filter_fn(out)
+            return super().filter_fn(on_host(out))
         if self.transform_sampler_output:
             out = self.transform_sampler_output(out)
         if store is not None:

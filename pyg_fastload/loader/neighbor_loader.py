@@ -15,7 +15,7 @@ from torch_geometric.sampler.base import SubgraphType
 
 from ..sampling import FastNeighborSampler, HeteroNeighborSampler, HopSampler
 from ..storage import FeatureSource
-from .feature_join import pooled_attrs
+from .feature_join import on_host, pooled_attrs
 from .inputs import (
     check_has_features,
     check_hetero_features,
@@ -23,6 +23,7 @@ from .inputs import (
     check_not_link,
     check_input_nodes,
     check_input_time,
+    check_sampling_device,
     check_sorted_by_destination,
     check_temporal,
 )
@@ -123,6 +124,15 @@ class FastNeighborLoader(PipelinedLoader, NodeLoader):
             stream waits for the copy before the batch is returned
             (:class:`~pyg_fastload.loader.pipeline.DeviceTransfer`). Needs
             ``num_workers=0``.
+        sampling_device (torch.device or str, optional): where the graph's
+            topology lives and sampling runs (DSP's and GIDS's GPU
+            sampling): :obj:`None` (default) or ``'cpu'``, or a CUDA device,
+            which gets a copy of the topology (its ``indptr``, ``indices``
+            and edge ids, about 12 bytes per edge) and returns batches
+            there (:obj:`device` defaults to it). The random streams of a
+            GPU differ from the CPU's: batches are equal in distribution,
+            and reproducible under a seed on the same device. Homogeneous
+            graphs, ``num_workers=0``.
         **kwargs: :class:`torch.utils.data.DataLoader` arguments such as
             ``batch_size``, ``shuffle``, ``drop_last``, ``num_workers`` and
             ``generator`` (which then also drives the sampler).
@@ -150,6 +160,7 @@ class FastNeighborLoader(PipelinedLoader, NodeLoader):
         run_ahead: Union[str, int] = 'adaptive',
         device: Optional[Union[str, torch.device]] = None,
         sampling_workers: int = 1,
+        sampling_device: Optional[Union[str, torch.device]] = None,
         **kwargs: Any,
     ):
         check_not_link(kwargs)
@@ -166,6 +177,12 @@ class FastNeighborLoader(PipelinedLoader, NodeLoader):
                             f"HeteroData or a (FeatureStore, GraphStore) "
                             f"tuple, got {type(data).__name__}")
         check_temporal(input_time, time_attr, neighbor_sampler)
+        sampling_device = check_sampling_device(
+            sampling_device, device, hetero, kwargs.get('num_workers', 0))
+        if sampling_device is not None and neighbor_sampler is not None:
+            raise ValueError("'sampling_device' and 'neighbor_sampler' were "
+                             "both given: a given sampler samples where its "
+                             "topology is; build it with 'device' instead")
         if is_sorted and not hetero:
             check_sorted_by_destination(data)
         batch_size = kwargs.get('batch_size', 1)
@@ -184,6 +201,7 @@ class FastNeighborLoader(PipelinedLoader, NodeLoader):
             filter_per_worker = not isinstance(data[0], FeatureSource)
         if neighbor_sampler is None:
             kind = HeteroNeighborSampler if hetero else FastNeighborSampler
+            on_device = {} if hetero else {'device': sampling_device}
             neighbor_sampler = kind(
                 data,
                 num_neighbors=num_neighbors,
@@ -195,6 +213,7 @@ class FastNeighborLoader(PipelinedLoader, NodeLoader):
                 directed=directed,
                 time_attr=time_attr,
                 temporal_strategy=temporal_strategy,
+                **on_device,
             )
         if hetero:
             topo = neighbor_sampler.topology
@@ -235,7 +254,7 @@ class FastNeighborLoader(PipelinedLoader, NodeLoader):
         pooled = pooled_attrs(self.data) if isinstance(self.data,
                                                        Data) else []
         if store is None and not pooled:
-            return super().filter_fn(out)
+            return super().filter_fn(on_host(out))
         if self.transform_sampler_output:
             out = self.transform_sampler_output(out)
         if store is not None:

@@ -79,6 +79,17 @@ class PipelinedLoader:
                 f"every rank must issue in one order from one thread; "
                 f"use sampling_workers=1")
         self.device = check_device(device, self.num_workers)
+        # Batches sampled on a GPU are returned there.
+        sampled_on = getattr(sampler, 'device', None)
+        if sampled_on is not None and sampled_on.type == 'cuda':
+            if self.device is None:
+                self.device = check_device(sampled_on, self.num_workers,
+                                           'sampling_device')
+            elif self.device != sampled_on:
+                raise ValueError(f"'device={self.device}': the sampler runs "
+                                 f"on {sampled_on}, where its batches are "
+                                 f"returned; pass device=None or "
+                                 f"'{sampled_on}'")
         self._transfer = DeviceTransfer(self.device)
         self._scheduler: Optional[RunAheadScheduler] = None
         #: The trainer's cores, measured across epochs (trainer_first).

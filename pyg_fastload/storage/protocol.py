@@ -20,10 +20,11 @@ _NONE = torch.empty(0, dtype=torch.long)
 
 def of_group(batch: BatchIds, group: Optional[str]) -> Tensor:
     r"""The ids of :obj:`batch` that rows of :obj:`group` are read for
-    (none for a node type the batch lacks)."""
+    (none for a node type the batch lacks), on the CPU, where the look-ahead
+    bookkeeping lives (a sampler on a GPU hands its ids over here)."""
     if isinstance(batch, dict):
-        return batch.get(group, _NONE)
-    return batch
+        return batch.get(group, _NONE).cpu()
+    return batch.cpu()
 
 
 @runtime_checkable

@@ -1,0 +1,154 @@
+r"""The loaders' ``sampling_device``: the topology copied to a GPU, batches
+sampled and returned there. Without CUDA the settings' checks run; the CUDA
+tests (skipped here) sample on the device."""
+import pytest
+import torch
+from torch_geometric.data import HeteroData
+
+from pyg_fastload import (
+    FastLinkNeighborLoader,
+    FastNeighborLoader,
+    FastNeighborSampler,
+)
+from pyg_fastload.caching import open_dataset
+
+from ..conftest import random_graph, requires_cuda
+
+NO_CUDA = pytest.mark.skipif(torch.cuda.is_available(),
+                             reason='CUDA is available')
+
+
+def node_batches(data, **options):
+    loader = FastNeighborLoader(
+        data, [4, 3], batch_size=32, shuffle=True,
+        generator=torch.Generator().manual_seed(7), **options)
+    return list(loader)
+
+
+def test_sampling_on_the_cpu_named_gives_the_default_batches():
+    data = random_graph()
+    for a, b in zip(node_batches(data), node_batches(data,
+                                                     sampling_device='cpu')):
+        for key in ('n_id', 'e_id', 'edge_index', 'x', 'y'):
+            assert torch.equal(a[key], b[key])
+    link = [FastLinkNeighborLoader(data, [3], batch_size=64,
+                                   neg_sampling_ratio=1.0,
+                                   generator=torch.Generator().manual_seed(1),
+                                   **options)
+            for options in ({}, {'sampling_device': 'cpu'})]
+    for a, b in zip(*link):
+        assert torch.equal(a.edge_label_index, b.edge_label_index)
+        assert torch.equal(a.n_id, b.n_id)
+
+
+@pytest.mark.parametrize('options, error, match', [
+    (dict(sampling_device='cuda', device='cpu'), ValueError,
+     r"'sampling_device=cuda' with 'device=cpu'.*device=None"),
+    (dict(sampling_device='xla'), ValueError,
+     r"'sampling_device=xla' is not supported"),
+    (dict(sampling_device='bogus'), ValueError,
+     r"'sampling_device='bogus'' is not a torch device"),
+    pytest.param(dict(sampling_device='cuda'), ValueError,
+                 r"'sampling_device=cuda' needs CUDA", marks=NO_CUDA),
+])
+@pytest.mark.parametrize('loader', [FastNeighborLoader,
+                                    FastLinkNeighborLoader])
+def test_bad_sampling_device_is_named(loader, options, error, match):
+    with pytest.raises(error, match=match):
+        loader(random_graph(), [3], **options)
+
+
+def test_sampling_device_with_a_given_sampler_is_refused():
+    data = random_graph()
+    with pytest.raises(ValueError, match="build it with 'device'"):
+        FastNeighborLoader(data, [3], sampling_device='cpu',
+                           neighbor_sampler=FastNeighborSampler(data, [3]))
+
+
+def test_heterogeneous_graphs_are_sampled_on_the_cpu_only():
+    data = HeteroData()
+    data['a'].x = torch.randn(4, 2)
+    data['a', 'to', 'a'].edge_index = torch.tensor([[0, 1], [1, 2]])
+    with pytest.raises(NotImplementedError, match="sampled on the CPU only"):
+        FastNeighborLoader(data, {('a', 'to', 'a'): [2]},
+                           input_nodes='a', sampling_device='cpu')
+
+
+# On a GPU ####################################################################
+
+
+def check_batch(batch, data) -> None:
+    r"""Every tensor on the GPU; features, labels and edges those of
+    :obj:`data` at the batch's ids."""
+    for key, value in batch.items():
+        if isinstance(value, torch.Tensor):
+            assert value.is_cuda, key
+    n_id, e_id = batch.n_id.cpu(), batch.e_id.cpu()
+    assert torch.equal(batch.x.cpu(), data.x[n_id])
+    assert torch.equal(batch.y.cpu(), data.y[n_id])
+    assert torch.equal(data.edge_index[:, e_id], n_id[batch.edge_index.cpu()])
+
+
+@requires_cuda
+@pytest.mark.parametrize('pipeline', [False, True])
+def test_batches_sampled_on_the_gpu_are_valid_and_reproducible(pipeline):
+    data = random_graph()
+    first = node_batches(data, sampling_device='cuda', pipeline=pipeline)
+    again = node_batches(data, sampling_device='cuda', pipeline=False)
+    assert len(first) == len(again) > 1
+    for a, b in zip(first, again):
+        check_batch(a, data)
+        assert torch.equal(a.n_id, b.n_id)
+        assert torch.equal(a.edge_index, b.edge_index)
+        assert a.batch_size == 32 or a is first[-1]
+
+
+@requires_cuda
+def test_a_sampler_on_the_gpu_sends_its_batches_there():
+    data = random_graph()
+    sampler = FastNeighborSampler(data, [4, 3], device='cuda')
+    loader = FastNeighborLoader(data, [4, 3], batch_size=50,
+                                neighbor_sampler=sampler)
+    assert loader.device.type == 'cuda'
+    for batch in loader:
+        check_batch(batch, data)
+    with pytest.raises(ValueError, match="the sampler runs on cuda"):
+        FastNeighborLoader(data, [4, 3], neighbor_sampler=sampler,
+                           device='cpu')
+
+
+@requires_cuda
+@pytest.mark.parametrize('device_budget', [None, 0.3])
+def test_gpu_sampling_reads_the_tiers(tiny_dir, device_budget):
+    store, graph = open_dataset(tiny_dir[0], device='cuda', host_budget=0.3,
+                                device_budget=device_budget)
+    x = store.gather('x', torch.arange(store.get_tensor_size('x')[0]))
+    loader = FastNeighborLoader((store, graph), [4, 3], batch_size=64,
+                                sampling_device='cuda')
+    for batch in loader:
+        assert batch.n_id.is_cuda and batch.x.is_cuda
+        assert torch.equal(batch.x, x[batch.n_id].to(batch.x.device))
+
+
+@requires_cuda
+@pytest.mark.parametrize('neg_sampling', ['binary', 'triplet'])
+def test_link_batches_sampled_on_the_gpu_keep_strict_negatives(neg_sampling):
+    data = random_graph()
+    edges = set(map(tuple, data.edge_index.t().tolist()))
+    loader = FastLinkNeighborLoader(
+        data, [3, 2], batch_size=64, neg_sampling=neg_sampling,
+        strict_negatives=True, disjoint=neg_sampling == 'triplet',
+        sampling_device='cuda', generator=torch.Generator().manual_seed(0))
+    for batch in loader:
+        check_batch(batch, data)
+        n_id = batch.n_id.cpu()
+        if neg_sampling == 'binary':
+            label = batch.edge_label.cpu()
+            pairs = n_id[batch.edge_label_index.cpu()]
+            assert all((tuple(p) in edges) == bool(y) for p, y in
+                       zip(pairs.t().tolist(), label.tolist()))
+        else:
+            src = n_id[batch.src_index.cpu()]
+            neg = n_id[batch.dst_neg_index.cpu()]
+            assert all((s, d) not in edges for s, row in
+                       zip(src.tolist(), neg.tolist()) for d in row)
