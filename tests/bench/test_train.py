@@ -1,6 +1,7 @@
 import argparse
 
 import pytest
+import torch
 
 from pyg_fastload.bench import train as bench_train
 
@@ -41,3 +42,55 @@ def test_train_bench_reports_ratio_to_pyg(tmp_path, capsys):
     # the same model on other samples of the same graph: a comparable loss
     assert pyg == pytest.approx(result[f'{FAST} loss'], rel=0.2)
     assert set(result) >= {'speedup', 'pipelined_vs_sequential'}
+
+
+def test_sampling_device_row_trains_on_the_same_batches(tmp_path, capsys):
+    result = run(tmp_path, '--pyg-workers', '--device', 'cpu',
+                 '--sampling-device', 'cpu')
+    out = capsys.readouterr().out
+    assert 'device=cpu sampling_device=cpu' in out
+    assert "the model waited for data" in out
+    # Sampled on the CPU named explicitly: the default loader's batches.
+    assert result[f'{FAST}, sampled on cpu loss'] == pytest.approx(
+        result[f'{FAST} loss'], rel=1e-5)
+    assert set(result) >= {f'{FAST}, sampled on cpu waiting_share',
+                           f'{FAST}(pipeline=False) waiting_share'}
+
+
+def test_waiting_is_the_time_spent_getting_batches():
+    import time
+
+    from torch_geometric.data import Data
+
+    class SlowBatches:
+        r"""Three batches, each 50 ms late."""
+        def __init__(self):
+            self.left = 3
+
+        def __iter__(self):
+            return self
+
+        def __next__(self):
+            if not self.left:
+                raise StopIteration
+            self.left -= 1
+            time.sleep(0.05)
+            return Data(x=torch.randn(4, 3), edge_index=torch.tensor(
+                [[0, 1], [1, 2]]), y=torch.tensor([0, 1, 0, 1]),
+                batch_size=2)
+    model = torch.nn.Module()
+    model.lin = torch.nn.Linear(3, 2)
+    model.forward = lambda x, edge_index: model.lin(x)
+    seconds, _, waiting = bench_train._train(
+        model, SlowBatches(), 5, torch.device('cpu'))
+    assert 3 * 0.05 <= waiting <= seconds  # the sleeps, within the loop
+
+
+@pytest.mark.parametrize('extra, match', [
+    (('--sampling-device', 'cuda', '--device', 'cpu'),
+     "--sampling-device cuda' returns batches there"),
+    (('--device', 'meta'), "'--device=meta' is not supported"),
+])
+def test_bad_devices_are_named(tmp_path, extra, match):
+    with pytest.raises(ValueError, match=match):
+        run(tmp_path, '--pyg-workers', *extra)
