@@ -8,8 +8,8 @@ In CSC form the in-neighbours of node ``v`` are
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Optional, Union
+from dataclasses import dataclass, field
+from typing import Dict, Optional, Union
 
 import torch
 from torch import Tensor
@@ -48,6 +48,9 @@ class CSCTopology:
     num_nodes: int
     edge_id: Optional[Tensor] = None
     edge_weight: Optional[Tensor] = None
+    #: Copies on other devices made by :meth:`to`, one per device.
+    _copies: Dict[torch.device, 'CSCTopology'] = field(
+        default_factory=dict, repr=False, compare=False)
 
     @property
     def num_edges(self) -> int:
@@ -58,19 +61,41 @@ class CSCTopology:
         r"""Where the arrays live (where a sampler of this topology runs)."""
         return self.indptr.device
 
+    def nbytes(self) -> int:
+        r"""Bytes of the arrays (what a copy to another device takes)."""
+        return sum(value.numel() * value.element_size() for value in (
+            self.indptr, self.indices, self.edge_id, self.edge_weight)
+            if value is not None)
+
     def to(self, device: Union[str, torch.device]) -> 'CSCTopology':
-        r"""This topology with every array on :obj:`device` (itself if they
-        are there already). A sampler given a topology on a CUDA device
-        samples there: its batches' ids come back on that device."""
+        r"""This topology with every array on :obj:`device`: itself if they
+        are there already, else a copy, made once per device and kept
+        with this topology (the loaders of one graph share it). A sampler
+        given a topology on a CUDA device samples there: its batches' ids
+        come back on that device. A copy that would not fit in the
+        device's free memory is refused."""
         device = torch.device(device)
         if device.type == 'cuda' and device.index is None:
             device = torch.device('cuda', torch.cuda.current_device())
         if device == self.device:
             return self
-        moved = {name: None if getattr(self, name) is None
-                 else getattr(self, name).to(device)
-                 for name in ('indptr', 'indices', 'edge_id', 'edge_weight')}
-        return CSCTopology(num_nodes=self.num_nodes, **moved)
+        copy = self._copies.get(device)
+        if copy is None:
+            if device.type == 'cuda':
+                free = torch.cuda.mem_get_info(device)[0]
+                if self.nbytes() > free:
+                    raise ValueError(
+                        f"the graph's topology takes "
+                        f"{self.nbytes() / 2**20:,.0f} MiB, more than the "
+                        f"{free / 2**20:,.0f} MiB free on {device}: sample "
+                        f"on the CPU")
+            moved = {name: None if getattr(self, name) is None
+                     else getattr(self, name).to(device)
+                     for name in ('indptr', 'indices', 'edge_id',
+                                  'edge_weight')}
+            copy = CSCTopology(num_nodes=self.num_nodes, **moved)
+            self._copies[device] = copy
+        return copy
 
     @classmethod
     def from_edge_index(

@@ -206,3 +206,9 @@ def test_device_sampling_is_reproducible_and_valid(device, graph):
     assert torch.equal(graph.edge_index[:, edge],
                        torch.stack([node[row], node[col]]))
     assert torch.equal(node[:seeds.numel()], seeds)
+
+
+def test_a_topology_is_copied_once_per_device():
+    topo = CSCTopology.from_edge_index(torch.tensor([[2, 0, 1], [1, 2, 0]]))
+    assert topo.to('meta') is topo.to('meta')
+    assert topo.nbytes() == 4 * 8 + 3 * 4 + 3 * 4  # indptr, indices, ids
