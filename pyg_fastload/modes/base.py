@@ -75,6 +75,15 @@ class LoadingMode:
                 raise SettingError('mode', f"mode {self.name!r} does not "
                                    f"take a HeteroData yet: use mode "
                                    f"'replicated'")
+        if spec.sampling_device != 'cpu' and (
+                self.partition_method is not None
+                or source is not None and source.is_hetero):
+            raise SettingError('sampling_device', f"{spec.sampling_device!r} "
+                               f"is for homogeneous graphs in mode "
+                               f"'replicated' (mode {self.name!r} samples "
+                               f"its parts on the CPU, heterogeneous graphs "
+                               f"are sampled there): use sampling_device: "
+                               f"cpu")
         if spec.link is not None and self.partition_method is not None:
             raise SettingError('mode', f"task 'link' with mode "
                                f"{self.name!r} is not implemented yet: use "
@@ -270,6 +279,7 @@ class LoadingMode:
             data, input_nodes=seeds, shuffle=train and sampler is None,
             drop_last=train and spec.drop_last and sampler is None,
             generator=generator, transform=transform, device=device,
+            sampling_device=spec.sampling_device_on(device),
             **spec.loader_kwargs(train), **extra)
 
     def _target(self, data: Any) -> Optional[str]:

@@ -338,4 +338,4 @@ def link_loader(mode: Any, split: str, generator: torch.Generator,
         shuffle=train and not extra, drop_last=train and spec.drop_last and
         not extra,
         generator=generator, transform=spec.transform(), device=device,
-        **kwargs, **extra)
+        sampling_device=spec.sampling_device_on(device), **kwargs, **extra)

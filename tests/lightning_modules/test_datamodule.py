@@ -143,6 +143,39 @@ def test_gds_storage_on_a_cpu_run_names_the_fix(cache_dir):
     assert info.value.config_key == 'data.feature_cache.storage'
 
 
+@pytest.mark.skipif(torch.cuda.is_available(), reason='the run is on CUDA')
+def test_gpu_sampling_on_a_cpu_run_names_the_fix(cache_dir):
+    dm = module(cache_dir, sampling_device='cuda')
+    with pytest.raises(ConfigError, match="device is cpu: use "
+                                          "sampling_device: cpu") as info:
+        dm.setup('fit')
+    assert info.value.config_key == 'data.sampling_device'
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason='needs CUDA')
+@pytest.mark.parametrize('sampling_device', ['cpu', 'cuda'])
+def test_fit_on_a_gpu_samples_where_asked(cache_dir, sampling_device):
+    seen = []
+
+    class Where(pl.Callback):
+        def on_train_batch_start(self, trainer, pl_module, batch, idx):
+            seen.append((batch.n_id.device.type, batch.x.device.type))
+
+    dm = module(cache_dir, sampling_device=sampling_device)
+    model = NodeClassifier('sage', hidden_channels=32, num_layers=2,
+                           dropout=0.0, lr=0.01)
+    trainer = pl.Trainer(accelerator='gpu', devices=1, max_epochs=3,
+                         logger=False, enable_checkpointing=False,
+                         enable_progress_bar=False, callbacks=[Where()])
+    trainer.fit(model, dm)
+    assert seen and all(x == 'cuda' for _, x in seen)
+    assert all(n == 'cuda' for n, _ in seen)  # moved or sampled there
+    loader = dm.train_dataloader()
+    assert loader.node_sampler.device.type == sampling_device
+    # 4 classes: chance is about 0.25 (the CPU run reaches 0.6 in 3 epochs)
+    assert float(trainer.callback_metrics['val_acc']) > 0.4
+
+
 def test_fit_beats_chance_and_resume_gives_same_next_batch(cache_dir,
                                                            tmp_path):
     class Record(pl.Callback):

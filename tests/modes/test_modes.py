@@ -42,6 +42,8 @@ from ..conftest import random_graph
     ({'mode_options': {'cold_rows': None}}, 'mode_options.cold_rows'),
     ({'seed': '0'}, 'seed'),
     ({'drop_last': 'yes'}, 'drop_last'),
+    ({'sampling_device': 'gpu'}, 'sampling_device'),
+    ({'sampling_device': 'cuda', 'num_workers': 2}, 'sampling_device'),
 ])
 def test_the_spec_names_the_setting_at_fault(settings, key):
     with pytest.raises(SettingError) as info:
@@ -65,6 +67,13 @@ def test_the_spec_fills_evaluation_defaults_once():
     with pytest.raises(SettingError, match="'gds' reads rows"):
         LoadingSpec(feature_cache={'storage': 'gds'}).check_device(
             torch.device('cpu'))
+    with pytest.raises(SettingError, match="'cuda' samples on the trainer's "
+                       "GPU, but this run's device is cpu") as info:
+        LoadingSpec(sampling_device='cuda').check_device(torch.device('cpu'))
+    assert info.value.key == 'sampling_device'
+    gpu = torch.device('cuda', 0)
+    assert LoadingSpec(sampling_device='cuda').sampling_device_on(gpu) == gpu
+    assert LoadingSpec().sampling_device_on(gpu) is None
 
 
 def test_every_mode_is_one_registered_class():
@@ -85,12 +94,29 @@ def test_every_mode_is_one_registered_class():
     (HopGNN, 'parts', {'seeds': 'global'}, 'mode_options'),
     (PaGraph, 'parts', {'cold_rows': 'owner'}, 'mode_options'),
     (Replicated, None, {'cold_rows': 'owner'}, 'mode_options'),
+    (DSP, 'parts', {'sampling_device': 'cuda'}, 'sampling_device'),
+    (PaGraph, 'parts', {'sampling_device': 'cuda'}, 'sampling_device'),
 ])
 def test_a_mode_refuses_what_it_would_ignore(mode, partitions, options, key):
     source = DatasetSource(random_graph())
+    spec = LoadingSpec(sampling_device=options.pop('sampling_device', 'cpu'),
+                       mode_options=options)
     with pytest.raises(SettingError) as info:
-        mode(LoadingSpec(mode_options=options), source, partitions)
+        mode(spec, source, partitions)
     assert info.value.key == key
+
+
+def test_heterogeneous_data_is_sampled_on_the_cpu():
+    from torch_geometric.data import HeteroData
+    data = HeteroData()
+    data['a'].x = torch.randn(4, 2)
+    data['a'].y = torch.tensor([0, 1, 0, 1])
+    data['a', 'to', 'a'].edge_index = torch.tensor([[0, 1], [1, 2]])
+    with pytest.raises(SettingError, match="is for homogeneous graphs") as \
+            info:
+        Replicated(LoadingSpec(sampling_device='cuda'), DatasetSource(data))
+    assert info.value.key == 'sampling_device'
+    Replicated(LoadingSpec(), DatasetSource(data))  # the CPU takes it
 
 
 def test_one_process_replicated_is_the_plain_loader():
