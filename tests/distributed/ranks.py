@@ -1,5 +1,5 @@
-r"""Runs a function on several gloo ranks on 127.0.0.1 (spawned processes),
-every wait bounded."""
+r"""Runs a function on several gloo (or NCCL, one GPU per rank) ranks on
+127.0.0.1 (spawned processes), every wait bounded."""
 import os
 import queue
 import socket
@@ -7,6 +7,7 @@ import time
 from datetime import timedelta
 from typing import Any, Callable, Dict, Tuple
 
+import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
@@ -18,11 +19,13 @@ def free_port() -> int:
 
 
 def _entry(target: Callable, rank: int, world_size: int, port: int,
-           results: Any, args: Tuple) -> None:
+           results: Any, args: Tuple, backend: str = 'gloo') -> None:
     os.environ.update(MASTER_ADDR='127.0.0.1', MASTER_PORT=str(port),
                       RANK=str(rank), WORLD_SIZE=str(world_size),
                       LOCAL_RANK=str(rank))
-    dist.init_process_group('gloo', rank=rank, world_size=world_size,
+    if backend == 'nccl':
+        torch.cuda.set_device(rank)
+    dist.init_process_group(backend, rank=rank, world_size=world_size,
                             timeout=timedelta(seconds=30))
     try:
         results.put((rank, 'ok', target(rank, world_size, *args)))
@@ -31,14 +34,16 @@ def _entry(target: Callable, rank: int, world_size: int, port: int,
 
 
 def run_ranks(target: Callable, world_size: int, *args: Any,
-              timeout: float = 90) -> Dict[int, Tuple]:
+              timeout: float = 90, backend: str = 'gloo'
+              ) -> Dict[int, Tuple]:
     r"""``{rank: ('ok', value) or (exception name, message)}``; ranks that
-    report nothing within :obj:`timeout` are killed and missing."""
+    report nothing within :obj:`timeout` are killed and missing. With
+    :obj:`backend` ``'nccl'`` rank ``r`` uses GPU ``r``."""
     ctx = mp.get_context('spawn')
     results = ctx.Queue()
     port = free_port()
     procs = [ctx.Process(target=_entry, args=(target, rank, world_size, port,
-                                              results, args))
+                                              results, args, backend))
              for rank in range(world_size)]
     for proc in procs:
         proc.start()

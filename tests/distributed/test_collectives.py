@@ -44,6 +44,26 @@ def test_exchange_sends_each_rank_its_rows_and_counts_bytes():
                                            if r != rank and rank + r)}
 
 
+def _exchange_on_gpus(rank, world):
+    coll = _collectives()
+    assert coll.device == torch.device('cuda', rank)  # NCCL: CUDA tensors
+    send = [torch.full((rank + r, 2), float(10 * rank + r))
+            for r in range(world)]
+    got = coll.exchange(send, 'features', 'test exchange')
+    return [g.cpu().tolist() for g in got], coll.max_int(rank, 'max rank')
+
+
+@pytest.mark.skipif(torch.cuda.device_count() < 2,
+                    reason='NCCL needs a GPU per rank: 2 GPUs')
+def test_nccl_exchange_moves_rows_between_gpus():
+    results = run_ranks(_exchange_on_gpus, 2, backend='nccl')
+    for rank in range(2):
+        status, (got, top) = results[rank]
+        assert status == 'ok' and top == 1
+        assert got == [[[10.0 * r + rank] * 2] * (r + rank)
+                       for r in range(2)]
+
+
 def _skip_collective(rank, world, report):
     coll = _collectives(seconds=2)
     if rank == 1:
