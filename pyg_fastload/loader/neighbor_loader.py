@@ -127,8 +127,9 @@ class FastNeighborLoader(PipelinedLoader, NodeLoader):
         sampling_device (torch.device or str, optional): where the graph's
             topology lives and sampling runs (DSP's and GIDS's GPU
             sampling): :obj:`None` (default) or ``'cpu'``, or a CUDA device,
-            which gets a copy of the topology (its ``indptr``, ``indices``
-            and edge ids, about 12 bytes per edge) and returns batches
+            which gets a copy of the topology (``CSCTopology.nbytes()``: 4
+            bytes per edge with 32-bit ids, 4 more if the edges were not
+            sorted by destination, 8 per node) and returns batches
             there (:obj:`device` defaults to it). The random streams of a
             GPU differ from the CPU's: batches are equal in distribution,
             and reproducible under a seed on the same device. Homogeneous
