@@ -116,7 +116,8 @@ class CSCTopology:
         if edge_index.dim() != 2 or edge_index.size(0) != 2:
             raise ValueError(f"'edge_index' must have shape [2, num_edges], "
                              f"got {list(edge_index.shape)}")
-        if edge_index.dtype.is_floating_point or edge_index.dtype == torch.bool:
+        if edge_index.dtype.is_floating_point or \
+                edge_index.dtype == torch.bool:
             raise TypeError(f"'edge_index' must hold integer node ids, got "
                             f"dtype {edge_index.dtype}")
         edge_index = edge_index.cpu()

@@ -223,7 +223,7 @@ class FastNeighborLoader(PipelinedLoader, NodeLoader):
                               topo.node_types})
         else:
             input_nodes = check_input_nodes(input_nodes,
-                                             neighbor_sampler.num_nodes)
+                                            neighbor_sampler.num_nodes)
         if input_nodes is None and not isinstance(data, Data):
             input_nodes = torch.arange(neighbor_sampler.num_nodes)
         check_input_time(input_time, input_nodes, neighbor_sampler.num_nodes)
