@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 import yaml
 
 from pyg_fastload.io import open_dataset_dir
@@ -148,6 +149,33 @@ def test_ddp_fit_runs_equal_steps_and_counts_traffic(pagraph_parts,
     else:  # the larger part's seeds (METIS balances within 5%)
         assert -(-train // 128) <= ranks[0]['steps'] <= \
             -(-int(train * 0.53) // 64)
+
+
+@pytest.mark.skipif(torch.cuda.device_count() < 2,
+                    reason='NCCL needs a GPU per rank: 2 GPUs')
+@pytest.mark.parametrize('mode', ['replicated', 'dsp'])
+def test_ddp_fit_on_two_gpus_over_nccl(pagraph_parts, metis_parts, tmp_path,
+                                       mode):
+    dataset_dir, _ = pagraph_parts
+    data = {'dataset': str(dataset_dir), 'mode': mode}
+    if mode == 'dsp':  # collective sampling and rows over NCCL
+        data.update(partitions=str(metis_parts), pipeline=True)
+    else:  # each rank samples on its own GPU
+        data['sampling_device'] = 'cuda'
+    config = _config(tmp_path, data)
+    settings = yaml.safe_load(config.read_text())
+    settings['trainer']['accelerator'] = 'gpu'
+    settings['trainer']['strategy']['init_args'][
+        'process_group_backend'] = 'nccl'
+    config.write_text(yaml.safe_dump(settings))
+    result = _fit(['--config', str(config)], tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert 'validation accuracy' in result.stdout
+    ranks = _stats(tmp_path)['epochs'][0]['ranks']
+    assert ranks[0]['steps'] == ranks[1]['steps'] > 0
+    assert ranks[0]['gradients'] == ranks[1]['gradients']
+    if mode == 'dsp':
+        assert all(r['sampling']['bytes_received'] > 0 for r in ranks)
 
 
 @pytest.mark.reliability(
