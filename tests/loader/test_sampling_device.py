@@ -152,3 +152,13 @@ def test_link_batches_sampled_on_the_gpu_keep_strict_negatives(neg_sampling):
             neg = n_id[batch.dst_neg_index.cpu()]
             assert all((s, d) not in edges for s, row in
                        zip(src.tolist(), neg.tolist()) for d in row)
+
+
+@requires_cuda
+def test_a_graph_held_on_the_gpu_is_sampled_and_sliced_there():
+    data = random_graph()
+    loader = FastNeighborLoader(data.to('cuda'), [4, 3], batch_size=40,
+                                sampling_device='cuda')
+    assert loader.device.type == 'cuda'
+    for batch in loader:
+        check_batch(batch, data)  # against the CPU copy
