@@ -229,15 +229,18 @@ def run(args: argparse.Namespace) -> Dict[str, float]:
 
     print('\n## where the time went (last round)')
     table = Table({'loader': 40, 'epoch': 7, 'model': 7, 'waiting': 8,
-                   'sampling': 9, 'loading': 8, 'hidden': 7})
+                   'sampling': 9, 'loading': 8, 'transfer': 9, 'hidden': 7})
     for name, b in breakdowns.items():
-        busy = b['sampling'] + b['feature_loading']
+        busy = b['sampling'] + b['feature_loading'] + b['transfer']
         hidden = 1 - b['waiting'] / busy if busy else 0.0
         table.row(name, b['epoch'], b['model'], b['waiting'], b['sampling'],
-                  b['feature_loading'], f'{max(hidden, 0):.0%}')
+                  b['feature_loading'], b['transfer'],
+                  f'{max(hidden, 0):.0%}')
         result[f'{name} starved'] = b['waiting'] / max(b['epoch'], 1e-9)
-    print('"hidden": the share of sampling + loading time the trainer did '
-          'not wait for; "waiting": the trainer starved for data.')
+    print('"hidden": the share of sampling + loading + transfer time the '
+          'trainer did not wait for; "waiting": the trainer starved for '
+          'data; "transfer": starting the copies to the GPU (host time; 0 '
+          'on the CPU).')
     print(f"FastNeighborLoader: the model waited for data "
           f"{result['FastNeighborLoader waiting_share']:.1%} of the loop "
           f"(target < 10% on a GPU)")
