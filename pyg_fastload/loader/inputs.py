@@ -180,12 +180,12 @@ def check_sampling_device(sampling_device: Any, device: Any, hetero: bool,
     :obj:`device`: batches sampled on a GPU are returned there."""
     if sampling_device is None:
         return None
-    if hetero:
+    kind = getattr(sampling_device, 'type', str(sampling_device))
+    if hetero and str(kind) != 'cpu':
         raise NotImplementedError(
             f"'sampling_device={sampling_device}': heterogeneous graphs are "
             f"sampled on the CPU only; leave 'sampling_device' unset (their "
             f"batches can still go to a GPU with 'device')")
-    kind = getattr(sampling_device, 'type', str(sampling_device))
     if device is not None and str(kind).startswith('cuda') and \
             torch.device(device).type == 'cpu':
         raise ValueError(

@@ -75,7 +75,7 @@ class HopSampler(BaseSampler):
         device: Optional[Union[str, torch.device]] = None,
     ):
         self.topology = topology_of(data, weight_attr)
-        if device is not None:
+        if device is not None and torch.device(device).type != 'cpu':
             if not isinstance(self.topology, CSCTopology):
                 raise NotImplementedError(
                     f"'device={device}': heterogeneous sampling runs on the "

@@ -71,7 +71,10 @@ def test_heterogeneous_graphs_are_sampled_on_the_cpu_only():
     data['a', 'to', 'a'].edge_index = torch.tensor([[0, 1], [1, 2]])
     with pytest.raises(NotImplementedError, match="sampled on the CPU only"):
         FastNeighborLoader(data, {('a', 'to', 'a'): [2]},
-                           input_nodes='a', sampling_device='cpu')
+                           input_nodes='a', sampling_device='cuda')
+    loader = FastNeighborLoader(data, {('a', 'to', 'a'): [2]},
+                                input_nodes='a', sampling_device='cpu')
+    assert next(iter(loader))['a'].n_id.device.type == 'cpu'
 
 
 # On a GPU ####################################################################

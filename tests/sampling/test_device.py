@@ -142,7 +142,8 @@ def test_heterogeneous_sampling_stays_on_the_cpu():
     data['a'].x = torch.randn(4, 2)
     data['a', 'to', 'a'].edge_index = torch.tensor([[0, 1], [1, 2]])
     with pytest.raises(NotImplementedError, match='CPU only'):
-        HopSampler(data, 1, device='cpu')
+        HopSampler(data, 1, device='meta')
+    assert HopSampler(data, 1, device='cpu').device.type == 'cpu'
     assert HeteroNeighborSampler(data, [2]).device.type == 'cpu'
 
 
