@@ -213,3 +213,26 @@ def test_a_topology_is_copied_once_per_device():
     topo = CSCTopology.from_edge_index(torch.tensor([[2, 0, 1], [1, 2, 0]]))
     assert topo.to('meta') is topo.to('meta')
     assert topo.nbytes() == 4 * 8 + 3 * 4 + 3 * 4  # indptr, indices, ids
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason='needs a CUDA '
+                    'device')
+@pytest.mark.parametrize('options', [
+    dict(num_neighbors=[-1, -1]),
+    dict(num_neighbors=[-1, 3], time_attr='t', disjoint=True,
+         temporal_strategy='last'),
+])
+def test_draws_without_randomness_equal_the_cpus_on_the_gpu(options):
+    r"""Where no random stream is drawn (every in-edge; the most recent
+    ones), the GPU's batches are the CPU's, id for id."""
+    data = timed_graph()
+    inputs = NodeSamplerInput(None, torch.arange(0, 40, 3))
+    on_cpu = FastNeighborSampler(data, **options).sample_from_nodes(inputs)
+    on_gpu = FastNeighborSampler(data, **options, device='cuda'
+                                 ).sample_from_nodes(inputs)
+    assert on_gpu.node.is_cuda
+    for key in ('node', 'row', 'col', 'edge', 'batch'):
+        x, y = getattr(on_cpu, key), getattr(on_gpu, key)
+        assert (x is None) == (y is None)
+        if x is not None:
+            assert torch.equal(x, y.cpu()), key
