@@ -31,6 +31,7 @@ from torch_geometric.data import Data
 
 from ..datasets import HETERO_PRESETS, degree_stats, load_synthetic
 from ..loader import FastNeighborLoader
+from ..loader.inputs import check_device
 from ..sampling import FastNeighborSampler
 from ..storage.buffer_pool import BufferPool
 from .common import (
@@ -78,6 +79,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         default=[0, 1, 2],
                         help="num_workers settings tried for PyG's "
                         "NeighborLoader (empty: skip the baseline)")
+    parser.add_argument('--sampling-device', default=None,
+                        help="also time FastNeighborSampler sampling the "
+                        "same seeds on this device ('cuda[:i]': the "
+                        "topology copied to the GPU)")
 
 
 def _seed_batches(data: Data, batch_size: int, num_batches: int,
@@ -91,6 +96,13 @@ def _seed_batches(data: Data, batch_size: int, num_batches: int,
 def run(args: argparse.Namespace) -> Dict[str, float]:
     r"""Runs the benchmark and prints a report; returns the headline
     figures (seeds/s per loader and ratios)."""
+    if args.sampling_device is not None:
+        if args.task != 'node' or args.preset in HETERO_PRESETS or \
+                args.contention:
+            raise ValueError("'--sampling-device' times the node sampler "
+                             "on a homogeneous preset, without "
+                             "'--contention'")
+        check_device(args.sampling_device, 0, '--sampling-device')
     if args.contention:
         if args.task != 'node' or args.preset in HETERO_PRESETS:
             raise ValueError("'--contention' takes the node task on a "
@@ -249,6 +261,12 @@ def _breakdown(data: Data, seeds: torch.Tensor, args: argparse.Namespace,
     table = Table({'stage': 42, 'ms/batch': 9, 'seeds/s': 10})
     table.row('FastNeighborSampler.sample', 1e3 * fast_sample / len(batches),
               seeds.numel() / fast_sample)
+    if args.sampling_device is not None:
+        seconds = _sample_on(data, args, batches)
+        table.row(f'FastNeighborSampler.sample on {args.sampling_device}',
+                  1e3 * seconds / len(batches), seeds.numel() / seconds)
+        result['device_sample_s_per_batch'] = seconds / len(batches)
+        result['device_sampling_speedup'] = fast_sample / seconds
     if pyg_sampler is not None:
         from torch_geometric.sampler import NodeSamplerInput
         start = time.perf_counter()
@@ -309,6 +327,27 @@ def _breakdown(data: Data, seeds: torch.Tensor, args: argparse.Namespace,
               f'{gathered / seconds / bandwidth:.0%}')
     result['gather_fraction_of_memcpy'] = gathered / pooled / bandwidth
     return result
+
+
+def _sample_on(data: Data, args: argparse.Namespace,
+               batches: List[torch.Tensor]) -> float:
+    r"""Seconds to sample :obj:`batches` with the topology on
+    ``--sampling-device`` (the copy and one warm-up batch untimed; the
+    device synchronised before the clock is read)."""
+    device = check_device(args.sampling_device, 0, '--sampling-device')
+    sampler = FastNeighborSampler(data, args.fanout, device=device)
+    gen = torch.Generator(device).manual_seed(args.seed)
+
+    def sync() -> None:
+        if device.type == 'cuda':
+            torch.cuda.synchronize(device)
+    sampler.sample(batches[0], gen)
+    sync()
+    start = time.perf_counter()
+    for b in batches:
+        sampler.sample(b, gen)
+    sync()
+    return time.perf_counter() - start
 
 
 def main(argv: Optional[List[str]] = None) -> None:

@@ -178,3 +178,18 @@ def test_the_sampling_pool_is_timed_beside_the_others(tmp_path, capsys):
     assert 'PyG NeighborLoader samples with torch_sparse' in out
     assert result['pool_speedup'] == pytest.approx(
         result['PyG NeighborLoader(num_workers=0) s/batch'] / result[pooled])
+
+
+def test_sampling_on_a_named_device_is_timed_beside(tmp_path, capsys):
+    result = run(tmp_path, '--pyg-workers', '--sampling-device', 'cpu')
+    assert 'FastNeighborSampler.sample on cpu' in capsys.readouterr().out
+    assert result['device_sampling_speedup'] == pytest.approx(
+        result['fast_sample_s_per_batch']
+        / result['device_sample_s_per_batch'])
+    for extra, match in ((('--sampling-device', 'meta'),
+                          "'--sampling-device=meta' is not supported"),
+                         (('--sampling-device', 'cpu', '--task', 'link'),
+                          'on a homogeneous preset')):
+        with pytest.raises(ValueError, match=match):
+            run(tmp_path, '--pyg-workers', *extra)
+    assert 'FastNeighborLoader' not in capsys.readouterr().out  # at once
