@@ -93,8 +93,9 @@ class CSCTopology:
                      else getattr(self, name).to(device)
                      for name in ('indptr', 'indices', 'edge_id',
                                   'edge_weight')}
-            copy = CSCTopology(num_nodes=self.num_nodes, **moved)
-            self._copies[device] = copy
+            # Two threads copying at once keep the first copy stored.
+            copy = self._copies.setdefault(
+                device, CSCTopology(num_nodes=self.num_nodes, **moved))
         return copy
 
     @classmethod

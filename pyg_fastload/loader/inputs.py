@@ -151,11 +151,7 @@ def check_device(device: Optional[Union[str, torch.device]],
     :obj:`name`)."""
     if device is None:
         return None
-    try:
-        device = torch.device(device)
-    except (RuntimeError, TypeError) as error:
-        raise ValueError(f"'{name}={device!r}' is not a torch device: pass "
-                         f"None, 'cpu' or 'cuda[:index]'") from error
+    device = _parse_device(device, name)
     if device.type not in ('cpu', 'cuda'):
         raise ValueError(f"'{name}={device}' is not supported: pass None, "
                          f"'cpu' or 'cuda[:index]'")
@@ -166,6 +162,10 @@ def check_device(device: Optional[Union[str, torch.device]],
                              f"'cpu'")
         if device.index is None:
             device = torch.device('cuda', torch.cuda.current_device())
+        if device.index >= torch.cuda.device_count():
+            raise ValueError(f"'{name}={device}': this machine has "
+                             f"{torch.cuda.device_count()} GPU(s), "
+                             f"cuda:0 to cuda:{torch.cuda.device_count() - 1}")
         if num_workers > 0:
             raise ValueError(f"'{name}={device}' needs 'num_workers=0' (got "
                              f"{num_workers}): the loader's own pipeline "
@@ -174,20 +174,33 @@ def check_device(device: Optional[Union[str, torch.device]],
     return device
 
 
+def _parse_device(device: Any, name: str) -> torch.device:
+    r""":obj:`device` as a ``torch.device`` (a name, an index or a device;
+    a bool or other type is refused), naming the argument if it is none."""
+    try:
+        if isinstance(device, bool) or not isinstance(
+                device, (str, int, torch.device)):
+            raise TypeError(type(device).__name__)
+        return torch.device(device)
+    except (RuntimeError, TypeError) as error:
+        raise ValueError(f"'{name}={device!r}' is not a torch device: pass "
+                         f"None, 'cpu' or 'cuda[:index]'") from error
+
+
 def check_sampling_device(sampling_device: Any, device: Any, hetero: bool,
                           num_workers: int) -> Optional[torch.device]:
     r"""Validates the loaders' :obj:`sampling_device` against the batches'
     :obj:`device`: batches sampled on a GPU are returned there."""
     if sampling_device is None:
         return None
-    kind = getattr(sampling_device, 'type', str(sampling_device))
-    if hetero and str(kind) != 'cpu':
+    kind = _parse_device(sampling_device, 'sampling_device').type
+    if hetero and kind != 'cpu':
         raise NotImplementedError(
             f"'sampling_device={sampling_device}': heterogeneous graphs are "
             f"sampled on the CPU only; leave 'sampling_device' unset (their "
             f"batches can still go to a GPU with 'device')")
-    if device is not None and str(kind).startswith('cuda') and \
-            torch.device(device).type == 'cpu':
+    if device is not None and kind == 'cuda' and \
+            _parse_device(device, 'device').type == 'cpu':
         raise ValueError(
             f"'sampling_device={sampling_device}' with 'device={device}': "
             f"batches sampled on a GPU are returned there; pass device=None "

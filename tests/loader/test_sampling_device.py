@@ -58,6 +58,24 @@ def test_bad_sampling_device_is_named(loader, options, error, match):
         loader(random_graph(), [3], **options)
 
 
+@pytest.mark.reliability(
+    fault="a hostile or careless `sampling_device` (True, a list, "
+          "'cuda:-1', a GPU index past the machine's)",
+    behaviour="ValueError naming `sampling_device=` and its value, before "
+              "the topology is copied")
+@pytest.mark.parametrize('value, match', [
+    (True, 'is not a torch device'),
+    (['cuda'], 'is not a torch device'),
+    ('cuda:-1', 'is not a torch device'),
+    ('cuda:99', r'needs CUDA|has \d+ GPU\(s\)'),
+])
+def test_hostile_sampling_devices_are_named(value, match):
+    for loader in (FastNeighborLoader, FastLinkNeighborLoader):
+        with pytest.raises(ValueError, match=match) as info:
+            loader(random_graph(), [3], sampling_device=value)
+        assert str(info.value).startswith("'sampling_device=")
+
+
 def test_sampling_device_with_a_given_sampler_is_refused():
     data = random_graph()
     with pytest.raises(ValueError, match="build it with 'device'"):

@@ -43,6 +43,7 @@ from ..conftest import random_graph
     ({'seed': '0'}, 'seed'),
     ({'drop_last': 'yes'}, 'drop_last'),
     ({'sampling_device': 'gpu'}, 'sampling_device'),
+    ({'sampling_device': ['cuda']}, 'sampling_device'),
     ({'sampling_device': 'cuda', 'num_workers': 2}, 'sampling_device'),
 ])
 def test_the_spec_names_the_setting_at_fault(settings, key):

@@ -131,6 +131,39 @@ def test_topology_moves_every_array_and_keeps_missing_ones():
     assert topo.device.type == 'cpu'  # the original stays where it was
 
 
+@pytest.mark.reliability(
+    fault='two loaders of one graph copying its topology to a device at '
+          'once (threads)',
+    behaviour='both get the same copy: one copy per device is kept, never '
+              'two')
+def test_a_topology_copied_from_two_threads_at_once_is_copied_once(
+        monkeypatch):
+    import threading
+
+    from pyg_fastload.graph import topology as module
+    topo = CSCTopology.from_edge_index(torch.tensor([[2, 0, 1], [1, 2, 0]]))
+    both_copying = threading.Barrier(2, timeout=5)
+    real = module.CSCTopology
+
+    def made_together(**arrays):  # each copy waits for the other's
+        try:
+            both_copying.wait()
+        except threading.BrokenBarrierError:  # copies made one at a time
+            pass
+        return real(**arrays)
+    monkeypatch.setattr(module, 'CSCTopology', made_together)
+    got = [None, None]
+
+    def copy(i):
+        got[i] = topo.to('meta')
+    threads = [threading.Thread(target=copy, args=(i, )) for i in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=10)
+    assert got[0] is got[1] is topo._copies[torch.device('meta')]
+
+
 def test_sampler_refuses_shared_memory_off_the_cpu(graph):
     with pytest.raises(ValueError, match=r"'share_memory=True'.*meta.*"
                        r"num_workers=0"):
