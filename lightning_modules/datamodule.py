@@ -67,7 +67,8 @@ class FastLoadDataModule(pl.LightningDataModule):
         sampling_device (str): where the loaders sample: ``'cpu'``
             (default) or ``'cuda'``: the trainer's GPU, which gets a copy of
             the graph's topology (4-8 bytes per edge with 32-bit ids: 0.48
-            GiB for products-like) and samples there
+            GiB for products-like, as ``pyg-fastload bench loader --preset
+            products-like`` prints) and samples there
             (DSP's and GIDS's GPU sampling; homogeneous graphs, mode
             ``'replicated'``, ``num_workers: 0``).
         num_workers (int): PyG worker processes (0: pyg_fastload's threads).

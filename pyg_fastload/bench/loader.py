@@ -129,6 +129,8 @@ def run(args: argparse.Namespace) -> Dict[str, float]:
     print(f'graph: {data.num_nodes:,} nodes, {data.num_edges:,} directed '
           f'edges, {data.x.size(1)} features; loaded in '
           f'{time.perf_counter() - start:.1f}s')
+    print(f'topology: {graph.topology.nbytes() / GiB:.2f} GiB (what '
+          f"'sampling_device' copies to a GPU)")
     stats = degree_stats(graph.topology)
     print(f"degrees: mean {stats['mean_degree']:.1f}, max "
           f"{stats['max_degree']:,}, top-20% nodes hold "

@@ -34,6 +34,7 @@ def test_bench_loader_command_runs_without_baseline(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert 'steady state: 2 batches after 5 untimed' in proc.stdout
     assert 'gather bandwidth' in proc.stdout
+    assert "GiB (what 'sampling_device' copies to a GPU)" in proc.stdout
     assert 'placing rows: scatter (index_copy_) takes' in proc.stdout
 
 
