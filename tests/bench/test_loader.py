@@ -4,6 +4,7 @@ import subprocess
 import sys
 
 import pytest
+import torch
 
 from pyg_fastload.bench import loader as bench_loader
 
@@ -181,9 +182,27 @@ def test_the_sampling_pool_is_timed_beside_the_others(tmp_path, capsys):
         result['PyG NeighborLoader(num_workers=0) s/batch'] / result[pooled])
 
 
-def test_sampling_on_a_named_device_is_timed_beside(tmp_path, capsys):
+def test_sampling_on_a_named_device_is_timed_beside(tmp_path, capsys,
+                                                    monkeypatch):
+    built = []
+
+    class Recorded(bench_loader.FastNeighborSampler):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            built.append((kwargs.get('device'), self))
+            self.calls = 0
+
+        def sample(self, *args, **kwargs):
+            self.calls += 1
+            return super().sample(*args, **kwargs)
+    monkeypatch.setattr(bench_loader, 'FastNeighborSampler', Recorded)
     result = run(tmp_path, '--pyg-workers', '--sampling-device', 'cpu')
     assert 'FastNeighborSampler.sample on cpu' in capsys.readouterr().out
+    # a sampler of its own, built for the named device, drew every batch
+    # (3 timed + 2 warm-up, of 64 seeds) after one untimed warm-up batch
+    [(device, sampler)] = [(d, s) for d, s in built if d is not None]
+    assert device == torch.device('cpu') and sampler.device == device
+    assert sampler.calls == 1 + 5
     assert result['device_sampling_speedup'] == pytest.approx(
         result['fast_sample_s_per_batch']
         / result['device_sample_s_per_batch'])
