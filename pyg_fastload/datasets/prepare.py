@@ -131,7 +131,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--cache-dir', default=None,
                         help='--preset: where synthetic graphs are cached')
     parser.add_argument('--overwrite', action='store_true',
-                        help='replace OUT_DIR if it already holds a dataset')
+                        help='replace the dataset in OUT_DIR (the files its '
+                        'meta.json lists; other files are kept)')
     parser.add_argument('--no-progress', action='store_true',
                         help='hide the progress bars')
 

@@ -144,14 +144,6 @@ def sha256_file(file: Path, bar: Optional[tqdm] = None) -> str:
     return sha.hexdigest()
 
 
-def is_dataset_dir(path: Path) -> bool:
-    try:
-        with open(path / 'meta.json') as f:
-            return json.load(f).get('format') == FORMAT_NAME
-    except (OSError, ValueError, AttributeError):
-        return False
-
-
 def is_hetero_dataset_dir(path: Path) -> bool:
     r"""Whether :obj:`path` holds a heterogeneous dataset directory (by its
     ``meta.json``'s ``kind``; the reader checks the rest)."""

@@ -6,6 +6,11 @@ Siblings of ``DIR`` (all hidden): ``.DIR.lock-TOKEN`` (held with ``flock``
 by the run while it writes), ``.DIR.tmp-TOKEN`` (what it writes) and,
 where the file system cannot exchange two directories atomically,
 ``.DIR.old-TOKEN`` (the replaced dataset, for a moment).
+
+A directory is recognised as pyg-fastload's only by its manifest
+(``meta.json`` of a dataset, ``partition.json`` of a partition) and that
+manifest's ``"format"`` key (:class:`DirectoryFormat`); replacing it
+replaces only the entries the manifest lists and keeps the rest.
 """
 from __future__ import annotations
 
@@ -16,8 +21,9 @@ import json
 import os
 import shutil
 import uuid
-from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Tuple, Union
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple, Union
 
 import numpy as np
 from tqdm.auto import tqdm
@@ -26,13 +32,13 @@ from .arrays import ArrayWriter, Source, row_chunks
 from .format import (
     FORMAT_NAME,
     TOPOLOGY_ARRAYS,
-    is_dataset_dir,
     numpy_dtype,
     sha256_file,
 )
+from .reader import MAX_META_BYTES
 
-__all__ = ['StagedDirectory', 'Staging', 'check_target', 'recover',
-           'replace_directory']
+__all__ = ['DATASET_DIR', 'DirectoryFormat', 'StagedDirectory', 'Staging',
+           'check_target', 'recover', 'replace_directory']
 
 PathLike = Union[str, 'os.PathLike[str]']
 
@@ -169,15 +175,67 @@ def recover(path: PathLike, verbose: bool = True) -> List[str]:
     return done
 
 
+@dataclass(frozen=True)
+class DirectoryFormat:
+    r"""A kind of directory pyg-fastload writes, recognised by its manifest.
+
+    Args:
+        manifest (str): the manifest's file name (``'meta.json'``).
+        name (str): the value of the manifest's ``"format"`` key.
+        what (str): the kind in words, for messages.
+        owned (callable): the paths (relative, ``/``-separated) that a
+            manifest of this format lists; their top-level entries, and
+            the manifest, are what replacing the directory replaces.
+    """
+    manifest: str
+    name: str
+    what: str
+    owned: Callable[[Dict[str, Any]], Iterable[Any]]
+
+    def owned_entries(self, path: Path) -> Optional[List[str]]:
+        r"""The top-level entries of :obj:`path` that its manifest owns, or
+        :obj:`None` where :obj:`path` holds no manifest of this format."""
+        file = path / self.manifest
+        try:
+            if file.stat().st_size > MAX_META_BYTES:
+                return None
+            manifest = json.loads(file.read_text())
+        except (OSError, ValueError, RecursionError):
+            return None
+        if not isinstance(manifest, dict) or \
+                manifest.get('format') != self.name:
+            return None
+        owned = {self.manifest}
+        for listed in self.owned(manifest):
+            parts = PurePosixPath(listed).parts if isinstance(listed, str) \
+                else ()
+            if parts and parts[0] not in ('/', '..'):
+                owned.add(parts[0])
+        return sorted(owned)
+
+
+def _dataset_files(meta: Dict[str, Any]) -> List[Any]:
+    r"""The array files a dataset's ``meta.json`` lists."""
+    arrays = meta.get('arrays')
+    if not isinstance(arrays, dict):
+        return []
+    return [spec.get('file') for spec in arrays.values()
+            if isinstance(spec, dict)]
+
+
+#: A dataset directory (``pyg-fastload prepare``).
+DATASET_DIR = DirectoryFormat('meta.json', FORMAT_NAME,
+                              'pyg-fastload dataset', _dataset_files)
+
+
 def check_target(path: Path, overwrite: bool,
-                 is_ours: Callable[[Path], bool] = is_dataset_dir,
-                 what: str = (f"pyg-fastload dataset (no meta.json with "
-                              f"format '{FORMAT_NAME}')")) -> None:
+                 kind: DirectoryFormat = DATASET_DIR) -> List[str]:
     r"""Fails early when :obj:`path` exists and may not be replaced: only
-    with :obj:`overwrite`, and only an empty directory or one that
-    :obj:`is_ours` recognises (a :obj:`what`)."""
+    with :obj:`overwrite`, and only an empty directory or one holding a
+    manifest of :obj:`kind`. Returns the entries there that the manifest
+    does not own, which replacing the directory keeps."""
     if not os.path.lexists(path):
-        return
+        return []
     if not path.is_dir():
         raise FileExistsError(
             f"output path '{path}' exists and is not a directory; remove it "
@@ -187,10 +245,47 @@ def check_target(path: Path, overwrite: bool,
             f"output directory '{path}' already exists; pass "
             f"overwrite=True (`--overwrite` on the command line) to replace "
             f"it, or choose another directory")
-    if any(path.iterdir()) and not is_ours(path):
+    entries = sorted(os.listdir(path))
+    if not entries:
+        return []
+    owned = kind.owned_entries(path)
+    if owned is None:
         raise FileExistsError(
-            f"refusing to overwrite '{path}': it is not empty and holds no "
-            f"{what}; remove it yourself or choose another directory")
+            f"refusing to overwrite '{path}': it holds files but no "
+            f"{kind.manifest} with format '{kind.name}', so it is not a "
+            f"{kind.what} and nothing in it is known to be ours; choose an "
+            f"empty or new directory")
+    return [name for name in entries if name not in owned]
+
+
+def _link_or_copy(src: str, dst: str) -> None:
+    r"""A hard link of file :obj:`src` at :obj:`dst`, or a copy where the
+    file system cannot link."""
+    try:
+        os.link(src, dst, follow_symlinks=False)
+    except OSError:
+        shutil.copy2(src, dst, follow_symlinks=False)
+
+
+def _carry_over(old: Path, new: Path, names: List[str]) -> List[str]:
+    r"""Links (never moves) the entries :obj:`names` of :obj:`old` into
+    :obj:`new`, except those :obj:`new` holds already; returns the names
+    carried. Links, so a crash before :obj:`new` is in place loses
+    nothing."""
+    carried = []
+    for name in names:
+        src, dst = old / name, new / name
+        if os.path.lexists(dst):  # written by this run: ours
+            continue
+        if src.is_symlink():
+            os.symlink(os.readlink(src), dst)
+        elif src.is_dir():
+            shutil.copytree(src, dst, symlinks=True,
+                            copy_function=_link_or_copy)
+        else:
+            _link_or_copy(str(src), str(dst))
+        carried.append(name)
+    return carried
 
 
 class StagedDirectory:
@@ -200,21 +295,22 @@ class StagedDirectory:
 
     Args:
         path: the final path.
-        overwrite (bool): replace an existing directory there.
-        is_ours, what: which existing directories may be replaced (see
+        overwrite (bool): replace an existing directory of :obj:`kind`
+            there, keeping the entries its manifest does not own.
+        kind (DirectoryFormat): what this directory is (see
             :func:`check_target`).
     """
 
     def __init__(self, path: PathLike, overwrite: bool,
-                 is_ours: Callable[[Path], bool] = is_dataset_dir,
-                 what: str = (f"pyg-fastload dataset (no meta.json with "
-                              f"format '{FORMAT_NAME}')")):
+                 kind: DirectoryFormat = DATASET_DIR):
         self.path = Path(path).expanduser()
         self.overwrite = overwrite
-        self._is_ours, self._what = is_ours, what
+        self.kind = kind
+        #: The entries of the replaced directory that were kept.
+        self.kept: List[str] = []
         self.path.parent.mkdir(parents=True, exist_ok=True)
         recover(self.path)  # reports what it repaired or removed
-        check_target(self.path, overwrite, is_ours, what)
+        check_target(self.path, overwrite, kind)
         self.token = uuid.uuid4().hex[:12]
         # Held for the whole write: a later run that can take it knows that
         # this one died, and cleans up after it (see recover()).
@@ -242,13 +338,18 @@ class StagedDirectory:
         exchange (``renameat2(RENAME_EXCHANGE)``) so the final path always
         holds a complete directory. Where the exchange is unavailable the
         old one is renamed aside first; a crash between the two renames is
-        repaired by the next run (:func:`recover`)."""
+        repaired by the next run (:func:`recover`). The entries of the old
+        directory that its manifest does not own are linked into the new
+        one first, and reported."""
         os.chmod(self.dir, 0o755)
         if os.path.lexists(self.path):
-            check_target(self.path, self.overwrite, self._is_ours,
-                         self._what)
+            foreign = check_target(self.path, self.overwrite, self.kind)
+            self.kept = _carry_over(self.path, self.dir, foreign)
         replace_directory(self.dir, self.path, self.token)
         self._release()
+        if self.kept:
+            print(f"pyg-fastload: kept what the replaced {self.kind.what} "
+                  f"did not own in '{self.path}': {', '.join(self.kept)}")
         return self.path
 
 

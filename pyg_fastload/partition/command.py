@@ -31,7 +31,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--out', metavar='PARTS_DIR', default=None,
                         help='the partition directory to create')
     parser.add_argument('--overwrite', action='store_true',
-                        help='replace PARTS_DIR if it holds a partition')
+                        help='replace the partition in PARTS_DIR (the files '
+                        'its partition.json lists; other files are kept)')
     parser.add_argument('--fanout', type=int, nargs='+', default=[10, 5, 3],
                         help='--report: fan-outs of the request count')
     parser.add_argument('--batch-size', type=int, default=1024,

@@ -17,7 +17,7 @@ import resource
 import time
 import uuid
 from pathlib import Path
-from typing import Any, Dict, Optional, Tuple, Union
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 import numpy as np
 import torch
@@ -31,7 +31,7 @@ from ..graph.ranges import expand_ranges
 from ..io import DatasetFormatError, open_dataset_dir, write_dataset_dir
 from ..io.format import is_sha256, sha256_file
 from ..io.reader import MAX_META_BYTES
-from ..io.staging import StagedDirectory, check_target
+from ..io.staging import DirectoryFormat, StagedDirectory, check_target
 from ..storage import CSCGraphStore, TieredFeatureStore
 from .book import BOOK_FILES, PartitionBook, renumber
 from .methods import METHODS, assign_parts, check_num_parts as _check_parts
@@ -52,13 +52,18 @@ def part_dir(parts_dir: Path, part: int) -> Path:
     return parts_dir / f'part-{part}'
 
 
-def _is_partition(path: Path) -> bool:
-    return (path / 'partition.json').is_file()
+def _partition_files(meta: Dict[str, Any]) -> List[Any]:
+    r"""What a ``partition.json`` owns: the files it lists (the book, every
+    part's directory) and the ``report.json`` of ``partition --report``."""
+    files = meta.get('files')
+    return [*(files if isinstance(files, dict) else ()), 'report.json']
 
 
+#: A partition directory (``pyg-fastload partition``).
+PARTITION_DIR = DirectoryFormat('partition.json', PARTITION_FORMAT,
+                                'pyg-fastload partition', _partition_files)
 #: The most parts a partition may claim (checked before anything is read).
 MAX_PARTS = 2**16
-_WHAT = 'pyg-fastload partition (no partition.json)'
 
 
 def partition_dataset(
@@ -86,7 +91,8 @@ def partition_dataset(
             or ``'random'``.
         num_hops (int): the sampling depth the parts are meant for.
         seed (int): seed of the method.
-        overwrite (bool): replace an existing partition directory.
+        overwrite (bool): replace an existing partition directory (what
+            its ``partition.json`` lists; other files there are kept).
         progress (bool): show progress bars.
     """
     started = time.perf_counter()
@@ -95,7 +101,7 @@ def partition_dataset(
         raise ValueError(f"'num_hops' = {num_hops!r} must be an int >= 1")
     dataset = open_dataset_dir(dataset_dir, verify='size')
     out = Path(out_dir).expanduser()
-    check_target(out, overwrite, _is_partition, _WHAT)  # before the work
+    check_target(out, overwrite, PARTITION_DIR)  # before the work
     topo = dataset.topology
     train = dataset.arrays.get('train_mask')
     member: Optional[torch.Tensor] = None
@@ -119,7 +125,7 @@ def partition_dataset(
     new_id, offsets = renumber(owner, num_parts)
     order = np.argsort(new_id)  # original id of every new id
     run = uuid.uuid4().hex
-    with StagedDirectory(out, overwrite, _is_partition, _WHAT) as staged:
+    with StagedDirectory(out, overwrite, PARTITION_DIR) as staged:
         tmp = staged.dir
         for name, array in (('owner.npy', owner), ('new_id.npy', new_id),
                             ('offsets.npy', offsets)):
