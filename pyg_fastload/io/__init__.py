@@ -4,6 +4,7 @@ loading of ``.pt`` files."""
 from .csc_sort import csc_from_edge_chunks
 from .format import (FORMAT_VERSION, HETERO_FORMAT_VERSION, DatasetFormatError,
                      is_hetero_dataset_dir)
+from .identity import data_identity, dataset_dir_identity
 from .hetero import (OnDiskHeteroDataset, open_hetero_dataset_dir,
                      write_hetero_dataset_dir)
 from .reader import OnDiskDataset, open_dataset_dir
@@ -24,4 +25,6 @@ __all__ = [
     'csc_from_edge_chunks',
     'UnsafeFileError',
     'safe_torch_load',
+    'data_identity',
+    'dataset_dir_identity',
 ]

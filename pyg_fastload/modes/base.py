@@ -164,16 +164,19 @@ class LoadingMode:
                                 for split in ('train', 'test')}
 
     def _agree(self) -> None:
-        r"""Every rank compares its mode, loading spec and global seed
-        (``seed_everything``) with the others' in one collective, and all
-        stop naming the settings that differ: ranks that disagree would
-        otherwise train silently on different batches."""
+        r"""Every rank compares its mode, loading spec, global seed
+        (``seed_everything``) and dataset (its content's identity) with the
+        others' in one collective, and all stop naming the settings that
+        differ: ranks that disagree would otherwise train silently on
+        different batches."""
         collectives = self.collectives
         if collectives.world_size == 1:
             return
         # Lightning's seed_everything records the global seed here.
         seed = os.environ.get('PL_GLOBAL_SEED', 'unset')
         shared = {'mode': self.name, 'seed_everything': seed}
+        if self.source is not None:
+            shared['dataset'] = self.source.identity()
         mine = dict(self.spec.digests(),
                     **{k: digest(v) for k, v in shared.items()})
         names = sorted(mine)
@@ -184,10 +187,12 @@ class LoadingMode:
         if differ:
             values = {n: shared[n] if n in shared else getattr(self.spec, n)
                       for n in differ}
+            fix = ('give every rank the same dataset (copy one '
+                   'machine\'s to the others)' if 'dataset' in differ else
+                   'start every rank with the same configuration')
             raise SettingError(differ[0], f"the ranks were started with "
                                f"different {', '.join(differ)} (rank "
-                               f"{collectives.rank}: {values}); start every "
-                               f"rank with the same configuration")
+                               f"{collectives.rank}: {values}); {fix}")
 
     def _open_parts(self, device: torch.device) -> None:
         r"""Opens this rank's part (partitioned modes)."""

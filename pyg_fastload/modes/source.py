@@ -22,6 +22,8 @@ from ..datasets import (
 from ..datasets.pyg_file import load_graph_file
 from ..io import (
     DatasetFormatError,
+    data_identity,
+    dataset_dir_identity,
     is_hetero_dataset_dir,
     open_dataset_dir,
 )
@@ -143,6 +145,19 @@ class DatasetSource:
     def is_hetero(self) -> bool:
         r"""Whether the dataset has several node or edge types."""
         return self.kind in ('hetero', 'hetero-dir')
+
+    def identity(self) -> str:
+        r"""What ranks compare to know they train on one dataset: a
+        directory's ``meta.json`` (its arrays' checksums), a preset's name
+        (generated the same everywhere) or a graph's content digest."""
+        if self.kind in ('dir', 'hetero-dir'):
+            try:
+                return dataset_dir_identity(self.source)
+            except DatasetFormatError as error:
+                raise SettingError('dataset', str(error)) from None
+        if isinstance(self.source, str):
+            return f'preset {self.source!r}'
+        return data_identity(self.source)
 
     def check(self, spec: LoadingSpec) -> None:
         r"""Refuses settings of :obj:`spec` this dataset cannot take."""
