@@ -51,8 +51,7 @@ class FastNeighborLoader(PipelinedLoader, NodeLoader):
             GraphStore)`` tuple.
         num_neighbors (List[int] or Dict[EdgeType, List[int]]): fan-out per
             hop (``-1``: all neighbours); on a ``HeteroData`` one list for
-            every relation or a dict by edge type (relations it leaves out
-            sample none).
+            every relation or a dict naming every edge type (as in PyG).
         input_nodes (torch.Tensor, optional): seed nodes as an index or a
             boolean mask; :obj:`None` means every node. On a ``HeteroData``
             the seeds' node type, or ``(node type, index or mask)``.
@@ -63,8 +62,8 @@ class FastNeighborLoader(PipelinedLoader, NodeLoader):
         weight_attr (str, optional): edge attribute with sampling weights.
         time_attr (str, optional): node or edge attribute holding times:
             temporal sampling draws only neighbours not later than their
-            seed's time (PyG's semantics; homogeneous graphs, needs
-            ``disjoint=True``; no pyg-lib needed).
+            seed's time (PyG's semantics: every seed its own tree, so
+            ``disjoint`` is on; no pyg-lib needed).
         input_time (torch.Tensor, optional): every seed's time (default:
             the seeds' node times).
         temporal_strategy (str): ``'uniform'`` among the valid neighbours,

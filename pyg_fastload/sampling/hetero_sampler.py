@@ -32,7 +32,7 @@ __all__ = ['HeteroNeighborSampler', 'hetero_fanouts']
 def hetero_fanouts(num_neighbors: Any,
                    edge_types: List[EdgeType]) -> Dict[EdgeType, List[int]]:
     r"""Fan-outs per edge type from a list (every relation) or a dict by
-    edge type (relations it leaves out sample none), checked."""
+    edge type (naming every relation, as PyG asks), checked."""
     if isinstance(num_neighbors, dict):
         unknown = [key for key in num_neighbors
                    if tuple(key) not in edge_types]
@@ -44,14 +44,20 @@ def hetero_fanouts(num_neighbors: Any,
                    for key, value in num_neighbors.items()}
         hops = {len(v) for v in checked.values()}
         if len(hops) > 1:
-            raise ValueError(f"'num_neighbors' gives different numbers of "
-                             f"hops per edge type ({sorted(hops)}): give "
-                             f"every edge type one fan-out per hop")
-        num_hops = hops.pop() if hops else 0
-        if num_hops == 0:
+            raise ValueError(f"'num_neighbors': the number of hops must be "
+                             f"the same across all edge types (got "
+                             f"{sorted(hops)}): give every edge type one "
+                             f"fan-out per hop")
+        if hops == {0} or not hops:
             raise ValueError("'num_neighbors' is empty: give one fan-out per "
-                             "hop for at least one edge type")
-        return {e: checked.get(e, [0] * num_hops) for e in edge_types}
+                             "hop for every edge type")
+        missing = [e for e in edge_types if e not in checked]
+        if missing:  # PyG's words; a misspelt relation is never sampled
+            raise ValueError(
+                f"Missing number of neighbors for edge type "
+                f"'{missing[0]}': 'num_neighbors' leaves out {missing}; "
+                f"give each its fan-outs per hop ([0, ...] samples none)")
+        return {e: checked[e] for e in edge_types}
     fanouts = check_fanouts(num_neighbors)
     return {e: list(fanouts) for e in edge_types}
 
@@ -79,7 +85,7 @@ class HeteroNeighborSampler(HopSampler):
         data: a ``HeteroData`` or a
             :class:`~pyg_fastload.graph.HeteroTopology`.
         num_neighbors: fan-outs per hop, one list for every relation or a
-            dict by edge type (left-out relations sample none).
+            dict naming every edge type.
         temporal_strategy, time_attr: temporal sampling, as in
             :class:`~pyg_fastload.FastNeighborSampler`; :obj:`time_attr`
             names a tensor of node types or of edge types (types without
@@ -102,8 +108,8 @@ class HeteroNeighborSampler(HopSampler):
         share_memory: bool = False,
         directed: bool = True,
     ):
-        self.temporal_strategy = check_strategy(temporal_strategy, time_attr,
-                                                disjoint, weight_attr)
+        self.temporal_strategy, disjoint = check_strategy(
+            temporal_strategy, time_attr, disjoint, weight_attr)
         self.time_attr = time_attr
         if not directed:
             warnings.warn("'directed=False' is deprecated, use "

@@ -418,8 +418,8 @@ class FastNeighborSampler(HopSampler):
         directed: bool = True,
         device: Optional[Union[str, torch.device]] = None,
     ):
-        self.temporal_strategy = check_strategy(temporal_strategy, time_attr,
-                                                disjoint, weight_attr)
+        self.temporal_strategy, disjoint = check_strategy(
+            temporal_strategy, time_attr, disjoint, weight_attr)
         if not directed:
             warnings.warn("'directed=False' is deprecated, use "
                           "'subgraph_type=\"induced\"'", DeprecationWarning,

@@ -27,11 +27,13 @@ TIME_ROUNDS = 32
 
 
 def check_strategy(temporal_strategy: Any, time_attr: Optional[str],
-                   disjoint: bool = True,
-                   weight_attr: Optional[str] = None) -> str:
-    r"""``temporal_strategy`` is ``'uniform'`` or ``'last'``; ``'last'``
-    needs a ``time_attr`` (it would otherwise be ignored); temporal
-    sampling needs ``disjoint`` (PyG's rule) and no ``weight_attr``."""
+                   disjoint: bool = False,
+                   weight_attr: Optional[str] = None) -> Tuple[str, bool]:
+    r"""``(temporal_strategy, disjoint)``, checked: the strategy is
+    ``'uniform'`` or ``'last'``; ``'last'`` needs a ``time_attr`` (it would
+    otherwise be ignored); temporal sampling takes no ``weight_attr`` and
+    is always disjoint, every seed its own tree with the seed's time (PyG
+    turns ``disjoint`` on by itself when sampling is temporal)."""
     if time_attr is not None and not isinstance(time_attr, str):
         raise TypeError(f"'time_attr' must name an attribute (a str), got "
                         f"{time_attr!r}")
@@ -42,15 +44,11 @@ def check_strategy(temporal_strategy: Any, time_attr: Optional[str],
         raise ValueError("'temporal_strategy=\"last\"' picks the most "
                          "recent neighbours and needs times: set 'time_attr' "
                          "(a node or edge attribute)")
-    if time_attr is not None and not disjoint:
-        raise ValueError(f"'time_attr={time_attr!r}': temporal sampling "
-                         f"gives every seed its own tree with the seed's "
-                         f"time, as in PyG: set 'disjoint=True'")
     if time_attr is not None and weight_attr is not None:
         raise NotImplementedError("weighted temporal sampling "
                                   "('weight_attr' with 'time_attr') is "
                                   "not supported: drop one of them")
-    return temporal_strategy
+    return temporal_strategy, bool(disjoint) or time_attr is not None
 
 
 def check_times(time: Any, name: str) -> Tensor:

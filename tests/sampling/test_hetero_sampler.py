@@ -1,6 +1,7 @@
 r"""The heterogeneous sampler against PyG's expectations: per-type ids index
 the right rows and edges, seeds come first, per-relation fan-outs bound the
 draws, which are uniform (or weighted) per relation."""
+import re
 from collections import Counter
 
 import pytest
@@ -58,9 +59,10 @@ def test_batches_index_the_source_graph(hetero_graph, replace, disjoint):
     assert out.num_sampled_nodes['institution'][1] == 0
 
 
-def test_fanout_dicts_leave_out_relations_and_name_unknown_ones(
+def test_fanout_dicts_of_zeros_sample_none_and_name_unknown_ones(
         hetero_graph):
-    sampler = HeteroNeighborSampler(hetero_graph, {CITES: [5, 5]})
+    zeros = {e: [0, 0] for e in hetero_graph.edge_types}
+    sampler = HeteroNeighborSampler(hetero_graph, {**zeros, CITES: [5, 5]})
     out = sampler.sample_hetero(PAPER, torch.arange(10))
     assert out.row[CITES].numel() > 0
     assert all(out.row[e].numel() == 0 for e in hetero_graph.edge_types
@@ -70,8 +72,26 @@ def test_fanout_dicts_leave_out_relations_and_name_unknown_ones(
     with pytest.raises(ValueError, match=r"edge type\(s\) \[\('paper', "
                        r"'buys', 'paper'\)\]"):
         HeteroNeighborSampler(hetero_graph, {('paper', 'buys', 'paper'): [1]})
-    with pytest.raises(ValueError, match='different numbers of hops'):
+    with pytest.raises(ValueError, match='the number of hops must be the '
+                       'same across all edge types'):  # PyG's words
         HeteroNeighborSampler(hetero_graph, {CITES: [1], WRITES: [1, 2]})
+
+
+@pytest.mark.reliability(
+    fault='a heterogeneous num_neighbors dict that leaves out an edge type '
+          '(a misspelt relation name)',
+    behaviour="PyG's error, 'Missing number of neighbors for edge type', "
+              "naming the relations left out (was: sampled silently as "
+              "[0, 0], never sampled)")
+def test_fanout_dicts_that_leave_out_relations_are_refused(hetero_graph):
+    from pyg_fastload import FastNeighborLoader
+    left_out = [e for e in hetero_graph.edge_types if e != CITES]
+    with pytest.raises(ValueError, match=f"^Missing number of neighbors "
+                       f"for edge type '{re.escape(str(left_out[0]))}'"):
+        HeteroNeighborSampler(hetero_graph, {CITES: [5, 5]})
+    with pytest.raises(ValueError, match=re.escape(str(left_out))):
+        FastNeighborLoader(hetero_graph, {CITES: [5, 5]},
+                           input_nodes=PAPER, batch_size=4)
 
 
 def test_per_relation_fanouts_are_exact_at_high_degree():

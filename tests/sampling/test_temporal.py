@@ -157,8 +157,37 @@ def test_temporal_link_batches_respect_label_times(neg):
                                torch.arange(50))
 
 
+def test_temporal_sampling_is_disjoint_without_asking_as_in_pyg():
+    # PyG turns 'disjoint' on when sampling is temporal, so its scripts
+    # pass 'time_attr' alone: the batches equal those of disjoint=True
+    graph = timed_graph(num_nodes=200, num_edges=2000)
+    label = graph.edge_index[:, :64]
+
+    def node_batches(**kwargs):
+        return list(FastNeighborLoader(
+            graph, [4, 3], time_attr='time', batch_size=32, shuffle=True,
+            generator=torch.Generator().manual_seed(5), **kwargs))
+
+    def link_batches(**kwargs):
+        return list(FastLinkNeighborLoader(
+            graph, [4, 3], edge_label_index=label, time_attr='time',
+            edge_label_time=graph.time[label[1]], batch_size=16,
+            neg_sampling='binary', shuffle=True,
+            generator=torch.Generator().manual_seed(5), **kwargs))
+
+    for batches in (node_batches, link_batches):
+        plain, disjoint = batches(), batches(disjoint=True)
+        assert len(plain) == len(disjoint)
+        for a, b in zip(plain, disjoint):
+            assert torch.equal(a.n_id, b.n_id)
+            assert torch.equal(a.edge_index, b.edge_index)
+            assert torch.equal(a.batch, b.batch)  # one tree per seed
+    loader = FastNeighborLoader(graph, [2], time_attr='time')
+    assert loader.node_sampler.disjoint
+
+
 @pytest.mark.reliability(
-    fault='careless temporal arguments (no disjoint, input_time without '
+    fault='careless temporal arguments (input_time without '
           'time_attr or of the wrong length, an unknown strategy, float '
           'seed times on integer times, 2-D or boolean times, label times '
           'of the wrong length)',
@@ -168,7 +197,6 @@ def test_bad_temporal_input_is_named():
     graph = timed_graph()
     edge_timed = timed_graph(level='edge')
     cases = [
-        (dict(time_attr='time'), ValueError, "set 'disjoint=True'"),
         (dict(input_time=torch.ones(60, dtype=torch.long), disjoint=True),
          ValueError, "'input_time' was given but 'time_attr' was not"),
         (dict(time_attr='time', disjoint=True,
