@@ -16,6 +16,7 @@ from pytorch_lightning.callbacks import Callback
 from torch.utils.data import DataLoader
 from torch_geometric.data import HeteroData
 
+from pyg_fastload.graph import stores_of
 from pyg_fastload.storage import FeatureSource, process_memory
 
 from .stats_summary import (Stats, add_counters, combine_ranks,
@@ -81,10 +82,9 @@ def _feature_store(loaders: List[Any]) -> Optional[FeatureSource]:
     r"""The first :class:`~pyg_fastload.storage.FeatureSource` among the
     loaders' ``(feature_store, graph_store)`` data."""
     for loader in loaders:
-        data = getattr(loader, 'data', None)
-        if (isinstance(data, (tuple, list)) and len(data) == 2
-                and isinstance(data[0], FeatureSource)):
-            return data[0]
+        stores = stores_of(getattr(loader, 'data', None))
+        if stores is not None and isinstance(stores[0], FeatureSource):
+            return stores[0]
     return None
 
 

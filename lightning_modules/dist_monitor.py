@@ -24,6 +24,7 @@ from pyg_fastload.distributed import (
     TrafficCounters,
     counting_allreduce_hook,
 )
+from pyg_fastload.graph import stores_of
 from pyg_fastload.storage import cached_and_stored
 
 from .errors import ConfigError
@@ -72,7 +73,8 @@ class DistributedMonitor(Callback):
         self._collectives = getattr(datamodule, 'collectives', None) or \
             Collectives(DistContext.current(), self._traffic)
         data = getattr(datamodule, 'data', None)
-        store = data[0] if isinstance(data, tuple) else None
+        stores = stores_of(data)
+        store = None if stores is None else stores[0]
         # the rank's own tiers (what they served it and the others) and,
         # under DSP, the other parts' cold rows it read from their files
         self._store = store

@@ -2,9 +2,11 @@ r"""The graph at the bottom of every layer: CSC topology, conversions from
 ``edge_index`` / ``Data`` / stores, and range operations."""
 from .convert import topology_of
 from .hetero import EdgeType, HeteroTopology
+from .kind import GraphInput, graph_input, stores_of
 from .local import local_topology
 from .ranges import expand_ranges
 from .topology import CSCTopology, index_dtype_for
 
 __all__ = ['CSCTopology', 'HeteroTopology', 'EdgeType', 'index_dtype_for',
-           'topology_of', 'expand_ranges', 'local_topology']
+           'topology_of', 'expand_ranges', 'local_topology', 'GraphInput',
+           'graph_input', 'stores_of']

@@ -10,7 +10,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from torch_geometric.data import HeteroData
 
 from ..config import SettingError
-from ..graph.hetero import HeteroTopology
+from ..graph.kind import graph_input
 from ..io import DatasetFormatError, open_hetero_dataset_dir
 
 __all__ = ['HeteroSchema', 'hetero_schema', 'directory_schema',
@@ -129,9 +129,9 @@ def target_of(data: Any, schema: Optional[HeteroSchema]) -> Optional[str]:
     r"""The node type a loader over :obj:`data` draws seeds of: the
     labelled type of a ``HeteroData`` or of heterogeneous stores,
     :obj:`None` for a homogeneous graph."""
-    if isinstance(data, HeteroData):
+    kind = graph_input(data)
+    if not kind.hetero:
+        return None
+    if not kind.stores:
         return hetero_schema(data).target
-    if isinstance(data, tuple) and isinstance(
-            getattr(data[1], 'topology', None), HeteroTopology):
-        return None if schema is None else schema.target
-    return None
+    return None if schema is None else schema.target

@@ -11,10 +11,11 @@ from typing import Any, Dict, List, Literal, Optional, Tuple
 
 import torch
 from torch import Tensor
-from torch_geometric.data import Data, HeteroData
+from torch_geometric.data import Data
 
 from ..config import SettingError
 from ..distributed.seeds import in_order, rank_seed_sampler, shard
+from ..graph.kind import graph_input
 from ..graph.topology import CSCTopology
 from ..loader import FastLinkNeighborLoader
 from ..sampling.link import EdgeKeys
@@ -143,9 +144,7 @@ def link_split(data: Any, options: LinkOptions, seed: int) -> 'LinkSplit':
     r"""The :class:`LinkSplit` of :obj:`data`'s links: all its edges, or on
     a heterogeneous graph (``HeteroData`` or heterogeneous stores) the
     relation ``options.edge_type``."""
-    hetero = isinstance(data, HeteroData) or (
-        isinstance(data, tuple) and hasattr(data[1].topology, 'edge_types'))
-    if not hetero:
+    if not graph_input(data).hetero:
         if options.edge_type is not None or options.rev_edge_type is not \
                 None:
             raise SettingError('link.edge_type', "applies to heterogeneous "

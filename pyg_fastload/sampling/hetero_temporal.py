@@ -11,9 +11,10 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import torch
 from torch import Tensor
-from torch_geometric.data import FeatureStore, GraphStore, HeteroData
+from torch_geometric.data import FeatureStore, HeteroData
 
 from ..graph.hetero import HeteroTopology
+from ..graph.kind import stores_of
 from .temporal import TemporalIndex, check_times
 
 __all__ = ['hetero_temporal_index']
@@ -83,9 +84,7 @@ def hetero_temporal_index(data: Any, time_attr: str, topo: HeteroTopology
                 edge[e] = _checked(data[e][time_attr], topo.num_edges_of(e),
                                    f"data[{e}].{time_attr}",
                                    f"edges of {e}")
-    elif isinstance(data, (tuple, list)) and len(data) == 2 and \
-            isinstance(data[0], FeatureStore) and \
-            isinstance(data[1], GraphStore):
+    elif stores_of(data) is not None:
         node = _node_times(_store_time(data[0], time_attr), topo, time_attr)
     else:
         raise NotImplementedError(f"{name} needs a HeteroData or a "

@@ -12,8 +12,9 @@ from typing import Any, Dict, Optional, Tuple
 
 import torch
 from torch import Tensor
-from torch_geometric.data import Data, FeatureStore, GraphStore
+from torch_geometric.data import Data
 
+from ..graph.kind import stores_of
 from ..graph.topology import CSCTopology
 
 __all__ = ['TemporalIndex', 'TEMPORAL_STRATEGIES', 'check_strategy',
@@ -96,11 +97,10 @@ def read_time(data: Any, time_attr: str,
         raise ValueError(f"{name} ({size}) holds neither one time per node "
                          f"({topology.num_nodes}) nor one per edge "
                          f"({topology.num_edges})")
-    if isinstance(data, (tuple, list)) and len(data) == 2 and \
-            isinstance(data[0], FeatureStore) and \
-            isinstance(data[1], GraphStore):
+    stores = stores_of(data)
+    if stores is not None:
         try:
-            time = data[0].get_tensor(None, time_attr)
+            time = stores[0].get_tensor(None, time_attr)
         except KeyError:
             raise ValueError(f"{name} is not a tensor of the feature store: "
                              f"put the node times there (group None)"
