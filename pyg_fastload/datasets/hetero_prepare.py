@@ -13,10 +13,13 @@ import torch
 from torch import Tensor
 from torch_geometric.data import HeteroData
 
+from ..graph.convert import check_edge_rows
 from ..graph.topology import CSCTopology
-from ..io.format import DatasetFormatError
+from ..io.csc_sort import check_node_count
+from ..io.format import DatasetFormatError, int_arg
 from ..io.hetero import OnDiskHeteroDataset, write_hetero_dataset_dir
 from ..io.staging import check_target
+from ..io.writer import label_classes
 from .hetero_synthetic import HETERO_PRESETS, generate_hetero
 
 __all__ = ['write_hetero_data', 'prepare_hetero_preset']
@@ -62,6 +65,10 @@ def _relations(data: HeteroData, num_nodes: Dict[str, int], where: str,
             raise DatasetFormatError(
                 f"{where}: edge type {edge_type} has no 'edge_index' (an "
                 f"adj_t or other layout); give it an edge_index")
+        try:
+            check_edge_rows(store, edge_type)
+        except ValueError as error:
+            raise DatasetFormatError(f'{where}: {error}') from None
         for end in (src, dst):
             if end not in num_nodes:
                 raise DatasetFormatError(
@@ -87,32 +94,39 @@ def write_hetero_data(
     overwrite: bool = False,
     progress: bool = True,
     extra_meta: Optional[Dict[str, Any]] = None,
+    where: Optional[str] = None,
 ) -> OnDiskHeteroDataset:
     r"""Writes :obj:`data` as a heterogeneous dataset directory: every node
     type with its node-level tensors (``x``, ``y``, masks, ...; a type
     without any is declared by its node count), every edge type's
     ``edge_index`` as a CSC with ``edge_id`` mapping back to its columns.
     Edge attributes and non-tensor attributes are not stored (warned
-    about). The one node type with labels ``y`` is the ``target``; an
-    integer ``y`` gives ``num_classes``."""
+    about; an ``edge_*`` tensor must still have one row per edge). The one
+    node type with labels ``y`` is the ``target``; an integer ``y`` gives
+    ``num_classes``. Errors name :obj:`where` (default: :obj:`name`)."""
     if not isinstance(data, HeteroData):
         raise TypeError(f"'data' must be a HeteroData, got "
                         f"{type(data).__name__}")
+    where = name if where is None else where
     num_nodes = {}
     for node_type in data.node_types:
         count = data[node_type].num_nodes
         if count is None:
             raise DatasetFormatError(
-                f"{name}: node type {node_type!r} has no node count (no "
+                f"{where}: node type {node_type!r} has no node count (no "
                 f"'num_nodes' and no 'x'); set data[{node_type!r}].num_nodes")
-        num_nodes[node_type] = int(count)
+        try:
+            num_nodes[node_type] = int_arg(int(count), 'num_nodes')
+        except ValueError as error:
+            raise DatasetFormatError(f'{where}: node type {node_type!r}: '
+                                     f'{error}') from None
+    try:  # before anything is allocated for that many nodes
+        check_node_count(sum(num_nodes.values()), Path(out_dir))
+    except ValueError as error:
+        raise DatasetFormatError(f'{where}: node counts {num_nodes}: '
+                                 f'{error}') from None
     skipped: List[str] = []
-    arrays = _node_arrays(data, num_nodes, name, skipped)
-    relations = _relations(data, num_nodes, name, skipped)
-    if skipped:
-        warnings.warn(f"{name}: {', '.join(map(repr, skipped))} are not "
-                      f"node-level tensors or edge_index and are not "
-                      f"stored", UserWarning, stacklevel=2)
+    arrays = _node_arrays(data, num_nodes, where, skipped)
     labelled = [t for t, a in arrays.items() if 'y' in a]
     target = labelled[0] if len(labelled) == 1 else None
     num_classes = None
@@ -120,7 +134,14 @@ def write_hetero_data(
         y = arrays[target]['y']
         if y.dim() == 1 and not y.is_floating_point() and \
                 y.dtype != torch.bool and y.numel():
-            num_classes = int(y.max()) + 1
+            num_classes = label_classes(int(y.min()), int(y.max()),
+                                        num_nodes[target],
+                                        f'{where}: data[{target!r}].y')
+    relations = _relations(data, num_nodes, where, skipped)
+    if skipped:
+        warnings.warn(f"{where}: {', '.join(map(repr, skipped))} are not "
+                      f"node-level tensors or edge_index and are not "
+                      f"stored", UserWarning, stacklevel=2)
     extra = dict(extra_meta or {})
     extra['skipped_attributes'] = skipped
     return write_hetero_dataset_dir(

@@ -258,7 +258,7 @@ def prepare_ogb(
             if label_file.is_file():
                 labels = NpyMember(label_file, 'node_label')
                 write_node('y', lambda: (
-                    labels_chunk(c, label_file, label_state)
+                    labels_chunk(c, label_file, label_state, num_nodes)
                     for c in labels.rows()), label_file)
             for key in _OGB_EXTRA_NODE_FILES:
                 if key in members:
@@ -275,7 +275,7 @@ def prepare_ogb(
             label_file = raw / 'node-label.csv.gz'
             if label_file.is_file():
                 write_node('y', lambda: (
-                    labels_chunk(c, label_file, label_state)
+                    labels_chunk(c, label_file, label_state, num_nodes)
                     for c in iter_csv(label_file, np.float64)), label_file)
             for key in _OGB_EXTRA_NODE_FILES:
                 file = raw / f'{key}.csv.gz'

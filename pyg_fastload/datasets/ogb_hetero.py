@@ -23,7 +23,8 @@ import torch
 
 from ..graph.hetero import EdgeType
 from ..graph.topology import CSCTopology
-from ..io.format import DatasetFormatError, check_name
+from ..io.csc_sort import check_node_count
+from ..io.format import DatasetFormatError, check_name, int_arg
 from ..io.hetero import OnDiskHeteroDataset, write_hetero_dataset_dir
 from ..io.staging import check_target
 from .ogb_raw import iter_csv, labels_chunk, read_scalar
@@ -65,7 +66,7 @@ def _node_counts(raw: Path) -> Dict[str, int]:
     for name, value in zip(*rows):
         try:
             check_name(name, 'node type', str(file))
-            counts[name] = int(value)
+            counts[name] = int_arg(int(value), f'num_nodes[{name!r}]')
         except ValueError as exc:
             raise DatasetFormatError(f'{file}: {exc}') from None
     return counts
@@ -128,7 +129,8 @@ def _node_arrays(raw: Path, root: Path, counts: Dict[str, int],
             continue
         state = {'missing': 0, 'max': -1, 'columns': 1}
         arrays[node_type]['y'] = np.concatenate(
-            [labels_chunk(c, file, state) for c in iter_csv(file, np.float64)])
+            [labels_chunk(c, file, state, counts[node_type])
+             for c in iter_csv(file, np.float64)])
         num_classes, target = state['max'] + 1, node_type
     split_root = raw / 'split' if (raw / 'split').is_dir() else \
         root / 'split'
@@ -180,6 +182,11 @@ def prepare_ogb_hetero(root: Path, raw: Path, name: str, out_dir: PathLike,
     check_target(out_dir, overwrite)
     symmetrize = True if symmetrize is None else symmetrize
     counts = _node_counts(raw)
+    try:  # before anything is allocated for that many nodes
+        check_node_count(sum(counts.values()), out_dir)
+    except ValueError as exc:
+        raise DatasetFormatError(f"{raw / 'num-node-dict.csv.gz'}: node "
+                                 f"counts {counts}: {exc}") from None
     relations: Dict[EdgeType, CSCTopology] = {}
     listed = raw / 'triplet-type-list.csv.gz'
     rows = _text_rows(listed) if listed.is_file() else [

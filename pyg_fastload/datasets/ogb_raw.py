@@ -14,6 +14,7 @@ import numpy as np
 from ..io import format as fmt
 from ..io.format import DatasetFormatError
 from ..io.arrays import row_chunks
+from ..io.writer import label_classes
 
 __all__ = ['iter_csv', 'read_scalar', 'NpyMember', 'labels_chunk']
 
@@ -142,20 +143,25 @@ class NpyMember:
             yield block.reshape(-1, *self.shape[1:])
 
 
-def labels_chunk(values: np.ndarray, file: Path,
-                  state: Dict[str, int]) -> np.ndarray:
-    r"""OGB labels as ``int64`` with ``-1`` for missing (NaN) ones."""
+def labels_chunk(values: np.ndarray, file: Path, state: Dict[str, int],
+                 num_nodes: int) -> np.ndarray:
+    r"""OGB labels as ``int64`` with ``-1`` for missing (NaN) ones, refused
+    unless class indices of :obj:`num_nodes` nodes
+    (:func:`~pyg_fastload.io.writer.label_classes`)."""
     values = np.asarray(values, dtype=np.float64)
     if values.ndim == 1:
         values = values[:, None]
     nan = np.isnan(values)
-    finite = values[~nan]
-    if finite.size and not bool(np.all(finite == np.round(finite))):
+    given = values[~nan]
+    if given.size and not bool(np.all(np.isfinite(given) &
+                                      (given == np.round(given)))):
         raise DatasetFormatError(f'{file}: non-integer labels; only '
                                  f'classification datasets are supported')
+    if given.size:
+        label_classes(int(given.min()), int(given.max()), num_nodes,
+                      str(file))
+        state['max'] = max(state['max'], int(given.max()))
     out = np.where(nan, -1.0, values).astype(np.int64)
     state['missing'] += int(nan.sum())
-    if finite.size:
-        state['max'] = max(state['max'], int(finite.max()))
     state['columns'] = values.shape[1]
     return out[:, 0] if values.shape[1] == 1 else out

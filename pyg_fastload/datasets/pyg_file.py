@@ -12,12 +12,18 @@ from torch import Tensor
 from torch_geometric.data import Data, HeteroData
 
 from ..graph.topology import CSCTopology
-from ..io.format import TOPOLOGY_ARRAYS, DatasetFormatError, check_name
+from ..io.csc_sort import check_node_count
+from ..io.format import (
+    TOPOLOGY_ARRAYS,
+    DatasetFormatError,
+    check_name,
+    int_arg,
+)
 from ..io.hetero import OnDiskHeteroDataset
 from ..io.reader import OnDiskDataset
 from ..io.safe_load import safe_torch_load
 from ..io.staging import check_target
-from ..io.writer import write_dataset_dir
+from ..io.writer import label_classes, write_dataset_dir
 from .hetero_prepare import write_hetero_data
 
 __all__ = ['load_data_file', 'load_graph_file', 'prepare_pyg']
@@ -56,25 +62,52 @@ def load_data_file(path: Union[str, 'os.PathLike[str]']) -> Data:
     return data
 
 
+def _num_graphs(slices: Any) -> int:
+    r"""How many graphs an ``InMemoryDataset``'s ``slices`` describe (a
+    dict of boundary tensors, nested per store for a ``HeteroData``)."""
+    if isinstance(slices, Tensor):
+        return max(slices.numel() - 1, 1)
+    if isinstance(slices, dict):
+        return max((_num_graphs(v) for v in slices.values()), default=1)
+    return 1
+
+
+def _collated(obj: Any, file: Path) -> Union[Data, HeteroData]:
+    r"""The graph of an ``InMemoryDataset``'s processed file: ``(data,
+    slices)`` or ``(data.to_dict(), slices, data class)``, refused when the
+    slices say it holds several graphs."""
+    data, slices = obj[0], obj[1]
+    count = _num_graphs(slices)
+    if count > 1:
+        raise DatasetFormatError(
+            f'{file}: holds an InMemoryDataset of {count} graphs; '
+            f'pyg-fastload prepares a single graph: save one with '
+            f'torch.save(dataset[i], path)')
+    if isinstance(data, dict):
+        data_cls = obj[2] if len(obj) > 2 else Data
+        if not issubclass(data_cls, (Data, HeteroData)):
+            raise DatasetFormatError(
+                f'{file}: names {data_cls.__name__} as the dataset\'s data '
+                f'class, not a Data or HeteroData; save one graph with '
+                f'torch.save(data, path)')
+        data = data_cls.from_dict(data)
+    return data
+
+
 def _as_graph(obj: Any, file: Path) -> Union[Data, HeteroData]:
-    if isinstance(obj, (tuple, list)) and obj and isinstance(
-            obj[0], (Data, dict)):  # an InMemoryDataset's processed file
-        data, slices = obj[0], obj[1] if len(obj) > 1 else None
-        if isinstance(data, dict):
-            data_cls = obj[2] if len(obj) > 2 and isinstance(obj[2], type) \
-                else Data
-            if issubclass(data_cls, HeteroData):
-                data = HeteroData.from_dict(data)
-            else:
-                data = data_cls.from_dict(data)
-        if isinstance(slices, dict):
-            for value in slices.values():
-                if isinstance(value, Tensor) and value.numel() > 2:
-                    raise DatasetFormatError(
-                        f'{file}: holds a dataset of {value.numel() - 1} '
-                        f'graphs; pyg-fastload prepares a single graph: save '
-                        f'one Data object with torch.save(dataset[0], path)')
-        obj = data
+    if isinstance(obj, (tuple, list)):
+        graphs = (Data, HeteroData)
+        if 2 <= len(obj) <= 3 and isinstance(obj[0], (*graphs, dict)) and \
+                (obj[1] is None or isinstance(obj[1], dict)) and \
+                (len(obj) == 2 or isinstance(obj[2], type)):
+            obj = _collated(obj, file)
+        elif len(obj) > 1 and all(isinstance(o, graphs) for o in obj):
+            raise DatasetFormatError(
+                f'{file}: holds a {type(obj).__name__} of {len(obj)} graphs; '
+                f'pyg-fastload prepares a single graph: save one with '
+                f'torch.save(graphs[i], path)')
+        elif len(obj) == 1:
+            obj = obj[0]
     if isinstance(obj, HeteroData):
         return obj
     if not isinstance(obj, Data):
@@ -124,7 +157,7 @@ def prepare_pyg(
             source=f"torch_geometric HeteroData from "
                    f"'{data_path.resolve()}' (each edge type's edge_index "
                    f"-> CSC, edge_id = original edge positions)",
-            overwrite=overwrite, progress=progress,
+            overwrite=overwrite, progress=progress, where=str(data_path),
             extra_meta={'command': f'pyg-fastload prepare --pyg-data '
                                    f'{data_path} --overwrite {out_dir}'})
     num_nodes = data.num_nodes
@@ -132,26 +165,18 @@ def prepare_pyg(
         raise DatasetFormatError(
             f'{data_path}: the Data object has no nodes (no num_nodes, x or '
             f'edge_index); set data.num_nodes')
-    num_nodes = int(num_nodes)
+    try:
+        num_nodes = int_arg(int(num_nodes), 'num_nodes')
+    except ValueError as exc:
+        raise DatasetFormatError(f'{data_path}: {exc}') from None
     edge_index = data.get('edge_index') if 'edge_index' in data else None
-    skip = {'edge_index', 'num_nodes'}
-    if edge_index is not None:
-        try:
-            topology = CSCTopology.from_edge_index(edge_index, num_nodes)
-        except (TypeError, ValueError) as exc:
-            raise DatasetFormatError(f'{data_path}: {exc}') from None
-        edge_id = topology.edge_id
-    elif 'adj_t' in data and data.adj_t is not None:  # a SparseTensor
-        rowptr, col, _ = data.adj_t.csr()  # adj_t[dst, src]: CSR = CSC
-        topology = CSCTopology(indptr=rowptr, indices=col,
-                               num_nodes=num_nodes)
-        edge_id = None
-        skip.add('adj_t')
-    else:
+    adj_t = data.get('adj_t') if edge_index is None else None  # SparseTensor
+    if edge_index is None and adj_t is None:
         raise DatasetFormatError(
             f"{data_path}: the Data object has no 'edge_index' (nor "
             f"'adj_t'); it needs edges to be sampled from")
-
+    skip = {'edge_index', 'num_nodes'} | ({'adj_t'} if adj_t is not None
+                                         else set())
     node_arrays: Dict[str, Tensor] = {}
     skipped: List[str] = []
     for key, value in data.items():
@@ -177,17 +202,33 @@ def prepare_pyg(
             node_arrays[key] = value
         else:
             skipped.append(key)
+    num_classes = None
+    y = node_arrays.get('y')
+    if y is not None and y.dim() == 1 and not y.is_floating_point() and \
+            y.dtype != torch.bool and y.numel():
+        num_classes = label_classes(int(y.min()), int(y.max()), num_nodes,
+                                    f"{data_path}: 'y'")
+    try:  # before anything is allocated for that many nodes
+        check_node_count(num_nodes, out_dir)
+    except ValueError as exc:
+        raise DatasetFormatError(f'{data_path}: {exc}') from None
+    if edge_index is not None:
+        try:
+            topology = CSCTopology.from_edge_index(edge_index, num_nodes)
+        except (TypeError, ValueError) as exc:
+            raise DatasetFormatError(f'{data_path}: {exc}') from None
+        edge_id = topology.edge_id
+    else:
+        rowptr, col, _ = adj_t.csr()  # adj_t[dst, src]: CSR = CSC
+        topology = CSCTopology(indptr=rowptr, indices=col,
+                               num_nodes=num_nodes)
+        edge_id = None
     if skipped:
         warnings.warn(
             f"{data_path}: attributes {', '.join(map(repr, skipped))} are "
             f'not node-level tensors and are not stored (the on-disk format '
             f'holds node arrays only; edge_id maps CSC edges back to the '
             f'original edge order)', UserWarning, stacklevel=2)
-    num_classes = None
-    y = node_arrays.get('y')
-    if y is not None and y.dim() == 1 and not y.is_floating_point() and \
-            y.dtype != torch.bool and y.numel():
-        num_classes = int(y.max()) + 1
     return write_dataset_dir(
         out_dir,
         num_nodes=num_nodes,

@@ -16,12 +16,16 @@ from torch_geometric.data import (
     HeteroData,
 )
 
-from .hetero import HeteroTopology
+from .hetero import EdgeType, HeteroTopology
 from .topology import CSCTopology, index_dtype_for
 
-__all__ = ['topology_of', 'attach_topology']
+__all__ = ['topology_of', 'attach_topology', 'check_edge_rows']
 
 _CACHE_ATTR = '_fastload_topology'
+#: ``edge_*`` attributes of an edge store that are not one row per edge:
+#: the edge list and link-level supervision.
+_NOT_PER_EDGE = ('edge_index', 'edge_label', 'edge_label_index',
+                 'edge_label_time')
 
 
 def _from_data(data: Data) -> CSCTopology:
@@ -90,6 +94,26 @@ def _weighted(topology: CSCTopology, weight: Tensor,
                        topology.edge_id, weight)
 
 
+def check_edge_rows(store: Any, edge_type: EdgeType) -> None:
+    r"""Every edge-level tensor (``edge_attr``, ``edge_weight``, any
+    ``edge_*`` but the edge list and link labels) of relation
+    :obj:`edge_type`'s :obj:`store` has one row per edge of its
+    ``edge_index``: PyG's ``filter_hetero_data`` would serve one of another
+    length whole, unsliced."""
+    edge_index = store.get('edge_index')
+    if not isinstance(edge_index, Tensor) or edge_index.dim() != 2:
+        return  # refused where the edges are read
+    num_edges = edge_index.size(1)
+    for key, value in store.items():
+        if key.startswith('edge_') and key not in _NOT_PER_EDGE and \
+                isinstance(value, Tensor) and value.dim() >= 1 and \
+                value.size(0) != num_edges:
+            raise ValueError(
+                f"data[{edge_type}].{key} has {value.size(0)} rows but edge "
+                f"type {edge_type} has {num_edges} edges; give every edge "
+                f"one row of '{key}' (or drop it)")
+
+
 def _from_hetero_data(data: HeteroData,
                       weight_attr: Optional[str]) -> HeteroTopology:
     num_nodes = {}
@@ -107,6 +131,7 @@ def _from_hetero_data(data: HeteroData,
                              f"(SparseTensor 'adj_t' is not supported): "
                              f"store its edges as data[{edge_type}]"
                              f".edge_index")
+        check_edge_rows(store, edge_type)
         edge_index[edge_type] = store.edge_index
         if weight_attr is not None:
             if weight_attr not in store:

@@ -14,6 +14,7 @@ from .arrays import Source
 from .format import (
     META_KEYS,
     TOPOLOGY_ARRAYS,
+    DatasetFormatError,
     build_meta,
     check_name,
     int_arg,
@@ -21,7 +22,7 @@ from .format import (
 from .reader import OnDiskDataset, open_dataset_dir
 from .staging import Staging
 
-__all__ = ['write_dataset_dir']
+__all__ = ['label_classes', 'write_dataset_dir']
 
 PathLike = Union[str, 'os.PathLike[str]']
 
@@ -40,6 +41,24 @@ def cast_labels(chunk: np.ndarray, name: str) -> Tuple[np.ndarray, str]:
     if chunk.dtype.kind in 'iu' and chunk.dtype != np.int64:
         return chunk.astype(np.int64), 'int64'
     return chunk, name
+
+
+def label_classes(low: int, high: int, num_nodes: int,
+                  where: str) -> Optional[int]:
+    r"""The class count of integer node labels spanning ``[low, high]`` over
+    :obj:`num_nodes` nodes (:obj:`None` when every node is unlabelled,
+    ``-1``), refusing labels that are not class indices: one below ``-1``,
+    or one implying more classes than nodes."""
+    if low < -1:
+        raise DatasetFormatError(
+            f'{where}: label {low:,} is negative; labels are class indices '
+            f'0..C-1 (-1 marks an unlabelled node): relabel them')
+    if high >= max(num_nodes, 1):
+        raise DatasetFormatError(
+            f'{where}: label {high:,} means {high + 1:,} classes for '
+            f'{num_nodes:,} nodes; labels are class indices 0..C-1: relabel '
+            f'them (torch.unique(y, return_inverse=True))')
+    return high + 1 if high >= 0 else None
 
 
 def write_dataset_dir(

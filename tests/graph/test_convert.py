@@ -93,3 +93,24 @@ def test_edits_of_the_graph_are_never_served_stale():
     assert topology_of(data).num_nodes == 25
     data.edge_index = data.edge_index[:, :30].clone()  # another tensor
     assert topology_of(data).num_edges == 30
+
+
+@pytest.mark.reliability(
+    fault=('a HeteroData edge type whose `edge_attr` has another number of '
+           'rows than edges, given to a loader'),
+    behaviour=('`ValueError` naming the edge type and both counts when the '
+               'loader is built (no batch serves it whole, unsliced)'))
+def test_a_hetero_edge_attr_of_another_length_is_refused():
+    from pyg_fastload import FastNeighborLoader
+    data = HeteroData()
+    data['a'].x = torch.randn(3, 2)
+    store = data['a', 'to', 'a']
+    store.edge_index = torch.tensor([[0, 1, 2], [1, 2, 0]])
+    store.edge_attr = torch.randn(4, 2)
+    with pytest.raises(ValueError, match=r"data\[\('a', 'to', 'a'\)\]\."
+                       r"edge_attr has 4 rows but edge type \('a', 'to', "
+                       r"'a'\) has 3 edges"):
+        FastNeighborLoader(data, [2], input_nodes='a', batch_size=2)
+    del store.edge_attr
+    store.edge_label = torch.ones(5)  # link supervision: not one per edge
+    assert topology_of(data).num_edges == 3
