@@ -7,6 +7,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, List, Literal, Optional, Sequence, Union
 
+import torch
+
 from .errors import FastLoadError
 
 __all__ = [
@@ -22,6 +24,7 @@ __all__ = [
     'check_fanouts',
     'check_sampling_workers',
     'available_memory',
+    'free_cuda_memory',
     'usable_cores',
     'format_bytes',
     'MAX_LOOKAHEAD',
@@ -311,6 +314,16 @@ def available_memory() -> int:
     except OSError:
         pass
     return 0
+
+
+def free_cuda_memory(device: torch.device) -> int:
+    r"""Bytes a new allocation on CUDA :obj:`device` can take: the driver's
+    free memory plus the blocks PyTorch's caching allocator holds unused
+    (``mem_get_info`` counts those as taken, yet the allocator hands them
+    out first, e.g. a finished training step's activations)."""
+    free = torch.cuda.mem_get_info(device)[0]
+    return (free + torch.cuda.memory_reserved(device)
+            - torch.cuda.memory_allocated(device))
 
 
 def usable_cores() -> int:

@@ -24,7 +24,7 @@ import argparse
 import importlib.util
 import time
 import warnings
-from typing import Callable, Dict, Iterable, List, Optional
+from typing import Callable, Dict, Iterable, List, Optional, Tuple
 
 import torch
 from torch_geometric.data import Data
@@ -258,17 +258,22 @@ def _breakdown(data: Data, seeds: torch.Tensor, args: argparse.Namespace,
     start = time.perf_counter()
     outs = [fast_sampler.sample(b, gen) for b in batches]
     fast_sample = time.perf_counter() - start
-    result = {'fast_sample_s_per_batch': fast_sample / len(batches)}
+    edges = sum(out.row.numel() for out in outs)
+    result = {'fast_sample_s_per_batch': fast_sample / len(batches),
+              'cpu_sampled_edges_per_s': edges / fast_sample}
     print('\n## breakdown per batch')
-    table = Table({'stage': 42, 'ms/batch': 9, 'seeds/s': 10})
+    table = Table({'stage': 42, 'ms/batch': 9, 'seeds/s': 10,
+                   'edges/s': 10})
     table.row('FastNeighborSampler.sample', 1e3 * fast_sample / len(batches),
-              seeds.numel() / fast_sample)
+              seeds.numel() / fast_sample, edges / fast_sample)
     if args.sampling_device is not None:
-        seconds = _sample_on(data, args, batches)
+        seconds, device_edges = _sample_on(data, args, batches)
         table.row(f'FastNeighborSampler.sample on {args.sampling_device}',
-                  1e3 * seconds / len(batches), seeds.numel() / seconds)
+                  1e3 * seconds / len(batches), seeds.numel() / seconds,
+                  device_edges / seconds)
         result['device_sample_s_per_batch'] = seconds / len(batches)
         result['device_sampling_speedup'] = fast_sample / seconds
+        result['device_sampled_edges_per_s'] = device_edges / seconds
     if pyg_sampler is not None:
         from torch_geometric.sampler import NodeSamplerInput
         start = time.perf_counter()
@@ -332,10 +337,11 @@ def _breakdown(data: Data, seeds: torch.Tensor, args: argparse.Namespace,
 
 
 def _sample_on(data: Data, args: argparse.Namespace,
-               batches: List[torch.Tensor]) -> float:
+               batches: List[torch.Tensor]) -> Tuple[float, int]:
     r"""Seconds to sample :obj:`batches` with the topology on
     ``--sampling-device`` (the copy and one warm-up batch untimed; the
-    device synchronised before the clock is read)."""
+    device synchronised before the clock is read) and the edges
+    sampled."""
     device = check_device(args.sampling_device, 0, '--sampling-device')
     sampler = FastNeighborSampler(data, args.fanout, device=device)
     gen = torch.Generator(device).manual_seed(args.seed)
@@ -346,10 +352,10 @@ def _sample_on(data: Data, args: argparse.Namespace,
     sampler.sample(batches[0], gen)
     sync()
     start = time.perf_counter()
-    for b in batches:
-        sampler.sample(b, gen)
+    outs = [sampler.sample(b, gen) for b in batches]
     sync()
-    return time.perf_counter() - start
+    return (time.perf_counter() - start,
+            sum(out.row.numel() for out in outs))
 
 
 def main(argv: Optional[List[str]] = None) -> None:

@@ -169,6 +169,7 @@ def run(args: argparse.Namespace) -> Dict[str, float]:
         from .disk_tier import prepared_dataset_dir
         stores = open_dataset(prepared_dataset_dir(args), host_budget=0.1,
                               device_budget=0.3, device_cache='window',
+                              device=device,
                               scores=loader_scores(progress=False))
         loaders['FastNeighborLoader, features on disk'] = fast_loader(
             'FastNeighborLoader, features on disk', stores, pipeline=True)
@@ -237,10 +238,20 @@ def run(args: argparse.Namespace) -> Dict[str, float]:
                   b['feature_loading'], b['transfer'],
                   f'{max(hidden, 0):.0%}')
         result[f'{name} starved'] = b['waiting'] / max(b['epoch'], 1e-9)
+        result[f'{name} hidden'] = max(hidden, 0)
+        result[f'{name} transfer_s'] = b['transfer']
     print('"hidden": the share of sampling + loading + transfer time the '
           'trainer did not wait for; "waiting": the trainer starved for '
           'data; "transfer": starting the copies to the GPU (host time; 0 '
           'on the CPU).')
+    if args.disk:  # every round's requests, the first epoch's too
+        tiers = stores[0].stats('x')['x']
+        for tier in ('device', 'host'):
+            result[f'FastNeighborLoader, features on disk {tier}_hit_ratio'
+                   ] = tiers[tier]['hit_ratio']
+        print(f"features on disk: the device cache served "
+              f"{tiers['device']['hit_ratio']:.1%} of the rows asked of it, "
+              f"the host buffer {tiers['host']['hit_ratio']:.1%} of the rest")
     print(f"FastNeighborLoader: the model waited for data "
           f"{result['FastNeighborLoader waiting_share']:.1%} of the loop "
           f"(target < 10% on a GPU)")

@@ -51,7 +51,9 @@ def configure_caches(
     starts empty and fills itself with GIDS's window buffering instead.
     With ``device_budget='auto'`` the device cache is sized after the first
     training step (PaGraph; with the scores computed now; until then only
-    the host buffer serves): the free memory minus the step's transient
+    the host buffer serves): the free memory (CUDA: with the blocks the
+    caching allocator holds unused, which include the step's, so the step
+    is not counted twice) minus the step's transient
     memory (CUDA: its peak allocated beyond what stays allocated; CPU: the
     process's peak resident memory beyond its size after the step) minus
     :obj:`reserve_bytes`; on the CPU, where that cache is a second copy in host
@@ -123,7 +125,10 @@ def _size_after_first_step(store: TieredFeatureStore, cache: FeatureCache,
         if store.device.type != 'cuda':
             budget = min(budget, int(free * CPU_AUTO_SHARE),
                          CPU_AUTO_MAX_BYTES)
-        configure_caches(store, replace(cache, device_budget=budget),
+        # measured to fit: not held against the host's memory (a GPU's
+        # cache may be larger)
+        configure_caches(store, replace(cache, device_budget=budget,
+                                        exceed_memory=True),
                          topology, attrs=attrs, scores=scores, seed=seed)
 
     store.when_first_step_done(resolve)

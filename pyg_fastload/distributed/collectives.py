@@ -78,11 +78,17 @@ class Collectives:
 
     def new_stage(self) -> 'Collectives':
         r"""Collectives of the same ranks on a process group of their own
-        (a collective: every rank calls it, in the same order)."""
+        (a collective: every rank calls it, in the same order), on gloo
+        with CPU tensors whatever the world's backend: a stage runs in a
+        loader thread beside the training step, and NCCL documents
+        collectives of several communicators issued from several threads
+        as unsafe (a hang), so under DDP on GPUs NCCL carries the gradients
+        alone."""
+        cpu = torch.device('cpu')
         if not self.context.is_distributed:
-            return Collectives(self.context, self.counters, self.device)
-        group = dist.new_group(timeout=self.context.timeout)
-        return Collectives(self.context, self.counters, self.device, group)
+            return Collectives(self.context, self.counters, cpu)
+        group = dist.new_group(timeout=self.context.timeout, backend='gloo')
+        return Collectives(self.context, self.counters, cpu, group)
 
     @property
     def rank(self) -> int:

@@ -14,6 +14,8 @@ from typing import Dict, Optional, Union
 import torch
 from torch import Tensor
 
+from ..config import free_cuda_memory
+
 __all__ = ['CSCTopology', 'index_dtype_for']
 
 _INT32_MAX = 2**31 - 1
@@ -82,7 +84,7 @@ class CSCTopology:
         copy = self._copies.get(device)
         if copy is None:
             if device.type == 'cuda':
-                free = torch.cuda.mem_get_info(device)[0]
+                free = free_cuda_memory(device)
                 if self.nbytes() > free:
                     raise ValueError(
                         f"the graph's topology takes "

@@ -11,7 +11,7 @@ import torch
 from torch import Tensor
 from torch_geometric.data import FeatureStore, TensorAttr
 
-from ..config import MAX_LOOKAHEAD, available_memory
+from ..config import MAX_LOOKAHEAD, available_memory, free_cuda_memory
 from .accumulator import StorageAccumulator
 from .buffer_pool import BufferPool
 from .counters import TierCounters
@@ -211,9 +211,10 @@ class TieredFeatureStore(FeatureStore):
         return out
 
     def free_device_bytes(self) -> int:
-        r"""Free memory where the device cache lives."""
+        r"""Free memory where the device cache lives (CUDA: with the
+        caching allocator's unused blocks, :func:`free_cuda_memory`)."""
         if self.device.type == 'cuda':
-            return torch.cuda.mem_get_info(self.device)[0]
+            return free_cuda_memory(self.device)
         return available_memory()
 
     # Caches (what they hold is decided by pyg_fastload.caching) ##########

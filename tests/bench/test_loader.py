@@ -206,6 +206,13 @@ def test_sampling_on_a_named_device_is_timed_beside(tmp_path, capsys,
     assert result['device_sampling_speedup'] == pytest.approx(
         result['fast_sample_s_per_batch']
         / result['device_sample_s_per_batch'])
+    # sampled edges per second (SEPS): the same seeds and fan-outs give
+    # about the same edges per batch on both samplers, more than one per seed
+    per_batch = [result[f'{side}_sampled_edges_per_s']
+                 * result[f'{key}_s_per_batch'] for side, key in
+                 (('cpu', 'fast_sample'), ('device', 'device_sample'))]
+    assert per_batch[0] == pytest.approx(per_batch[1], rel=0.2)
+    assert per_batch[0] > 64
     for extra, match in ((('--sampling-device', 'meta'),
                           "'--sampling-device=meta' is not supported"),
                          (('--sampling-device', 'cpu', '--task', 'link'),

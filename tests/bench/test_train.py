@@ -32,6 +32,11 @@ def test_every_fast_loader_trains_the_same_model(tmp_path, capsys):
                  f'{FAST}, features on disk'):
         assert result[f'{name} loss'] == pytest.approx(reference, rel=1e-5)
     assert 'speedup' not in result  # no PyG row, no ratio to it
+    # the hot rows in the host buffer served some of the rows on disk
+    disk = f'{FAST}, features on disk'
+    assert 0 < result[f'{disk} host_hit_ratio'] <= 1
+    assert 0 <= result[f'{disk} device_hit_ratio'] <= 1
+    assert 0 <= result[f'{disk} hidden'] <= 1
 
 
 @requires_torch_sparse

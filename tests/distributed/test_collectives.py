@@ -64,6 +64,23 @@ def test_nccl_exchange_moves_rows_between_gpus():
                        for r in range(2)]
 
 
+def test_stages_run_on_gloo_beside_nccl(monkeypatch):
+    # A stage issues collectives from a loader thread while DDP's gradients
+    # go over NCCL from the training thread; NCCL documents that as unsafe,
+    # so a stage gets a gloo group and CPU tensors.
+    import torch.distributed as dist
+    made = []
+    monkeypatch.setattr(dist, 'is_initialized', lambda: True)
+    monkeypatch.setattr(dist, 'new_group',
+                        lambda **kwargs: made.append(kwargs) or 'stage group')
+    world = Collectives(DistContext(rank=0, world_size=2),
+                        device=torch.device('cuda', 0))  # NCCL's world
+    stage = world.new_stage()
+    assert [kwargs['backend'] for kwargs in made] == ['gloo']
+    assert stage.group == 'stage group'
+    assert stage.device == torch.device('cpu')
+
+
 def _skip_collective(rank, world, report):
     coll = _collectives(seconds=2)
     if rank == 1:

@@ -1,0 +1,175 @@
+r"""The GPU kit (``scripts/gpu_check.sh``, docs/guide/gpu.md) in its dry run on
+the CPU, so it does not rot between the days a GPU is lent: the install path,
+the selection of the CUDA tests, the benchmarks' plumbing, the JSON, and no
+process left behind."""
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import time
+import zipfile
+from pathlib import Path
+
+import pytest
+import torch
+
+ROOT = Path(__file__).resolve().parent.parent
+spec = importlib.util.spec_from_file_location(
+    'gpu_check', ROOT / 'scripts' / 'gpu_check.py')
+gpu_check = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(gpu_check)
+
+pytestmark = pytest.mark.timeout(300)
+
+
+def fake_wheel(folder: Path, tag: str = 'py3-none-any') -> Path:
+    r"""A minimal wheel of a one-module package, tagged :obj:`tag`."""
+    folder.mkdir(exist_ok=True)
+    path = folder / f'gpu_check_probe-1.0-{tag}.whl'
+    info = 'gpu_check_probe-1.0.dist-info'
+    with zipfile.ZipFile(path, 'w') as wheel:
+        wheel.writestr('gpu_check_probe.py', 'VALUE = 1\n')
+        wheel.writestr(f'{info}/METADATA', 'Metadata-Version: 2.1\n'
+                       'Name: gpu_check_probe\nVersion: 1.0\n')
+        wheel.writestr(f'{info}/WHEEL', 'Wheel-Version: 1.0\nGenerator: '
+                       f'test\nRoot-Is-Purelib: true\nTag: {tag}\n')
+        wheel.writestr(f'{info}/RECORD', '')
+    return path
+
+
+def test_install_commands_keep_torch_and_fit_the_lent_python(tmp_path):
+    wheels = [tmp_path / 'a.whl', tmp_path / 'b.whl']
+    real = gpu_check.install_commands('py', wheels, False, tmp_path / 't')
+    assert list(real) == ['install-wheels', 'install-project']
+    for command in real.values():  # nothing resolved, nothing fetched
+        assert command[:3] == ['py', '-m', 'pip'] and \
+            {'--no-deps', '--no-index'} <= set(command)
+        assert '--dry-run' not in command
+    assert real['install-wheels'][-2:] == [str(w) for w in wheels]
+    assert real['install-project'][-2:] == ['-e', str(ROOT)]
+    dry = gpu_check.install_commands('py', [], True, tmp_path / 't')
+    assert list(dry) == ['install-project']  # no wheels, no wheel step
+    assert '--dry-run' in dry['install-project']
+    dry = gpu_check.install_commands('py', wheels, True, tmp_path / 't')
+    fit = dry['install-wheels']
+    assert fit[fit.index('--python-version') + 1] == '3.12'
+    assert '--platform=manylinux2014_x86_64' in fit and '--dry-run' in fit
+
+
+# Judged for the lent machines' CPython 3.12 on manylinux x86-64, whatever
+# runs the test.
+@pytest.mark.parametrize('tag, fits', [
+    ('py3-none-any', True), ('cp312-cp312-manylinux2014_x86_64', True),
+    ('cp311-cp311-manylinux2014_x86_64', False),
+    ('cp312-cp312-win_amd64', False)])
+def test_the_dry_install_refuses_a_wheel_the_lent_python_cannot_take(
+        tmp_path, tag, fits):
+    wheel = fake_wheel(tmp_path / 'wheels', tag)
+    command = gpu_check.install_commands(sys.executable, [wheel], True,
+                                         tmp_path / 't')['install-wheels']
+    done = subprocess.run(command, capture_output=True, text=True,
+                          timeout=120,
+                          env={**os.environ, 'PIP_CONFIG_FILE': os.devnull})
+    assert (done.returncode == 0) == fits, done.stdout + done.stderr
+    assert not (tmp_path / 't').exists()  # nothing installed
+
+
+def test_a_step_past_its_time_is_killed_with_its_children(tmp_path,
+                                                          monkeypatch):
+    check = gpu_check.Check(gpu_check.parse_args([str(tmp_path / 'out')]))
+    monkeypatch.setitem(gpu_check.TIMEOUTS, 'gds', 1)
+    started = time.monotonic()
+    # a child that starts a grandchild, both outliving the step's time
+    status = check.run('gds', ['bash', '-c', 'sleep 60 & sleep 60'])
+    assert status == 'timeout' and time.monotonic() - started < 10
+    assert gpu_check.leftovers(check.groups) == []
+    check.close('failed')
+    summary = json.loads((tmp_path / 'out' / 'summary.json').read_text())
+    assert summary['steps']['gds']['status'] == 'timeout'
+    assert summary['leftover_processes'] == []
+
+
+def test_the_dry_run_reports_every_step_and_figure(tmp_path):
+    out = tmp_path / 'out'
+    wheel = fake_wheel(tmp_path / 'wheels')
+    done = subprocess.run(
+        ['bash', 'scripts/gpu_check.sh', str(out), '--dry-run', '--wheels',
+         str(wheel.parent), '--tests', 'tests/storage/test_gpu_direct.py',
+         'tests/loader/test_pipeline.py'], cwd=ROOT, capture_output=True,
+        text=True, timeout=280, env={**os.environ, 'PYTHON': sys.executable})
+    summary = json.loads((out / 'summary.json').read_text())
+    assert done.returncode == 0, (done.stdout[-3000:], summary['steps'])
+    assert summary['mode'] == 'dry-run' and summary['status'] == 'ok'
+    assert summary['environment']['torch'] == torch.__version__
+    steps = {name: step['status'] for name, step in summary['steps'].items()}
+    assert steps == {
+        'environment': 'ok', 'install-wheels': 'ok', 'install-project': 'ok',
+        'imports': 'ok', 'build-pyg-backend': 'skipped',
+        'select-tests': 'ok', 'tests': 'ok', 'seps': 'ok', 'train': 'ok',
+        'gds': 'skipped'}
+    install = summary['install']
+    assert install['wheels'] == [wheel.name] and install['torch_untouched']
+    assert all('--dry-run' in c for c in install['commands'].values())
+    imports = summary['imports']
+    assert imports['pyg_fastload_path'] == str(ROOT / 'pyg_fastload')
+    assert not imports['jsonargparse'].startswith('missing')
+    # the tests that skip without CUDA, each run and reported: skipped here
+    results = summary['tests']['results']
+    gds = ('tests/storage/test_gpu_direct.py::'
+           'test_gds_reads_land_in_gpu_memory_through_the_tiers')
+    cuda = 'tests/loader/test_pipeline.py::test_cuda_device_gets_identical_' \
+           'batches[True]'
+    assert {gds, cuda} <= set(results) and summary['tests']['not_run'] == []
+    assert summary['tests']['selected'] == len(results)
+    assert not any('without_cuda' in test for test in results)
+    assert all(r['outcome'] == 'skipped' and 'CUDA' in r['message']
+               for r in results.values())
+    assert (out / 'junit.xml').exists() and (out / 'log.txt').read_text()
+    benches = summary['benchmarks']
+    seps = benches['seps']
+    assert seps['cpu_sampled_edges_per_s'] > 0
+    assert seps['command'].startswith('pyg-fastload bench loader --preset '
+                                      'tiny')
+    assert 'device_sampled_edges_per_s' not in seps  # no GPU here
+    train = benches['train']
+    disk = 'FastNeighborLoader, features on disk'
+    assert 0 <= train['FastNeighborLoader waiting_share'] <= 1
+    assert 0 <= train[f'{disk} device_hit_ratio'] <= 1
+    assert benches['gds'] == {'skipped': 'needs CUDA and kvikio'}
+    assert summary['leftover_processes'] == []
+
+
+def test_a_stopped_check_writes_its_summary_and_leaves_nothing(tmp_path):
+    out = tmp_path / 'out'
+    check = subprocess.Popen(
+        ['bash', 'scripts/gpu_check.sh', str(out), '--dry-run', '--wheels',
+         str(tmp_path / 'none'), '--tests', 'tests/storage/test_gpu_direct.py'],
+        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        start_new_session=True, env={**os.environ, 'PYTHON': sys.executable,
+                                     'GPU_CHECK_TEST_MARK': str(tmp_path)})
+    log = out / 'log.txt'
+    deadline = time.monotonic() + 120
+    while 'imports: ' not in (log.read_text() if log.exists() else ''):
+        assert time.monotonic() < deadline and check.poll() is None
+        time.sleep(0.2)
+    check.terminate()  # as the device tool's limit or a Ctrl-C would
+    assert check.wait(timeout=60) == 143
+    summary = json.loads((out / 'summary.json').read_text())
+    assert summary['status'] == 'interrupted'
+    assert summary['steps']['imports']['status'] == 'interrupted'
+    assert summary['leftover_processes'] == []
+    assert marked_processes(str(tmp_path)) == []
+
+
+def marked_processes(mark: str) -> list:
+    r"""Live processes whose environment holds :obj:`mark` (every process
+    the check started inherits it)."""
+    found = []
+    for environ in Path('/proc').glob('[0-9]*/environ'):
+        try:
+            if f'GPU_CHECK_TEST_MARK={mark}'.encode() in environ.read_bytes():
+                found.append(environ.parent.name)
+        except OSError:  # ended meanwhile, or not ours
+            pass
+    return found
