@@ -278,7 +278,14 @@ def check_sampling_workers(workers: Any) -> int:
 
 def check_fanouts(num_neighbors: Any) -> List[int]:
     r"""Validates a per-hop fan-out list (``-1`` = all neighbours)."""
-    values = getattr(num_neighbors, 'values', num_neighbors)
+    values = num_neighbors  # or PyG's NumNeighbors, holding them
+    if not isinstance(values, (dict, Sequence)):
+        values = getattr(values, 'values', values)
+    if isinstance(values, str):
+        hint = re.findall(r'-?\d+', values)
+        raise TypeError(f"'num_neighbors' must be a list with one fan-out "
+                        f"per hop, got the string {values!r}: write "
+                        f"[{', '.join(hint) or '15, 10, 5'}]")
     if isinstance(values, dict):
         raise ValueError(
             "'num_neighbors' given per edge type (a dict) is for a "

@@ -63,3 +63,21 @@ def test_look_ahead_and_sampling_threads_are_bounded():
     with pytest.raises(SettingError, match=f"give at most {cores}") as info:
         PipelineSettings(sampling_workers=cores + 1)
     assert info.value.key == 'sampling_workers'
+
+
+@pytest.mark.reliability(
+    fault="fan-outs written as a string ('10,5'), a dict on a homogeneous "
+          "graph, or PyG's NumNeighbors",
+    behaviour="a string is refused naming the list to write ([10, 5]; was: "
+              "\"'num_neighbors[0]' must be an int, got '1'\"), a dict "
+              "names HeteroData, a NumNeighbors is read as PyG does")
+def test_fan_outs_name_the_list_to_write():
+    from torch_geometric.sampler import NumNeighbors
+
+    from pyg_fastload.config import check_fanouts
+    with pytest.raises(TypeError, match=r"got the string '10,5': write "
+                       r"\[10, 5\]$"):
+        check_fanouts('10,5')
+    with pytest.raises(ValueError, match='is for a HeteroData'):
+        check_fanouts({('a', 'to', 'a'): [2]})
+    assert check_fanouts(NumNeighbors([4, -1])) == [4, -1]
