@@ -1,26 +1,38 @@
 r"""Lightning integration for pyg-fastload: the data module, the node
-classifier, the link predictor and the callbacks behind ``pyg-fastload fit``. Imported as
-``pyg_fastload.lightning``; its source folder is ``lightning_modules/``,
-the old import name, which :mod:`.old_name` keeps working."""
+classifier, the link predictor and the callbacks behind ``pyg-fastload
+fit``. Imported as ``pyg_fastload.lightning``; its source folder is
+``lightning_modules/``, the old import name, which :mod:`.old_name` keeps
+working."""
+import importlib
 import sys
+from typing import Any, List
 
 if __name__ == 'lightning_modules':  # a checkout's folder, by its old name
-    import importlib
     import warnings
     warnings.warn("'lightning_modules' was renamed: import "
                   "'pyg_fastload.lightning'", DeprecationWarning,
                   stacklevel=2)
     sys.modules[__name__] = importlib.import_module('pyg_fastload.lightning')
-from .callbacks import LoaderMonitor
-from .datamodule import FastLoadDataModule, FeatureCache, LinkOptions
-from .dist_monitor import DistributedMonitor
-from .errors import ConfigError, config_section
-from .link_predictor import ENCODERS, LinkPredictor
-from .node_classifier import MODELS, NodeClassifier
 from .old_name import install
-from .report import make_report
 
 install()
+
+#: Each exported name's module: they import on first use (PEP 562), so
+#: ``pyg_fastload.lightning.command`` starts without torch.
+_EXPORTS = {
+    'FastLoadDataModule': '.datamodule',
+    'FeatureCache': '.datamodule',
+    'NodeClassifier': '.node_classifier',
+    'MODELS': '.node_classifier',
+    'LinkPredictor': '.link_predictor',
+    'LinkOptions': '.datamodule',
+    'ENCODERS': '.link_predictor',
+    'LoaderMonitor': '.callbacks',
+    'DistributedMonitor': '.dist_monitor',
+    'make_report': '.report',
+    'ConfigError': '.errors',
+    'config_section': '.errors',
+}
 
 __all__ = [
     'FastLoadDataModule',
@@ -36,3 +48,15 @@ __all__ = [
     'ConfigError',
     'config_section',
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
+    value = getattr(importlib.import_module(_EXPORTS[name], __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> List[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -4,12 +4,13 @@ r"""The ``pyg-fastload`` command: the trainer entry points (``fit``,
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import signal
 import sys
 import threading
 import warnings
-from typing import Any, List, NoReturn, Optional
+from typing import Any, Dict, List, NoReturn, Optional, Tuple
 
 __all__ = ['main', 'SIGTERM_EXIT', 'INTERRUPT_EXIT']
 
@@ -28,7 +29,71 @@ _TRAINER_HELP = {
 }
 
 
-def _parser() -> argparse.ArgumentParser:
+#: The benchmarks behind ``pyg-fastload bench NAME``: the module holding
+#: each one's ``add_arguments`` and ``run``, and its help text.
+_BENCHMARKS = {
+    'loader': ('pyg_fastload.bench.loader',
+               'FastNeighborLoader vs PyG NeighborLoader throughput'),
+    'cache': ('pyg_fastload.bench.cache',
+              'hit ratio per hotness policy; features on disk'),
+    'direct': ('pyg_fastload.bench.direct',
+               'features larger than memory: direct reads vs np.memmap'),
+    'dgl': ('pyg_fastload.bench.dgl',
+            "FastNeighborLoader vs DGL's NeighborSampler (DGL's own venv)"),
+    'sampling': ('pyg_fastload.bench.sampling',
+                 "ByteGNN's sampling pool: batches/s by workers and launch "
+                 'policy'),
+    'rows': ('pyg_fastload.bench.rows',
+             'feature row gathers: index_select vs gather_rows by row width'),
+    'accumulator': ('pyg_fastload.bench.accumulator',
+                    "GIDS's storage access accumulator: read rate vs batch "
+                    'size'),
+    'train': ('pyg_fastload.bench.train',
+              'training loop fed by PyG vs pyg_fastload loaders'),
+    'model': ('pyg_fastload.bench.model',
+              'edge_index scatter vs sorted sparse adjacency in the model'),
+    'partition': ('pyg_fastload.bench.partition',
+                  'partition quality per method: cut, balance, locality, '
+                  'time'),
+    'fit': ('.bench.fit',
+            'Lightning fit: FastLoadDataModule vs PyG LightningNodeData'),
+    'dist': ('.bench.dist',
+             'several ranks on loopback: replicated, pagraph, dsp, hopgnn vs '
+             'one process'),
+    'accuracy': ('.bench.accuracy',
+                 'Cora/CiteSeer test accuracy: FastLoadDataModule vs PyG'),
+    'hetero-accuracy': ('.bench.hetero_accuracy',
+                        'mag-like/FakeHeteroDataset accuracy: '
+                        'FastLoadDataModule vs PyG'),
+    'link-accuracy': ('.bench.link_accuracy',
+                      'arxiv-like/Cora link MRR: FastLoadDataModule vs PyG'),
+}
+
+#: The commands listed after ``bench``, as in :data:`_BENCHMARKS`.
+_COMMANDS = {
+    'prepare': ('pyg_fastload.datasets.prepare',
+                'write a dataset directory (features on disk)'),
+    'partition': ('pyg_fastload.partition.command',
+                  'split a dataset directory into parts (one per rank)'),
+    'report': ('.report', 'draw PNG plots from the logs of pyg-fastload fit'),
+}
+
+
+def _add(parent: Any, table: Dict[str, Tuple[str, str]],
+         chosen: str) -> None:
+    r"""Adds :obj:`table`'s commands to :obj:`parent` by name and help text;
+    only :obj:`chosen` imports its module, for its arguments."""
+    for name, (module_name, text) in table.items():
+        command = parent.add_parser(name, help=text)
+        if name == chosen:
+            module = importlib.import_module(module_name, __package__)
+            module.add_arguments(command)
+            command.set_defaults(run=module.run)
+
+
+def _parser(words: List[str]) -> argparse.ArgumentParser:
+    r"""The parser of :obj:`words`: every command is listed, and only the
+    one :obj:`words` names is imported (``--help`` imports none)."""
     parser = argparse.ArgumentParser(
         prog='pyg-fastload',
         description='Fast mini-batch loading for PyTorch Geometric.')
@@ -37,57 +102,9 @@ def _parser() -> argparse.ArgumentParser:
         commands.add_parser(name, help=text, add_help=False)
     bench = commands.add_parser('bench', help='run a benchmark')
     benchmarks = bench.add_subparsers(dest='benchmark', required=True)
-
-    from pyg_fastload.bench import (accumulator, cache, dgl, direct, loader,
-                                    model, rows, sampling, train)
-    from pyg_fastload.bench import partition as partition_bench
-    from pyg_fastload.datasets import prepare
-    from pyg_fastload.partition import command as partition
-
-    from . import report
-    from .bench import accuracy, dist, fit, hetero_accuracy, link_accuracy
-    for parent, name, module, text in (
-        (benchmarks, 'loader', loader,
-         'FastNeighborLoader vs PyG NeighborLoader throughput'),
-        (benchmarks, 'cache', cache,
-         'hit ratio per hotness policy; features on disk'),
-        (benchmarks, 'direct', direct,
-         'features larger than memory: direct reads vs np.memmap'),
-        (benchmarks, 'dgl', dgl,
-         "FastNeighborLoader vs DGL's NeighborSampler (DGL's own venv)"),
-        (benchmarks, 'sampling', sampling,
-         "ByteGNN's sampling pool: batches/s by workers and launch policy"),
-        (benchmarks, 'rows', rows,
-         'feature row gathers: index_select vs gather_rows by row width'),
-        (benchmarks, 'accumulator', accumulator,
-         "GIDS's storage access accumulator: read rate vs batch size"),
-        (benchmarks, 'train',
-         train, 'training loop fed by PyG vs pyg_fastload loaders'),
-        (benchmarks, 'model', model,
-         'edge_index scatter vs sorted sparse adjacency in the model'),
-        (benchmarks, 'partition', partition_bench,
-         'partition quality per method: cut, balance, locality, time'),
-        (benchmarks, 'fit', fit,
-         'Lightning fit: FastLoadDataModule vs PyG LightningNodeData'),
-        (benchmarks, 'dist', dist,
-         'several ranks on loopback: replicated, pagraph, dsp, hopgnn vs '
-         'one process'),
-        (benchmarks, 'accuracy', accuracy,
-         'Cora/CiteSeer test accuracy: FastLoadDataModule vs PyG'),
-        (benchmarks, 'hetero-accuracy', hetero_accuracy,
-         'mag-like/FakeHeteroDataset accuracy: FastLoadDataModule vs PyG'),
-        (benchmarks, 'link-accuracy', link_accuracy,
-         'arxiv-like/Cora link MRR: FastLoadDataModule vs PyG'),
-        (commands, 'prepare', prepare,
-         'write a dataset directory (features on disk)'),
-        (commands, 'partition', partition,
-         'split a dataset directory into parts (one per rank)'),
-        (commands, 'report', report,
-         'draw PNG plots from the logs of pyg-fastload fit'),
-    ):
-        command = parent.add_parser(name, help=text)
-        module.add_arguments(command)
-        command.set_defaults(run=module.run)
+    first, second = [*words, '', ''][:2]
+    _add(benchmarks, _BENCHMARKS, second if first == 'bench' else '')
+    _add(commands, _COMMANDS, first)
     return parser
 
 
@@ -167,7 +184,7 @@ def main(argv: Optional[List[str]] = None) -> None:
         if stopped:  # a scheduler must not record a terminated run as done
             _finish('stopped by SIGTERM', SIGTERM_EXIT)
         return
-    args = _parser().parse_args(words)
+    args = _parser(words).parse_args(words)
     if args.command != 'bench':
         args.run(args)
         return

@@ -1,14 +1,27 @@
 r"""pyg-fastload: fast sampling-based mini-batch loading for PyTorch
-Geometric."""
-from .caching import loader_scores, open_dataset, stores_from_data
-from .config import FeatureCache, PipelineSettings
-from .errors import FastLoadError
-from .graph import CSCTopology
-from .loader import FastLinkNeighborLoader, FastNeighborLoader
-from .sampling import FastNeighborSampler
-from .storage import CSCGraphStore, FeatureSource, TieredFeatureStore
+Geometric. The names below import on first use (PEP 562), so the
+``pyg-fastload`` command starts without torch."""
+import importlib
+from typing import Any, List
 
 __version__ = '0.1.0'
+
+#: Each exported name's module.
+_EXPORTS = {
+    'FastNeighborLoader': '.loader',
+    'FastLinkNeighborLoader': '.loader',
+    'FastNeighborSampler': '.sampling',
+    'CSCTopology': '.graph',
+    'TieredFeatureStore': '.storage',
+    'CSCGraphStore': '.storage',
+    'open_dataset': '.caching',
+    'loader_scores': '.caching',
+    'stores_from_data': '.caching',
+    'FeatureCache': '.config',
+    'PipelineSettings': '.config',
+    'FeatureSource': '.storage',
+    'FastLoadError': '.errors',
+}
 
 __all__ = [
     'FastNeighborLoader',
@@ -26,3 +39,23 @@ __all__ = [
     'FastLoadError',
     '__version__',
 ]
+
+
+#: Subpackages, reachable as attributes after ``import pyg_fastload`` too.
+_SUBPACKAGES = ('bench', 'caching', 'config', 'datasets', 'distributed',
+                'errors', 'graph', 'io', 'loader', 'modes', 'partition',
+                'sampling', 'storage')
+
+
+def __getattr__(name: str) -> Any:
+    if name in _SUBPACKAGES:
+        return importlib.import_module(f'.{name}', __name__)
+    if name not in _EXPORTS:
+        raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
+    value = getattr(importlib.import_module(_EXPORTS[name], __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> List[str]:
+    return sorted(set(globals()) | set(__all__))
