@@ -5,11 +5,16 @@ from __future__ import annotations
 
 import argparse
 import csv
+import io
 import json
 import math
 import os
+import stat
+import sys
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+
+from pyg_fastload.config import format_bytes
 
 from .callbacks import STATS_FILENAME, STATS_FORMAT
 from .summary_text import TIER_LABEL
@@ -26,101 +31,214 @@ METRICS_CSV = 'metrics.csv'
 _CONSUMER_KEYS = ('model', 'waiting')
 
 
-#: The record fields that hold text (every other leaf is a number or null).
-_TEXT_KEYS = ('loader', )
+#: The largest stats or metrics file a report reads (LoaderMonitor writes
+#: about a kilobyte per epoch and rank).
+MAX_FILE_BYTES = 64 * 2**20
+#: The most epoch records a report plots from one file (all ranks together
+#: and each rank's, counted together).
+MAX_RECORDS = 5_000
+
+#: The record fields a report reads besides ``epoch``, and how deep in
+#: dicts their numbers lie (``cache``: attribute, tier, counter); the other
+#: fields are left alone.
+_READ = {'seeds_per_s': 0, 'batches_per_s': 0, 'time': 1, 'cache': 3}
+
+Records = List[Dict[str, Any]]
 
 
-def _checked_epochs(path: Path, epochs: Any,
-                    where: str = '') -> List[Dict[str, Any]]:
-    r""":obj:`epochs` if it is a list of records whose leaves are numbers
-    (text where text belongs); a one-line error naming the file and key
+def _read_text(path: Path) -> str:
+    r"""The text of :obj:`path`: a regular file (a FIFO or device of that
+    name would be read without end) of at most :data:`MAX_FILE_BYTES`."""
+    try:
+        info = os.stat(path)
+        if not stat.S_ISREG(info.st_mode):
+            raise ValueError(f"'{path}' is not a regular file (a FIFO, "
+                             f"device or directory of that name): remove "
+                             f"or rename it")
+        if info.st_size > MAX_FILE_BYTES:
+            raise ValueError(f"'{path}' is {format_bytes(info.st_size)}, "
+                             f"more than the {format_bytes(MAX_FILE_BYTES)} "
+                             f"a report reads (a damaged file, or a run to "
+                             f"plot in parts: keep some epochs in a copy)")
+        with open(path, 'rb') as f:
+            return f.read(MAX_FILE_BYTES).decode()
+    except OSError as error:
+        raise ValueError(f"cannot read '{path}': {error.strerror}") from None
+    except UnicodeDecodeError as error:
+        raise ValueError(f"'{path}' is not text (byte {error.start:,} is "
+                         f"{error.object[error.start]:#04x}): a damaged "
+                         f"file") from None
+
+
+def _short(value: Any) -> str:
+    r"""``repr(value)`` cut to a line (a dict or list: its type)."""
+    if isinstance(value, (dict, list)):
+        return f'a {type(value).__name__}'
+    text = repr(value)
+    return text if len(text) <= 60 else f'{text[:57]}...'
+
+
+def _finite(value: Any) -> bool:
+    r"""Whether :obj:`value` is an int or float that a float holds and
+    that is neither infinite nor NaN."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an int beyond any float
+        return False
+
+
+def _bad_leaf(value: Any, key: str, depth: int) -> Optional[str]:
+    r"""What is wrong with the first entry of :obj:`value` that is not a
+    dict :obj:`depth` deep with finite numbers or nulls at the bottom,
+    naming it (:obj:`key` and the keys below)."""
+    if depth:
+        if not isinstance(value, dict):
+            return f"'{key}' is {_short(value)}, not a dict"
+        for name, item in value.items():
+            found = _bad_leaf(item, f'{key}.{name}', depth - 1)
+            if found is not None:
+                return found
+        return None
+    if value is None or _finite(value):
+        return None
+    return f"'{key}' is {_short(value)}, not a finite number"
+
+
+def _bad_field(record: Dict[str, Any]) -> Optional[str]:
+    r"""What is wrong with the first field of an epoch record that does
+    not have a stats record's form, naming it."""
+    epoch = record.get('epoch')
+    if not isinstance(epoch, int) or not _finite(epoch) or epoch < 0:
+        return (f"'epoch' is {_short(epoch)}, not an epoch number (a whole "
+                f"number >= 0)")
+    if 'time' not in record:
+        return "'time' is missing"
+    for key, depth in _READ.items():
+        found = None if key not in record else _bad_leaf(record[key], key,
+                                                         depth)
+        if found is not None:
+            return found
+    return None
+
+
+def _checked_epochs(path: Path, epochs: Any, where: str = '') -> Records:
+    r""":obj:`epochs` if it is a list of records of a stats record's form
+    (see :func:`_bad_field`); a one-line error naming the file and field
     otherwise."""
     if not isinstance(epochs, list) or not all(
             isinstance(e, dict) for e in epochs):
         raise ValueError(f"'{path}': '{where}epochs' is not a list of "
                          f"records (a damaged or hand-edited stats file)")
     for i, epoch in enumerate(epochs):
-        bad = _not_a_number({k: v for k, v in epoch.items()
-                             if k not in _TEXT_KEYS})
+        bad = _bad_field(epoch)
         if bad is not None:
-            raise ValueError(f"'{path}': {where}epoch record {i}: "
-                             f"'{bad[0]}' is {bad[1]!r}, not a number (a "
+            raise ValueError(f"'{path}': {where}epoch record {i}: {bad} (a "
                              f"damaged or hand-edited stats file)")
     return epochs
 
 
-Records = List[Dict[str, Any]]
+def _check_count(path: Path, count: int) -> None:
+    r"""Refuses more than :data:`MAX_RECORDS` epoch records of a file."""
+    if count > MAX_RECORDS:
+        raise ValueError(f"'{path}' holds {count:,} epoch records, more "
+                         f"than the {MAX_RECORDS:,} a report plots (a "
+                         f"damaged file, or a run to plot in parts: keep "
+                         f"some epochs in a copy)")
 
 
 def _read_json(path: Path) -> Tuple[Records, List[Records]]:
     r"""The all-ranks records of a stats file and, for a distributed run,
     each rank's (empty list otherwise)."""
+    text = _read_text(path)
     try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError) as error:
+        data = json.loads(text)
+    except RecursionError:
+        raise ValueError(f"'{path}' nests its values deeper than a stats "
+                         f"file does (a damaged or hand-edited stats "
+                         f"file)") from None
+    except ValueError as error:
         raise ValueError(f"cannot read '{path}': {error}") from None
     if not isinstance(data, dict) or data.get('format') != STATS_FORMAT:
         raise ValueError(f"'{path}' is not a LoaderMonitor stats file (no "
                          f"\"format\": \"{STATS_FORMAT}\")")
-    epochs = _checked_epochs(path, data.get('epochs'))
-    ranks = data.get('ranks', [])
+    epochs, ranks = data.get('epochs'), data.get('ranks', [])
     if not isinstance(ranks, list) or not all(
             isinstance(r, dict) for r in ranks):
         raise ValueError(f"'{path}': 'ranks' is not a list of per-rank "
                          f"records (a damaged or hand-edited stats file)")
-    return epochs, [_checked_epochs(path, r.get('epochs'),
-                                    f'ranks[{i}].')
-                    for i, r in enumerate(ranks)]
+    _check_count(path, sum(len(e) for e in [epochs, *(
+        r.get('epochs') for r in ranks)] if isinstance(e, list)))
+    return _checked_epochs(path, epochs), [
+        _checked_epochs(path, r.get('epochs'), f'ranks[{i}].')
+        for i, r in enumerate(ranks)]
 
 
-def _not_a_number(value: Any, key: str = '') -> Optional[Tuple[str, Any]]:
-    r"""``(key, value)`` of the first leaf of :obj:`value` (nested dicts)
-    that is neither a number nor null."""
-    if isinstance(value, dict):
-        for name, item in value.items():
-            found = _not_a_number(item, f'{key}.{name}' if key else name)
-            if found is not None:
-                return found
-        return None
-    if value is None or (isinstance(value, (int, float))):
-        return None
-    return key, value
+#: The ``metrics.csv`` column groups a report reads (``cache/ATTR/TIER/...``
+#: included; the other columns, losses and accuracies, are left alone).
+_CSV_GROUPS = ('throughput', 'time', 'loader', 'cache')
 
 
-def _float(text: str) -> Optional[float]:
-    return float(text) if text not in ('', None) else None
+def _csv_number(path: Path, line: int, key: str, text: str) -> float:
+    r""":obj:`text`, a field of line :obj:`line`, as a finite number; a
+    one-line error naming the file, line and column otherwise."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value):
+        raise ValueError(f"'{path}' line {line}: '{key}' is {_short(text)}, "
+                         f"not a finite number (a damaged or hand-edited "
+                         f"metrics file)")
+    return value
 
 
 def _read_csv(path: Path) -> List[Dict[str, Any]]:
     r"""Per-epoch records from a ``metrics.csv`` with ``LoaderMonitor``'s
     columns (empty if it has none); rows of one epoch are merged."""
-    with open(path, newline='') as f:
-        rows = list(csv.DictReader(f))
+    reader = csv.DictReader(io.StringIO(_read_text(path), newline=''))
     records: Dict[int, Dict[str, Any]] = {}
-    for row in rows:
-        if not row.get('epoch') or not any(
-                key.startswith('throughput/') and value
-                for key, value in row.items()):
-            continue
-        epoch = int(float(row['epoch']))
-        record = records.setdefault(epoch, {
-            'epoch': epoch, 'seeds_per_s': None, 'batches_per_s': None,
-            'time': {}, 'loader_counts': {}, 'cache': {}})
-        for key, text in row.items():
-            value = _float(text)
-            if value is None:
+    try:
+        for row in reader:
+            line = reader.line_num
+            if None in row:
+                raise ValueError(f"'{path}' line {line}: more fields than "
+                                 f"the header's {len(reader.fieldnames)} "
+                                 f"columns (a damaged metrics file)")
+            if not row.get('epoch') or not any(
+                    key.startswith('throughput/') and value
+                    for key, value in row.items()):
                 continue
-            group, _, name = key.partition('/')
-            if group == 'throughput':
-                record[name] = value
-            elif group == 'time':
-                record['time'][name] = value
-            elif group == 'loader':
-                record['loader_counts'][name] = value
-            elif group == 'cache' and name.count('/') >= 2:
-                attr, tier, field = name.rsplit('/', 2)
-                record['cache'].setdefault(attr, {}).setdefault(
-                    tier, {})[field] = value
+            epoch = _csv_number(path, line, 'epoch', row['epoch'])
+            if not epoch.is_integer() or epoch < 0:
+                raise ValueError(f"'{path}' line {line}: 'epoch' is "
+                                 f"{_short(row['epoch'])}, not an epoch "
+                                 f"number (a whole number >= 0)")
+            record = records.setdefault(int(epoch), {
+                'epoch': int(epoch), 'seeds_per_s': None,
+                'batches_per_s': None, 'time': {}, 'loader_counts': {},
+                'cache': {}})
+            _check_count(path, len(records))
+            for key, text in row.items():
+                group, _, name = key.partition('/')
+                if not text or group not in _CSV_GROUPS or (
+                        group == 'cache' and name.count('/') < 2):
+                    continue
+                value = _csv_number(path, line, key, text)
+                if group == 'throughput':
+                    record[name] = value
+                elif group == 'time':
+                    record['time'][name] = value
+                elif group == 'loader':
+                    record['loader_counts'][name] = value
+                else:
+                    attr, tier, field = name.rsplit('/', 2)
+                    record['cache'].setdefault(attr, {}).setdefault(
+                        tier, {})[field] = value
+    except csv.Error as error:  # the DictReader counts complete rows only
+        raise ValueError(f"'{path}' line {reader.reader.line_num}: {error} "
+                         f"(a damaged metrics file)") from None
     return [records[epoch] for epoch in sorted(records)]
 
 
@@ -187,10 +305,18 @@ def _plot_throughput(records: Records, run: str,
 
 
 def _epoch_axis(axes: Any, records: List[Dict[str, Any]]) -> None:
-    r"""Whole epochs on the x axis, half an epoch of margin."""
-    epochs = [r['epoch'] for r in records]
-    axes.set_xlim(min(epochs) - 0.5, max(epochs) + 0.5)
-    axes.set_xticks(sorted(set(epochs)))
+    r"""Whole epochs on the x axis (every one labelled, up to
+    :data:`_LABELLED_EPOCHS`; a tick every few epochs beyond), half an epoch
+    of margin."""
+    epochs = sorted({r['epoch'] for r in records})
+    axes.set_xlim(epochs[0] - 0.5, epochs[-1] + 0.5)
+    if len(epochs) <= _LABELLED_EPOCHS:
+        axes.set_xticks(epochs)
+
+
+#: The most epochs whose every tick is labelled (more labels overlap, and
+#: thousands take minutes to lay out).
+_LABELLED_EPOCHS = 30
 
 
 _TIER_ORDER = ('device', 'host', 'storage', 'remote', 'remote_disk')
@@ -362,6 +488,13 @@ def make_report(logdir: PathLike,
 
     Returns:
         List[pathlib.Path]: the PNG files written.
+
+    Raises:
+        ValueError: naming the file (and the field or line) of a stats or
+            metrics file that is not a regular file, is larger than
+            :data:`MAX_FILE_BYTES`, holds more than :data:`MAX_RECORDS`
+            epoch records or is damaged; or naming :obj:`out_dir` where the
+            plots cannot be written.
     """
     try:
         import matplotlib  # noqa: F401
@@ -373,6 +506,10 @@ def make_report(logdir: PathLike,
         raise FileNotFoundError(f"'logdir' {str(logdir)!r} is not a "
                                 f"directory: pass the log directory of a "
                                 f"run that used LoaderMonitor")
+    out = None if out_dir is None else Path(out_dir).expanduser()
+    if out is not None and out.exists() and not out.is_dir():
+        raise ValueError(f"'out_dir' (--out) {str(out)!r} is a file, not a "
+                         f"directory: pass a directory (made if missing)")
     runs = _find_runs(logdir)
     if not runs:
         raise FileNotFoundError(
@@ -383,16 +520,21 @@ def make_report(logdir: PathLike,
     written = []
     for run_dir, records, ranks in runs:
         target = run_dir
-        if out_dir is not None:
-            target = Path(out_dir).expanduser() / run_dir.relative_to(logdir)
-        target.mkdir(parents=True, exist_ok=True)
+        if out is not None:
+            target = out / run_dir.relative_to(logdir)
         label = str(run_dir.relative_to(logdir)) if run_dir != logdir \
             else run_dir.name
-        for name, plot in _PLOTS:
-            figure = plot(records, label, ranks)
-            if figure is not None:
-                figure.savefig(target / name)
-                written.append(target / name)
+        try:
+            target.mkdir(parents=True, exist_ok=True)
+            for name, plot in _PLOTS:
+                figure = plot(records, label, ranks)
+                if figure is not None:
+                    figure.savefig(target / name)
+                    written.append(target / name)
+        except OSError as error:
+            raise ValueError(f"cannot write the plots to {str(target)!r}: "
+                             f"{error.strerror}; pass a writable directory "
+                             f"as 'out_dir' (--out)") from None
     return written
 
 
@@ -407,11 +549,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> List[Path]:
     r"""Runs ``pyg-fastload report``: prints the written files.  A log
-    directory without stats exits with a one-line message."""
+    directory without stats, or a file it cannot read or write, exits
+    with status 2 and a one-line message naming it."""
     try:
         paths = make_report(args.logdir, args.out_dir)
     except (FileNotFoundError, ValueError) as error:
-        raise SystemExit(f'pyg-fastload report: error: {error}') from None
+        print(f'pyg-fastload report: error: {error}', file=sys.stderr)
+        raise SystemExit(2) from None
     for path in paths:
         print(path)
     return paths
