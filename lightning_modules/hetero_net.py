@@ -4,7 +4,10 @@ linear layer over its features; for types without features a learned
 embedding per node, or zeros), then layers of one GraphSAGE or GAT
 convolution per relation, summed per destination type (what PyG's
 ``to_hetero`` makes of ``GraphSAGE``/``GAT``), each layer trimmed to the
-hops it still needs (PyG's ``trim_to_layer``)."""
+hops it still needs (PyG's ``trim_to_layer``). Also the check of the sizes
+every model of :class:`~pyg_fastload.lightning.NodeClassifier` and
+:class:`~pyg_fastload.lightning.LinkPredictor` is built with
+(:func:`check_sizes`)."""
 from __future__ import annotations
 
 from typing import Dict, List, Optional
@@ -15,12 +18,58 @@ from torch_geometric.data import HeteroData
 from torch_geometric.nn import GATConv, HeteroConv, SAGEConv
 from torch_geometric.utils import trim_to_layer
 
+from pyg_fastload.config import available_memory, format_bytes
 from pyg_fastload.modes import HeteroSchema
 
-__all__ = ['HeteroNet', 'HETERO_MODELS', 'unused']
+from .errors import ConfigError
+
+__all__ = ['HeteroNet', 'HETERO_MODELS', 'MAX_LAYERS', 'check_sizes',
+           'unused']
 
 #: The models a ``HeteroData`` can be trained with.
 HETERO_MODELS = ('sage', 'gat')
+#: The most layers a model is built with: PyG's basic GNNs (no residual
+#: connections) over-smooth long before, and DeeperGCN's deepest had 112.
+MAX_LAYERS = 128
+
+
+def check_sizes(hidden_channels: int, num_layers: int, heads: int,
+                widths: Dict[str, Optional[int]]) -> None:
+    r"""Refuses, naming the argument, sizes that are not positive ints, more
+    than :data:`MAX_LAYERS` layers, and weights larger than the memory
+    available: a :obj:`widths` x :obj:`hidden_channels` layer for each of
+    :obj:`widths` (``in_channels``, ``num_classes``; :obj:`None`: not known
+    yet), and ``num_layers - 1`` hidden ``hidden_channels`` x
+    ``hidden_channels`` layers, before anything is allocated (also for a
+    checkpoint's hyper-parameters)."""
+    for key, value in (('hidden_channels', hidden_channels),
+                       ('num_layers', num_layers), ('heads', heads),
+                       *widths.items()):
+        if value is not None and (isinstance(value, bool) or not
+                                  isinstance(value, int) or value < 1):
+            raise ConfigError(key, f"{value!r} must be a positive int")
+    if num_layers > MAX_LAYERS:
+        raise ConfigError('num_layers', f"{num_layers:,} layers: give at most "
+                          f"{MAX_LAYERS} (deeper stacks of these layers "
+                          f"train no better and take minutes to build)")
+    for key, width in widths.items():
+        if width is not None:
+            _check_layers_fit(key, width, hidden_channels, 1)
+    _check_layers_fit('hidden_channels', hidden_channels, hidden_channels,
+                      num_layers - 1)
+
+
+def _check_layers_fit(key: str, width: int, hidden: int, count: int) -> None:
+    r"""Refuses :obj:`count` layers of :obj:`width` x :obj:`hidden` float32
+    weights larger than the memory available, naming :obj:`key`."""
+    available = available_memory()
+    size = count * width * hidden * 4
+    if available and size > available:
+        layers = f'a {width:,} x {hidden:,} layer' if count == 1 else \
+            f'{count:,} layers of {width:,} x {hidden:,}'
+        raise ConfigError(key, f"{width:,} needs {layers} "
+                          f"({format_bytes(size)}), more than the "
+                          f"{format_bytes(available)} of memory available")
 
 
 def _conv(model: str, hidden: int, out: int, last: bool, heads: int,

@@ -20,7 +20,7 @@ from torchmetrics.classification import BinaryAUROC
 from pyg_fastload.modes import HeteroSchema
 
 from .errors import ConfigError, config_section
-from .hetero_net import HETERO_MODELS, HeteroNet, unused
+from .hetero_net import HETERO_MODELS, HeteroNet, check_sizes, unused
 
 __all__ = ['LinkPredictor', 'ENCODERS', 'ranking_metrics']
 
@@ -108,12 +108,8 @@ class LinkPredictor(pl.LightningModule):
                                     ('loss', loss, ('bce', 'bpr'))):
             if value not in allowed:
                 raise ConfigError(key, f"{value!r} is not one of {allowed}")
-        for key, value in (('hidden_channels', hidden_channels),
-                           ('num_layers', num_layers), ('heads', heads),
-                           ('in_channels', in_channels)):
-            if value is not None and (isinstance(value, bool) or not
-                                      isinstance(value, int) or value < 1):
-                raise ConfigError(key, f"{value!r} must be a positive int")
+        check_sizes(hidden_channels, num_layers, heads,
+                    {'in_channels': in_channels})
         if encoder == 'gat' and hidden_channels % heads:
             raise ConfigError('hidden_channels', f"{hidden_channels} must be "
                               f"divisible by heads={heads} for GAT")

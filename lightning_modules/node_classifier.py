@@ -13,12 +13,11 @@ from torch_geometric.data import Data, HeteroData
 from torch_geometric.nn import GAT, GCN, MLP, GraphSAGE
 from torchmetrics.classification import MulticlassAccuracy
 
-from pyg_fastload.config import available_memory, format_bytes
 from pyg_fastload.modes import HeteroSchema
 from pyg_fastload.modes.contract import seed_loss, time_steps
 
 from .errors import ConfigError, config_section
-from .hetero_net import HETERO_MODELS, HeteroNet
+from .hetero_net import HETERO_MODELS, HeteroNet, check_sizes
 
 __all__ = ['NodeClassifier', 'MODELS']
 
@@ -28,17 +27,6 @@ MODELS = ('sage', 'gcn', 'gat', 'mlp')
 #: it no longer needs (PyG's ``trim_to_layer``); GCN's symmetric
 #: normalisation reads source degrees, which trimming changes.
 TRIMMABLE = ('sage', 'gat')
-
-
-def _check_layer_fits(key: str, width: Optional[int], hidden: int) -> None:
-    r"""Refuses a layer of :obj:`width` x :obj:`hidden` float32 weights
-    larger than the memory available, naming :obj:`key`."""
-    available = available_memory()
-    if width is not None and available and width * hidden * 4 > available:
-        raise ConfigError(key, f"{width:,} needs a {width:,} x {hidden} layer "
-                          f"({format_bytes(width * hidden * 4)}), more than "
-                          f"the {format_bytes(available)} of memory "
-                          f"available")
 
 
 class NodeClassifier(pl.LightningModule):
@@ -93,16 +81,8 @@ class NodeClassifier(pl.LightningModule):
         super().__init__()
         if model not in MODELS:
             raise ConfigError('model', f"{model!r} is not one of {MODELS}")
-        for key, value in (('hidden_channels', hidden_channels),
-                           ('num_layers', num_layers), ('heads', heads),
-                           ('in_channels', in_channels),
-                           ('num_classes', num_classes)):
-            if value is not None and (isinstance(value, bool) or not
-                                      isinstance(value, int) or value < 1):
-                raise ConfigError(key, f"{value!r} must be a positive int")
-        for key, value in (('in_channels', in_channels),
-                           ('num_classes', num_classes)):
-            _check_layer_fits(key, value, hidden_channels)
+        check_sizes(hidden_channels, num_layers, heads,
+                    {'in_channels': in_channels, 'num_classes': num_classes})
         if model == 'gat' and hidden_channels % heads:
             raise ConfigError('hidden_channels',
                               f"{hidden_channels} must be divisible by "

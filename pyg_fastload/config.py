@@ -38,8 +38,9 @@ POLICIES = ('out_degree', 'reverse_pagerank', 'expected_access', 'presample',
             'random')
 #: How the device cache is filled: hottest rows, or GIDS window buffering.
 DEVICE_CACHE_MODES = ('static', 'window')
-#: The most batches a loader samples ahead for a cache's window or the
-#: storage read-ahead (each is held in memory until it is gathered).
+#: The most batches a loader holds ahead of the model: a cache's window, the
+#: storage read-ahead, the pipeline's queues (each batch is held in memory
+#: until it is gathered or trained on).
 MAX_LOOKAHEAD = 64
 
 _UNITS = {'': 1, 'b': 1, 'kb': 10**3, 'mb': 10**6, 'gb': 10**9, 'tb': 10**12,
@@ -195,19 +196,13 @@ class FeatureCache:
                                f"features from disk, which 'in_memory' "
                                f"loads into memory instead; drop one of "
                                f"them")
-        for key, low in (('window', 1), ('read_ahead', 0),
-                         ('reads_in_flight', 1)):
-            value = getattr(self, key)
-            if key == 'reads_in_flight' and value == 'auto':
-                continue
-            if isinstance(value, bool) or not isinstance(value, int) or \
-                    value < low:
-                raise SettingError(key, f"{value!r} must be an int >= {low} "
-                                   f"(batches)")
-            if key != 'reads_in_flight' and value > MAX_LOOKAHEAD:
-                raise SettingError(key, f"{value} batches: the loader holds "
-                                   f"every batch it samples ahead in memory;"
-                                   f" give at most {MAX_LOOKAHEAD}")
+        _check_batches('window', self.window, 1)
+        _check_batches('read_ahead', self.read_ahead, 0)
+        reads = self.reads_in_flight
+        if reads != 'auto' and (isinstance(reads, bool) or
+                                not isinstance(reads, int) or reads < 1):
+            raise SettingError('reads_in_flight', f"{reads!r} must be an int "
+                               f">= 1 (reads) or 'auto'")
 
     @property
     def enabled(self) -> bool:
@@ -227,7 +222,8 @@ class PipelineSettings:
         pipeline (bool or str): ``True`` (sampling and loading threads),
             ``False`` (sequential) or ``'auto'`` (decided after the first
             epoch).
-        queue_capacity (int): batches each queue holds.
+        queue_capacity (int): batches each queue holds (at most
+            :data:`MAX_LOOKAHEAD`).
         run_ahead (str or int): ``'adaptive'`` (batches launched by
             ByteGNN's launch score), ``'trainer_first'`` (the same, but
             while the trainer works only on the cores it leaves idle) or a
@@ -242,11 +238,7 @@ class PipelineSettings:
     sampling_workers: int = 1
 
     def __post_init__(self) -> None:
-        if (isinstance(self.queue_capacity, bool)
-                or not isinstance(self.queue_capacity, int)
-                or self.queue_capacity < 1):
-            raise SettingError('queue_capacity', f"must be an int >= 1, got "
-                               f"{self.queue_capacity!r}")
+        _check_batches('queue_capacity', self.queue_capacity, 1)
         if self.pipeline not in (True, False, 'auto'):
             raise SettingError('pipeline', f"must be True, False or 'auto', "
                                f"got {self.pipeline!r}")
@@ -258,6 +250,18 @@ class PipelineSettings:
             raise SettingError('run_ahead', f"must be 'adaptive', "
                                f"'trainer_first' or an int >= 1 (batches "
                                f"in flight), got {run_ahead!r}")
+
+
+def _check_batches(key: str, value: Any, low: int) -> None:
+    r"""Validates a number of batches held ahead of the model: an int from
+    :obj:`low` to :data:`MAX_LOOKAHEAD`."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise SettingError(key, f"{value!r} must be an int >= {low} "
+                           f"(batches)")
+    if value > MAX_LOOKAHEAD:
+        raise SettingError(key, f"{value} batches: the loader holds every "
+                           f"batch it keeps ahead of the model in memory; "
+                           f"give at most {MAX_LOOKAHEAD}")
 
 
 def check_sampling_workers(workers: Any) -> int:

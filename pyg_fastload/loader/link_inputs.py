@@ -1,14 +1,23 @@
 r"""Checks of the link loader's label edges (``edge_label_index``,
-``edge_label``, ``edge_label_time``), homogeneous or of one edge type, with
-errors naming the argument, the value and the fix."""
+``edge_label``, ``edge_label_time``), homogeneous or of one edge type, and of
+the negatives a batch draws, with errors naming the argument, the value and
+the fix."""
 from __future__ import annotations
 
+import math
 from typing import Any, Optional, Tuple
 
 import torch
 from torch import Tensor
+from torch_geometric.sampler.base import NegativeSampling
 
-__all__ = ['check_label_edges', 'check_label_time', 'hetero_label_edges']
+__all__ = ['check_label_edges', 'check_label_time', 'check_negatives',
+           'hetero_label_edges', 'MAX_NEGATIVES']
+
+#: The most negatives one batch may draw: each is a seed whose neighbourhood
+#: is sampled, as a label edge's endpoints are (16.8M seeds already take
+#: gigabytes of node ids before a feature is gathered).
+MAX_NEGATIVES = 2**24
 
 
 def check_label_edges(edge_label_index: Any, edge_label: Any, num_src: int,
@@ -102,3 +111,21 @@ def check_label_time(edge_label_time: Any, edge_label_index: Any,
         raise ValueError(f"'edge_label_time' is {shape}: give one time per "
                          f"label edge, a 1-D tensor of {count}")
     sampler.temporal.cast(edge_label_time, "'edge_label_time'")
+
+
+def check_negatives(neg_sampling: Optional[NegativeSampling],
+                    batch_size: int) -> None:
+    r"""A batch of :obj:`batch_size` label edges draws at most
+    :data:`MAX_NEGATIVES` negatives (``neg_sampling.amount`` per label
+    edge)."""
+    if neg_sampling is None:
+        return
+    amount = neg_sampling.amount
+    if math.isfinite(amount) and \
+            math.ceil(batch_size * amount) <= MAX_NEGATIVES:
+        return
+    raise ValueError(f"'neg_sampling.amount' is {amount!r} negatives per "
+                     f"label edge: a batch of {batch_size:,} may draw at "
+                     f"most {MAX_NEGATIVES:,}; give at most "
+                     f"{MAX_NEGATIVES / batch_size:g} per label edge, or a "
+                     f"smaller batch_size")

@@ -25,6 +25,7 @@ from .inputs import (
 from .link_inputs import (
     check_label_edges,
     check_label_time,
+    check_negatives,
     hetero_label_edges,
 )
 from .pipelined import PipelinedLoader, SampleFn
@@ -59,13 +60,14 @@ class FastLinkNeighborLoader(PipelinedLoader, LinkLoader):
         edge_label (torch.Tensor, optional): one label per label edge.
         neg_sampling (NegativeSampling or str or dict, optional):
             ``'binary'`` or ``'triplet'`` negatives (``amount``,
-            ``weight``).
+            ``weight``; a batch draws at most
+            :data:`~pyg_fastload.loader.link_inputs.MAX_NEGATIVES`).
         neg_sampling_ratio (float, optional): binary negatives per
             positive (PyG's older form of ``neg_sampling``).
         edge_label_time (torch.Tensor, optional): the time of every label
             edge, with :obj:`time_attr`: its endpoints' trees hold only
             neighbours not later than it, and negatives (node-level times)
-            only nodes not later than it. Needs ``disjoint=True``.
+            only nodes not later than it (``disjoint`` is then on).
         time_attr (str, optional): the node or edge attribute holding the
             graph's times (temporal sampling).
         temporal_strategy (str): ``'uniform'`` or ``'last'`` (the most
@@ -170,6 +172,8 @@ class FastLinkNeighborLoader(PipelinedLoader, LinkLoader):
             transform=transform,
             transform_sampler_output=transform_sampler_output,
             filter_per_worker=filter_per_worker, **kwargs)
+        # a batch_sampler's batches have no set size: the amount alone
+        check_negatives(self.neg_sampling, self.batch_size or 1)
         self.setup_pipeline(pipeline, queue_capacity, run_ahead, device,
                             sampling_workers)
 

@@ -148,9 +148,9 @@ class LoadingSpec:
         put(self, 'eval_batch_size', _positive_int(
             'eval_batch_size', self.batch_size if self.eval_batch_size is None
             else self.eval_batch_size))
-        _positive_int('queue_capacity', self.queue_capacity)
         check_sampling_workers(self.sampling_workers)
-        PipelineSettings(run_ahead=self.run_ahead)  # names it if invalid
+        PipelineSettings(queue_capacity=self.queue_capacity,
+                         run_ahead=self.run_ahead)  # names them if invalid
         if isinstance(self.num_workers, bool) or not isinstance(
                 self.num_workers, int) or self.num_workers < 0:
             raise SettingError('num_workers', f"{self.num_workers!r} must be "
