@@ -199,12 +199,9 @@ def test_topology_input_and_errors(graph):
         FastNeighborSampler(graph, [3], subgraph_type='sideways')
     with pytest.raises(IndexError, match='seed node ids'):
         FastNeighborSampler(graph, [3]).sample(torch.tensor([graph.num_nodes]))
-    with pytest.raises(ValueError, match="temporal sampling.*set "
-                       "'disjoint=True'"):
-        FastNeighborSampler(graph, [3], time_attr='time')
     with pytest.raises(ValueError, match="'time_attr='time'' is not an "
                        "attribute"):
-        FastNeighborSampler(graph, [3], time_attr='time', disjoint=True)
+        FastNeighborSampler(graph, [3], time_attr='time')
 
 
 def test_layer_wise_draws_from_union_of_adjacency_lists():
