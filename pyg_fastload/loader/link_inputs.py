@@ -9,10 +9,16 @@ from typing import Any, Optional, Tuple
 
 import torch
 from torch import Tensor
-from torch_geometric.sampler.base import NegativeSampling
+from torch_geometric.sampler.base import (
+    NegativeSampling,
+    NegativeSamplingMode,
+)
 
 __all__ = ['check_label_edges', 'check_label_time', 'check_negatives',
-           'hetero_label_edges', 'MAX_NEGATIVES']
+           'check_negative_spec', 'hetero_label_edges', 'MAX_NEGATIVES']
+
+#: The values of ``neg_sampling``'s mode.
+NEGATIVE_MODES = tuple(mode.value for mode in NegativeSamplingMode)
 
 #: The most negatives one batch may draw: each is a seed whose neighbourhood
 #: is sampled, as a label edge's endpoints are (16.8M seeds already take
@@ -129,3 +135,61 @@ def check_negatives(neg_sampling: Optional[NegativeSampling],
                      f"most {MAX_NEGATIVES:,}; give at most "
                      f"{MAX_NEGATIVES / batch_size:g} per label edge, or a "
                      f"smaller batch_size")
+
+
+def _check_amount(amount: Any, name: str, none: bool = False) -> None:
+    r"""A finite number of negatives per label edge, above 0 (or 0 too
+    where :obj:`none` means no negatives)."""
+    if isinstance(amount, bool) or not isinstance(amount, (int, float)) or \
+            not math.isfinite(amount) or not (amount > 0 or
+                                              none and amount == 0):
+        raise ValueError(f"'{name}' is {amount!r}: give a number of "
+                         f"negatives per label edge, e.g. 1 or 0.5")
+
+
+def _check_weight(weight: Any, name: str) -> None:
+    if weight is None:
+        return
+    if not isinstance(weight, Tensor) or weight.dim() != 1 or \
+            not weight.dtype.is_floating_point:
+        raise TypeError(f"'{name}' must be a 1-D floating-point tensor of "
+                        f"one weight per node")
+    if not bool(torch.isfinite(weight).all()) or bool((weight < 0).any()) \
+            or not bool((weight > 0).any()):
+        raise ValueError(f"'{name}' holds a negative, NaN or infinite "
+                         f"weight, or no positive one: negatives are drawn "
+                         f"in proportion to finite weights >= 0, not all 0")
+
+
+def check_negative_spec(neg_sampling: Any, neg_sampling_ratio: Any) -> None:
+    r"""``neg_sampling`` (a mode, a dict of PyG's ``NegativeSampling``
+    arguments or one) and ``neg_sampling_ratio`` are what PyG can cast,
+    with errors naming the valid values (PyG's own say less)."""
+    if neg_sampling_ratio is not None:
+        _check_amount(neg_sampling_ratio, 'neg_sampling_ratio', none=True)
+    if neg_sampling is None:
+        return
+    if isinstance(neg_sampling, NegativeSampling):
+        spec = dict(mode=neg_sampling.mode.value, amount=neg_sampling.amount,
+                    src_weight=neg_sampling.src_weight,
+                    dst_weight=neg_sampling.dst_weight)
+    elif isinstance(neg_sampling, str):
+        spec = dict(mode=neg_sampling)
+    elif isinstance(neg_sampling, dict):
+        spec = neg_sampling
+    else:
+        raise TypeError(f"'neg_sampling' must be one of {NEGATIVE_MODES}, a "
+                        f"dict such as dict(mode='binary', amount=2) or a "
+                        f"NegativeSampling, got {type(neg_sampling).__name__}")
+    unknown = sorted(set(spec) - {'mode', 'amount', 'src_weight',
+                                  'dst_weight'})
+    if unknown:
+        raise ValueError(f"'neg_sampling' has unknown keys {unknown}: give "
+                         f"'mode', 'amount', 'src_weight' or 'dst_weight'")
+    mode = spec.get('mode')
+    if mode not in NEGATIVE_MODES:
+        raise ValueError(f"'neg_sampling' mode {mode!r} is not one of "
+                         f"{NEGATIVE_MODES}")
+    _check_amount(spec.get('amount', 1), 'neg_sampling.amount')
+    for key in ('src_weight', 'dst_weight'):
+        _check_weight(spec.get(key), f'neg_sampling.{key}')

@@ -25,6 +25,7 @@ from .inputs import (
 from .link_inputs import (
     check_label_edges,
     check_label_time,
+    check_negative_spec,
     check_negatives,
     hetero_label_edges,
 )
@@ -160,6 +161,7 @@ class FastLinkNeighborLoader(PipelinedLoader, LinkLoader):
             check_label_edges(edge_label_index, edge_label,
                               sampler.num_nodes, sampler.num_nodes)
             check_label_time(edge_label_time, edge_label_index, sampler)
+        check_negative_spec(neg_sampling, neg_sampling_ratio)
         self.strict_negatives = bool(strict_negatives)
         super().__init__(
             data=data, link_sampler=sampler,
