@@ -10,11 +10,12 @@ from typing import Any, Callable, List, Optional, Union
 import torch
 from torch import Tensor
 from torch.utils.data import get_worker_info
-from torch_geometric.data import Data, FeatureStore, GraphStore, HeteroData
+from torch_geometric.data import Data, HeteroData
 from torch_geometric.loader import LinkLoader
 from torch_geometric.sampler import HeteroSamplerOutput, SamplerOutput
 from torch_geometric.sampler.base import NegativeSampling, SubgraphType
 
+from ..graph.kind import graph_input
 from ..sampling import FastNeighborSampler, HeteroNeighborSampler
 from .feature_join import on_host, pooled_attrs
 from .inputs import (
@@ -113,19 +114,12 @@ class FastLinkNeighborLoader(PipelinedLoader, LinkLoader):
         sampling_device: Optional[Union[str, torch.device]] = None,
         **kwargs: Any,
     ):
-        stores = isinstance(data, (tuple, list)) and len(data) == 2 and \
-            isinstance(data[0], FeatureStore) and \
-            isinstance(data[1], GraphStore)
-        hetero = isinstance(data, HeteroData) or stores and any(
-            a.edge_type is not None for a in data[1].get_all_edge_attrs())
+        kind = graph_input(data)
+        hetero, stores = kind.hetero, kind.stores
         if not hetero and isinstance(edge_label_index, (tuple, list, str)):
             raise ValueError("'edge_label_index' names an edge type, which "
                              "only a HeteroData has: pass a [2, num_edges] "
                              "tensor")
-        if not isinstance(data, (Data, HeteroData)) and not stores:
-            raise TypeError(f"'data' must be a torch_geometric.data.Data, a "
-                            f"HeteroData or a (FeatureStore, GraphStore) "
-                            f"tuple, got {type(data).__name__}")
         if (edge_label_time is None) != (time_attr is None):
             given = 'time_attr' if edge_label_time is None \
                 else 'edge_label_time'
@@ -149,12 +143,12 @@ class FastLinkNeighborLoader(PipelinedLoader, LinkLoader):
                 edge_label_index, edge_label, sampler.topology)
             check_label_time(edge_label_time, edge_label_index, sampler)
         else:
-            if isinstance(data, Data):
+            if not stores:
                 check_has_features(data)
             sampler = FastNeighborSampler(data, **common,
                                           device=sampling_device)
             if edge_label_index is None:
-                if not isinstance(data, Data):
+                if stores:
                     raise ValueError("'edge_label_index' is needed with a "
                                      "(FeatureStore, GraphStore) tuple")
                 edge_label_index = data.edge_index
@@ -166,8 +160,8 @@ class FastLinkNeighborLoader(PipelinedLoader, LinkLoader):
         super().__init__(
             data=data, link_sampler=sampler,
             # PyG reads stores' label edges as (edge type, tensor)
-            edge_label_index=edge_label_index if hetero or isinstance(
-                data, Data) else (None, edge_label_index),
+            edge_label_index=edge_label_index if hetero or not stores
+            else (None, edge_label_index),
             edge_label=edge_label,
             edge_label_time=edge_label_time,
             neg_sampling=neg_sampling, neg_sampling_ratio=neg_sampling_ratio,

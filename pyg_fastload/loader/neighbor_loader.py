@@ -8,11 +8,12 @@ from typing import Any, Callable, List, Optional, Union
 import torch
 from torch import Tensor
 from torch.utils.data import get_worker_info
-from torch_geometric.data import Data, FeatureStore, GraphStore, HeteroData
+from torch_geometric.data import Data, HeteroData
 from torch_geometric.loader import NodeLoader
 from torch_geometric.sampler import HeteroSamplerOutput, SamplerOutput
 from torch_geometric.sampler.base import SubgraphType
 
+from ..graph.kind import graph_input
 from ..sampling import FastNeighborSampler, HeteroNeighborSampler, HopSampler
 from ..storage import FeatureSource
 from .feature_join import on_host, pooled_attrs
@@ -164,18 +165,8 @@ class FastNeighborLoader(PipelinedLoader, NodeLoader):
         **kwargs: Any,
     ):
         check_not_link(kwargs)
-        stores = isinstance(data, (tuple, list)) and len(data) == 2 and \
-            isinstance(data[0], FeatureStore) and \
-            isinstance(data[1], GraphStore)
-        hetero = isinstance(data, HeteroData) or stores and any(
-            a.edge_type is not None for a in data[1].get_all_edge_attrs())
-        if not isinstance(data, (Data, HeteroData)) and not (
-                isinstance(data, (tuple, list)) and len(data) == 2
-                and isinstance(data[0], FeatureStore)
-                and isinstance(data[1], GraphStore)):
-            raise TypeError(f"'data' must be a torch_geometric.data.Data, a "
-                            f"HeteroData or a (FeatureStore, GraphStore) "
-                            f"tuple, got {type(data).__name__}")
+        kind = graph_input(data)
+        hetero = kind.hetero
         check_temporal(input_time, time_attr, neighbor_sampler)
         sampling_device = check_sampling_device(
             sampling_device, device, hetero, kwargs.get('num_workers', 0))
@@ -190,12 +181,11 @@ class FastNeighborLoader(PipelinedLoader, NodeLoader):
                 or batch_size < 1):
             raise ValueError(f"'batch_size' must be a positive int, got "
                              f"{batch_size!r}")
-        if isinstance(data, HeteroData):
+        if not kind.stores and hetero:
             check_hetero_features(data)
         elif not hetero:
             check_has_features(data)
-        if filter_per_worker is None and not isinstance(data, (Data,
-                                                               HeteroData)):
+        if filter_per_worker is None and kind.stores:
             # Join in the main process, where the store's caches live; the
             # sampling still runs in worker processes if there are any.
             filter_per_worker = not isinstance(data[0], FeatureSource)

@@ -17,6 +17,7 @@ from torch_geometric.data import HeteroData
 from torch_geometric.sampler import HeteroSamplerOutput, SamplerOutput
 
 from ..config import ADAPTIVE_RUN_AHEAD, PipelineSettings, SettingError
+from ..graph.kind import stores_of
 from ..storage import FeatureSource
 from .auto_pipeline import (
     AUTO_MIN_BATCHES,
@@ -122,9 +123,9 @@ class PipelinedLoader:
 
     @property
     def _feature_source(self) -> Optional[FeatureSource]:
-        if isinstance(self.data, (tuple, list)) and isinstance(
-                self.data[0], FeatureSource):
-            return self.data[0]
+        stores = stores_of(self.data)
+        if stores is not None and isinstance(stores[0], FeatureSource):
+            return stores[0]
         return None
 
     def retire_hetero(self, out: HeteroSamplerOutput) -> None:
