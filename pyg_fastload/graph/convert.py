@@ -4,6 +4,7 @@ topology (a :class:`HeteroTopology` for ``HeteroData``), with errors that
 name the offending argument."""
 from __future__ import annotations
 
+import weakref
 from typing import Any, Dict, List, Optional, Union
 
 import torch
@@ -21,7 +22,13 @@ from .topology import CSCTopology, index_dtype_for
 
 __all__ = ['topology_of', 'attach_topology', 'check_edge_rows']
 
-_CACHE_ATTR = '_fastload_topology'
+#: The topology of every ``Data`` / ``HeteroData`` a sampler was built on,
+#: by the object's id: ``(weak reference to the object, the edge tensors
+#: the topology was built from, their key, topology)``. Kept beside the
+#: object, not in it: PyG makes each batch with ``copy.copy(data)``, which
+#: would carry the whole graph into every batch (and a worker process,
+#: sending a batch, moved arrays it was sampling from to shared memory).
+_TOPOLOGIES: Dict[int, tuple] = {}
 #: ``edge_*`` attributes of an edge store that are not one row per edge:
 #: the edge list and link-level supervision.
 _NOT_PER_EDGE = ('edge_index', 'edge_label', 'edge_label_index',
@@ -36,28 +43,45 @@ def _from_data(data: Data) -> CSCTopology:
                 "store the graph as 'data.edge_index'")
         raise ValueError("the data object has no 'edge_index': neighbour "
                          "sampling needs the graph's edges")
-    edge_index = data.edge_index
-    cached = data.__dict__.get(_CACHE_ATTR)
-    if cached is not None and cached[0] is edge_index and \
-            cached[1] == _key(data):
-        return cached[2]
-    topology = CSCTopology.from_edge_index(edge_index, data.num_nodes)
-    attach_topology(data, topology)
+    topology = _cached(data, _key(data))
+    if topology is None:
+        topology = CSCTopology.from_edge_index(data.edge_index,
+                                               data.num_nodes)
+        attach_topology(data, topology)
     return topology
 
 
 def _key(data: Data) -> tuple:
-    # Any change is seen: another tensor, an in-place edit (the tensor's
-    # version counter), another shape or another node count.
+    # Any change is seen: another tensor (the cache holds the old one, so
+    # its id stays unique), an in-place edit (the tensor's version
+    # counter), another shape or another node count.
     edge_index = data.edge_index
-    return edge_index._version, tuple(edge_index.shape), data.num_nodes
+    return (id(edge_index), edge_index._version, tuple(edge_index.shape),
+            data.num_nodes)
+
+
+def _cached(data: Any, key: tuple
+            ) -> Optional[Union[CSCTopology, HeteroTopology]]:
+    r"""The topology kept for :obj:`data` under :obj:`key`, if any."""
+    entry = _TOPOLOGIES.get(id(data))
+    if entry is not None and entry[0]() is data and entry[2] == key:
+        return entry[3]
+    return None
+
+
+def _keep(data: Any, sources: Any, key: tuple,
+          topology: Union[CSCTopology, HeteroTopology]) -> None:
+    r"""Keeps :obj:`topology` for :obj:`data` while :obj:`data` lives."""
+    ident = id(data)
+    owner = weakref.ref(data, lambda _: _TOPOLOGIES.pop(ident, None))
+    _TOPOLOGIES[ident] = (owner, sources, key, topology)
 
 
 def attach_topology(data: Data, topology: CSCTopology) -> None:
-    r"""Caches :obj:`topology`, the CSC form of ``data.edge_index`` (which
-    the caller vouches for), on :obj:`data`: samplers of :obj:`data` reuse
+    r"""Keeps :obj:`topology`, the CSC form of ``data.edge_index`` (which
+    the caller vouches for), for :obj:`data`: samplers of :obj:`data` reuse
     it until ``edge_index`` or the node count changes."""
-    data.__dict__[_CACHE_ATTR] = (data.edge_index, _key(data), topology)
+    _keep(data, data.edge_index, _key(data), topology)
 
 
 def _check_weight(weight: Tensor, weight_attr: str, num_edges: int,
@@ -146,12 +170,12 @@ def _from_hetero_data(data: HeteroData,
     key = (weight_attr, tuple(num_nodes.items()),
            tuple((e, id(v), v._version, tuple(v.shape))
                  for e, v in edge_index.items()))
-    cached = data.__dict__.get(_CACHE_ATTR)
-    if cached is not None and cached[1] == key:
-        return cached[2]
-    topology = HeteroTopology.from_relations(
-        num_nodes, edge_index, weights if weight_attr is not None else None)
-    data.__dict__[_CACHE_ATTR] = (list(edge_index.values()), key, topology)
+    topology = _cached(data, key)
+    if topology is None:
+        topology = HeteroTopology.from_relations(
+            num_nodes, edge_index,
+            weights if weight_attr is not None else None)
+        _keep(data, list(edge_index.values()), key, topology)
     return topology
 
 
@@ -200,7 +224,8 @@ def _hetero_from_stores(graph_store: GraphStore,
 def topology_of(data: Any, weight_attr: Optional[str] = None
                 ) -> Union[CSCTopology, HeteroTopology]:
     r"""The CSC topology of :obj:`data` (built once per ``Data`` or
-    ``HeteroData`` and cached on it), with :obj:`weight_attr` edge weights
+    ``HeteroData`` and kept while it lives, beside it: copies of it, such
+    as PyG's batches, do not carry it), with :obj:`weight_attr` edge weights
     attached if given."""
     if isinstance(data, HeteroData):
         return _from_hetero_data(data, weight_attr)

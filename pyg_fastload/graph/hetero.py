@@ -122,9 +122,11 @@ class HeteroTopology:
             else self.edge_weight[edges])
 
     def share_memory_(self) -> 'HeteroTopology':
-        for name in ('indptr', 'indices', 'edge_id', 'edge_weight'):
-            value = getattr(self, name)
-            if value is not None:
+        r"""Moves every array to shared memory (for worker processes), the
+        offsets too: pickling an array still private moves it, under any
+        thread sampling from it."""
+        for value in vars(self).values():
+            if isinstance(value, Tensor):
                 value.share_memory_()
         return self
 
