@@ -4,8 +4,10 @@ r"""``pyg-fastload fit|validate|test|predict``: LightningCLI over
 from __future__ import annotations
 
 import os
+import pickle
 import re
 import sys
+import warnings
 from pathlib import Path
 from typing import Any, List, Optional
 
@@ -82,8 +84,34 @@ class FastLoadCLI(LightningCLI):
         LinkPredictor`` picks the link predictor. The default is the class
         the command line names (:func:`named_model_class`): a switch of
         class in jsonargparse keeps the old class's values of the arguments
-        both share, so the defaults must be the named class's own."""
-        parser.set_defaults({'model': {'class_path': self._default_model}})
+        both share, so the defaults must be the named class's own. A named
+        class that may not be imported (``os.system``) leaves the default
+        model: parsing then refuses the name in one line, with its key."""
+        try:
+            parser.set_defaults({'model': {'class_path': self._default_model}})
+        except ImportError:
+            parser.set_defaults({'model': {'class_path': DEFAULT_MODEL}})
+
+    def _parse_ckpt_path(self) -> None:
+        r"""Lightning's reading of ``--ckpt_path``'s hyper-parameters, its
+        failures (a plain pickle, a file of other bytes, ``hyper_parameters``
+        that is not a mapping) in one line naming the file."""
+        try:
+            with warnings.catch_warnings():  # torch's note on a pickle's
+                warnings.filterwarnings(  # protocol: not the error
+                    'ignore', message='Detected pickle protocol')
+                super()._parse_ckpt_path()
+        except (pickle.UnpicklingError, EOFError, RuntimeError,
+                AttributeError, TypeError) as error:
+            path = self.config[self.config.subcommand].ckpt_path
+            what = (f'torch.load: {type(error).__name__}' if isinstance(
+                error, (pickle.UnpicklingError, EOFError, RuntimeError))
+                else "its 'hyper_parameters' is not a mapping of the "
+                     "model's arguments")
+            self.parser.error(f"--ckpt_path '{path}' is not a Lightning "
+                              f"checkpoint ({what}); give a .ckpt file "
+                              f"written by pyg-fastload fit "
+                              f"(lightning_logs/version_N/checkpoints/)")
 
     def instantiate_classes(self) -> None:
         self._check_nested()

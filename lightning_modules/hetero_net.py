@@ -61,12 +61,15 @@ def check_sizes(hidden_channels: int, num_layers: int, heads: int,
 
 def _check_layers_fit(key: str, width: int, hidden: int, count: int) -> None:
     r"""Refuses :obj:`count` layers of :obj:`width` x :obj:`hidden` float32
-    weights larger than the memory available, naming :obj:`key`."""
+    weights larger than the memory available, naming :obj:`key`, or
+    ``hidden_channels`` where it is the larger side of the layer."""
     available = available_memory()
     size = count * width * hidden * 4
     if available and size > available:
         layers = f'a {width:,} x {hidden:,} layer' if count == 1 else \
             f'{count:,} layers of {width:,} x {hidden:,}'
+        if hidden > width:
+            key, width = 'hidden_channels', hidden
         raise ConfigError(key, f"{width:,} needs {layers} "
                           f"({format_bytes(size)}), more than the "
                           f"{format_bytes(available)} of memory available")

@@ -21,7 +21,8 @@ from ..io.hetero import OnDiskHeteroDataset
 from ..io.reader import OnDiskDataset, open_dataset_dir
 from ..io.staging import Staging, check_target
 from .ogb_hetero import prepare_ogb_hetero
-from .ogb_raw import NpyMember, iter_csv, labels_chunk, read_scalar
+from .ogb_raw import (NpyMember, empty_split, iter_csv, labels_chunk,
+                      read_scalar)
 
 __all__ = ['prepare_ogb']
 
@@ -199,6 +200,8 @@ def prepare_ogb(
                 f'of the folders in {split_root}')
     elif split_root.is_dir():
         options = sorted(p.name for p in split_root.iterdir() if p.is_dir())
+        if not options:
+            raise DatasetFormatError(empty_split(split_root))
         default = known.get('split')
         if default in options:
             split_dir = split_root / default

@@ -27,7 +27,7 @@ from ..io.csc_sort import check_node_count
 from ..io.format import DatasetFormatError, check_name, int_arg
 from ..io.hetero import OnDiskHeteroDataset, write_hetero_dataset_dir
 from ..io.staging import check_target
-from .ogb_raw import iter_csv, labels_chunk, read_scalar
+from .ogb_raw import empty_split, iter_csv, labels_chunk, read_scalar
 
 __all__ = ['prepare_ogb_hetero']
 
@@ -136,6 +136,8 @@ def _node_arrays(raw: Path, root: Path, counts: Dict[str, int],
         root / 'split'
     options = sorted(p.name for p in split_root.iterdir() if p.is_dir()) \
         if split_root.is_dir() else []
+    if split is None and split_root.is_dir() and not options:
+        raise DatasetFormatError(empty_split(split_root))
     if split is None and options:
         split = 'time' if 'time' in options else options[0]
     if split is not None and split not in options:
@@ -153,8 +155,10 @@ def _node_arrays(raw: Path, root: Path, counts: Dict[str, int],
                                      f'not a node type of the dataset')
         for name, key in _SPLITS:
             file = split_root / split / node_type / f'{name}.csv.gz'
-            ids = np.concatenate(list(iter_csv(file, np.int64))).reshape(-1) \
-                if file.is_file() else np.zeros(0, np.int64)
+            if not file.is_file():
+                raise DatasetFormatError(f'{file}: missing; unzip the OGB '
+                                         f'archive again')
+            ids = np.concatenate(list(iter_csv(file, np.int64))).reshape(-1)
             if ids.size and (ids.min() < 0 or ids.max() >= counts[node_type]):
                 raise DatasetFormatError(f'{file}: holds node ids outside '
                                          f'[0, {counts[node_type]})')

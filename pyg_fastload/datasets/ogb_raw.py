@@ -16,7 +16,8 @@ from ..io.format import DatasetFormatError
 from ..io.arrays import row_chunks
 from ..io.writer import label_classes
 
-__all__ = ['iter_csv', 'read_scalar', 'NpyMember', 'labels_chunk']
+__all__ = ['iter_csv', 'read_scalar', 'empty_split', 'NpyMember',
+           'labels_chunk']
 
 
 def iter_csv(file: Path, dtype: Any, num_cols: Optional[int] = None
@@ -66,17 +67,33 @@ def iter_csv(file: Path, dtype: Any, num_cols: Optional[int] = None
 
 
 def read_scalar(file: Path) -> int:
-    rows = np.concatenate(list(iter_csv(file, np.int64))) \
-        if file.exists() else None
-    if rows is None:
+    r"""The one count (of nodes or edges) :obj:`file` holds."""
+    if not file.exists():
         raise DatasetFormatError(f'{file}: missing; it is part of every OGB '
                                  f'node-property dataset: unzip the archive '
                                  f'again')
-    if rows.size != 1:
+    rows = [chunk.reshape(-1) for chunk in iter_csv(file, np.int64)]
+    size = sum(chunk.size for chunk in rows)
+    if size == 0:
+        raise DatasetFormatError(f'{file}: empty, expected one count; unzip '
+                                 f'the OGB archive again')
+    if size != 1:
         raise DatasetFormatError(
-            f'{file}: holds {rows.size} values, expected 1 (one graph); '
+            f'{file}: holds {size} values, expected 1 (one graph); '
             f'only node-property (ogbn-*) datasets are supported')
-    return int(rows.reshape(-1)[0])
+    value = int(np.concatenate(rows)[0])
+    if value < 0:
+        raise DatasetFormatError(f'{file}: holds {value}, expected a count '
+                                 f'>= 0; unzip the OGB archive again')
+    return value
+
+
+def empty_split(split_root: Path) -> str:
+    r"""The message for a ``split/`` folder :obj:`split_root` that holds
+    no split."""
+    return (f'{split_root}: holds no split folder (such as split/time/); '
+            f'unzip the OGB archive again, or remove the empty folder to '
+            f'prepare the dataset without train/val/test masks')
 
 
 class NpyMember:

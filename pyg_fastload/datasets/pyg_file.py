@@ -182,6 +182,12 @@ def prepare_pyg(
     for key, value in data.items():
         if key in skip:
             continue
+        if isinstance(value, Tensor) and value.layout != torch.strided and \
+                value.dim() >= 1 and value.size(0) == num_nodes:
+            raise DatasetFormatError(
+                f"{data_path}: '{key}' is a sparse tensor ({value.layout}); "
+                f"store it dense (data.{key} = data.{key}.to_dense()) and "
+                f"save the file again")
         if (key in ('x', 'y') or key.endswith('_mask')) and isinstance(
                 value, Tensor) and value.dim() >= 1 and \
                 value.size(0) != num_nodes:

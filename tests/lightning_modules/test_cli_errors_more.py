@@ -1,0 +1,120 @@
+import pickle
+
+import pytest
+import torch
+import yaml
+
+from pyg_fastload.lightning import ConfigError, NodeClassifier
+from pyg_fastload.lightning.command import main
+
+pytestmark = [
+    pytest.mark.filterwarnings("ignore:LightningCLI's args parameter"),
+    pytest.mark.filterwarnings('ignore::DeprecationWarning'),
+]
+
+TINY = ['--data.dataset', 'tiny', '--data.num_neighbors', '[3]',
+        '--data.progress', 'false', '--model.hidden_channels', '8',
+        '--model.num_layers', '1', '--trainer.max_epochs', '1',
+        '--trainer.accelerator', 'cpu', '--trainer.logger', 'false']
+
+
+@pytest.fixture
+def cache_env(tmp_path, monkeypatch):
+    monkeypatch.setenv('PYG_FASTLOAD_CACHE', str(tmp_path / 'cache'))
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def _one_line_error(args, capsys):
+    r"""The status and the error lines of ``pyg-fastload fit`` with
+    :obj:`args`."""
+    with pytest.raises(SystemExit) as info:
+        main(['fit', *TINY, *args])
+    err = capsys.readouterr().err
+    return info.value.code, [line for line in err.splitlines()
+                             if 'error:' in line], err
+
+
+@pytest.mark.parametrize('where', ['config', 'command line'])
+@pytest.mark.reliability(
+    fault='`model: class_path: os.system` (a dotted path into `os`) in a '
+          'config or as `--model.class_path`',
+    behaviour="refused before anything is imported, as one line naming "
+              "'model' and the import path, exit status 2 (was: a "
+              "traceback ending in ImportDenied, exit 1)")
+def test_a_model_class_outside_the_allowlist_is_one_line(where, cache_env,
+                                                         capsys):
+    marker = cache_env / 'ran'
+    spec = {'class_path': 'os.system',
+            'init_args': {'command': f'touch {marker}'}}
+    if where == 'config':
+        config = cache_env / 'hostile.yaml'
+        config.write_text(yaml.safe_dump({'model': spec}))
+        args = ['-c', str(config)]
+    else:
+        args = ['--model.class_path', 'os.system']
+    code, lines, err = _one_line_error(args, capsys)
+    assert code == 2, err
+    assert not marker.exists()
+    assert len(lines) == 1, err
+    assert "config key 'model" in lines[0] and 'os.system' in lines[0]
+    assert 'not allowed' in lines[0] and 'Traceback' not in err
+
+
+@pytest.mark.parametrize('content', [pickle.dumps({'a': 1}),
+                                     b'\x00 not a checkpoint' * 8],
+                         ids=['pickle', 'bytes'])
+@pytest.mark.reliability(
+    fault='`--ckpt_path` of a file that is not a Lightning checkpoint (a '
+          'plain pickle, arbitrary bytes)',
+    behaviour="one line naming `--ckpt_path` and the file, and what to give "
+              "instead, exit status 2 (was: a raw UnpicklingError "
+              "traceback advising weights_only=False)")
+def test_a_ckpt_path_that_is_not_a_checkpoint_is_named(content, cache_env,
+                                                       capsys):
+    bad = cache_env / 'model.pkl'
+    bad.write_bytes(content)
+    code, lines, err = _one_line_error(['--ckpt_path', str(bad)], capsys)
+    assert code == 2, err
+    assert len(lines) == 1, err
+    assert '--ckpt_path' in lines[0] and str(bad) in lines[0]
+    assert 'not a Lightning checkpoint' in lines[0] and '.ckpt' in lines[0]
+    assert 'weights_only' not in err and 'Traceback' not in err
+
+
+@pytest.mark.parametrize('hyper_parameters', [[8, 1], 'hidden_channels=8'],
+                         ids=['list', 'str'])
+@pytest.mark.reliability(
+    fault="a checkpoint whose `hyper_parameters` is a list (or a string), "
+          "not a mapping",
+    behaviour="one line naming `--ckpt_path`, the file and "
+              "`hyper_parameters`, exit status 2 (was: TypeError: pop "
+              "expected at most 1 argument)")
+def test_a_checkpoint_with_list_hyper_parameters_is_named(
+        hyper_parameters, cache_env, capsys):
+    ckpt = cache_env / 'edited.ckpt'
+    torch.save({'epoch': 0, 'global_step': 1,
+                'pytorch-lightning_version': '2.6.0', 'state_dict': {},
+                'hyper_parameters': hyper_parameters}, ckpt)
+    code, lines, err = _one_line_error(['--ckpt_path', str(ckpt)], capsys)
+    assert code == 2, err
+    assert len(lines) == 1, err
+    assert '--ckpt_path' in lines[0] and str(ckpt) in lines[0]
+    assert "'hyper_parameters'" in lines[0] and 'Traceback' not in err
+
+
+@pytest.mark.reliability(
+    fault='`hidden_channels=10**11` with a small `in_channels`',
+    behaviour='ConfigError naming `model.hidden_channels`, the side of the '
+              'too-large input layer that is at fault (was: named '
+              '`model.in_channels`)')
+def test_a_huge_hidden_width_is_named_not_the_input_width():
+    with pytest.raises(ConfigError, match=r'100,000,000,000 needs a 4 x '
+                       r'100,000,000,000 layer') as info:
+        NodeClassifier(hidden_channels=10**11, num_layers=1, in_channels=4,
+                       num_classes=3)
+    assert info.value.config_key == 'model.hidden_channels'
+    with pytest.raises(ConfigError) as info:  # the input is at fault
+        NodeClassifier(hidden_channels=4, num_layers=1, in_channels=10**11,
+                       num_classes=3)
+    assert info.value.config_key == 'model.in_channels'
