@@ -22,6 +22,7 @@ __all__ = [
     'parse_budget',
     'budget_rows',
     'check_fanouts',
+    'check_hops',
     'check_sampling_workers',
     'available_memory',
     'free_cuda_memory',
@@ -280,8 +281,17 @@ def check_sampling_workers(workers: Any) -> int:
     return workers
 
 
-def check_fanouts(num_neighbors: Any) -> List[int]:
-    r"""Validates a per-hop fan-out list (``-1`` = all neighbours)."""
+def check_hops(num_hops: int) -> None:
+    r"""At least one hop, where the seeds alone are a mistake (node
+    loading, presampling; PyG's link loader takes zero hops)."""
+    if num_hops == 0:
+        raise ValueError("'num_neighbors' is empty: give one fan-out per hop, "
+                         "e.g. [15, 10, 5] (-1 takes every neighbour)")
+
+
+def check_fanouts(num_neighbors: Any, zero_hops: bool = False) -> List[int]:
+    r"""Validates a per-hop fan-out list (``-1`` = all neighbours; an empty
+    one, zero hops, only where :obj:`zero_hops`)."""
     values = num_neighbors  # or PyG's NumNeighbors, holding them
     if not isinstance(values, (dict, Sequence)):
         values = getattr(values, 'values', values)
@@ -298,9 +308,8 @@ def check_fanouts(num_neighbors: Any) -> List[int]:
     if isinstance(values, int) or not isinstance(values, Sequence):
         raise TypeError(f"'num_neighbors' must be a list with one fan-out "
                         f"per hop, e.g. [15, 10, 5], got {num_neighbors!r}")
-    if len(values) == 0:
-        raise ValueError("'num_neighbors' is empty: give one fan-out per hop, "
-                         "e.g. [15, 10, 5] (-1 takes every neighbour)")
+    if not zero_hops:
+        check_hops(len(values))
     out = []
     for hop, value in enumerate(values):
         if isinstance(value, bool) or not isinstance(value, int):

@@ -31,7 +31,7 @@ import torch
 from torch import Tensor
 from tqdm.auto import tqdm
 
-from ..config import POLICIES, check_fanouts
+from ..config import POLICIES, check_fanouts, check_hops
 from ..graph.convert import topology_of
 from ..graph.hetero import HeteroTopology
 from ..graph.topology import CSCTopology
@@ -100,9 +100,11 @@ def out_degree_scores(topology: CSCTopology) -> Tensor:
 def _sampler(topo: Union[CSCTopology, HeteroTopology],
              num_neighbors: Any) -> HopSampler:
     r"""The loader's sampler of :obj:`topo` (heterogeneous or not)."""
-    if isinstance(topo, HeteroTopology):
-        return HeteroNeighborSampler(topo, num_neighbors)
-    return FastNeighborSampler(topo, list(num_neighbors))
+    sampler: HopSampler = HeteroNeighborSampler(topo, num_neighbors) \
+        if isinstance(topo, HeteroTopology) else \
+        FastNeighborSampler(topo, list(num_neighbors))
+    check_hops(sampler.num_hops)
+    return sampler
 
 
 def reverse_pagerank_scores(

@@ -203,10 +203,13 @@ def _from_stores(feature_store: FeatureStore, graph_store: GraphStore
 
 def _hetero_from_stores(graph_store: GraphStore,
                         edge_attrs: List[EdgeAttr]) -> HeteroTopology:
-    r"""Every relation of a GraphStore of another library, read in COO."""
+    r"""Every relation of a GraphStore of another library, read in COO
+    (converted by the store from the layout it holds: COO, CSR or CSC)."""
     num_nodes: Dict[str, int] = {}
     edge_index = {}
     for attr in edge_attrs:
+        if tuple(attr.edge_type or ()) in edge_index:
+            continue  # a relation held in several layouts
         if attr.edge_type is None or attr.size is None:
             raise ValueError(f"the GraphStore's EdgeAttr {attr} has no "
                              f"edge type or no 'size': put every relation "
@@ -214,10 +217,9 @@ def _hetero_from_stores(graph_store: GraphStore,
         src, _, dst = attr.edge_type
         num_nodes.setdefault(src, int(attr.size[0]))
         num_nodes.setdefault(dst, int(attr.size[1]))
-        row, col = graph_store.get_edge_index(
-            edge_type=attr.edge_type, layout='coo', is_sorted=False,
-            size=attr.size)
-        edge_index[tuple(attr.edge_type)] = torch.stack([row, col])
+        row, col, _ = graph_store.coo([attr.edge_type])
+        edge_index[tuple(attr.edge_type)] = torch.stack(
+            [row[attr.edge_type], col[attr.edge_type]])
     return HeteroTopology.from_relations(num_nodes, edge_index)
 
 

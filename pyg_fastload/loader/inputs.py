@@ -208,28 +208,35 @@ def check_sampling_device(sampling_device: Any, device: Any, hetero: bool,
     return check_device(sampling_device, num_workers, 'sampling_device')
 
 
-def check_has_features(data: Any) -> None:
+def check_has_features(data: Any, need_x: bool = True) -> None:
+    r"""The node features ``x`` (needed unless not :obj:`need_x`, as PyG's
+    link loader samples a graph without them) are a dense tensor, and every
+    node attribute has one row per node."""
     if isinstance(data, Data):
-        if 'x' not in data or data.x is None:
+        if ('x' not in data or data.x is None) and need_x:
             raise ValueError(
                 "the data object has no node features 'x': set 'data.x' "
                 "(a [num_nodes, num_features] tensor) before building the "
                 "loader")
         x = data.x
-        if not isinstance(x, Tensor) or x.layout != torch.strided or \
-                x.device.type == 'meta':
+        # a numpy array (a memmap: features larger than memory) is read
+        # row by row per batch, as PyG reads it
+        if x is not None and not isinstance(x, np.ndarray) and (
+                not isinstance(x, Tensor) or x.layout != torch.strided or
+                x.device.type == 'meta'):
             what = type(x).__name__ if not isinstance(x, Tensor) else (
                 f'a {x.layout} tensor' if x.layout != torch.strided
                 else 'a tensor on the meta device (no values)')
             raise ValueError(f"'data.x' is {what}: give a dense tensor "
-                             f"with values (e.g. x.to_dense())")
+                             f"with values (e.g. x.to_dense()) or a numpy "
+                             f"array or memmap")
         num_nodes = data.num_nodes
         for key, value in data.items():
             if (key == 'x' or data.is_node_attr(key)) and isinstance(
-                    value, Tensor) and value.dim() >= 1 and \
-                    value.size(0) != num_nodes:
+                    value, (Tensor, np.ndarray)) and value.ndim >= 1 and \
+                    value.shape[0] != num_nodes:
                 raise ValueError(
-                    f"'data.{key}' has {value.size(0)} rows but the graph "
+                    f"'data.{key}' has {value.shape[0]} rows but the graph "
                     f"has num_nodes = {num_nodes}; give every node one row "
                     f"(or fix 'data.num_nodes')")
         return

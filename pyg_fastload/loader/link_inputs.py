@@ -5,10 +5,11 @@ the fix."""
 from __future__ import annotations
 
 import math
-from typing import Any, Optional, Tuple
+from typing import Any, List, Optional, Tuple
 
 import torch
 from torch import Tensor
+from torch_geometric.typing import EdgeType
 from torch_geometric.sampler.base import (
     NegativeSampling,
     NegativeSamplingMode,
@@ -73,13 +74,16 @@ def hetero_label_edges(edge_label_index: Any, edge_label: Any,
             isinstance(edge_label_index[0], (tuple, list)):
         edge_type, index = tuple(edge_label_index[0]), edge_label_index[1]
     elif isinstance(edge_label_index, (tuple, list)) and \
-            len(edge_label_index) == 3:
+            len(edge_label_index) in (2, 3) and \
+            all(isinstance(name, str) for name in edge_label_index):
         edge_type, index = tuple(edge_label_index), None
     else:
         raise ValueError(f"'edge_label_index' of a HeteroData must name the "
                          f"edge type: ('author', 'writes', 'paper') or "
                          f"(edge_type, [2, num_edges] tensor), got "
                          f"{type(edge_label_index).__name__}")
+    if len(edge_type) == 2:
+        edge_type = _edge_type_between(edge_type, topology.edge_types)
     if edge_type not in topology.edge_types:
         raise ValueError(f"'edge_label_index' names edge type {edge_type}, "
                          f"which the graph does not have (edge types: "
@@ -95,6 +99,20 @@ def hetero_label_edges(edge_label_index: Any, edge_label: Any,
                       topology.num_nodes_of(edge_type[-1]),
                       f' for edge type {edge_type}')
     return edge_type, index
+
+
+def _edge_type_between(ends: Tuple[str, str], edge_types: List[EdgeType]
+                       ) -> EdgeType:
+    r"""The one edge type from ``ends[0]`` to ``ends[1]`` (PyG's reading of
+    ``(source type, destination type)``)."""
+    found = [e for e in edge_types if (e[0], e[-1]) == ends]
+    if len(found) != 1:
+        raise ValueError(f"'edge_label_index' names {ends}, but the graph "
+                         f"has {len(found)} edge types from {ends[0]!r} to "
+                         f"{ends[1]!r}: name one of "
+                         f"{found or edge_types} as (source, relation, "
+                         f"destination)")
+    return found[0]
 
 
 def check_label_time(edge_label_time: Any, edge_label_index: Any,

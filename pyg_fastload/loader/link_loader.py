@@ -55,10 +55,13 @@ class FastLinkNeighborLoader(PipelinedLoader, LinkLoader):
         data: a ``Data``, a ``(FeatureStore, GraphStore)`` tuple or a
             ``HeteroData``.
         num_neighbors (List[int] or Dict[EdgeType, List[int]]): fan-out per
-            hop (``-1``: all); per edge type on a ``HeteroData``.
+            hop (``-1``: all; ``[]``: the label edges' endpoints alone); per
+            edge type on a ``HeteroData``.
         edge_label_index (torch.Tensor, optional): the label edges ``[2,
             E]`` (default: every edge of ``data``); on a ``HeteroData`` an
-            edge type or ``(edge_type, tensor)``.
+            edge type or ``(edge_type, tensor)``, the type as ``(source,
+            relation, destination)`` or, if only one relation joins them,
+            ``(source, destination)``.
         edge_label (torch.Tensor, optional): one label per label edge.
         neg_sampling (NegativeSampling or str or dict, optional):
             ``'binary'`` or ``'triplet'`` negatives (``amount``,
@@ -144,7 +147,7 @@ class FastLinkNeighborLoader(PipelinedLoader, LinkLoader):
             check_label_time(edge_label_time, edge_label_index, sampler)
         else:
             if not stores:
-                check_has_features(data)
+                check_has_features(data, need_x=False)
             sampler = FastNeighborSampler(data, **common,
                                           device=sampling_device)
             if edge_label_index is None:

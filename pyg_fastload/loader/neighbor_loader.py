@@ -13,6 +13,7 @@ from torch_geometric.loader import NodeLoader
 from torch_geometric.sampler import HeteroSamplerOutput, SamplerOutput
 from torch_geometric.sampler.base import SubgraphType
 
+from ..config import check_hops
 from ..graph.kind import graph_input
 from ..sampling import FastNeighborSampler, HeteroNeighborSampler, HopSampler
 from ..storage import FeatureSource
@@ -213,6 +214,7 @@ class FastNeighborLoader(PipelinedLoader, NodeLoader):
         else:
             input_nodes = check_input_nodes(input_nodes,
                                             neighbor_sampler.num_nodes)
+        check_hops(neighbor_sampler.num_hops)
         if input_nodes is None and not isinstance(data, Data):
             input_nodes = torch.arange(neighbor_sampler.num_nodes)
         check_input_time(input_time, input_nodes, neighbor_sampler.num_nodes)

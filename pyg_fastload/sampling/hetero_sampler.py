@@ -40,7 +40,7 @@ def hetero_fanouts(num_neighbors: Any,
             raise ValueError(
                 f"'num_neighbors' names edge type(s) {unknown} the graph does "
                 f"not have; its edge types are {edge_types}")
-        checked = {tuple(key): check_fanouts(value)
+        checked = {tuple(key): check_fanouts(value, zero_hops=True)
                    for key, value in num_neighbors.items()}
         hops = {len(v) for v in checked.values()}
         if len(hops) > 1:
@@ -48,9 +48,6 @@ def hetero_fanouts(num_neighbors: Any,
                              f"the same across all edge types (got "
                              f"{sorted(hops)}): give every edge type one "
                              f"fan-out per hop")
-        if hops == {0} or not hops:
-            raise ValueError("'num_neighbors' is empty: give one fan-out per "
-                             "hop for every edge type")
         missing = [e for e in edge_types if e not in checked]
         if missing:  # PyG's words; a misspelt relation is never sampled
             raise ValueError(
@@ -58,7 +55,7 @@ def hetero_fanouts(num_neighbors: Any,
                 f"'{missing[0]}': 'num_neighbors' leaves out {missing}; "
                 f"give each its fan-outs per hop ([0, ...] samples none)")
         return {e: checked[e] for e in edge_types}
-    fanouts = check_fanouts(num_neighbors)
+    fanouts = check_fanouts(num_neighbors, zero_hops=True)
     return {e: list(fanouts) for e in edge_types}
 
 
@@ -67,7 +64,10 @@ def _per_hop(kind: Tensor, per_hop: Optional[List[int]], num_kinds: int
     r"""``[num_kinds, hops]``: how many of the items of every hop
     (``per_hop``, in hop order; ``None``: one hop of all) are of each
     kind."""
-    parts = kind.split(per_hop) if per_hop else [kind]
+    if per_hop == []:  # zero hops
+        return torch.zeros(num_kinds, 0, dtype=torch.long,
+                           device=kind.device)
+    parts = kind.split(per_hop) if per_hop is not None else [kind]
     return torch.stack([torch.bincount(part, minlength=num_kinds)
                         for part in parts], 1)
 

@@ -288,7 +288,9 @@ class HopSampler(BaseSampler):
             node = all_keys - batch * num_nodes
         else:
             node = all_keys
-        row, col, pos = torch.cat(rows), torch.cat(cols), torch.cat(edges)
+        none = torch.empty(0, dtype=torch.long, device=device)  # zero hops
+        row, col, pos = (torch.cat(part or [none])
+                         for part in (rows, cols, edges))
         if self.subgraph_type == SubgraphType.induced:
             row, col, pos = self._induced_edges(node)
             num_sampled_edges = None
@@ -390,7 +392,8 @@ class FastNeighborSampler(HopSampler):
     Args:
         data: a :class:`~torch_geometric.data.Data`, a ``(FeatureStore,
             GraphStore)`` tuple or a :class:`~pyg_fastload.CSCTopology`.
-        num_neighbors (List[int]): fan-out per hop.
+        num_neighbors (List[int]): fan-out per hop (``[]``: zero hops,
+            the seeds alone).
         replace (bool): sample with replacement. (default: :obj:`False`)
         subgraph_type (str): ``'directional'``, ``'bidirectional'`` or
             ``'induced'``. (default: ``'directional'``)
@@ -425,7 +428,7 @@ class FastNeighborSampler(HopSampler):
                           "'subgraph_type=\"induced\"'", DeprecationWarning,
                           stacklevel=2)
             subgraph_type = SubgraphType.induced
-        self.num_neighbors = check_fanouts(num_neighbors)
+        self.num_neighbors = check_fanouts(num_neighbors, zero_hops=True)
         self.replace = bool(replace)
         super().__init__(data, len(self.num_neighbors), subgraph_type,
                          disjoint, weight_attr, share_memory, device)

@@ -100,7 +100,7 @@ def read_time(data: Any, time_attr: str,
     stores = stores_of(data)
     if stores is not None:
         try:
-            time = stores[0].get_tensor(None, time_attr)
+            time = stores[0].get_tensor(None, time_attr, None)  # all rows
         except KeyError:
             raise ValueError(f"{name} is not a tensor of the feature store: "
                              f"put the node times there (group None)"

@@ -189,8 +189,8 @@ def test_topology_input_and_errors(graph):
     topo = CSCTopology.from_edge_index(graph.edge_index, graph.num_nodes)
     out = FastNeighborSampler(topo, [2]).sample(torch.tensor([0, 1]))
     assert out.node.numel() >= 2
-    with pytest.raises(ValueError, match='num_neighbors'):
-        FastNeighborSampler(graph, [])
+    seeds = FastNeighborSampler(graph, []).sample(torch.tensor([3, 1]))
+    assert seeds.node.tolist() == [3, 1] and seeds.row.numel() == 0
     with pytest.raises(ValueError, match=r"num_neighbors\[1\]"):
         FastNeighborSampler(graph, [3, -2])
     with pytest.raises(TypeError, match='num_neighbors'):
