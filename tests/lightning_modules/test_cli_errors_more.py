@@ -38,7 +38,7 @@ def _one_line_error(args, capsys):
 @pytest.mark.parametrize('where', ['config', 'command line'])
 @pytest.mark.reliability(
     fault='`model: class_path: os.system` (a dotted path into `os`) in a '
-          'config or as `--model.class_path`',
+          'config or as the model class path on the command line',
     behaviour="refused before anything is imported, as one line naming "
               "'model' and the import path, exit status 2 (was: a "
               "traceback ending in ImportDenied, exit 1)")
