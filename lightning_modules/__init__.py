@@ -5,7 +5,6 @@ fit``. Imported as ``pyg_fastload.lightning``; its source folder is
 working."""
 import importlib
 import sys
-from typing import Any, List
 
 if __name__ == 'lightning_modules':  # a checkout's folder, by its old name
     import warnings
@@ -13,6 +12,8 @@ if __name__ == 'lightning_modules':  # a checkout's folder, by its old name
                   "'pyg_fastload.lightning'", DeprecationWarning,
                   stacklevel=2)
     sys.modules[__name__] = importlib.import_module('pyg_fastload.lightning')
+from pyg_fastload.lazy import lazy_exports
+
 from .old_name import install
 
 install()
@@ -50,13 +51,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _EXPORTS:
-        raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
-    value = getattr(importlib.import_module(_EXPORTS[name], __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> List[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -1,8 +1,7 @@
 r"""pyg-fastload: fast sampling-based mini-batch loading for PyTorch
 Geometric. The names below import on first use (PEP 562), so the
 ``pyg-fastload`` command starts without torch."""
-import importlib
-from typing import Any, List
+from .lazy import lazy_exports
 
 __version__ = '0.1.0'
 
@@ -47,15 +46,4 @@ _SUBPACKAGES = ('bench', 'caching', 'config', 'datasets', 'distributed',
                 'sampling', 'storage')
 
 
-def __getattr__(name: str) -> Any:
-    if name in _SUBPACKAGES:
-        return importlib.import_module(f'.{name}', __name__)
-    if name not in _EXPORTS:
-        raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
-    value = getattr(importlib.import_module(_EXPORTS[name], __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> List[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, _SUBPACKAGES)
