@@ -20,13 +20,6 @@ TINY = ['--data.dataset', 'tiny', '--data.num_neighbors', '[5, 5]',
         '--model.hidden_channels', '16', '--model.num_layers', '2']
 
 
-@pytest.fixture
-def cache_env(tmp_path, monkeypatch):
-    monkeypatch.setenv('PYG_FASTLOAD_CACHE', str(tmp_path / 'cache'))
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
-
-
 def test_fit_end_to_end_in_a_subprocess(cache_env):
     command = [sys.executable, '-m', 'pyg_fastload.lightning', 'fit', *TINY,
                '--trainer.max_epochs', '1', '--trainer.accelerator', 'cpu',

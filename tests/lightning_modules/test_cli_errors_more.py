@@ -18,13 +18,6 @@ TINY = ['--data.dataset', 'tiny', '--data.num_neighbors', '[3]',
         '--trainer.accelerator', 'cpu', '--trainer.logger', 'false']
 
 
-@pytest.fixture
-def cache_env(tmp_path, monkeypatch):
-    monkeypatch.setenv('PYG_FASTLOAD_CACHE', str(tmp_path / 'cache'))
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
-
-
 def _one_line_error(args, capsys):
     r"""The status and the error lines of ``pyg-fastload fit`` with
     :obj:`args`."""
