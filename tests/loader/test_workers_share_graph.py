@@ -64,7 +64,7 @@ def assert_same_hetero(batch: HeteroData, expected: HeteroData) -> None:
 
 
 def assert_same_data(batch, expected) -> None:
-    assert batch.keys() == expected.keys()
+    assert sorted(batch.keys()) == sorted(expected.keys())
     for key in expected.keys():
         if isinstance(expected[key], torch.Tensor):
             assert torch.equal(batch[key], expected[key]), key
