@@ -200,10 +200,12 @@ class LoaderMonitor(Callback):
             ``batch_size``), ``train_time_s``, ``seeds_per_s``,
             ``batches_per_s``, ``loader`` (class name), ``time`` (the
             loader's timings in seconds; empty without a ``time_breakdown``),
-            ``loader_counts`` (its :obj:`NOT_SECONDS` entries) and ``cache``
+            ``loader_counts`` (its :obj:`NOT_SECONDS` entries), ``cache``
             (``{attr: {tier: {'requests', 'hits', 'bytes', 'pages',
-            'hit_ratio'}}}`` over the epoch's training batches; empty without
-            a tiered store).
+            'hit_ratio'}}}`` over the epoch's training batches; a hit ratio
+            for the caches only; empty without a tiered store) and
+            ``places`` (``{attr: {tier: where its rows live}}``, in words);
+            the epoch a fit was interrupted in has ``'partial': True``.
     """
     def __init__(self, smoothing: float = 0.9, print_summary: bool = True,
                  filename: Optional[str] = STATS_FILENAME):
@@ -295,10 +297,17 @@ class LoaderMonitor(Callback):
     def on_exception(self, trainer: pl.Trainer,
                      pl_module: pl.LightningModule,
                      exception: BaseException) -> None:
-        r"""Keeps the epochs recorded before an interrupted fit (single
-        process only: finding the log directory is collective)."""
-        if trainer.state.fn == 'fit' and trainer.world_size == 1:
-            self._finish(trainer)
+        r"""Keeps the epochs recorded before an interrupted fit and the
+        steps of the epoch it stopped in (``'partial': True``), in one
+        process only (finding the log directory is collective)."""
+        if trainer.state.fn != 'fit' or trainer.world_size != 1:
+            return
+        state, self._epoch = self._epoch, None
+        if state is not None and state.batches:
+            state.close_segment()
+            self.records.append(dict(self._record(trainer, state),
+                                     partial=True))
+        self._finish(trainer)
 
     # Records #################################################################
 
@@ -306,6 +315,9 @@ class LoaderMonitor(Callback):
                 state: _EpochState) -> Dict[str, Any]:
         times: Dict[str, float] = {}
         counts: Dict[str, float] = {}
+        cache = with_hit_ratios({
+            attr: tiers for attr, tiers in state.cache.items()
+            if any(c['requests'] for c in tiers.values())})
         if state.loader is not None:
             breakdown = state.loader.time_breakdown
             if breakdown.get('batches'):  # 0: not measured (PyG's workers)
@@ -332,9 +344,11 @@ class LoaderMonitor(Callback):
             # resident memory the process allocated, sampled after every
             # training batch (mapped files and the page cache excluded)
             'peak_anon_bytes': state.peak_anon,
-            'cache': with_hit_ratios({
-                attr: tiers for attr, tiers in state.cache.items()
-                if any(c['requests'] for c in tiers.values())}),
+            'cache': cache,
+            # where each tier's rows live ('CPU memory', 'file, ...')
+            'places': {} if state.store is None else {
+                attr: tiers for attr, tiers in state.store.places().items()
+                if attr in cache},
         }
 
     @staticmethod
@@ -366,13 +380,15 @@ class LoaderMonitor(Callback):
         (training wall time per epoch), ``seeds_per_s`` and
         ``batches_per_s`` (totals over the summed training time;
         ``seeds_per_s`` is :obj:`None` without ``batch_size``),
-        ``hit_ratio`` (``{attr: {tier: ratio}}``, summed hits over summed
-        requests), ``rows_by_tier`` (``{attr: {tier: {'rows', 'bytes'}}}``:
-        what each tier served this rank, other ranks' rows under
-        ``'remote'``), ``peak_anon_bytes`` (the most resident memory the process
-        had allocated after a training batch), ``storage_read`` (per
-        attribute, rows asked of storage
-        and the bytes the disk delivered, measured),
+        ``hit_ratio`` (``{attr: {cache tier: ratio}}``, summed hits over
+        summed requests), ``rows_by_tier`` (``{attr: {tier: {'rows',
+        'bytes'}}}``: the rows each tier served this rank, every row asked
+        of storage and other ranks, other ranks' rows under ``'remote'``),
+        ``places`` (where each tier's rows live, in words),
+        ``peak_anon_bytes`` (the most resident memory the process had
+        allocated after a training batch), ``storage_read`` (per
+        attribute, rows asked of storage, the distinct rows it read and the
+        bytes the disk delivered, measured),
         ``time_share_pct`` (every loader timing summed, in
         percent of the summed loader ``epoch`` time) and ``time_s`` (the
         same timings in seconds)."""

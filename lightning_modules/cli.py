@@ -70,8 +70,9 @@ _SHORT_NAMES = {'NodeClassifier': DEFAULT_MODEL,
 
 class FastLoadCLI(LightningCLI):
     r"""LightningCLI with pyg-fastload's defaults: the loader and
-    distributed monitor callbacks, seed 0, and configuration
-    errors reported with their config key
+    distributed monitor callbacks and what a fit ends with
+    (:class:`~pyg_fastload.lightning.run_end.RunEnd`), seed 0, and
+    configuration errors reported with their config key
     (``data.feature_cache.host_budget``) before anything trains."""
     def __init__(self, *args: Any, default_model: str = DEFAULT_MODEL,
                  **kwargs: Any):
@@ -156,26 +157,6 @@ class FastLoadCLI(LightningCLI):
                 self.parser.error(f"config key 'data.{key}': "
                                   f"{error.detail}")
 
-    def after_fit(self) -> None:
-        trainer = self.trainer
-        # log_dir broadcasts in a distributed run: every rank asks.
-        log_dir = trainer.log_dir or trainer.default_root_dir
-        if not trainer.is_global_zero:
-            return
-        metrics = trainer.callback_metrics
-        if 'val_acc' in metrics:
-            print(f"validation accuracy: {float(metrics['val_acc']):.4f}")
-        written = [('logs', log_dir)]
-        checkpoint = getattr(trainer.checkpoint_callback, 'best_model_path',
-                             '')
-        if checkpoint:
-            written.append(('checkpoint', checkpoint))
-        stats = Path(log_dir) / 'fastload_stats.json'
-        if stats.is_file():
-            written.append(('stats', str(stats)))
-        print('written: ' + ', '.join(f'{what} {path}'
-                                      for what, path in written))
-
 
 def _class_in(value: Any) -> Optional[str]:
     r"""The ``class_path`` a ``model`` value (a class name, or a mapping
@@ -219,12 +200,14 @@ def run_cli(args: Optional[List[str]] = None) -> FastLoadCLI:
     the command line after the program name, read by LightningCLI)."""
     from .callbacks import LoaderMonitor
     from .dist_monitor import DistributedMonitor
+    from .run_end import RunEnd
 
     restrict_imports()
     return FastLoadCLI(
         pl.LightningModule, FastLoadDataModule, subclass_mode_model=True,
+        # RunEnd after LoaderMonitor, whose stats it plots
         trainer_defaults={'callbacks': [LoaderMonitor(),
-                                        DistributedMonitor()]},
+                                        DistributedMonitor(), RunEnd()]},
         seed_everything_default=0,
         save_config_kwargs={'overwrite': True},
         parser_kwargs={'prog': 'pyg-fastload'},

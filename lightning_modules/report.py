@@ -11,15 +11,17 @@ import math
 import os
 import stat
 import sys
+import warnings
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from pyg_fastload.config import format_bytes
 
 from .callbacks import STATS_FILENAME, STATS_FORMAT
-from .summary_text import TIER_LABEL
+from .stats_summary import merge_places, served_rows
+from .summary_text import tier_label
 
-__all__ = ['make_report', 'add_arguments', 'run']
+__all__ = ['make_report', 'plot_run', 'add_arguments', 'run']
 
 PathLike = Union[str, os.PathLike]
 
@@ -291,6 +293,8 @@ def _plot_throughput(records: Records, run: str,
     figure, axes = _new_figure(f'{run}: training throughput per epoch')
     lines = [('all ranks' if ranks else None, records)] + [
         (f'rank {index}', own) for index, own in enumerate(ranks)]
+    if len({r['epoch'] for r in records}) == 1:  # a bar each: one point
+        return _throughput_bars(figure, axes, lines, key, label)  # is no line
     for name, own in lines:
         axes.plot([r['epoch'] for r in own],
                   [_value(r.get(key)) for r in own],
@@ -301,6 +305,22 @@ def _plot_throughput(records: Records, run: str,
     _epoch_axis(axes, records)
     if ranks:
         figure.legend(loc='outside right center')
+    return figure
+
+
+def _throughput_bars(figure: Any, axes: Any,
+                     lines: List[Tuple[Optional[str], Records]], key: str,
+                     label: str) -> Any:
+    r"""One epoch's throughput: a bar (with its value) for all ranks
+    and for each rank."""
+    epoch = lines[0][1][0]['epoch']
+    values = [_value(own[0].get(key)) for _, own in lines]
+    bars = axes.bar(range(len(lines)), values, 0.6, color='tab:blue')
+    axes.bar_label(bars, fmt='{:,.0f}')
+    axes.set_xticks(range(len(lines)),
+                    [name or 'this run' for name, _ in lines])
+    axes.set_xlabel(f'epoch {epoch} (one epoch recorded)')
+    axes.set_ylabel(label)
     return figure
 
 
@@ -328,19 +348,20 @@ _TIER_COLOUR = {'device': 'tab:green', 'host': 'tab:blue',
 
 def _tier_shares(counters: Dict[str, Dict[str, Any]]) -> Dict[str, float]:
     r"""Share of the requested rows each tier served, fastest first: from
-    the rows each tier served (``hits``; other ranks' rows under
-    ``remote``), or, where only hit ratios were logged (``metrics.csv``), a
+    the rows each tier served (a cache's ``hits``, every row asked of
+    storage and other ranks; other ranks' rows under ``remote``), or, where only hit ratios were logged (``metrics.csv``), a
     tier's hit ratio of what the faster tiers missed (storage serves the
     rest). ``served`` (rows this rank gave others) is not a tier of its
     reads."""
     counters = {t: c for t, c in counters.items() if t != 'served'}
-    if counters and all(isinstance(c.get('hits'), (int, float))
-                        for c in counters.values()):
-        total = sum(c['hits'] for c in counters.values())
+    if counters and all(isinstance(c.get(k), (int, float))
+                        for c in counters.values()
+                        for k in ('hits', 'requests')):
+        rows = {t: served_rows(t, c) for t, c in counters.items()}
+        total = sum(rows.values())
         order = [t for t in _TIER_ORDER if t in counters] + [
             t for t in counters if t not in _TIER_ORDER]
-        return {t: counters[t]['hits'] / total if total else 0.0
-                for t in order}
+        return {t: rows[t] / total if total else 0.0 for t in order}
     left, shares = 1.0, {}
     for tier in [t for t in _TIER_ORDER if t in counters] + [
             t for t in counters if t not in _TIER_ORDER]:
@@ -385,6 +406,7 @@ def _plot_tier_share(records: Records, run: str,
     groups = [(attr, name, own) for attr in attrs for name, own in owners]
     width = 0.8 / len(groups)
     seen = set()
+    places = merge_places(records)
     for index, (attr, name, own) in enumerate(groups):
         x = [r['epoch'] + (index - (len(groups) - 1) / 2) * width
              for r in own]
@@ -395,8 +417,8 @@ def _plot_tier_share(records: Records, run: str,
             heights = [s.get(tier, 0.0) for s in shares]
             axes.bar(x, heights, width * 0.95, bottom=bottom,
                      color=_TIER_COLOUR.get(tier),
-                     label=None if tier in seen else TIER_LABEL.get(
-                         tier, tier))
+                     label=None if tier in seen else tier_label(
+                         tier, places.get(attr, {}).get(tier)))
             seen.add(tier)
             bottom = [b + h for b, h in zip(bottom, heights)]
         if len(groups) > 1:  # which bar is which
@@ -419,13 +441,15 @@ def _plot_time(records: Records, run: str,
     busy time (``sampling``, ``feature_loading``, ...): the stages run
     concurrently with the loop and each other, so they are not stacked
     (sub-timings named ``<stage>.<part>`` are inside their stage); stages
-    busy less than 0.5% of the epochs are left out."""
+    busy less than 0.5% of the epochs and idle time (:data:`_NOT_BUSY`)
+    are left out."""
     keys = list(dict.fromkeys(key for r in records for key in r['time']))
     total = {key: sum(r['time'].get(key, 0.0) for r in records)
              for key in keys}
     consumer = [key for key in _CONSUMER_KEYS if key in keys]
     stages = [key for key in keys if key not in _CONSUMER_KEYS
               and key != 'epoch' and '.' not in key and total[key] > 0
+              and key not in _NOT_BUSY
               and total[key] >= _IDLE * total.get('epoch', 0.0)]
     if not consumer and not stages:
         return None
@@ -442,7 +466,7 @@ def _plot_time(records: Records, run: str,
         for key in group:
             heights = [r['time'].get(key, 0.0) for r in records]
             axes.bar(x, heights, width * 0.95, bottom=bottom,
-                     label=_STAGE_LABEL.get(key, f'{key} ({name})'))
+                     label=f'{key} ({name})')
             bottom = [b + h for b, h in zip(bottom, heights)]
     axes.set_ylabel('seconds')
     _epoch_axis(axes, records)
@@ -453,9 +477,9 @@ def _plot_time(records: Records, run: str,
 #: Stages busy for less than this share of the epochs are left out.
 _IDLE = 0.005
 
-#: Legend entries that need more than the key.
-_STAGE_LABEL = {'throttled': 'throttled (sampler held back by the '
-                             'run-ahead scheduler)'}
+#: Timings that are idle time, not a stage's work: the sampler paused by the
+#: run-ahead scheduler while far enough ahead of the model.
+_NOT_BUSY = ('throttled', )
 
 _PLOTS = (('throughput.png', _plot_throughput),
           ('tier_share.png', _plot_tier_share),
@@ -517,6 +541,12 @@ def make_report(logdir: PathLike,
             f"'throughput/...' columns under {str(logdir)!r}: train with "
             f"pyg_fastload.lightning.LoaderMonitor among the Trainer's "
             f"callbacks and pass its log directory (e.g. lightning_logs)")
+    plotted = {run[0] for run in runs}
+    for run_dir in sorted({path.parent for path in logdir.rglob(
+            'hparams.yaml')} - plotted):  # Lightning's runs without stats
+        warnings.warn(f"skipped {str(run_dir)!r}: no '{STATS_FILENAME}' "
+                      f"(a fit stopped before its first training batch, or "
+                      f"trained without LoaderMonitor)", stacklevel=2)
     written = []
     for run_dir, records, ranks in runs:
         target = run_dir
@@ -524,17 +554,35 @@ def make_report(logdir: PathLike,
             target = out / run_dir.relative_to(logdir)
         label = str(run_dir.relative_to(logdir)) if run_dir != logdir \
             else run_dir.name
-        try:
-            target.mkdir(parents=True, exist_ok=True)
-            for name, plot in _PLOTS:
-                figure = plot(records, label, ranks)
-                if figure is not None:
-                    figure.savefig(target / name)
-                    written.append(target / name)
-        except OSError as error:
-            raise ValueError(f"cannot write the plots to {str(target)!r}: "
-                             f"{error.strerror}; pass a writable directory "
-                             f"as 'out_dir' (--out)") from None
+        written += _draw(records, ranks, label, target)
+    return written
+
+
+def plot_run(stats_file: PathLike) -> List[Path]:
+    r"""Plots one run, its ``fastload_stats.json``, next to the file (as
+    :func:`make_report` does for each run it finds); returns the PNG files
+    written."""
+    path = Path(stats_file)
+    records, ranks = _read_json(path)
+    return _draw(records, ranks, f'{path.parent.parent.name}/'
+                 f'{path.parent.name}', path.parent)
+
+
+def _draw(records: Records, ranks: List[Records], label: str,
+          target: Path) -> List[Path]:
+    r"""Draws :data:`_PLOTS` of one run into :obj:`target`."""
+    written = []
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+        for name, plot in _PLOTS:
+            figure = plot(records, label, ranks)
+            if figure is not None:
+                figure.savefig(target / name)
+                written.append(target / name)
+    except OSError as error:
+        raise ValueError(f"cannot write the plots to {str(target)!r}: "
+                         f"{error.strerror}; pass a writable directory "
+                         f"as 'out_dir' (--out)") from None
     return written
 
 
@@ -552,10 +600,14 @@ def run(args: argparse.Namespace) -> List[Path]:
     directory without stats, or a file it cannot read or write, exits
     with status 2 and a one-line message naming it."""
     try:
-        paths = make_report(args.logdir, args.out_dir)
+        with warnings.catch_warnings(record=True) as notes:
+            warnings.simplefilter('always')
+            paths = make_report(args.logdir, args.out_dir)
     except (FileNotFoundError, ValueError) as error:
         print(f'pyg-fastload report: error: {error}', file=sys.stderr)
         raise SystemExit(2) from None
+    for note in notes:
+        print(f'pyg-fastload report: {note.message}', file=sys.stderr)
     for path in paths:
         print(path)
     return paths

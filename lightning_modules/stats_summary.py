@@ -6,15 +6,39 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
-__all__ = ['COUNTERS', 'Stats', 'add_counters', 'combine_ranks',
-           'counter_delta', 'rate', 'summarize', 'with_hit_ratios']
+__all__ = ['CACHE_TIERS', 'COUNTERS', 'Stats', 'add_counters',
+           'combine_ranks', 'counter_delta', 'merge_places', 'rate',
+           'served_rows', 'summarize', 'with_hit_ratios']
 
 #: Cumulative per-tier counters of ``TieredFeatureStore.stats()`` that are
 #: turned into per-epoch deltas.
 COUNTERS = ('requests', 'hits', 'bytes', 'pages', 'disk_bytes')
 
+#: The tiers that hold some rows and miss the others: a hit ratio is
+#: theirs. Storage and other ranks serve every row asked of them.
+CACHE_TIERS = ('device', 'host')
+
 Stats = Dict[str, Dict[str, Dict[str, float]]]
+Places = Dict[str, Dict[str, str]]
 Record = Dict[str, Any]
+
+
+def served_rows(tier: str, counters: Dict[str, float]) -> float:
+    r"""Rows :obj:`tier` served: a cache's hits; every row asked of any
+    other tier (storage counts as hits the distinct rows it read, once
+    each)."""
+    return counters['hits'] if tier in CACHE_TIERS else counters['requests']
+
+
+def merge_places(records: List[Record]) -> Places:
+    r"""Where each tier of the :obj:`records` lives (their ``places``;
+    a tier that some records lack, e.g. one rank's, is taken from the
+    others)."""
+    out: Places = {}
+    for record in records:
+        for attr, tiers in record.get('places', {}).items():
+            out.setdefault(attr, {}).update(tiers)
+    return out
 
 
 def counter_delta(after: Stats, before: Stats) -> Stats:
@@ -41,11 +65,14 @@ def add_counters(total: Stats, delta: Stats) -> None:
 
 
 def with_hit_ratios(counters: Stats) -> Stats:
-    r"""Adds ``hit_ratio`` (:obj:`None` without requests) to every tier."""
-    return {attr: {tier: {**c, 'hit_ratio': (c['hits'] / c['requests']
-                                             if c['requests'] else None)}
-                   for tier, c in tiers.items()}
-            for attr, tiers in counters.items()}
+    r"""Adds ``hit_ratio`` to every tier: hits over requests of a cache
+    (:data:`CACHE_TIERS`), :obj:`None` without requests and for the tiers
+    that serve every row asked of them."""
+    return {attr: {tier: {**c, 'hit_ratio': (
+        c['hits'] / c['requests']
+        if c['requests'] and tier in CACHE_TIERS else None)}
+        for tier, c in tiers.items()}
+        for attr, tiers in counters.items()}
 
 
 def rate(count: float, seconds: float) -> float:
@@ -70,6 +97,8 @@ def summarize(records: List[Record], ranks: int = 1) -> Dict[str, Any]:
     return {
         'ranks': ranks,
         'epochs': len(records),
+        # the last epoch stopped early (Ctrl-C): its steps so far
+        'interrupted': bool(records and records[-1].get('partial')),
         'mean_epoch_time_s': (total_time / len(records)
                               if records else 0.0),
         'seeds_per_s': rate(sum(seeds), total_time) if seeds else None,
@@ -77,16 +106,18 @@ def summarize(records: List[Record], ranks: int = 1) -> Dict[str, Any]:
                               total_time),
         'hit_ratio': {attr: {tier: c['hit_ratio']
                              for tier, c in tiers.items()
-                             if tier != 'served'}
+                             if tier in CACHE_TIERS}
                       for attr, tiers in with_hit_ratios(cache).items()},
-        'rows_by_tier': {attr: {tier: {'rows': c['hits'],
+        'rows_by_tier': {attr: {tier: {'rows': served_rows(tier, c),
                                        'bytes': c['bytes']}
                                 for tier, c in tiers.items()
                                 if tier != 'served'}
                          for attr, tiers in cache.items()},
+        'places': merge_places(records),
         'peak_anon_bytes': max((r.get('peak_anon_bytes', 0)
                                 for r in records), default=0),
         'storage_read': {attr: {'rows': tiers['storage']['requests'],
+                                'distinct_rows': tiers['storage']['hits'],
                                 'disk_bytes': tiers['storage'][
                                     'disk_bytes']}
                          for attr, tiers in cache.items()
@@ -134,6 +165,7 @@ def _combine_epoch(parts: List[Record]) -> Record:
             for k in counts},
         'peak_anon_bytes': max(p.get('peak_anon_bytes', 0) for p in parts),
         'cache': with_hit_ratios(cache),
+        'places': merge_places(parts),
     }
 
 

@@ -19,7 +19,7 @@ from torch_geometric.data import FeatureStore, TensorAttr
 
 from ..partition import PartitionBook
 from ..storage import TieredFeatureStore, cached_and_stored
-from ..storage.protocol import TierStats
+from ..storage.protocol import TierPlaces, TierStats
 from .cold_rows import ColdRows
 from .collectives import Collectives
 
@@ -103,6 +103,18 @@ class PartitionedFeatureStore(FeatureStore):
         for name, served in self._served.items():
             stats.setdefault(name, {})['served'] = dict(served)
         return stats
+
+    def places(self) -> TierPlaces:
+        r"""Where each tier of :meth:`stats` reads from: the local tiers'
+        places; other ranks' rows sent by their owners (``'remote'``) or
+        read here from the owners' part files (``'remote_disk'``)."""
+        places = self.local.places()
+        for tier, counted, place in (
+                ('remote', self._remote, 'sent by their owners'),
+                ('remote_disk', self._direct, 'read here')):
+            for name in counted:
+                places.setdefault(name, {})[tier] = place
+        return places
 
     def gather(self, attr_name: str, index: Tensor,
                group_name: Optional[str] = None,

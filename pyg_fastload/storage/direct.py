@@ -196,6 +196,8 @@ class DirectStorage(MmapStorage):
             use it (:obj:`False`), or use it where the file system allows
             (:obj:`None`, with a warning where it does not).
     """
+    place = 'file, direct reads'
+
     def __init__(self, path: str, dtype: torch.dtype, shape: Sequence[int],
                  offset: int = 0, in_flight: Union[int, str] = 16,
                  merge_gap: int = 0,

@@ -474,6 +474,20 @@ class TieredFeatureStore(FeatureStore):
             out[label] = {tier: c.as_dict() for tier, c in tiers.items()}
         return out
 
+    def places(self) -> Dict[str, Dict[str, str]]:
+        r"""Per attribute and tier (the keys of :meth:`stats`): where the
+        tier's rows live or come from, in words (``'CPU memory'``,
+        ``'GPU memory, cuda:0'``, ``'in memory'``, ``'file,
+        memory-mapped'``, ``'file, direct reads'``)."""
+        out: Dict[str, Dict[str, str]] = {}
+        for (group, name), entry in self._entries.items():
+            label = name if group is None else f'{group}.{name}'
+            tiers = (('device', entry.device), ('host', entry.host),
+                     ('storage', entry.storage))
+            out[label] = {tier: held.place for tier, held in tiers
+                          if held is not None}
+        return out
+
     def evict_page_cache(self) -> None:
         r"""Drops the page cache of every memory-mapped tensor (cold-start
         measurements)."""

@@ -56,6 +56,7 @@ class GpuDirectStorage(DirectStorage):
         kvikio (module, optional): the kvikio module (default: imported).
     """
     reads_to_device = True
+    place = 'file, read into GPU memory'
 
     def __init__(self, path: str, dtype: torch.dtype, shape: Sequence[int],
                  offset: int = 0, in_flight: Union[int, str] = 'auto',

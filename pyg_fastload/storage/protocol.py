@@ -8,11 +8,14 @@ from typing import Dict, Optional, Protocol, Union, runtime_checkable
 import torch
 from torch import Tensor
 
-__all__ = ['FeatureSource', 'TierStats', 'BatchIds', 'of_group']
+__all__ = ['FeatureSource', 'TierStats', 'TierPlaces', 'BatchIds',
+           'of_group']
 
 #: Per attribute, per tier (``'device'``, ``'host'``, ``'storage'``, ...):
 #: counters such as ``requests``, ``hits``, ``bytes``, ``hit_ratio``.
 TierStats = Dict[str, Dict[str, Dict[str, float]]]
+#: Per attribute, per tier: where the tier's rows live, in words.
+TierPlaces = Dict[str, Dict[str, str]]
 #: A batch's node ids: one tensor, or one per node type (group).
 BatchIds = Union[Tensor, Dict[str, Tensor]]
 _NONE = torch.empty(0, dtype=torch.long)
@@ -65,6 +68,11 @@ class FeatureSource(Protocol):
 
     def stats(self) -> TierStats:
         r"""Per attribute and tier: requests, hits, bytes, hit ratio."""
+
+    def places(self) -> TierPlaces:
+        r"""Per attribute and tier (the keys of :meth:`stats`): where
+        that tier's rows live or come from, in words (``'CPU memory'``,
+        ``'file, memory-mapped'``, ...), for run summaries and plots."""
 
     def first_step_done(self) -> None:
         r"""The consumer finished its first training step (the loader

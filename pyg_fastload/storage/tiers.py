@@ -47,6 +47,8 @@ class MemoryStorage:
     #: :class:`~pyg_fastload.storage.GpuDirectStorage`); otherwise rows are
     #: gathered in host memory and moved.
     reads_to_device = False
+    #: Where the rows come from, in words (run summaries and plots).
+    place = 'in memory'
 
     def __init__(self, tensor: Tensor):
         self.tensor = tensor
@@ -84,6 +86,7 @@ class MmapStorage:
         offset (int): byte offset of the first row in the file.
     """
     reads_to_device = False
+    place = 'file, memory-mapped'
 
     def __init__(self, path: str, dtype: torch.dtype, shape: Sequence[int],
                  offset: int = 0):
@@ -248,6 +251,14 @@ class StaticCache:
     @property
     def capacity(self) -> int:
         return int(self.node_ids.numel())
+
+    @property
+    def place(self) -> str:
+        r"""Where the rows live, in words (run summaries and plots)."""
+        device = self.values.device
+        return 'CPU memory' if device.type == 'cpu' else (
+            f'GPU memory, {device}' if device.type == 'cuda' else
+            f'{device} memory')
 
     @property
     def row_bytes(self) -> int:

@@ -53,8 +53,22 @@ def _stats(tmp_path):
     return json.loads(files[0].read_text())
 
 
+def assert_training_loop_timed(stdout: str) -> None:
+    r"""The summary's training loop: the model's time and the time it
+    waited for batches, both measured (the steps ran), adding up to the
+    epoch."""
+    print(stdout[stdout.find('LoaderMonitor'):])
+    [line] = re.findall(r'training loop \(.*', stdout)
+    seconds = {key: (float(s), float(pct)) for key, s, pct in re.findall(
+        r'(model|waiting) ([\d.e+-]+) s \(([\d.]+)%\)', line)}
+    assert seconds.keys() == {'model', 'waiting'}, line
+    assert seconds['model'][0] > 0 and seconds['model'][1] >= 5, line
+    assert seconds['waiting'][1] <= 95, line
+    assert abs(seconds['model'][1] + seconds['waiting'][1] - 100) < 0.2, line
+
+
 @pytest.mark.parametrize('mode', ['replicated', 'pagraph', 'dsp',
-                                  'dsp-coordinator', 'hopgnn',
+                                  'dsp-sequential', 'dsp-coordinator', 'hopgnn',
                                   'hopgnn-search'])
 def test_ddp_fit_runs_equal_steps_and_counts_traffic(pagraph_parts,
                                                      metis_parts, tmp_path,
@@ -77,8 +91,8 @@ def test_ddp_fit_runs_equal_steps_and_counts_traffic(pagraph_parts,
     through_owner = variant in ('coordinator', 'search')
     if mode != 'replicated':
         data['partitions'] = str(parts if mode == 'pagraph' else metis_parts)
-    if mode in ('dsp', 'hopgnn'):  # stages with collectives concurrently
-        data['pipeline'] = True
+    if mode in ('dsp', 'hopgnn') and variant != 'sequential':
+        data['pipeline'] = True  # stages with collectives concurrently
     result = _fit(['--config', str(_config(tmp_path, data)),
                    '--trainer.max_epochs', str(epochs)], tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
@@ -87,6 +101,7 @@ def test_ddp_fit_runs_equal_steps_and_counts_traffic(pagraph_parts,
     # deprecated LeafSpec under torch 2.13)
     assert 'Warning' not in result.stderr, result.stderr[-3000:]
     assert 'deprecated' not in result.stderr, result.stderr[-3000:]
+    assert_training_loop_timed(result.stdout)
     stats = _stats(tmp_path)
     assert stats['world_size'] == 2
     ranks = stats['epochs'][0]['ranks']
@@ -111,12 +126,16 @@ def test_ddp_fit_runs_equal_steps_and_counts_traffic(pagraph_parts,
     assert written['epochs'][0]['seeds'] == sum(
         r['epochs'][0]['seeds'] for r in written['ranks'])
     if mode in ('dsp', 'hopgnn'):  # other ranks' rows, counted, printed
-        tier, label = ('remote', 'other ranks') if through_owner else (
-            'remote_disk', "other parts' files")
+        tier, label = ('remote', r'other ranks \(sent by their owners\)'
+                       ) if through_owner else (
+            'remote_disk', r"owners' part files \(read here\)")
         assert all(r[tier]['rows'] > 0 and r[tier]['bytes'] > 0
                    for r in per_rank)
         assert re.search(r'\n(rows served \(bytes\)\s.*' + label +
                          r'.*)\nx \(all ranks\)\s', result.stdout)
+        # and the cold-row path said in words
+        assert ("read here from their owners' part files" in
+                result.stdout) != through_owner
     else:
         assert 'remote' not in rows or rows['remote']['rows'] == 0
     # 2 ranks: a ring all-reduce sends and receives each bucket once per
@@ -269,6 +288,7 @@ def test_two_torchrun_machines_train_an_epoch(pagraph_parts, tmp_path):
             machine.kill()
     for machine, (_, err) in zip(machines, outputs):
         assert machine.returncode == 0, err[-3000:]
+    assert_training_loop_timed(outputs[0][0])
     stats = _stats(tmp_path)
     assert stats['world_size'] == 2
     ranks = stats['epochs'][0]['ranks']

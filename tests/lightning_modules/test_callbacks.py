@@ -125,8 +125,9 @@ def test_records_and_json_per_epoch(tiered_run):
         assert record['loader_counts']['batches'] == 4
         tiers = record['cache']['x']
         assert set(tiers) == {'device', 'host', 'storage'}
-        for counters in tiers.values():
-            assert 0 <= counters['hit_ratio'] <= 1
+        for tier in ('device', 'host'):  # caches; storage serves all
+            assert 0 <= tiers[tier]['hit_ratio'] <= 1
+        assert tiers['storage']['hit_ratio'] is None
         assert tiers['device']['hit_ratio'] > 0
     # Validation ran 4 times on 2 loaders; its gathers are not counted.
     rows = tiered_run['module'].train_rows
@@ -219,3 +220,32 @@ def test_finds_the_loader_inside_wrappers(graph):
 def test_rejects_bad_arguments(kwargs):
     with pytest.raises(ValueError, match=next(iter(kwargs))):
         LoaderMonitor(**kwargs)
+
+
+def test_the_summary_names_where_each_tier_lives(tiered_run):
+    r"""A CPU run's summary: each tier named with where its rows live (the
+    device cache is CPU memory, storage a memory-mapped file), hit ratios
+    of the caches only, and the rows storage served as many as the rows
+    asked of it."""
+    text = tiered_run['stdout']
+    summary = tiered_run['monitor'].summary()
+    assert summary['places']['x'] == {'device': 'CPU memory',
+                                      'host': 'CPU memory',
+                                      'storage': 'file, memory-mapped'}
+    lines = text.splitlines()
+
+    def table(title):
+        at = lines.index(next(line for line in lines
+                              if line.startswith(title)))
+        header = [c.strip() for c in lines[at][len(title):].split('  ')
+                  if c.strip()]
+        return header, lines[at + 1].split()[1:]
+    header, _ = table('cache hit ratio')
+    assert header == ['device cache (CPU memory)', 'host buffer (CPU memory)']
+    header, cells = table('rows served (bytes)')
+    assert header[-1] == 'storage (file, memory-mapped)'
+    storage = summary['storage_read']['x']['rows']
+    assert cells[-3] == f'{storage:,}'
+    assert summary['rows_by_tier']['x']['storage']['rows'] == storage
+    assert f'x: {storage:,} rows asked of storage' in text
+    assert 'disk)' not in text

@@ -111,8 +111,11 @@ def _dsp_like_records():
                        'remote': {'requests': 200, 'hits': 200,
                                   'bytes': 200.0}}
     return [{'epoch': 0, 'cache': cache,
+             'places': {'x': {'host': 'CPU memory',
+                              'storage': 'file, memory-mapped',
+                              'remote': 'sent by their owners'}},
              'time': {'sampling': 1.0, 'transfer': 0.0, 'model': 2.0,
-                      'waiting': 0.5, 'epoch': 2.5}}]
+                      'waiting': 0.5, 'epoch': 2.5, 'throttled': 1.5}}]
 
 
 @pytest.mark.reliability(
@@ -122,8 +125,8 @@ def _dsp_like_records():
           '"transfer" bar',
     behaviour="one legend entry per tier (remote included) in fixed "
               "colours, only the feature matrix shown, shares from the rows "
-              "each tier served, the run in every title; idle stages left "
-              "out")
+              "each tier served, where each tier's rows live, the run in "
+              "every title; idle stages and the paused sampler left out")
 def test_plots_answer_one_question_each_and_name_the_run():
     records = _dsp_like_records()
     shares = report._tier_shares(records[0]['cache']['x'])
@@ -132,7 +135,8 @@ def test_plots_answer_one_question_each_and_name_the_run():
     figure = report._plot_tier_share(records, 'dsp/version_0')
     [legend] = figure.legends
     assert [t.get_text() for t in legend.get_texts()] == [
-        'host buffer', 'storage (disk)', 'other ranks']
+        'host buffer (CPU memory)', 'storage (file, memory-mapped)',
+        'other ranks (sent by their owners)']
     [axes] = figure.axes
     assert axes.get_title() == ('dsp/version_0: which tier served the '
                                 'rows (x)')
@@ -140,6 +144,9 @@ def test_plots_answer_one_question_each_and_name_the_run():
     time = report._plot_time(records, 'dsp/version_0')
     labels = [t.get_text() for t in time.legends[0].get_texts()]
     assert not any('transfer' in label for label in labels)
+    # the sampler paused ahead of the model is idle time, not a stage's
+    assert labels == ['model (training loop)', 'waiting (training loop)',
+                      'sampling (busy)']
     assert time.axes[0].get_title().startswith('dsp/version_0: ')
     assert report._plot_throughput(
         [{'epoch': 0, 'seeds_per_s': 10.0}], 'run').axes[0].get_title() == \
@@ -154,18 +161,30 @@ def _rank_records(rank):
 
 @pytest.mark.reliability(
     fault='a distributed run plotted from rank 0 alone',
-    behaviour='the throughput of all ranks and of each rank, the tier '
-              'shares per rank; a damaged per-rank list is named')
+    behaviour='the throughput of all ranks and of each rank (bars for one '
+              'epoch, lines for more), the tier shares per rank; a damaged '
+              'per-rank list is named')
 def test_a_distributed_run_is_plotted_per_rank(tmp_path):
     import json
     ranks = [_rank_records(0), _rank_records(1)]
     both = _rank_records(0)
     both[0]['seeds_per_s'] = 300.0
+    # one epoch: a bar each, named on the axis, with its value
     figure = report._plot_throughput(both, 'run', ranks)
+    [axes] = figure.axes
+    assert [t.get_text() for t in axes.get_xticklabels()] == [
+        'all ranks', 'rank 0', 'rank 1']
+    assert [bar.get_height() for bar in axes.patches] == [300.0, 100.0,
+                                                          200.0]
+    assert [t.get_text() for t in axes.texts] == ['300', '100', '200']
+    # two epochs: a line each
+    second = [dict(r[0], epoch=1) for r in (both, *ranks)]
+    figure = report._plot_throughput(both + second[:1], 'run', [
+        own + [again] for own, again in zip(ranks, second[1:])])
     assert [t.get_text() for t in figure.legends[0].get_texts()] == [
         'all ranks', 'rank 0', 'rank 1']
-    assert [line.get_ydata()[0] for line in figure.axes[0].lines] == [
-        300.0, 100.0, 200.0]
+    assert [list(line.get_ydata()) for line in figure.axes[0].lines] == [
+        [300.0, 300.0], [100.0, 100.0], [200.0, 200.0]]
     shares = report._plot_tier_share(both, 'run', ranks)
     assert sorted(t.get_text() for t in shares.axes[0].texts) == [
         'r0', 'r1']

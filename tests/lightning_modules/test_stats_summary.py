@@ -62,3 +62,35 @@ def test_ranks_are_summed_and_printed_each():
     text = format_summary(summarize([both], ranks=2))
     assert '(under 5% of the bytes, not shown: y)' in text
     assert not any(line.startswith('y') for line in text.splitlines())
+
+
+@pytest.mark.reliability(
+    fault="the last tier's hit ratio printed as 0.988 (storage counts the "
+          'distinct rows it read), rows asked of storage against fewer in '
+          'the table; the paused sampler listed among the busy stages',
+    behaviour='hit ratios for the caches only; storage served the rows '
+              'asked of it, the distinct rows said apart; the paused '
+              'sampler on a line of its own, said to be no bottleneck')
+def test_storage_serves_every_row_asked_and_a_paused_sampler_is_idle():
+    record = _record(256, 2.0, 100, 50, 0, 1.0)
+    del record['cache']['x']['remote']
+    record['cache']['x']['storage'] = {'requests': 60, 'hits': 48,
+                                       'bytes': 48 * 400, 'pages': 0,
+                                       'disk_bytes': 0}
+    record['time']['throttled'] = 0.5
+    summary = summarize([record])
+    assert summary['hit_ratio']['x'] == {'host': pytest.approx(100 / 150)}
+    assert summary['rows_by_tier']['x']['storage']['rows'] == 60
+    assert summary['storage_read']['x'] == {'rows': 60, 'distinct_rows': 48,
+                                            'disk_bytes': 0}
+    lines = format_summary(summary).splitlines()
+    assert lines[1].split() == ['cache', 'hit', 'ratio', 'host', 'buffer']
+    assert lines[3].split()[:3] == ['rows', 'served', '(bytes)']
+    assert lines[4].split()[4] == '60'  # storage's rows: the rows asked
+    assert ('x: 60 rows asked of storage (48 distinct rows read once '
+            'each), 0.0 MiB read from disk (measured)') in lines
+    busy = next(line for line in lines if line.startswith('loader stages'))
+    assert 'throttled' not in busy
+    assert lines[-1] == ('sampling paused, far enough ahead of the model '
+                         '(the run-ahead scheduler; not a bottleneck): '
+                         '0.5 s (25.0%)')
