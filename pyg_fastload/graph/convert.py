@@ -7,6 +7,7 @@ from __future__ import annotations
 import weakref
 from typing import Any, Dict, List, Optional, Union
 
+import numpy as np
 import torch
 from torch import Tensor
 from torch_geometric.data import (
@@ -20,7 +21,8 @@ from torch_geometric.data import (
 from .hetero import EdgeType, HeteroTopology
 from .topology import CSCTopology, index_dtype_for
 
-__all__ = ['topology_of', 'attach_topology', 'check_edge_rows']
+__all__ = ['topology_of', 'attach_topology', 'check_edge_rows',
+           'check_data_edge_rows']
 
 #: The topology of every ``Data`` / ``HeteroData`` a sampler was built on,
 #: by the object's id: ``(weak reference to the object, the edge tensors
@@ -29,10 +31,15 @@ __all__ = ['topology_of', 'attach_topology', 'check_edge_rows']
 #: would carry the whole graph into every batch (and a worker process,
 #: sending a batch, moved arrays it was sampling from to shared memory).
 _TOPOLOGIES: Dict[int, tuple] = {}
-#: ``edge_*`` attributes of an edge store that are not one row per edge:
-#: the edge list and link-level supervision.
-_NOT_PER_EDGE = ('edge_index', 'edge_label', 'edge_label_index',
-                 'edge_label_time')
+
+
+def _per_edge(key: str) -> bool:
+    r"""Whether attribute :obj:`key` (of a ``Data`` or of a relation's
+    store) is meant to hold one row per edge, by its name: ``edge_*``
+    (PyG's ``edge_attr``, ``edge_weight``, ``edge_type``, ...) but the edge
+    list and the link-level ``edge_label*`` supervision, or ``e_id``."""
+    return key == 'e_id' or (key.startswith('edge_') and key != 'edge_index'
+                             and not key.startswith('edge_label'))
 
 
 def _from_data(data: Data) -> CSCTopology:
@@ -129,13 +136,47 @@ def check_edge_rows(store: Any, edge_type: EdgeType) -> None:
         return  # refused where the edges are read
     num_edges = edge_index.size(1)
     for key, value in store.items():
-        if key.startswith('edge_') and key not in _NOT_PER_EDGE and \
+        if _per_edge(key) and \
                 isinstance(value, Tensor) and value.dim() >= 1 and \
                 value.size(0) != num_edges:
             raise ValueError(
                 f"data[{edge_type}].{key} has {value.size(0)} rows but edge "
                 f"type {edge_type} has {num_edges} edges; give every edge "
                 f"one row of '{key}' (or drop it)")
+
+
+def check_data_edge_rows(data: Data) -> None:
+    r"""Every edge-level attribute of a homogeneous :obj:`data` (by its
+    name, :func:`_per_edge`: ``edge_attr``, ``edge_weight``, ``edge_type``,
+    ...) has one row per edge of ``edge_index`` (along PyG's
+    ``__cat_dim__``), checked where a loader is built on :obj:`data`. PyG
+    decides by length (``Data.is_edge_attr``), so its ``filter_data`` would
+    slice one of ``num_nodes`` rows by the batch's nodes and serve one of
+    any other length whole in every batch, without a word."""
+    edge_index = data.edge_index
+    if not isinstance(edge_index, Tensor) or edge_index.dim() != 2:
+        return  # refused where the edges are read
+    num_edges = edge_index.size(1)
+    for key, value in data.items():
+        if not _per_edge(key) or not isinstance(value, (Tensor, np.ndarray)) \
+                or value.ndim == 0:
+            continue
+        dim = data.__cat_dim__(key, value)
+        if not isinstance(dim, int):
+            continue
+        length = value.shape[dim]
+        if length == num_edges:
+            continue
+        rows = 'rows' if dim == 0 else f'entries along dim {dim}'
+        served = ('sliced by the batch\'s nodes, as a node attribute'
+                  if length == data.num_nodes else
+                  'served whole in every batch')
+        raise ValueError(
+            f"'data.{key}' has {length} {rows} but 'edge_index' has "
+            f"{num_edges} edges: an edge attribute needs one row per edge "
+            f"(PyG would have it {served}); give every edge one row of "
+            f"'{key}', or drop it (del data.{key}) or rename it if it is "
+            f"not per edge")
 
 
 def _from_hetero_data(data: HeteroData,

@@ -10,6 +10,7 @@ from torch import Tensor
 from torch_geometric.data import Data, FeatureStore, HeteroData
 
 from ..errors import HETERO_UNSUPPORTED
+from ..graph.convert import check_data_edge_rows
 
 __all__ = ['check_input_nodes', 'check_hetero_input_nodes', 'check_device',
            'check_sampling_device',
@@ -19,14 +20,17 @@ __all__ = ['check_input_nodes', 'check_hetero_input_nodes', 'check_device',
 
 
 def check_input_nodes(input_nodes: Any, num_nodes: int) -> Optional[Tensor]:
-    r"""Validates :obj:`input_nodes` (``None``, a boolean mask or an index)
-    and returns it as a tensor."""
+    r"""Validates :obj:`input_nodes` (``None``, a boolean mask or an index:
+    a tensor, or a list, tuple, range or NumPy array of ids, as PyG takes
+    them) and returns it as a tensor."""
     if input_nodes is None:
         return None
-    if isinstance(input_nodes, str) or isinstance(input_nodes, tuple):
+    if isinstance(input_nodes, str) or (
+            isinstance(input_nodes, (tuple, list)) and len(input_nodes) > 0
+            and isinstance(input_nodes[0], str)):
         raise NotImplementedError(
-            f"'input_nodes={input_nodes!r}' names a node type, which only "
-            f"heterogeneous graphs have. " + HETERO_UNSUPPORTED)
+            f"'input_nodes={_shown(input_nodes)}' names a node type, which "
+            f"only heterogeneous graphs have. " + HETERO_UNSUPPORTED)
     return _check_ids(input_nodes, num_nodes, 'this graph')
 
 
@@ -54,15 +58,89 @@ def check_hetero_input_nodes(input_nodes: Any, num_nodes: Dict[str, int]
     return node_type, _check_ids(ids, count, f'node type {node_type!r}')
 
 
+def _shown(value: Any, limit: int = 60) -> str:
+    r""":obj:`value`'s ``repr``, cut to :obj:`limit` characters."""
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit - 3] + '...'
+
+
+def _what(value: Any) -> str:
+    r"""The kind of :obj:`value` in words (``a list``, ``a NumPy array of
+    dtype float64``)."""
+    if isinstance(value, np.ndarray):
+        return f'a NumPy array of dtype {value.dtype}'
+    name = 'tensor' if isinstance(value, Tensor) else type(value).__name__
+    return f"{'an' if name[0] in 'aeiou' else 'a'} {name}"
+
+
+def _as_ids_tensor(input_nodes: Any) -> Tensor:
+    r"""A list, tuple, range or NumPy array of :obj:`input_nodes` as a
+    tensor, read as PyG reads it (``torch.tensor(nodes, dtype=torch.long)``:
+    its values are node ids, booleans included), or an error naming the
+    type and the fix where PyG fails or would read it wrongly."""
+    what = _what(input_nodes)
+    if isinstance(input_nodes, (int, float, np.generic)):
+        value = input_nodes.item() if isinstance(input_nodes, np.generic) \
+            else input_nodes
+        raise TypeError(
+            f"'input_nodes' is a single number ({value!r}, {what}), not a "
+            f"sequence of node ids: pass input_nodes=[{value!r}] (or "
+            f"torch.tensor([{value!r}])) for one seed, or None for all "
+            f"nodes")
+    if isinstance(input_nodes, np.ndarray):
+        if input_nodes.dtype.kind not in 'biuf':
+            raise TypeError(
+                f"'input_nodes' is {what}: pass integer node ids (e.g. "
+                f"input_nodes.astype(np.int64)) or a boolean mask tensor")
+        # a copy where the array is reversed, strided or read-only
+        tensor = torch.from_numpy(np.array(input_nodes, copy=True)) \
+            if not input_nodes.flags.writeable or \
+            not input_nodes.flags.c_contiguous else \
+            torch.from_numpy(input_nodes)
+    else:
+        try:
+            tensor = torch.as_tensor(input_nodes)
+        except (TypeError, ValueError, RuntimeError) as error:
+            raise TypeError(
+                f"'input_nodes' is {what} that is not a sequence of node "
+                f"ids ({error}): pass a 1-D list or tensor of integer ids, "
+                f"e.g. torch.tensor([0, 5, 7]), or a boolean mask "
+                f"tensor") from error
+        if tensor.numel() == 0:  # PyG: an empty list is no seeds
+            tensor = tensor.long()
+    if tensor.dtype == torch.bool:
+        kind = 'NumPy array' if isinstance(input_nodes, np.ndarray) else \
+            type(input_nodes).__name__
+        raise ValueError(
+            f"'input_nodes' is a {kind} of booleans (a mask?), which PyG's "
+            f"loaders read as node ids (True and False as ids 1 and 0): "
+            f"to select nodes by mask pass it as a boolean tensor, "
+            f"torch.as_tensor(mask), or pass the ids, e.g. "
+            f"np.flatnonzero(mask)")
+    if tensor.dtype.is_floating_point and tensor.numel() > 0:
+        whole = torch.isfinite(tensor) & (tensor == tensor.round())
+        if not bool(whole.all()):
+            bad = tensor[~whole][0].item()
+            raise TypeError(
+                f"'input_nodes' is {what} holding {bad:g}, which is not a "
+                f"node id: PyG would cut it to an integer; pass integer ids "
+                f"(e.g. [int(v) for v in input_nodes])")
+    return tensor
+
+
 def _check_ids(input_nodes: Any, num_nodes: int, what: str) -> Tensor:
     if isinstance(input_nodes, (set, frozenset, dict)):
         raise TypeError(f"'input_nodes' is a {type(input_nodes).__name__}, "
                         f"which has no order: pass a tensor or a list (e.g. "
                         f"torch.tensor(sorted(input_nodes)))")
-    if isinstance(input_nodes, np.ndarray):
-        input_nodes = torch.from_numpy(input_nodes)
-    elif not isinstance(input_nodes, Tensor):
-        input_nodes = torch.as_tensor(input_nodes)
+    given = input_nodes
+    if not isinstance(input_nodes, Tensor):
+        input_nodes = _as_ids_tensor(input_nodes)
+    elif input_nodes.dim() == 0:
+        raise TypeError(
+            f"'input_nodes' is a tensor with no dimensions "
+            f"({_shown(given)}): pass a 1-D tensor of node ids, e.g. "
+            f"input_nodes.view(1), or None for all nodes")
     shape = list(input_nodes.shape)
     if len(shape) > 2 or (len(shape) == 2 and shape[1] != 1):
         hint = (' (an edge_index? loading around edges is link-level: '
@@ -79,19 +157,26 @@ def _check_ids(input_nodes: Any, num_nodes: int, what: str) -> Tensor:
                 f"'input_nodes' is a boolean mask of length "
                 f"{input_nodes.numel()}, but {what} has {num_nodes} nodes; "
                 f"pass a mask with one entry per node or an index tensor")
-        return input_nodes.view(-1)
-    if input_nodes.dtype.is_floating_point or input_nodes.dtype.is_complex:
+        return input_nodes.reshape(-1)
+    # whole floats of a list or NumPy array are ids, as PyG casts them; a
+    # float tensor PyG's samplers refuse
+    if input_nodes.dtype.is_complex or (
+            input_nodes.dtype.is_floating_point and
+            isinstance(given, Tensor)):
         raise TypeError(
-            f"'input_nodes' has dtype {input_nodes.dtype}: pass node ids as "
-            f"an integer tensor (e.g. torch.long) or a boolean mask")
-    input_nodes = input_nodes.view(-1).long()
-    if input_nodes.numel() > 0:
-        low, high = int(input_nodes.min()), int(input_nodes.max())
+            f"'input_nodes' is {_what(given)} of dtype {input_nodes.dtype}: "
+            f"pass node ids as an integer tensor (e.g. torch.long) or a "
+            f"boolean mask")
+    if not input_nodes.dtype.is_floating_point:
+        input_nodes = input_nodes.long()
+    if input_nodes.numel() > 0:  # whole floats: checked before the cast
+        low, high = input_nodes.min().item(), input_nodes.max().item()
         if low < 0 or high >= num_nodes:
             raise IndexError(
-                f"'input_nodes' holds node id {low if low < 0 else high}, "
-                f"outside [0, {num_nodes}) for {what}")
-    return input_nodes
+                f"'input_nodes' holds node id "
+                f"{int(low) if low < 0 else int(high)}, outside [0, "
+                f"{num_nodes}) for {what}")
+    return input_nodes.reshape(-1).long()
 
 
 def check_temporal(input_time: Any, time_attr: Optional[str],
@@ -208,6 +293,11 @@ def check_sampling_device(sampling_device: Any, device: Any, hetero: bool,
     return check_device(sampling_device, num_workers, 'sampling_device')
 
 
+#: Attributes of a ``Data`` that hold one row per node by their name
+#: (PyG's own node-level names).
+NODE_KEYS = ('x', 'pos', 'feat', 'batch', 'node_type', 'n_id')
+
+
 def check_has_features(data: Any, need_x: bool = True) -> None:
     r"""The node features ``x`` (needed unless not :obj:`need_x`, as PyG's
     link loader samples a graph without them) are a dense tensor, and every
@@ -232,13 +322,16 @@ def check_has_features(data: Any, need_x: bool = True) -> None:
                              f"array or memmap")
         num_nodes = data.num_nodes
         for key, value in data.items():
-            if (key == 'x' or data.is_node_attr(key)) and isinstance(
+            # PyG decides by length (Data.is_node_attr): a node attribute
+            # of another length would be served whole in every batch
+            if (key in NODE_KEYS or data.is_node_attr(key)) and isinstance(
                     value, (Tensor, np.ndarray)) and value.ndim >= 1 and \
                     value.shape[0] != num_nodes:
                 raise ValueError(
                     f"'data.{key}' has {value.shape[0]} rows but the graph "
                     f"has num_nodes = {num_nodes}; give every node one row "
                     f"(or fix 'data.num_nodes')")
+        check_data_edge_rows(data)
         return
     feature_store: FeatureStore = data[0]
     names = {attr.attr_name for attr in feature_store.get_all_tensor_attrs()}

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from typing import Any, List, Optional, Tuple
 
+import numpy as np
 import torch
 from torch import Tensor
 from torch_geometric.typing import EdgeType
@@ -16,7 +17,8 @@ from torch_geometric.sampler.base import (
 )
 
 __all__ = ['check_label_edges', 'check_label_time', 'check_negatives',
-           'check_negative_spec', 'hetero_label_edges', 'MAX_NEGATIVES']
+           'check_negative_spec', 'hetero_label_edges', 'names_edge_type',
+           'MAX_NEGATIVES']
 
 #: The values of ``neg_sampling``'s mode.
 NEGATIVE_MODES = tuple(mode.value for mode in NegativeSamplingMode)
@@ -27,15 +29,49 @@ NEGATIVE_MODES = tuple(mode.value for mode in NegativeSamplingMode)
 MAX_NEGATIVES = 2**24
 
 
+def names_edge_type(edge_label_index: Any) -> bool:
+    r"""Whether :obj:`edge_label_index` names an edge type (a string, a
+    tuple of strings, or ``(edge type, edges)``), as only a ``HeteroData``'s
+    label edges do."""
+    if isinstance(edge_label_index, str):
+        return True
+    if not isinstance(edge_label_index, (tuple, list)) or \
+            len(edge_label_index) == 0:
+        return False
+    first = edge_label_index[0]
+    return isinstance(first, str) or (
+        isinstance(first, (tuple, list)) and len(first) > 0 and
+        all(isinstance(name, str) for name in first))
+
+
+def _not_a_tensor(value: Any, name: str, shape: str, where: str) -> str:
+    r"""The message for :obj:`name` given as a list, tuple or NumPy array,
+    which PyG's ``LinkNeighborLoader`` does not take either (it fails on
+    the missing ``.clone()``), with the conversion to pass instead."""
+    if isinstance(value, np.ndarray):
+        kind, fix = 'a NumPy array', f'torch.from_numpy({name})'
+    elif isinstance(value, (tuple, list)):
+        kind = f'a {type(value).__name__}'
+        fix = (f'torch.stack({name})' if len(value) and
+               all(isinstance(v, Tensor) for v in value)
+               else f'torch.tensor({name})')
+    else:
+        kind, fix = f'a {type(value).__name__}', None
+    text = f"'{name}' must be {shape}{where}, got {kind}"
+    if fix is not None:
+        text += (f" (PyG's LinkNeighborLoader takes only a tensor too): "
+                 f"pass {fix}")
+    return text
+
+
 def check_label_edges(edge_label_index: Any, edge_label: Any, num_src: int,
                       num_dst: int, where: str = '') -> None:
     r"""``edge_label_index`` is ``[2, E]`` integer ids, sources in ``[0,
     num_src)`` and destinations in ``[0, num_dst)``, and ``edge_label`` (if
     given) has one entry per label edge."""
     if not isinstance(edge_label_index, Tensor):
-        raise TypeError(f"'edge_label_index' must be a [2, num_edges] "
-                        f"tensor{where}, got "
-                        f"{type(edge_label_index).__name__}")
+        raise TypeError(_not_a_tensor(edge_label_index, 'edge_label_index',
+                                      'a [2, num_edges] tensor', where))
     if edge_label_index.dim() != 2 or edge_label_index.size(0) != 2:
         raise ValueError(f"'edge_label_index' has shape "
                          f"{list(edge_label_index.shape)}: pass [2, "
@@ -53,14 +89,23 @@ def check_label_edges(edge_label_index: Any, edge_label: Any, num_src: int,
                 raise IndexError(f"'edge_label_index' holds {end} node id "
                                  f"{low if low < 0 else high}, outside [0, "
                                  f"{count}){where}")
-    if edge_label is not None and (not isinstance(edge_label, Tensor) or
-                                   edge_label.size(0) !=
-                                   edge_label_index.size(1)):
-        size = edge_label.size(0) if isinstance(edge_label, Tensor) else \
-            type(edge_label).__name__
-        raise ValueError(f"'edge_label' has {size} entries for "
-                         f"{edge_label_index.size(1)} label edges: give one "
-                         f"label per column of 'edge_label_index'")
+    _check_edge_label(edge_label, edge_label_index.size(1), where)
+
+
+def _check_edge_label(edge_label: Any, count: int, where: str = '') -> None:
+    r"""``edge_label`` (if given) is a tensor of one label per label
+    edge."""
+    if edge_label is None:
+        return
+    if not isinstance(edge_label, Tensor):
+        raise TypeError(_not_a_tensor(edge_label, 'edge_label',
+                                      'a tensor of one label per label edge',
+                                      where))
+    if edge_label.dim() == 0 or edge_label.size(0) != count:
+        size = edge_label.size(0) if edge_label.dim() else 'no'
+        raise ValueError(f"'edge_label' has {size} entries for {count} "
+                         f"label edges{where}: give one label per column of "
+                         f"'edge_label_index'")
 
 
 def hetero_label_edges(edge_label_index: Any, edge_label: Any,
@@ -89,11 +134,8 @@ def hetero_label_edges(edge_label_index: Any, edge_label: Any,
                          f"which the graph does not have (edge types: "
                          f"{topology.edge_types})")
     if index is None:
-        count = topology.num_edges_of(edge_type)
-        if edge_label is not None and edge_label.size(0) != count:
-            raise ValueError(f"'edge_label' has {edge_label.size(0)} "
-                             f"entries for the {count} edges of "
-                             f"{edge_type}")
+        _check_edge_label(edge_label, topology.num_edges_of(edge_type),
+                          f' (every edge of {edge_type})')
         return edge_type, None
     check_label_edges(index, edge_label, topology.num_nodes_of(edge_type[0]),
                       topology.num_nodes_of(edge_type[-1]),
@@ -138,31 +180,56 @@ def check_label_time(edge_label_time: Any, edge_label_index: Any,
 
 
 def check_negatives(neg_sampling: Optional[NegativeSampling],
-                    batch_size: int) -> None:
+                    batch_size: int,
+                    name: str = 'neg_sampling.amount') -> None:
     r"""A batch of :obj:`batch_size` label edges draws at most
     :data:`MAX_NEGATIVES` negatives (``neg_sampling.amount`` per label
-    edge)."""
+    edge; the argument that gave it is :obj:`name`)."""
     if neg_sampling is None:
         return
     amount = neg_sampling.amount
-    if math.isfinite(amount) and \
-            math.ceil(batch_size * amount) <= MAX_NEGATIVES:
+    total = batch_size * amount  # inf where a float amount is huge
+    if _finite(total) and math.ceil(total) <= MAX_NEGATIVES:
         return
-    raise ValueError(f"'neg_sampling.amount' is {amount!r} negatives per "
-                     f"label edge: a batch of {batch_size:,} may draw at "
+    raise ValueError(f"'{name}' is {_shown(amount)} negatives "
+                     f"per label edge: a batch of {batch_size:,} may draw at "
                      f"most {MAX_NEGATIVES:,}; give at most "
                      f"{MAX_NEGATIVES / batch_size:g} per label edge, or a "
                      f"smaller batch_size")
 
 
-def _check_amount(amount: Any, name: str, none: bool = False) -> None:
+def _finite(amount: Any) -> bool:
+    r"""Whether :obj:`amount` (an int or a float) is finite; an int always
+    is, even one too large for a float (where ``math.isfinite`` raises
+    ``OverflowError``)."""
+    return isinstance(amount, int) or math.isfinite(amount)
+
+
+def _shown(amount: Any) -> str:
+    r""":obj:`amount` as a message shows it (an int beyond 64 bits by its
+    size: Python refuses to print one of over 4,300 digits)."""
+    if isinstance(amount, int) and amount.bit_length() > 64:
+        return (f"{'less than -' if amount < 0 else 'more than '}"
+                f"2**{amount.bit_length() - 1}")
+    return repr(amount)
+
+
+def _check_amount(amount: Any, name: str, none: bool = False,
+                  whole: bool = False) -> None:
     r"""A finite number of negatives per label edge, above 0 (or 0 too
-    where :obj:`none` means no negatives)."""
+    where :obj:`none` means no negatives; a whole number where
+    :obj:`whole`, as triplet mode draws)."""
     if isinstance(amount, bool) or not isinstance(amount, (int, float)) or \
-            not math.isfinite(amount) or not (amount > 0 or
-                                              none and amount == 0):
-        raise ValueError(f"'{name}' is {amount!r}: give a number of "
-                         f"negatives per label edge, e.g. 1 or 0.5")
+            not _finite(amount) or not (amount > 0 or
+                                        none and amount == 0):
+        raise ValueError(f"'{name}' is {_shown(amount)}: give a number of "
+                         f"negatives per label edge (finite, e.g. 1 or "
+                         f"0.5)")
+    if whole and amount != math.floor(amount):
+        raise ValueError(f"'{name}' is {_shown(amount)}, but triplet "
+                         f"negative sampling draws a whole number of "
+                         f"negatives per label edge: give an int, e.g. 1 "
+                         f"or 2")
 
 
 def _check_weight(weight: Any, name: str) -> None:
@@ -208,6 +275,7 @@ def check_negative_spec(neg_sampling: Any, neg_sampling_ratio: Any) -> None:
     if mode not in NEGATIVE_MODES:
         raise ValueError(f"'neg_sampling' mode {mode!r} is not one of "
                          f"{NEGATIVE_MODES}")
-    _check_amount(spec.get('amount', 1), 'neg_sampling.amount')
+    _check_amount(spec.get('amount', 1), 'neg_sampling.amount',
+                  whole=mode == 'triplet')
     for key in ('src_weight', 'dst_weight'):
         _check_weight(spec.get(key), f'neg_sampling.{key}')

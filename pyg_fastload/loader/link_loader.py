@@ -29,6 +29,7 @@ from .link_inputs import (
     check_negative_spec,
     check_negatives,
     hetero_label_edges,
+    names_edge_type,
 )
 from .pipelined import PipelinedLoader, SampleFn
 
@@ -119,7 +120,7 @@ class FastLinkNeighborLoader(PipelinedLoader, LinkLoader):
     ):
         kind = graph_input(data)
         hetero, stores = kind.hetero, kind.stores
-        if not hetero and isinstance(edge_label_index, (tuple, list, str)):
+        if not hetero and names_edge_type(edge_label_index):
             raise ValueError("'edge_label_index' names an edge type, which "
                              "only a HeteroData has: pass a [2, num_edges] "
                              "tensor")
@@ -172,7 +173,9 @@ class FastLinkNeighborLoader(PipelinedLoader, LinkLoader):
             transform_sampler_output=transform_sampler_output,
             filter_per_worker=filter_per_worker, **kwargs)
         # a batch_sampler's batches have no set size: the amount alone
-        check_negatives(self.neg_sampling, self.batch_size or 1)
+        check_negatives(self.neg_sampling, self.batch_size or 1,
+                        'neg_sampling.amount' if neg_sampling is not None
+                        else 'neg_sampling_ratio')
         self.setup_pipeline(pipeline, queue_capacity, run_ahead, device,
                             sampling_workers)
 

@@ -55,8 +55,11 @@ class FastNeighborLoader(PipelinedLoader, NodeLoader):
             hop (``-1``: all neighbours); on a ``HeteroData`` one list for
             every relation or a dict naming every edge type (as in PyG).
         input_nodes (torch.Tensor, optional): seed nodes as an index or a
-            boolean mask; :obj:`None` means every node. On a ``HeteroData``
-            the seeds' node type, or ``(node type, index or mask)``.
+            boolean mask tensor; :obj:`None` means every node. As in PyG, a
+            list, tuple, range or NumPy array holds node ids (a boolean one,
+            which PyG would read as ids 0 and 1, is refused: pass a mask as
+            a tensor). On a ``HeteroData`` the seeds' node type, or
+            ``(node type, index or mask)``.
         replace (bool): sample with replacement. (default: :obj:`False`)
         subgraph_type (str): ``'directional'``, ``'bidirectional'`` or
             ``'induced'``. (default: ``'directional'``)

@@ -6,6 +6,8 @@ scored), and the fixed negatives every evaluation edge is ranked against,
 as ogbl-citation2 evaluates (MRR, Hits@K)."""
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass
 from typing import Any, Dict, List, Literal, Optional, Tuple
 
@@ -79,10 +81,11 @@ class LinkOptions:
                                f"is not one of 'binary', 'triplet'")
         ratio = self.neg_ratio
         if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) \
-                or ratio <= 0 or (self.neg_sampling == 'triplet' and
-                                  ratio != int(ratio)):
+                or not math.isfinite(ratio) or ratio <= 0 or (
+                    self.neg_sampling == 'triplet' and ratio != int(ratio)):
             raise SettingError('link.neg_ratio', f"{ratio!r} must be a "
-                               f"number > 0 (an integer for 'triplet')")
+                               f"finite number > 0 (an integer for "
+                               f"'triplet')")
         for key in ('val_ratio', 'test_ratio'):
             value = getattr(self, key)
             if isinstance(value, bool) or not isinstance(

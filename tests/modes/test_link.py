@@ -98,13 +98,18 @@ def test_evaluation_candidates_are_fixed_non_edges():
 
 @pytest.mark.reliability(
     fault='careless or huge link options (an unknown negative mode, a '
-          'fractional triplet ratio, no training edges left, a million '
-          'negatives per evaluation edge, task link on a partitioned mode)',
+          'fractional, infinite or NaN ratio, no training edges left, a '
+          'million negatives per evaluation edge, task link on a partitioned '
+          'mode)',
     behaviour='a SettingError naming the link.* key before anything is '
               'allocated')
 def test_link_options_are_checked():
     cases = [(dict(neg_sampling='pairs'), 'link.neg_sampling'),
              (dict(neg_sampling='triplet', neg_ratio=1.5), 'link.neg_ratio'),
+             (dict(neg_sampling='triplet', neg_ratio=float('inf')),
+              'link.neg_ratio'),  # was an OverflowError
+             (dict(neg_ratio=float('nan')), 'link.neg_ratio'),
+             (dict(neg_ratio=float('inf')), 'link.neg_ratio'),
              (dict(val_ratio=0.6, test_ratio=0.5), 'link.test_ratio'),
              (dict(eval_negatives=0), 'link.eval_negatives'),
              (dict(undirected='yes'), 'link.undirected')]
