@@ -12,6 +12,8 @@ import threading
 import warnings
 from typing import Any, Dict, List, NoReturn, Optional, Tuple
 
+from pyg_fastload import __version__
+
 __all__ = ['main', 'SIGTERM_EXIT', 'INTERRUPT_EXIT']
 
 #: The exit status of a run stopped by SIGTERM (128 + 15, as a process the
@@ -97,6 +99,8 @@ def _parser(words: List[str]) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog='pyg-fastload',
         description='Fast mini-batch loading for PyTorch Geometric.')
+    parser.add_argument('--version', action='version',
+                        version=f'pyg-fastload {__version__}')
     commands = parser.add_subparsers(dest='command', required=True)
     for name, text in _TRAINER_HELP.items():
         commands.add_parser(name, help=text, add_help=False)

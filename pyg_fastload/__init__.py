@@ -3,6 +3,8 @@ Geometric. The names below import on first use (PEP 562), so the
 ``pyg-fastload`` command starts without torch."""
 from .lazy import lazy_exports
 
+#: The package's version: the one place it is written (pyproject.toml reads
+#: it, and CHANGELOG.md's latest release names it).
 __version__ = '0.1.0'
 
 #: Each exported name's module.
