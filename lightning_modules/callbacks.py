@@ -13,6 +13,7 @@ from typing import Any, Dict, Iterator, List, Optional
 
 import pytorch_lightning as pl
 from pytorch_lightning.callbacks import Callback
+from pytorch_lightning.utilities import CombinedLoader
 from torch.utils.data import DataLoader
 from torch_geometric.data import HeteroData
 
@@ -41,20 +42,22 @@ STATS_FORMAT_VERSION = 1
 #: ``loader/<key>`` instead of ``time/<key>``.
 NOT_SECONDS = frozenset({'batches', 'run_ahead'})
 
-#: Attributes through which wrappers commonly expose the loader they wrap
-#: (``CombinedLoader.iterables`` first).
-_WRAPPER_ATTRS = ('iterables', 'loader', 'dataloader', '_loader',
-                  '_dataloader')
-
+#: The public attributes through which wrappers commonly expose the loader
+#: they wrap.
+_WRAPPER_ATTRS = ('loader', 'dataloader')
 
 
 def _leaf_loaders(obj: Any, depth: int = 0) -> Iterator[Any]:
     r"""The loaders inside :obj:`obj` (a loader, a list/tuple/dict of them,
-    a ``CombinedLoader`` or a wrapper), depth first."""
+    a ``CombinedLoader`` or a wrapper with a public ``loader`` or
+    ``dataloader``), depth first."""
     if obj is None or depth > 4:
         return
     if hasattr(obj, 'time_breakdown') or isinstance(obj, DataLoader):
         yield obj
+    elif isinstance(obj, CombinedLoader):
+        for value in obj.flattened:
+            yield from _leaf_loaders(value, depth + 1)
     elif isinstance(obj, Mapping):
         for value in obj.values():
             yield from _leaf_loaders(value, depth + 1)

@@ -18,6 +18,7 @@ import torch
 import torch.distributed as dist
 from torch import Tensor
 
+from ..compat import process_group_store
 from .context import DistContext, DistributedError
 from .counters import TrafficCounters
 from .heartbeat import FAILED as _FAILED, Heartbeat, silence_for
@@ -106,7 +107,7 @@ class Collectives:
         if not self.context.is_distributed:
             return
         try:
-            store = dist.distributed_c10d._get_default_store()
+            store = process_group_store()
             store.set(f'{_FAILED}{self.rank}', message[:500])
         except Exception:  # the store may be gone too: nothing to tell
             pass
@@ -115,7 +116,7 @@ class Collectives:
         r"""``'rank R: message'`` for every rank that reported a failure."""
         found = []
         try:
-            store = dist.distributed_c10d._get_default_store()
+            store = process_group_store()
             for rank in range(self.world_size):
                 key = f'{_FAILED}{rank}'
                 if rank != self.rank and store.check([key]):
@@ -132,7 +133,7 @@ class Collectives:
         stops, long before a collective's timeout would end it."""
         if not self.context.is_distributed or self._heartbeat is not None:
             return
-        store = dist.distributed_c10d._get_default_store()
+        store = process_group_store()
         self._heartbeat = Heartbeat(
             store, self.rank, self.world_size,
             silence or silence_for(self.context.timeout.total_seconds()))
