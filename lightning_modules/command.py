@@ -13,6 +13,7 @@ import warnings
 from typing import Any, Dict, List, NoReturn, Optional, Tuple
 
 from pyg_fastload import __version__
+from pyg_fastload.errors import USAGE_EXIT, UsageExit
 
 __all__ = ['main', 'SIGTERM_EXIT', 'INTERRUPT_EXIT']
 
@@ -189,14 +190,16 @@ def main(argv: Optional[List[str]] = None) -> None:
             _finish('stopped by SIGTERM', SIGTERM_EXIT)
         return
     args = _parser(words).parse_args(words)
-    if args.command != 'bench':
-        args.run(args)
-        return
     try:
-        args.run(args)
-    except ValueError as error:  # a bad argument value: one line, no trace
-        raise SystemExit(f'pyg-fastload bench {args.benchmark}: error: '
-                         f'{error}') from None
+        try:
+            args.run(args)
+        except ValueError as error:  # a bad argument value of a benchmark
+            if args.command != 'bench':
+                raise
+            raise UsageExit(f'bench {args.benchmark}', str(error)) from None
+    except UsageExit as end:  # one line, argparse's status
+        print(end.code, file=sys.stderr, flush=True)
+        raise SystemExit(USAGE_EXIT) from None
 
 
 if __name__ == '__main__':

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from pyg_fastload.config import format_bytes
+from pyg_fastload.errors import USAGE_EXIT
 
 from .callbacks import STATS_FILENAME, STATS_FORMAT
 from .stats_summary import merge_places, served_rows
@@ -605,7 +606,7 @@ def run(args: argparse.Namespace) -> List[Path]:
             paths = make_report(args.logdir, args.out_dir)
     except (FileNotFoundError, ValueError) as error:
         print(f'pyg-fastload report: error: {error}', file=sys.stderr)
-        raise SystemExit(2) from None
+        raise SystemExit(USAGE_EXIT) from None
     for note in notes:
         print(f'pyg-fastload report: {note.message}', file=sys.stderr)
     for path in paths:

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Dict, Optional, Union
 
 from ..config import format_bytes
+from ..errors import UsageExit
 from ..io.hetero import OnDiskHeteroDataset
 from ..io.reader import OnDiskDataset
 from ..io.staging import check_target
@@ -141,27 +142,25 @@ def run(args: argparse.Namespace) -> Union[OnDiskDataset,
                                            OnDiskHeteroDataset]:
     r"""Runs ``pyg-fastload prepare``; prints a summary and returns the
     opened dataset.  User errors exit with a one-line message."""
-    def usage(message: str) -> SystemExit:
-        return SystemExit(f'pyg-fastload prepare: error: {message}')
-
     ogb_only = {'raw_dir': '--raw-dir', 'split': '--split',
                 'symmetrize': '--directed/--symmetrize'}
     for key, flag in ogb_only.items():
         if getattr(args, key, None) is not None and not args.ogb:
-            raise usage(f'{flag} only applies to --ogb')
+            raise UsageExit('prepare', f'{flag} only applies to --ogb')
     for key, flag in (('seed', '--seed'), ('cache_dir', '--cache-dir')):
         if getattr(args, key, None) is not None and not args.preset:
-            raise usage(f'{flag} only applies to --preset')
+            raise UsageExit('prepare', f'{flag} only applies to --preset')
     scalable = (*DISK_PRESETS, *HETERO_PRESETS)
     if args.scale is not None and args.preset not in scalable:
-        raise usage(f"--scale only applies to --preset "
-                    f"{', '.join(scalable)}")
+        raise UsageExit('prepare', f"--scale only applies to --preset "
+                                   f"{', '.join(scalable)}")
     if args.cache_dir is not None and args.preset in HETERO_PRESETS:
-        raise usage('--cache-dir does not apply to the heterogeneous '
-                    'presets (generated in memory)')
+        raise UsageExit('prepare', '--cache-dir does not apply to the '
+                                   'heterogeneous presets (generated in '
+                                   'memory)')
     if args.ogb and not args.raw_dir:
-        raise usage('--ogb needs --raw-dir DIR, the unzipped OGB dataset '
-                    '(nothing is downloaded)')
+        raise UsageExit('prepare', '--ogb needs --raw-dir DIR, the unzipped '
+                                   'OGB dataset (nothing is downloaded)')
     progress = not args.no_progress
     start = time.perf_counter()
     try:
@@ -192,7 +191,7 @@ def run(args: argparse.Namespace) -> Union[OnDiskDataset,
                                   symmetrize=args.symmetrize,
                                   split=args.split)
     except (OSError, ValueError) as exc:  # incl. DatasetFormatError
-        raise usage(str(exc)) from exc
+        raise UsageExit('prepare', str(exc)) from exc
     total = sum(spec['bytes'] for spec in dataset.meta['arrays'].values())
     arrays = ', '.join(f"{key} {spec['dtype']} {spec['shape']}"
                        for key, spec in dataset.meta['arrays'].items())

@@ -8,6 +8,7 @@ import time
 
 import numpy as np
 
+from ..errors import UsageExit
 from .methods import METHODS
 from .parts import partition_dataset, read_partition_meta
 from .report import format_report, partition_report
@@ -47,9 +48,6 @@ REPLICATION_WARNING = 0.5
 
 def run(args: argparse.Namespace) -> None:
     r"""Runs ``pyg-fastload partition``; user errors exit with one line."""
-    def usage(message: str) -> SystemExit:
-        return SystemExit(f'pyg-fastload partition: error: {message}')
-
     if args.report is not None:
         try:
             print(format_report(partition_report(
@@ -57,20 +55,21 @@ def run(args: argparse.Namespace) -> None:
                 batch_size=args.batch_size, seed=args.seed,
                 progress=not args.no_progress)))
         except (OSError, ValueError) as exc:
-            raise usage(str(exc)) from None
+            raise UsageExit('partition', str(exc)) from None
         return
     missing = [flag for flag, value in (('DATASET_DIR', args.dataset_dir),
                                         ('--num-parts', args.num_parts),
                                         ('--out', args.out)) if value is None]
     if missing:
-        raise usage(f"{', '.join(missing)} needed (or --report PARTS_DIR)")
+        raise UsageExit('partition', f"{', '.join(missing)} needed (or "
+                                     f"--report PARTS_DIR)")
     start = time.perf_counter()
     try:
         book = partition_dataset(args.dataset_dir, args.out, args.num_parts,
                                  args.method, args.num_hops, args.seed,
                                  args.overwrite, not args.no_progress)
     except (OSError, ValueError) as exc:  # incl. DatasetFormatError
-        raise usage(str(exc)) from None
+        raise UsageExit('partition', str(exc)) from None
     sizes = np.diff(book.offsets.numpy())
     print(f"wrote '{args.out}' in {time.perf_counter() - start:.1f}s: "
           f'{book.num_parts} parts ({args.method}) of '

@@ -9,6 +9,8 @@ import torch
 from pyg_fastload.io import open_dataset_dir, write_dataset_dir
 from pyg_fastload.io import staging
 
+from ..helpers import usage_exit
+
 
 def write(path, arrays, **kwargs):
     return write_dataset_dir(path, num_nodes=2, indptr=torch.tensor([0, 1, 2]),
@@ -48,7 +50,7 @@ def test_prepare_overwrite_keeps_the_users_files(tiny_dir, tmp_path, capsys,
 
     with monkeypatch.context() as patch:  # fails after the staging is done
         patch.setattr(staging, 'replace_directory', disk_full)
-        with pytest.raises(SystemExit, match='disk full'):
+        with usage_exit(capsys, 'disk full'):
             main(argv + ['--overwrite', '--seed', '1'])
     assert_user_files(out)
     assert sorted(os.listdir(tmp_path)) == ['ds']  # nothing staged left

@@ -10,6 +10,7 @@ from pyg_fastload.datasets.pyg_file import load_data_file
 from pyg_fastload.io import UnsafeFileError, safe_torch_load
 from pyg_fastload.io.format import DatasetFormatError
 from ..conftest import random_graph
+from ..helpers import usage_exit
 
 
 class _Payload:
@@ -71,11 +72,11 @@ def test_hostile_file_in_the_data_module(hostile_file):
     fault='the same file as `pyg-fastload prepare --pyg-data`',
     behaviour=('exit with a one-line error saying it was refused; nothing '
                'runs, nothing written'))
-def test_hostile_file_in_prepare_command(hostile_file, tmp_path):
+def test_hostile_file_in_prepare_command(hostile_file, tmp_path, capsys):
     from pyg_fastload.lightning.command import main
 
     file, marker = hostile_file
-    with pytest.raises(SystemExit, match='refused'):
+    with usage_exit(capsys, 'refused'):
         main(['prepare', '--pyg-data', str(file), '--no-progress',
               str(tmp_path / 'ds')])
     assert not marker.exists()

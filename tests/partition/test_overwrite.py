@@ -8,6 +8,8 @@ import pytest
 from pyg_fastload.lightning.command import main
 from pyg_fastload.partition import open_partition
 
+from ..helpers import usage_exit
+
 
 def partition(dataset_dir, out, num_parts, *extra):
     main(['partition', str(dataset_dir), '--num-parts', str(num_parts),
@@ -23,13 +25,13 @@ def partition(dataset_dir, out, num_parts, *extra):
                "replaced whole)"))
 @pytest.mark.parametrize('manifest', ['{}', '{"format": "other-tool"}'])
 def test_a_folder_with_a_foreign_partition_json_is_refused(tiny_dir, tmp_path,
-                                                           manifest):
+                                                           manifest, capsys):
     dataset_dir, _ = tiny_dir
     project = tmp_path / 'project'
     project.mkdir()
     (project / 'partition.json').write_text(manifest)
     (project / 'model.py').write_text('import torch\n')
-    with pytest.raises(SystemExit, match=(
+    with usage_exit(capsys, (
             r"refusing to overwrite '.*project': it holds files but no "
             r"partition.json with format 'pyg-fastload-partition'.*choose an "
             r'empty or new directory')):

@@ -12,6 +12,8 @@ from pyg_fastload.partition import (
     partition_dataset,
 )
 
+from ..helpers import usage_exit
+
 
 @pytest.fixture(scope='module')
 def parts(tmp_path_factory, tiny_dir):
@@ -122,7 +124,7 @@ def test_partition_command(tiny_dir, tmp_path, capsys):
     out = capsys.readouterr().out
     assert '2 parts (random) of 2,000 nodes' in out
     assert 'replicas' not in out  # the parts hold every node once
-    with pytest.raises(SystemExit, match='already exists'):
+    with usage_exit(capsys, 'already exists'):
         main(['partition', str(dataset_dir), '--num-parts', '2', '--out',
               str(tmp_path / 'p')])
 
@@ -183,7 +185,7 @@ def test_report_measures_cut_and_balance(parts, capsys):
     # 3 hops of (10, 5, 3) reach most of its 2,000 nodes)
     assert hashed['requests']['ratio'] == pytest.approx(3.0, abs=0.5)
     assert metis['requests']['ratio'] < 0.8 * hashed['requests']['ratio']
-    with pytest.raises(SystemExit, match='--num-parts, --out needed'):
+    with usage_exit(capsys, '--num-parts, --out needed'):
         main(['partition', str(dataset_dir)])
 
 
