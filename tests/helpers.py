@@ -1,13 +1,20 @@
-r"""Helpers the tests share (assertions and small builders), imported as
-``from tests.helpers import ...`` or relatively; fixtures stay in the
-``conftest.py`` files."""
+r"""Helpers the tests share: small graph builders, skip marks and
+assertions, imported from here (``from ..helpers import random_graph``);
+fixtures stay in the ``conftest.py`` files, which build on these."""
 import contextlib
+import importlib.util
+import json
 import re
 from typing import Iterator
 
 import pytest
+import torch
+from torch_geometric.data import Data, HeteroData
 
 from pyg_fastload.errors import USAGE_EXIT
+from pyg_fastload.graph.topology import CSCTopology
+from pyg_fastload.io import OnDiskDataset, write_dataset_dir
+
 
 
 @contextlib.contextmanager
@@ -20,3 +27,88 @@ def usage_exit(capsys: pytest.CaptureFixture, match: str) -> Iterator[None]:
     assert info.value.code == USAGE_EXIT, info.value.code
     err = capsys.readouterr().err
     assert re.search(match, err), err
+
+
+WITH_TORCH_SPARSE = importlib.util.find_spec('torch_sparse') is not None
+
+requires_torch_sparse = pytest.mark.skipif(
+    not WITH_TORCH_SPARSE,
+    reason="PyG's NeighborLoader needs torch_sparse (pip install "
+    "--no-build-isolation torch_scatter torch_sparse)")
+
+requires_cuda = pytest.mark.skipif(not torch.cuda.is_available(),
+                                   reason='needs a CUDA device')
+
+
+def random_graph(num_nodes: int = 200, num_edges: int = 2000,
+                 num_features: int = 8, seed: int = 0) -> Data:
+    r"""A small random directed multigraph-free graph with node and edge
+    attributes and masks."""
+    gen = torch.Generator().manual_seed(seed)
+    key = torch.randperm(num_nodes * num_nodes, generator=gen)[:num_edges]
+    edge_index = torch.stack([key // num_nodes, key % num_nodes])
+    return Data(
+        x=torch.randn(num_nodes, num_features, generator=gen),
+        y=torch.randint(0, 4, (num_nodes, ), generator=gen),
+        edge_index=edge_index,
+        edge_attr=torch.randn(num_edges, 3, generator=gen),
+        train_mask=torch.rand(num_nodes, generator=gen) < 0.6,
+        num_nodes=num_nodes,
+    )
+
+
+def random_hetero_graph(seed: int = 0) -> HeteroData:
+    r"""A small heterogeneous graph shaped like ogbn-mag: papers (features,
+    labels, masks) cite papers; authors (features) write papers;
+    institutions (no features) employ authors; reverse relations."""
+    gen = torch.Generator().manual_seed(seed)
+    data = HeteroData()
+    data['paper'].x = torch.randn(120, 6, generator=gen)
+    data['paper'].y = torch.randint(0, 4, (120, ), generator=gen)
+    data['paper'].train_mask = torch.rand(120, generator=gen) < 0.6
+    data['author'].x = torch.randn(80, 6, generator=gen)
+    data['institution'].num_nodes = 10
+    cites = torch.randint(0, 120, (2, 600), generator=gen)
+    writes = torch.stack([torch.randint(0, 80, (300, ), generator=gen),
+                          torch.randint(0, 120, (300, ), generator=gen)])
+    affiliated = torch.stack([torch.arange(80),
+                              torch.randint(0, 10, (80, ), generator=gen)])
+    data['paper', 'cites', 'paper'].edge_index = cites
+    data['author', 'writes', 'paper'].edge_index = writes
+    data['paper', 'rev_writes', 'author'].edge_index = writes.flip(0)
+    data['author', 'affiliated_with', 'institution'].edge_index = affiliated
+    data['institution', 'rev_affiliated_with', 'author'].edge_index = \
+        affiliated.flip(0)
+    return data
+
+
+def small_dataset(path, num_nodes=6, **kwargs) -> OnDiskDataset:
+    r"""A 6-node dataset directory at :obj:`path` (``x`` cut to
+    :obj:`num_nodes` rows, to test a wrong length)."""
+    edge_index = torch.tensor([[1, 2, 0, 3, 5, 4, 0], [0, 0, 1, 2, 2, 3, 5]])
+    topo = CSCTopology.from_edge_index(edge_index, num_nodes=6)
+    arrays = {'x': torch.arange(6 * 3, dtype=torch.float32).view(6, 3)[
+        :num_nodes], 'y': torch.tensor([0, 1, 2, 0, 1, 2])}
+    return write_dataset_dir(path, num_nodes=6, indptr=topo.indptr,
+                             indices=topo.indices, node_arrays=arrays,
+                             name='small', source='test', progress=False,
+                             **kwargs)
+
+
+def edit_meta(path, fn):
+    r"""Applies :obj:`fn` to the ``meta.json`` of :obj:`path`."""
+    file = path / 'meta.json'
+    meta = json.loads(file.read_text())
+    fn(meta)
+    file.write_text(json.dumps(meta))
+
+
+def in_neighbourhood(topo, nodes, num_hops):
+    r"""Every node 1 to :obj:`num_hops` in-edges from :obj:`nodes` (a
+    plain breadth-first oracle)."""
+    frontier, reached = nodes, []
+    for _ in range(num_hops):
+        frontier = torch.cat([topo.indices[topo.indptr[v]:topo.indptr[v + 1]]
+                              for v in frontier.tolist()]).long().unique()
+        reached.append(frontier)
+    return torch.cat(reached).unique()

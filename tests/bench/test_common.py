@@ -4,7 +4,7 @@ import time
 from pyg_fastload import FastNeighborLoader
 from pyg_fastload.bench.common import time_loader
 
-from ..conftest import random_graph
+from ..helpers import random_graph
 
 
 def _stage_threads():

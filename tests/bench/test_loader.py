@@ -8,7 +8,7 @@ import torch
 
 from pyg_fastload.bench import loader as bench_loader
 
-from ..conftest import requires_torch_sparse
+from ..helpers import requires_torch_sparse
 
 FAST = 'FastNeighborLoader'
 

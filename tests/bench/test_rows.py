@@ -5,6 +5,8 @@ import torch
 
 from pyg_fastload.bench import rows
 
+from ..helpers import usage_exit
+
 
 def _args(*extra):
     parser = argparse.ArgumentParser()
@@ -64,8 +66,8 @@ def test_a_sweep_larger_than_memory_is_refused_before_allocating(
     fault='`pyg-fastload bench rows` with a sweep larger than memory',
     behaviour='the command exits with one line naming the benchmark and '
               'the arguments, no traceback')
-def test_the_command_reports_a_bad_value_in_one_line():
+def test_the_command_reports_a_bad_value_in_one_line(capsys):
     from pyg_fastload.lightning.command import main
-    with pytest.raises(SystemExit, match="^pyg-fastload bench rows: error: "
-                       "'--nodes 100000000000 --rows 450000"):
+    with usage_exit(capsys, "^pyg-fastload bench rows: error: "
+                    "'--nodes 100000000000 --rows 450000"):
         main(['bench', 'rows', '--nodes', '100000000000'])

@@ -5,7 +5,7 @@ import torch
 
 from pyg_fastload.bench import train as bench_train
 
-from ..conftest import requires_torch_sparse
+from ..helpers import requires_torch_sparse
 
 FAST = 'FastNeighborLoader'
 

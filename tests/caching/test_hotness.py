@@ -21,7 +21,7 @@ from pyg_fastload.caching.hotness import (
 )
 from pyg_fastload.config import POLICIES
 
-from ..conftest import random_graph
+from ..helpers import random_graph
 
 
 def skewed_topology(num_nodes: int = 400, num_edges: int = 4000,

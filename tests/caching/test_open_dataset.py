@@ -5,7 +5,7 @@ from pyg_fastload.caching import loader_scores
 from pyg_fastload.datasets import load_synthetic, prepare_synthetic
 from pyg_fastload.storage import MmapStorage
 
-from ..conftest import requires_torch_sparse
+from ..helpers import requires_torch_sparse
 
 
 def test_prepared_dataset_feeds_the_fast_loader(tmp_path):

@@ -7,44 +7,10 @@ from torch_geometric.data import HeteroData
 from torch_geometric.transforms import ToUndirected
 
 from pyg_fastload.datasets import generate_hetero, prepare_ogb, prepare_pyg
+from pyg_fastload.datasets.prepare import run
 from pyg_fastload.io import DatasetFormatError, open_hetero_dataset_dir
 
-from .test_prepare import parse, run, write_gz
-
-COUNTS = {'author': 5, 'field_of_study': 3, 'institution': 2, 'paper': 6}
-EDGES = {
-    ('author', 'affiliated_with', 'institution'): [[0, 1], [2, 0], [4, 1]],
-    ('author', 'writes', 'paper'): [[0, 0], [1, 0], [2, 3], [4, 5], [3, 2]],
-    ('paper', 'cites', 'paper'): [[0, 1], [1, 0], [2, 0], [5, 3], [4, 4]],
-    ('paper', 'has_topic', 'field_of_study'): [[0, 2], [3, 1], [5, 0]],
-}
-
-
-def fake_mag(root, pyg_layout=False):
-    r"""OGB's ogbn-mag archive layout (``root/raw``, ``root/split``), or
-    PyG's ``OGB_MAG`` raw folder (everything in ``root``)."""
-    raw = root if pyg_layout else root / 'raw'
-    raw.mkdir(parents=True)
-    import gzip
-    with gzip.open(raw / 'num-node-dict.csv.gz', 'wt') as f:
-        f.write(','.join(COUNTS) + '\n')
-        f.write(','.join(str(v) for v in COUNTS.values()) + '\n')
-    for edge_type, edges in EDGES.items():
-        folder = raw / 'relations' / '___'.join(edge_type)
-        write_gz(folder / 'edge.csv.gz', np.array(edges))
-        write_gz(folder / 'num-edge-list.csv.gz', [len(edges)])
-    x = np.arange(6 * 4, dtype=np.float32).reshape(6, 4) / 8
-    write_gz(raw / 'node-feat' / 'paper' / 'node-feat.csv.gz', x)
-    write_gz(raw / 'node-feat' / 'paper' / 'node_year.csv.gz',
-             np.arange(2010, 2016))
-    write_gz(raw / 'node-label' / 'paper' / 'node-label.csv.gz',
-             np.array([3, 0, 1, 2, 0, 1]))
-    split = (raw if pyg_layout else root) / 'split' / 'time' / 'paper'
-    write_gz(split / 'train.csv.gz', [0, 1, 2])
-    write_gz(split / 'valid.csv.gz', [3])
-    write_gz(split / 'test.csv.gz', [4, 5])
-    return x
-
+from .fakes import COUNTS, EDGES, fake_mag, parse, write_gz
 
 def expected_mag(x):
     r"""What PyG's ``OGB_MAG`` builds from the same files."""

@@ -1,6 +1,3 @@
-import argparse
-import gzip
-
 import numpy as np
 import pytest
 import torch
@@ -11,45 +8,18 @@ from pyg_fastload.datasets import (
     prepare_ogb,
     prepare_pyg,
 )
-from pyg_fastload.datasets.prepare import add_arguments, run
+from pyg_fastload.datasets.prepare import run
 from pyg_fastload.graph.topology import CSCTopology
 from pyg_fastload.io import (
     DatasetFormatError,
     open_dataset_dir,
 )
 
-from ..conftest import random_graph
+from ..helpers import random_graph
+from .fakes import OGB_EDGES, OGB_N, fake_ogb_csv, parse, write_gz
 
 
 # ------------------------------------------------------------------- OGB --
-def write_gz(file, rows):
-    file.parent.mkdir(parents=True, exist_ok=True)
-    with gzip.open(file, 'wt') as f:
-        for row in rows:
-            f.write(','.join(str(v) for v in np.atleast_1d(row)) + '\n')
-
-
-OGB_EDGES = np.array([[0, 1], [2, 0], [1, 0], [3, 4], [4, 4], [5, 2],
-                      [2, 3], [0, 5]])  # 1->0 duplicates 0->1 reversed
-OGB_N = 6
-
-
-def fake_ogb_csv(root):
-    raw = root / 'raw'
-    write_gz(raw / 'edge.csv.gz', OGB_EDGES)
-    x = np.arange(OGB_N * 3, dtype=np.float32).reshape(OGB_N, 3) / 4 - 1
-    write_gz(raw / 'node-feat.csv.gz', x)
-    write_gz(raw / 'node-label.csv.gz', np.array([3, 0, 1, 2, 0, 1]))
-    write_gz(raw / 'node_year.csv.gz', np.arange(2000, 2000 + OGB_N))
-    write_gz(raw / 'num-node-list.csv.gz', [OGB_N])
-    write_gz(raw / 'num-edge-list.csv.gz', [len(OGB_EDGES)])
-    split = root / 'split' / 'time'
-    write_gz(split / 'train.csv.gz', [0, 1, 2])
-    write_gz(split / 'valid.csv.gz', [3])
-    write_gz(split / 'test.csv.gz', [4, 5])
-    return x
-
-
 def expected_undirected():
     edge_index = to_undirected(torch.from_numpy(OGB_EDGES.T.copy()),
                                num_nodes=OGB_N)
@@ -152,12 +122,6 @@ def test_pyg_errors(tmp_path):
 
 
 # ------------------------------------------------------------------- CLI --
-def parse(argv):
-    parser = argparse.ArgumentParser(prog='pyg-fastload prepare')
-    add_arguments(parser)
-    return parser.parse_args(argv)
-
-
 def test_cli(tmp_path, tiny_dir, capsys):
     _, cache = tiny_dir
     out = tmp_path / 'tiny'

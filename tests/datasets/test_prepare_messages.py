@@ -8,8 +8,7 @@ from torch_geometric.data import Data
 from pyg_fastload.datasets import prepare_ogb, prepare_pyg
 from pyg_fastload.io.format import DatasetFormatError
 
-from .test_hetero_prepare import fake_mag
-from .test_prepare import fake_ogb_csv, write_gz
+from .fakes import fake_mag, fake_ogb_csv, write_gz
 
 
 @pytest.mark.reliability(

@@ -13,9 +13,8 @@ from pyg_fastload.datasets import prepare_ogb, prepare_pyg
 from pyg_fastload.graph.topology import CSCTopology
 from pyg_fastload.io import DatasetFormatError, csc_sort
 
-from ..conftest import random_graph
-from .test_hetero_prepare import fake_mag
-from .test_prepare import fake_ogb_csv, write_gz
+from ..helpers import random_graph
+from .fakes import fake_mag, fake_ogb_csv, write_gz
 
 
 def small_hetero() -> HeteroData:

@@ -5,7 +5,7 @@ from torch_geometric.data import Data, HeteroData
 from pyg_fastload.graph import CSCTopology, topology_of
 from pyg_fastload.storage import CSCGraphStore, TieredFeatureStore
 
-from ..conftest import random_graph
+from ..helpers import random_graph
 
 
 def test_data_gives_its_csc_and_reuses_it(graph):

@@ -7,7 +7,7 @@ from torch_geometric.data import Data
 from pyg_fastload.caching import stores_from_data
 from pyg_fastload.graph import GraphInput, graph_input, stores_of
 
-from ..conftest import random_hetero_graph
+from ..helpers import random_hetero_graph
 
 
 def test_each_input_is_told_apart():

@@ -3,7 +3,7 @@ import torch
 
 from pyg_fastload import CSCTopology
 
-from ..conftest import random_graph
+from ..helpers import random_graph
 
 
 def test_csc_groups_in_neighbors_by_destination():

@@ -13,7 +13,7 @@ from pyg_fastload.graph import CSCTopology
 from pyg_fastload.io import DatasetFormatError, open_dataset_dir
 from pyg_fastload.io import write_dataset_dir
 
-from ..conftest import random_graph
+from ..helpers import random_graph
 
 
 def write(path):

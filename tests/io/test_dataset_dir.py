@@ -14,32 +14,13 @@ from pyg_fastload.graph.topology import CSCTopology
 from pyg_fastload.io import (
     FORMAT_VERSION,
     DatasetFormatError,
-    OnDiskDataset,
     open_dataset_dir,
     write_dataset_dir,
 )
 
-from ..conftest import random_graph
+from ..helpers import edit_meta, random_graph, small_dataset
 
 NODE_KEYS = ('x', 'y', 'train_mask', 'val_mask', 'test_mask')
-
-
-def small_dataset(path, num_nodes=6, **kwargs) -> OnDiskDataset:
-    edge_index = torch.tensor([[1, 2, 0, 3, 5, 4, 0], [0, 0, 1, 2, 2, 3, 5]])
-    topo = CSCTopology.from_edge_index(edge_index, num_nodes=6)
-    arrays = {'x': torch.arange(6 * 3, dtype=torch.float32).view(6, 3)[
-        :num_nodes], 'y': torch.tensor([0, 1, 2, 0, 1, 2])}
-    return write_dataset_dir(path, num_nodes=6, indptr=topo.indptr,
-                             indices=topo.indices, node_arrays=arrays,
-                             name='small', source='test', progress=False,
-                             **kwargs)
-
-
-def edit_meta(path, fn):
-    file = path / 'meta.json'
-    meta = json.loads(file.read_text())
-    fn(meta)
-    file.write_text(json.dumps(meta))
 
 
 # ----------------------------------------------------------- round trips --

@@ -15,7 +15,7 @@ from pyg_fastload.io import (
     open_hetero_dataset_dir,
 )
 
-from .test_dataset_dir import edit_meta, small_dataset
+from ..helpers import edit_meta, small_dataset
 
 
 def tiny(path, seed=0):

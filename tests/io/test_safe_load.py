@@ -9,8 +9,7 @@ from pyg_fastload.datasets import prepare_pyg
 from pyg_fastload.datasets.pyg_file import load_data_file
 from pyg_fastload.io import UnsafeFileError, safe_torch_load
 from pyg_fastload.io.format import DatasetFormatError
-from ..conftest import random_graph
-from ..helpers import usage_exit
+from ..helpers import random_graph, usage_exit
 
 
 class _Payload:

@@ -8,7 +8,7 @@ from torch_geometric.nn import GCN
 from pyg_fastload.lightning.bench import accuracy as bench_accuracy
 from pyg_fastload import FastNeighborLoader
 
-from ..conftest import WITH_TORCH_SPARSE, random_graph
+from ..helpers import WITH_TORCH_SPARSE, random_graph
 
 ROOT = bench_accuracy.default_root()
 

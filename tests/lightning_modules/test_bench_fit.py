@@ -4,7 +4,7 @@ import pytest
 
 from pyg_fastload.lightning.bench import fit as bench_fit
 
-from ..conftest import requires_torch_sparse
+from ..helpers import requires_torch_sparse
 
 FAST = 'FastLoadDataModule'
 UNTRIMMED = 'FastLoadDataModule, trim=False'

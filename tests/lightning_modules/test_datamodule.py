@@ -13,7 +13,7 @@ from pyg_fastload.lightning import (
 from pyg_fastload import TieredFeatureStore
 from pyg_fastload.datasets import load_synthetic, prepare_synthetic
 
-from ..conftest import requires_torch_sparse
+from ..helpers import requires_torch_sparse
 
 
 @pytest.fixture(scope='module')

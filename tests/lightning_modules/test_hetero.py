@@ -19,7 +19,7 @@ from pyg_fastload.lightning import (
 )
 from pyg_fastload.lightning.command import main
 
-from ..conftest import random_hetero_graph
+from ..helpers import random_hetero_graph
 
 
 def test_a_hetero_data_module_trains_a_hetero_model(tmp_path):

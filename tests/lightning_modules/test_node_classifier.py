@@ -9,7 +9,7 @@ from pyg_fastload.lightning import (
 )
 from pyg_fastload import FastNeighborLoader
 
-from ..conftest import random_graph
+from ..helpers import random_graph
 
 
 @pytest.fixture(scope='module')

@@ -6,7 +6,6 @@ import pytest
 
 from pyg_fastload.lightning import report
 
-from .test_callbacks import fit_tiered_run
 
 PNG_MAGIC = b'\x89PNG\r\n\x1a\n'
 PLOTS = {'throughput.png', 'tier_share.png', 'time_breakdown.png'}
@@ -20,15 +19,15 @@ def assert_pngs(paths, directory):
         assert path.stat().st_size > 1000
 
 
-def test_report_from_stats_json(tmp_path_factory, tmp_path):
-    run = fit_tiered_run(tmp_path_factory)
+def test_report_from_stats_json(tiered_run, tmp_path):
+    run = tiered_run
     paths = report.make_report(run['logs'], out_dir=tmp_path)
     relative = run['log_dir'].relative_to(run['logs'])
     assert_pngs(paths, tmp_path / relative)
 
 
-def test_report_falls_back_to_metrics_csv(tmp_path_factory, tmp_path):
-    run = fit_tiered_run(tmp_path_factory)
+def test_report_falls_back_to_metrics_csv(tiered_run, tmp_path):
+    run = tiered_run
     shutil.copy(run['log_dir'] / 'metrics.csv', tmp_path)
     records = report._read_csv(tmp_path / 'metrics.csv')
     assert [r['epoch'] for r in records] == [0, 1]
@@ -49,11 +48,11 @@ def test_tier_shares_add_up_and_storage_is_not_a_hit_ratio():
     assert sum(shares.values()) == pytest.approx(1.0)
 
 
-def test_cli_prints_paths_and_fails_clearly(tmp_path_factory, tmp_path,
+def test_cli_prints_paths_and_fails_clearly(tiered_run, tmp_path,
                                             capsys):
     parser = argparse.ArgumentParser()
     report.add_arguments(parser)
-    run = fit_tiered_run(tmp_path_factory)
+    run = tiered_run
     paths = report.run(parser.parse_args(
         [str(run['logs']), '--out', str(tmp_path / 'plots')]))
     assert capsys.readouterr().out.split() == [str(p) for p in paths]

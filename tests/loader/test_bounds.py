@@ -8,7 +8,7 @@ from pyg_fastload.config import MAX_LOOKAHEAD, SettingError
 from pyg_fastload.lightning import ConfigError, FastLoadDataModule
 from pyg_fastload.loader.link_inputs import MAX_NEGATIVES
 
-from ..conftest import random_graph
+from ..helpers import random_graph
 
 
 def link_loader(graph, **kwargs):

@@ -11,7 +11,7 @@ from torch_geometric.loader import NeighborLoader
 
 from pyg_fastload import FastLinkNeighborLoader, FastNeighborLoader
 
-from ..conftest import random_graph, random_hetero_graph, requires_torch_sparse
+from ..helpers import random_graph, random_hetero_graph, requires_torch_sparse
 
 NODES, EDGES = 60, 300
 

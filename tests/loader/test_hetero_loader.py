@@ -7,7 +7,7 @@ import torch.nn.functional as F
 
 from pyg_fastload import FastNeighborLoader
 
-from ..conftest import random_hetero_graph, requires_torch_sparse
+from ..helpers import random_hetero_graph, requires_torch_sparse
 
 PAPER = 'paper'
 

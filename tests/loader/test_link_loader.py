@@ -7,7 +7,7 @@ from torch_geometric.testing import MyFeatureStore, MyGraphStore
 
 from pyg_fastload import FastLinkNeighborLoader
 
-from ..conftest import random_graph, requires_torch_sparse
+from ..helpers import random_graph, requires_torch_sparse
 
 
 def edge_set(graph):

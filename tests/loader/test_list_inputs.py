@@ -9,7 +9,7 @@ from torch_geometric.loader import LinkNeighborLoader, NeighborLoader
 
 from pyg_fastload import FastLinkNeighborLoader, FastNeighborLoader
 
-from ..conftest import random_graph, random_hetero_graph, requires_torch_sparse
+from ..helpers import random_graph, random_hetero_graph, requires_torch_sparse
 
 IDS = [5, 17, 3, 42, 8, 29, 11]
 

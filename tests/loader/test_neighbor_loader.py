@@ -6,7 +6,7 @@ from torch_geometric.testing import MyFeatureStore, MyGraphStore
 
 from pyg_fastload import FastNeighborLoader
 
-from ..conftest import random_graph, requires_torch_sparse
+from ..helpers import random_graph, requires_torch_sparse
 
 
 def pyg_loader(*args, **kwargs):

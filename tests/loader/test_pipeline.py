@@ -15,7 +15,7 @@ from pyg_fastload.loader.pipeline import (DeviceTransfer, StageError,
                                           map_tensors)
 from pyg_fastload.storage import CSCGraphStore, TieredFeatureStore
 
-from ..conftest import random_graph, requires_cuda
+from ..helpers import random_graph, requires_cuda
 
 
 def stage_threads():

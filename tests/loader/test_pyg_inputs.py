@@ -11,7 +11,7 @@ from torch_geometric.utils.sparse import index2ptr
 
 from pyg_fastload import FastLinkNeighborLoader, FastNeighborLoader
 
-from ..conftest import random_graph, random_hetero_graph, requires_torch_sparse
+from ..helpers import random_graph, random_hetero_graph, requires_torch_sparse
 
 
 def global_edges(batch, edge_type=None):

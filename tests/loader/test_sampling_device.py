@@ -12,7 +12,7 @@ from pyg_fastload import (
 )
 from pyg_fastload.caching import open_dataset
 
-from ..conftest import random_graph, requires_cuda
+from ..helpers import random_graph, requires_cuda
 
 NO_CUDA = pytest.mark.skipif(torch.cuda.is_available(),
                              reason='CUDA is available')

@@ -13,7 +13,7 @@ from pyg_fastload.loader.sampling_pool import SamplingPool
 from pyg_fastload.sampling import LayerWiseSampler
 from pyg_fastload.sampling import neighbor_sampler as engine
 
-from ..conftest import random_graph
+from ..helpers import random_graph
 
 
 @pytest.fixture

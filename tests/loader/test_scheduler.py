@@ -18,7 +18,7 @@ from pyg_fastload.loader.scheduler import (
     launch_score,
 )
 
-from ..conftest import random_graph
+from ..helpers import random_graph
 
 
 class FakeClock:

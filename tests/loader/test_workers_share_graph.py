@@ -11,7 +11,7 @@ from torch_geometric.data import HeteroData
 
 from pyg_fastload import FastLinkNeighborLoader, FastNeighborLoader
 
-from ..conftest import random_graph
+from ..helpers import random_graph
 
 RATES = ('user', 'rates', 'movie')
 

@@ -8,7 +8,7 @@ from pyg_fastload.config import SettingError
 from pyg_fastload.lightning import ConfigError, FastLoadDataModule, \
     LinkOptions
 
-from ..conftest import random_hetero_graph
+from ..helpers import random_hetero_graph
 
 WRITES = ('author', 'writes', 'paper')
 REV = ('paper', 'rev_writes', 'author')

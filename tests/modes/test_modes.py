@@ -17,7 +17,7 @@ from pyg_fastload.modes import (
 )
 from pyg_fastload.modes.contract import seed_loss, time_steps
 
-from ..conftest import random_graph
+from ..helpers import random_graph
 
 
 @pytest.mark.parametrize('settings, key', [

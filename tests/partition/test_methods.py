@@ -9,7 +9,7 @@ from pyg_fastload.graph import CSCTopology
 from pyg_fastload.io import open_dataset_dir
 from pyg_fastload.partition import assign_parts, renumber
 
-from .test_parts import in_neighbourhood
+from ..helpers import in_neighbourhood
 
 
 def test_metis_cuts_fewer_edges_than_hash_and_balances(tiny_dir):

@@ -12,7 +12,7 @@ from pyg_fastload.partition import (
     partition_dataset,
 )
 
-from ..helpers import usage_exit
+from ..helpers import in_neighbourhood, usage_exit
 
 
 @pytest.fixture(scope='module')
@@ -187,16 +187,6 @@ def test_report_measures_cut_and_balance(parts, capsys):
     assert metis['requests']['ratio'] < 0.8 * hashed['requests']['ratio']
     with usage_exit(capsys, '--num-parts, --out needed'):
         main(['partition', str(dataset_dir)])
-
-
-def in_neighbourhood(topo, nodes, num_hops):
-    # every node 1 to num_hops in-edges from nodes (a plain BFS oracle)
-    frontier, reached = nodes, []
-    for _ in range(num_hops):
-        frontier = torch.cat([topo.indices[topo.indptr[v]:topo.indptr[v + 1]]
-                              for v in frontier.tolist()]).long().unique()
-        reached.append(frontier)
-    return torch.cat(reached).unique()
 
 
 def test_pagraph_parts_are_self_reliant(parts):

@@ -21,7 +21,7 @@ from pyg_fastload.sampling import (
     LayerWiseSampler,
 )
 
-from ..conftest import random_graph
+from ..helpers import random_graph
 
 #: CPU always; CUDA where there is one.
 DEVICES = ['cpu', pytest.param('cuda', marks=pytest.mark.skipif(

@@ -11,7 +11,7 @@ from torch_geometric.data import HeteroData
 
 from pyg_fastload.sampling import HeteroNeighborSampler
 
-from ..conftest import random_hetero_graph, requires_torch_sparse
+from ..helpers import random_hetero_graph, requires_torch_sparse
 
 PAPER = 'paper'
 CITES = ('paper', 'cites', 'paper')

@@ -5,7 +5,7 @@ from torch_geometric.data import Data
 
 from pyg_fastload.sampling import LayerWiseSampler
 
-from ..conftest import random_graph
+from ..helpers import random_graph
 
 
 @settings(max_examples=25, deadline=None)

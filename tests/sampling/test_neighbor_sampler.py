@@ -8,7 +8,7 @@ from torch_geometric.data import Data
 from pyg_fastload import CSCTopology, FastNeighborSampler
 from pyg_fastload.sampling import LayerWiseSampler
 
-from ..conftest import random_graph
+from ..helpers import random_graph
 
 
 def edge_set(edge_index):

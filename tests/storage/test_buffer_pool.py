@@ -3,7 +3,7 @@ import torch
 from pyg_fastload import FastNeighborLoader
 from pyg_fastload.storage.buffer_pool import BufferPool
 
-from ..conftest import random_graph
+from ..helpers import random_graph
 
 
 def test_buffer_reused_only_after_every_view_is_gone():

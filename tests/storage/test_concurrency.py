@@ -14,7 +14,7 @@ from pyg_fastload.graph.topology import CSCTopology
 from pyg_fastload.storage import CSCGraphStore, TieredFeatureStore
 from pyg_fastload.storage.buffer_pool import BufferPool
 
-from ..conftest import random_graph
+from ..helpers import random_graph
 
 
 def window_stores(tmp_path, num_nodes=400, storage='mmap', budget=0.3):

@@ -13,7 +13,7 @@ from pyg_fastload.storage import (
     WindowBufferedCache,
 )
 
-from ..conftest import random_graph, requires_cuda, requires_torch_sparse
+from ..helpers import random_graph, requires_cuda, requires_torch_sparse
 
 DTYPES = [torch.float32, torch.float16, torch.float64, torch.int64,
           torch.uint8, torch.bool]

@@ -4,7 +4,7 @@ import torch
 from pyg_fastload.graph import CSCTopology
 from pyg_fastload.storage import CSCGraphStore
 
-from ..conftest import random_graph
+from ..helpers import random_graph
 
 
 def edges(row, col):
