@@ -52,6 +52,13 @@ class FastLinkNeighborLoader(PipelinedLoader, LinkLoader):
     loader's ``generator`` (torch's global RNG without one; each worker's
     own RNG in worker processes).
 
+    The arguments not listed below (``replace``, ``subgraph_type``,
+    ``disjoint``, ``weight_attr``, ``directed``, ``transform``,
+    ``transform_sampler_output``, ``filter_per_worker``, ``pipeline``,
+    ``queue_capacity``, ``run_ahead``, ``device``, ``sampling_workers``,
+    ``sampling_device``) are :class:`~pyg_fastload.FastNeighborLoader`'s
+    (batches are identical pipelined or not).
+
     Args:
         data: a ``Data``, a ``(FeatureStore, GraphStore)`` tuple or a
             ``HeteroData``.
@@ -64,7 +71,7 @@ class FastLinkNeighborLoader(PipelinedLoader, LinkLoader):
             relation, destination)`` or, if only one relation joins them,
             ``(source, destination)``.
         edge_label (torch.Tensor, optional): one label per label edge.
-        neg_sampling (NegativeSampling or str or dict, optional):
+        neg_sampling (NegativeSampling or str or dict, optional): the
             ``'binary'`` or ``'triplet'`` negatives (``amount``,
             ``weight``; a batch draws at most
             :data:`~pyg_fastload.loader.link_inputs.MAX_NEGATIVES`).
@@ -81,12 +88,6 @@ class FastLinkNeighborLoader(PipelinedLoader, LinkLoader):
         strict_negatives (bool): never draw a true edge as a negative
             (drawn pairs checked against the sorted edge keys and redrawn;
             an error names a source node linked to every node).
-        replace, subgraph_type, disjoint, weight_attr, directed, transform,
-        transform_sampler_output, filter_per_worker, pipeline,
-        queue_capacity, run_ahead, device, sampling_workers,
-        sampling_device: as in
-            :class:`~pyg_fastload.FastNeighborLoader` (batches are identical
-            pipelined or not).
         **kwargs: :class:`torch.utils.data.DataLoader` arguments
             (``batch_size``, ``shuffle``, ``num_workers``, ``generator``).
     """
