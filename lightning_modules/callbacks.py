@@ -209,6 +209,23 @@ class LoaderMonitor(Callback):
             for the caches only; empty without a tiered store) and
             ``places`` (``{attr: {tier: where its rows live}}``, in words);
             the epoch a fit was interrupted in has ``'partial': True``.
+
+    Example:
+        >>> import pytorch_lightning as pl
+        >>> from pyg_fastload.lightning import (FastLoadDataModule,
+        ...                                     LoaderMonitor, NodeClassifier)
+        >>> monitor = LoaderMonitor(print_summary=False, filename=None)
+        >>> trainer = pl.Trainer(max_epochs=1, accelerator='cpu',
+        ...                      logger=False, callbacks=[monitor],
+        ...                      enable_checkpointing=False,
+        ...                      enable_progress_bar=False,
+        ...                      enable_model_summary=False)
+        >>> data = FastLoadDataModule('tiny', num_neighbors=[5, 5],
+        ...                           batch_size=256, progress=False)
+        >>> trainer.fit(NodeClassifier(hidden_channels=16), datamodule=data)
+        >>> record = monitor.records[0]
+        >>> record['batches'], record['seeds'], record['loader']
+        (4, 1000, 'FastNeighborLoader')
     """
     def __init__(self, smoothing: float = 0.9, print_summary: bool = True,
                  filename: Optional[str] = STATS_FILENAME):

@@ -110,6 +110,15 @@ class FastLoadDataModule(pl.LightningDataModule):
             :obj:`eval_batch_size` evaluation label edges.
         link (LinkOptions, optional): the link task's negatives, split
             ratios and evaluation (default: :class:`LinkOptions`'s).
+
+    Example:
+        >>> from pyg_fastload.lightning import FastLoadDataModule
+        >>> data = FastLoadDataModule('tiny', num_neighbors=[5, 5],
+        ...                           batch_size=256, progress=False)
+        >>> data.setup('fit')
+        >>> batch = next(iter(data.train_dataloader()))
+        >>> batch.batch_size, batch.x.size(1), data.num_classes
+        (256, 16, 4)
     """
     @config_section('data')
     def __init__(
