@@ -119,7 +119,7 @@ class FastLoadCLI(LightningCLI):
         try:
             super().instantiate_classes()
             with config_section('data'):
-                self.datamodule.spec.check_device(
+                self.datamodule.spec.placement(
                     self.trainer.strategy.root_device)
             # The dataset's shape and labels, checked before the model
             # allocates anything by them.

@@ -21,6 +21,7 @@ from pyg_fastload.distributed import Collectives, DistContext, TrafficCounters
 from pyg_fastload.modes import MODES, DatasetSource, LoadingSpec, ModeOptions
 from pyg_fastload.modes.hetero import HeteroSchema
 from pyg_fastload.modes.link import LinkOptions
+from pyg_fastload.placement import Placement
 from pyg_fastload.storage import FeatureSource
 
 from .errors import ConfigError, config_section
@@ -183,6 +184,9 @@ class FastLoadDataModule(pl.LightningDataModule):
                            for i, split in enumerate(_SPLITS)}
         self.traffic = TrafficCounters()
         self.collectives: Optional[Collectives] = None
+        #: Where the loaders sample and return batches, resolved in
+        #: :meth:`setup` from the trainer's ``root_device``.
+        self.placement = Placement()
         self._meta: Optional[Tuple[int, int]] = None
 
     @property
@@ -246,10 +250,11 @@ class FastLoadDataModule(pl.LightningDataModule):
             return
         context = DistContext.current(
             timedelta(seconds=self.spec.dist_timeout))
-        self.spec.check_device(self.device)
+        placement = self.spec.placement(self.device)
         self.collectives = Collectives(context, self.traffic)
         self.collectives.start_heartbeat()
         self.loading.open(self.collectives, self.device)
+        self.placement = placement
 
     @property
     def task(self) -> str:
@@ -269,12 +274,8 @@ class FastLoadDataModule(pl.LightningDataModule):
     @config_section('data')
     def _loader(self, split: str) -> FastNeighborLoader:
         self.setup(split)
-        device = self.device
-        # On CUDA the loader's own transfer stage copies from pinned
-        # buffers on a side stream (PyG's worker processes cannot).
-        transfer = device if device.type == 'cuda' and \
-            self.spec.num_workers == 0 else None
-        return self.loading.loader(split, self.generators[split], transfer)
+        return self.loading.loader(split, self.generators[split],
+                                   self.placement)
 
     def teardown(self, stage: Optional[str] = None) -> None:
         r"""Stops what the mode runs beside the stores (DSP's launch

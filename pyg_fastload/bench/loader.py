@@ -31,7 +31,7 @@ from torch_geometric.data import Data
 
 from ..datasets import HETERO_PRESETS, degree_stats, load_synthetic
 from ..loader import FastNeighborLoader
-from ..loader.inputs import check_device
+from ..placement import check_device
 from ..sampling import FastNeighborSampler
 from ..storage.buffer_pool import BufferPool
 from .common import (

@@ -29,7 +29,7 @@ from torch_geometric.nn import GraphSAGE
 
 from ..datasets import load_synthetic
 from ..loader import FastNeighborLoader
-from ..loader.inputs import check_device
+from ..placement import check_device
 from .common import (
     Table,
     add_graph_arguments,

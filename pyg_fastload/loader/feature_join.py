@@ -13,10 +13,10 @@ from torch_geometric.data import Data, HeteroData
 from torch_geometric.loader.utils import filter_data, filter_hetero_data
 from torch_geometric.sampler import HeteroSamplerOutput, SamplerOutput
 
+from ..placement import Placement
 from ..storage import FeatureSource
 from ..storage.buffer_pool import BufferPool
 from ..storage.rows import gather_rows
-from .pipeline import DeviceTransfer
 
 __all__ = ['FeatureJoin', 'pooled_attrs', 'on_host']
 
@@ -58,13 +58,14 @@ class FeatureJoin:
     feature source, every attribute is read with its ``gather``.
 
     Args:
-        transfer (DeviceTransfer): the loader's transfer stage; while it is
-            active, buffers are pinned instead of recycled.
+        placement (Placement): the loader's placement; where it pins host
+            buffers (batches copied to a GPU), buffers are pinned instead
+            of recycled.
         max_buffers (int): recycled buffers per shape and dtype (the batches
             that can be alive at once).
     """
-    def __init__(self, transfer: DeviceTransfer, max_buffers: int):
-        self._transfer = transfer
+    def __init__(self, placement: Placement, max_buffers: int):
+        self._pinned = placement.pinned
         self._pool = BufferPool(max_buffers=max_buffers)
 
     def from_data(self, data: Data, pooled: List[str], out: SamplerOutput,
@@ -147,8 +148,8 @@ class FeatureJoin:
 
     def buffer(self, shape: tuple, dtype: torch.dtype) -> Tensor:
         r"""A feature buffer: recycled, or pinned (from torch's caching host
-        allocator, which keeps it until its copy is done) while the
-        transfer stage is active."""
-        if self._transfer.active:
+        allocator, which keeps it until its copy is done) where the
+        placement pins host buffers."""
+        if self._pinned:
             return torch.empty(shape, dtype=dtype, pin_memory=True)
         return self._pool.empty(shape, dtype)

@@ -1,8 +1,9 @@
-r"""Checks of what a user hands the loader (seed nodes, device, features),
-with errors naming the argument, the value and the fix."""
+r"""Checks of what a user hands the loader (seed nodes, features, times;
+devices: :mod:`~pyg_fastload.placement`), with errors naming the argument,
+the value and the fix."""
 from __future__ import annotations
 
-from typing import Any, Dict, Optional, Tuple, Union
+from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
 import torch
@@ -12,8 +13,7 @@ from torch_geometric.data import Data, FeatureStore, HeteroData
 from ..errors import HETERO_UNSUPPORTED
 from ..graph.convert import check_data_edge_rows
 
-__all__ = ['check_input_nodes', 'check_hetero_input_nodes', 'check_device',
-           'check_sampling_device',
+__all__ = ['check_input_nodes', 'check_hetero_input_nodes',
            'check_has_features', 'check_hetero_features',
            'check_sorted_by_destination', 'check_temporal',
            'check_input_time']
@@ -227,70 +227,6 @@ def check_not_link(kwargs: Dict[str, Any]) -> None:
             f"{', '.join(repr(k) for k in given)}: for link-level loading "
             f"use pyg_fastload.FastLinkNeighborLoader (PyG's "
             f"LinkNeighborLoader's arguments); for nodes pass 'input_nodes'")
-
-
-def check_device(device: Optional[Union[str, torch.device]],
-                 num_workers: int,
-                 name: str = 'device') -> Optional[torch.device]:
-    r"""Validates the loader's :obj:`device` (or another device argument,
-    :obj:`name`)."""
-    if device is None:
-        return None
-    device = _parse_device(device, name)
-    if device.type not in ('cpu', 'cuda'):
-        raise ValueError(f"'{name}={device}' is not supported: pass None, "
-                         f"'cpu' or 'cuda[:index]'")
-    if device.type == 'cuda':
-        if not torch.cuda.is_available():
-            raise ValueError(f"'{name}={device}' needs CUDA, which this "
-                             f"PyTorch build or machine lacks: pass None or "
-                             f"'cpu'")
-        if device.index is None:
-            device = torch.device('cuda', torch.cuda.current_device())
-        if device.index >= torch.cuda.device_count():
-            raise ValueError(f"'{name}={device}': this machine has "
-                             f"{torch.cuda.device_count()} GPU(s), "
-                             f"cuda:0 to cuda:{torch.cuda.device_count() - 1}")
-        if num_workers > 0:
-            raise ValueError(f"'{name}={device}' needs 'num_workers=0' (got "
-                             f"{num_workers}): the loader's own pipeline "
-                             f"samples and moves batches; CUDA does not "
-                             f"work in forked worker processes")
-    return device
-
-
-def _parse_device(device: Any, name: str) -> torch.device:
-    r""":obj:`device` as a ``torch.device`` (a name, an index or a device;
-    a bool or other type is refused), naming the argument if it is none."""
-    try:
-        if isinstance(device, bool) or not isinstance(
-                device, (str, int, torch.device)):
-            raise TypeError(type(device).__name__)
-        return torch.device(device)
-    except (RuntimeError, TypeError) as error:
-        raise ValueError(f"'{name}={device!r}' is not a torch device: pass "
-                         f"None, 'cpu' or 'cuda[:index]'") from error
-
-
-def check_sampling_device(sampling_device: Any, device: Any, hetero: bool,
-                          num_workers: int) -> Optional[torch.device]:
-    r"""Validates the loaders' :obj:`sampling_device` against the batches'
-    :obj:`device`: batches sampled on a GPU are returned there."""
-    if sampling_device is None:
-        return None
-    kind = _parse_device(sampling_device, 'sampling_device').type
-    if hetero and kind != 'cpu':
-        raise NotImplementedError(
-            f"'sampling_device={sampling_device}': heterogeneous graphs are "
-            f"sampled on the CPU only; leave 'sampling_device' unset (their "
-            f"batches can still go to a GPU with 'device')")
-    if device is not None and kind == 'cuda' and \
-            _parse_device(device, 'device').type == 'cpu':
-        raise ValueError(
-            f"'sampling_device={sampling_device}' with 'device={device}': "
-            f"batches sampled on a GPU are returned there; pass device=None "
-            f"or the sampling device")
-    return check_device(sampling_device, num_workers, 'sampling_device')
 
 
 #: Attributes of a ``Data`` that hold one row per node by their name

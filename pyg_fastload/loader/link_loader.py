@@ -16,13 +16,10 @@ from torch_geometric.sampler import HeteroSamplerOutput, SamplerOutput
 from torch_geometric.sampler.base import NegativeSampling, SubgraphType
 
 from ..graph.kind import graph_input
+from ..placement import Placement
 from ..sampling import FastNeighborSampler, HeteroNeighborSampler
 from .feature_join import on_host, pooled_attrs
-from .inputs import (
-    check_has_features,
-    check_hetero_features,
-    check_sampling_device,
-)
+from .inputs import check_has_features, check_hetero_features
 from .link_inputs import (
     check_label_edges,
     check_label_time,
@@ -132,12 +129,13 @@ class FastLinkNeighborLoader(PipelinedLoader, LinkLoader):
                 f"temporal link sampling needs both 'edge_label_time' (the "
                 f"time of every label edge) and 'time_attr' (the graph's "
                 f"node or edge times); got only {given!r}")
-        sampling_device = check_sampling_device(
-            sampling_device, device, hetero, kwargs.get('num_workers', 0))
+        num_workers = kwargs.get('num_workers', 0)
+        placement = Placement.of_loader(device, sampling_device, num_workers,
+                                        hetero)
         common = dict(num_neighbors=num_neighbors, replace=replace,
                       subgraph_type=subgraph_type, disjoint=disjoint,
                       weight_attr=weight_attr, directed=directed,
-                      share_memory=kwargs.get('num_workers', 0) > 0,
+                      share_memory=num_workers > 0,
                       time_attr=time_attr,
                       temporal_strategy=temporal_strategy)
         if hetero:
@@ -151,7 +149,7 @@ class FastLinkNeighborLoader(PipelinedLoader, LinkLoader):
             if not stores:
                 check_has_features(data, need_x=False)
             sampler = FastNeighborSampler(data, **common,
-                                          device=sampling_device)
+                                          device=placement.sampling)
             if edge_label_index is None:
                 if stores:
                     raise ValueError("'edge_label_index' is needed with a "
@@ -160,6 +158,7 @@ class FastLinkNeighborLoader(PipelinedLoader, LinkLoader):
             check_label_edges(edge_label_index, edge_label,
                               sampler.num_nodes, sampler.num_nodes)
             check_label_time(edge_label_time, edge_label_index, sampler)
+        placement = placement.sampled_on(sampler.device, num_workers)
         check_negative_spec(neg_sampling, neg_sampling_ratio)
         self.strict_negatives = bool(strict_negatives)
         super().__init__(
@@ -177,7 +176,7 @@ class FastLinkNeighborLoader(PipelinedLoader, LinkLoader):
         check_negatives(self.neg_sampling, self.batch_size or 1,
                         'neg_sampling.amount' if neg_sampling is not None
                         else 'neg_sampling_ratio')
-        self.setup_pipeline(pipeline, queue_capacity, run_ahead, device,
+        self.setup_pipeline(pipeline, queue_capacity, run_ahead, placement,
                             sampling_workers)
 
     def batch_sampling(self) -> SampleFn:

@@ -15,6 +15,7 @@ from torch_geometric.sampler.base import SubgraphType
 
 from ..config import check_hops
 from ..graph.kind import graph_input
+from ..placement import Placement
 from ..sampling import FastNeighborSampler, HeteroNeighborSampler, HopSampler
 from ..storage import FeatureSource
 from .feature_join import on_host, pooled_attrs
@@ -25,7 +26,6 @@ from .inputs import (
     check_not_link,
     check_input_nodes,
     check_input_time,
-    check_sampling_device,
     check_sorted_by_destination,
     check_temporal,
 )
@@ -172,12 +172,10 @@ class FastNeighborLoader(PipelinedLoader, NodeLoader):
         kind = graph_input(data)
         hetero = kind.hetero
         check_temporal(input_time, time_attr, neighbor_sampler)
-        sampling_device = check_sampling_device(
-            sampling_device, device, hetero, kwargs.get('num_workers', 0))
-        if sampling_device is not None and neighbor_sampler is not None:
-            raise ValueError("'sampling_device' and 'neighbor_sampler' were "
-                             "both given: a given sampler samples where its "
-                             "topology is; build it with 'device' instead")
+        num_workers = kwargs.get('num_workers', 0)
+        placement = Placement.of_loader(
+            device, sampling_device, num_workers, hetero,
+            given_sampler=neighbor_sampler is not None)
         if is_sorted and not hetero:
             check_sorted_by_destination(data)
         batch_size = kwargs.get('batch_size', 1)
@@ -195,7 +193,7 @@ class FastNeighborLoader(PipelinedLoader, NodeLoader):
             filter_per_worker = not isinstance(data[0], FeatureSource)
         if neighbor_sampler is None:
             kind = HeteroNeighborSampler if hetero else FastNeighborSampler
-            on_device = {} if hetero else {'device': sampling_device}
+            on_device = {} if hetero else {'device': placement.sampling}
             neighbor_sampler = kind(
                 data,
                 num_neighbors=num_neighbors,
@@ -203,12 +201,13 @@ class FastNeighborLoader(PipelinedLoader, NodeLoader):
                 subgraph_type=subgraph_type,
                 disjoint=disjoint,
                 weight_attr=weight_attr,
-                share_memory=kwargs.get('num_workers', 0) > 0,
+                share_memory=num_workers > 0,
                 directed=directed,
                 time_attr=time_attr,
                 temporal_strategy=temporal_strategy,
                 **on_device,
             )
+        placement = placement.sampled_on(neighbor_sampler.device, num_workers)
         if hetero:
             topo = neighbor_sampler.topology
             input_nodes = check_hetero_input_nodes(
@@ -231,7 +230,7 @@ class FastNeighborLoader(PipelinedLoader, NodeLoader):
             filter_per_worker=filter_per_worker,
             **kwargs,
         )
-        self.setup_pipeline(pipeline, queue_capacity, run_ahead, device,
+        self.setup_pipeline(pipeline, queue_capacity, run_ahead, placement,
                             sampling_workers)
 
     def filter_fn(self, out: SamplerOutput) -> Data:

@@ -18,6 +18,7 @@ from torch_geometric.sampler import HeteroSamplerOutput, SamplerOutput
 
 from ..config import ADAPTIVE_RUN_AHEAD, PipelineSettings, SettingError
 from ..graph.kind import stores_of
+from ..placement import Placement
 from ..storage import FeatureSource
 from .auto_pipeline import (
     AUTO_MIN_BATCHES,
@@ -27,7 +28,6 @@ from .auto_pipeline import (
     load_share,
 )
 from .feature_join import FeatureJoin
-from .inputs import check_device
 from .pipeline import (
     DeviceTransfer,
     PipelineIterator,
@@ -65,9 +65,11 @@ class PipelinedLoader:
 
     def setup_pipeline(self, pipeline: Union[bool, str],
                        queue_capacity: int, run_ahead: Union[str, int],
-                       device: Any, sampling_workers: int = 1) -> None:
-        r"""Validates and keeps the pipeline settings (call after the PyG
-        loader's ``__init__``)."""
+                       placement: Placement,
+                       sampling_workers: int = 1) -> None:
+        r"""Validates and keeps the pipeline settings and the loader's
+        resolved :obj:`placement` (call after the PyG loader's
+        ``__init__``)."""
         self.settings = PipelineSettings(pipeline, queue_capacity, run_ahead,
                                          sampling_workers)
         sampler = getattr(self, 'node_sampler', None) or getattr(
@@ -79,27 +81,16 @@ class PipelinedLoader:
                 f"{type(sampler).__name__} samples with collectives, which "
                 f"every rank must issue in one order from one thread; "
                 f"use sampling_workers=1")
-        self.device = check_device(device, self.num_workers)
-        # Batches sampled on a GPU are returned there.
-        sampled_on = getattr(sampler, 'device', None)
-        if sampled_on is not None and sampled_on.type == 'cuda':
-            if self.device is None:
-                self.device = check_device(sampled_on, self.num_workers,
-                                           'sampling_device')
-            elif self.device != sampled_on:
-                raise ValueError(f"'device={self.device}': the sampler runs "
-                                 f"on {sampled_on}, where its batches are "
-                                 f"returned; pass device=None or "
-                                 f"'{sampled_on}'")
-        self._transfer = DeviceTransfer(self.device)
+        #: Where the loader samples and returns its batches.
+        self.placement = placement
+        self._transfer = DeviceTransfer(placement.batches)
         self._scheduler: Optional[RunAheadScheduler] = None
         #: The trainer's cores, measured across epochs (trainer_first).
         self._trainer_load: Optional[TrainerLoad] = None
         self.time_breakdown = new_breakdown()
         self._auto_decision: Optional[bool] = None
         # The consumer's batch, the queued ones and the one being loaded.
-        self._join = FeatureJoin(self._transfer,
-                                 max_buffers=queue_capacity + 3)
+        self._join = FeatureJoin(placement, max_buffers=queue_capacity + 3)
         # The stop flags of this loader's running pipelines (set when the
         # loader is deleted; the loader holds no iterator).
         self._stops: List[threading.Event] = []
@@ -108,6 +99,11 @@ class PipelinedLoader:
         r"""One batch's sampling, holding no reference to the loader (the
         stage threads run it)."""
         raise NotImplementedError
+
+    @property
+    def device(self) -> Optional[torch.device]:
+        r"""Where batches are returned (:obj:`None`: left on the host)."""
+        return self.placement.batches
 
     @property
     def pipeline(self) -> Union[bool, str]:

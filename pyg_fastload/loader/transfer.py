@@ -7,6 +7,8 @@ from typing import Any, Callable, Optional, Tuple
 
 import torch
 
+from ..placement import Placement
+
 __all__ = ['DeviceTransfer', 'map_tensors']
 
 
@@ -35,12 +37,14 @@ class DeviceTransfer:
     Without a device, or on CPU, both are no-ops.
 
     Args:
-        device (torch.device, optional): where batches go.
+        device (torch.device, optional): where batches go (a
+            :class:`~pyg_fastload.placement.Placement`'s ``batches``,
+            whose :meth:`~pyg_fastload.placement.Placement.copy_stream`
+            copies them).
     """
     def __init__(self, device: Optional[torch.device] = None):
         self.device = device
-        self.stream = (torch.cuda.Stream(device) if device is not None
-                       and device.type == 'cuda' else None)
+        self.stream = Placement(batches=device).copy_stream()
 
     @property
     def active(self) -> bool:

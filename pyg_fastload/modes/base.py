@@ -18,6 +18,7 @@ from ..distributed.collectives import digest
 from ..distributed.seeds import (RankSeedSampler, in_order,
                                  rank_seed_sampler, shard)
 from ..loader import FastLinkNeighborLoader, FastNeighborLoader
+from ..placement import Placement, check_sampling_on
 from .hetero import target_of
 from .link import LinkSplit, link_loader, link_split
 from .source import DatasetSource, directory_metadata, split_seeds
@@ -75,15 +76,17 @@ class LoadingMode:
                 raise SettingError('mode', f"mode {self.name!r} does not "
                                    f"take a HeteroData yet: use mode "
                                    f"'replicated'")
-        if spec.sampling_device != 'cpu' and (
-                self.partition_method is not None
-                or source is not None and source.is_hetero):
+        if spec.sampling_device != 'cpu' and self.partition_method is not None:
             raise SettingError('sampling_device', f"{spec.sampling_device!r} "
-                               f"is for homogeneous graphs in mode "
-                               f"'replicated' (mode {self.name!r} samples "
-                               f"its parts on the CPU, heterogeneous graphs "
-                               f"are sampled there): use sampling_device: "
-                               f"cpu")
+                               f"is for mode 'replicated' (mode "
+                               f"{self.name!r} samples its parts on the "
+                               f"CPU): use sampling_device: cpu")
+        if source is not None:
+            try:
+                check_sampling_on(spec.sampling_device, source.is_hetero,
+                                  'sampling_device')
+            except NotImplementedError as error:
+                raise SettingError('sampling_device', str(error)) from None
         if spec.link is not None and self.partition_method is not None:
             raise SettingError('mode', f"task 'link' with mode "
                                f"{self.name!r} is not implemented yet: use "
@@ -257,14 +260,15 @@ class LoadingMode:
         return data, seeds, in_order(seeds.numel(), collectives)
 
     def loader(self, split: str, generator: torch.Generator,
-               device: Optional[torch.device] = None
+               placement: Placement = Placement()
                ) -> Union[FastNeighborLoader, FastLinkNeighborLoader]:
         r"""The loader of :obj:`split` (``'train'``, ``'val'``, ``'test'``,
         ``'predict'``; link loaders with ``spec.link``) on this rank,
-        drawing from :obj:`generator`; batches are copied to :obj:`device`
-        by the loader's transfer stage if it is given."""
+        drawing from :obj:`generator`, sampling and returning its batches
+        where the run's :obj:`placement` says
+        (:meth:`LoadingSpec.placement`; default: the CPU)."""
         if self.links is not None:
-            return link_loader(self, split, generator, device)
+            return link_loader(self, split, generator, placement)
         train = split == 'train'
         data, seeds, sampler = self.plan(split, generator)
         extra: Dict[str, Any] = {}
@@ -283,8 +287,8 @@ class LoadingMode:
         return FastNeighborLoader(
             data, input_nodes=seeds, shuffle=train and sampler is None,
             drop_last=train and spec.drop_last and sampler is None,
-            generator=generator, transform=transform, device=device,
-            sampling_device=spec.sampling_device_on(device),
+            generator=generator, transform=transform,
+            device=placement.batches, sampling_device=placement.sampling,
             **spec.loader_kwargs(train), **extra)
 
     def _target(self, data: Any) -> Optional[str]:

@@ -20,6 +20,7 @@ from ..distributed.seeds import in_order, rank_seed_sampler, shard
 from ..graph.kind import graph_input
 from ..graph.topology import CSCTopology
 from ..loader import FastLinkNeighborLoader
+from ..placement import Placement
 from ..sampling.link import EdgeKeys
 from ..storage import CSCGraphStore
 from .hetero_link import Relation, hetero_with, relation_of
@@ -295,7 +296,7 @@ class LinkSplit:
 
 
 def link_loader(mode: Any, split: str, generator: torch.Generator,
-                device: Optional[torch.device] = None
+                placement: Placement = Placement()
                 ) -> FastLinkNeighborLoader:
     r"""The link loader of :obj:`split` on this rank for a loading
     :obj:`mode` opened with ``spec.link``: training links shared across
@@ -339,5 +340,6 @@ def link_loader(mode: Any, split: str, generator: torch.Generator,
         edge_label_index=label_index, edge_label=label,
         shuffle=train and not extra, drop_last=train and spec.drop_last and
         not extra,
-        generator=generator, transform=spec.transform(), device=device,
-        sampling_device=spec.sampling_device_on(device), **kwargs, **extra)
+        generator=generator, transform=spec.transform(),
+        device=placement.batches, sampling_device=placement.sampling,
+        **kwargs, **extra)

@@ -8,6 +8,7 @@ import importlib.util
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Literal, Optional, Union
 
+import torch
 import torch_geometric.transforms as T
 
 from ..caching import Scores, loader_scores
@@ -16,13 +17,10 @@ from ..config import (FeatureCache, PipelineSettings, SettingError,
 from ..distributed.collectives import digest
 from ..distributed.dsp import LAUNCH_ORDERS
 from ..io.format import VERIFY_MODES
+from ..placement import Placement, check_run_sampling, require_run_gpu
 from .link import LinkOptions
 
-__all__ = ['LoadingSpec', 'ModeOptions', 'feature_cache_from', 'RANK_LOCAL',
-           'SAMPLING_DEVICES']
-
-#: Where the loaders may sample: the CPU, or the trainer's CUDA device.
-SAMPLING_DEVICES = ('cpu', 'cuda')
+__all__ = ['LoadingSpec', 'ModeOptions', 'feature_cache_from', 'RANK_LOCAL']
 
 #: Settings a rank may hold on its own (not compared across ranks).
 RANK_LOCAL = ('progress', )
@@ -155,13 +153,7 @@ class LoadingSpec:
                 self.num_workers, int) or self.num_workers < 0:
             raise SettingError('num_workers', f"{self.num_workers!r} must be "
                                f"an int >= 0")
-        if self.sampling_device not in SAMPLING_DEVICES:
-            raise SettingError('sampling_device', f"{self.sampling_device!r} "
-                               f"must be 'cpu' or 'cuda' (the trainer's GPU)")
-        if self.sampling_device == 'cuda' and self.num_workers:
-            raise SettingError('sampling_device', f"'cuda' samples in the "
-                               f"loader's own threads: set num_workers: 0 "
-                               f"(got {self.num_workers})")
+        check_run_sampling(self.sampling_device, self.num_workers)
         if self.pipeline not in (True, False, 'auto'):
             raise SettingError('pipeline', f"{self.pipeline!r} must be "
                                f"true, false or 'auto'")
@@ -214,27 +206,20 @@ class LoadingSpec:
                 for name in sorted(self.__dataclass_fields__)
                 if name not in RANK_LOCAL}
 
-    def check_device(self, device: Any) -> None:
-        r"""Refuses ``storage='gds'`` (reads into GPU memory) and
-        ``sampling_device='cuda'`` on a run whose device is not CUDA, naming
-        the setting and the fix."""
-        if self.sampling_device == 'cuda' and \
-                getattr(device, 'type', device) != 'cuda':
-            raise SettingError('sampling_device', f"'cuda' samples on the "
-                               f"trainer's GPU, but this run's device is "
-                               f"{device}: use sampling_device: cpu")
+    def placement(self, device: torch.device) -> Placement:
+        r"""The run's :class:`~pyg_fastload.placement.Placement` on the
+        trainer's :obj:`device` (Lightning's ``root_device``); refuses
+        ``sampling_device='cuda'`` and ``storage='gds'`` (reads into GPU
+        memory) on a run whose device is not CUDA, naming the setting and
+        the fix."""
+        placement = Placement.of_run(device, self.sampling_device,
+                                     self.num_workers)
         cache = self.feature_cache
-        if cache is not None and cache.storage == 'gds' and \
-                getattr(device, 'type', device) != 'cuda':
-            raise SettingError('feature_cache.storage', f"'gds' reads rows "
-                               f"into GPU memory, but this run's device is "
-                               f"{device}: use storage: direct")
-
-    def sampling_device_on(self, device: Optional[Any]) -> Optional[Any]:
-        r"""Where the loaders sample on a run whose batches go to
-        :obj:`device`: there with ``sampling_device='cuda'``, else on the
-        CPU (``None``)."""
-        return device if self.sampling_device == 'cuda' else None
+        if cache is not None and cache.storage == 'gds':
+            require_run_gpu(device, 'feature_cache.storage',
+                            "'gds' reads rows into GPU memory",
+                            'storage: direct')
+        return placement
 
     def fanouts(self, train: bool) -> List[int]:
         r"""The fan-outs of training or evaluation batches."""

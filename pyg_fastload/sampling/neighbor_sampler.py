@@ -20,6 +20,7 @@ from ..config import check_fanouts
 from ..graph.convert import topology_of
 from ..graph.ranges import expand_ranges
 from ..graph.topology import CSCTopology
+from ..placement import check_sampling_on, check_shared_memory
 from .link import EdgeKeys, sample_edges
 from .ops import arange_as, sample_uniform, sample_weighted
 from .relabel import DenseRelabeler, SortedRelabeler
@@ -75,18 +76,12 @@ class HopSampler(BaseSampler):
         device: Optional[Union[str, torch.device]] = None,
     ):
         self.topology = topology_of(data, weight_attr)
+        check_sampling_on(device, not isinstance(self.topology, CSCTopology),
+                          'device')
         if device is not None and torch.device(device).type != 'cpu':
-            if not isinstance(self.topology, CSCTopology):
-                raise NotImplementedError(
-                    f"'device={device}': heterogeneous sampling runs on the "
-                    f"CPU only; leave the sampling device unset")
             self.topology = self.topology.to(device)
         if share_memory:
-            if self.topology.device.type != 'cpu':
-                raise ValueError(
-                    f"'share_memory=True' moves the topology to shared host "
-                    f"memory, but it is on {self.topology.device}: sample "
-                    f"on the GPU with num_workers=0")
+            check_shared_memory(self.topology.device)
             self.topology.share_memory_()
         self.num_hops = num_hops
         try:

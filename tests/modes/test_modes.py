@@ -66,15 +66,15 @@ def test_the_spec_fills_evaluation_defaults_once():
     with pytest.raises(Exception):  # frozen: callers cannot change it
         spec.batch_size = 1
     with pytest.raises(SettingError, match="'gds' reads rows"):
-        LoadingSpec(feature_cache={'storage': 'gds'}).check_device(
+        LoadingSpec(feature_cache={'storage': 'gds'}).placement(
             torch.device('cpu'))
     with pytest.raises(SettingError, match="'cuda' samples on the trainer's "
                        "GPU, but this run's device is cpu") as info:
-        LoadingSpec(sampling_device='cuda').check_device(torch.device('cpu'))
+        LoadingSpec(sampling_device='cuda').placement(torch.device('cpu'))
     assert info.value.key == 'sampling_device'
     gpu = torch.device('cuda', 0)
-    assert LoadingSpec(sampling_device='cuda').sampling_device_on(gpu) == gpu
-    assert LoadingSpec().sampling_device_on(gpu) is None
+    assert LoadingSpec(sampling_device='cuda').placement(gpu).sampling == gpu
+    assert LoadingSpec().placement(gpu).sampling is None
 
 
 def test_every_mode_is_one_registered_class():
