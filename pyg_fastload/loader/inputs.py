@@ -10,7 +10,6 @@ import torch
 from torch import Tensor
 from torch_geometric.data import Data, FeatureStore, HeteroData
 
-from ..errors import HETERO_UNSUPPORTED
 from ..graph.convert import check_data_edge_rows
 
 __all__ = ['check_input_nodes', 'check_hetero_input_nodes',
@@ -28,9 +27,11 @@ def check_input_nodes(input_nodes: Any, num_nodes: int) -> Optional[Tensor]:
     if isinstance(input_nodes, str) or (
             isinstance(input_nodes, (tuple, list)) and len(input_nodes) > 0
             and isinstance(input_nodes[0], str)):
-        raise NotImplementedError(
+        raise ValueError(
             f"'input_nodes={_shown(input_nodes)}' names a node type, which "
-            f"only heterogeneous graphs have. " + HETERO_UNSUPPORTED)
+            f"only heterogeneous graphs have: this graph is homogeneous (a "
+            f"Data, or stores of one node type); pass node ids or a mask, "
+            f"or load a HeteroData")
     return _check_ids(input_nodes, num_nodes, 'this graph')
 
 

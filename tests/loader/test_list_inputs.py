@@ -215,3 +215,11 @@ def test_list_label_edges_name_the_conversion():
                        r"\('author', 'writes', 'paper'\)\), got a list"):
         FastLinkNeighborLoader(hetero, [2], edge_label_index=EDGE_TYPE,
                                edge_label=[1] * 300)
+
+
+def test_a_node_type_on_a_homogeneous_graph_is_named():
+    with pytest.raises(ValueError, match=r"'input_nodes=\('paper', \[1, 2\]\)' "
+                       "names a node type, which only heterogeneous graphs "
+                       "have: this graph is homogeneous"):
+        FastNeighborLoader(random_graph(), [2], input_nodes=('paper', [1, 2]),
+                           batch_size=2)
