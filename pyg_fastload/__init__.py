@@ -22,6 +22,7 @@ _EXPORTS = {
     'PipelineSettings': '.config',
     'FeatureSource': '.storage',
     'FastLoadError': '.errors',
+    'layerwise_inference': '.inference',
 }
 
 __all__ = [
@@ -38,14 +39,15 @@ __all__ = [
     'PipelineSettings',
     'FeatureSource',
     'FastLoadError',
+    'layerwise_inference',
     '__version__',
 ]
 
 
 #: Subpackages, reachable as attributes after ``import pyg_fastload`` too.
 _SUBPACKAGES = ('bench', 'caching', 'config', 'datasets', 'distributed',
-                'errors', 'graph', 'io', 'loader', 'modes', 'partition',
-                'sampling', 'storage')
+                'errors', 'graph', 'inference', 'io', 'loader', 'modes',
+                'partition', 'sampling', 'storage')
 
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, _SUBPACKAGES)

@@ -1,0 +1,218 @@
+r"""The model contract of layer-wise inference: what it needs to walk a
+model's layers one at a time, read once from the model (:func:`model_layers`)
+and checked with errors that name what is missing."""
+from __future__ import annotations
+
+import inspect
+import typing
+from dataclasses import dataclass
+from typing import Any, Callable, List, Optional, Sequence
+
+import torch
+from torch import Tensor
+from torch_geometric.nn import GCNConv, MessagePassing
+from torch_geometric.nn.models.basic_gnn import BasicGNN
+
+__all__ = ['ModelLayers', 'model_layers', 'is_gcn', 'takes_pair', 'AUTO']
+
+#: ``between``'s default: read it from a PyG ``BasicGNN``; any other model
+#: must say what comes between its layers.
+AUTO = 'auto'
+
+#: Convolutions whose output at a node reads more than its in-edges and
+#: its in-neighbours' rows (several hops, or a graph-wide operator).
+_NOT_ONE_HOP = ('SGConv', 'TAGConv', 'APPNP', 'ChebConv', 'ARMAConv',
+                'SSGConv', 'MixHopConv', 'DNAConv', 'GCN2Conv', 'FAConv',
+                'GPRGNN', 'LGConv', 'GatedGraphConv')
+#: Convolutions normalising an edge by its source's degree too (as GCN),
+#: which a chunk's block does not hold.
+_SOURCE_DEGREE = ('PDNConv',)
+
+
+@dataclass
+class ModelLayers:
+    r"""A model seen as layer-wise inference walks it.
+
+    Attributes:
+        convs (list): the message-passing layers, first to last.
+        between (callable): ``between(i, x)``, what follows layer ``i``
+            where :attr:`after` says so (activation, norm, dropout).
+        after (list): for every layer, whether :obj:`between` follows it.
+        head (callable, optional): ``head(xs)`` over the rows of the layers
+            :attr:`head_reads` names (row by row, e.g. jumping knowledge then
+            a linear layer): the model's output; :obj:`None`: the last
+            layer's rows are the output.
+        head_reads (list): the layers whose outputs :attr:`head` reads.
+    """
+    convs: List[MessagePassing]
+    between: Callable[[int, Tensor], Tensor]
+    after: List[bool]
+    head: Optional[Callable[[List[Tensor]], Tensor]] = None
+    head_reads: Sequence[int] = ()
+
+    @property
+    def num_layers(self) -> int:
+        return len(self.convs)
+
+    @property
+    def fused_head(self) -> bool:
+        r"""Whether :attr:`head` reads the last layer only, and so runs on
+        each chunk of it as it is computed."""
+        return self.head is not None and \
+            list(self.head_reads) == [self.num_layers - 1]
+
+    @property
+    def head_pass(self) -> bool:
+        r"""Whether :attr:`head` reads several layers: a pass over every
+        node's rows after the last layer."""
+        return self.head is not None and not self.fused_head
+
+    def keeps(self, layer: int) -> bool:
+        r"""Whether layer :obj:`layer`'s outputs are read again after the
+        next layer is computed (by :attr:`head`)."""
+        return self.head_pass and layer in self.head_reads
+
+
+def _nothing(_: int, x: Tensor) -> Tensor:
+    return x
+
+
+def _check_norm(norm: torch.nn.Module, layer: int) -> None:
+    r"""Refuses a norm whose output at a row reads other rows in eval mode:
+    a chunk of rows would change it."""
+    inner = getattr(norm, 'module', norm)  # PyG's BatchNorm wraps torch's
+    if isinstance(norm, (torch.nn.Identity, torch.nn.LayerNorm)):
+        return
+    if isinstance(inner, torch.nn.modules.batchnorm._BatchNorm) and \
+            inner.track_running_stats:
+        return
+    if type(norm).__name__ == 'LayerNorm' and \
+            getattr(norm, 'mode', None) == 'node':
+        return
+    raise NotImplementedError(
+        f"the model's norms[{layer}] is {type(norm).__name__}, which "
+        f"normalises over many nodes at once in eval mode: computed on "
+        f"chunks of nodes it would give other results than the full-batch "
+        f"forward. Layer-wise inference takes row-wise norms (BatchNorm "
+        f"with running statistics, LayerNorm(mode='node'), none)")
+
+
+def _basic_gnn(model: BasicGNN) -> ModelLayers:
+    for layer, norm in enumerate(model.norms):
+        _check_norm(norm, layer)
+    act, act_first = model.act, model.act_first
+    norms, dropout = model.norms, model.dropout
+
+    def between(i: int, x: Tensor) -> Tensor:
+        # BasicGNN.forward's steps after a conv, in eval mode
+        if act is not None and act_first:
+            x = act(x)
+        x = norms[i](x)
+        if act is not None and not act_first:
+            x = act(x)
+        return dropout(x)
+
+    num_layers = len(model.convs)
+    if model.jk_mode is None:
+        return ModelLayers(list(model.convs), between,
+                           [i < num_layers - 1 for i in range(num_layers)])
+    jk = getattr(model, 'jk', None)  # absent for jk='last'
+    lin = getattr(model, 'lin', None)
+
+    def head(xs: List[Tensor]) -> Tensor:
+        x = jk(xs) if jk is not None else xs[-1]
+        return lin(x) if lin is not None else x
+
+    reads = list(range(num_layers)) if jk is not None else [num_layers - 1]
+    return ModelLayers(list(model.convs), between, [True] * num_layers,
+                       head, reads)
+
+
+def model_layers(model: Any, between: Any = AUTO) -> ModelLayers:
+    r"""The layers of :obj:`model` as layer-wise inference walks them (see
+    :func:`~pyg_fastload.inference.layerwise_inference` for the contract),
+    or an error naming what is missing."""
+    name = type(model).__name__
+    convs = getattr(model, 'convs', None)
+    if not isinstance(model, torch.nn.Module) or convs is None:
+        hint = ''
+        if getattr(model, 'net', None) is not None:
+            hint = (f" ({name} holds its network in '.net': pass "
+                    f"model.net)")
+        elif type(model).__name__ == 'MLP':
+            hint = (" (an MLP reads no neighbours: apply it to the feature "
+                    "rows in chunks)")
+        raise TypeError(
+            f"layer-wise inference walks a model's message-passing layers "
+            f"one at a time and needs them as 'model.convs', a list of "
+            f"torch_geometric.nn.MessagePassing layers (as PyG's GraphSAGE, "
+            f"GCN and GAT have); {name} has no 'convs'{hint}")
+    if isinstance(convs, torch.nn.Module) and \
+            not isinstance(convs, torch.nn.ModuleList):
+        raise TypeError(f"{name}.convs is a {type(convs).__name__}, not a "
+                        f"list of MessagePassing layers")
+    convs = list(convs)
+    if not convs:
+        raise ValueError(f"{name}.convs is empty: there is no layer to "
+                         f"compute")
+    for i, conv in enumerate(convs):
+        kind = type(conv).__name__
+        if not isinstance(conv, MessagePassing):
+            raise TypeError(f"{name}.convs[{i}] is a {kind}, not a "
+                            f"torch_geometric.nn.MessagePassing layer")
+        if kind in _SOURCE_DEGREE:
+            raise NotImplementedError(
+                f"{name}.convs[{i}] is a {kind}, which normalises every "
+                f"edge by its source's degree over the whole graph: only "
+                f"GCNConv's normalisation is computed that way here")
+        if kind in _NOT_ONE_HOP:
+            raise NotImplementedError(
+                f"{name}.convs[{i}] is a {kind}, which reads more than one "
+                f"hop (or the whole graph) per layer: layer-wise inference "
+                f"computes each layer from its nodes' in-neighbours only")
+        if getattr(conv, 'flow', 'source_to_target') != 'source_to_target':
+            raise NotImplementedError(
+                f"{name}.convs[{i}] has flow={conv.flow!r}: layer-wise "
+                f"inference aggregates over in-neighbours "
+                f"(flow='source_to_target')")
+    if isinstance(between, str) and between == AUTO:
+        if isinstance(model, BasicGNN):
+            return _basic_gnn(model)
+        raise TypeError(
+            f"{name} has 'convs' but layer-wise inference cannot tell what "
+            f"its forward does between them: pass between=f, where f(i, x) "
+            f"returns what follows layer i's output x (called after every "
+            f"layer but the last; e.g. lambda i, x: x.relu()), or "
+            f"between=None if nothing does")
+    if between is None:
+        between = _nothing
+    if not callable(between):
+        raise TypeError(f"'between' must be a callable f(i, x), None or "
+                        f"'auto', got {type(between).__name__}")
+    return ModelLayers(convs, between,
+                       [i < len(convs) - 1 for i in range(len(convs))])
+
+
+def is_gcn(conv: MessagePassing) -> bool:
+    r"""Whether :obj:`conv` is a ``GCNConv`` (computed with the graph's
+    full normalisation, not from a bipartite input it does not take)."""
+    return isinstance(conv, GCNConv)
+
+
+def takes_pair(conv: MessagePassing) -> bool:
+    r"""Whether :obj:`conv` takes bipartite input, ``conv((x_src, x_dst),
+    edge_index)``, by its ``forward``'s annotation of ``x`` (PyG writes
+    ``Union[Tensor, PairTensor]`` there for the layers that do)."""
+    try:
+        params = list(inspect.signature(conv.forward).parameters.values())
+    except (TypeError, ValueError):
+        return True
+    if not params:
+        return True
+    annotation = params[0].annotation
+    if annotation is inspect.Parameter.empty:
+        return True
+    if isinstance(annotation, str):
+        return 'Tuple' in annotation or 'Pair' in annotation
+    return any(typing.get_origin(arg) is tuple
+               for arg in typing.get_args(annotation))
