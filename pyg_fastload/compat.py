@@ -19,10 +19,12 @@ from typing import Any, Optional
 import torch
 from torch import Tensor
 
-__all__ = ['storage_use_count', 'process_group_store', 'has_own_entry',
-           'drop_entry']
+__all__ = ['CAN_COUNT_STORAGE_USES', 'storage_use_count',
+           'process_group_store', 'has_own_entry', 'drop_entry']
 
 _use_count = getattr(torch._C, '_storage_Use_Count', None)
+#: Whether this torch tells how many tensors share a storage.
+CAN_COUNT_STORAGE_USES = _use_count is not None
 
 
 def storage_use_count(tensor: Tensor) -> Optional[int]:

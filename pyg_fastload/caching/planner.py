@@ -22,7 +22,7 @@ from ..graph.topology import CSCTopology
 from ..storage import TieredFeatureStore
 from .hotness import Scores, hot_order, loader_scores
 
-__all__ = ['configure_caches']
+__all__ = ['configure_caches', 'AutoDeviceBudget']
 
 #: Bytes left free when ``device_budget='auto'`` sizes the device cache.
 AUTO_RESERVE_BYTES = 2**30
@@ -81,7 +81,7 @@ def configure_caches(
                         f"{type(cache).__name__}")
     auto = cache.device_budget == 'auto'
     device_budget = None if auto else cache.device_budget
-    store.when_first_step_done(None)
+    store.size_after_first_step(None)
     by_type = store.cacheable(attrs)
     if len(by_type) > 1 or isinstance(topology, HeteroTopology):
         _configure_types(store, cache, topology, by_type, attrs, scores,
@@ -102,8 +102,8 @@ def configure_caches(
         scores = _scores(scores, topology, cache, train_nodes, num_rows)
         order = hot_order(scores)
     if auto:
-        _size_after_first_step(store, cache, None, attrs, scores, seed,
-                               reserve_bytes)
+        store.size_after_first_step(AutoDeviceBudget(
+            cache, None, attrs, scores, seed, reserve_bytes))
     store.fill_caches(
         keys, host_ids=order[needed - host_rows:needed],
         device_ids=order[:device_rows] if static_device else None,
@@ -111,27 +111,54 @@ def configure_caches(
         window_size=window_size, seed=seed)
 
 
-def _size_after_first_step(store: TieredFeatureStore, cache: FeatureCache,
-                           topology: Optional[HeteroTopology],
-                           attrs: Optional[Sequence[str]], scores: Tensor,
-                           seed: int, reserve_bytes: int) -> None:
-    r"""``device_budget='auto'``: the device cache is sized after the first
+class AutoDeviceBudget:
+    r"""``device_budget='auto'``: the device cache sized after the first
     training step, when the model's own memory use is known (until then
-    only the host buffer serves), from the scores computed now: what is
-    free then, minus what the step needs again at its peak."""
-    def resolve(step_bytes: int) -> None:
+    only the host buffer serves), from the scores computed now. The store
+    calls :meth:`size_device_caches` once
+    (:meth:`~pyg_fastload.storage.TieredFeatureStore.size_after_first_step`
+    says when).
+
+    Args:
+        cache (FeatureCache): the settings (with ``device_budget='auto'``).
+        topology (HeteroTopology, optional): the graph of a store over
+            several node types.
+        attrs (List[str], optional): the attributes cached.
+        scores (torch.Tensor): hotness per row (per global node id over
+            several types).
+        seed (int): seed of the caches' own random choices.
+        reserve_bytes (int): bytes left free.
+    """
+    def __init__(self, cache: FeatureCache,
+                 topology: Optional[HeteroTopology],
+                 attrs: Optional[Sequence[str]], scores: Tensor, seed: int,
+                 reserve_bytes: int):
+        self.cache, self.topology, self.attrs = cache, topology, attrs
+        self.scores, self.seed = scores, seed
+        self.reserve_bytes = reserve_bytes
+
+    def budget(self, store: TieredFeatureStore, step_bytes: int) -> int:
+        r"""Bytes for the device cache: what is free now, minus what the
+        step needs again at its peak, minus the reserve; on the CPU at most
+        :data:`CPU_AUTO_SHARE` of the free memory and
+        :data:`CPU_AUTO_MAX_BYTES`."""
         free = store.free_device_bytes()
-        budget = max(free - step_bytes - reserve_bytes, 0)
+        budget = max(free - step_bytes - self.reserve_bytes, 0)
         if store.device.type != 'cuda':
             budget = min(budget, int(free * CPU_AUTO_SHARE),
                          CPU_AUTO_MAX_BYTES)
-        # measured to fit: not held against the host's memory (a GPU's
-        # cache may be larger)
-        configure_caches(store, replace(cache, device_budget=budget,
-                                        exceed_memory=True),
-                         topology, attrs=attrs, scores=scores, seed=seed)
+        return budget
 
-    store.when_first_step_done(resolve)
+    def size_device_caches(self, store: TieredFeatureStore,
+                           step_bytes: int) -> None:
+        r"""Fills :obj:`store`'s caches again with the device budget of
+        :meth:`budget` (measured to fit: not held against the host's
+        memory, as a GPU's cache may be larger)."""
+        budget = self.budget(store, step_bytes)
+        configure_caches(store, replace(self.cache, device_budget=budget,
+                                        exceed_memory=True),
+                         self.topology, attrs=self.attrs,
+                         scores=self.scores, seed=self.seed)
 
 
 def _check_fits(store: TieredFeatureStore, host_bytes: int,
@@ -239,8 +266,8 @@ def _configure_types(store: TieredFeatureStore, cache: FeatureCache,
             host_pos = order[:int(torch.searchsorted(used, host,
                                                      right=True))]
     if auto:
-        _size_after_first_step(store, cache, topology, attrs, scores, seed,
-                               reserve_bytes)
+        store.size_after_first_step(AutoDeviceBudget(
+            cache, topology, attrs, scores, seed, reserve_bytes))
     for group, (keys, rows, _) in by_type.items():
         start, first = spans[group]
         mine = [pos[(pos >= start) & (pos < start + rows)]

@@ -15,18 +15,17 @@ from typing import List, Sequence
 import torch
 from torch import Tensor
 
+from ..compat import CAN_COUNT_STORAGE_USES, storage_use_count
 from .rows import gather_rows
 
 __all__ = ['BufferPool']
 
 _ALIGN = 2 * 2**20
-_use_count = getattr(torch._C, '_storage_Use_Count', None)
-
 
 def _is_free(base: Tensor) -> bool:
     r"""Whether only the pool (and the temporary storage handle made for the
     query) reference :obj:`base`'s memory."""
-    return _use_count(base.untyped_storage()._cdata) <= 2
+    return storage_use_count(base) <= 2
 
 
 class BufferPool:
@@ -59,7 +58,7 @@ class BufferPool:
 
     @property
     def enabled(self) -> bool:
-        return _use_count is not None and self.max_buffers > 0
+        return CAN_COUNT_STORAGE_USES and self.max_buffers > 0
 
     def empty(self, shape: Sequence[int], dtype: torch.dtype) -> Tensor:
         r"""An uninitialised tensor of :obj:`shape` and :obj:`dtype`, backed

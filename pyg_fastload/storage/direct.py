@@ -9,103 +9,43 @@ rows times row size rather than what the device delivered. Here the only
 host copy of a row is the host buffer (when it holds the row) and the batch
 being assembled; every read is counted in device blocks.
 
-Where the file system refuses ``O_DIRECT`` (tmpfs, some network file
-systems) the tier says so once and reads through the page cache, dropping
-what it read from it right after (``posix_fadvise(DONTNEED)``), so memory
-stays bounded; its counters then say ``direct = 0``.
+The reads are planned here (block-aligned, touching rows merged, long
+reads cut into pieces) and issued by a block reader
+(:mod:`pyg_fastload.storage.block_reads`): ``preadv`` threads into host
+memory, the page cache bypassed where the file system allows, or kvikio's
+reads into GPU memory (:mod:`pyg_fastload.storage.gpu_direct`).
 """
 from __future__ import annotations
 
-import mmap
-import os
+import contextlib
+import functools
 import threading
 import time
-import warnings
-from concurrent.futures import ThreadPoolExecutor
-from typing import Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Optional, Sequence, Tuple, Union
 
 import torch
 from torch import Tensor
 
-from .accumulator import StorageAccumulator
-from .tiers import MmapStorage
+from .block_reads import (BLOCK_BYTES, BlockReads, DirectStorageError,
+                          HostReads, Reads)
+from .buffer_pool import BufferPool
+from .mmap_storage import distinct_sorted
+from .read_accumulator import StorageAccumulator
+from .read_ahead import ReadAheadWindow
+from .row_file import FileStorageTier, RowFile
+from .rows import gather_rows
+from .tier import Misses, Read, host_rows, spent
+from .tier_counters import TierCounters
 
-__all__ = ['DirectStorage', 'DirectStorageError', 'InFlightTuner',
-           'BLOCK_BYTES']
+__all__ = ['DirectStorage', 'DirectStorageError', 'InFlightTuner']
 
-#: Alignment of direct reads: offsets, lengths and buffers (the page size
-#: covers every logical block size in use, 512 B and 4 KiB).
-BLOCK_BYTES = 4096
 #: Bytes of the aligned read buffer: larger gathers are read in waves.
 WAVE_BYTES = 64 * 2**20
 #: The longest single read (merged reads are cut to run in parallel).
 READ_BYTES = 2**20
 
 
-class DirectStorageError(ValueError):
-    r"""A read returned fewer bytes than the rows need (the file shrank
-    after it was opened): never a partial row."""
-
-
-class _AlignedBuffer:
-    r"""A reusable block-aligned byte buffer (an anonymous mapping, aligned
-    to the page size), grown on demand."""
-    def __init__(self) -> None:
-        self._map: Optional[mmap.mmap] = None
-        self.view: Optional[memoryview] = None
-
-    def get(self, nbytes: int) -> Tuple[memoryview, Tensor]:
-        if self._map is None or len(self._map) < nbytes:
-            self.close()
-            size = max(BLOCK_BYTES, -(-nbytes // BLOCK_BYTES) * BLOCK_BYTES)
-            self._map = mmap.mmap(-1, size)
-            self.view = memoryview(self._map)
-        with warnings.catch_warnings():  # writable, owned here
-            warnings.simplefilter('ignore', UserWarning)
-            tensor = torch.frombuffer(self._map, dtype=torch.uint8)
-        return self.view, tensor
-
-    def close(self) -> None:
-        if self.view is not None:
-            self.view.release()
-            self.view = None
-        if self._map is not None:
-            self._map.close()
-            self._map = None
-
-
-def _open_direct(path: str, direct: Optional[bool]) -> Tuple[int, bool]:
-    r"""``(fd, direct)``: the file opened with ``O_DIRECT`` if the file
-    system allows it (probed with one aligned read), else without."""
-    flag = getattr(os, 'O_DIRECT', None)
-    if direct is not False and flag is not None:
-        probe = mmap.mmap(-1, BLOCK_BYTES)
-        fd = -1
-        try:
-            fd = os.open(path, os.O_RDONLY | flag)
-            os.preadv(fd, [probe], 0)
-            return fd, True
-        except OSError as error:
-            if fd >= 0:
-                os.close(fd)
-            reason = f'{error.strerror} (errno {error.errno})'
-        finally:
-            probe.close()
-    else:
-        reason = ('this platform has no O_DIRECT' if flag is None else
-                  'direct=False')
-    if direct:
-        raise OSError(f"'{path}': direct reads are not possible: {reason}; "
-                      f"use storage='mmap' or keep the file on a local file "
-                      f"system that allows O_DIRECT (ext4, xfs)")
-    if direct is None:
-        warnings.warn(f"'{path}': the file system refuses O_DIRECT "
-                      f"({reason}); reading through the page cache and "
-                      f"dropping the rows from it after each read")
-    return os.open(path, os.O_RDONLY), False
-
-
-def _split(reads: List[Tuple[int, int, int]]) -> List[Tuple[int, int, int]]:
+def _split(reads: Reads) -> Reads:
     r"""Long merged reads cut into pieces of at most :data:`READ_BYTES`, so
     that they too run in parallel."""
     out = []
@@ -120,8 +60,8 @@ class InFlightTuner:
     r"""Chooses how many reads to keep in flight from measured throughput
     (reader threads; GIDS's accumulator, which keeps a submission's reads
     many enough for a share of the peak rate, is
-    :class:`~pyg_fastload.storage.accumulator.StorageAccumulator`): starting
-    at :obj:`start`, every :obj:`waves` read waves of at least
+    :class:`~pyg_fastload.storage.read_accumulator.StorageAccumulator`):
+    starting at :obj:`start`, every :obj:`waves` read waves of at least
     :obj:`min_reads` reads it compares the blocks per second with the
     previous setting's and doubles the depth while that gains at least
     :obj:`gain`; at the first doubling that does not, it goes back and
@@ -170,17 +110,19 @@ class InFlightTuner:
         return self.depth
 
 
-class DirectStorage(MmapStorage):
+class DirectStorage(FileStorageTier):
     r"""All rows of a raw row-major file, read with direct I/O.
 
     Rows of a gather are read in file order; rows whose blocks touch (or
     lie within :obj:`merge_gap` blocks) are merged into one read, and up to
-    :obj:`in_flight` reads run at once (reader threads: ``preadv`` releases
-    the GIL). Rows are gathered from the aligned read buffer straight into
-    the caller's buffer (the batch's). A whole-tensor read (:meth:`full`,
-    used for small attributes) goes through the memory map. With an
-    :attr:`accumulator` (GIDS's), a batch whose reads are too few to run
-    near the peak rate reads the next announced batches' rows with its own.
+    :obj:`in_flight` reads run at once (:class:`HostReads`: reader
+    threads, ``preadv`` releases the GIL). Rows are gathered from the
+    aligned read buffer straight into the caller's buffer (the batch's). A
+    whole-tensor read (:meth:`full`, used for small attributes) goes
+    through a memory map of the file. With an :attr:`accumulator`
+    (GIDS's, set by the store's read-ahead), a batch whose reads are too
+    few to run near the peak rate reads the next announced batches' rows
+    with its own.
 
     Args:
         path (str): the raw binary file.
@@ -195,14 +137,14 @@ class DirectStorage(MmapStorage):
         direct (bool, optional): require ``O_DIRECT`` (:obj:`True`), never
             use it (:obj:`False`), or use it where the file system allows
             (:obj:`None`, with a warning where it does not).
+        reads (callable, optional): opens what issues the block reads of
+            the file (default: :class:`HostReads` with :obj:`direct`).
     """
-    place = 'file, direct reads'
-
     def __init__(self, path: str, dtype: torch.dtype, shape: Sequence[int],
                  offset: int = 0, in_flight: Union[int, str] = 16,
-                 merge_gap: int = 0,
-                 direct: Optional[bool] = None):
-        super().__init__(path, dtype, shape, offset)
+                 merge_gap: int = 0, direct: Optional[bool] = None,
+                 reads: Optional[Callable[[RowFile], BlockReads]] = None):
+        self.file = RowFile(path, dtype, shape, offset)
         self.tuner = InFlightTuner() if in_flight == 'auto' else None
         if self.tuner is not None:
             in_flight = self.tuner.depth
@@ -213,55 +155,98 @@ class DirectStorage(MmapStorage):
                 raise ValueError(f"'{key}' = {value!r} must be an int >= "
                                  f"{low}" + (" or 'auto'" if key == 'in_flight'
                                              else ''))
-        itemsize = torch.empty((), dtype=dtype).element_size()
-        if offset % itemsize:
+        if offset % self.file.itemsize:
             raise ValueError(f"'offset' = {offset} is not a multiple of the "
-                             f"{itemsize}-byte element size of {dtype}")
+                             f"{self.file.itemsize}-byte element size of "
+                             f"{dtype}")
+        self.counters = TierCounters()
         self.in_flight = in_flight
         self.merge_gap = merge_gap
-        self._want_direct = direct
-        self._open()
-
-    def _open(self) -> None:
-        os.close(self._fd)  # the buffered descriptor MmapStorage opened
-        self._fd = None
-        self._fd, self.direct = _open_direct(self.path, self._want_direct)
-        self._buffer = _AlignedBuffer()
-        self._pool: Optional[ThreadPoolExecutor] = None
-        self._pool_size = 0
-        self._lock = threading.Lock()  # one gather at a time per storage
-        self.file_bytes = os.path.getsize(self.path)
         self.read_calls = 0
-        #: GIDS's accumulator, set by the feature store's read-ahead.
+        self._window: Optional[ReadAheadWindow] = None
+        #: GIDS's accumulator, set by the store's read-ahead.
         self.accumulator: Optional[StorageAccumulator] = None
+        self._staging = BufferPool(max_buffers=1)
+        opener = reads or functools.partial(HostReads, direct=direct)
+        self.reads: BlockReads = opener(self.file)
+        self.reads.set_threads(in_flight)
+        self._lock = threading.Lock()  # one gather at a time per storage
 
-    def __getstate__(self) -> dict:
-        state = super().__getstate__()
-        for key in ('_buffer', '_pool', '_lock', 'accumulator'):
+    def __getstate__(self) -> Dict[str, Any]:
+        state = self.__dict__.copy()
+        for key in ('_lock', 'accumulator'):
             state.pop(key)
         return state
 
-    def __setstate__(self, state: dict) -> None:
-        super().__setstate__(state)
-        self._open()
+    def __setstate__(self, state: Dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self.accumulator = None
+        self._lock = threading.Lock()
 
-    def __del__(self) -> None:
-        pool = getattr(self, '_pool', None)
-        if pool is not None:
-            pool.shutdown(wait=False)
-        buffer = getattr(self, '_buffer', None)
-        if buffer is not None:
-            buffer.close()
-        super().__del__()
+    @property
+    def place(self) -> str:
+        return self.reads.place
 
-    def prefetch(self, ids: Tensor) -> int:
-        r"""Nothing to ask of the page cache: direct reads bypass it."""
-        return 0
+    # Reading #################################################################
+
+    def gather(self, ids: Tensor, out: Tensor,
+               timings: Optional[Dict[str, float]] = None,
+               staging: Optional[BufferPool] = None) -> None:
+        r"""Writes rows :obj:`ids` into :obj:`out` (on any device), reading
+        every distinct row once, in file order, into where the reads land
+        for :obj:`out` (host memory, or :obj:`out`'s device)."""
+        started, before = time.perf_counter(), self.counters.bytes
+        self._gather(ids, out)
+        self._timed(timings, started, before)
+
+    def read(self, ids: Tensor, out: Tensor,
+             timings: Dict[str, float]) -> Read:
+        started, before = time.perf_counter(), self.counters.bytes
+        on_device = self.reads.lands_on(out.device) == out.device
+        with (contextlib.nullcontext(out) if on_device
+              else host_rows(out)) as target:
+            rows, order, distinct = distinct_sorted(ids)
+            if distinct:
+                self.read_sorted(rows, target)
+                placed = Read(order, ids.numel(), sorted=True)
+            else:
+                self._gather(ids, target)
+                placed = Read(None, ids.numel())
+        self._timed(timings, started, before)
+        return placed
+
+    def _gather(self, ids: Tensor, out: Tensor) -> None:
+        if ids.numel() == 0:
+            return
+        device = self.reads.lands_on(out.device)
+        if device == out.device and bool((ids[1:] > ids[:-1]).all()):
+            self.read_sorted(ids, out)  # sorted, distinct: in place
+            return
+        rows, inverse = torch.unique(ids, sorted=True, return_inverse=True)
+        shape = (rows.numel(), *self.shape[1:])
+        block = self._staging.empty(shape, self.dtype) \
+            if device.type == 'cpu' else \
+            torch.empty(shape, dtype=self.dtype, device=device)
+        self.read_sorted(rows, block, requests=ids.numel())
+        if block.device == out.device:
+            gather_rows(block, inverse.to(block.device), out=out)
+        else:
+            out.copy_(gather_rows(block, inverse))
+
+    def _timed(self, timings: Optional[Dict[str, float]], started: float,
+               before: int) -> None:
+        r"""Counts the seconds and bytes of a read since :obj:`started` for
+        :obj:`timings` and the read-ahead depth."""
+        if timings is not None:
+            spent(timings, self.name, started)
+        if self._window is not None:
+            self._window.add_read(time.perf_counter() - started,
+                                  self.counters.bytes - before)
 
     def extents(self, rows: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
         r"""The merged reads of sorted distinct :obj:`rows`: ``(first
         block, blocks, extent of every row)``."""
-        start = self.offset + rows * self.row_bytes
+        start = self.file.offset + rows * self.row_bytes
         first = torch.div(start, BLOCK_BYTES, rounding_mode='floor')
         last = torch.div(start + self.row_bytes - 1, BLOCK_BYTES,
                          rounding_mode='floor')
@@ -299,7 +284,7 @@ class DirectStorage(MmapStorage):
                                    else requests) - rows.numel()
 
     def _plan(self, rows: Tensor) -> Tuple[Tensor, Tensor, Tensor, int,
-                                           List[Tuple[int, int, int]]]:
+                                           Reads]:
         r"""The reads of sorted distinct :obj:`rows`: ``(first block of
         each merged read, its place in the read buffer in blocks, extent
         of every row, buffer bytes, reads (file offset, length, buffer
@@ -329,7 +314,8 @@ class DirectStorage(MmapStorage):
         *_, total, reads = self._plan(rows)
         with self._lock:
             started = time.perf_counter()
-            self._fetch(reads, total, torch.device('cpu'))
+            self.reads.fetch(reads, total, torch.device('cpu'),
+                             self.in_flight)
             return len(reads), time.perf_counter() - started
 
     def _read_wave(self, rows: Tensor, out: Tensor) -> None:
@@ -338,24 +324,24 @@ class DirectStorage(MmapStorage):
         begins, at, extent, total, reads = self._plan(rows)
         with self._lock:
             started = time.perf_counter()
-            raw = self._fetch(reads, total, out.device)
+            raw = self.reads.fetch(reads, total, out.device, self.in_flight)
             seconds = time.perf_counter() - started
             if self.accumulator is not None:
                 self.accumulator.model.observe(len(reads), seconds)
             if self.tuner is not None:
                 self._set_in_flight(self.tuner.observe(
                     len(reads), total // BLOCK_BYTES, seconds))
-            start = self.offset + rows * self.row_bytes
+            start = self.file.offset + rows * self.row_bytes
             place = at.index_select(0, extent) * BLOCK_BYTES + (
                 start - begins.index_select(0, extent) * BLOCK_BYTES)
-            elems = self.row_bytes // self._array.itemsize
+            itemsize = self.file.itemsize
+            elems = self.row_bytes // itemsize
             # window i = elements i .. i + elems of the read buffer
-            windows = raw.view(self._dtype).unfold(0, elems, 1)
+            windows = raw.view(self.dtype).unfold(0, elems, 1)
             target = out.view(rows.numel(), elems) if out.is_contiguous() \
                 else None
             picked = torch.index_select(
-                windows, 0, (place // self._array.itemsize).to(raw.device),
-                out=target)
+                windows, 0, (place // itemsize).to(raw.device), out=target)
             if target is None:
                 out.copy_(picked.view(out.shape))
         self.read_calls += len(reads)
@@ -363,56 +349,36 @@ class DirectStorage(MmapStorage):
                           total // BLOCK_BYTES)
         self.counters.disk_bytes += total
 
-    def _fetch(self, reads: List[Tuple[int, int, int]], total: int,
-               device: torch.device) -> Tensor:
-        r"""Runs :obj:`reads` ``(file offset, length, buffer offset)`` into
-        a buffer of :obj:`total` bytes for rows bound to :obj:`device`;
-        returns the buffer (``uint8``)."""
-        view, raw = self._buffer.get(total)
-        self._run(reads, view)
-        return raw[:total]
-
     def _set_in_flight(self, depth: int) -> None:
         if depth != self.in_flight and self.accumulator is not None:
             self.accumulator.model.reset()  # a new device rate to fit
         self.in_flight = depth
+        self.reads.set_threads(depth)
 
-    def check_read(self, got: int, offset: int, length: int) -> None:
-        r"""Raises :class:`DirectStorageError` if a read of :obj:`length`
-        bytes at :obj:`offset` returned fewer bytes than the file should
-        hold there (the last block of the file may be short)."""
-        want = min(length, self.file_bytes - offset)
-        if got < want:
-            raise DirectStorageError(
-                f"'{self.path}': read {got} of {want} bytes at offset "
-                f"{offset}: the file is shorter than its "
-                f"{list(self.shape)} rows of {self.dtype} (truncated "
-                f"after it was opened?)")
+    # Read-ahead: GIDS's accumulator ##########################################
 
-    def _run(self, reads: List[Tuple[int, int, int]],
-             view: memoryview) -> None:
-        r"""Issues :obj:`reads` ``(file offset, length, buffer offset)``,
-        up to :attr:`in_flight` at once."""
-        workers = min(self.in_flight, len(reads))
-        if workers <= 1:
-            self._read_all(reads, view)
-            return
-        if self._pool is None or self._pool_size < self.in_flight:
-            if self._pool is not None:
-                self._pool.shutdown(wait=True)
-            self._pool_size = self.in_flight
-            self._pool = ThreadPoolExecutor(
-                self.in_flight, thread_name_prefix='pyg-fastload-read')
-        futures = [self._pool.submit(self._read_all, reads[i::workers], view)
-                   for i in range(workers)]
-        for future in futures:
-            future.result()
+    def set_read_ahead(self, window: Optional[ReadAheadWindow]) -> None:
+        self._window = window
+        self.accumulator = None if window is None else StorageAccumulator(
+            window.batches, window.max_pending_bytes, window.share)
 
-    def _read_all(self, reads: List[Tuple[int, int, int]],
-                  view: memoryview) -> None:
-        for offset, length, at in reads:
-            got = os.preadv(self._fd, [view[at:at + length]], offset)
-            self.check_read(got, offset, length)
-            if not self.direct:
-                os.posix_fadvise(self._fd, offset, length,
-                                 os.POSIX_FADV_DONTNEED)
+    def announce(self, ids: Tensor, misses: Optional[Misses] = None) -> None:
+        r"""Tells the accumulator which storage rows the batch will read
+        (:obj:`misses`, sorted) and how many of its rows the caches
+        serve."""
+        if self.accumulator is not None:
+            rows = (ids if misses is None else misses()).sort()[0]
+            self.accumulator.announce(ids, rows, self.count_reads(rows),
+                                      ids.numel() - rows.numel())
+
+    def retire(self, ids: Tensor) -> None:
+        if self.accumulator is not None:
+            self.accumulator.retire(ids)
+
+    def read_ahead_stats(self) -> Optional[Dict[str, float]]:
+        return None if self.accumulator is None else self.accumulator.stats()
+
+    def reset_counters(self) -> None:
+        super().reset_counters()
+        if self.accumulator is not None:
+            self.accumulator.reset_counts()

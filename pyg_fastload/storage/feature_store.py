@@ -1,28 +1,27 @@
-r"""``TieredFeatureStore``: a PyG ``FeatureStore`` whose rows come from the
-fastest tier that holds them: device cache, host buffer, then storage (in
-memory or a memory-mapped file)."""
+r"""``TieredFeatureStore``: a PyG ``FeatureStore`` whose rows come from a
+chain of tiers per attribute, fastest first: device cache, host buffer,
+then storage (in memory, memory-mapped, or read directly)."""
 from __future__ import annotations
 
-import threading
-import time
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 import torch
 from torch import Tensor
 from torch_geometric.data import FeatureStore, TensorAttr
 
-from ..config import MAX_LOOKAHEAD, available_memory, free_cuda_memory
-from .accumulator import StorageAccumulator
+from ..config import available_memory, free_cuda_memory
 from .buffer_pool import BufferPool
-from .counters import TierCounters
+from .cache_tier import StaticCache
 from .direct import DirectStorage
 from .gpu_direct import GpuDirectStorage
-from .io_stats import process_memory, reset_peak_rss
+from .memory_storage import MemoryStorage
+from .mmap_storage import MmapStorage
 from .protocol import BatchIds, of_group
-from .read_ahead import AdaptiveReadAhead
-from .tier_gather import (TierEntry, gather_tiers, holding, static_misses,
-                          spent as add_spent)
-from .tiers import MemoryStorage, MmapStorage, StaticCache, WindowBufferedCache
+from .read_ahead import ReadAheadWindow, check_read_ahead
+from .step_memory import DeviceCacheSizing, FirstStepSizing
+from .tier import Tier
+from .tier_chain import TierChain
+from .window_cache import WindowBufferedCache
 
 __all__ = ['TieredFeatureStore']
 
@@ -33,19 +32,36 @@ def _key(attr: TensorAttr) -> Key:
     return (attr.group_name, attr.attr_name)
 
 
-class TieredFeatureStore(FeatureStore):
-    r"""Node attributes served from a device cache, a host buffer and a
-    storage tier, fastest first; rows are looked up through one slot map per
-    cache and counted per tier (:meth:`stats`).
+def _label(key: Key) -> str:
+    group, name = key
+    return name if group is None else f'{group}.{name}'
 
-    Tensors enter with :meth:`put_tensor` (kept in memory) or
-    :meth:`put_mmap_tensor` (a raw file, never read whole). Caches are filled
-    by :func:`pyg_fastload.caching.configure_caches` from a hotness
-    policy. Works as the first element of a ``(FeatureStore, GraphStore)``
-    tuple for PyG's ``NeighborLoader`` and for
+
+class TieredFeatureStore(FeatureStore):
+    r"""Node attributes served through one chain of tiers per attribute
+    (:class:`~pyg_fastload.storage.tier.Tier`): a device cache wrapping a
+    host buffer wrapping the storage, each link serving the rows it holds
+    and asking the next for the others, each counted on its own
+    (:meth:`stats`).
+
+    Tensors enter with :meth:`put_tensor` (kept in memory),
+    :meth:`put_mmap_tensor` (a raw file, never read whole) or
+    :meth:`put_tier` (any chain ending in a storage). Caches are put in
+    front by :func:`pyg_fastload.caching.configure_caches` from a hotness
+    policy (:meth:`fill_caches`). Works as the first element of a
+    ``(FeatureStore, GraphStore)`` tuple for PyG's ``NeighborLoader`` and for
     :class:`~pyg_fastload.FastNeighborLoader`, which reads it through the
     :class:`~pyg_fastload.storage.FeatureSource` protocol (:meth:`gather`,
-    :meth:`announce`, :meth:`retire`, :meth:`stats`).
+    :meth:`announce`, :meth:`retire`, :meth:`stats`,
+    :meth:`first_step_done`).
+
+    With ``device_budget='auto'`` the device caches are sized once the
+    consumer's first training step is done
+    (:class:`~pyg_fastload.storage.step_memory.FirstStepSizing` lists the
+    steps): the planner hands the store its policy
+    (:meth:`size_after_first_step`), the loader calls
+    :meth:`first_step_done` when its consumer asks for the second batch,
+    and the next :meth:`gather` hands the measured memory to the policy.
 
     Args:
         device (torch.device, optional): where the device cache lives and
@@ -57,37 +73,20 @@ class TieredFeatureStore(FeatureStore):
         self.device = torch.device(device or 'cpu')
         self.window_size = 0
         self.read_ahead = 0
-        self.min_reads = 0
-        self.max_pending_bytes = 0
-        self._pending_reads: Dict[Key, List[Tensor]] = {}
-        self._read_depth: Optional[AdaptiveReadAhead] = None
-        # Batches announced and retired; the storage seconds and bytes of
-        # the batch being gathered and when the previous one started.
-        self._announced = self._retired = 0
-        self._batch_reads = [0.0, 0]
-        self._batch_started: Optional[float] = None
-        self._entries: Dict[Key, TierEntry] = {}
-        # device_budget='auto': sized once a training step is done (its
-        # transient memory measured), at the end of the next gather
-        self._after_step: Optional[Callable[[int], None]] = None
-        self._step_bytes: Optional[int] = None
-        self._peak_reset = False
+        self._read_ahead: Optional[ReadAheadWindow] = None
+        self._entries: Dict[Key, TierChain] = {}
+        self._sizing: Optional[FirstStepSizing] = None
         self._staging = BufferPool(max_buffers=1)
-        # announce() runs in the loader's sampling thread, retire() in its
-        # feature-loading thread: both update the read-ahead counts (each
-        # window-buffered cache guards its own state).
-        self._window_lock = threading.Lock()
-
-    def __getstate__(self) -> Dict[str, Any]:
-        state = self.__dict__.copy()
-        state.pop('_window_lock')
-        return state
-
-    def __setstate__(self, state: Dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self._window_lock = threading.Lock()
 
     # Tensors #################################################################
+
+    def put_tier(self, tier: Tier, attr_name: str,
+                 group_name: Optional[str] = None) -> None:
+        r"""Registers :obj:`tier` (a storage, or links around one) as the
+        tiers of an attribute; caches go in front of it."""
+        chain = TierChain(tier)
+        chain.storage.set_read_ahead(self._read_ahead)
+        self._entries[(group_name, attr_name)] = chain
 
     def put_mmap_tensor(self, path: str, dtype: torch.dtype,
                         shape: Sequence[int], attr_name: str,
@@ -105,42 +104,33 @@ class TieredFeatureStore(FeatureStore):
                              f"the feature store's device is {self.device}: "
                              f"use storage='direct' on CPU")
         if storage == 'mmap':
-            tier = MmapStorage(path, dtype, shape, offset)
+            tier: Tier = MmapStorage(path, dtype, shape, offset)
         elif storage in ('direct', 'gds'):
             reader = DirectStorage if storage == 'direct' else GpuDirectStorage
             tier = reader(path, dtype, shape, offset, in_flight=in_flight)
         else:
             raise ValueError(f"'storage' = {storage!r}: pass 'mmap', "
                              f"'direct' or 'gds'")
-        self._entries[(group_name, attr_name)] = TierEntry(tier)
+        self.put_tier(tier, attr_name, group_name)
 
     def _put_tensor(self, tensor: Tensor, attr: TensorAttr) -> bool:
-        key = _key(attr)
         if attr.index is None:
-            self._entries[key] = TierEntry(MemoryStorage(tensor))
+            self.put_tier(MemoryStorage(tensor), attr.attr_name,
+                          attr.group_name)
             return True
-        entry = self._entries.get(key)
-        if entry is None or not isinstance(entry.storage, MemoryStorage):
-            return False
-        index = torch.as_tensor(attr.index).long()
-        entry.storage.tensor[index] = tensor
-        for cache in entry.caches():  # keep cached copies consistent
-            with holding(cache):
-                slot = cache.lookup(index)
-                held = slot >= 0
-                cache.values[slot[held].to(cache.values.device)] = tensor[
-                    held.to(tensor.device)].to(cache.values.device)
-        return True
+        chain = self._entries.get(_key(attr))
+        return chain is not None and chain.top.write(
+            torch.as_tensor(attr.index).long(), tensor)
 
     def _get_tensor(self, attr: TensorAttr) -> Optional[Tensor]:
-        entry = self._entries.get(_key(attr))
-        if entry is None:
+        chain = self._entries.get(_key(attr))
+        if chain is None:
             return None
         if attr.index is None:
-            return entry.storage.full()
+            return chain.storage.full()
         index = attr.index
         if isinstance(index, slice):
-            index = torch.arange(entry.storage.shape[0])[index]
+            index = torch.arange(chain.storage.shape[0])[index]
         return self.gather(attr.attr_name, torch.as_tensor(index),
                            group_name=attr.group_name)
 
@@ -152,8 +142,8 @@ class TieredFeatureStore(FeatureStore):
 
     def _get_tensor_size(self, attr: TensorAttr) -> Optional[Tuple[int,
                                                                    ...]]:
-        entry = self._entries.get(_key(attr))
-        return None if entry is None else entry.storage.shape
+        chain = self._entries.get(_key(attr))
+        return None if chain is None else chain.storage.shape
 
     def get_all_tensor_attrs(self) -> List[TensorAttr]:
         return [TensorAttr(group, name) for group, name in self._entries]
@@ -162,6 +152,13 @@ class TieredFeatureStore(FeatureStore):
                  group_name: Optional[str] = None) -> torch.dtype:
         r"""The element type of an attribute."""
         return self._entries[(group_name, attr_name)].storage.dtype
+
+    def tiers(self, attr_name: str,
+              group_name: Optional[str] = None) -> Dict[str, Tier]:
+        r"""The tiers of an attribute by their name in :meth:`stats`,
+        fastest first."""
+        return {link.name: link
+                for link in self._entries[(group_name, attr_name)].links()}
 
     # The fast path ###########################################################
 
@@ -173,41 +170,27 @@ class TieredFeatureStore(FeatureStore):
         holding it, written into :obj:`out` if given. Seconds spent per tier
         (``'device'``, ``'host'``, ``'storage'``; host-side time, as CUDA
         work is asynchronous) are added to :obj:`timings` if given."""
-        entry = self._entries.get((group_name, attr_name))
-        if entry is None:
+        chain = self._entries.get((group_name, attr_name))
+        if chain is None:
             raise KeyError(f"no tensor '{attr_name}' (group {group_name!r}) "
                            f"in the feature store")
-        storage = entry.storage
-        if self._after_step is not None and not self._peak_reset:
-            self._reset_peak()  # the first step's memory counts from here
+        if self._sizing is not None:
+            self._sizing.batch_started()
+        top = chain.top
+        shape = chain.storage.shape
         ids = index.reshape(-1).to(torch.long).cpu()
-        if ids.numel() and (int(ids.min()) < 0
-                            or int(ids.max()) >= storage.shape[0]):
-            raise IndexError(f"'{attr_name}' has {storage.shape[0]} rows; "
-                             f"asked for rows {int(ids.min())} to "
-                             f"{int(ids.max())}")
-        out_device = entry.device.values.device if entry.device else (
-            torch.device('cpu'))
+        if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= shape[0]):
+            raise IndexError(f"'{attr_name}' has {shape[0]} rows; asked for "
+                             f"rows {int(ids.min())} to {int(ids.max())}")
         if out is None:
-            out = torch.empty((ids.numel(), *storage.shape[1:]),
-                              dtype=storage.dtype, device=out_device)
+            out = torch.empty((ids.numel(), *shape[1:]),
+                              dtype=chain.storage.dtype, device=top.out_device)
         spent: Dict[str, float] = {}
-        read_bytes = storage.counters.bytes
-        if entry.caches():
-            gather_tiers(entry, ids, out, spent, self._staging)
-        else:
-            started = time.perf_counter()
-            storage.gather(ids, out)
-            add_spent(spent, 'storage', started)
-        if self._read_depth is not None and isinstance(storage, MmapStorage):
-            self._batch_reads[0] += spent.get('storage', 0.0)
-            self._batch_reads[1] += storage.counters.bytes - read_bytes
+        top.gather(ids, out, spent, self._staging)
         if timings is not None:
             for tier, seconds in spent.items():
                 timings[tier] = timings.get(tier, 0.0) + seconds
-        if self._after_step is not None and self._step_bytes is not None:
-            callback, self._after_step = self._after_step, None
-            callback(self._step_bytes)
+        self._size_if_due()
         return out
 
     def free_device_bytes(self) -> int:
@@ -225,8 +208,8 @@ class TieredFeatureStore(FeatureStore):
         2 or more dimensions, i.e. feature matrices), per node type (group):
         their keys, the type's row count and its bytes per row added up."""
         if attrs is None:
-            keys = [k for k, e in self._entries.items()
-                    if len(e.storage.shape) >= 2]
+            keys = [k for k, c in self._entries.items()
+                    if len(c.storage.shape) >= 2]
         else:
             keys = []
             for name in attrs:
@@ -247,93 +230,84 @@ class TieredFeatureStore(FeatureStore):
                     device_ids: Optional[Tensor] = None,
                     window_rows: int = 0, window_size: int = 0,
                     seed: int = 0) -> None:
-        r"""Replaces the caches of :obj:`keys`: the host buffer holds rows
-        :obj:`host_ids`; the device cache holds rows :obj:`device_ids`
-        (static) or, with :obj:`window_rows`, is a window-buffered cache of
-        that many rows over a look-ahead of :obj:`window_size` batches."""
+        r"""Composes the chains of :obj:`keys` anew: a host buffer holding
+        rows :obj:`host_ids` (a :class:`StaticCache`) in front of the
+        attribute's tiers, and in front of that a device cache holding rows
+        :obj:`device_ids` or, with :obj:`window_rows`, a
+        :class:`WindowBufferedCache` of that many rows over a look-ahead of
+        :obj:`window_size` batches."""
         self.window_size = window_size
         for key in keys:
-            entry = self._entries[key]
-            entry.host = entry.device = None
+            chain = self._entries[key]
+            chain.top = chain.base  # the old caches go before new ones fill
+            top = chain.base
             if host_ids.numel():
-                entry.host = self._fill(entry, host_ids,
-                                        torch.device('cpu'))
+                top = self._fill(chain, top, host_ids, torch.device('cpu'),
+                                 'host')
             if device_ids is not None and device_ids.numel():
-                entry.device = self._fill(entry, device_ids, self.device)
+                top = self._fill(chain, top, device_ids, self.device,
+                                 'device')
             elif window_rows:
-                storage = entry.storage
-                entry.device = WindowBufferedCache(
-                    storage.shape[0], window_rows, storage.shape[1:],
-                    storage.dtype, self.device, seed)
+                top = WindowBufferedCache(top, window_rows, self.device, seed)
+            chain.top = top
+
+    @staticmethod
+    def _fill(chain: TierChain, fallback: Tier, ids: Tensor,
+              device: torch.device, name: str) -> StaticCache:
+        r"""A static cache of rows :obj:`ids` in front of
+        :obj:`fallback`, read from the chain's base (not counted)."""
+        ids = torch.unique(ids)  # sorted: read in file order, no staging
+        base = chain.base
+        values = torch.empty((ids.numel(), *base.shape[1:]),
+                             dtype=base.dtype)
+        base.gather(ids, values)
+        for link in base.links():
+            link.reset_counters()
+        if device.type == 'cuda':
+            values = values.to(device)
+        elif torch.cuda.is_available():
+            values = values.pin_memory()
+        return StaticCache(fallback, ids, values, name)
 
     def cached_ids(self, attr_name: str,
                    group_name: Optional[str] = None) -> Tensor:
         r"""The rows of an attribute its static caches (host buffer,
         static device cache) hold, sorted; a window-buffered cache's rows
         change with every batch and are not listed."""
-        entry = self._entries.get((group_name, attr_name))
-        held = [c.node_ids.long() for c in ([] if entry is None
-                                            else entry.caches())
-                if isinstance(c, StaticCache)
-                and not isinstance(c, WindowBufferedCache)]
+        chain = self._entries.get((group_name, attr_name))
+        held = [] if chain is None else [
+            ids.long() for ids in (link.held_ids() for link in chain.links())
+            if ids.numel()]
         if not held:
             return torch.empty(0, dtype=torch.long)
         return torch.unique(torch.cat(held))
 
-    def when_first_step_done(
-            self, callback: Optional[Callable[[int], None]]) -> None:
-        r"""Calls :obj:`callback` once with the memory a training step
-        took beyond what stays allocated (bytes: activations, gradients,
-        the optimizer's temporaries), at the end of the first
-        :meth:`gather` after :meth:`first_step_done` (a device cache sized
-        once the model's own memory use is known, PaGraph). The memory's
-        high-water mark is reset at the next :meth:`gather` (the step's
-        batch), so what ran before the training does not count."""
-        self._after_step, self._step_bytes = callback, None
-        self._peak_reset = False
+    # device_budget='auto': sizing after the first step #######################
 
-    def _reset_peak(self) -> None:
-        self._peak_reset = True
-        if self.device.type == 'cuda':
-            torch.cuda.reset_peak_memory_stats(self.device)
-        else:
-            reset_peak_rss()
+    def size_after_first_step(self,
+                              policy: Optional[DeviceCacheSizing]) -> None:
+        r"""Hands :obj:`policy` the memory the consumer's first training
+        step takes beyond what stays allocated, once, at the end of the
+        first :meth:`gather` after :meth:`first_step_done` (a device cache
+        sized once the model's own memory use is known, PaGraph);
+        :obj:`None` forgets a policy not yet applied."""
+        self._sizing = None if policy is None else FirstStepSizing(
+            policy, self.device)
 
     def first_step_done(self) -> None:
         r"""Tells the store its consumer finished a training step (a
         loader calls it when the second batch is asked for): measures the
-        step's memory for :meth:`when_first_step_done`."""
-        if self._after_step is None or self._step_bytes is not None:
-            return
-        if not self._peak_reset:  # no batch gathered: no step to measure
-            self._reset_peak()
-            self._step_bytes = 0
-            return
-        if self.device.type == 'cuda':
-            self._step_bytes = int(
-                torch.cuda.max_memory_allocated(self.device)
-                - torch.cuda.memory_allocated(self.device))
-        else:
-            memory = process_memory()
-            self._step_bytes = max(memory.get('peak', 0)
-                                   - memory.get('rss', 0), 0)
+        step's memory for the policy of :meth:`size_after_first_step`."""
+        if self._sizing is not None:
+            self._sizing.step_done()
 
-    def _fill(self, entry: TierEntry, ids: Tensor,
-              device: torch.device) -> StaticCache:
-        ids = torch.unique(ids)  # sorted: read in file order, no staging
-        storage = entry.storage
-        values = torch.empty((ids.numel(), *storage.shape[1:]),
-                             dtype=storage.dtype)
-        if isinstance(storage, MmapStorage):
-            storage.read_sorted(ids, values)
-        else:
-            storage.gather(ids, values)
-        storage.counters.reset()
-        if device.type == 'cuda':
-            values = values.to(device)
-        elif torch.cuda.is_available():
-            values = values.pin_memory()
-        return StaticCache(storage.shape[0], ids, values)
+    def _size_if_due(self) -> None:
+        sizing = self._sizing
+        if sizing is not None and sizing.step_bytes is not None:
+            self._sizing = None
+            sizing.policy.size_device_caches(self, sizing.step_bytes)
+
+    # Read-ahead ##############################################################
 
     def set_read_ahead(self, batches: int, min_reads: int = 4096,
                        max_pending_bytes: int = 2**28,
@@ -341,7 +315,7 @@ class TieredFeatureStore(FeatureStore):
         r"""Storage reads of up to :obj:`batches` sampled batches merged
         (0: off); the loader samples and announces that far ahead. Direct
         reads get GIDS's accumulator
-        (:class:`~pyg_fastload.storage.accumulator.StorageAccumulator`:
+        (:class:`~pyg_fastload.storage.read_accumulator.StorageAccumulator`:
         a batch with too few reads for :obj:`share` of the measured peak
         reads the next batches' rows too, staged within
         :obj:`max_pending_bytes`). Memory-mapped storage gets one sorted,
@@ -350,28 +324,18 @@ class TieredFeatureStore(FeatureStore):
         bytes are pending, or the oldest pending batch is within
         :attr:`read_ahead_depth` batches (which follows the measured
         storage time, :class:`AdaptiveReadAhead`) of being gathered."""
-        if not 0 <= batches <= MAX_LOOKAHEAD or min_reads < 1 or \
-                max_pending_bytes < 1:
-            raise ValueError(f"'batches={batches}' must lie in [0, "
-                             f"{MAX_LOOKAHEAD}], "
-                             f"'min_reads={min_reads}' >= 1 and "
-                             f"'max_pending_bytes={max_pending_bytes}' >= 1")
+        check_read_ahead(batches, min_reads, max_pending_bytes)
         self.read_ahead = batches
-        self.min_reads = min_reads
-        self.max_pending_bytes = max_pending_bytes
-        self._read_depth = (AdaptiveReadAhead(batches, max_pending_bytes)
-                            if batches else None)
-        self._batch_started = None
-        for entry in self._entries.values():
-            if isinstance(entry.storage, DirectStorage):
-                entry.storage.accumulator = StorageAccumulator(
-                    batches, max_pending_bytes, share) if batches else None
+        self._read_ahead = ReadAheadWindow(
+            batches, min_reads, max_pending_bytes, share) if batches else None
+        for chain in self._entries.values():
+            chain.storage.set_read_ahead(self._read_ahead)
 
     @property
     def read_ahead_depth(self) -> int:
         r"""Batches ahead of being gathered at which a batch's storage
         reads are issued at the latest (0: read-ahead off)."""
-        return self._read_depth.depth if self._read_depth else 0
+        return self._read_ahead.depth if self._read_ahead else 0
 
     @property
     def lookahead_depth(self) -> int:
@@ -384,131 +348,64 @@ class TieredFeatureStore(FeatureStore):
         r"""A sampled batch needing the unique node ids :obj:`batch` (per
         node type for a heterogeneous batch) entered the loader's look-ahead
         window (batches are announced and retired in the same order)."""
-        with self._window_lock:
-            self._announced += 1
-        for key, entry in self._entries.items():
-            ids = of_group(batch, key[0])
-            if isinstance(entry.device, WindowBufferedCache):
-                entry.device.announce(ids)
-            accumulator = getattr(entry.storage, 'accumulator', None)
-            if accumulator is not None:
-                rows = static_misses(entry, ids).sort()[0]
-                accumulator.announce(ids, rows,
-                                     entry.storage.count_reads(rows),
-                                     ids.numel() - rows.numel())
-            elif self.read_ahead and isinstance(entry.storage, MmapStorage):
-                self._accumulate(key, entry, ids)
-
-    def _accumulate(self, key: Key, entry: TierEntry, ids: Tensor) -> None:
-        ids = static_misses(entry, ids)
-        with self._window_lock:
-            self._pending_reads.setdefault(key, []).append(ids)
-            self._flush_due_reads(key, entry)
-
-    def _flush_due_reads(self, key: Key, entry: TierEntry) -> None:
-        r"""Issues the pending reads of :obj:`key` if enough rows or bytes
-        are pending or the oldest pending batch is due (lock held)."""
-        pending = self._pending_reads.get(key)
-        if not pending:
-            return
-        rows = sum(p.numel() for p in pending)
-        # Batches to be gathered before the oldest pending one:
-        before = self._announced - self._retired - len(pending)
-        if (rows >= self.min_reads
-                or rows * entry.storage.row_bytes >= self.max_pending_bytes
-                or before < self.read_ahead_depth):
-            entry.storage.prefetch(torch.cat(pending))
-            pending.clear()
+        if self._read_ahead is not None:
+            self._read_ahead.batch_announced()
+        for (group, _), chain in self._entries.items():
+            chain.top.announce(of_group(batch, group))
 
     def retire(self, batch: BatchIds) -> None:
         r"""The batch announced with the same ids is being fetched."""
-        for (group, _), entry in self._entries.items():
-            ids = of_group(batch, group)
-            if isinstance(entry.device, WindowBufferedCache):
-                entry.device.retire(ids)
-            accumulator = getattr(entry.storage, 'accumulator', None)
-            if accumulator is not None:
-                accumulator.retire(ids)
-        with self._window_lock:
-            self._retired += 1
-            if self._read_depth is None:
-                return
-            now = time.perf_counter()
-            if self._batch_started is not None:
-                self._read_depth.observe(self._batch_reads[0],
-                                         now - self._batch_started,
-                                         self._batch_reads[1])
-            self._batch_started, self._batch_reads = now, [0.0, 0]
-            for key, entry in self._entries.items():
-                self._flush_due_reads(key, entry)
+        if self._read_ahead is not None:
+            self._read_ahead.batch_retired()
+        for (group, _), chain in self._entries.items():
+            chain.top.retire(of_group(batch, group))
 
     # Counters ################################################################
 
     def accumulator_stats(self) -> Dict[str, Dict[str, float]]:
-        r"""Per direct-read attribute with an accumulator, its
-        :meth:`~pyg_fastload.storage.accumulator.StorageAccumulator.stats`.
+        r"""Per direct-read attribute with an accumulator, the
+        ``stats()`` of its
+        :class:`~pyg_fastload.storage.read_accumulator.StorageAccumulator`.
         """
         out: Dict[str, Dict[str, float]] = {}
-        for (group, name), entry in self._entries.items():
-            accumulator = getattr(entry.storage, 'accumulator', None)
-            if accumulator is not None:
-                label = name if group is None else f'{group}.{name}'
-                out[label] = accumulator.stats()
+        for key, chain in self._entries.items():
+            stats = chain.storage.read_ahead_stats()
+            if stats is not None:
+                out[_label(key)] = stats
         return out
 
     def stats(self, attr_name: Optional[str] = None
               ) -> Dict[str, Dict[str, Dict[str, float]]]:
         r"""Per attribute and tier: requests, hits, bytes, pages, hit ratio
         (of :obj:`attr_name` only, if given)."""
-        out: Dict[str, Dict[str, Dict[str, float]]] = {}
-        for (group, name), entry in self._entries.items():
-            if attr_name is not None and name != attr_name:
-                continue
-            label = name if group is None else f'{group}.{name}'
-            tiers: Dict[str, TierCounters] = {}
-            if entry.device is not None:
-                tiers['device'] = entry.device.counters
-            if entry.host is not None:
-                tiers['host'] = entry.host.counters
-            tiers['storage'] = entry.storage.counters
-            out[label] = {tier: c.as_dict() for tier, c in tiers.items()}
-        return out
+        return {_label(key): chain.stats()
+                for key, chain in self._entries.items()
+                if attr_name is None or key[1] == attr_name}
 
     def places(self) -> Dict[str, Dict[str, str]]:
         r"""Per attribute and tier (the keys of :meth:`stats`): where the
         tier's rows live or come from, in words (``'CPU memory'``,
         ``'GPU memory, cuda:0'``, ``'in memory'``, ``'file,
         memory-mapped'``, ``'file, direct reads'``)."""
-        out: Dict[str, Dict[str, str]] = {}
-        for (group, name), entry in self._entries.items():
-            label = name if group is None else f'{group}.{name}'
-            tiers = (('device', entry.device), ('host', entry.host),
-                     ('storage', entry.storage))
-            out[label] = {tier: held.place for tier, held in tiers
-                          if held is not None}
-        return out
+        return {_label(key): chain.places()
+                for key, chain in self._entries.items()}
 
     def evict_page_cache(self) -> None:
-        r"""Drops the page cache of every memory-mapped tensor (cold-start
+        r"""Drops the page cache of every file-backed tensor (cold-start
         measurements)."""
-        for entry in self._entries.values():
-            if isinstance(entry.storage, MmapStorage):
-                entry.storage.evict_page_cache()
+        for chain in self._entries.values():
+            chain.storage.evict_page_cache()
 
     def reset_counters(self) -> None:
-        for entry in self._entries.values():
-            for tier in (*entry.caches(), entry.storage):
-                tier.counters.reset()
-            if getattr(entry.storage, 'accumulator', None) is not None:
-                entry.storage.accumulator.reset_counts()
+        for chain in self._entries.values():
+            for link in chain.links():
+                link.reset_counters()
 
     def __repr__(self) -> str:
         parts = []
-        for (group, name), entry in self._entries.items():
-            kind = type(entry.storage).__name__
-            tiers = [f'{t}={c.capacity}' for t, c in (('device', entry.device),
-                                                     ('host', entry.host))
-                     if c is not None]
-            parts.append(f"{name}{list(entry.storage.shape)}:{kind}"
+        for (_, name), chain in self._entries.items():
+            kind = type(chain.storage).__name__
+            tiers = [f'{c.name}={c.capacity}' for c in chain.caches()]
+            parts.append(f"{name}{list(chain.storage.shape)}:{kind}"
                          + (f"({', '.join(tiers)})" if tiers else ''))
         return f"{self.__class__.__name__}({', '.join(parts)})"

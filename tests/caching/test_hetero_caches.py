@@ -18,7 +18,7 @@ from pyg_fastload.datasets import generate_hetero
 from pyg_fastload.graph.convert import topology_of
 from pyg_fastload.sampling import HeteroNeighborSampler
 from pyg_fastload.storage import TieredFeatureStore
-from pyg_fastload.storage.tiers import WindowBufferedCache
+from pyg_fastload.storage import WindowBufferedCache
 
 
 def two_types():
@@ -33,7 +33,7 @@ def two_types():
 
 
 def cached_rows(store, group, tier='host'):
-    cache = getattr(store._entries[(group, 'x')], tier)
+    cache = store.tiers('x', group).get(tier)
     return [] if cache is None else sorted(cache.node_ids.tolist())
 
 
@@ -91,7 +91,7 @@ def test_window_buffering_over_several_types():
                      topology_of(data), scores=scores)
     assert store.window_size == 2
     for t, rows in (('paper', 10), ('author', 1)):
-        window = store._entries[(t, 'x')].device
+        window = store.tiers('x', t).get('device')
         assert isinstance(window, WindowBufferedCache)
         assert window.capacity == rows
     assert cached_rows(store, 'paper') == [0, 1, 2, 3]
@@ -108,7 +108,7 @@ def test_windows_serve_hetero_batches():
         100)), batch_size=25, generator=torch.Generator().manual_seed(0))
     plain = list(FastNeighborLoader(data, **kwargs))
     kwargs['generator'] = torch.Generator().manual_seed(0)
-    windows = [stores[0]._entries[(t, 'x')].device
+    windows = [stores[0].tiers('x', t).get('device')
                for t in ('paper', 'author')]
     iterator = iter(FastNeighborLoader(stores, pipeline=False, **kwargs))
     windowed = [next(iterator)]
@@ -278,7 +278,7 @@ def test_read_ahead_serves_a_hetero_directory(tmp_path, storage):
     announced and retired per batch; the batches stay the same, and direct
     reads merge later batches' rows per type."""
     from pyg_fastload.datasets.hetero_prepare import write_hetero_data
-    from pyg_fastload.storage.accumulator import AccessModel
+    from pyg_fastload.storage.read_accumulator import AccessModel
     data = generate_hetero('hetero-tiny')
     data['author'].x = torch.randn(data['author'].num_nodes, 5)
     write_hetero_data(data, tmp_path / 'ds', name='t', source='t',
@@ -288,10 +288,11 @@ def test_read_ahead_serves_a_hetero_directory(tmp_path, storage):
         features, graph = open_dataset(tmp_path / 'ds', storage=storage,
                                        read_ahead=read_ahead,
                                        host_budget='2KiB')
-        for entry in features._entries.values():
-            if getattr(entry.storage, 'accumulator', None) is not None:
+        if read_ahead and storage == 'direct':
+            for group in ('paper', 'author'):
                 # always merge, up to 4 batches
-                entry.storage.accumulator.model = AccessModel(1000.0, 1.0)
+                features.tiers('x', group)['storage'].accumulator.model = \
+                    AccessModel(1000.0, 1.0)
         loader = FastNeighborLoader(
             (features, graph), [3, 2], input_nodes=('paper', torch.arange(
                 60)), batch_size=10, shuffle=True, pipeline=False,
@@ -313,7 +314,7 @@ def test_read_ahead_serves_a_hetero_directory(tmp_path, storage):
             assert stats[f'{group}.x']['merged_batches'] == 6 - 2
     else:  # the misses of each type were hinted to the kernel ahead
         for group in ('paper', 'author'):
-            storage = features._entries[(group, 'x')].storage
+            storage = features.tiers('x', group)['storage']
             assert storage.prefetched_pages > 0
 
 

@@ -15,9 +15,9 @@ def test_prepared_dataset_feeds_the_fast_loader(tmp_path):
     feature_store, graph_store = open_dataset(
         tmp_path / 'tiny', host_budget=0.1, device_budget='20%',
         policy='reverse_pagerank', scores=loader_scores(progress=False))
-    entry = feature_store._entries[(None, 'x')]
-    assert isinstance(entry.storage, MmapStorage)  # never loaded whole
-    assert entry.host.capacity == 200 and entry.device.capacity == 400
+    tiers = feature_store.tiers('x')
+    assert isinstance(tiers['storage'], MmapStorage)  # never loaded whole
+    assert tiers['host'].capacity == 200 and tiers['device'].capacity == 400
     loader = FastNeighborLoader((feature_store, graph_store), [5, 5],
                                 input_nodes=graph.train_mask, batch_size=128)
     for batch in loader:

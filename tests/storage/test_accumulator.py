@@ -4,8 +4,8 @@ import torch
 from pyg_fastload import FastNeighborLoader
 from pyg_fastload.caching import open_dataset
 from pyg_fastload.storage import DirectStorage, TieredFeatureStore
-from pyg_fastload.storage.accumulator import AccessModel, StorageAccumulator
-from pyg_fastload.storage.tiers import StaticCache
+from pyg_fastload.storage.read_accumulator import (AccessModel,
+                                                   StorageAccumulator)
 
 ROWS, DIM = 3000, 1024  # 4 KiB rows: one block each
 
@@ -25,9 +25,9 @@ def _store(table, batches, model, max_bytes=2**28, host=None):
     store.put_mmap_tensor(path, x.dtype, x.shape, 'x', storage='direct',
                           in_flight=4)
     if host is not None:
-        store._entries[(None, 'x')].host = StaticCache(ROWS, host, x[host])
+        store.fill_caches([(None, 'x')], host_ids=host)
     store.set_read_ahead(batches, max_pending_bytes=max_bytes)
-    storage = store._entries[(None, 'x')].storage
+    storage = store.tiers('x')['storage']
     if batches:
         storage.accumulator.model = model
     return store, storage
@@ -186,7 +186,7 @@ def test_batches_of_an_epoch_left_early_are_dropped(table):
     new = _batches(3, 20, seed=4)
     for ids, rows in zip(new, _run(store, new)):
         assert torch.equal(rows, x[ids])
-    accumulator = store._entries[(None, 'x')].storage.accumulator
+    accumulator = store.tiers('x')['storage'].accumulator
     assert len(accumulator._queue) == 0
     stats = accumulator.stats()
     # the new epoch merged its own batches again (the old ones were dropped)
@@ -210,7 +210,7 @@ def test_the_loader_gets_the_same_batches_with_the_accumulator(tiny_dir):
                                        read_ahead=read_ahead,
                                        host_budget='10%')
         if read_ahead:
-            features._entries[(None, 'x')].storage.accumulator.model = \
+            features.tiers('x')['storage'].accumulator.model = \
                 AccessModel(1000.0, 1.0)  # always merge, up to 4 batches
         loader = FastNeighborLoader((features, graph), [5, 5],
                                     batch_size=16, shuffle=True,
@@ -250,7 +250,7 @@ def test_a_merge_that_promises_little_is_skipped(table):
     for ids, rows in zip(batches, _run(store, batches)):
         assert torch.equal(rows, x[ids])
     assert store.accumulator_stats()['x']['merged_batches'] == 0
-    accumulator = store._entries[(None, 'x')].storage.accumulator
+    accumulator = store.tiers('x')['storage'].accumulator
     accumulator.min_gain = 0.01  # 4.8% is enough now
     for ids, rows in zip(batches, _run(store, batches)):
         assert torch.equal(rows, x[ids])

@@ -78,7 +78,7 @@ def test_two_loaders_in_two_threads_read_the_right_rows(tmp_path, storage,
     assert not any(t.is_alive() for t in threads), 'a loader hung'
     assert not errors, errors
     assert results == [0, 0]  # of 2 x 160 batches
-    cache = stores[0]._entries[(None, 'x')].device
+    cache = stores[0].tiers('x').get('device')
     assert cache.evictions > 0  # the window cache did turn over
     assert int(cache.pending.sum()) == 0  # every announced batch retired
 

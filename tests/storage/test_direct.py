@@ -86,10 +86,10 @@ def test_without_o_direct_it_falls_back_and_says_so(table, monkeypatch):
         import fcntl
         return bool(fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_DIRECT)
 
-    monkeypatch.setattr(direct_module.os, 'preadv', refusing)
+    monkeypatch.setattr(os, 'preadv', refusing)
     with pytest.warns(UserWarning, match='refuses O_DIRECT'):
         storage = DirectStorage(path, x.dtype, x.shape)
-    assert not storage.direct
+    assert not storage.reads.direct
     ids = torch.tensor([x.size(0) - 1, 0, 3])
     out = torch.empty((3, *x.shape[1:]), dtype=x.dtype)
     storage.gather(ids, out)
@@ -160,7 +160,8 @@ def test_large_gathers_are_read_in_bounded_waves(table, monkeypatch):
     storage.gather(ids, out)
     assert torch.equal(out, x[ids])
     assert storage.counters.requests == ids.numel()
-    assert len(storage._buffer._map) <= 8 * 4096  # never the whole gather
+    # never the whole gather:
+    assert len(storage.reads._buffer._map) <= 8 * 4096
 
 
 def test_the_tuner_doubles_reads_in_flight_while_it_pays():

@@ -88,7 +88,7 @@ def test_window_buffering_keeps_rows_still_needed():
     store.put_tensor(x, group_name=None, attr_name='x', index=None)
     configure(store, device_budget=capacity / num_nodes,
               device_cache='window')
-    cache = store._entries[(None, 'x')].device
+    cache = store.tiers('x').get('device')
     assert isinstance(cache, WindowBufferedCache)
     gen = torch.Generator().manual_seed(0)
     batches = [torch.randperm(num_nodes, generator=gen)[:5].unique()
@@ -284,7 +284,7 @@ def test_fast_loader_samples_ahead_for_window_cache(tmp_path):
     iterator = iter(loader)
     first = next(iterator)
     assert len(iterator.window) == 3  # three batches sampled ahead
-    cache = store._entries[(None, 'x')].device
+    cache = store.tiers('x').get('device')
     assert int(cache.pending.sum()) > 0
     batches = [first] + list(iterator)
     assert sum(b.batch_size for b in batches) == data.num_nodes
@@ -301,7 +301,7 @@ def test_fast_loader_samples_ahead_for_window_cache(tmp_path):
 
 
 def test_auto_device_budget_is_set_after_first_step(monkeypatch):
-    from pyg_fastload.storage import feature_store
+    from pyg_fastload.storage import step_memory
     x = make_tensor(torch.float32, rows=100)
     store = TieredFeatureStore()
     store.put_tensor(x, group_name=None, attr_name='x', index=None)
@@ -309,16 +309,16 @@ def test_auto_device_budget_is_set_after_first_step(monkeypatch):
     # 30 rows of 24 bytes free beyond the reserve and a step that took
     # 500 bytes: the cache gets 30 rows.
     store.free_device_bytes = lambda: 10_500 + 30 * 24
-    monkeypatch.setattr(feature_store, 'process_memory',
+    monkeypatch.setattr(step_memory, 'process_memory',
                         lambda: {'peak': 1500, 'rss': 1000})
     configure(store, scores=-torch.arange(100).double(),
               device_budget='auto', reserve_bytes=10_000)
-    assert store._entries[(None, 'x')].device is None
+    assert store.tiers('x').get('device') is None
     assert torch.equal(store.gather('x', torch.arange(10)), x[:10])
-    assert store._entries[(None, 'x')].device is None  # no step done yet
+    assert store.tiers('x').get('device') is None  # no step done yet
     store.first_step_done()
     assert torch.equal(store.gather('x', torch.arange(10)), x[:10])
-    device = store._entries[(None, 'x')].device
+    device = store.tiers('x').get('device')
     assert device is not None and device.capacity == 30
     assert torch.equal(store.gather('x', torch.arange(100)), x)
 
@@ -371,7 +371,7 @@ def test_read_ahead_merges_reads_of_several_batches(tmp_path):
     configure(store, host_budget=0.1, scores=torch.rand(
               2000, generator=torch.Generator().manual_seed(0)).double())
     store.set_read_ahead(batches=4, min_reads=500)
-    storage = store._entries[(None, 'x')].storage
+    storage = store.tiers('x')['storage']
     storage.evict_page_cache()
     requests = []  # rows per read-ahead request to the kernel
     prefetch = storage.prefetch
@@ -431,7 +431,7 @@ def test_adaptive_read_ahead_keeps_batches_and_bounds(tmp_path, pipeline,
     # min_reads never reached: only due batches trigger reads.
     store.set_read_ahead(batches=3, min_reads=10**9,
                          max_pending_bytes=max_bytes)
-    storage = store._entries[(None, 'x')].storage
+    storage = store.tiers('x')['storage']
     graph_store = CSCGraphStore(
         CSCTopology.from_edge_index(data.edge_index, data.num_nodes))
     loader = FastNeighborLoader((store, graph_store), [5], batch_size=50,
@@ -442,11 +442,11 @@ def test_adaptive_read_ahead_keeps_batches_and_bounds(tmp_path, pipeline,
         assert torch.equal(batch.x, data.x[batch.n_id])
         depths.append(store.read_ahead_depth)
         if max_bytes == 1:  # not even one batch fits: issued at once
-            with store._window_lock:  # the sampling thread may be inside
-                assert not store._pending_reads[(None, 'x')]
+            with storage._window.lock:  # the sampling thread may be in
+                assert not storage._pending
     assert all(1 <= d <= 3 for d in depths)
     assert storage.prefetched_pages > 0
-    assert not store._pending_reads[(None, 'x')]  # all issued by the end
+    assert not storage._pending  # all issued by the end
     with pytest.raises(ValueError, match='max_pending_bytes'):
         store.set_read_ahead(2, max_pending_bytes=0)
 
@@ -480,14 +480,14 @@ def test_auto_on_the_cpu_takes_a_bounded_share(monkeypatch):
     store.free_device_bytes = lambda: 4000
     configure(store, scores=-torch.arange(100).double(),
               device_budget='auto', reserve_bytes=0)
-    from pyg_fastload.storage import feature_store
-    monkeypatch.setattr(feature_store, 'process_memory',  # a step of 0 B
+    from pyg_fastload.storage import step_memory
+    monkeypatch.setattr(step_memory, 'process_memory',  # a step of 0 B
                         lambda: {'peak': 1000, 'rss': 1000})
     store.gather('x', torch.arange(3))
     store.first_step_done()
     store.gather('x', torch.arange(3))
     # a quarter of the 4000 free bytes (the old rule took all 100 rows)
-    assert store._entries[(None, 'x')].device.capacity == 1000 // 24
+    assert store.tiers('x').get('device').capacity == 1000 // 24
 
 
 @pytest.mark.reliability(
@@ -507,7 +507,7 @@ def test_caches_larger_than_memory_are_refused(monkeypatch):
                   host_budget=0.8)
     configure(store, scores=-torch.arange(100).double(), host_budget=0.8,
               exceed_memory=True)  # explicitly allowed
-    assert store._entries[(None, 'x')].host.capacity == 80
+    assert store.tiers('x').get('host').capacity == 80
 
 
 def test_caches_over_several_node_types_need_their_topology():
@@ -584,11 +584,10 @@ def test_auto_is_sized_after_the_first_training_step(device, pipeline,
     loader = FastNeighborLoader((store, CSCGraphStore(topology)),
                                 [3], batch_size=500, pipeline=pipeline,
                                 device=device)
-    entry = store._entries[(None, 'x')]
     for index, batch in enumerate(loader):
         assert torch.equal(batch.x.cpu(), data.x[batch.n_id.cpu()])
-        if index == 0:
-            assert entry.device is None  # the first step: host only
+        if index == 0:  # the first step: host only
+            assert 'device' not in store.tiers('x')
             _StepMemory()(step, device)
     row = 1024 * 4
     # free - step (measured: within 8 MiB, 16 on CUDA, where the batch held
@@ -598,4 +597,5 @@ def test_auto_is_sized_after_the_first_training_step(device, pipeline,
     expected = (free - step) // row
     assert expected < min(free // 4 // row, 20000)
     tolerance = (16 if device == 'cuda' else 8) * 2**20
-    assert abs(entry.device.capacity - expected) * row <= tolerance
+    capacity = store.tiers('x')['device'].capacity
+    assert abs(capacity - expected) * row <= tolerance

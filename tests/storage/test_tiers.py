@@ -52,31 +52,32 @@ def test_mmap_reads_sorted_rows_and_counts_pages(tmp_path):
 @given(row_ids, row_ids)
 def test_static_cache_holds_exactly_its_rows(held, asked):
     held = torch.tensor(sorted(set(held)), dtype=torch.long)
-    cache = StaticCache(ROWS, held, TABLE[held])
+    cache = StaticCache(MemoryStorage(TABLE), held, TABLE[held])
     asked = torch.tensor(asked, dtype=torch.long)
     slot = cache.lookup(asked)
     is_held = torch.isin(asked, held)
     assert torch.equal(slot >= 0, is_held)
-    assert torch.equal(cache.read(slot[is_held]), TABLE[asked[is_held]])
+    assert torch.equal(cache.read_slots(slot[is_held]),
+                       TABLE[asked[is_held]])
 
 
 def test_slot_maps_take_four_bytes_per_node():
     # The per-node slot map is a cache's fixed overhead on big graphs.
     held = torch.tensor([3, 7])
-    cache = StaticCache(ROWS, held, TABLE[held])
+    cache = StaticCache(MemoryStorage(TABLE), held, TABLE[held])
     assert cache.slot.dtype == torch.int32
-    window = WindowBufferedCache(ROWS, 4, TABLE.shape[1:], TABLE.dtype,
+    window = WindowBufferedCache(MemoryStorage(TABLE), 4,
                                  torch.device('cpu'))
     assert window.slot.dtype == torch.int32
     ids = torch.tensor([5, 9])
     window.announce(ids)
     window.admit(ids, TABLE[ids])
-    assert torch.equal(window.read(window.lookup(ids)), TABLE[ids])
+    assert torch.equal(window.read_slots(window.lookup(ids)), TABLE[ids])
 
 
 def test_window_cache_never_evicts_a_pending_row():
-    cache = WindowBufferedCache(ROWS, 4, (COLS, ), torch.float32,
-                                torch.device('cpu'), seed=0)
+    cache = WindowBufferedCache(MemoryStorage(TABLE), 4, torch.device('cpu'),
+                                seed=0)
     first = torch.tensor([0, 1, 2, 3])
     cache.announce(first)           # a batch still to come needs 0..3
     cache.admit(first, TABLE[first])
@@ -92,7 +93,7 @@ def test_window_cache_never_evicts_a_pending_row():
     assert cache.evictions == 2
     held = cache.lookup(later)
     assert bool((held >= 0).all())
-    assert torch.equal(cache.read(held), TABLE[later])
+    assert torch.equal(cache.read_slots(held), TABLE[later])
 
 
 @pytest.mark.reliability(
@@ -107,7 +108,7 @@ def test_a_feature_file_truncated_while_mapped_is_an_error(tmp_path):
     torch.randn(4096, 16).numpy().tofile(path)
     script = textwrap.dedent(f'''
         import os, torch
-        from pyg_fastload.storage.tiers import MmapStorage
+        from pyg_fastload.storage import MmapStorage
         storage = MmapStorage({str(path)!r}, torch.float32, (4096, 16))
         out = torch.empty(10, 16)
         storage.gather(torch.arange(10), out)

@@ -23,15 +23,38 @@ import math
 import threading
 from collections import deque
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Deque, Dict, Optional, Sequence, Tuple
+from typing import Deque, Dict, Optional, Protocol, Sequence, Tuple
 
 import torch
 from torch import Tensor
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .direct import DirectStorage
+from .tier_counters import TierCounters
 
-__all__ = ['AccessModel', 'StorageAccumulator']
+__all__ = ['AccessModel', 'StorageAccumulator', 'Submissions']
+
+
+class Submissions(Protocol):
+    r"""What the accumulator reads through: a direct storage tier's
+    submissions of sorted distinct rows
+    (:class:`~pyg_fastload.storage.DirectStorage`)."""
+    counters: TierCounters
+
+    @property
+    def row_bytes(self) -> int:
+        r"""Bytes of one row."""
+
+    def read_direct(self, rows: Tensor, out: Tensor,
+                    requests: Optional[int] = None) -> None:
+        r"""Reads sorted distinct :obj:`rows` into :obj:`out` in one
+        submission."""
+
+    def count_reads(self, rows: Tensor) -> int:
+        r"""Reads a submission of sorted distinct :obj:`rows` issues."""
+
+    def probe(self, count: int,
+              generator: torch.Generator) -> Tuple[int, float]:
+        r"""Times one uncounted submission of up to :obj:`count` random
+        rows: ``(reads, seconds)``."""
 
 
 class AccessModel:
@@ -119,8 +142,9 @@ class _Batch:
 
 
 class StorageAccumulator:
-    r"""GIDS's storage access accumulator for one
-    :class:`~pyg_fastload.storage.DirectStorage`: when the batch being
+    r"""GIDS's storage access accumulator of one
+    :class:`~pyg_fastload.storage.DirectStorage` (which makes it when the
+    store's read-ahead is set): when the batch being
     gathered needs fewer storage reads than :meth:`AccessModel.required`
     for :obj:`share` of the peak, the storage rows of announced batches
     join its submission until there are enough (at most
@@ -208,7 +232,7 @@ class StorageAccumulator:
 
     # Reading #################################################################
 
-    def read(self, storage: 'DirectStorage', rows: Tensor, out: Tensor,
+    def read(self, storage: Submissions, rows: Tensor, out: Tensor,
              requests: Optional[int] = None) -> None:
         r"""Reads sorted distinct :obj:`rows` of :obj:`storage` into
         :obj:`out`: staged rows from the staged buffer, the others in one
@@ -256,7 +280,7 @@ class StorageAccumulator:
             self._staged = block.index_select(0, staged.to(block.device))
             self.counts['staged_rows'] += later.numel()
 
-    def _plan(self, storage: 'DirectStorage',
+    def _plan(self, storage: Submissions,
               rows: Tensor) -> Optional[Tensor]:
         r"""The sorted distinct rows of the next announced batches to read
         along with :obj:`rows` and stage, or :obj:`None`."""
@@ -293,7 +317,7 @@ class StorageAccumulator:
         self.counts['merged_batches'] += len(chosen)
         return torch.unique(torch.cat([batch.rows for batch in chosen]))
 
-    def probe(self, storage: 'DirectStorage', seed: int = 0) -> None:
+    def probe(self, storage: Submissions, seed: int = 0) -> None:
         r"""Fits the access model from timed submissions of random reads
         of :obj:`storage` (not counted as reads of the batches)."""
         generator = torch.Generator().manual_seed(seed)
