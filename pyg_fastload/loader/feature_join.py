@@ -13,6 +13,7 @@ from torch_geometric.data import Data, HeteroData
 from torch_geometric.loader.utils import filter_data, filter_hetero_data
 from torch_geometric.sampler import HeteroSamplerOutput, SamplerOutput
 
+from ..compat import drop_entry, has_own_entry
 from ..placement import Placement
 from ..storage import FeatureSource
 from ..storage.buffer_pool import BufferPool
@@ -80,8 +81,8 @@ class FeatureJoin:
         for key in pooled:
             del rest[key]
         batch = filter_data(rest, out.node, out.row, out.col, out.edge)
-        if 'num_nodes' not in data._store:
-            del batch._store['num_nodes']
+        if not has_own_entry(data, 'num_nodes'):
+            drop_entry(batch, 'num_nodes')
         started = time.perf_counter()
         for key in pooled:
             value = data[key]
