@@ -260,10 +260,15 @@ def check_has_features(data: Any, need_x: bool = True) -> None:
         num_nodes = data.num_nodes
         for key, value in data.items():
             # PyG decides by length (Data.is_node_attr): a node attribute
-            # of another length would be served whole in every batch
-            if (key in NODE_KEYS or data.is_node_attr(key)) and isinstance(
-                    value, (Tensor, np.ndarray)) and value.ndim >= 1 and \
-                    value.shape[0] != num_nodes:
+            # of another length would be served whole in every batch. Its
+            # length is along PyG's concatenation dimension: an index such
+            # as edge_label_index (a [2, N] tensor) is no node attribute.
+            if not isinstance(value, (Tensor, np.ndarray)) or \
+                    value.ndim < 1 or key.startswith('edge_'):
+                continue
+            rows_along_0 = data.__cat_dim__(key, value) in (0, -value.ndim)
+            if (key in NODE_KEYS or (rows_along_0 and data.is_node_attr(
+                    key))) and value.shape[0] != num_nodes:
                 raise ValueError(
                     f"'data.{key}' has {value.shape[0]} rows but the graph "
                     f"has num_nodes = {num_nodes}; give every node one row "

@@ -101,3 +101,30 @@ def test_hetero_link_labels_of_their_own_length_are_kept():
     with pytest.raises(ValueError, match=r"edge type \('author', 'writes', "
                        r"'paper'\) has 300 edges"):
         FastNeighborLoader(data, [2], input_nodes='paper', batch_size=4)
+
+
+@requires_torch_sparse
+def test_label_edges_as_many_as_the_nodes_are_no_node_attribute():
+    r"""An ``edge_label_index`` with as many columns as the graph has nodes
+    (a random link split makes one by chance) is taken as PyG takes it, not
+    refused as a node attribute of 2 rows."""
+    from torch_geometric.loader import LinkNeighborLoader
+    n = 6
+    data = label_edges_as_many_as_nodes(n)
+    kwargs = dict(edge_label_index=data.edge_label_index,
+                  edge_label=data.edge_label, batch_size=n)
+    ours = next(iter(FastLinkNeighborLoader(data, [2], **kwargs)))
+    pyg = next(iter(LinkNeighborLoader(data, [2], **kwargs)))
+    assert torch.equal(ours.n_id[ours.edge_label_index],
+                       pyg.n_id[pyg.edge_label_index])
+    assert torch.equal(ours.edge_label, pyg.edge_label)
+
+
+def label_edges_as_many_as_nodes(n):
+    from torch_geometric.data import Data
+    return Data(x=torch.randn(n, 4), num_nodes=n,
+                edge_index=torch.tensor([[0, 1, 2, 3, 4, 5, 0],
+                                         [1, 2, 3, 4, 5, 0, 3]]),
+                edge_label_index=torch.tensor([[0, 1, 2, 3, 4, 5],
+                                               [2, 3, 4, 5, 0, 1]]),
+                edge_label=torch.ones(n))
