@@ -17,7 +17,7 @@ from pytorch_lightning.cli import LightningCLI
 
 from pyg_fastload.config import FeatureCache, SettingError
 from pyg_fastload.modes import ModeOptions
-from pyg_fastload.modes.link import LinkOptions
+from pyg_fastload.modes.link_split import LinkOptions
 
 from .cli_errors import ConciseParser
 from .datamodule import FastLoadDataModule
@@ -123,7 +123,7 @@ class FastLoadCLI(LightningCLI):
                     self.trainer.strategy.root_device)
             # The dataset's shape and labels, checked before the model
             # allocates anything by them.
-            if self.datamodule.task == 'node':
+            if self.datamodule.loading.task.labelled:
                 self.datamodule.num_classes  # noqa: B018 (reads, checks)
         except (ConfigError, ValueError) as error:
             # the model is built inside jsonargparse (subclass mode), which

@@ -21,7 +21,7 @@ SECTIONS: Dict[str, List[str]] = {
               'pyg_fastload.lightning.LinkPredictor'],
     'trainer': ['pytorch_lightning.Trainer'],
     'data.feature_cache': ['pyg_fastload.config.FeatureCache'],
-    'data.link': ['pyg_fastload.modes.link.LinkOptions'],
+    'data.link': ['pyg_fastload.modes.LinkOptions'],
     'data.mode_options': ['pyg_fastload.modes.spec.ModeOptions'],
 }
 

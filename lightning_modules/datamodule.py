@@ -19,8 +19,8 @@ from pyg_fastload import FastNeighborLoader
 from pyg_fastload.config import FeatureCache
 from pyg_fastload.distributed import Collectives, DistContext, TrafficCounters
 from pyg_fastload.modes import MODES, DatasetSource, LoadingSpec, ModeOptions
-from pyg_fastload.modes.hetero import HeteroSchema
-from pyg_fastload.modes.link import LinkOptions
+from pyg_fastload.modes.schema import HeteroSchema
+from pyg_fastload.modes.link_split import LinkOptions
 from pyg_fastload.placement import Placement
 from pyg_fastload.storage import FeatureSource
 
@@ -155,9 +155,6 @@ class FastLoadDataModule(pl.LightningDataModule):
         if mode not in MODES:
             raise ConfigError('mode', f"{mode!r} is not one of "
                               f"{', '.join(MODES)}")
-        if task not in ('node', 'link') or (task == 'node' and link):
-            raise ConfigError('task', f"{task!r} must be 'node' or 'link' "
-                              f"('link' options need task: link)")
         #: Every loading setting, validated once.
         self.spec = LoadingSpec(
             num_neighbors=num_neighbors, batch_size=batch_size,
@@ -170,12 +167,11 @@ class FastLoadDataModule(pl.LightningDataModule):
             adjacency=adjacency, seed=seed, progress=progress, verify=verify,
             launch_order=launch_order,
             mode_options=mode_options or ModeOptions(),
-            dist_timeout=dist_timeout,
-            link=(link or LinkOptions()) if task == 'link' else None)
+            dist_timeout=dist_timeout, task=task, link=link)
         source = None
         if dataset is not None or partitions is None:
-            source = DatasetSource('arxiv-like' if dataset is None
-                                   else dataset, cache_dir, progress)
+            source = DatasetSource.of('arxiv-like' if dataset is None
+                                      else dataset, cache_dir, progress)
         #: The loading mode object (``spec.mode``'s class).
         self.loading = MODES[mode](self.spec, source, partitions)
         self.save_hyperparameters(ignore=['dataset'] if isinstance(
@@ -205,7 +201,7 @@ class FastLoadDataModule(pl.LightningDataModule):
         builds itself from); :obj:`None` for a homogeneous one."""
         source = self.loading.source
         return None if source is None else source.schema(
-            labelled=self.task == 'node')
+            labelled=self.loading.task.labelled)
 
     @config_section('data')
     def _metadata(self) -> Tuple[int, int]:
@@ -258,8 +254,8 @@ class FastLoadDataModule(pl.LightningDataModule):
 
     @property
     def task(self) -> str:
-        r"""``'node'`` or ``'link'``."""
-        return 'node' if self.spec.link is None else 'link'
+        r"""``'node'`` or ``'link'`` (the name of the mode's task)."""
+        return self.loading.task.name
 
     def features_only(self) -> None:
         r"""Batches of the seeds alone (fan-out 0), for a model that reads

@@ -32,7 +32,7 @@ import yaml
 
 from pyg_fastload.bench.common import Table, benchmark_main, positive_int
 from pyg_fastload.modes import MODES
-from pyg_fastload.partition.parts import read_partition_meta
+from pyg_fastload.partition.part_dirs import read_partition_meta
 
 from ..dist_monitor import DIST_STATS_FILENAME
 

@@ -29,7 +29,7 @@ from torch_geometric.data import HeteroData
 
 from pyg_fastload.bench.common import Table, benchmark_main, positive_int
 from pyg_fastload.datasets import generate_hetero
-from pyg_fastload.modes.hetero import hetero_schema
+from pyg_fastload.modes.schema import hetero_schema
 
 from .accuracy import mean_std
 from .lightning_setup import quiet_lightning, quiet_trainer_kwargs

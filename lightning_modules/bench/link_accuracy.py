@@ -68,8 +68,8 @@ class PygLinkData(pl.LightningDataModule):
     def __init__(self, ours: Any, args: argparse.Namespace):
         super().__init__()
         ours.setup('fit')
-        self.links = ours.loading.links
-        self.graphs = ours.loading.link_graphs
+        self.links = ours.loading.task.split
+        self.graphs = ours.loading.task.graphs
         self.args = args
 
     def _loader(self, split: str) -> Any:

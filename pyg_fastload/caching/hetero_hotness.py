@@ -13,7 +13,7 @@ import torch
 from torch import Tensor
 from tqdm.auto import tqdm
 
-from ..graph.hetero import EdgeType, HeteroTopology
+from ..graph.hetero_topology import EdgeType, HeteroTopology
 from ..sampling.hetero_sampler import hetero_fanouts
 
 __all__ = ['hetero_out_degree', 'hetero_reverse_pagerank',

@@ -33,7 +33,7 @@ from tqdm.auto import tqdm
 
 from ..config import POLICIES, check_fanouts, check_hops
 from ..graph.convert import topology_of
-from ..graph.hetero import HeteroTopology
+from ..graph.hetero_topology import HeteroTopology
 from ..graph.topology import CSCTopology
 from ..sampling import FastNeighborSampler, HeteroNeighborSampler, HopSampler
 from .hetero_hotness import (

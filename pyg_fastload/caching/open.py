@@ -13,7 +13,7 @@ from torch_geometric.data import Data, HeteroData
 
 from ..config import FeatureCache
 from ..graph.convert import topology_of
-from ..graph.hetero import HeteroTopology
+from ..graph.hetero_topology import HeteroTopology
 from ..graph.topology import CSCTopology
 from ..io import (
     is_hetero_dataset_dir,

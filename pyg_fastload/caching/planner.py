@@ -17,7 +17,7 @@ from ..config import (
     format_bytes,
     parse_budget,
 )
-from ..graph.hetero import HeteroTopology
+from ..graph.hetero_topology import HeteroTopology
 from ..graph.topology import CSCTopology
 from ..storage import TieredFeatureStore
 from .hotness import Scores, hot_order, loader_scores

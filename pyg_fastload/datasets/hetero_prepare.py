@@ -17,7 +17,7 @@ from ..graph.convert import check_edge_rows
 from ..graph.topology import CSCTopology
 from ..io.csc_sort import check_node_count
 from ..io.format import DatasetFormatError, int_arg
-from ..io.hetero import OnDiskHeteroDataset, write_hetero_dataset_dir
+from ..io.hetero_dir import OnDiskHeteroDataset, write_hetero_dataset_dir
 from ..io.staging import check_target
 from ..io.writer import label_classes
 from .hetero_synthetic import HETERO_PRESETS, generate_hetero

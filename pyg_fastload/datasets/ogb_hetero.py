@@ -21,11 +21,11 @@ from typing import Any, Dict, List, Optional, Tuple, Union
 import numpy as np
 import torch
 
-from ..graph.hetero import EdgeType
+from ..graph.hetero_topology import EdgeType
 from ..graph.topology import CSCTopology
 from ..io.csc_sort import check_node_count
 from ..io.format import DatasetFormatError, check_name, int_arg
-from ..io.hetero import OnDiskHeteroDataset, write_hetero_dataset_dir
+from ..io.hetero_dir import OnDiskHeteroDataset, write_hetero_dataset_dir
 from ..io.staging import check_target
 from .ogb_raw import empty_split, iter_csv, labels_chunk, read_scalar
 

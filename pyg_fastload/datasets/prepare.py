@@ -12,7 +12,7 @@ from typing import Any, Dict, Optional, Union
 
 from ..config import format_bytes
 from ..errors import UsageExit
-from ..io.hetero import OnDiskHeteroDataset
+from ..io.hetero_dir import OnDiskHeteroDataset
 from ..io.reader import OnDiskDataset
 from ..io.staging import check_target
 from ..io.writer import write_dataset_dir

@@ -19,7 +19,7 @@ from ..io.format import (
     check_name,
     int_arg,
 )
-from ..io.hetero import OnDiskHeteroDataset
+from ..io.hetero_dir import OnDiskHeteroDataset
 from ..io.reader import OnDiskDataset
 from ..io.safe_load import safe_torch_load
 from ..io.staging import check_target

@@ -9,9 +9,9 @@ from .counters import KINDS, TrafficCounters, counting_allreduce_hook
 from .dsp import DSPRank, open_dsp_rank
 from .hopgnn import RootRouter
 from .launch_order import LaunchCoordinator
-from .parts import open_rank_part
+from .rank_part import open_rank_part
 from .remote import PartitionedFeatureStore
-from .sampling import CollectiveSampler
+from .collective_sampling import CollectiveSampler
 from .seeds import RankSeedSampler
 
 __all__ = [

@@ -18,7 +18,7 @@ from torch import Tensor
 
 from ..io import DatasetFormatError, open_dataset_dir
 from ..partition import PartitionBook
-from ..partition.parts import part_dir
+from ..partition.part_dirs import part_dir
 from ..storage import TieredFeatureStore
 from .collectives import Collectives
 

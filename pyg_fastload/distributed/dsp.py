@@ -18,15 +18,15 @@ from torch import Tensor
 from ..caching import Scores
 from ..config import FeatureCache
 from ..partition import PartitionBook
-from ..partition.parts import full_topology
+from ..partition.part_dirs import full_topology
 from ..storage import CSCGraphStore
 from .cold_rows import ColdRows
 from .collectives import Collectives
 from .hopgnn import RootRouter
 from .launch_order import LaunchCoordinator
-from .parts import open_rank_part
+from .rank_part import open_rank_part
 from .remote import PartitionedFeatureStore
-from .sampling import CollectiveSampler
+from .collective_sampling import CollectiveSampler
 
 __all__ = ['DSPRank', 'open_dsp_rank', 'LAUNCH_ORDERS']
 

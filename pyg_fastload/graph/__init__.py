@@ -1,7 +1,7 @@
 r"""The graph at the bottom of every layer: CSC topology, conversions from
 ``edge_index`` / ``Data`` / stores, and range operations."""
 from .convert import topology_of
-from .hetero import EdgeType, HeteroTopology
+from .hetero_topology import EdgeType, HeteroTopology
 from .kind import GraphInput, graph_input, stores_of
 from .local import local_topology
 from .ranges import expand_ranges

@@ -18,7 +18,7 @@ from torch_geometric.data import (
     HeteroData,
 )
 
-from .hetero import EdgeType, HeteroTopology
+from .hetero_topology import EdgeType, HeteroTopology
 from .topology import CSCTopology, index_dtype_for
 
 __all__ = ['topology_of', 'attach_topology', 'check_edge_rows',

@@ -9,7 +9,7 @@ from typing import Any, Optional, Tuple
 
 from torch_geometric.data import Data, FeatureStore, GraphStore, HeteroData
 
-__all__ = ['GraphInput', 'graph_input', 'stores_of']
+__all__ = ['GraphInput', 'graph_input', 'node_count', 'stores_of']
 
 
 @dataclass(frozen=True)
@@ -56,3 +56,18 @@ def graph_input(data: Any, name: str = 'data') -> GraphInput:
     typed = any(attr.edge_type is not None
                 for attr in stores[1].get_all_edge_attrs())
     return GraphInput(hetero=typed, stores=True)
+
+
+def node_count(data: Any, node_type: Optional[str] = None) -> int:
+    r"""The number of nodes of :obj:`data` (a ``Data``, a ``HeteroData`` or
+    a ``(FeatureStore, GraphStore)`` pair of this package's stores), or of
+    its :obj:`node_type` (heterogeneous graphs)."""
+    if isinstance(data, HeteroData):
+        return int(data[node_type].num_nodes)
+    if isinstance(data, Data):
+        return int(data.num_nodes)
+    graph_input(data)  # names anything else
+    topology = data[1].topology
+    if node_type is None:
+        return int(topology.num_nodes)
+    return int(topology.num_nodes_of(node_type))

@@ -5,7 +5,7 @@ from .csc_sort import csc_from_edge_chunks
 from .format import (FORMAT_VERSION, HETERO_FORMAT_VERSION, DatasetFormatError,
                      is_hetero_dataset_dir)
 from .identity import data_identity, dataset_dir_identity
-from .hetero import (OnDiskHeteroDataset, open_hetero_dataset_dir,
+from .hetero_dir import (OnDiskHeteroDataset, open_hetero_dataset_dir,
                      write_hetero_dataset_dir)
 from .reader import OnDiskDataset, open_dataset_dir
 from .safe_load import UnsafeFileError, safe_torch_load

@@ -1,22 +1,31 @@
 r"""Loading modes as library objects: one validated :class:`LoadingSpec`, a
-:class:`DatasetSource`, and one class per way of sharing the graph across
-ranks (:class:`Replicated`, :class:`PaGraph`, :class:`DSP`,
-:class:`HopGNN`), each opening this rank's stores and samplers and making
-the loader of a split. A new mode is one new class in :data:`MODES`."""
+:class:`DatasetSource` (one class per kind of dataset), a :class:`Task`
+(node or link batches, in :data:`TASKS`) and one class per way of sharing
+the graph across ranks (:class:`Replicated`, :class:`PaGraph`, :class:`DSP`,
+:class:`HopGNN`), each opening this rank's stores and samplers; the task
+makes the loader of a split. A new mode is one new class in :data:`MODES`,
+a new task one in :data:`TASKS`."""
 from typing import Dict, Type
 
 from .base import LoadingMode
-from .hetero import HeteroSchema, hetero_schema
+from .schema import HeteroSchema, hetero_schema
 from .partitioned import DSP, HopGNN, LossNorm, PaGraph
 from .replicated import Replicated
-from .source import DatasetSource, directory_metadata, split_seeds
+from .link_split import LinkOptions, LinkSplit
+from .source import (DatasetSource, DirectorySource, GraphSource,
+                     HeteroDirectorySource, HeteroGraphSource, PresetSource,
+                     directory_metadata, split_seeds)
 from .spec import LoadingSpec, ModeOptions, feature_cache_from
+from .task import TASKS, LinkTask, NodeTask, Task
 
 #: Every mode by the name configs use.
 MODES: Dict[str, Type[LoadingMode]] = {
     mode.name: mode for mode in (Replicated, PaGraph, DSP, HopGNN)}
 
-__all__ = ['MODES', 'LoadingMode', 'LoadingSpec', 'ModeOptions',
-           'DatasetSource', 'Replicated', 'PaGraph', 'DSP', 'HopGNN',
-           'LossNorm', 'HeteroSchema', 'directory_metadata',
-           'feature_cache_from', 'hetero_schema', 'split_seeds']
+__all__ = ['MODES', 'TASKS', 'LoadingMode', 'LoadingSpec', 'ModeOptions',
+           'DatasetSource', 'PresetSource', 'GraphSource',
+           'HeteroGraphSource', 'DirectorySource', 'HeteroDirectorySource',
+           'Task', 'NodeTask', 'LinkTask', 'LinkOptions', 'LinkSplit',
+           'Replicated', 'PaGraph', 'DSP', 'HopGNN', 'LossNorm',
+           'HeteroSchema', 'directory_metadata', 'feature_cache_from',
+           'hetero_schema', 'split_seeds']

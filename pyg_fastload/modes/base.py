@@ -6,23 +6,22 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, ClassVar, Dict, Optional, Tuple, Union
+from typing import Any, ClassVar, Dict, Optional, Tuple
 
 import torch
 from torch import Tensor
-from torch_geometric.data import Data, HeteroData
 
 from ..config import SettingError
 from ..distributed import Collectives, DistributedError
 from ..distributed.collectives import digest
 from ..distributed.seeds import (RankSeedSampler, in_order,
                                  rank_seed_sampler, shard)
-from ..loader import FastLinkNeighborLoader, FastNeighborLoader
+from ..graph.kind import node_count
 from ..placement import Placement, check_sampling_on
-from .hetero import target_of
-from .link import LinkSplit, link_loader, link_split
+from .schema import target_of
 from .source import DatasetSource, directory_metadata, split_seeds
 from .spec import LoadingSpec, ModeOptions
+from .task import Loader, Task
 
 __all__ = ['LoadingMode', 'Plan']
 
@@ -70,38 +69,30 @@ class LoadingMode:
         if source is None and partitions is None:
             raise SettingError('dataset', f"mode {self.name!r} needs a "
                                f"dataset")
-        if source is not None:
-            source.check(spec)
-            if source.is_hetero and self.partition_method is not None:
-                raise SettingError('mode', f"mode {self.name!r} does not "
-                                   f"take a HeteroData yet: use mode "
-                                   f"'replicated'")
-        if spec.sampling_device != 'cpu' and self.partition_method is not None:
-            raise SettingError('sampling_device', f"{spec.sampling_device!r} "
-                               f"is for mode 'replicated' (mode "
-                               f"{self.name!r} samples its parts on the "
-                               f"CPU): use sampling_device: cpu")
-        if source is not None:
-            try:
-                check_sampling_on(spec.sampling_device, source.is_hetero,
-                                  'sampling_device')
-            except NotImplementedError as error:
-                raise SettingError('sampling_device', str(error)) from None
-        if spec.link is not None and self.partition_method is not None:
-            raise SettingError('mode', f"task 'link' with mode "
-                               f"{self.name!r} is not implemented yet: use "
-                               f"mode 'replicated'")
         self.spec = spec
         self.source = source
         self.partitions = None if partitions is None else Path(partitions)
+        #: What the run trains (``spec.task``): it makes the loaders.
+        self.task: Task = spec.make_task()
+        if source is not None:
+            source.check(spec)
+        self._check_workload()
+        self.task.check(self)
         self.collectives: Optional[Collectives] = None
         self.data: Any = None  # a Data or a (FeatureStore, GraphStore)
         self.eval_data: Any = None  # what validation/test/predict read
         #: The mode's samplers of the parts (``'train'``, ``'eval'``).
         self.samplers: Dict[str, Any] = {}
-        #: The link split and its message-passing graphs (``task: link``).
-        self.links: Optional[LinkSplit] = None
-        self.link_graphs: Dict[str, Any] = {}
+
+    def _check_workload(self) -> None:
+        r"""Refuses the dataset and settings this mode cannot serve (each
+        refusal where its combination is decided)."""
+        if self.source is not None:
+            try:
+                check_sampling_on(self.spec.sampling_device,
+                                  self.source.is_hetero, 'sampling_device')
+            except NotImplementedError as error:
+                raise SettingError('sampling_device', str(error)) from None
 
     @classmethod
     def accepts_partition(cls, method: str) -> bool:
@@ -160,11 +151,7 @@ class LoadingMode:
             self.data = self.eval_data
         if self.eval_data is None:
             self.eval_data = self.data
-        if self.spec.link is not None:  # the same split on every rank
-            self.links = link_split(self.data, self.spec.link,
-                                    self.spec.seed)
-            self.link_graphs = {split: self.links.graph(self.data, split)
-                                for split in ('train', 'test')}
+        self.task.open(self.data)  # the same on every rank
 
     def _agree(self) -> None:
         r"""Every rank compares its mode, loading spec, global seed
@@ -209,7 +196,7 @@ class LoadingMode:
         r"""The seeds of :obj:`split` in the mode's own data."""
         return split_seeds(self.data, split)
 
-    def _neighbor_sampler(self, train: bool) -> Optional[Any]:
+    def neighbor_sampler(self, train: bool) -> Optional[Any]:
         r"""A sampler of the parts the loaders share, if the mode has one."""
         return None
 
@@ -246,57 +233,26 @@ class LoadingMode:
         collectives = self.collectives
         if collectives.world_size == 1:
             return data, None, None
-        target = self._target(data)
-        if isinstance(data, HeteroData):
-            num_nodes = data[target].num_nodes
-        elif isinstance(data, Data):
-            num_nodes = data.num_nodes
-        elif target is not None:
-            num_nodes = data[1].topology.num_nodes_of(target)
-        else:
-            num_nodes = data[1].topology.num_nodes
+        num_nodes = node_count(data, self.target(data))
         seeds = shard(torch.arange(num_nodes), collectives.rank,
                       collectives.world_size)
         return data, seeds, in_order(seeds.numel(), collectives)
 
     def loader(self, split: str, generator: torch.Generator,
-               placement: Placement = Placement()
-               ) -> Union[FastNeighborLoader, FastLinkNeighborLoader]:
+               placement: Placement = Placement()) -> Loader:
         r"""The loader of :obj:`split` (``'train'``, ``'val'``, ``'test'``,
-        ``'predict'``; link loaders with ``spec.link``) on this rank,
+        ``'predict'``) on this rank, made by the run's :attr:`task`,
         drawing from :obj:`generator`, sampling and returning its batches
         where the run's :obj:`placement` says
         (:meth:`LoadingSpec.placement`; default: the CPU)."""
-        if self.links is not None:
-            return link_loader(self, split, generator, placement)
-        train = split == 'train'
-        data, seeds, sampler = self.plan(split, generator)
-        extra: Dict[str, Any] = {}
-        if sampler is not None:
-            extra['sampler'] = sampler
-        transform = self.spec.transform()
-        if data is self.data:
-            neighbor_sampler = self._neighbor_sampler(train)
-            if neighbor_sampler is not None:
-                extra['neighbor_sampler'] = neighbor_sampler
-                transform = self._train_transform(train, sampler, transform)
-        spec = self.spec
-        target = self._target(data)
-        if target is not None:  # the labelled type's seeds
-            seeds = (target, seeds)
-        return FastNeighborLoader(
-            data, input_nodes=seeds, shuffle=train and sampler is None,
-            drop_last=train and spec.drop_last and sampler is None,
-            generator=generator, transform=transform,
-            device=placement.batches, sampling_device=placement.sampling,
-            **spec.loader_kwargs(train), **extra)
+        return self.task.loader(self, split, generator, placement)
 
-    def _target(self, data: Any) -> Optional[str]:
+    def target(self, data: Any) -> Optional[str]:
         r"""The node type seeds are drawn of (heterogeneous data)."""
         return target_of(data, None if self.source is None
                          else self.source.schema())
 
-    def _train_transform(self, train: bool,
+    def train_transform(self, train: bool,
                          sampler: Optional[RankSeedSampler],
                          transform: Any) -> Any:
         r"""The transform of the mode's own loaders (HopGNN adds its loss

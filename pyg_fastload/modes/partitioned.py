@@ -13,7 +13,7 @@ from ..config import SettingError
 from ..distributed import DistributedError
 from ..distributed.dsp import DSPRank, open_dsp_rank
 from ..distributed.hopgnn import RootRouter
-from ..distributed.parts import open_rank_part
+from ..distributed.rank_part import open_rank_part
 from ..distributed.seeds import RankSeedSampler
 from ..io.format import sha256_file
 from .base import LoadingMode
@@ -38,14 +38,26 @@ class _Partitioned(LoadingMode):
     r"""A mode over one part per rank of :obj:`partitions`."""
     meta: Dict[str, Any]
 
-    def _check_source(self) -> None:
+    def _check_workload(self) -> None:
+        spec = self.spec
+        if spec.sampling_device != 'cpu':
+            raise SettingError('sampling_device', f"{spec.sampling_device!r} "
+                               f"is for mode 'replicated' (mode "
+                               f"{self.name!r} samples its parts on the "
+                               f"CPU): use sampling_device: cpu")
+        if self.source is not None and self.source.is_hetero:
+            raise SettingError('mode', f"mode {self.name!r} does not take a "
+                               f"HeteroData yet: use mode 'replicated'")
+        super()._check_workload()
+
+    def _check_origin(self) -> None:
         r"""The dataset given for evaluation must be the partitioned one."""
-        source = self.source
-        if source is None or source.kind != 'dir':
+        meta = None if self.source is None else self.source.meta_file()
+        if meta is None:
             return
         origin = self.meta['dataset']
-        if sha256_file(source.source / 'meta.json') != origin['meta_sha256']:
-            raise SettingError('dataset', f"'{source.source}' is not the "
+        if sha256_file(meta) != origin['meta_sha256']:
+            raise SettingError('dataset', f"'{meta.parent}' is not the "
                                f"dataset '{self.partitions}' was partitioned "
                                f"from ({origin.get('path', origin['name'])})")
 
@@ -72,7 +84,7 @@ class PaGraph(_Partitioned):
         except (DistributedError, ValueError) as error:
             raise SettingError('partitions', str(error)) from None
         self.data = (features, graph)
-        self._check_source()
+        self._check_origin()
 
 
 class DSP(_Partitioned):
@@ -117,7 +129,7 @@ class DSP(_Partitioned):
                 'eval': self.dsp.sampler(spec.eval_num_neighbors, **options)}
         except (DistributedError, ValueError) as error:
             raise SettingError('partitions', str(error)) from None
-        self._check_source()
+        self._check_origin()
 
     def _train_options(self) -> Dict[str, Any]:
         return {}
@@ -125,7 +137,7 @@ class DSP(_Partitioned):
     def _own_seeds(self, split: str) -> Tensor:
         return self.dsp.seeds(split, self.global_seeds)
 
-    def _neighbor_sampler(self, train: bool) -> Optional[Any]:
+    def neighbor_sampler(self, train: bool) -> Optional[Any]:
         return self.samplers['train' if train else 'eval']
 
     def close(self) -> None:
@@ -156,7 +168,7 @@ class HopGNN(DSP):
         return {'merges': options.merges,
                 'merge_search': options.merge_search}
 
-    def _train_transform(self, train: bool,
+    def train_transform(self, train: bool,
                          sampler: Optional[RankSeedSampler],
                          transform: Any) -> Any:
         router = self.samplers['train']

@@ -1,11 +1,12 @@
-r"""What a run trains on (:class:`DatasetSource`): a synthetic preset, a
-dataset directory, a saved ``Data`` file, a ``Data`` or a ``HeteroData``;
-opened into the stores a loader reads, with errors naming ``dataset``."""
+r"""What a run trains on (:class:`DatasetSource`, one class per kind): a
+synthetic preset, a dataset directory, a saved ``Data`` file, a ``Data`` or
+a ``HeteroData``; opened into the stores a loader reads, with errors naming
+``dataset``."""
 from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Optional, Tuple, Union
+from typing import Any, ClassVar, Optional, Tuple, Union
 
 import torch
 from torch import Tensor
@@ -28,11 +29,12 @@ from ..io import (
     open_dataset_dir,
 )
 from ..loader.inputs import check_has_features
-from .hetero import HeteroSchema, directory_schema, hetero_schema
+from .schema import HeteroSchema, directory_schema, hetero_schema
 from .spec import LoadingSpec
 
-__all__ = ['DatasetSource', 'check_classes', 'directory_metadata',
-           'split_seeds']
+__all__ = ['DatasetSource', 'PresetSource', 'GraphSource',
+           'HeteroGraphSource', 'DirectorySource', 'HeteroDirectorySource',
+           'check_classes', 'directory_metadata', 'split_seeds']
 
 
 def check_classes(y: Optional[Tensor], num_nodes: int,
@@ -83,46 +85,51 @@ def split_seeds(data: Any, split: str) -> Tensor:
 
 
 class DatasetSource:
-    r"""A run's dataset: ``kind`` is ``'preset'``, ``'dir'``, ``'data'``,
-    ``'hetero'`` (a ``HeteroData``, one in a ``.pt`` file, or a
-    heterogeneous preset generated in memory with seed 0) or
-    ``'hetero-dir'`` (a heterogeneous dataset directory).
+    r"""A run's dataset, one subclass per kind: a synthetic preset
+    (:class:`PresetSource`), a ``Data`` (:class:`GraphSource`), a
+    ``HeteroData`` or heterogeneous preset (:class:`HeteroGraphSource`), a
+    dataset directory (:class:`DirectorySource`,
+    :class:`HeteroDirectorySource`); made from what a user gives by
+    :meth:`of`. Each opens into the stores a loader reads.
 
-    Args:
-        dataset: a preset name, a directory from ``pyg-fastload prepare``,
-            a ``.pt`` file holding a ``Data`` or ``HeteroData``, a ``Data``
-            or a ``HeteroData``.
-        cache_dir (str, optional): cache root of the synthetic presets.
-        progress (bool): progress bars while generating a preset.
+    Example:
+        >>> from pyg_fastload.modes import DatasetSource
+        >>> source = DatasetSource.of('tiny', progress=False)
+        >>> type(source).__name__, source.metadata()
+        ('PresetSource', (16, 4))
     """
-    def __init__(self, dataset: Union[str, 'os.PathLike[str]', Data,
-                                      HeteroData],
-                 cache_dir: Optional[str] = None, progress: bool = True):
-        self.cache_dir = cache_dir
-        self.progress = progress
-        self.kind, self.source = self._resolve(dataset)
+    #: Whether the dataset has several node or edge types.
+    is_hetero: ClassVar[bool] = False
 
     @staticmethod
-    def _resolve(dataset: Any) -> Tuple[str, Any]:
+    def of(dataset: Union[str, 'os.PathLike[str]', Data, HeteroData],
+           cache_dir: Optional[str] = None,
+           progress: bool = True) -> 'DatasetSource':
+        r"""The source of :obj:`dataset`: a preset name, a directory from
+        ``pyg-fastload prepare``, a ``.pt`` file holding a ``Data`` or
+        ``HeteroData``, a ``Data`` or a ``HeteroData``
+        (:obj:`cache_dir`: the presets' cache root; :obj:`progress`: bars
+        while generating one)."""
         if isinstance(dataset, Data):
-            return 'data', dataset
+            return GraphSource(dataset)
         if isinstance(dataset, HeteroData):
-            return 'hetero', dataset
+            return HeteroGraphSource(dataset)
         if not isinstance(dataset, (str, os.PathLike)):
             raise SettingError('dataset', f"must be a preset name, a dataset "
                                f"directory, a .pt file or a torch_geometric "
                                f"Data or HeteroData, got "
                                f"{type(dataset).__name__}")
         if isinstance(dataset, str) and dataset in PRESETS:
-            return 'preset', dataset
+            return PresetSource(dataset, cache_dir, progress)
         if isinstance(dataset, str) and dataset in HETERO_PRESETS:
-            return 'hetero', dataset
+            return HeteroGraphSource(dataset)
         path = Path(dataset).expanduser()
         if path.is_dir() and (path / 'meta.json').is_file():
-            return ('hetero-dir' if is_hetero_dataset_dir(path) else 'dir',
-                    path)
+            if is_hetero_dataset_dir(path):
+                return HeteroDirectorySource(path)
+            return DirectorySource(path)
         if path.is_file() and path.suffix == '.pt':
-            return DatasetSource._load(path)
+            return _load(path)
         raise SettingError(
             'dataset', f"{str(dataset)!r} is neither a synthetic preset "
             f"({', '.join([*PRESETS, *HETERO_PRESETS])}) nor a dataset "
@@ -130,113 +137,197 @@ class DatasetSource:
             f"'{path / 'meta.json'}') nor a saved Data '.pt' file; create a "
             f"directory with 'pyg-fastload prepare --preset arxiv-like DIR'")
 
-    @staticmethod
-    def _load(path: Path) -> Tuple[str, Any]:
-        r"""A ``.pt`` file's graph, loaded safely once."""
-        try:
-            data = load_graph_file(path)
-            if isinstance(data, Data):
-                check_has_features(data)  # before anything is sized by it
-        except (DatasetFormatError, ValueError) as error:
-            raise SettingError('dataset', f"'{path}': {error}") from None
-        return ('hetero' if isinstance(data, HeteroData) else 'data'), data
-
-    @property
-    def is_hetero(self) -> bool:
-        r"""Whether the dataset has several node or edge types."""
-        return self.kind in ('hetero', 'hetero-dir')
-
     def identity(self) -> str:
-        r"""What ranks compare to know they train on one dataset: a
-        directory's ``meta.json`` (its arrays' checksums), a preset's name
-        (generated the same everywhere) or a graph's content digest."""
-        if self.kind in ('dir', 'hetero-dir'):
-            try:
-                return dataset_dir_identity(self.source)
-            except DatasetFormatError as error:
-                raise SettingError('dataset', str(error)) from None
-        if isinstance(self.source, str):
-            return f'preset {self.source!r}'
-        return data_identity(self.source)
+        r"""What ranks compare to know they train on one dataset."""
+        raise NotImplementedError
 
     def check(self, spec: LoadingSpec) -> None:
         r"""Refuses settings of :obj:`spec` this dataset cannot take."""
         cache = spec.feature_cache
-        if cache is not None and cache.in_memory and \
-                self.kind not in ('dir', 'hetero-dir'):
+        if cache is not None and cache.in_memory:
             raise SettingError('feature_cache.in_memory',
                                'only applies to a dataset directory')
-        if cache is not None and self.kind == 'hetero' and \
-                cache.read_ahead:
-            raise SettingError('feature_cache.read_ahead', 'reads ahead '
-                               'from storage: it needs a dataset directory '
-                               "('pyg-fastload prepare'), not a HeteroData "
-                               'in memory')
 
     def prepare(self) -> None:
-        r"""Generates and caches a synthetic preset (once per machine)."""
-        if self.kind == 'preset':
-            load_synthetic(self.source, root=self.cache_dir,
-                           progress=self.progress)
-
-    def in_memory(self) -> Union[Data, HeteroData]:
-        r"""The dataset as a ``Data`` or ``HeteroData`` (a preset or a
-        file, loaded safely once)."""
-        if self.kind == 'hetero':
-            if isinstance(self.source, str):  # generated once, seed 0
-                self.source = generate_hetero(self.source)
-            return self.source
-        if self.kind == 'preset':
-            return load_synthetic(self.source, root=self.cache_dir,
-                                  progress=self.progress).to_data()
-        return self.source
+        r"""Work done once per machine before any rank opens the dataset
+        (generating a preset)."""
 
     def schema(self, labelled: bool = True) -> Optional[HeteroSchema]:
         r"""A heterogeneous dataset's schema (:obj:`None` otherwise);
         without :obj:`labelled` (link prediction) a graph without labels
         has one too."""
-        if self.kind == 'hetero-dir':
-            return directory_schema(self.source, labelled)
-        if self.kind != 'hetero':
-            return None
-        return hetero_schema(self.in_memory(), labelled)
+        return None
 
     def metadata(self) -> Tuple[int, int]:
         r"""``(num_features, num_classes)`` (of the labelled node type of a
-        ``HeteroData``; 0 features if it has none)."""
-        if self.is_hetero:
-            schema = self.schema()
-            return (schema.num_features.get(schema.target, 0),
-                    schema.num_classes)
-        if self.kind == 'preset':
-            config = PRESETS[self.source]
-            return config.num_features, config.num_classes
-        if self.kind == 'dir':
-            return directory_metadata(self.source)
-        data = self.in_memory()
-        return data.num_features, check_classes(
-            data.get('y'), data.num_nodes, None, 'the dataset')
+        heterogeneous dataset; 0 features if it has none)."""
+        raise NotImplementedError
+
+    def meta_file(self) -> Optional[Path]:
+        r"""The ``meta.json`` of a dataset directory (:obj:`None` for a
+        dataset in memory): what a partition records of its origin."""
+        return None
 
     def open(self, spec: LoadingSpec, device: Any) -> Any:
-        r"""What a loader reads: a ``Data`` (in memory, no caches asked
-        for) or a ``(FeatureStore, GraphStore)`` pair with the caches of
-        :obj:`spec` on :obj:`device`."""
-        cache = spec.cache()
-        if self.kind in ('dir', 'hetero-dir'):
-            try:
-                return open_dataset(
-                    self.source, cache, device=device, scores=spec.scores(),
-                    verify=spec.verify)
-            except (DatasetFormatError, ValueError) as error:
-                raise SettingError('dataset', str(error)) from None
+        r"""What a loader reads: a ``Data`` or ``HeteroData`` (in memory,
+        no caches asked for) or a ``(FeatureStore, GraphStore)`` pair with
+        the caches of :obj:`spec` on :obj:`device`."""
+        raise NotImplementedError
+
+
+def _load(path: Path) -> DatasetSource:
+    r"""The source of a ``.pt`` file's graph, loaded safely once."""
+    try:
+        data = load_graph_file(path)
+        if isinstance(data, Data):
+            check_has_features(data)  # before anything is sized by it
+    except (DatasetFormatError, ValueError) as error:
+        raise SettingError('dataset', f"'{path}': {error}") from None
+    if isinstance(data, HeteroData):
+        return HeteroGraphSource(data)
+    return GraphSource(data)
+
+
+def _schema_metadata(schema: HeteroSchema) -> Tuple[int, int]:
+    return schema.num_features.get(schema.target, 0), schema.num_classes
+
+
+class _InMemorySource(DatasetSource):
+    r"""A dataset held in memory as one ``Data`` or ``HeteroData``."""
+
+    def in_memory(self) -> Union[Data, HeteroData]:
+        r"""The dataset as a ``Data`` or ``HeteroData``."""
+        raise NotImplementedError
+
+    def identity(self) -> str:
+        return data_identity(self.in_memory())
+
+    def open(self, spec: LoadingSpec, device: Any) -> Any:
         data = self.in_memory()
         if spec.feature_cache is None:
             return data
         try:
-            return stores_from_data(
-                data, cache, device=device, scores=spec.scores())
+            return stores_from_data(data, spec.cache(), device=device,
+                                    scores=spec.scores())
         except ValueError as error:
             raise SettingError('feature_cache', str(error)) from None
+
+
+class PresetSource(_InMemorySource):
+    r"""A homogeneous synthetic preset, generated once per machine and
+    cached under :obj:`cache_dir`."""
+
+    def __init__(self, name: str, cache_dir: Optional[str] = None,
+                 progress: bool = True):
+        self.name = name
+        self.cache_dir = cache_dir
+        self.progress = progress
+
+    def identity(self) -> str:
+        return f'preset {self.name!r}'  # generated the same everywhere
+
+    def prepare(self) -> None:
+        load_synthetic(self.name, root=self.cache_dir,
+                       progress=self.progress)
+
+    def in_memory(self) -> Data:
+        return load_synthetic(self.name, root=self.cache_dir,
+                              progress=self.progress).to_data()
+
+    def metadata(self) -> Tuple[int, int]:
+        config = PRESETS[self.name]
+        return config.num_features, config.num_classes
+
+
+class GraphSource(_InMemorySource):
+    r"""A homogeneous ``Data`` (given, or loaded from a ``.pt`` file)."""
+
+    def __init__(self, data: Data):
+        self.data = data
+
+    def in_memory(self) -> Data:
+        return self.data
+
+    def metadata(self) -> Tuple[int, int]:
+        data = self.data
+        return data.num_features, check_classes(
+            data.get('y'), data.num_nodes, None, 'the dataset')
+
+
+class HeteroGraphSource(_InMemorySource):
+    r"""A ``HeteroData`` (given, or in a ``.pt`` file), or a heterogeneous
+    preset's name (generated in memory with seed 0 when first read)."""
+    is_hetero = True
+
+    def __init__(self, data: Union[str, HeteroData]):
+        self._data = data
+
+    def identity(self) -> str:
+        if isinstance(self._data, str):
+            return f'preset {self._data!r}'
+        return data_identity(self._data)
+
+    def check(self, spec: LoadingSpec) -> None:
+        super().check(spec)
+        cache = spec.feature_cache
+        if cache is not None and cache.read_ahead:
+            raise SettingError('feature_cache.read_ahead', 'reads ahead '
+                               'from storage: it needs a dataset directory '
+                               "('pyg-fastload prepare'), not a HeteroData "
+                               'in memory')
+
+    def in_memory(self) -> HeteroData:
+        if isinstance(self._data, str):  # generated once, seed 0
+            self._data = generate_hetero(self._data)
+        return self._data
+
+    def schema(self, labelled: bool = True) -> Optional[HeteroSchema]:
+        return hetero_schema(self.in_memory(), labelled)
+
+    def metadata(self) -> Tuple[int, int]:
+        return _schema_metadata(self.schema())
+
+
+class DirectorySource(DatasetSource):
+    r"""A dataset directory written by ``pyg-fastload prepare`` (features
+    read from its files)."""
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    def identity(self) -> str:
+        try:  # its meta.json: the arrays' checksums
+            return dataset_dir_identity(self.path)
+        except DatasetFormatError as error:
+            raise SettingError('dataset', str(error)) from None
+
+    def check(self, spec: LoadingSpec) -> None:
+        r"""Any cache setting applies to a directory."""
+
+    def meta_file(self) -> Optional[Path]:
+        return self.path / 'meta.json'
+
+    def metadata(self) -> Tuple[int, int]:
+        return directory_metadata(self.path)
+
+    def open(self, spec: LoadingSpec, device: Any) -> Any:
+        try:
+            return open_dataset(self.path, spec.cache(), device=device,
+                                scores=spec.scores(), verify=spec.verify)
+        except (DatasetFormatError, ValueError) as error:
+            raise SettingError('dataset', str(error)) from None
+
+
+class HeteroDirectorySource(DirectorySource):
+    r"""A heterogeneous dataset directory (one array set per node and
+    edge type)."""
+    is_hetero = True
+
+    def schema(self, labelled: bool = True) -> Optional[HeteroSchema]:
+        return directory_schema(self.path, labelled)
+
+    def metadata(self) -> Tuple[int, int]:
+        return _schema_metadata(self.schema())
 
 
 def directory_metadata(path: Path) -> Tuple[int, int]:

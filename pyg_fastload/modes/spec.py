@@ -18,7 +18,8 @@ from ..distributed.collectives import digest
 from ..distributed.dsp import LAUNCH_ORDERS
 from ..io.format import VERIFY_MODES
 from ..placement import Placement, check_run_sampling, require_run_gpu
-from .link import LinkOptions
+from .link_split import LinkOptions
+from .task import TASKS, Task
 
 __all__ = ['LoadingSpec', 'ModeOptions', 'feature_cache_from', 'RANK_LOCAL']
 
@@ -109,8 +110,9 @@ class LoadingSpec:
     r"""How a run samples and loads its batches, on every rank and in every
     mode: fan-outs and batch sizes (training and evaluation), the feature
     caches, the pipeline, the checks of dataset files, the partitioned
-    modes' settings, the collectives' timeout and the link prediction
-    options (:obj:`link`; ``None``: node-level batches). Built once (checked in
+    modes' settings, the collectives' timeout, the :obj:`task` (``'node'``
+    or ``'link'``, :data:`~pyg_fastload.modes.TASKS`) and its link
+    prediction options (:obj:`link`). Built once (checked in
     :meth:`__post_init__`, which also fills the evaluation defaults and
     accepts dicts for the nested settings); the modes, openers and loaders
     read it, never their own copies of its fields."""
@@ -133,6 +135,7 @@ class LoadingSpec:
     launch_order: str = 'groups'
     mode_options: ModeOptions = field(default_factory=ModeOptions)
     dist_timeout: float = 300.0
+    task: str = 'node'
     link: Optional[LinkOptions] = None
 
     def __post_init__(self) -> None:
@@ -191,13 +194,10 @@ class LoadingSpec:
             raise SettingError('dist_timeout', f'{self.dist_timeout!r} must '
                                f'be a positive number of seconds')
         put(self, 'dist_timeout', float(self.dist_timeout))
-        if isinstance(self.link, dict):
-            known = sorted(LinkOptions.__dataclass_fields__)
-            unknown = sorted(set(self.link) - set(known))
-            if unknown:
-                raise SettingError('link', f"unknown keys {unknown}; known: "
-                                   f"{known}")
-            put(self, 'link', LinkOptions(**self.link))
+        if self.task not in TASKS:
+            raise SettingError('task', f"{self.task!r} is not one of "
+                               f"{', '.join(map(repr, TASKS))}")
+        put(self, 'link', TASKS[self.task].settings(self.link))
 
     def digests(self) -> Dict[str, int]:
         r"""A 63-bit digest of every setting the ranks of a run must share
@@ -220,6 +220,11 @@ class LoadingSpec:
                             "'gds' reads rows into GPU memory",
                             'storage: direct')
         return placement
+
+    def make_task(self) -> Task:
+        r"""What the run trains: a :class:`~pyg_fastload.modes.NodeTask`,
+        or a :class:`~pyg_fastload.modes.LinkTask` with :obj:`link`."""
+        return TASKS[self.task].of(self)
 
     def fanouts(self, train: bool) -> List[int]:
         r"""The fan-outs of training or evaluation batches."""

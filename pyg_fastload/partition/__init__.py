@@ -3,7 +3,7 @@ methods behind one interface, DSP's contiguous renumbering and partition
 book, and partitioned dataset directories whose parts open on their own."""
 from .book import PartitionBook, renumber
 from .methods import METHODS, assign_parts
-from .parts import open_partition, partition_dataset
+from .part_dirs import open_partition, partition_dataset
 from .report import partition_report
 
 __all__ = [

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..errors import UsageExit
 from .methods import METHODS
-from .parts import partition_dataset, read_partition_meta
+from .part_dirs import partition_dataset, read_partition_meta
 from .report import format_report, partition_report
 
 __all__ = ['add_arguments', 'run']

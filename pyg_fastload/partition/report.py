@@ -13,7 +13,7 @@ import torch
 from ..config import format_bytes
 from ..io import open_dataset_dir
 from .locality import micrograph_locality, remote_local_ratio
-from .parts import full_topology, load_book, read_partition_meta
+from .part_dirs import full_topology, load_book, read_partition_meta
 
 __all__ = ['partition_report', 'format_report']
 

@@ -18,7 +18,7 @@ from torch_geometric.sampler import (
 from torch_geometric.sampler.base import NegativeSampling, SubgraphType
 
 from ..config import check_fanouts
-from ..graph.hetero import EdgeType, HeteroTopology
+from ..graph.hetero_topology import EdgeType, HeteroTopology
 from ..graph.ranges import expand_ranges
 from .hetero_link import sample_hetero_edges
 from .hetero_temporal import hetero_temporal_index

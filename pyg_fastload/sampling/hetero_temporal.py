@@ -13,7 +13,7 @@ import torch
 from torch import Tensor
 from torch_geometric.data import FeatureStore, HeteroData
 
-from ..graph.hetero import HeteroTopology
+from ..graph.hetero_topology import HeteroTopology
 from ..graph.kind import stores_of
 from .temporal import TemporalIndex, check_times
 

@@ -9,7 +9,7 @@ from torch import Tensor
 from torch_geometric.data import EdgeAttr, GraphStore
 from torch_geometric.data.graph_store import EdgeLayout
 
-from ..graph.hetero import EdgeType, HeteroTopology
+from ..graph.hetero_topology import EdgeType, HeteroTopology
 from ..graph.topology import CSCTopology
 
 __all__ = ['CSCGraphStore']

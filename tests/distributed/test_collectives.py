@@ -10,7 +10,7 @@ from pyg_fastload.distributed import (
     DistContext,
     DistributedError,
 )
-from pyg_fastload.distributed.parts import open_rank_part
+from pyg_fastload.distributed.rank_part import open_rank_part
 
 from .ranks import run_ranks
 

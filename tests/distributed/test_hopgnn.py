@@ -18,8 +18,8 @@ from pyg_fastload.distributed.hopgnn import (
     assign_steps,
     merge_order,
 )
-from pyg_fastload.distributed.parts import open_rank_part
-from pyg_fastload.partition.parts import full_topology
+from pyg_fastload.distributed.rank_part import open_rank_part
+from pyg_fastload.partition.part_dirs import full_topology
 from pyg_fastload.sampling import FastNeighborSampler
 from pyg_fastload.storage import CSCGraphStore
 

@@ -384,7 +384,7 @@ def test_ctrl_c_in_the_launcher_ends_every_rank(pagraph_parts, tmp_path):
               '1024) and gradient syncs per rank; validation MRR logged')
 def test_a_two_rank_link_fit_runs_equal_steps(tmp_path):
     from pyg_fastload.datasets import load_synthetic
-    from pyg_fastload.modes.link import LinkOptions, LinkSplit
+    from pyg_fastload.modes.link_split import LinkOptions, LinkSplit
     config = _config(tmp_path, {
         'dataset': 'tiny', 'task': 'link', 'batch_size': 1024,
         'eval_batch_size': 1100,
@@ -411,7 +411,7 @@ def test_a_two_rank_link_fit_runs_equal_steps(tmp_path):
 
 def test_a_two_rank_hetero_link_fit_runs_equal_steps(tmp_path):
     from pyg_fastload.datasets import generate_hetero
-    from pyg_fastload.modes.link import LinkOptions, link_split
+    from pyg_fastload.modes.link_split import LinkOptions, link_split
     link = {'edge_type': ['author', 'writes', 'paper'], 'eval_edges': 20,
             'eval_negatives': 10}
     config = _config(tmp_path, {

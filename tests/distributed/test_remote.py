@@ -11,7 +11,7 @@ from pyg_fastload.distributed import (
     DistContext,
     PartitionedFeatureStore,
 )
-from pyg_fastload.distributed.parts import open_rank_part
+from pyg_fastload.distributed.rank_part import open_rank_part
 from pyg_fastload.io import open_dataset_dir
 
 from .ranks import run_ranks

@@ -6,8 +6,8 @@ import torch
 from scipy.stats import chi2
 
 from pyg_fastload.distributed import Collectives, DistContext
-from pyg_fastload.distributed.parts import open_rank_part
-from pyg_fastload.distributed.sampling import CollectiveSampler
+from pyg_fastload.distributed.rank_part import open_rank_part
+from pyg_fastload.distributed.collective_sampling import CollectiveSampler
 from pyg_fastload.io import open_dataset_dir
 from pyg_fastload.sampling import FastNeighborSampler
 

@@ -46,7 +46,7 @@ def test_the_relation_and_its_reverse_are_held_out_together(stores):
     graph = random_hetero_graph()
     module = _module(graph, {'host_budget': 0.5} if stores else None)
     module.setup('fit')
-    split = module.loading.links
+    split = module.loading.task.split
     assert split.relation == (WRITES, REV)  # the reverse, found
     assert isinstance(module.data, tuple) == stores
     held = {s: _pairs(split.edges[s]) for s in ('val', 'test')}
@@ -116,9 +116,9 @@ def test_no_reverse_relation_splits_the_relation_alone():
     del graph[REV]
     module = _module(graph)
     module.setup('fit')
-    split = module.loading.links
+    split = module.loading.task.split
     assert split.relation == (WRITES, None)
-    train = module.loading.link_graphs['train']
+    train = module.loading.task.graphs['train']
     assert _pairs(train[WRITES].edge_index) == _pairs(split.edges['train'])
 
 

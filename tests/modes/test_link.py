@@ -8,7 +8,7 @@ from torch_geometric.utils import to_undirected
 
 from pyg_fastload.config import SettingError
 from pyg_fastload.lightning import FastLoadDataModule, LinkOptions
-from pyg_fastload.modes.link import LinkSplit, is_undirected
+from pyg_fastload.modes.link_split import LinkSplit, is_undirected
 
 
 def undirected_graph(num_nodes=300, num_edges=1500, seed=0):
@@ -149,7 +149,7 @@ def test_data_module_link_loaders_sample_only_their_graph():
                                               eval_negatives=9),
         progress=False)
     module.setup('fit')
-    split = module.loading.links
+    split = module.loading.task.split
     held = {s: links(split.edges[s]) for s in ('val', 'test')}
     seen_val = False
     for name in ('train', 'val', 'test'):

@@ -99,7 +99,7 @@ def test_every_mode_is_one_registered_class():
     (PaGraph, 'parts', {'sampling_device': 'cuda'}, 'sampling_device'),
 ])
 def test_a_mode_refuses_what_it_would_ignore(mode, partitions, options, key):
-    source = DatasetSource(random_graph())
+    source = DatasetSource.of(random_graph())
     spec = LoadingSpec(sampling_device=options.pop('sampling_device', 'cpu'),
                        mode_options=options)
     with pytest.raises(SettingError) as info:
@@ -115,15 +115,15 @@ def test_heterogeneous_data_is_sampled_on_the_cpu():
     data['a', 'to', 'a'].edge_index = torch.tensor([[0, 1], [1, 2]])
     with pytest.raises(SettingError, match="is for homogeneous graphs") as \
             info:
-        Replicated(LoadingSpec(sampling_device='cuda'), DatasetSource(data))
+        Replicated(LoadingSpec(sampling_device='cuda'), DatasetSource.of(data))
     assert info.value.key == 'sampling_device'
-    Replicated(LoadingSpec(), DatasetSource(data))  # the CPU takes it
+    Replicated(LoadingSpec(), DatasetSource.of(data))  # the CPU takes it
 
 
 def test_one_process_replicated_is_the_plain_loader():
     data = random_graph(num_nodes=300, num_edges=3000)
     spec = LoadingSpec(num_neighbors=[4, 3], batch_size=32)
-    mode = Replicated(spec, DatasetSource(data))
+    mode = Replicated(spec, DatasetSource.of(data))
     mode.open(Collectives(DistContext(), None), torch.device('cpu'))
     ours = list(mode.loader('train', torch.Generator().manual_seed(5)))
     plain = FastNeighborLoader(data, [4, 3], batch_size=32, shuffle=True,
@@ -156,7 +156,7 @@ def _samplers(rank, world):
     data = random_graph(num_nodes=300, num_edges=3000)
     data.val_mask = ~data.train_mask
     mode = Replicated(LoadingSpec(num_neighbors=[4], batch_size=16),
-                      DatasetSource(data))
+                      DatasetSource.of(data))
     mode.open(Collectives(DistContext.current(timedelta(seconds=30))),
               torch.device('cpu'))
     kept, seeds = {}, {}
@@ -184,3 +184,23 @@ def test_lightning_keeps_the_ranks_samplers():
     first = set(s0['train'][:share]), set(s1['train'][:share])
     assert sorted(first[0] | first[1]) == masks['train']
     assert len(first[0] & first[1]) <= 1  # the padding
+
+
+def test_the_task_is_one_object_named_by_the_spec():
+    from pyg_fastload.modes import LinkOptions, LinkTask, NodeTask
+    assert type(LoadingSpec().make_task()) is NodeTask
+    spec = LoadingSpec(task='link', link={'neg_ratio': 2.0}, seed=5)
+    task = spec.make_task()
+    assert type(task) is LinkTask and not task.labelled
+    assert (task.options, task.seed) == (LinkOptions(neg_ratio=2.0), 5)
+    assert LoadingSpec(task='link').link == LinkOptions()  # the defaults
+    for settings, key, match in (
+            (dict(task='edge'), 'task', "'edge' is not one of 'node', "
+                                        "'link'"),
+            (dict(link={'neg_ratio': 2.0}), 'link', 'set task: link'),
+            (dict(task='link', link={'ratio': 2}), 'link',
+             r"unknown keys \['ratio'\]"),
+            (dict(task='link', link=[1]), 'link', 'got list')):
+        with pytest.raises(SettingError, match=match) as info:
+            LoadingSpec(**settings)
+        assert info.value.key == key

@@ -38,7 +38,7 @@ def test_a_data_file_is_checked_before_it_sizes_anything(tmp_path, attrs,
                                                          match):
     file = _saved(tmp_path, **attrs)
     with pytest.raises(SettingError, match=match) as info:
-        DatasetSource(file).metadata()
+        DatasetSource.of(file).metadata()
     assert info.value.key == 'dataset'
 
 
@@ -58,4 +58,50 @@ def test_num_classes_in_meta_json_is_checked(tiny_dir, tmp_path, num_classes,
     meta['num_classes'] = num_classes
     (path / 'meta.json').write_text(json.dumps(meta))
     with pytest.raises(SettingError, match=match):
-        DatasetSource(path).metadata()
+        DatasetSource.of(path).metadata()
+
+
+def test_each_kind_of_dataset_is_one_source_class(tiny_dir, tmp_path,
+                                                  hetero_graph):
+    from pyg_fastload.datasets.hetero_prepare import prepare_hetero_preset
+    from pyg_fastload.modes import (DirectorySource, GraphSource,
+                                    HeteroDirectorySource, HeteroGraphSource,
+                                    PresetSource)
+    hetero_dir = tmp_path / 'hetero'
+    prepare_hetero_preset('hetero-tiny', hetero_dir, progress=False)
+    hetero_file = tmp_path / 'hetero.pt'
+    torch.save(hetero_graph, hetero_file)
+    expected = [('tiny', PresetSource, False),
+                ('hetero-tiny', HeteroGraphSource, True),
+                (tiny_dir[0], DirectorySource, False),
+                (hetero_dir, HeteroDirectorySource, True),
+                (_saved(tmp_path), GraphSource, False),
+                (hetero_file, HeteroGraphSource, True),
+                (hetero_graph, HeteroGraphSource, True)]
+    for dataset, cls, hetero in expected:
+        source = DatasetSource.of(dataset, progress=False)
+        assert type(source) is cls, dataset
+        assert source.is_hetero is hetero
+        # a schema exactly for the heterogeneous ones
+        assert (source.schema(labelled=False) is not None) is hetero
+        # a partition's origin is checked against directories only
+        assert (source.meta_file() is not None) is isinstance(
+            source, DirectorySource)
+    with pytest.raises(SettingError, match='got int') as info:
+        DatasetSource.of(3)
+    assert info.value.key == 'dataset'
+
+
+def test_cache_settings_a_source_cannot_take_are_refused(tmp_path,
+                                                         hetero_graph):
+    from pyg_fastload.modes import LoadingSpec
+    in_memory = LoadingSpec(feature_cache={'in_memory': True})
+    with pytest.raises(SettingError) as info:
+        DatasetSource.of(_saved(tmp_path)).check(in_memory)
+    assert info.value.key == 'feature_cache.in_memory'
+    read_ahead = LoadingSpec(feature_cache={'read_ahead': 2})
+    with pytest.raises(SettingError, match='needs a dataset directory') as \
+            info:
+        DatasetSource.of(hetero_graph).check(read_ahead)
+    assert info.value.key == 'feature_cache.read_ahead'
+    DatasetSource.of(_saved(tmp_path)).check(read_ahead)  # homogeneous: ok

@@ -101,7 +101,7 @@ def test_bad_partition_directories_are_refused(parts, tmp_path):
 
 
 def test_a_failed_partition_leaves_nothing(tiny_dir, tmp_path, monkeypatch):
-    from pyg_fastload.partition import parts as parts_module
+    from pyg_fastload.partition import part_dirs as parts_module
     dataset_dir, _ = tiny_dir
 
     def fail(*args, **kwargs):
@@ -136,7 +136,7 @@ def test_partition_command(tiny_dir, tmp_path, capsys):
 def test_partition_command_reports_pagraph_replicas(tiny_dir, tmp_path,
                                                     capsys):
     from pyg_fastload.lightning.command import main
-    from pyg_fastload.partition.parts import read_partition_meta
+    from pyg_fastload.partition.part_dirs import read_partition_meta
     dataset_dir, _ = tiny_dir
     main(['partition', str(dataset_dir), '--num-parts', '2', '--method',
           'pagraph', '--num-hops', '2', '--out', str(tmp_path / 'p'),

@@ -12,7 +12,8 @@ from torch import Tensor
 from torch_geometric.data import HeteroData
 
 from ..config import SettingError
-from ..graph.hetero import EdgeType, HeteroTopology
+from ..graph.hetero_topology import EdgeType, HeteroTopology
+from ..graph.kind import node_count
 from ..storage import CSCGraphStore
 
 __all__ = ['Relation', 'relation_of', 'hetero_with']
@@ -24,12 +25,6 @@ def _edge_types(data: Any) -> List[EdgeType]:
     if isinstance(data, HeteroData):
         return [tuple(e) for e in data.edge_types]
     return list(data[1].topology.edge_types)
-
-
-def _num_nodes(data: Any, node_type: str) -> int:
-    if isinstance(data, HeteroData):
-        return int(data[node_type].num_nodes)
-    return data[1].topology.num_nodes_of(node_type)
 
 
 def relation_edges(data: Any, edge_type: EdgeType) -> Tensor:
@@ -62,7 +57,7 @@ def relation_of(data: Any, edge_type: Optional[List[str]],
                            f"{names}")
     src, _, dst = chosen
     edges = relation_edges(data, chosen)
-    num_src, num_dst = _num_nodes(data, src), _num_nodes(data, dst)
+    num_src, num_dst = node_count(data, src), node_count(data, dst)
     if rev_edge_type is not None:
         reverse: Optional[EdgeType] = tuple(rev_edge_type)
         if reverse not in types or reverse[0] != dst or reverse[2] != src:

@@ -14,7 +14,7 @@ import torch
 from ..caching import Scores
 from ..config import FeatureCache
 from ..partition import PartitionBook, open_partition
-from ..partition.parts import read_partition_meta
+from ..partition.part_dirs import read_partition_meta
 from ..storage import CSCGraphStore, TieredFeatureStore
 from .collectives import Collectives, digest
 from .context import DistributedError

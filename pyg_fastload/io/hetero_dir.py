@@ -36,7 +36,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from ..graph.hetero import EdgeType, HeteroTopology, offsets_of
+from ..graph.hetero_topology import EdgeType, HeteroTopology, offsets_of
 from ..graph.topology import CSCTopology, index_dtype_for
 from .arrays import Source
 from .format import (

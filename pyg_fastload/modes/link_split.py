@@ -16,17 +16,14 @@ from torch import Tensor
 from torch_geometric.data import Data
 
 from ..config import SettingError
-from ..distributed.seeds import in_order, rank_seed_sampler, shard
 from ..graph.kind import graph_input
 from ..graph.topology import CSCTopology
-from ..loader import FastLinkNeighborLoader
-from ..placement import Placement
 from ..sampling.link import EdgeKeys
 from ..storage import CSCGraphStore
-from .hetero_link import Relation, hetero_with, relation_of
+from .link_relation import Relation, hetero_with, relation_of
 
 __all__ = ['LinkOptions', 'LinkSplit', 'edge_index_of', 'is_undirected',
-           'link_loader', 'link_split']
+           'link_split']
 
 #: Offset of the evaluation negatives' seed from the run's seed.
 _NEGATIVE_SEED = 7919
@@ -294,52 +291,3 @@ class LinkSplit:
         topology = CSCTopology.from_edge_index(edges, self.num_nodes)
         return data[0], CSCGraphStore(topology)
 
-
-def link_loader(mode: Any, split: str, generator: torch.Generator,
-                placement: Placement = Placement()
-                ) -> FastLinkNeighborLoader:
-    r"""The link loader of :obj:`split` on this rank for a loading
-    :obj:`mode` opened with ``spec.link``: training links shared across
-    the ranks as training seeds are (equal steps per rank), evaluation
-    edges sharded with their negatives (whole groups per batch)."""
-    links: LinkSplit = mode.links
-    spec = mode.spec
-    if split == 'predict':
-        raise SettingError('task', "'link' has no predict split: predict "
-                           "with task 'node', or score edges with the "
-                           "trained model")
-    train = split == 'train'
-    label_index, label = links.supervision(split)
-    collectives = mode.collectives
-    extra: Dict[str, Any] = {}
-    batch = spec.batch(train)
-    if not train:  # whole groups (an edge and its negatives) per batch
-        group = links.group
-        batch = max(1, batch // group) * group
-    if collectives.world_size > 1:
-        if train:
-            extra['sampler'] = rank_seed_sampler(
-                collectives, label_index.size(1), batch, generator, True,
-                True, spec.drop_last)
-        else:
-            groups = shard(torch.arange(label_index.size(1) // group),
-                           collectives.rank, collectives.world_size)
-            index = (groups.view(-1, 1) * group +
-                     torch.arange(group)).view(-1)
-            label_index, label = label_index[:, index], label[index]
-            # in order (a DistributedSampler: Lightning keeps it)
-            extra['sampler'] = in_order(index.numel(), collectives)
-    kwargs = spec.loader_kwargs(train)
-    kwargs['batch_size'] = batch
-    if train:
-        kwargs.update(spec.link.loader_kwargs())
-    if links.relation is not None:  # the supervised edge type's edges
-        label_index = (links.relation[0], label_index)
-    return FastLinkNeighborLoader(
-        mode.link_graphs['test' if split == 'test' else 'train'],
-        edge_label_index=label_index, edge_label=label,
-        shuffle=train and not extra, drop_last=train and spec.drop_last and
-        not extra,
-        generator=generator, transform=spec.transform(),
-        device=placement.batches, sampling_device=placement.sampling,
-        **kwargs, **extra)

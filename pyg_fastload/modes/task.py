@@ -1,0 +1,199 @@
+r"""What a run trains (:class:`Task`): node-level batches of seed nodes
+(:class:`NodeTask`) or link-level batches of label edges with negatives
+(:class:`LinkTask`), by the name configs use in :data:`TASKS`. A mode is
+given its task by its :class:`~pyg_fastload.modes.LoadingSpec`
+(:meth:`LoadingSpec.make_task`); the task opens on the mode's data and
+makes the loader of a split from what the mode plans (its data, seeds and
+rank sampler). Nothing outside these classes asks which task a run has."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, ClassVar, Dict, Optional, Type, Union
+
+import torch
+
+from ..config import SettingError
+from ..distributed.seeds import in_order, rank_seed_sampler, shard
+from ..loader import FastLinkNeighborLoader, FastNeighborLoader
+from ..placement import Placement
+from .link_split import LinkOptions, LinkSplit, link_split
+
+if TYPE_CHECKING:  # the mode hands itself to its task
+    from .base import LoadingMode
+    from .spec import LoadingSpec
+
+__all__ = ['Task', 'NodeTask', 'LinkTask', 'TASKS']
+
+Loader = Union[FastNeighborLoader, FastLinkNeighborLoader]
+
+
+class Task:
+    r"""What the batches of a run are: one subclass per task."""
+    #: The name ``FastLoadDataModule(task=...)`` and configs use.
+    name: ClassVar[str] = ''
+    #: Whether the dataset must carry node labels (a heterogeneous graph's
+    #: labelled type is then its target).
+    labelled: ClassVar[bool] = True
+
+    @classmethod
+    def settings(cls, link: Any) -> Optional[LinkOptions]:
+        r"""The spec's ``link`` setting for this task, checked (given as
+        :class:`LinkOptions`, a dict of its fields or :obj:`None`)."""
+        if link is not None:
+            raise SettingError('link', f"options of task 'link', not of "
+                               f"task {cls.name!r}: set task: link, or "
+                               f"leave 'link' out ('link' options need "
+                               f"task: link)")
+        return None
+
+    @classmethod
+    def of(cls, spec: 'LoadingSpec') -> 'Task':
+        r"""The task of a run loading by :obj:`spec`."""
+        return cls()
+
+    def check(self, mode: 'LoadingMode') -> None:
+        r"""Refuses a :obj:`mode` this task cannot run in."""
+
+    def open(self, data: Any) -> None:
+        r"""Prepares the task on the mode's opened :obj:`data` (every rank
+        the same)."""
+
+    def loader(self, mode: 'LoadingMode', split: str,
+               generator: torch.Generator, placement: Placement) -> Loader:
+        r"""The loader of :obj:`split` on this rank of :obj:`mode`."""
+        raise NotImplementedError
+
+
+class NodeTask(Task):
+    r"""Seed nodes of the labelled node type, with their sampled
+    neighbourhoods (for :class:`NodeClassifier`)."""
+    name = 'node'
+
+    def loader(self, mode: 'LoadingMode', split: str,
+               generator: torch.Generator,
+               placement: Placement) -> FastNeighborLoader:
+        train = split == 'train'
+        data, seeds, sampler = mode.plan(split, generator)
+        extra: Dict[str, Any] = {}
+        if sampler is not None:
+            extra['sampler'] = sampler
+        spec = mode.spec
+        transform = spec.transform()
+        if data is mode.data:
+            neighbor_sampler = mode.neighbor_sampler(train)
+            if neighbor_sampler is not None:
+                extra['neighbor_sampler'] = neighbor_sampler
+                transform = mode.train_transform(train, sampler, transform)
+        target = mode.target(data)
+        if target is not None:  # the labelled type's seeds
+            seeds = (target, seeds)
+        return FastNeighborLoader(
+            data, input_nodes=seeds, shuffle=train and sampler is None,
+            drop_last=train and spec.drop_last and sampler is None,
+            generator=generator, transform=transform,
+            device=placement.batches, sampling_device=placement.sampling,
+            **spec.loader_kwargs(train), **extra)
+
+
+class LinkTask(Task):
+    r"""Label edges with negatives through
+    :class:`~pyg_fastload.FastLinkNeighborLoader` (for
+    :class:`LinkPredictor`): the graph's links split as PyG's
+    ``RandomLinkSplit`` does (:class:`LinkSplit`, the same on every rank
+    under :obj:`seed`), training links shared across the ranks as
+    training seeds are, evaluation edges sharded with their negatives.
+
+    Args:
+        options (LinkOptions): negatives, split ratios and evaluation.
+        seed (int): the seed of the split and the evaluation negatives.
+    """
+    name = 'link'
+    labelled = False
+
+    @classmethod
+    def settings(cls, link: Any) -> Optional[LinkOptions]:
+        if link is None:
+            return LinkOptions()
+        if isinstance(link, dict):
+            known = sorted(LinkOptions.__dataclass_fields__)
+            unknown = sorted(set(link) - set(known))
+            if unknown:
+                raise SettingError('link', f"unknown keys {unknown}; known: "
+                                   f"{known}")
+            return LinkOptions(**link)
+        if not isinstance(link, LinkOptions):
+            raise SettingError('link', f"must be a LinkOptions or a dict, "
+                               f"got {type(link).__name__}")
+        return link
+
+    @classmethod
+    def of(cls, spec: 'LoadingSpec') -> 'LinkTask':
+        return cls(spec.link, spec.seed)
+
+    def __init__(self, options: LinkOptions, seed: int):
+        self.options = options
+        self.seed = seed
+        #: The split of the links (after :meth:`open`).
+        self.split: Optional[LinkSplit] = None
+        #: The message-passing graphs of training/validation and of test.
+        self.graphs: Dict[str, Any] = {}
+
+    def check(self, mode: 'LoadingMode') -> None:
+        if mode.partition_method is not None:
+            raise SettingError('mode', f"task 'link' with mode "
+                               f"{mode.name!r} is not implemented yet: use "
+                               f"mode 'replicated'")
+
+    def open(self, data: Any) -> None:
+        self.split = link_split(data, self.options, self.seed)
+        self.graphs = {split: self.split.graph(data, split)
+                       for split in ('train', 'test')}
+
+    def loader(self, mode: 'LoadingMode', split: str,
+               generator: torch.Generator,
+               placement: Placement) -> FastLinkNeighborLoader:
+        if split == 'predict':
+            raise SettingError('task', "'link' has no predict split: "
+                               "predict with task 'node', or score edges "
+                               "with the trained model")
+        links = self.split
+        spec = mode.spec
+        train = split == 'train'
+        label_index, label = links.supervision(split)
+        collectives = mode.collectives
+        extra: Dict[str, Any] = {}
+        batch = spec.batch(train)
+        if not train:  # whole groups (an edge and its negatives) per batch
+            group = links.group
+            batch = max(1, batch // group) * group
+        if collectives.world_size > 1:
+            if train:
+                extra['sampler'] = rank_seed_sampler(
+                    collectives, label_index.size(1), batch, generator, True,
+                    True, spec.drop_last)
+            else:
+                groups = shard(torch.arange(label_index.size(1) // group),
+                               collectives.rank, collectives.world_size)
+                index = (groups.view(-1, 1) * group +
+                         torch.arange(group)).view(-1)
+                label_index, label = label_index[:, index], label[index]
+                # in order (a DistributedSampler: Lightning keeps it)
+                extra['sampler'] = in_order(index.numel(), collectives)
+        kwargs = spec.loader_kwargs(train)
+        kwargs['batch_size'] = batch
+        if train:
+            kwargs.update(self.options.loader_kwargs())
+        if links.relation is not None:  # the supervised edge type's edges
+            label_index = (links.relation[0], label_index)
+        return FastLinkNeighborLoader(
+            self.graphs['test' if split == 'test' else 'train'],
+            edge_label_index=label_index, edge_label=label,
+            shuffle=train and not extra,
+            drop_last=train and spec.drop_last and not extra,
+            generator=generator, transform=spec.transform(),
+            device=placement.batches, sampling_device=placement.sampling,
+            **kwargs, **extra)
+
+
+#: Every task by the name configs use (``data.task``).
+TASKS: Dict[str, Type[Task]] = {task.name: task for task in (NodeTask,
+                                                             LinkTask)}
