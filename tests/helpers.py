@@ -2,9 +2,12 @@ r"""Helpers the tests share: small graph builders, skip marks and
 assertions, imported from here (``from ..helpers import random_graph``);
 fixtures stay in the ``conftest.py`` files, which build on these."""
 import contextlib
+import gc
 import importlib.util
 import json
 import re
+import threading
+import time
 from typing import Iterator
 
 import pytest
@@ -112,3 +115,19 @@ def in_neighbourhood(topo, nodes, num_hops):
                               for v in frontier.tolist()]).long().unique()
         reached.append(frontier)
     return torch.cat(reached).unique()
+
+
+def stage_threads() -> list:
+    r"""The loaders' pipeline and sampling threads still alive."""
+    return [t for t in threading.enumerate()
+            if t.name.startswith('pyg_fastload-') and t.is_alive()]
+
+
+def wait_for_no_stage_threads(timeout: float = 10.0) -> list:
+    r"""Waits up to :obj:`timeout` seconds for every stage thread to stop
+    (collecting garbage: dropped loaders stop theirs); the ones left."""
+    deadline = time.monotonic() + timeout
+    while stage_threads() and time.monotonic() < deadline:
+        gc.collect()
+        time.sleep(0.02)
+    return stage_threads()

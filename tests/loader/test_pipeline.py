@@ -15,20 +15,8 @@ from pyg_fastload.loader.pipeline import (DeviceTransfer, StageError,
                                           map_tensors)
 from pyg_fastload.storage import CSCGraphStore, TieredFeatureStore
 
-from ..helpers import random_graph, requires_cuda
-
-
-def stage_threads():
-    return [t for t in threading.enumerate()
-            if t.name.startswith('pyg_fastload-') and t.is_alive()]
-
-
-def wait_for_no_stage_threads(timeout=10.0):
-    deadline = time.monotonic() + timeout
-    while stage_threads() and time.monotonic() < deadline:
-        gc.collect()
-        time.sleep(0.02)
-    return stage_threads()
+from ..helpers import (random_graph, requires_cuda, stage_threads,
+                       wait_for_no_stage_threads)
 
 
 @pytest.fixture

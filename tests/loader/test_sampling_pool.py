@@ -9,8 +9,7 @@ from pyg_fastload.config import SettingError, usable_cores
 from pyg_fastload.loader.pipeline import StageError
 from pyg_fastload.loader.sampling_pool import SamplingPool
 
-from ..helpers import random_graph
-from .test_pipeline import wait_for_no_stage_threads
+from ..helpers import random_graph, wait_for_no_stage_threads
 
 
 @pytest.fixture
