@@ -4,7 +4,6 @@ ids, every relation of a hop drawn in one vectorized call (one per distinct
 fan-out), then split into PyG's per-type ``HeteroSamplerOutput``."""
 from __future__ import annotations
 
-import warnings
 from typing import Any, Dict, List, Optional, Tuple, Union
 
 import torch
@@ -22,9 +21,8 @@ from ..graph.hetero_topology import EdgeType, HeteroTopology
 from ..graph.ranges import expand_ranges
 from .hetero_link import sample_hetero_edges
 from .hetero_temporal import hetero_temporal_index
-from .neighbor_sampler import HopSampler, _seed_generator
+from .neighbor_sampler import FastNeighborSampler, _seed_generator
 from .ops import sample_uniform, sample_weighted
-from .temporal import check_strategy
 
 __all__ = ['HeteroNeighborSampler', 'hetero_fanouts']
 
@@ -72,7 +70,7 @@ def _per_hop(kind: Tensor, per_hop: Optional[List[int]], num_kinds: int
                         for part in parts], 1)
 
 
-class HeteroNeighborSampler(HopSampler):
+class HeteroNeighborSampler(FastNeighborSampler):
     r"""Node-wise neighbour sampler on a ``HeteroData``: at hop ``i`` every
     frontier node of type ``t`` draws up to ``num_neighbors[e][i]`` of its
     in-neighbours along every relation ``e`` into ``t`` (``-1``: all),
@@ -92,8 +90,13 @@ class HeteroNeighborSampler(HopSampler):
             it have no time constraint, as in pyg-lib).
         replace, subgraph_type, disjoint, weight_attr, share_memory,
         directed: as in :class:`~pyg_fastload.FastNeighborSampler`.
+        device (torch.device or str, optional): the CPU (heterogeneous
+            graphs are sampled there; their batches can still go to a
+            GPU).
     """
     adds_reverse_edges = False  # per type, in the hetero output
+    #: Node types without node times (their seeds need input times).
+    untimed_types: List[str] = []
 
     def __init__(
         self,
@@ -107,39 +110,36 @@ class HeteroNeighborSampler(HopSampler):
         weight_attr: Optional[str] = None,
         share_memory: bool = False,
         directed: bool = True,
+        device: Optional[Union[str, torch.device]] = None,
     ):
-        self.temporal_strategy, disjoint = check_strategy(
-            temporal_strategy, time_attr, disjoint, weight_attr)
-        self.time_attr = time_attr
-        if not directed:
-            warnings.warn("'directed=False' is deprecated, use "
-                          "'subgraph_type=\"induced\"'", DeprecationWarning,
-                          stacklevel=2)
-            subgraph_type = SubgraphType.induced
-        self.replace = bool(replace)
-        super().__init__(data, 0, subgraph_type, disjoint, weight_attr,
-                         share_memory)
-        topo: HeteroTopology = self.topology
+        super().__init__(data, num_neighbors, replace, subgraph_type,
+                         disjoint, temporal_strategy, time_attr, weight_attr,
+                         share_memory=share_memory, directed=directed,
+                         device=device)
+        #: Each relation's edge keys, built on first use (strict negatives).
+        self.relation_keys: Dict[EdgeType, Any] = {}
+
+    def _take_fanouts(self, fanouts: Any) -> int:
+        topo = self.topology
         if not isinstance(topo, HeteroTopology):
             raise TypeError(f"'data' must be a HeteroData or a "
-                            f"HeteroTopology, got {type(data).__name__}")
-        self.num_neighbors = hetero_fanouts(num_neighbors, topo.edge_types)
-        self.num_hops = len(next(iter(self.num_neighbors.values()), []))
+                            f"HeteroTopology, got {type(topo).__name__}")
+        self.num_neighbors = hetero_fanouts(fanouts, topo.edge_types)
+        num_hops = len(next(iter(self.num_neighbors.values()), []))
         #: Fan-out of every relation at every hop, ``[num_relations,
         #: num_hops]``.
         self.fanout = torch.tensor(
             [self.num_neighbors[e] for e in topo.edge_types],
-            dtype=torch.long).view(len(topo.edge_types), self.num_hops)
+            dtype=torch.long).view(len(topo.edge_types), num_hops)
         #: The distinct fan-outs of every hop (one draw call each).
         self.hop_fanouts = [sorted(set(self.fanout[:, hop].tolist()))
-                            for hop in range(self.num_hops)]
-        #: Node types without node times (their seeds need input times).
-        self.untimed_types: List[str] = []
-        if time_attr is not None:
-            self.temporal, self.untimed_types = hetero_temporal_index(
-                data, time_attr, topo)
-        #: Each relation's edge keys, built on first use (strict negatives).
-        self.relation_keys: Dict[EdgeType, Any] = {}
+                            for hop in range(num_hops)]
+        return num_hops
+
+    def _temporal_index(self, data: Any, time_attr: str) -> Any:
+        index, self.untimed_types = hetero_temporal_index(
+            data, time_attr, self.topology)
+        return index
 
     @property
     def node_types(self) -> List[str]:
@@ -352,12 +352,6 @@ class HeteroNeighborSampler(HopSampler):
             dict(zip(topo.node_types, nodes_per_hop.tolist())),
             num_sampled_edges=None if out.num_sampled_edges is None else
             dict(zip(topo.edge_types, edges_per_hop.tolist())))
-
-    def __repr__(self) -> str:
-        return (f'{self.__class__.__name__}(num_neighbors='
-                f'{self.num_neighbors}, replace={self.replace}, '
-                f'subgraph_type={self.subgraph_type.value!r}, '
-                f'disjoint={self.disjoint}, time_attr={self.time_attr!r})')
 
 
 def _narrow(keys: Tensor, count: int) -> Tensor:

@@ -50,10 +50,13 @@ class LayerWiseSampler(HopSampler):
         share_memory: bool = False,
         device: Optional[Union[str, torch.device]] = None,
     ):
-        self.layer_sizes = check_fanouts(layer_sizes)
-        super().__init__(data, len(self.layer_sizes), subgraph_type,
-                         disjoint=False, weight_attr=weight_attr,
-                         share_memory=share_memory, device=device)
+        super().__init__(data, layer_sizes, subgraph_type, disjoint=False,
+                         weight_attr=weight_attr, share_memory=share_memory,
+                         device=device)
+
+    def _take_fanouts(self, fanouts: Any) -> int:
+        self.layer_sizes = check_fanouts(fanouts)
+        return len(self.layer_sizes)
 
     hop_tasks = False  # one draw over the whole frontier per layer
 

@@ -46,13 +46,15 @@ def _device_of(generator: Optional[torch.Generator]) -> torch.device:
 
 
 class HopSampler(BaseSampler):
-    r"""Shared hop-by-hop engine: subclasses decide how many and which
-    in-edges each frontier node draws per hop (:meth:`draw`).
+    r"""Shared hop-by-hop engine: subclasses check their fan-outs
+    (:meth:`_take_fanouts`) and decide how many and which in-edges each
+    frontier node draws per hop (:meth:`draw`).
 
     Args:
         data: a :class:`~torch_geometric.data.Data`, a ``(FeatureStore,
             GraphStore)`` tuple or a :class:`~pyg_fastload.CSCTopology`.
-        num_hops (int): number of hops.
+        fanouts: what each hop draws, as the subclass takes it (node-wise
+            fan-outs, per relation, or layer sizes).
         subgraph_type (str): ``'directional'`` (sampled edges only),
             ``'bidirectional'`` (sampled edges and their reverses) or
             ``'induced'`` (every edge between sampled nodes).
@@ -68,7 +70,7 @@ class HopSampler(BaseSampler):
     def __init__(
         self,
         data: Any,
-        num_hops: int,
+        fanouts: Any,
         subgraph_type: Union[SubgraphType, str] = 'directional',
         disjoint: bool = False,
         weight_attr: Optional[str] = None,
@@ -83,7 +85,7 @@ class HopSampler(BaseSampler):
         if share_memory:
             check_shared_memory(self.topology.device)
             self.topology.share_memory_()
-        self.num_hops = num_hops
+        self.num_hops = self._take_fanouts(fanouts)
         try:
             self.subgraph_type = SubgraphType(subgraph_type)
         except ValueError:
@@ -103,6 +105,11 @@ class HopSampler(BaseSampler):
         self._edge_keys: Optional[EdgeKeys] = None
         #: In-edges sorted by time (temporal samplers only).
         self.temporal: Optional[TemporalIndex] = None
+
+    def _take_fanouts(self, fanouts: Any) -> int:
+        r"""Checks and keeps what every hop draws (the topology is
+        built); returns the number of hops."""
+        raise NotImplementedError
 
     @property
     def num_nodes(self) -> int:
@@ -418,19 +425,27 @@ class FastNeighborSampler(HopSampler):
     ):
         self.temporal_strategy, disjoint = check_strategy(
             temporal_strategy, time_attr, disjoint, weight_attr)
+        self.time_attr = time_attr
         if not directed:
             warnings.warn("'directed=False' is deprecated, use "
                           "'subgraph_type=\"induced\"'", DeprecationWarning,
                           stacklevel=2)
             subgraph_type = SubgraphType.induced
-        self.num_neighbors = check_fanouts(num_neighbors, zero_hops=True)
         self.replace = bool(replace)
-        super().__init__(data, len(self.num_neighbors), subgraph_type,
-                         disjoint, weight_attr, share_memory, device)
-        self.time_attr = time_attr
+        super().__init__(data, num_neighbors, subgraph_type, disjoint,
+                         weight_attr, share_memory, device)
         if time_attr is not None:
-            self.temporal = TemporalIndex.of(
-                self.topology, *read_time(data, time_attr, self.topology))
+            self.temporal = self._temporal_index(data, time_attr)
+
+    def _take_fanouts(self, fanouts: Any) -> int:
+        self.num_neighbors = check_fanouts(fanouts, zero_hops=True)
+        return len(self.num_neighbors)
+
+    def _temporal_index(self, data: Any, time_attr: str) -> TemporalIndex:
+        r"""The topology's in-edges sorted by the times :obj:`time_attr`
+        of :obj:`data`."""
+        return TemporalIndex.of(self.topology,
+                                *read_time(data, time_attr, self.topology))
 
     def expand_in_time(self, hop: int, frontier: Tensor, time: Tensor,
                        generator: Optional[torch.Generator]

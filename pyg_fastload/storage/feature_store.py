@@ -10,6 +10,7 @@ from torch import Tensor
 from torch_geometric.data import FeatureStore, TensorAttr
 
 from ..config import available_memory, free_cuda_memory
+from ..placement import Placement
 from .buffer_pool import BufferPool
 from .cache_tier import StaticCache
 from .direct import DirectStorage
@@ -241,9 +242,9 @@ class TieredFeatureStore(FeatureStore):
             chain = self._entries[key]
             chain.top = chain.base  # the old caches go before new ones fill
             top = chain.base
-            if host_ids.numel():
+            if host_ids.numel():  # pinned where a GPU cache reads it
                 top = self._fill(chain, top, host_ids, torch.device('cpu'),
-                                 'host')
+                                 'host', Placement(batches=self.device).pinned)
             if device_ids is not None and device_ids.numel():
                 top = self._fill(chain, top, device_ids, self.device,
                                  'device')
@@ -253,9 +254,11 @@ class TieredFeatureStore(FeatureStore):
 
     @staticmethod
     def _fill(chain: TierChain, fallback: Tier, ids: Tensor,
-              device: torch.device, name: str) -> StaticCache:
+              device: torch.device, name: str,
+              pinned: bool = False) -> StaticCache:
         r"""A static cache of rows :obj:`ids` in front of
-        :obj:`fallback`, read from the chain's base (not counted)."""
+        :obj:`fallback`, read from the chain's base (not counted), on
+        :obj:`device` (host memory: :obj:`pinned` or not)."""
         ids = torch.unique(ids)  # sorted: read in file order, no staging
         base = chain.base
         values = torch.empty((ids.numel(), *base.shape[1:]),
@@ -265,7 +268,7 @@ class TieredFeatureStore(FeatureStore):
             link.reset_counters()
         if device.type == 'cuda':
             values = values.to(device)
-        elif torch.cuda.is_available():
+        elif pinned:
             values = values.pin_memory()
         return StaticCache(fallback, ids, values, name)
 

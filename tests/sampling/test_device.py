@@ -15,11 +15,7 @@ from torch_geometric.sampler import EdgeSamplerInput, NodeSamplerInput
 from torch_geometric.sampler.base import NegativeSampling
 
 from pyg_fastload import CSCTopology, FastNeighborSampler
-from pyg_fastload.sampling import (
-    HeteroNeighborSampler,
-    HopSampler,
-    LayerWiseSampler,
-)
+from pyg_fastload.sampling import HeteroNeighborSampler, LayerWiseSampler
 
 from ..helpers import random_graph
 
@@ -175,8 +171,9 @@ def test_heterogeneous_sampling_stays_on_the_cpu():
     data['a'].x = torch.randn(4, 2)
     data['a', 'to', 'a'].edge_index = torch.tensor([[0, 1], [1, 2]])
     with pytest.raises(NotImplementedError, match='CPU only'):
-        HopSampler(data, 1, device='meta')
-    assert HopSampler(data, 1, device='cpu').device.type == 'cpu'
+        HeteroNeighborSampler(data, [1], device='meta')
+    assert HeteroNeighborSampler(data, [1], device='cpu').device.type == \
+        'cpu'
     assert HeteroNeighborSampler(data, [2]).device.type == 'cpu'
 
 
