@@ -16,7 +16,7 @@ import torch
 from .config import SettingError
 
 __all__ = ['Placement', 'SAMPLING_DEVICES', 'check_device',
-           'check_sampling_on', 'check_shared_memory', 'check_run_sampling',
+           'check_shared_memory', 'check_run_sampling',
            'require_run_gpu']
 
 #: What a run's ``sampling_device`` setting may be: the CPU, or the
@@ -60,17 +60,16 @@ class Placement:
     @classmethod
     def of_loader(cls, device: Optional[Device] = None,
                   sampling_device: Optional[Device] = None,
-                  num_workers: int = 0, hetero: bool = False,
+                  num_workers: int = 0,
                   given_sampler: bool = False) -> Placement:
         r"""A loader's placement from its arguments, checked before
         anything is copied to a device: :obj:`sampling_device` is where
-        its sampler is built (:obj:`hetero` graphs: the CPU only; not with
-        a :obj:`given_sampler`, which samples where its topology is),
+        its sampler is built (not with a :obj:`given_sampler`, which
+        samples where its topology is),
         :obj:`device` where batches go (CUDA: ``num_workers=0``)."""
         sampling = batches = None
         if sampling_device is not None:
             sampling = _parse(sampling_device, 'sampling_device')
-            check_sampling_on(sampling_device, hetero, 'sampling_device')
             if given_sampler:
                 raise ValueError(
                     "'sampling_device' and 'neighbor_sampler' were both "
@@ -199,17 +198,6 @@ def _check_batches_follow(sampling: torch.device, batches: torch.device,
         raise ValueError(f"{given}'device={batches}': the sampler runs on "
                          f"{sampling}, where its batches are returned; pass "
                          f"device=None or '{sampling}'")
-
-
-def check_sampling_on(device: Optional[Device], hetero: bool,
-                      name: str) -> None:
-    r"""Heterogeneous graphs are sampled on the CPU: the sampling device
-    argument :obj:`name` may name no other."""
-    if hetero and device is not None and torch.device(device).type != 'cpu':
-        raise NotImplementedError(
-            f"'{name}={device}' is for homogeneous graphs: heterogeneous "
-            f"graphs are sampled on the CPU only; leave '{name}' unset or "
-            f"'cpu' (their batches can still go to a GPU)")
 
 
 def check_shared_memory(device: torch.device) -> None:

@@ -14,7 +14,6 @@ from pyg_fastload.placement import (
     Placement,
     check_device,
     check_run_sampling,
-    check_sampling_on,
     check_shared_memory,
 )
 
@@ -55,8 +54,6 @@ def test_batches_copied_to_a_gpu_are_pinned():
     (dict(sampling_device='cuda', device='cpu'), ValueError,
      r"^'sampling_device=cuda' with 'device=cpu': the sampler runs on cuda.*"
      r"pass device=None"),
-    (dict(sampling_device='cuda', hetero=True), NotImplementedError,
-     r"^'sampling_device=cuda' is for homogeneous graphs.*CPU only"),
     (dict(sampling_device='cpu', given_sampler=True), ValueError,
      r"both given.*build it with 'device'"),
     pytest.param(dict(device='cuda'), ValueError, r"^'device=cuda' needs CUDA",
@@ -104,11 +101,7 @@ def test_a_run_sampling_setting_is_named(value, workers, match):
     assert info.value.key == 'sampling_device'
 
 
-def test_the_samplers_rules():
-    check_sampling_on('meta', False, 'device')  # homogeneous: anywhere
-    check_sampling_on('cpu', True, 'device')
-    with pytest.raises(NotImplementedError, match="^'device=meta'"):
-        check_sampling_on('meta', True, 'device')
+def test_shared_memory_is_host_memory():
     check_shared_memory(CPU)
     with pytest.raises(ValueError, match="'share_memory=True'.*meta"):
         check_shared_memory(torch.device('meta'))

@@ -11,14 +11,15 @@ from ``edge_offset[r]``; ``edge_id`` maps them back to the relation's own
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Dict, List, Optional, Tuple
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Tuple, Union
 
 import torch
 from torch import Tensor
 
 from .ranges import expand_ranges
-from .topology import CSCTopology, index_dtype_for
+from .topology import (CSCTopology, device_copy, index_dtype_for,
+                       moved_arrays)
 
 __all__ = ['HeteroTopology', 'EdgeType', 'offsets_of']
 
@@ -27,9 +28,10 @@ EdgeType = Tuple[str, str, str]
 
 def offsets_of(sizes: List[int]) -> Tensor:
     r"""``[0, s0, s0 + s1, ...]``: where each of :obj:`sizes` starts."""
-    out = torch.zeros(len(sizes) + 1, dtype=torch.long)
+    out = torch.zeros(len(sizes) + 1, dtype=torch.long, device='cpu')
     if sizes:
-        torch.cumsum(torch.tensor(sizes, dtype=torch.long), 0, out=out[1:])
+        torch.cumsum(torch.tensor(sizes, dtype=torch.long, device='cpu'), 0,
+                     out=out[1:])
     return out
 
 
@@ -46,20 +48,30 @@ class HeteroTopology:
     indices: Tensor
     edge_id: Tensor
     edge_weight: Optional[Tensor] = None
+    #: Copies on other devices made by :meth:`to`, one per device.
+    _copies: Dict[torch.device, 'HeteroTopology'] = field(
+        default_factory=dict, repr=False, compare=False)
+
+    #: The arrays :meth:`to` moves (the type tables follow them).
+    ARRAYS = ('node_offset', 'segment_offset', 'edge_offset', 'indptr',
+              'indices', 'edge_id', 'edge_weight')
 
     def __post_init__(self) -> None:
         index = {t: i for i, t in enumerate(self.node_types)}
+        device = self.indptr.device
+        src = [index[e[0]] for e in self.edge_types]
+        dst = [index[e[2]] for e in self.edge_types]
         #: Source and destination node type (index) of every relation.
-        self.src_type = torch.tensor([index[e[0]] for e in self.edge_types],
-                                     dtype=torch.long)
-        self.dst_type = torch.tensor([index[e[2]] for e in self.edge_types],
-                                     dtype=torch.long)
+        self.src_type = torch.tensor(src, dtype=torch.long, device=device)
+        self.dst_type = torch.tensor(dst, dtype=torch.long, device=device)
         # Relations by destination type: those of type t are
-        # dst_rels[dst_rel_ptr[t]:dst_rel_ptr[t + 1]].
-        order = torch.sort(self.dst_type, stable=True).indices
-        self.dst_rels = order
-        self.dst_rel_ptr = offsets_of(torch.bincount(
-            self.dst_type, minlength=len(self.node_types)).tolist())
+        # dst_rels[dst_rel_ptr[t]:dst_rel_ptr[t + 1]] (made here from the
+        # types, so a copy on any device gets them without a kernel).
+        self.dst_rels = torch.tensor(
+            sorted(range(len(dst)), key=dst.__getitem__), dtype=torch.long,
+            device=device)
+        self.dst_rel_ptr = offsets_of(
+            [dst.count(t) for t in range(len(self.node_types))]).to(device)
 
     @property
     def num_nodes(self) -> int:
@@ -72,9 +84,24 @@ class HeteroTopology:
 
     @property
     def device(self) -> torch.device:
-        r"""Where the arrays live (the CPU: heterogeneous sampling runs
-        there)."""
+        r"""Where the arrays live (where a sampler of this topology
+        runs)."""
         return self.indptr.device
+
+    def nbytes(self) -> int:
+        r"""Bytes of the arrays (what a copy to another device takes)."""
+        return sum(getattr(self, name).numel() *
+                   getattr(self, name).element_size() for name in self.ARRAYS
+                   if getattr(self, name) is not None)
+
+    def to(self, device: Union[str, torch.device]) -> 'HeteroTopology':
+        r"""This topology on :obj:`device`, as
+        :meth:`CSCTopology.to <pyg_fastload.CSCTopology.to>` copies one:
+        a sampler of the copy samples there."""
+        return device_copy(self, device, lambda to: HeteroTopology(
+            node_types=list(self.node_types),
+            edge_types=list(self.edge_types),
+            **moved_arrays(self, to, self.ARRAYS)))
 
     def num_nodes_of(self, node_type: str) -> int:
         t = self.node_types.index(node_type)
@@ -101,7 +128,8 @@ class HeteroTopology:
         local = nodes - self.node_offset[types]
         first = self.dst_rel_ptr[types]
         count = self.dst_rel_ptr[types + 1] - first
-        owner = torch.repeat_interleave(torch.arange(nodes.numel()), count)
+        owner = torch.repeat_interleave(
+            torch.arange(nodes.numel(), device=nodes.device), count)
         relation = self.dst_rels[expand_ranges(first, count)]
         segment = self.segment_offset[relation] + local[owner]
         return segment, relation, owner

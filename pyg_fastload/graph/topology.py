@@ -9,14 +9,50 @@ In CSC form the in-neighbours of node ``v`` are
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, Optional, Union
+from typing import Any, Callable, Dict, Iterable, Optional, TypeVar, Union
 
 import torch
 from torch import Tensor
 
 from ..config import free_cuda_memory
 
-__all__ = ['CSCTopology', 'index_dtype_for']
+__all__ = ['CSCTopology', 'device_copy', 'index_dtype_for', 'moved_arrays']
+
+Topology = TypeVar('Topology')
+
+
+def device_copy(topology: Topology, device: Union[str, torch.device],
+                make: Callable[[torch.device], Topology]) -> Topology:
+    r""":obj:`topology` (homogeneous or typed) on :obj:`device`: itself if
+    it is there, else its copy there, made by :obj:`make` once per device
+    and kept in its ``_copies``; a copy larger than a GPU's free memory is
+    refused."""
+    device = torch.device(device)
+    if device.type == 'cuda' and device.index is None:
+        device = torch.device('cuda', torch.cuda.current_device())
+    if device == topology.device:
+        return topology
+    copy = topology._copies.get(device)
+    if copy is None:
+        if device.type == 'cuda':
+            free = free_cuda_memory(device)
+            if topology.nbytes() > free:
+                raise ValueError(
+                    f"the graph's topology takes "
+                    f"{topology.nbytes() / 2**20:,.0f} MiB, more than the "
+                    f"{free / 2**20:,.0f} MiB free on {device}: sample "
+                    f"on the CPU")
+        # Two threads copying at once keep the first copy stored.
+        copy = topology._copies.setdefault(device, make(device))
+    return copy
+
+
+def moved_arrays(topology: Any, device: torch.device,
+                 names: Iterable[str]) -> Dict[str, Optional[Tensor]]:
+    r"""The arrays :obj:`names` of :obj:`topology` on :obj:`device`
+    (missing ones stay :obj:`None`)."""
+    return {name: None if getattr(topology, name) is None
+            else getattr(topology, name).to(device) for name in names}
 
 _INT32_MAX = 2**31 - 1
 #: Edges counted at once by :meth:`CSCTopology.out_degree` (bounds the
@@ -76,29 +112,9 @@ class CSCTopology:
         given a topology on a CUDA device samples there: its batches' ids
         come back on that device. A copy that would not fit in the
         device's free memory is refused."""
-        device = torch.device(device)
-        if device.type == 'cuda' and device.index is None:
-            device = torch.device('cuda', torch.cuda.current_device())
-        if device == self.device:
-            return self
-        copy = self._copies.get(device)
-        if copy is None:
-            if device.type == 'cuda':
-                free = free_cuda_memory(device)
-                if self.nbytes() > free:
-                    raise ValueError(
-                        f"the graph's topology takes "
-                        f"{self.nbytes() / 2**20:,.0f} MiB, more than the "
-                        f"{free / 2**20:,.0f} MiB free on {device}: sample "
-                        f"on the CPU")
-            moved = {name: None if getattr(self, name) is None
-                     else getattr(self, name).to(device)
-                     for name in ('indptr', 'indices', 'edge_id',
-                                  'edge_weight')}
-            # Two threads copying at once keep the first copy stored.
-            copy = self._copies.setdefault(
-                device, CSCTopology(num_nodes=self.num_nodes, **moved))
-        return copy
+        return device_copy(self, device, lambda to: CSCTopology(
+            num_nodes=self.num_nodes, **moved_arrays(self, to, (
+                'indptr', 'indices', 'edge_id', 'edge_weight'))))
 
     @classmethod
     def from_edge_index(

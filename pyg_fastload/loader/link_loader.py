@@ -130,8 +130,7 @@ class FastLinkNeighborLoader(PipelinedLoader, LinkLoader):
                 f"time of every label edge) and 'time_attr' (the graph's "
                 f"node or edge times); got only {given!r}")
         num_workers = kwargs.get('num_workers', 0)
-        placement = Placement.of_loader(device, sampling_device, num_workers,
-                                        hetero)
+        placement = Placement.of_loader(device, sampling_device, num_workers)
         common = dict(num_neighbors=num_neighbors, replace=replace,
                       subgraph_type=subgraph_type, disjoint=disjoint,
                       weight_attr=weight_attr, directed=directed,

@@ -174,7 +174,7 @@ class FastNeighborLoader(PipelinedLoader, NodeLoader):
         check_temporal(input_time, time_attr, neighbor_sampler)
         num_workers = kwargs.get('num_workers', 0)
         placement = Placement.of_loader(
-            device, sampling_device, num_workers, hetero,
+            device, sampling_device, num_workers,
             given_sampler=neighbor_sampler is not None)
         if is_sorted and not hetero:
             check_sorted_by_destination(data)

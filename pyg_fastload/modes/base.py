@@ -17,7 +17,7 @@ from ..distributed.collectives import digest
 from ..distributed.seeds import (RankSeedSampler, in_order,
                                  rank_seed_sampler, shard)
 from ..graph.kind import node_count
-from ..placement import Placement, check_sampling_on
+from ..placement import Placement
 from .schema import target_of
 from .source import DatasetSource, directory_metadata, split_seeds
 from .spec import LoadingSpec, ModeOptions
@@ -86,13 +86,8 @@ class LoadingMode:
 
     def _check_workload(self) -> None:
         r"""Refuses the dataset and settings this mode cannot serve (each
-        refusal where its combination is decided)."""
-        if self.source is not None:
-            try:
-                check_sampling_on(self.spec.sampling_device,
-                                  self.source.is_hetero, 'sampling_device')
-            except NotImplementedError as error:
-                raise SettingError('sampling_device', str(error)) from None
+        refusal where its combination is decided; the whole dataset on
+        every rank takes any)."""
 
     @classmethod
     def accepts_partition(cls, method: str) -> bool:

@@ -48,7 +48,6 @@ class _Partitioned(LoadingMode):
         if self.source is not None and self.source.is_hetero:
             raise SettingError('mode', f"mode {self.name!r} does not take a "
                                f"HeteroData yet: use mode 'replicated'")
-        super()._check_workload()
 
     def _check_origin(self) -> None:
         r"""The dataset given for evaluation must be the partitioned one."""

@@ -13,6 +13,7 @@ from torch_geometric.sampler import EdgeSamplerInput, HeteroSamplerOutput
 from torch_geometric.sampler.base import NegativeSampling
 
 from .link import EdgeKeys, add_negatives, label_times, negatives_drawer
+from .ops import arange_as
 
 __all__ = ['sample_hetero_edges']
 
@@ -35,14 +36,14 @@ def _seeds(src: Tensor, dst: Tensor, first: Tuple[int, int], one_type: bool,
     distinct ids unless :obj:`disjoint` (one tree per endpoint)."""
     if one_type:
         seeds = torch.cat([src, dst])
-        index = torch.arange(seeds.numel())
+        index = arange_as(seeds)
         if not disjoint:
             seeds, index = seeds.unique(return_inverse=True)
         return (seeds + first[0], index[:src.numel()],
                 index[src.numel():])
     if disjoint:
         return (torch.cat([src + first[0], dst + first[1]]),
-                torch.arange(src.numel()), torch.arange(dst.numel()))
+                arange_as(src), arange_as(dst))
     src_seeds, src_index = src.unique(return_inverse=True)
     dst_seeds, dst_index = dst.unique(return_inverse=True)
     return (torch.cat([src_seeds + first[0], dst_seeds + first[1]]),

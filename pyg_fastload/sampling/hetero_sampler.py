@@ -22,7 +22,7 @@ from ..graph.ranges import expand_ranges
 from .hetero_link import sample_hetero_edges
 from .hetero_temporal import hetero_temporal_index
 from .neighbor_sampler import FastNeighborSampler, _seed_generator
-from .ops import sample_uniform, sample_weighted
+from .ops import arange_as, sample_uniform, sample_weighted
 
 __all__ = ['HeteroNeighborSampler', 'hetero_fanouts']
 
@@ -128,12 +128,14 @@ class HeteroNeighborSampler(FastNeighborSampler):
         num_hops = len(next(iter(self.num_neighbors.values()), []))
         #: Fan-out of every relation at every hop, ``[num_relations,
         #: num_hops]``.
-        self.fanout = torch.tensor(
+        fanout = torch.tensor(
             [self.num_neighbors[e] for e in topo.edge_types],
-            dtype=torch.long).view(len(topo.edge_types), num_hops)
+            dtype=torch.long, device='cpu').view(len(topo.edge_types),
+                                                 num_hops)
         #: The distinct fan-outs of every hop (one draw call each).
-        self.hop_fanouts = [sorted(set(self.fanout[:, hop].tolist()))
+        self.hop_fanouts = [sorted(set(fanout[:, hop].tolist()))
                             for hop in range(num_hops)]
+        self.fanout = fanout.to(topo.device)
         return num_hops
 
     def _temporal_index(self, data: Any, time_attr: str) -> Any:
@@ -164,7 +166,7 @@ class HeteroNeighborSampler(FastNeighborSampler):
         k = self.fanout[relation, hop]
         pos, counts = self._draw(start, deg, k, self.hop_fanouts[hop],
                                  generator)
-        per_node = torch.zeros(frontier.numel(), dtype=torch.long)
+        per_node = frontier.new_zeros(frontier.numel(), dtype=torch.long)
         per_node.index_add_(0, owner, counts)
         return topo.indices.index_select(0, pos).long(), per_node, pos
 
@@ -185,7 +187,7 @@ class HeteroNeighborSampler(FastNeighborSampler):
         else:
             pos, counts = self._draw(start, valid, k,
                                      self.hop_fanouts[hop], generator)
-        per_node = torch.zeros(frontier.numel(), dtype=torch.long)
+        per_node = frontier.new_zeros(frontier.numel(), dtype=torch.long)
         per_node.index_add_(0, owner, counts)
         return (index.indices.index_select(0, pos), per_node,
                 index.positions.index_select(0, pos))
@@ -323,7 +325,7 @@ class HeteroNeighborSampler(FastNeighborSampler):
         per_type = nodes_per_hop.sum(1)
         first = torch.cumsum(per_type, 0) - per_type
         local = torch.empty_like(types)
-        local[order] = torch.arange(types.numel()) - torch.repeat_interleave(
+        local[order] = arange_as(types) - torch.repeat_interleave(
             first, per_type, output_size=types.numel())
         node, batch = {}, {}
         for i, name in enumerate(topo.node_types):

@@ -20,21 +20,24 @@ from .temporal import TemporalIndex, check_times
 __all__ = ['hetero_temporal_index']
 
 
-def _earliest(dtype: torch.dtype) -> Tensor:
+def _earliest(dtype: torch.dtype, device: torch.device) -> Tensor:
     r"""A time no seed time precedes, in :obj:`dtype`."""
-    if dtype.is_floating_point:
-        return torch.tensor(float('-inf'), dtype=dtype)
-    return torch.tensor(torch.iinfo(dtype).min, dtype=dtype)
+    value = float('-inf') if dtype.is_floating_point else \
+        torch.iinfo(dtype).min
+    return torch.tensor(value, dtype=dtype, device=device)
 
 
-def _joined(parts: List[Optional[Tensor]], sizes: List[int]) -> Tensor:
-    r"""Per-type times in one tensor (types without times at the earliest
-    time), in float64 if any type's times are floating-point."""
+def _joined(parts: List[Optional[Tensor]], sizes: List[int],
+            device: torch.device) -> Tensor:
+    r"""Per-type times in one tensor on :obj:`device` (types without times
+    at the earliest time), in float64 if any type's times are
+    floating-point."""
     given = [p for p in parts if p is not None]
     dtype = torch.float64 if any(p.dtype.is_floating_point for p in given) \
         else torch.int64
-    return torch.cat([_earliest(dtype).expand(size) if part is None
-                      else part.to(dtype) for part, size in zip(parts, sizes)])
+    return torch.cat([_earliest(dtype, device).expand(size) if part is None
+                      else part.to(device, dtype)
+                      for part, size in zip(parts, sizes)])
 
 
 def _checked(time: Any, count: int, name: str, what: str) -> Tensor:
@@ -100,7 +103,8 @@ def hetero_temporal_index(data: Any, time_attr: str, topo: HeteroTopology
     indices = topo.indices.long()
     if node:
         node_time = _joined([node.get(t) for t in topo.node_types],
-                            [topo.num_nodes_of(t) for t in topo.node_types])
+                            [topo.num_nodes_of(t) for t in topo.node_types],
+                            topo.device)
         return TemporalIndex(
             topo.indptr, indices, node_time.index_select(0, indices),
             node_time), [t for t in topo.node_types if t not in node]
@@ -108,6 +112,8 @@ def hetero_temporal_index(data: Any, time_attr: str, topo: HeteroTopology
     for r, e in enumerate(topo.edge_types):
         ids = topo.edge_id[int(topo.edge_offset[r]):
                            int(topo.edge_offset[r + 1])]
-        parts.append(edge[e].index_select(0, ids) if e in edge else None)
+        parts.append(edge[e].to(topo.device).index_select(0, ids)
+                     if e in edge else None)
     return TemporalIndex(topo.indptr, indices, _joined(
-        parts, topo.edge_offset.diff().tolist())), list(topo.node_types)
+        parts, topo.edge_offset.diff().tolist(), topo.device)), \
+        list(topo.node_types)

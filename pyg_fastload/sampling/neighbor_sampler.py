@@ -19,8 +19,7 @@ from torch_geometric.sampler.base import NegativeSampling, SubgraphType
 from ..config import check_fanouts
 from ..graph.convert import topology_of
 from ..graph.ranges import expand_ranges
-from ..graph.topology import CSCTopology
-from ..placement import check_sampling_on, check_shared_memory
+from ..placement import check_shared_memory
 from .link import EdgeKeys, sample_edges
 from .ops import arange_as, sample_uniform, sample_weighted
 from .relabel import DenseRelabeler, SortedRelabeler
@@ -78,8 +77,6 @@ class HopSampler(BaseSampler):
         device: Optional[Union[str, torch.device]] = None,
     ):
         self.topology = topology_of(data, weight_attr)
-        check_sampling_on(device, not isinstance(self.topology, CSCTopology),
-                          'device')
         if device is not None and torch.device(device).type != 'cpu':
             self.topology = self.topology.to(device)
         if share_memory:

@@ -3,7 +3,6 @@ sampled and returned there. Without CUDA the settings' checks run; the CUDA
 tests (skipped here) sample on the device."""
 import pytest
 import torch
-from torch_geometric.data import HeteroData
 
 from pyg_fastload import (
     FastLinkNeighborLoader,
@@ -81,18 +80,6 @@ def test_sampling_device_with_a_given_sampler_is_refused():
     with pytest.raises(ValueError, match="build it with 'device'"):
         FastNeighborLoader(data, [3], sampling_device='cpu',
                            neighbor_sampler=FastNeighborSampler(data, [3]))
-
-
-def test_heterogeneous_graphs_are_sampled_on_the_cpu_only():
-    data = HeteroData()
-    data['a'].x = torch.randn(4, 2)
-    data['a', 'to', 'a'].edge_index = torch.tensor([[0, 1], [1, 2]])
-    with pytest.raises(NotImplementedError, match="sampled on the CPU only"):
-        FastNeighborLoader(data, {('a', 'to', 'a'): [2]},
-                           input_nodes='a', sampling_device='cuda')
-    loader = FastNeighborLoader(data, {('a', 'to', 'a'): [2]},
-                                input_nodes='a', sampling_device='cpu')
-    assert next(iter(loader))['a'].n_id.device.type == 'cpu'
 
 
 # On a GPU ####################################################################
@@ -183,3 +170,35 @@ def test_a_graph_held_on_the_gpu_is_sampled_and_sliced_there():
     assert loader.device.type == 'cuda'
     for batch in loader:
         check_batch(batch, data)  # against the CPU copy
+
+
+@requires_cuda
+@pytest.mark.parametrize('task', ['node', 'link'])
+def test_heterogeneous_batches_sampled_on_the_gpu_are_valid(hetero_graph,
+                                                            task):
+    data = hetero_graph
+    edge_type = data.edge_types[0]
+    common = dict(num_neighbors=[3, 2], batch_size=16,
+                  sampling_device='cuda',
+                  generator=torch.Generator().manual_seed(0))
+    if task == 'node':
+        loader = FastNeighborLoader(data, input_nodes=edge_type[2], **common)
+    else:
+        loader = FastLinkNeighborLoader(
+            data, edge_label_index=(edge_type, data[edge_type].edge_index),
+            neg_sampling='binary', **common)
+    assert loader.device.type == 'cuda'
+    for batch in loader:
+        for node_type in batch.node_types:
+            n_id = batch[node_type].n_id
+            assert n_id.is_cuda
+            if 'x' in data[node_type]:
+                assert torch.equal(batch[node_type].x.cpu(),
+                                   data[node_type].x[n_id.cpu()])
+        for rel in batch.edge_types:  # every sampled edge is the graph's
+            src, _, dst = rel
+            local = batch[rel].edge_index.cpu()
+            pairs = torch.stack([batch[src].n_id.cpu()[local[0]],
+                                 batch[dst].n_id.cpu()[local[1]]])
+            assert torch.equal(data[rel].edge_index[:, batch[rel].e_id.cpu()],
+                               pairs)

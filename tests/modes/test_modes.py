@@ -107,17 +107,22 @@ def test_a_mode_refuses_what_it_would_ignore(mode, partitions, options, key):
     assert info.value.key == key
 
 
-def test_heterogeneous_data_is_sampled_on_the_cpu():
+def test_heterogeneous_data_may_be_sampled_on_the_gpu():
     from torch_geometric.data import HeteroData
     data = HeteroData()
     data['a'].x = torch.randn(4, 2)
     data['a'].y = torch.tensor([0, 1, 0, 1])
     data['a', 'to', 'a'].edge_index = torch.tensor([[0, 1], [1, 2]])
-    with pytest.raises(SettingError, match="is for homogeneous graphs") as \
-            info:
-        Replicated(LoadingSpec(sampling_device='cuda'), DatasetSource.of(data))
+    gpu = LoadingSpec(sampling_device='cuda')
+    Replicated(gpu, DatasetSource.of(data))  # the whole graph: anywhere
+    with pytest.raises(SettingError, match="needs a GPU|trainer's GPU") as \
+            info:  # a run on the CPU, though, has no GPU to sample on
+        gpu.placement(torch.device('cpu'))
     assert info.value.key == 'sampling_device'
-    Replicated(LoadingSpec(), DatasetSource.of(data))  # the CPU takes it
+    with pytest.raises(SettingError, match="does not take a HeteroData") as \
+            info:
+        PaGraph(LoadingSpec(), DatasetSource.of(data), 'parts')
+    assert info.value.key == 'mode'
 
 
 def test_one_process_replicated_is_the_plain_loader():

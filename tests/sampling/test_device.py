@@ -10,14 +10,14 @@ from collections import Counter
 import pytest
 import torch
 from scipy.stats import chisquare
-from torch_geometric.data import Data, HeteroData
+from torch_geometric.data import Data
 from torch_geometric.sampler import EdgeSamplerInput, NodeSamplerInput
 from torch_geometric.sampler.base import NegativeSampling
 
 from pyg_fastload import CSCTopology, FastNeighborSampler
 from pyg_fastload.sampling import HeteroNeighborSampler, LayerWiseSampler
 
-from ..helpers import random_graph
+from ..helpers import random_graph, random_hetero_graph
 
 #: CPU always; CUDA where there is one.
 DEVICES = ['cpu', pytest.param('cuda', marks=pytest.mark.skipif(
@@ -166,15 +166,107 @@ def test_sampler_refuses_shared_memory_off_the_cpu(graph):
         FastNeighborSampler(graph, [3], share_memory=True, device='meta')
 
 
-def test_heterogeneous_sampling_stays_on_the_cpu():
-    data = HeteroData()
-    data['a'].x = torch.randn(4, 2)
-    data['a', 'to', 'a'].edge_index = torch.tensor([[0, 1], [1, 2]])
-    with pytest.raises(NotImplementedError, match='CPU only'):
-        HeteroNeighborSampler(data, [1], device='meta')
-    assert HeteroNeighborSampler(data, [1], device='cpu').device.type == \
-        'cpu'
-    assert HeteroNeighborSampler(data, [2]).device.type == 'cpu'
+def timed_hetero_graph():
+    r"""The helpers' mag-like graph with paper and author times
+    (institutions have none: no time constraint, as in pyg-lib)."""
+    data = random_hetero_graph()
+    gen = torch.Generator().manual_seed(5)
+    data['paper'].t = torch.randint(0, 100, (120, ), generator=gen)
+    data['author'].t = torch.randint(0, 100, (80, ), generator=gen)
+    return data
+
+
+HETERO_SAMPLERS = {
+    'uniform': dict(),
+    'replace': dict(replace=True),
+    'disjoint': dict(disjoint=True),
+    'induced': dict(subgraph_type='induced'),
+    'bidirectional': dict(subgraph_type='bidirectional'),
+    'temporal': dict(time_attr='t', disjoint=True),
+    'temporal_last': dict(time_attr='t', disjoint=True,
+                          temporal_strategy='last'),
+    'all': dict(num_neighbors=[-1, 2]),
+    'per_relation': dict(num_neighbors={
+        e: [4, 0] if e[1] == 'cites' else [2, 3]
+        for e in random_hetero_graph().edge_types}),
+}
+
+
+def same_hetero_output(a, b) -> None:
+    for key in ('node', 'row', 'col', 'edge', 'batch', 'num_sampled_nodes',
+                'num_sampled_edges'):
+        x, y = getattr(a, key), getattr(b, key)
+        assert (x is None) == (y is None), key
+        if x is None:
+            continue
+        assert x.keys() == y.keys(), key
+        for name in x:
+            if isinstance(x[name], torch.Tensor):
+                assert y[name].device.type == 'cpu', (key, name)
+                assert torch.equal(x[name], y[name]), (key, name)
+            else:
+                assert x[name] == y[name], (key, name)
+
+
+@pytest.mark.parametrize('name', sorted(HETERO_SAMPLERS))
+def test_hetero_sampling_makes_every_tensor_on_the_topology_device(name):
+    options = dict(HETERO_SAMPLERS[name])
+    sampler = HeteroNeighborSampler(timed_hetero_graph(),
+                                    options.pop('num_neighbors', [4, 2]),
+                                    **options)
+    inputs = NodeSamplerInput(None, torch.arange(0, 40, 3),
+                              input_type='paper')
+
+    def run():
+        return sampler.sample_from_nodes(
+            inputs, generator=torch.Generator().manual_seed(1))
+    same_hetero_output(run(), under_meta_default(run))
+
+
+@pytest.mark.parametrize('name', sorted(LINK_CASES))
+def test_hetero_link_sampling_makes_every_tensor_on_the_topology_device(
+        name):
+    data = timed_hetero_graph()
+    options, neg, strict = LINK_CASES[name]
+    if neg is not None and neg.dst_weight is not None:  # the papers'
+        neg = NegativeSampling('binary', 1, dst_weight=torch.rand(120))
+    sampler = HeteroNeighborSampler(data, [4, 2], **options)
+    edge_type = ('author', 'writes', 'paper')
+    label = data[edge_type].edge_index[:, :16]
+    time = data['author'].t[label[0]] + 50 if 'time_attr' in options \
+        else None
+    inputs = EdgeSamplerInput(None, label[0], label[1], time=time,
+                              input_type=edge_type)
+
+    def run():
+        return sampler.sample_from_edges(
+            inputs, neg, generator=torch.Generator().manual_seed(1),
+            strict=strict)
+    ref = run()
+    out = under_meta_default(run)
+    same_hetero_output(ref, out)
+    for x, y in zip(ref.metadata, out.metadata):
+        assert (x is None) == (y is None)
+        if x is not None:
+            assert torch.equal(x, y)
+
+
+def test_a_hetero_topology_moves_to_a_device_once():
+    sampler = HeteroNeighborSampler(random_hetero_graph(), [2])
+    topo = sampler.topology
+    moved = topo.to('meta')
+    assert moved is topo.to('meta') and topo.to('cpu') is topo
+    assert moved.node_types == topo.node_types
+    assert moved.edge_types == topo.edge_types
+    for name in topo.ARRAYS + ('src_type', 'dst_type', 'dst_rels',
+                               'dst_rel_ptr'):
+        value = getattr(moved, name)
+        assert value is None or value.device.type == 'meta', name
+    assert topo.indptr.device.type == 'cpu'  # the original stays
+    on_meta = HeteroNeighborSampler(random_hetero_graph(), [2],
+                                    device='meta')
+    assert on_meta.device.type == 'meta'
+    assert on_meta.fanout.device.type == 'meta'
 
 
 def star(num_leaves: int, weights=None) -> Data:
