@@ -83,6 +83,22 @@ class LinkPredictor(pl.LightningModule):
         edge_type (List[str], optional): the relation whose pairs are
             scored on a heterogeneous graph (default: the data module's
             ``link.edge_type``).
+
+    Example:
+        >>> import pytorch_lightning as pl
+        >>> from pyg_fastload.lightning import (FastLoadDataModule,
+        ...                                     LinkPredictor)
+        >>> data = FastLoadDataModule('tiny', task='link',
+        ...                           num_neighbors=[5, 5], batch_size=256,
+        ...                           progress=False)
+        >>> model = LinkPredictor(hidden_channels=32, hits=[1, 10])
+        >>> trainer = pl.Trainer(
+        ...     max_epochs=1, limit_train_batches=2, limit_val_batches=1,
+        ...     accelerator='cpu', logger=False, enable_checkpointing=False,
+        ...     enable_progress_bar=False, enable_model_summary=False)
+        >>> trainer.fit(model, data)
+        >>> sorted(k for k in trainer.callback_metrics if k.startswith('val'))
+        ['val_auroc', 'val_hits@1', 'val_hits@10', 'val_mrr']
     """
     @config_section('model')
     def __init__(

@@ -61,6 +61,21 @@ class NodeClassifier(pl.LightningModule):
             (``HeteroSchema.to_dict()``); normally taken from the data
             module, and saved with the hyperparameters so that a checkpoint
             rebuilds the network without one.
+
+    Example:
+        >>> import pytorch_lightning as pl
+        >>> from pyg_fastload.lightning import (FastLoadDataModule,
+        ...                                     NodeClassifier)
+        >>> data = FastLoadDataModule('tiny', num_neighbors=[5, 5],
+        ...                           batch_size=256, progress=False)
+        >>> model = NodeClassifier(hidden_channels=32, num_layers=2)
+        >>> trainer = pl.Trainer(
+        ...     max_epochs=1, limit_train_batches=2, limit_val_batches=1,
+        ...     accelerator='cpu', logger=False, enable_checkpointing=False,
+        ...     enable_progress_bar=False, enable_model_summary=False)
+        >>> trainer.fit(model, data)  # sizes read from the data module
+        >>> model.hparams.in_channels, model.hparams.num_classes
+        (16, 4)
     """
     @config_section('model')
     def __init__(

@@ -7,13 +7,18 @@ import pytest
 
 import pyg_fastload
 import pyg_fastload.lightning as lightning
+import pyg_fastload.modes as modes
 
 #: The names a user meets first: each must show an example.
-MAIN = {'pyg_fastload.lightning': ['FastLoadDataModule', 'LoaderMonitor']}
+MAIN = {'pyg_fastload.lightning': ['FastLoadDataModule', 'LoaderMonitor',
+                                    'NodeClassifier', 'LinkPredictor'],
+        'pyg_fastload': ['FastNeighborLoader', 'FastLinkNeighborLoader',
+                         'TieredFeatureStore', 'open_dataset'],
+        'pyg_fastload.modes': ['DatasetSource']}
 
 
 def _public():
-    for module in (pyg_fastload, lightning):
+    for module in (pyg_fastload, lightning, modes):
         for name in module.__all__:
             obj = getattr(module, name)
             if inspect.isclass(obj) or inspect.isfunction(obj):
@@ -31,8 +36,8 @@ def _examples(name, obj):
 def test_the_main_names_show_an_example():
     for module, names in MAIN.items():
         for name in names:
-            obj = getattr(lightning if module.endswith('lightning')
-                          else pyg_fastload, name)
+            obj = getattr({m.__name__: m for m in (
+                pyg_fastload, lightning, modes)}[module], name)
             assert _examples(name, obj), f'{module}.{name} has no example'
 
 

@@ -75,6 +75,18 @@ def open_dataset(
         topology (CSCTopology, optional): serve this topology instead of the
             stored one (e.g. a part's, relabelled to its own rows); the
             hotness policies rank with it.
+
+    Example:
+        >>> from pyg_fastload import FastNeighborLoader, open_dataset
+        >>> from pyg_fastload.datasets import prepare_synthetic
+        >>> _ = prepare_synthetic('tiny', 'tiny-dir', progress=False)
+        >>> store, graph = open_dataset('tiny-dir', host_budget='20%')
+        >>> list(store.tiers('x'))  # the hottest fifth of x in memory
+        ['host', 'storage']
+        >>> loader = FastNeighborLoader((store, graph), [5, 5],
+        ...                             batch_size=256)
+        >>> next(iter(loader)).x.shape[1]
+        16
     """
     cache = _cache_settings(cache, settings)
     if is_hetero_dataset_dir(Path(path).expanduser()):

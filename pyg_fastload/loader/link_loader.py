@@ -87,6 +87,24 @@ class FastLinkNeighborLoader(PipelinedLoader, LinkLoader):
             an error names a source node linked to every node).
         **kwargs: :class:`torch.utils.data.DataLoader` arguments
             (``batch_size``, ``shuffle``, ``num_workers``, ``generator``).
+
+    Example:
+        >>> import torch
+        >>> from torch_geometric.data import Data
+        >>> from pyg_fastload import FastLinkNeighborLoader
+        >>> gen = torch.Generator().manual_seed(0)
+        >>> data = Data(x=torch.randn(100, 8, generator=gen),
+        ...             edge_index=torch.randint(0, 100, (2, 1000),
+        ...                                      generator=gen))
+        >>> loader = FastLinkNeighborLoader(
+        ...     data, num_neighbors=[5, 3], batch_size=16,
+        ...     edge_label_index=data.edge_index[:, :64],
+        ...     neg_sampling='binary')  # one negative per label edge
+        >>> batch = next(iter(loader))
+        >>> batch.edge_label_index.size(1), batch.edge_label.sum().item()
+        (32, 16.0)
+        >>> bool((batch.edge_label_index < batch.num_nodes).all())
+        True
     """
     def __init__(
         self,

@@ -136,11 +136,28 @@ class FastNeighborLoader(PipelinedLoader, NodeLoader):
             sorted by destination, 8 per node) and returns batches
             there (:obj:`device` defaults to it). The random streams of a
             GPU differ from the CPU's: batches are equal in distribution,
-            and reproducible under a seed on the same device. Homogeneous
-            graphs, ``num_workers=0``.
+            and reproducible under a seed on the same device.
+            Homogeneous or heterogeneous graphs, ``num_workers=0``.
         **kwargs: :class:`torch.utils.data.DataLoader` arguments such as
             ``batch_size``, ``shuffle``, ``drop_last``, ``num_workers`` and
             ``generator`` (which then also drives the sampler).
+
+    Example:
+        >>> import torch
+        >>> from torch_geometric.data import Data
+        >>> from pyg_fastload import FastNeighborLoader
+        >>> gen = torch.Generator().manual_seed(0)
+        >>> data = Data(x=torch.randn(100, 8, generator=gen),
+        ...             edge_index=torch.randint(0, 100, (2, 1000),
+        ...                                      generator=gen))
+        >>> loader = FastNeighborLoader(data, num_neighbors=[5, 3],
+        ...                             batch_size=16,
+        ...                             input_nodes=torch.arange(32))
+        >>> batch = next(iter(loader))  # the seeds come first
+        >>> batch.batch_size, batch.x.size(1), batch.n_id[:3].tolist()
+        (16, 8, [0, 1, 2])
+        >>> len(loader), batch.num_sampled_nodes[0]
+        (2, 16)
     """
     def __init__(
         self,

@@ -68,6 +68,20 @@ class TieredFeatureStore(FeatureStore):
         device (torch.device, optional): where the device cache lives and
             where gathered rows are returned (default: CPU; on CPU the device
             cache is a separate tensor, so hits and misses are still real).
+
+    Example:
+        >>> import torch
+        >>> from pyg_fastload import TieredFeatureStore
+        >>> store = TieredFeatureStore()
+        >>> store.put_tensor(torch.arange(12.).view(6, 2), group_name=None,
+        ...                  attr_name='x', index=None)  # PyG's API
+        True
+        >>> store.get_tensor(group_name=None, attr_name='x',
+        ...                  index=torch.tensor([4, 1]))
+        tensor([[8., 9.],
+                [2., 3.]])
+        >>> list(store.tiers('x'))
+        ['storage']
     """
     def __init__(self, device: Optional[Union[str, torch.device]] = None):
         super().__init__()
