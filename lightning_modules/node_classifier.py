@@ -282,11 +282,13 @@ class NodeClassifier(pl.LightningModule):
         self.log('test_acc', self.test_acc, batch_size=y.numel())
 
     def predict_step(self, batch: Data, batch_idx: int) -> Dict[str, Tensor]:
-        r"""Predicted class per seed node, with the node ids."""
+        r"""Predicted class and outputs (``logits``) per seed node, with the
+        node ids (what :class:`PredictionWriter` writes)."""
         seeds = _seed_store(batch)
         size = int(seeds.batch_size)
-        return {'n_id': seeds.n_id[:size],
-                'pred': self(batch)[:size].argmax(dim=-1)}
+        logits = self(batch)[:size]
+        return {'n_id': seeds.n_id[:size], 'pred': logits.argmax(dim=-1),
+                'logits': logits}
 
     def configure_optimizers(self) -> torch.optim.Optimizer:
         return torch.optim.Adam(self.parameters(), lr=self.hparams.lr,

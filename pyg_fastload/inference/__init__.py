@@ -1,7 +1,10 @@
 r"""Inference for every node: layer-wise, one layer at a time over every
 in-neighbour (or a fan-out), each layer's outputs in memory or in a file by
-size (:func:`layerwise_inference`)."""
+size (:func:`layerwise_inference`); predictions written out
+(:func:`write_predictions`, :func:`read_predictions`)."""
 from .layerwise import layerwise_inference
 from .layers import ModelLayers, model_layers
+from .prediction_files import read_predictions, write_predictions
 
-__all__ = ['layerwise_inference', 'model_layers', 'ModelLayers']
+__all__ = ['layerwise_inference', 'model_layers', 'ModelLayers',
+           'read_predictions', 'write_predictions']

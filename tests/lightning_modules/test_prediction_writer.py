@@ -1,0 +1,116 @@
+import json
+
+import pytest
+import pytorch_lightning as pl
+import torch
+
+from pyg_fastload.inference import read_predictions, write_predictions
+from pyg_fastload.lightning import (ConfigError, FastLoadDataModule,
+                                    NodeClassifier, PredictionWriter)
+from pyg_fastload.lightning.command import main
+
+pytestmark = [
+    pytest.mark.filterwarnings("ignore:LightningCLI's args parameter"),
+    pytest.mark.filterwarnings('ignore::DeprecationWarning'),
+]
+
+
+def _trainer(*callbacks):
+    return pl.Trainer(callbacks=list(callbacks), accelerator='cpu',
+                      logger=False, enable_progress_bar=False,
+                      enable_model_summary=False, max_epochs=1,
+                      limit_train_batches=2, limit_val_batches=1)
+
+
+def test_predictions_are_written_sorted_once_per_node(tmp_path):
+    path = write_predictions(tmp_path / 'p', torch.tensor([3, 0, 2, 1]),
+                             torch.tensor([7, 4, 6, 5]),
+                             torch.arange(8.).view(4, 2), node_type='paper')
+    out = read_predictions(path)
+    assert out['node_ids'].tolist() == [0, 1, 2, 3]
+    assert out['predictions'].tolist() == [4, 5, 6, 7]
+    assert out['logits'].tolist() == [[2, 3], [6, 7], [4, 5], [0, 1]]
+    assert out['manifest']['node_type'] == 'paper'
+    with pytest.raises(ValueError, match='node 2 was predicted more than '
+                                         'once'):
+        write_predictions(tmp_path / 'q', torch.tensor([2, 2]),
+                          torch.tensor([0, 1]))
+    with pytest.raises(ValueError, match="'predictions' has 1 entries"):
+        write_predictions(tmp_path / 'q', torch.tensor([0, 1]),
+                          torch.tensor([0]))
+    assert not (tmp_path / 'q').exists()  # nothing half-written
+
+
+@pytest.mark.reliability(
+    fault='predictions written over an existing directory, or a predictions '
+          'file changed after it was written',
+    behaviour='an existing directory is refused before anything is predicted '
+              '(replaced only with overwrite, and only a predictions '
+              'directory); a changed file fails its checksum when read')
+def test_existing_directories_and_changed_files_are_refused(tmp_path):
+    path = write_predictions(tmp_path / 'p', torch.tensor([0, 1]),
+                             torch.tensor([1, 0]))
+    with pytest.raises(FileExistsError, match='already exists'):
+        write_predictions(path, torch.tensor([0]), torch.tensor([0]))
+    write_predictions(path, torch.tensor([0]), torch.tensor([1]),
+                      overwrite=True)
+    assert read_predictions(path)['predictions'].tolist() == [1]
+    other = tmp_path / 'mine'
+    other.mkdir()
+    (other / 'notes.txt').write_text('keep')
+    with pytest.raises(FileExistsError, match='not a predictions'):
+        write_predictions(other, torch.tensor([0]), torch.tensor([0]),
+                          overwrite=True)
+    (path / 'predictions.npy').write_bytes(b'changed')
+    with pytest.raises(ValueError, match='does not match its checksum'):
+        read_predictions(path)
+    data = FastLoadDataModule('tiny', num_neighbors=[3], batch_size=512,
+                              progress=False)
+    model = NodeClassifier(in_channels=16, num_classes=4, hidden_channels=8,
+                           num_layers=1)
+    with pytest.raises(ConfigError, match='already exists'):
+        _trainer(PredictionWriter(str(path))).predict(model, data)
+
+
+def test_the_writer_keeps_what_the_model_predicted(cache_env):
+    data = FastLoadDataModule('tiny', num_neighbors=[5, 5], batch_size=256,
+                              progress=False)
+    model = NodeClassifier(hidden_channels=16, num_layers=2)
+    _trainer().fit(model, data)
+    writer = PredictionWriter('preds', logits=True)
+    returned = _trainer(writer).predict(model, data)
+    written = read_predictions('preds')
+    n_id = torch.cat([out['n_id'] for out in returned])
+    pred = torch.cat([out['pred'] for out in returned])
+    assert written['node_ids'].tolist() == list(range(2000))  # every node
+    assert torch.equal(written['predictions'], pred[torch.argsort(n_id)])
+    assert torch.equal(written['logits'].argmax(-1), written['predictions'])
+    manifest = json.loads((cache_env / 'preds' / 'predictions.json')
+                          .read_text())
+    assert manifest['model'] == 'NodeClassifier'
+    assert manifest['num_nodes'] == 2000
+
+
+def _succeeds(args):
+    try:
+        code = main(args)
+    except SystemExit as exit:
+        code = exit.code
+    assert code in (None, 0)
+
+
+def test_pyg_fastload_predict_writes_every_node(cache_env, capsys):
+    tiny = ['--data.dataset', 'tiny', '--data.num_neighbors', '[5, 5]',
+            '--data.batch_size', '512', '--data.progress', 'false',
+            '--model.hidden_channels', '16', '--model.num_layers', '2',
+            '--trainer.accelerator', 'cpu',
+            '--trainer.default_root_dir', str(cache_env / 'runs')]
+    _succeeds(['fit', *tiny, '--trainer.max_epochs', '1'])
+    ckpt = next((cache_env / 'runs').rglob('*.ckpt'))
+    _succeeds(['predict', *tiny, '--ckpt_path', str(ckpt),
+               '--trainer.callbacks+=pyg_fastload.lightning.PredictionWriter',
+               '--trainer.callbacks.out_dir', 'preds'])
+    out = capsys.readouterr().out
+    assert "wrote the predicted classes of 2,000 nodes to '" in out
+    assert read_predictions('preds')['node_ids'].tolist() == list(
+        range(2000))
