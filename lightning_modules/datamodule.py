@@ -111,6 +111,13 @@ class FastLoadDataModule(pl.LightningDataModule):
             :obj:`eval_batch_size` evaluation label edges.
         link (LinkOptions, optional): the link task's negatives, split
             ratios and evaluation (default: :class:`LinkOptions`'s).
+        eval (str): how validation, test and prediction compute a node's
+            output: ``'sampled'`` (default: on sampled neighbourhoods, with
+            :obj:`eval_num_neighbors`) or ``'layerwise'``: every layer for
+            every node over all its in-neighbours
+            (:func:`~pyg_fastload.layerwise_inference`), the full-batch
+            forward's outputs; task ``'node'``, a homogeneous
+            :obj:`dataset`.
 
     Example:
         >>> from pyg_fastload.lightning import FastLoadDataModule
@@ -150,6 +157,7 @@ class FastLoadDataModule(pl.LightningDataModule):
         mode_options: Optional[ModeOptions] = None,
         task: Literal['node', 'link'] = 'node',
         link: Optional[LinkOptions] = None,
+        eval: Literal['sampled', 'layerwise'] = 'sampled',  # noqa: A002
     ):
         super().__init__()
         if mode not in MODES:
@@ -167,7 +175,7 @@ class FastLoadDataModule(pl.LightningDataModule):
             adjacency=adjacency, seed=seed, progress=progress, verify=verify,
             launch_order=launch_order,
             mode_options=mode_options or ModeOptions(),
-            dist_timeout=dist_timeout, task=task, link=link)
+            dist_timeout=dist_timeout, task=task, link=link, eval=eval)
         source = None
         if dataset is not None or partitions is None:
             source = DatasetSource.of('arxiv-like' if dataset is None

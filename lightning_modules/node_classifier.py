@@ -3,7 +3,7 @@ the seed nodes of neighbour-sampled mini-batches (heterogeneous ones:
 :class:`~pyg_fastload.lightning.hetero_net.HeteroNet`)."""
 from __future__ import annotations
 
-from typing import Any, Dict, List, Literal, Optional
+from typing import Any, Dict, List, Literal, Optional, Tuple
 
 import pytorch_lightning as pl
 import torch
@@ -13,6 +13,7 @@ from torch_geometric.data import Data, HeteroData
 from torch_geometric.nn import GAT, GCN, MLP, GraphSAGE
 from torchmetrics.classification import MulticlassAccuracy
 
+from pyg_fastload.inference import WholeGraph
 from pyg_fastload.modes import HeteroSchema
 from pyg_fastload.modes.contract import seed_loss, time_steps
 
@@ -218,11 +219,23 @@ class NodeClassifier(pl.LightningModule):
                               batch.num_sampled_edges))
         return self.net(batch.x, batch.edge_index, **kwargs)
 
-    def _seed_step(self, batch: Data) -> tuple:
+    def _seed_outputs(self, batch: Any
+                      ) -> Tuple[Tensor, Tensor, Optional[Tensor]]:
+        r"""``(node ids, logits, labels)`` of the batch's seeds: of a
+        sampled batch, or of a :class:`~pyg_fastload.inference.WholeGraph`
+        (``data.eval: layerwise``), whose outputs are computed layer-wise
+        for every node."""
+        if isinstance(batch, WholeGraph):
+            return batch.node_ids(), batch.outputs(self.net), batch.labels()
         seeds = _seed_store(batch)
         size = int(seeds.batch_size)
-        logits = self(batch)[:size]
-        return logits, seeds.y[:size].view(-1).long()
+        y = seeds.get('y')
+        return (seeds.n_id[:size], self(batch)[:size],
+                None if y is None else y[:size].view(-1).long())
+
+    def _seed_step(self, batch: Any) -> tuple:
+        _, logits, y = self._seed_outputs(batch)
+        return logits, y
 
     def training_step(self, batch: Data, batch_idx: int) -> Tensor:
         steps = time_steps(batch)  # the batch contract of the modes
@@ -284,10 +297,8 @@ class NodeClassifier(pl.LightningModule):
     def predict_step(self, batch: Data, batch_idx: int) -> Dict[str, Tensor]:
         r"""Predicted class and outputs (``logits``) per seed node, with the
         node ids (what :class:`PredictionWriter` writes)."""
-        seeds = _seed_store(batch)
-        size = int(seeds.batch_size)
-        logits = self(batch)[:size]
-        return {'n_id': seeds.n_id[:size], 'pred': logits.argmax(dim=-1),
+        n_id, logits, _ = self._seed_outputs(batch)
+        return {'n_id': n_id, 'pred': logits.argmax(dim=-1),
                 'logits': logits}
 
     def configure_optimizers(self) -> torch.optim.Optimizer:

@@ -5,6 +5,8 @@ size (:func:`layerwise_inference`); predictions written out
 from .layerwise import layerwise_inference
 from .layers import ModelLayers, model_layers
 from .prediction_files import read_predictions, write_predictions
+from .whole_graph import WholeGraph, WholeGraphLoader
 
 __all__ = ['layerwise_inference', 'model_layers', 'ModelLayers',
-           'read_predictions', 'write_predictions']
+           'read_predictions', 'write_predictions', 'WholeGraph',
+           'WholeGraphLoader']

@@ -21,10 +21,14 @@ from ..placement import Placement, check_run_sampling, require_run_gpu
 from .link_split import LinkOptions
 from .task import TASKS, Task
 
-__all__ = ['LoadingSpec', 'ModeOptions', 'feature_cache_from', 'RANK_LOCAL']
+__all__ = ['LoadingSpec', 'ModeOptions', 'feature_cache_from', 'RANK_LOCAL',
+           'EVAL_METHODS']
 
 #: Settings a rank may hold on its own (not compared across ranks).
 RANK_LOCAL = ('progress', )
+#: How validation, test and prediction compute their outputs: on sampled
+#: neighbourhoods, or layer-wise over every in-neighbour of every node.
+EVAL_METHODS = ('sampled', 'layerwise')
 
 
 @dataclass(frozen=True)
@@ -112,7 +116,8 @@ class LoadingSpec:
     caches, the pipeline, the checks of dataset files, the partitioned
     modes' settings, the collectives' timeout, the :obj:`task` (``'node'``
     or ``'link'``, :data:`~pyg_fastload.modes.TASKS`) and its link
-    prediction options (:obj:`link`). Built once (checked in
+    prediction options (:obj:`link`), and how evaluation computes
+    (:obj:`eval`, :data:`EVAL_METHODS`). Built once (checked in
     :meth:`__post_init__`, which also fills the evaluation defaults and
     accepts dicts for the nested settings); the modes, openers and loaders
     read it, never their own copies of its fields."""
@@ -137,6 +142,7 @@ class LoadingSpec:
     dist_timeout: float = 300.0
     task: str = 'node'
     link: Optional[LinkOptions] = None
+    eval: str = 'sampled'
 
     def __post_init__(self) -> None:
         put = object.__setattr__  # frozen: normalised once, here
@@ -194,6 +200,9 @@ class LoadingSpec:
             raise SettingError('dist_timeout', f'{self.dist_timeout!r} must '
                                f'be a positive number of seconds')
         put(self, 'dist_timeout', float(self.dist_timeout))
+        if self.eval not in EVAL_METHODS:
+            raise SettingError('eval', f"{self.eval!r} is not one of "
+                               f"{', '.join(map(repr, EVAL_METHODS))}")
         if self.task not in TASKS:
             raise SettingError('task', f"{self.task!r} is not one of "
                                f"{', '.join(map(repr, TASKS))}")

@@ -13,6 +13,7 @@ import torch
 
 from ..config import SettingError
 from ..distributed.seeds import in_order, rank_seed_sampler, shard
+from ..inference import WholeGraph, WholeGraphLoader
 from ..loader import FastLinkNeighborLoader, FastNeighborLoader
 from ..placement import Placement
 from .link_split import LinkOptions, LinkSplit, link_split
@@ -23,7 +24,7 @@ if TYPE_CHECKING:  # the mode hands itself to its task
 
 __all__ = ['Task', 'NodeTask', 'LinkTask', 'TASKS']
 
-Loader = Union[FastNeighborLoader, FastLinkNeighborLoader]
+Loader = Union[FastNeighborLoader, FastLinkNeighborLoader, WholeGraphLoader]
 
 
 class Task:
@@ -68,11 +69,23 @@ class NodeTask(Task):
     neighbourhoods (for :class:`NodeClassifier`)."""
     name = 'node'
 
+    def check(self, mode: 'LoadingMode') -> None:
+        source = mode.source
+        if mode.spec.eval == 'layerwise' and (source is None or
+                                              source.is_hetero):
+            raise SettingError('eval', "'layerwise' evaluates on the whole "
+                               "homogeneous graph: give 'dataset' (not only "
+                               "'partitions'), and no HeteroData (not yet "
+                               "supported); or use eval: sampled")
+
     def loader(self, mode: 'LoadingMode', split: str,
-               generator: torch.Generator,
-               placement: Placement) -> FastNeighborLoader:
+               generator: torch.Generator, placement: Placement
+               ) -> Union[FastNeighborLoader, WholeGraphLoader]:
         train = split == 'train'
         data, seeds, sampler = mode.plan(split, generator)
+        if not train and mode.spec.eval == 'layerwise':  # every in-edge
+            return WholeGraphLoader(WholeGraph(
+                data, seeds, progress=mode.spec.progress))
         extra: Dict[str, Any] = {}
         if sampler is not None:
             extra['sampler'] = sampler
@@ -138,6 +151,10 @@ class LinkTask(Task):
         self.graphs: Dict[str, Any] = {}
 
     def check(self, mode: 'LoadingMode') -> None:
+        if mode.spec.eval != 'sampled':
+            raise SettingError('eval', f"{mode.spec.eval!r} is for task "
+                               f"'node': link batches are evaluated on "
+                               f"sampled neighbourhoods (eval: sampled)")
         if mode.partition_method is not None:
             raise SettingError('mode', f"task 'link' with mode "
                                f"{mode.name!r} is not implemented yet: use "

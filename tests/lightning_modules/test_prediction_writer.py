@@ -114,3 +114,37 @@ def test_pyg_fastload_predict_writes_every_node(cache_env, capsys):
     assert "wrote the predicted classes of 2,000 nodes to '" in out
     assert read_predictions('preds')['node_ids'].tolist() == list(
         range(2000))
+
+
+def test_layerwise_evaluation_gives_the_full_batch_outputs(cache_env):
+    from pyg_fastload.datasets import load_synthetic
+    data = FastLoadDataModule('tiny', num_neighbors=[5, 5], batch_size=256,
+                              progress=False, eval='layerwise')
+    model = NodeClassifier(hidden_channels=16, num_layers=2, dropout=0.0)
+    trainer = _trainer()
+    trainer.fit(model, data)
+    graph = load_synthetic('tiny', progress=False).to_data()
+    model.eval()
+    with torch.no_grad():
+        full = model.net(graph.x, graph.edge_index)
+    val = graph.val_mask.nonzero().view(-1)
+    expected = (full[val].argmax(-1) == graph.y[val]).float().mean()
+    assert trainer.callback_metrics['val_acc'] == pytest.approx(
+        float(expected), abs=1e-6)
+    writer = PredictionWriter('preds', logits=True)
+    _trainer(writer).predict(model, data)
+    written = read_predictions('preds')
+    assert written['node_ids'].tolist() == list(range(graph.num_nodes))
+    assert torch.allclose(written['logits'], full, atol=1e-4)
+    assert torch.equal(written['predictions'], full.argmax(-1))
+
+
+def test_layerwise_evaluation_refuses_what_it_cannot_walk(hetero_graph):
+    with pytest.raises(ConfigError, match="whole homogeneous graph") as info:
+        FastLoadDataModule(hetero_graph, eval='layerwise', progress=False)
+    assert info.value.config_key == 'data.eval'
+    with pytest.raises(ConfigError, match="is for task 'node'"):
+        FastLoadDataModule('tiny', task='link', eval='layerwise',
+                           progress=False)
+    with pytest.raises(ConfigError, match="'every' is not one of"):
+        FastLoadDataModule('tiny', eval='every', progress=False)

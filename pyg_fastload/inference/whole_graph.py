@@ -1,0 +1,77 @@
+r"""The whole graph as one evaluation batch (:class:`WholeGraph`): what a
+loader gives a model that evaluates or predicts layer-wise (``data.eval:
+layerwise``) instead of on sampled neighbourhoods. The model asks it for
+its outputs (:meth:`WholeGraph.outputs`: :func:`layerwise_inference` over
+every node, then the seeds' rows) and the seeds' labels."""
+from __future__ import annotations
+
+from typing import Any, Dict, Iterator, Optional
+
+import torch
+from torch import Tensor
+
+from ..graph.kind import graph_input, node_count, stores_of
+from .layerwise import layerwise_inference
+
+__all__ = ['WholeGraph', 'WholeGraphLoader']
+
+
+class WholeGraph:
+    r"""The outputs a model gives :obj:`seeds` (:obj:`None`: every node)
+    computed layer-wise over the whole of :obj:`data` (a ``Data`` or a
+    ``(FeatureStore, GraphStore)`` pair), and their labels ``y``.
+
+    Args:
+        data: the graph.
+        seeds (torch.Tensor, optional): the nodes evaluated.
+        **options: :func:`layerwise_inference` options (``chunk_size``,
+            ``memory_budget``, ``work_dir``, ``progress``, ...).
+    """
+    def __init__(self, data: Any, seeds: Optional[Tensor] = None,
+                 **options: Any):
+        if graph_input(data).hetero:
+            raise NotImplementedError(
+                "layer-wise evaluation of a heterogeneous graph is not "
+                "supported yet: evaluate on sampled batches (data.eval: "
+                "sampled)")
+        self.data = data
+        self.seeds = None if seeds is None else seeds.long()
+        self.options: Dict[str, Any] = options
+
+    def node_ids(self) -> Tensor:
+        r"""The evaluated nodes' ids."""
+        if self.seeds is None:
+            return torch.arange(node_count(self.data))
+        return self.seeds
+
+    def outputs(self, model: torch.nn.Module) -> Tensor:
+        r""":obj:`model`'s outputs for the evaluated nodes, in the order of
+        :meth:`node_ids` (:func:`layerwise_inference`, every
+        in-neighbour: the full-batch forward's)."""
+        out = layerwise_inference(model, self.data, **self.options)
+        return out if self.seeds is None else out[self.seeds.to(out.device)]
+
+    def labels(self) -> Optional[Tensor]:
+        r"""The evaluated nodes' labels ``y`` (:obj:`None` without any)."""
+        stores = stores_of(self.data)
+        if stores is None:
+            y = self.data.get('y')
+            return None if y is None else y[self.node_ids()].view(-1).long()
+        try:
+            y = stores[0].get_tensor(group_name=None, attr_name='y',
+                                     index=self.node_ids())
+        except KeyError:
+            return None
+        return y.view(-1).long()
+
+
+class WholeGraphLoader:
+    r"""A loader of one batch, the :class:`WholeGraph`."""
+    def __init__(self, graph: WholeGraph):
+        self.graph = graph
+
+    def __iter__(self) -> Iterator[WholeGraph]:
+        yield self.graph
+
+    def __len__(self) -> int:
+        return 1
