@@ -22,11 +22,7 @@ from ..graph.ranges import expand_ranges
 from ..graph.topology import CSCTopology, index_dtype_for
 from ..partition import PartitionBook
 from ..sampling import FastNeighborSampler
-from ..sampling.ops import (
-    first_occurrence_mask,
-    sample_uniform,
-    sample_weighted,
-)
+from ..sampling.ops import first_occurrence_mask, sample_uniform
 from .collectives import Collectives
 
 __all__ = ['CollectiveSampler']
@@ -161,13 +157,7 @@ class CollectiveSampler(FastNeighborSampler):
         got = coll.exchange(list(picks[order].split(sizes)), 'sampling',
                             f'hop {hop}: send the pick counts to the owners')
         draws = torch.cat(got)
-        if self.cum_weight is None:
-            pos, counts = sample_uniform(start, deg, draws, True, generator)
-        else:
-            pos, counts = sample_weighted(start, deg, draws, True,
-                                          self.cum_weight,
-                                          self.topology.edge_weight,
-                                          generator)
+        pos, counts = self._sample(start, deg, draws, True, generator)
         rows = torch.repeat_interleave(torch.arange(deg.numel()), counts,
                                        output_size=pos.numel())
         # A repeated edge is kept once per requester (two ranks may ask

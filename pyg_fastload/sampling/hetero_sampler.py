@@ -22,7 +22,7 @@ from ..graph.ranges import expand_ranges
 from .hetero_link import sample_hetero_edges
 from .hetero_temporal import hetero_temporal_index
 from .neighbor_sampler import FastNeighborSampler, _seed_generator
-from .ops import arange_as, sample_uniform, sample_weighted
+from .ops import arange_as
 
 __all__ = ['HeteroNeighborSampler', 'hetero_fanouts']
 
@@ -233,11 +233,7 @@ class HeteroNeighborSampler(FastNeighborSampler):
     def _draw_all(self, start: Tensor, deg: Tensor, k: int,
                   generator: Optional[torch.Generator]
                   ) -> Tuple[Tensor, Tensor]:
-        if self.cum_weight is None:
-            return sample_uniform(start, deg, int(k), self.replace, generator)
-        return sample_weighted(start, deg, int(k), self.replace,
-                               self.cum_weight, self.topology.edge_weight,
-                               generator)
+        return self._sample(start, deg, int(k), self.replace, generator)
 
     def _induced_edges(self, node: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
         topo: HeteroTopology = self.topology

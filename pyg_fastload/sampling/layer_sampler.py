@@ -10,12 +10,7 @@ from torch_geometric.sampler.base import SubgraphType
 
 from ..config import check_fanouts
 from .neighbor_sampler import HopSampler
-from .ops import (
-    arange_as,
-    first_occurrence_mask,
-    sample_uniform,
-    sample_weighted,
-)
+from .ops import arange_as, first_occurrence_mask, sample_uniform
 
 __all__ = ['LayerWiseSampler']
 
@@ -79,13 +74,7 @@ class LayerWiseSampler(HopSampler):
         picks = torch.multinomial(mass, size, replacement=True,
                                   generator=generator)
         draws = torch.bincount(picks, minlength=deg.numel())
-        if self.cum_weight is None:
-            pos, counts = sample_uniform(start, deg, draws, True, generator)
-        else:
-            pos, counts = sample_weighted(start, deg, draws, True,
-                                          self.cum_weight,
-                                          self.topology.edge_weight,
-                                          generator)
+        pos, counts = self._sample(start, deg, draws, True, generator)
         rows = torch.repeat_interleave(arange_as(deg), counts,
                                        output_size=pos.numel())
         keep = first_occurrence_mask(pos)

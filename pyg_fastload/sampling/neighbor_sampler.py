@@ -108,6 +108,17 @@ class HopSampler(BaseSampler):
         built); returns the number of hops."""
         raise NotImplementedError
 
+    def _sample(self, start: Tensor, deg: Tensor, k: Union[int, Tensor],
+                replace: bool, generator: Optional[torch.Generator]
+                ) -> Tuple[Tensor, Tensor]:
+        r"""``(positions, counts)``: up to :obj:`k` (one count for all, or
+        one per segment) of the in-edges ``[start, start + deg)`` of every
+        segment, uniformly or by the topology's edge weights."""
+        if self.cum_weight is None:
+            return sample_uniform(start, deg, k, replace, generator)
+        return sample_weighted(start, deg, k, replace, self.cum_weight,
+                               self.topology.edge_weight, generator)
+
     @property
     def num_nodes(self) -> int:
         return self.topology.num_nodes
@@ -464,11 +475,8 @@ class FastNeighborSampler(HopSampler):
 
     def draw(self, hop: int, start: Tensor, deg: Tensor,
              generator: torch.Generator) -> Tuple[Tensor, Tensor]:
-        k = self.num_neighbors[hop]
-        if self.cum_weight is None:
-            return sample_uniform(start, deg, k, self.replace, generator)
-        return sample_weighted(start, deg, k, self.replace, self.cum_weight,
-                               self.topology.edge_weight, generator)
+        return self._sample(start, deg, self.num_neighbors[hop],
+                            self.replace, generator)
 
     def __repr__(self) -> str:
         return (f'{self.__class__.__name__}(num_neighbors='

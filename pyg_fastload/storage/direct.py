@@ -17,7 +17,6 @@ reads into GPU memory (:mod:`pyg_fastload.storage.gpu_direct`).
 """
 from __future__ import annotations
 
-import contextlib
 import functools
 import threading
 import time
@@ -29,12 +28,10 @@ from torch import Tensor
 from .block_reads import (BLOCK_BYTES, BlockReads, DirectStorageError,
                           HostReads, Reads)
 from .buffer_pool import BufferPool
-from .mmap_storage import distinct_sorted
 from .read_accumulator import StorageAccumulator
 from .read_ahead import ReadAheadWindow
 from .row_file import FileStorageTier, RowFile
-from .rows import gather_rows
-from .tier import Misses, Read, host_rows, spent
+from .tier import Misses
 from .tier_counters import TierCounters
 
 __all__ = ['DirectStorage', 'DirectStorageError', 'InFlightTuner']
@@ -189,59 +186,8 @@ class DirectStorage(FileStorageTier):
 
     # Reading #################################################################
 
-    def gather(self, ids: Tensor, out: Tensor,
-               timings: Optional[Dict[str, float]] = None,
-               staging: Optional[BufferPool] = None) -> None:
-        r"""Writes rows :obj:`ids` into :obj:`out` (on any device), reading
-        every distinct row once, in file order, into where the reads land
-        for :obj:`out` (host memory, or :obj:`out`'s device)."""
-        started, before = time.perf_counter(), self.counters.bytes
-        self._gather(ids, out)
-        self._timed(timings, started, before)
-
-    def read(self, ids: Tensor, out: Tensor,
-             timings: Dict[str, float]) -> Read:
-        started, before = time.perf_counter(), self.counters.bytes
-        on_device = self.reads.lands_on(out.device) == out.device
-        with (contextlib.nullcontext(out) if on_device
-              else host_rows(out)) as target:
-            rows, order, distinct = distinct_sorted(ids)
-            if distinct:
-                self.read_sorted(rows, target)
-                placed = Read(order, ids.numel(), sorted=True)
-            else:
-                self._gather(ids, target)
-                placed = Read(None, ids.numel())
-        self._timed(timings, started, before)
-        return placed
-
-    def _gather(self, ids: Tensor, out: Tensor) -> None:
-        if ids.numel() == 0:
-            return
-        device = self.reads.lands_on(out.device)
-        if device == out.device and bool((ids[1:] > ids[:-1]).all()):
-            self.read_sorted(ids, out)  # sorted, distinct: in place
-            return
-        rows, inverse = torch.unique(ids, sorted=True, return_inverse=True)
-        shape = (rows.numel(), *self.shape[1:])
-        block = self._staging.empty(shape, self.dtype) \
-            if device.type == 'cpu' else \
-            torch.empty(shape, dtype=self.dtype, device=device)
-        self.read_sorted(rows, block, requests=ids.numel())
-        if block.device == out.device:
-            gather_rows(block, inverse.to(block.device), out=out)
-        else:
-            out.copy_(gather_rows(block, inverse))
-
-    def _timed(self, timings: Optional[Dict[str, float]], started: float,
-               before: int) -> None:
-        r"""Counts the seconds and bytes of a read since :obj:`started` for
-        :obj:`timings` and the read-ahead depth."""
-        if timings is not None:
-            spent(timings, self.name, started)
-        if self._window is not None:
-            self._window.add_read(time.perf_counter() - started,
-                                  self.counters.bytes - before)
+    def lands_on(self, device: torch.device) -> torch.device:
+        return self.reads.lands_on(device)
 
     def extents(self, rows: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
         r"""The merged reads of sorted distinct :obj:`rows`: ``(first

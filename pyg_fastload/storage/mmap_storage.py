@@ -5,8 +5,7 @@ ahead (``posix_fadvise(WILLNEED)``)."""
 from __future__ import annotations
 
 import os
-import time
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence
 
 import torch
 from torch import Tensor
@@ -16,18 +15,10 @@ from .io_stats import process_read_bytes
 from .read_ahead import ReadAheadWindow
 from .row_file import PAGE_BYTES, FileStorageTier, RowFile
 from .rows import gather_rows
-from .tier import Misses, Read, host_rows, spent
+from .tier import Misses
 from .tier_counters import TierCounters
 
-__all__ = ['MmapStorage', 'distinct_sorted']
-
-
-def distinct_sorted(ids: Tensor) -> Tuple[Tensor, Tensor, bool]:
-    r"""``(sorted ids, their positions in ids, whether they are
-    distinct)``: a sampled batch's ids are, and are then read in file
-    order with no staging."""
-    rows, order = torch.sort(ids)
-    return rows, order, bool((rows[1:] != rows[:-1]).all())
+__all__ = ['MmapStorage']
 
 
 class MmapStorage(FileStorageTier):
@@ -72,51 +63,6 @@ class MmapStorage(FileStorageTier):
         return self.file.pages_of(rows)
 
     # Reading #################################################################
-
-    def gather(self, ids: Tensor, out: Tensor,
-               timings: Optional[Dict[str, float]] = None,
-               staging: Optional[BufferPool] = None) -> None:
-        r"""Writes rows :obj:`ids` into :obj:`out`, reading every distinct
-        row once, in file order."""
-        started, before = time.perf_counter(), self.counters.bytes
-        self._gather(ids, out)
-        self._timed(timings, started, before)
-
-    def read(self, ids: Tensor, out: Tensor,
-             timings: Dict[str, float]) -> Read:
-        started, before = time.perf_counter(), self.counters.bytes
-        with host_rows(out) as target:
-            rows, order, distinct = distinct_sorted(ids)
-            if distinct:
-                self.read_sorted(rows, target)
-                placed = Read(order, ids.numel(), sorted=True)
-            else:
-                self._gather(ids, target)
-                placed = Read(None, ids.numel())
-        self._timed(timings, started, before)
-        return placed
-
-    def _gather(self, ids: Tensor, out: Tensor) -> None:
-        if ids.numel() == 0:
-            return
-        if bool((ids[1:] > ids[:-1]).all()):  # sorted, distinct: in place
-            self.read_sorted(ids, out)
-            return
-        rows, inverse = torch.unique(ids, sorted=True, return_inverse=True)
-        block = self._staging.empty((rows.numel(), *self.shape[1:]),
-                                    self.dtype)
-        self.read_sorted(rows, block, requests=ids.numel())
-        gather_rows(block, inverse, out=out)
-
-    def _timed(self, timings: Optional[Dict[str, float]], started: float,
-               before: int) -> None:
-        r"""Counts the seconds and bytes of a read since :obj:`started` for
-        :obj:`timings` and the read-ahead depth."""
-        if timings is not None:
-            spent(timings, self.name, started)
-        if self._window is not None:
-            self._window.add_read(time.perf_counter() - started,
-                                  self.counters.bytes - before)
 
     def read_sorted(self, rows: Tensor, out: Tensor,
                     requests: Optional[int] = None) -> None:

@@ -3,18 +3,23 @@ checked against the file's size, and a read-only memory map of it (for
 whole-tensor reads and memory-mapped row reads)."""
 from __future__ import annotations
 
+import contextlib
 import os
+import time
 import warnings
-from typing import Any, Dict, Sequence, Tuple
+from typing import Any, Dict, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
 from torch import Tensor
 
 from ..graph.ranges import expand_ranges
-from .tier import StorageTier
+from .buffer_pool import BufferPool
+from .read_ahead import ReadAheadWindow
+from .rows import gather_rows
+from .tier import Read, StorageTier, host_rows, spent
 
-__all__ = ['RowFile', 'FileStorageTier', 'PAGE_BYTES']
+__all__ = ['RowFile', 'FileStorageTier', 'PAGE_BYTES', 'distinct_sorted']
 
 #: The page size the page cache and the memory map work in.
 PAGE_BYTES = 4096
@@ -108,14 +113,96 @@ class RowFile:
             os.close(fd)
 
 
+def distinct_sorted(ids: Tensor) -> Tuple[Tensor, Tensor, bool]:
+    r"""``(sorted ids, their positions in ids, whether they are
+    distinct)``: a sampled batch's ids are, and are then read in file
+    order with no staging."""
+    rows, order = torch.sort(ids)
+    return rows, order, bool((rows[1:] != rows[:-1]).all())
+
+
 class FileStorageTier(StorageTier):
     r"""A storage tier over a :class:`RowFile` (:attr:`file`): its shape,
     element type and row size are the file's, a whole-tensor read is a
     copy-free view of the file's memory map, and the page cache it leaves
-    can be dropped. :class:`~pyg_fastload.storage.mmap_storage.MmapStorage`
-    and :class:`~pyg_fastload.storage.direct.DirectStorage` differ in how
-    they read rows."""
+    can be dropped. A read takes each requested row once, in file order
+    (sorted distinct ids straight into the output, others through a
+    staging block), timed for the read-ahead depth.
+    :class:`~pyg_fastload.storage.mmap_storage.MmapStorage` and
+    :class:`~pyg_fastload.storage.direct.DirectStorage` differ in how they
+    read sorted rows (:meth:`read_sorted`) and where rows can land
+    (:meth:`lands_on`)."""
     file: RowFile
+    _staging: BufferPool
+    _window: Optional[ReadAheadWindow]
+
+    def read_sorted(self, rows: Tensor, out: Tensor,
+                    requests: Optional[int] = None) -> None:
+        r"""Reads sorted distinct :obj:`rows` into :obj:`out` in file order
+        (counted as :obj:`requests` requested rows, default one per
+        row)."""
+        raise NotImplementedError
+
+    def lands_on(self, device: torch.device) -> torch.device:
+        r"""Where rows bound for :obj:`device` are read to (host memory,
+        unless the tier reads into the device itself)."""
+        return torch.device('cpu')
+
+    def gather(self, ids: Tensor, out: Tensor,
+               timings: Optional[Dict[str, float]] = None,
+               staging: Optional[BufferPool] = None) -> None:
+        r"""Writes rows :obj:`ids` into :obj:`out` (on any device), reading
+        every distinct row once, in file order, into where the reads land
+        for :obj:`out` (:meth:`lands_on`)."""
+        started, before = time.perf_counter(), self.counters.bytes
+        self._gather(ids, out)
+        self._timed(timings, started, before)
+
+    def read(self, ids: Tensor, out: Tensor,
+             timings: Dict[str, float]) -> Read:
+        started, before = time.perf_counter(), self.counters.bytes
+        on_device = self.lands_on(out.device) == out.device
+        with (contextlib.nullcontext(out) if on_device
+              else host_rows(out)) as target:
+            rows, order, distinct = distinct_sorted(ids)
+            if distinct:
+                self.read_sorted(rows, target)
+                placed = Read(order, ids.numel(), sorted=True)
+            else:
+                self._gather(ids, target)
+                placed = Read(None, ids.numel())
+        self._timed(timings, started, before)
+        return placed
+
+    def _gather(self, ids: Tensor, out: Tensor) -> None:
+        r"""Rows :obj:`ids` into :obj:`out` in their order, each distinct
+        row read once, in file order."""
+        if ids.numel() == 0:
+            return
+        device = self.lands_on(out.device)
+        if device == out.device and bool((ids[1:] > ids[:-1]).all()):
+            self.read_sorted(ids, out)  # sorted, distinct: in place
+            return
+        rows, inverse = torch.unique(ids, sorted=True, return_inverse=True)
+        shape = (rows.numel(), *self.shape[1:])
+        block = self._staging.empty(shape, self.dtype) \
+            if device.type == 'cpu' else \
+            torch.empty(shape, dtype=self.dtype, device=device)
+        self.read_sorted(rows, block, requests=ids.numel())
+        if block.device == out.device:
+            gather_rows(block, inverse.to(block.device), out=out)
+        else:
+            out.copy_(gather_rows(block, inverse))
+
+    def _timed(self, timings: Optional[Dict[str, float]], started: float,
+               before: int) -> None:
+        r"""Counts the seconds and bytes of a read since :obj:`started` for
+        :obj:`timings` and the read-ahead depth."""
+        if timings is not None:
+            spent(timings, self.name, started)
+        if self._window is not None:
+            self._window.add_read(time.perf_counter() - started,
+                                  self.counters.bytes - before)
 
     @property
     def shape(self) -> Tuple[int, ...]:

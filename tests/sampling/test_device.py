@@ -83,6 +83,23 @@ def under_meta_default(run):
         torch.set_default_device(None)
 
 
+def same_link_sampling(sampler, inputs, neg, strict, same) -> None:
+    r"""Link sampling of :obj:`inputs` gives the same output and metadata
+    under a ``meta`` default device as without (:obj:`same` compares the
+    outputs)."""
+    def run():
+        return sampler.sample_from_edges(
+            inputs, neg, generator=torch.Generator().manual_seed(1),
+            strict=strict)
+    ref = run()
+    out = under_meta_default(run)
+    same(ref, out)
+    for x, y in zip(ref.metadata, out.metadata):
+        assert (x is None) == (y is None)
+        if x is not None:
+            assert torch.equal(x, y)
+
+
 @pytest.mark.parametrize('name', sorted(NODE_SAMPLERS))
 def test_node_sampling_makes_every_tensor_on_the_topology_device(name):
     sampler = NODE_SAMPLERS[name](timed_graph())
@@ -102,18 +119,7 @@ def test_link_sampling_makes_every_tensor_on_the_topology_device(name):
     label = data.edge_index[:, :16]
     time = data.t[label[0]] + 50 if 'time_attr' in options else None
     inputs = EdgeSamplerInput(None, label[0], label[1], time=time)
-
-    def run():
-        return sampler.sample_from_edges(
-            inputs, neg, generator=torch.Generator().manual_seed(1),
-            strict=strict)
-    ref = run()
-    out = under_meta_default(run)
-    same_output(ref, out)
-    for x, y in zip(ref.metadata, out.metadata):
-        assert (x is None) == (y is None)
-        if x is not None:
-            assert torch.equal(x, y)
+    same_link_sampling(sampler, inputs, neg, strict, same_output)
 
 
 def test_topology_moves_every_array_and_keeps_missing_ones():
@@ -237,18 +243,7 @@ def test_hetero_link_sampling_makes_every_tensor_on_the_topology_device(
         else None
     inputs = EdgeSamplerInput(None, label[0], label[1], time=time,
                               input_type=edge_type)
-
-    def run():
-        return sampler.sample_from_edges(
-            inputs, neg, generator=torch.Generator().manual_seed(1),
-            strict=strict)
-    ref = run()
-    out = under_meta_default(run)
-    same_hetero_output(ref, out)
-    for x, y in zip(ref.metadata, out.metadata):
-        assert (x is None) == (y is None)
-        if x is not None:
-            assert torch.equal(x, y)
+    same_link_sampling(sampler, inputs, neg, strict, same_hetero_output)
 
 
 def test_a_hetero_topology_moves_to_a_device_once():
