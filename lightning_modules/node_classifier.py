@@ -220,7 +220,7 @@ class NodeClassifier(pl.LightningModule):
         return self.net(batch.x, batch.edge_index, **kwargs)
 
     def _seed_outputs(self, batch: Any
-                      ) -> Tuple[Tensor, Tensor, Optional[Tensor]]:
+                      ) -> Tuple[Optional[Tensor], Tensor, Optional[Tensor]]:
         r"""``(node ids, logits, labels)`` of the batch's seeds: of a
         sampled batch, or of a :class:`~pyg_fastload.inference.WholeGraph`
         (``data.eval: layerwise``), whose outputs are computed layer-wise
@@ -229,8 +229,8 @@ class NodeClassifier(pl.LightningModule):
             return batch.node_ids(), batch.outputs(self.net), batch.labels()
         seeds = _seed_store(batch)
         size = int(seeds.batch_size)
-        y = seeds.get('y')
-        return (seeds.n_id[:size], self(batch)[:size],
+        n_id, y = seeds.get('n_id'), seeds.get('y')  # a time step has no ids
+        return (None if n_id is None else n_id[:size], self(batch)[:size],
                 None if y is None else y[:size].view(-1).long())
 
     def _seed_step(self, batch: Any) -> tuple:
