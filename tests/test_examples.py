@@ -26,8 +26,9 @@ TIMEOUT = 150
 #: what its figures must satisfy. Seen with seeds 0, 1 and 2 (the test runs
 #: seed 0): accuracy with 4 classes, chance 25%, products 76/74/68%, hetero
 #: 96/88/96%, disk 76/74/68% (the products script's batches, read from
-#: files), ddp 90/85/85%; link AUC 0.69/0.72/0.71, chance 0.5; temporal RMSE
-#: 0.92/1.04/0.98 against the mean rating's 1.04/1.12/1.03.
+#: files), ddp 90/85/85%, layer-wise inference 89/85/83%; link AUC
+#: 0.69/0.72/0.71, chance 0.5; temporal RMSE 0.92/1.04/0.98 against the mean
+#: rating's 1.04/1.12/1.03.
 CASES = {
     'products_sage.py': ([], r'Test Accuracy: ([\d.]+)%',
                          lambda acc: acc > 40.0),
@@ -44,6 +45,8 @@ CASES = {
     # Spawns 2 ranks; every wait between them ends after --timeout.
     'ddp.py': (['--timeout', '60'], r'Test Accuracy: ([\d.]+)%',
                lambda acc: acc > 40.0),
+    'layerwise_inference.py': ([], r'Test Accuracy: ([\d.]+)%',
+                               lambda acc: acc > 40.0),
 }
 
 
