@@ -16,6 +16,7 @@ __all__ = [
     'FeatureCache',
     'PipelineSettings',
     'SettingError',
+    'check_one_of',
     'Budget',
     'POLICIES',
     'DEVICE_CACHE_MODES',
@@ -55,6 +56,14 @@ class SettingError(FastLoadError, ValueError):
         super().__init__(f"'{key}': {detail}")
         self.key = key
         self.detail = detail
+
+
+def check_one_of(key: str, value: Any, allowed: Sequence[str]) -> None:
+    r"""Refuses a setting :obj:`key` whose :obj:`value` is not one of
+    :obj:`allowed`, listing them."""
+    if value not in allowed:
+        raise SettingError(key, f"{value!r} is not one of "
+                           f"{', '.join(map(repr, allowed))}")
 
 
 def parse_budget(budget: Budget, name: str,
@@ -183,15 +192,9 @@ class FeatureCache:
                         f"than the {format_bytes(available)} of memory "
                         f"available; give a smaller size or a fraction such "
                         f"as '10%', or set exceed_memory=True")
-        if self.policy not in POLICIES:
-            raise SettingError('policy', f"{self.policy!r} is not one of "
-                               f"{', '.join(POLICIES)}")
-        if self.device_cache not in DEVICE_CACHE_MODES:
-            raise SettingError('device_cache', f"{self.device_cache!r} must "
-                               f"be one of {DEVICE_CACHE_MODES}")
-        if self.storage not in ('mmap', 'direct', 'gds'):
-            raise SettingError('storage', f"{self.storage!r} must be 'mmap', "
-                               f"'direct' or 'gds'")
+        check_one_of('policy', self.policy, POLICIES)
+        check_one_of('device_cache', self.device_cache, DEVICE_CACHE_MODES)
+        check_one_of('storage', self.storage, ('mmap', 'direct', 'gds'))
         if self.storage != 'mmap' and self.in_memory:
             raise SettingError('storage', f"{self.storage!r} reads the "
                                f"features from disk, which 'in_memory' "

@@ -37,8 +37,8 @@ def test_storage_readers_from_disk_refuse_in_memory_not_read_ahead():
         with pytest.raises(SettingError, match=f"'{storage}' reads the "
                                                f"features from disk"):
             FeatureCache(storage=storage, in_memory=True)
-    with pytest.raises(SettingError, match="'nvme' must be 'mmap', 'direct' "
-                                           "or 'gds'"):
+    with pytest.raises(SettingError, match="'nvme' is not one of 'mmap', "
+                                           "'direct', 'gds'"):
         FeatureCache(storage='nvme')
 
 

@@ -13,7 +13,7 @@ import torch_geometric.transforms as T
 
 from ..caching import Scores, loader_scores
 from ..config import (FeatureCache, PipelineSettings, SettingError,
-                      check_fanouts, check_sampling_workers)
+                      check_fanouts, check_one_of, check_sampling_workers)
 from ..distributed.collectives import digest
 from ..distributed.dsp import LAUNCH_ORDERS
 from ..io.format import VERIFY_MODES
@@ -65,9 +65,7 @@ class ModeOptions:
                                     ('seeds', self.seeds, ('own', 'global')),
                                     ('cold_rows', self.cold_rows,
                                      ('auto', 'owner'))):
-            if value not in allowed:
-                raise SettingError(f'mode_options.{key}', f"{value!r} is not "
-                                   f"one of {', '.join(allowed)}")
+            check_one_of(f'mode_options.{key}', value, allowed)
         if isinstance(self.merges, bool) or not isinstance(
                 self.merges, int) or self.merges < 0:
             raise SettingError('mode_options.merges', f"{self.merges!r} must "
@@ -176,12 +174,8 @@ class LoadingSpec:
                                "(pip install --no-build-isolation "
                                "torch_scatter torch_sparse); or use "
                                "'edge_index'")
-        if self.verify not in VERIFY_MODES:
-            raise SettingError('verify', f"{self.verify!r} is not one of "
-                               f"{', '.join(VERIFY_MODES)}")
-        if self.launch_order not in LAUNCH_ORDERS:
-            raise SettingError('launch_order', f"{self.launch_order!r} is "
-                               f"not one of {', '.join(LAUNCH_ORDERS)}")
+        check_one_of('verify', self.verify, VERIFY_MODES)
+        check_one_of('launch_order', self.launch_order, LAUNCH_ORDERS)
         if isinstance(self.mode_options, dict):
             known = sorted(ModeOptions.__dataclass_fields__)
             unknown = sorted(set(self.mode_options) - set(known))
@@ -200,12 +194,8 @@ class LoadingSpec:
             raise SettingError('dist_timeout', f'{self.dist_timeout!r} must '
                                f'be a positive number of seconds')
         put(self, 'dist_timeout', float(self.dist_timeout))
-        if self.eval not in EVAL_METHODS:
-            raise SettingError('eval', f"{self.eval!r} is not one of "
-                               f"{', '.join(map(repr, EVAL_METHODS))}")
-        if self.task not in TASKS:
-            raise SettingError('task', f"{self.task!r} is not one of "
-                               f"{', '.join(map(repr, TASKS))}")
+        check_one_of('eval', self.eval, EVAL_METHODS)
+        check_one_of('task', self.task, list(TASKS))
         put(self, 'link', TASKS[self.task].settings(self.link))
 
     def digests(self) -> Dict[str, int]:
