@@ -3,7 +3,8 @@ the seed nodes of neighbour-sampled mini-batches (heterogeneous ones:
 :class:`~pyg_fastload.lightning.hetero_net.HeteroNet`)."""
 from __future__ import annotations
 
-from typing import Any, Dict, List, Literal, Optional, Tuple
+import contextlib
+from typing import Any, Dict, Iterator, List, Literal, Optional, Tuple
 
 import pytorch_lightning as pl
 import torch
@@ -58,6 +59,10 @@ class NodeClassifier(pl.LightningModule):
         node_embeddings (bool): on a ``HeteroData``, learn an embedding per
             node of the types without features (``False``: zeros, far
             cheaper on large types, e.g. mag-like's 1.1M authors).
+        predict_embeddings (bool): prediction also gives every node's last
+            hidden layer (what the last layer reads: its embedding), which
+            :class:`PredictionWriter` writes; homogeneous ``'sage'``,
+            ``'gcn'`` or ``'gat'`` of 2 or more layers.
         schema (dict, optional): a heterogeneous dataset's schema
             (``HeteroSchema.to_dict()``); normally taken from the data
             module, and saved with the hyperparameters so that a checkpoint
@@ -92,6 +97,7 @@ class NodeClassifier(pl.LightningModule):
         weight_decay: float = 0.0,
         trim: Optional[bool] = None,
         node_embeddings: bool = True,
+        predict_embeddings: bool = False,
         schema: Optional[Dict[str, Any]] = None,
     ):
         super().__init__()
@@ -105,6 +111,11 @@ class NodeClassifier(pl.LightningModule):
                               f"heads={heads} for GAT")
         if not 0.0 <= dropout < 1.0:
             raise ConfigError('dropout', f"{dropout!r} must lie in [0, 1)")
+        if predict_embeddings and (model == 'mlp' or num_layers < 2):
+            raise ConfigError('predict_embeddings', f"the last hidden layer "
+                              f"of a graph network of 2 or more layers "
+                              f"(got model {model!r}, num_layers "
+                              f"{num_layers})")
         if trim and model not in TRIMMABLE:
             raise ConfigError('trim', f"trimming changes {model!r}'s "
                               f"outputs; use it with {TRIMMABLE}")
@@ -185,6 +196,10 @@ class NodeClassifier(pl.LightningModule):
         if hp.model not in HETERO_MODELS:
             raise ConfigError('model', f"{hp.model!r} does not take a "
                               f"HeteroData; use one of {HETERO_MODELS}")
+        if hp.predict_embeddings:
+            raise ConfigError('predict_embeddings', "the embeddings of a "
+                              "heterogeneous network are not predicted "
+                              "yet: leave it out")
         self.hparams.num_classes = schema.num_classes
         self.hparams.schema = schema.to_dict()
         self.net = HeteroNet(schema, hp.model, hp.hidden_channels,
@@ -219,22 +234,28 @@ class NodeClassifier(pl.LightningModule):
                               batch.num_sampled_edges))
         return self.net(batch.x, batch.edge_index, **kwargs)
 
-    def _seed_outputs(self, batch: Any
-                      ) -> Tuple[Optional[Tensor], Tensor, Optional[Tensor]]:
-        r"""``(node ids, logits, labels)`` of the batch's seeds: of a
+    def _seed_outputs(self, batch: Any, embed: bool = False) -> Tuple[
+            Optional[Tensor], Tensor, Optional[Tensor], Optional[Tensor]]:
+        r"""``(node ids, logits, labels, embeddings)`` of the batch's seeds
+        (embeddings, the last hidden layer, with :obj:`embed`): of a
         sampled batch, or of a :class:`~pyg_fastload.inference.WholeGraph`
         (``data.eval: layerwise``), whose outputs are computed layer-wise
         for every node."""
         if isinstance(batch, WholeGraph):
-            return batch.node_ids(), batch.outputs(self.net), batch.labels()
+            return (batch.node_ids(), batch.outputs(self.net),
+                    batch.labels(),
+                    batch.outputs(self.net, hidden=True) if embed else None)
         seeds = _seed_store(batch)
         size = int(seeds.batch_size)
         n_id, y = seeds.get('n_id'), seeds.get('y')  # a time step has no ids
-        return (None if n_id is None else n_id[:size], self(batch)[:size],
-                None if y is None else y[:size].view(-1).long())
+        with _last_layer_input(self.net if embed else None) as hidden:
+            logits = self(batch)[:size]
+        return (None if n_id is None else n_id[:size], logits,
+                None if y is None else y[:size].view(-1).long(),
+                hidden[0][:size] if embed else None)
 
     def _seed_step(self, batch: Any) -> tuple:
-        _, logits, y = self._seed_outputs(batch)
+        _, logits, y, _ = self._seed_outputs(batch)
         return logits, y
 
     def training_step(self, batch: Data, batch_idx: int) -> Tensor:
@@ -297,13 +318,34 @@ class NodeClassifier(pl.LightningModule):
     def predict_step(self, batch: Data, batch_idx: int) -> Dict[str, Tensor]:
         r"""Predicted class and outputs (``logits``) per seed node, with the
         node ids (what :class:`PredictionWriter` writes)."""
-        n_id, logits, _ = self._seed_outputs(batch)
-        return {'n_id': n_id, 'pred': logits.argmax(dim=-1),
-                'logits': logits}
+        embed = self.hparams.predict_embeddings
+        n_id, logits, _, hidden = self._seed_outputs(batch, embed)
+        out = {'n_id': n_id, 'pred': logits.argmax(dim=-1), 'logits': logits}
+        if embed:
+            out['embeddings'] = hidden
+        return out
 
     def configure_optimizers(self) -> torch.optim.Optimizer:
         return torch.optim.Adam(self.parameters(), lr=self.hparams.lr,
                                 weight_decay=self.hparams.weight_decay)
+
+
+@contextlib.contextmanager
+def _last_layer_input(net: Optional[torch.nn.Module]
+                      ) -> Iterator[List[Tensor]]:
+    r"""Collects what the last convolution of :obj:`net` reads while the
+    block runs (nothing for :obj:`None`): the nodes' last hidden layer, the
+    seeds' rows first."""
+    seen: List[Tensor] = []
+    if net is None:
+        yield seen
+        return
+    handle = net.convs[-1].register_forward_pre_hook(
+        lambda module, args: seen.append(args[0]))
+    try:
+        yield seen
+    finally:
+        handle.remove()
 
 
 def _seed_store(batch: Any) -> Any:

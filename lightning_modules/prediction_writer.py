@@ -21,7 +21,8 @@ __all__ = ['PredictionWriter']
 
 class PredictionWriter(BasePredictionWriter):
     r"""Writes the class :class:`NodeClassifier` predicts for every node
-    of the prediction run (and, with :obj:`logits`, its outputs) to
+    of the prediction run (and, with :obj:`logits`, its outputs; with
+    ``NodeClassifier(predict_embeddings=True)``, its last hidden layer) to
     :obj:`out_dir`, sorted by node id, and prints where. The directory is
     put in place only when complete; an existing one is refused before
     anything is predicted, unless :obj:`overwrite`.
@@ -92,9 +93,11 @@ class PredictionWriter(BasePredictionWriter):
         classes = torch.cat([out['pred'] for out in outputs])
         logits = torch.cat([out['logits'] for out in outputs]) \
             if self.logits else None
+        embeddings = torch.cat([out['embeddings'] for out in outputs]) \
+            if 'embeddings' in outputs[0] else None
         schema = getattr(trainer.datamodule, 'hetero_schema', None)
         self.path = write_predictions(
-            self.out_dir, node_ids, classes, logits,
+            self.out_dir, node_ids, classes, logits, embeddings,
             node_type=None if schema is None else schema.target,
             overwrite=self.overwrite,
             info={'model': type(pl_module).__name__})

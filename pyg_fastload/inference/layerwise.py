@@ -46,6 +46,7 @@ def layerwise_inference(
     between: Any = AUTO,
     prefetch: bool = True,
     progress: bool = True,
+    hidden: bool = False,
 ) -> Tensor:
     r"""The model's output for every node, computed layer by layer: layer 1
     for all nodes in chunks of :obj:`chunk_size` destination nodes over all
@@ -133,6 +134,10 @@ def layerwise_inference(
             reads it from a ``BasicGNN``.
         prefetch (bool): build the next chunk in a background thread.
         progress (bool): a progress bar per layer.
+        hidden (bool): instead of the model's outputs, its last hidden
+            layer's (what the last convolution reads, after the model's
+            activation and norm: every node's embedding). Not for a model
+            with ``jk``, whose output reads every layer.
 
     Returns:
         torch.Tensor: ``[num_nodes, out_channels]``, the rows in node order.
@@ -156,6 +161,10 @@ def layerwise_inference(
     if kind.hetero:
         raise NotImplementedError(_HETERO)
     layers = model_layers(model, between)
+    if hidden and (layers.num_layers < 2 or layers.head is not None):
+        raise ValueError("'hidden=True' returns what the last convolution "
+                         "reads: the model needs 2 or more layers and no "
+                         "'jk' (whose output reads every layer)")
     fanouts = _fanouts(num_neighbors, layers)
     for key, value, low in (('chunk_size', chunk_size, 1),
                             ('seed', seed, 0)):
@@ -173,7 +182,8 @@ def layerwise_inference(
         param = next(model.parameters(), None)
         device = param.device if param is not None else torch.device('cpu')
     run = _Run(layers, topology, fanouts, seed, chunk_size, budget, work,
-               torch.device(device), prefetch, progress)
+               torch.device(device), prefetch, progress,
+               layers.num_layers - 1 if hidden else layers.num_layers)
     with torch.no_grad(), _eval(model):
         return run(read_x)
 
@@ -183,8 +193,10 @@ class _Run:
     def __init__(self, layers: ModelLayers, topology: CSCTopology,
                  fanouts: List[int], seed: int, chunk_size: int,
                  budget: int, work: Optional[Path], device: torch.device,
-                 prefetch: bool, progress: bool):
+                 prefetch: bool, progress: bool, depth: int):
         self.layers, self.topology = layers, topology
+        #: The layers computed: all, or all but the last (``hidden``).
+        self.depth = depth
         self.fanouts, self.seed = fanouts, seed
         self.chunk_size, self.budget, self.work = chunk_size, budget, work
         self.device, self.prefetch, self.progress = device, prefetch, progress
@@ -199,14 +211,16 @@ class _Run:
         try:
             read = read_x
             last: Optional[LayerOutput] = None
-            for i, conv in enumerate(layers.convs):
+            for i, conv in enumerate(layers.convs[:self.depth]):
                 output = self._layer(i, conv, read)
                 if layers.keeps(i):
                     self.kept[i] = output
                 if last is not None and not layers.keeps(i - 1):
                     self._drop(last)
                 read, last = output.rows, output
-            final = self._head() if layers.head_pass else last
+            hidden = self.depth < layers.num_layers
+            final = self._head() if layers.head_pass and not hidden \
+                else last
             return final.keep_as(self.work / OUTPUT_FILE
                                  if self.work is not None else None)
         finally:

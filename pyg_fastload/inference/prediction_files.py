@@ -11,7 +11,9 @@ per predicted node, in increasing node id:
 * ``node_ids.npy`` (``int64``): the node ids (of :obj:`node_type` on a
   heterogeneous graph);
 * ``predictions.npy`` (``int64``): the predicted class of each;
-* ``logits.npy`` (``float32``, ``[N, C]``, optional): the model's outputs.
+* ``logits.npy`` (``float32``, ``[N, C]``, optional): the model's outputs;
+* ``embeddings.npy`` (``float32``, ``[N, H]``, optional): its last hidden
+  layer.
 
 Read them with ``numpy.load(path, allow_pickle=False)`` or
 :func:`read_predictions`, which checks the manifest and the checksums."""
@@ -47,13 +49,14 @@ PREDICTIONS_DIR = DirectoryFormat(
 
 def write_predictions(out_dir: PathLike, node_ids: Tensor,
                       predictions: Tensor, logits: Optional[Tensor] = None,
+                      embeddings: Optional[Tensor] = None,
                       node_type: Optional[str] = None,
                       overwrite: bool = False,
                       info: Optional[Dict[str, Any]] = None) -> Path:
     r"""Writes the predicted class of every node in :obj:`node_ids` (each
-    once, in any order; rows of :obj:`predictions` and :obj:`logits`
-    follow them) to the directory :obj:`out_dir`, sorted by node id, and
-    returns its path. An existing directory is replaced only with
+    once, in any order; rows of :obj:`predictions`, :obj:`logits` and
+    :obj:`embeddings` follow them) to the directory :obj:`out_dir`, sorted
+    by node id, and returns its path. An existing directory is replaced only with
     :obj:`overwrite`, and only if it is a predictions directory.
 
     Example:
@@ -71,9 +74,10 @@ def write_predictions(out_dir: PathLike, node_ids: Tensor,
     if predictions.numel() != count:
         raise ValueError(f"'predictions' has {predictions.numel()} entries "
                          f"for {count} node ids: give one per node")
-    if logits is not None and (logits.dim() != 2 or logits.size(0) != count):
-        raise ValueError(f"'logits' has shape {list(logits.shape)}, "
-                         f"expected [{count}, num_classes]")
+    for name, rows in (('logits', logits), ('embeddings', embeddings)):
+        if rows is not None and (rows.dim() != 2 or rows.size(0) != count):
+            raise ValueError(f"'{name}' has shape {list(rows.shape)}, "
+                             f"expected [{count}, width]")
     order = torch.argsort(node_ids)
     node_ids = node_ids[order]
     if count > 1 and bool((node_ids[1:] == node_ids[:-1]).any()):
@@ -83,8 +87,9 @@ def write_predictions(out_dir: PathLike, node_ids: Tensor,
                          f"pads its shares repeats nodes)")
     arrays = {'node_ids': node_ids.numpy(),
               'predictions': predictions[order].numpy()}
-    if logits is not None:
-        arrays['logits'] = logits.detach().float().cpu()[order].numpy()
+    for name, rows in (('logits', logits), ('embeddings', embeddings)):
+        if rows is not None:
+            arrays[name] = rows.detach().float().cpu()[order].numpy()
     out = Path(out_dir).expanduser()
     with StagedDirectory(out, overwrite, PREDICTIONS_DIR) as staged:
         files = {}
@@ -105,7 +110,8 @@ def write_predictions(out_dir: PathLike, node_ids: Tensor,
 
 def read_predictions(path: PathLike) -> Dict[str, Any]:
     r"""The arrays of a predictions directory as tensors by name
-    (``node_ids``, ``predictions``, ``logits`` if written) and its
+    (``node_ids``, ``predictions``, ``logits`` and ``embeddings`` if
+    written) and its
     ``manifest``, each file checked against its checksum."""
     path = Path(path).expanduser()
     file = path / _MANIFEST

@@ -44,11 +44,14 @@ class WholeGraph:
             return torch.arange(node_count(self.data))
         return self.seeds
 
-    def outputs(self, model: torch.nn.Module) -> Tensor:
-        r""":obj:`model`'s outputs for the evaluated nodes, in the order of
-        :meth:`node_ids` (:func:`layerwise_inference`, every
-        in-neighbour: the full-batch forward's)."""
-        out = layerwise_inference(model, self.data, **self.options)
+    def outputs(self, model: torch.nn.Module, hidden: bool = False
+                ) -> Tensor:
+        r""":obj:`model`'s outputs (with :obj:`hidden`: its last hidden
+        layer's) for the evaluated nodes, in the order of :meth:`node_ids`
+        (:func:`layerwise_inference`, every in-neighbour: the full-batch
+        forward's)."""
+        out = layerwise_inference(model, self.data, hidden=hidden,
+                                  **self.options)
         return out if self.seeds is None else out[self.seeds.to(out.device)]
 
     def labels(self) -> Optional[Tensor]:

@@ -57,6 +57,33 @@ def test_every_node_equals_the_full_batch_forward(name, num_layers):
           ref)
 
 
+@pytest.mark.parametrize('name', ['sage', 'gcn'])
+def test_hidden_gives_what_the_last_convolution_reads(name, tmp_path):
+    data = graph()
+    model = build(name, 3, norm='batch_norm')
+    model.norms.train()  # give the norms running statistics
+    model(data.x, data.edge_index)
+    model.eval()
+    with torch.no_grad():
+        ref = data.x
+        for conv, norm in zip(model.convs[:-1], model.norms):
+            ref = model.act(norm(conv(ref, data.edge_index)))
+    out = layerwise_inference(model, data, chunk_size=CHUNK, progress=False,
+                              hidden=True)
+    close(out, ref)
+    assert out.shape == (data.num_nodes, 16)
+    # through files too
+    close(layerwise_inference(model, data, chunk_size=CHUNK, progress=False,
+                              hidden=True, memory_budget=0,
+                              work_dir=tmp_path), ref)
+    with pytest.raises(ValueError, match="no 'jk'"):
+        layerwise_inference(build(name, 2, jk='cat'), data, hidden=True,
+                            progress=False)
+    with pytest.raises(ValueError, match='2 or more layers'):
+        layerwise_inference(build(name, 1), data, hidden=True,
+                            progress=False)
+
+
 def test_other_basic_gnns_are_exact():
     from torch_geometric.nn import GIN, PNA
     from torch_geometric.utils import degree

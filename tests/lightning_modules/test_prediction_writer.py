@@ -148,3 +148,24 @@ def test_layerwise_evaluation_refuses_what_it_cannot_walk(hetero_graph):
                            progress=False)
     with pytest.raises(ConfigError, match="'every' is not one of"):
         FastLoadDataModule('tiny', eval='every', progress=False)
+
+
+@pytest.mark.parametrize('eval', ['sampled', 'layerwise'])
+def test_embeddings_are_the_last_hidden_layer(cache_env, eval):
+    from pyg_fastload.datasets import load_synthetic
+    data = FastLoadDataModule('tiny', num_neighbors=[-1, -1], batch_size=512,
+                              progress=False, eval=eval)
+    model = NodeClassifier(in_channels=16, num_classes=4, hidden_channels=8,
+                           num_layers=2, predict_embeddings=True)
+    _trainer(PredictionWriter('preds')).predict(model, data)
+    graph = load_synthetic('tiny', progress=False).to_data()
+    model.eval()
+    with torch.no_grad():  # what the last layer reads, for every node
+        hidden = model.net.act(model.net.convs[0](graph.x,
+                                                  graph.edge_index))
+    written = read_predictions('preds')
+    assert written['embeddings'].shape == (2000, 8)
+    # all in-neighbours sampled (-1): both ways give every node's exact rows
+    assert torch.allclose(written['embeddings'], hidden, atol=1e-5)
+    with pytest.raises(ConfigError, match='2 or more layers'):
+        NodeClassifier(model='mlp', predict_embeddings=True)
