@@ -4,7 +4,7 @@ of :func:`pyg_fastload.inference.write_predictions`."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
 import pytorch_lightning as pl
 import torch
@@ -25,7 +25,9 @@ class PredictionWriter(BasePredictionWriter):
     ``NodeClassifier(predict_embeddings=True)``, its last hidden layer) to
     :obj:`out_dir`, sorted by node id, and prints where. The directory is
     put in place only when complete; an existing one is refused before
-    anything is predicted, unless :obj:`overwrite`.
+    anything is predicted, unless :obj:`overwrite`. With several ranks,
+    each predicts its share of the nodes and the first rank writes them
+    all, as one file set (their rows pass through its memory).
 
     From the command line::
 
@@ -68,41 +70,56 @@ class PredictionWriter(BasePredictionWriter):
 
     def on_predict_start(self, trainer: pl.Trainer,
                          pl_module: pl.LightningModule) -> None:
-        if trainer.world_size > 1:
-            raise ConfigError('trainer.callbacks', "PredictionWriter writes "
-                              "the predictions of one process: predict with "
-                              "devices: 1 and num_nodes: 1 (several ranks' "
-                              "shares into one file set are not written "
-                              "yet)")
-        try:  # before any work: an existing directory is refused now
-            check_target(self.out_dir, self.overwrite, PREDICTIONS_DIR)
-        except (FileExistsError, ValueError) as error:
-            raise ConfigError('trainer.callbacks', f"PredictionWriter: "
-                              f"{error}") from None
+        problem = None
+        if trainer.global_rank == 0:  # the rank that writes
+            try:  # before any work: an existing directory is refused now
+                check_target(self.out_dir, self.overwrite, PREDICTIONS_DIR)
+            except (FileExistsError, ValueError) as error:
+                problem = str(error)
+        if trainer.world_size > 1:  # every rank stops, not only the first
+            problem = trainer.strategy.broadcast(problem, src=0)
+        if problem is not None:
+            raise ConfigError('trainer.callbacks',
+                              f"PredictionWriter: {problem}")
 
     def write_on_epoch_end(self, trainer: pl.Trainer,
                            pl_module: pl.LightningModule,
                            predictions: Sequence[Any],
                            batch_indices: Sequence[Any]) -> None:
         outputs = _flat(predictions)
-        if not outputs:
+        names = ['n_id', 'pred', *(['logits'] if self.logits else []),
+                 *(['embeddings'] if outputs and 'embeddings' in outputs[0]
+                   else [])]
+        mine = {name: torch.cat([out[name].cpu() for out in outputs])
+                for name in names} if outputs else {}
+        shares = [mine]
+        if trainer.world_size > 1:  # every rank's share to the first
+            shares = [None] * trainer.world_size if \
+                trainer.global_rank == 0 else None
+            torch.distributed.gather_object(mine, shares, dst=0)
+        if trainer.global_rank == 0:
+            self._write(trainer, pl_module, [s for s in shares if s])
+        if trainer.world_size > 1:
+            trainer.strategy.barrier('PredictionWriter')
+
+    def _write(self, trainer: pl.Trainer, pl_module: pl.LightningModule,
+               shares: List[Dict[str, torch.Tensor]]) -> None:
+        if not shares:
             raise RuntimeError("PredictionWriter got no predictions: run "
                                "trainer.predict with return_predictions "
                                "left on")
-        node_ids = torch.cat([out['n_id'] for out in outputs])
-        classes = torch.cat([out['pred'] for out in outputs])
-        logits = torch.cat([out['logits'] for out in outputs]) \
-            if self.logits else None
-        embeddings = torch.cat([out['embeddings'] for out in outputs]) \
-            if 'embeddings' in outputs[0] else None
+        rows = {name: torch.cat([share[name] for share in shares])
+                for name in shares[0]}
         schema = getattr(trainer.datamodule, 'hetero_schema', None)
         self.path = write_predictions(
-            self.out_dir, node_ids, classes, logits, embeddings,
+            self.out_dir, rows['n_id'], rows['pred'], rows.get('logits'),
+            rows.get('embeddings'),
             node_type=None if schema is None else schema.target,
             overwrite=self.overwrite,
-            info={'model': type(pl_module).__name__})
+            info={'model': type(pl_module).__name__,
+                  'ranks': trainer.world_size})
         print(f"pyg-fastload: wrote the predicted classes of "
-              f"{node_ids.numel():,} nodes to '{self.path}'")
+              f"{rows['n_id'].numel():,} nodes to '{self.path}'")
 
 
 def _flat(predictions: Sequence[Any]) -> List[Any]:

@@ -432,3 +432,36 @@ def test_a_two_rank_hetero_link_fit_runs_equal_steps(tmp_path):
     assert ranks[0]['gradients'] == ranks[1]['gradients']
     [metrics] = (tmp_path / 'logs').rglob('metrics.csv')
     assert 'val_mrr' in metrics.read_text().splitlines()[0]
+
+
+@pytest.mark.reliability(
+    fault='predictions of several ranks written as several partial file '
+          'sets, or some nodes twice',
+    behaviour='one predictions directory written by the first rank with '
+              'every node once, equal to one process\'s (layer-wise '
+              'evaluation)')
+def test_two_ranks_write_one_set_of_predictions(tmp_path):
+    from pyg_fastload.inference import read_predictions
+    env = {'PYG_FASTLOAD_CACHE': str(tmp_path / 'cache')}
+    written = {}
+    for devices in (2, 1):
+        config = _config(tmp_path, {'dataset': 'tiny', 'eval': 'layerwise'},
+                         devices=devices)
+        out = tmp_path / f'preds-{devices}'
+        env['MASTER_PORT'] = str(free_port())
+        result = subprocess.run(
+            [sys.executable, '-m', 'pyg_fastload', 'predict', '--config',
+             str(config), '--trainer.callbacks+=pyg_fastload.lightning.'
+             'PredictionWriter', '--trainer.callbacks.out_dir', str(out),
+             '--trainer.callbacks.logits', 'true'],
+            cwd=tmp_path, env=dict(os.environ, **env), capture_output=True,
+            text=True, timeout=300)
+        assert result.returncode == 0, result.stderr[-3000:]
+        assert result.stdout.count('wrote the predicted classes of 2,000 '
+                                   'nodes') == 1  # the first rank only
+        written[devices] = read_predictions(out)
+    two, one = written[2], written[1]
+    assert two['node_ids'].tolist() == list(range(2000))  # each once
+    assert two['manifest']['ranks'] == 2
+    assert torch.equal(two['predictions'], one['predictions'])
+    assert torch.allclose(two['logits'], one['logits'], atol=1e-5)
