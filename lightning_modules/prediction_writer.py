@@ -8,7 +8,9 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import pytorch_lightning as pl
 import torch
+import torch.distributed as dist
 from pytorch_lightning.callbacks import BasePredictionWriter
+from torch import Tensor
 
 from pyg_fastload.inference import write_predictions
 from pyg_fastload.inference.prediction_files import PREDICTIONS_DIR
@@ -87,29 +89,37 @@ class PredictionWriter(BasePredictionWriter):
                            predictions: Sequence[Any],
                            batch_indices: Sequence[Any]) -> None:
         outputs = _flat(predictions)
-        names = ['n_id', 'pred', *(['logits'] if self.logits else []),
-                 *(['embeddings'] if outputs and 'embeddings' in outputs[0]
-                   else [])]
-        mine = {name: torch.cat([out[name].cpu() for out in outputs])
-                for name in names} if outputs else {}
-        shares = [mine]
-        if trainer.world_size > 1:  # every rank's share to the first
-            shares = [None] * trainer.world_size if \
-                trainer.global_rank == 0 else None
-            torch.distributed.gather_object(mine, shares, dst=0)
-        if trainer.global_rank == 0:
-            self._write(trainer, pl_module, [s for s in shares if s])
-        if trainer.world_size > 1:
-            trainer.strategy.barrier('PredictionWriter')
-
-    def _write(self, trainer: pl.Trainer, pl_module: pl.LightningModule,
-               shares: List[Dict[str, torch.Tensor]]) -> None:
-        if not shares:
+        if not outputs and trainer.world_size == 1:
             raise RuntimeError("PredictionWriter got no predictions: run "
                                "trainer.predict with return_predictions "
                                "left on")
-        rows = {name: torch.cat([share[name] for share in shares])
-                for name in shares[0]}
+        wanted = {'n_id': torch.long, 'pred': torch.long}
+        if self.logits:
+            wanted['logits'] = torch.float
+        if pl_module.hparams.get('predict_embeddings', False):
+            wanted['embeddings'] = torch.float
+        rows: Dict[str, Tensor] = {}
+        for name, dtype in wanted.items():  # the same on every rank
+            mine = [out[name] for out in outputs]
+            part = torch.cat(mine).cpu().to(dtype) if mine else \
+                torch.empty(0, dtype=dtype)
+            if trainer.world_size > 1:  # every rank's rows to the first
+                part = _gathered(part)
+            if part is not None:
+                rows[name] = part
+        error = None
+        if trainer.global_rank == 0:
+            try:
+                self._write(trainer, pl_module, rows)
+            except Exception as exc:  # raised after the others are told
+                error = exc
+        if trainer.world_size > 1:
+            trainer.strategy.barrier('PredictionWriter')
+        if error is not None:
+            raise error
+
+    def _write(self, trainer: pl.Trainer, pl_module: pl.LightningModule,
+               rows: Dict[str, Tensor]) -> None:
         schema = getattr(trainer.datamodule, 'hetero_schema', None)
         self.path = write_predictions(
             self.out_dir, rows['n_id'], rows['pred'], rows.get('logits'),
@@ -120,6 +130,29 @@ class PredictionWriter(BasePredictionWriter):
                   'ranks': trainer.world_size})
         print(f"pyg-fastload: wrote the predicted classes of "
               f"{rows['n_id'].numel():,} nodes to '{self.path}'")
+
+
+def _gathered(rows: Tensor) -> Optional[Tensor]:
+    r"""Every rank's :obj:`rows` (a collective; tensors, never pickled),
+    concatenated on the first rank (:obj:`None` on the others); a rank
+    with no rows sends none."""
+    world = dist.get_world_size()
+    width = rows.shape[1] if rows.dim() > 1 else -1
+    shape = torch.tensor([rows.size(0), width])
+    shapes = [torch.zeros_like(shape) for _ in range(world)]
+    dist.all_gather(shapes, shape)
+    most = max(int(s[0]) for s in shapes)
+    width = max(int(s[1]) for s in shapes)
+    padded = rows.new_zeros((most, width) if width >= 0 else (most, ))
+    if rows.numel():
+        padded[:rows.size(0)] = rows
+    first = dist.get_rank() == 0
+    parts = [torch.empty_like(padded) for _ in range(world)] if first \
+        else None
+    dist.gather(padded, parts, dst=0)
+    if not first:
+        return None
+    return torch.cat([part[:int(s[0])] for part, s in zip(parts, shapes)])
 
 
 def _flat(predictions: Sequence[Any]) -> List[Any]:

@@ -447,6 +447,9 @@ def test_two_ranks_write_one_set_of_predictions(tmp_path):
     for devices in (2, 1):
         config = _config(tmp_path, {'dataset': 'tiny', 'eval': 'layerwise'},
                          devices=devices)
+        spec = yaml.safe_load(config.read_text())
+        spec['model']['predict_embeddings'] = True
+        config.write_text(yaml.safe_dump(spec))
         out = tmp_path / f'preds-{devices}'
         env['MASTER_PORT'] = str(free_port())
         result = subprocess.run(
@@ -465,3 +468,5 @@ def test_two_ranks_write_one_set_of_predictions(tmp_path):
     assert two['manifest']['ranks'] == 2
     assert torch.equal(two['predictions'], one['predictions'])
     assert torch.allclose(two['logits'], one['logits'], atol=1e-5)
+    assert two['embeddings'].shape == (2000, 16)
+    assert torch.allclose(two['embeddings'], one['embeddings'], atol=1e-5)
