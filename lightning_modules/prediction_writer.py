@@ -3,6 +3,7 @@ predict``) predicted for every node, written to a directory in the format
 of :func:`pyg_fastload.inference.write_predictions`."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
@@ -64,9 +65,18 @@ class PredictionWriter(BasePredictionWriter):
     def __init__(self, out_dir: str, logits: bool = False,
                  overwrite: bool = False):
         super().__init__(write_interval='epoch')
+        if not isinstance(out_dir, (str, os.PathLike)) or not str(out_dir):
+            raise ConfigError('trainer.callbacks', f"PredictionWriter: "
+                              f"'out_dir' must be a directory path, got "
+                              f"{out_dir!r}")
+        for key, value in (('logits', logits), ('overwrite', overwrite)):
+            if not isinstance(value, bool):
+                raise ConfigError('trainer.callbacks', f"PredictionWriter: "
+                                  f"'{key}' must be true or false, got "
+                                  f"{value!r}")
         self.out_dir = Path(out_dir).expanduser()
-        self.logits = bool(logits)
-        self.overwrite = bool(overwrite)
+        self.logits = logits
+        self.overwrite = overwrite
         #: Where the last run's predictions were written.
         self.path: Optional[Path] = None
 

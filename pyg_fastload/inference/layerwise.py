@@ -161,6 +161,8 @@ def layerwise_inference(
     if kind.hetero:
         raise NotImplementedError(_HETERO)
     layers = model_layers(model, between)
+    if not isinstance(hidden, bool):
+        raise TypeError(f"'hidden' must be True or False, got {hidden!r}")
     if hidden and (layers.num_layers < 2 or layers.head is not None):
         raise ValueError("'hidden=True' returns what the last convolution "
                          "reads: the model needs 2 or more layers and no "

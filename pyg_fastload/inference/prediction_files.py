@@ -120,10 +120,18 @@ def read_predictions(path: PathLike) -> Dict[str, Any]:
                                 f"predictions directory")
     if file.stat().st_size > MAX_META_BYTES:
         raise ValueError(f"'{file}' is larger than a manifest may be")
-    manifest = json.loads(file.read_text())
+    try:
+        manifest = json.loads(file.read_text())
+    except ValueError as error:
+        raise ValueError(f"'{file}' is not JSON ({error})") from None
     if not isinstance(manifest, dict) or \
-            manifest.get('format') != PREDICTIONS_FORMAT:
-        raise ValueError(f"'{file}' is not a {PREDICTIONS_FORMAT} manifest")
+            manifest.get('format') != PREDICTIONS_FORMAT or \
+            not isinstance(manifest.get('files'), dict) or not all(
+                isinstance(spec, dict) and 'sha256' in spec
+                for spec in manifest['files'].values()):
+        raise ValueError(f"'{file}' is not a {PREDICTIONS_FORMAT} manifest "
+                         f"(its 'format' and 'files' with a 'sha256' "
+                         f"each); re-write the predictions")
     out: Dict[str, Any] = {'manifest': manifest}
     for name, spec in manifest['files'].items():
         array_file = path / Path(name).name  # never outside the directory

@@ -82,6 +82,8 @@ def test_hidden_gives_what_the_last_convolution_reads(name, tmp_path):
     with pytest.raises(ValueError, match='2 or more layers'):
         layerwise_inference(build(name, 1), data, hidden=True,
                             progress=False)
+    with pytest.raises(TypeError, match="'hidden' must be True or False"):
+        layerwise_inference(model, data, hidden='yes', progress=False)
 
 
 def test_other_basic_gnns_are_exact():

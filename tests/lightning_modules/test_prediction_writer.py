@@ -42,11 +42,13 @@ def test_predictions_are_written_sorted_once_per_node(tmp_path):
 
 
 @pytest.mark.reliability(
-    fault='predictions written over an existing directory, or a predictions '
-          'file changed after it was written',
+    fault='predictions written over an existing directory; a predictions '
+          'file changed after it was written; a manifest that is not JSON, '
+          'a list or lists no checksums; an out_dir of 3, logits=\'yes\'',
     behaviour='an existing directory is refused before anything is predicted '
               '(replaced only with overwrite, and only a predictions '
-              'directory); a changed file fails its checksum when read')
+              'directory); a changed file fails its checksum when read; a '
+              'bad manifest or argument is an error naming it')
 def test_existing_directories_and_changed_files_are_refused(tmp_path):
     path = write_predictions(tmp_path / 'p', torch.tensor([0, 1]),
                              torch.tensor([1, 0]))
@@ -61,6 +63,17 @@ def test_existing_directories_and_changed_files_are_refused(tmp_path):
     with pytest.raises(FileExistsError, match='not a predictions'):
         write_predictions(other, torch.tensor([0]), torch.tensor([0]),
                           overwrite=True)
+    for hostile in (b'[1, 2]', b'{"format": "pyg-fastload-predictions", '
+                    b'"files": {"x.npy": 3}}', b'not json'):
+        bad = tmp_path / 'bad'
+        bad.mkdir(exist_ok=True)
+        (bad / 'predictions.json').write_bytes(hostile)
+        with pytest.raises(ValueError, match='predictions.json'):
+            read_predictions(bad)
+    for careless in (dict(out_dir=3), dict(out_dir='p', logits='yes'),
+                     dict(out_dir='p', overwrite=1)):
+        with pytest.raises(ConfigError, match='PredictionWriter'):
+            PredictionWriter(**careless)
     (path / 'predictions.npy').write_bytes(b'changed')
     with pytest.raises(ValueError, match='does not match its checksum'):
         read_predictions(path)
