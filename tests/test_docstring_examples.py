@@ -6,6 +6,7 @@ import inspect
 import pytest
 
 import pyg_fastload
+import pyg_fastload.graph as graph
 import pyg_fastload.lightning as lightning
 import pyg_fastload.modes as modes
 
@@ -14,11 +15,12 @@ MAIN = {'pyg_fastload.lightning': ['FastLoadDataModule', 'LoaderMonitor',
                                     'NodeClassifier', 'LinkPredictor'],
         'pyg_fastload': ['FastNeighborLoader', 'FastLinkNeighborLoader',
                          'TieredFeatureStore', 'open_dataset'],
-        'pyg_fastload.modes': ['DatasetSource']}
+        'pyg_fastload.modes': ['DatasetSource'],
+        'pyg_fastload.graph': ['GraphView', 'graph_input']}
 
 
 def _public():
-    for module in (pyg_fastload, lightning, modes):
+    for module in (pyg_fastload, lightning, modes, graph):
         for name in module.__all__:
             obj = getattr(module, name)
             if inspect.isclass(obj) or inspect.isfunction(obj):
@@ -37,7 +39,7 @@ def test_the_main_names_show_an_example():
     for module, names in MAIN.items():
         for name in names:
             obj = getattr({m.__name__: m for m in (
-                pyg_fastload, lightning, modes)}[module], name)
+                pyg_fastload, lightning, modes, graph)}[module], name)
             assert _examples(name, obj), f'{module}.{name} has no example'
 
 

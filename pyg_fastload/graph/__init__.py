@@ -6,7 +6,8 @@ from .kind import GraphInput, graph_input, stores_of
 from .local import local_topology
 from .ranges import expand_ranges
 from .topology import CSCTopology, index_dtype_for
+from .view import GraphView
 
 __all__ = ['CSCTopology', 'HeteroTopology', 'EdgeType', 'index_dtype_for',
            'topology_of', 'expand_ranges', 'local_topology', 'GraphInput',
-           'graph_input', 'stores_of']
+           'graph_input', 'stores_of', 'GraphView']

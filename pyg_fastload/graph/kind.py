@@ -9,7 +9,7 @@ from typing import Any, Optional, Tuple
 
 from torch_geometric.data import Data, FeatureStore, GraphStore, HeteroData
 
-__all__ = ['GraphInput', 'graph_input', 'node_count', 'stores_of']
+__all__ = ['GraphInput', 'graph_input', 'stores_of']
 
 
 @dataclass(frozen=True)
@@ -21,11 +21,6 @@ class GraphInput:
             stores whose relations are typed).
         stores (bool): a ``(FeatureStore, GraphStore)`` pair, else a
             ``Data`` or ``HeteroData`` in memory.
-
-    Example:
-        >>> from torch_geometric.data import HeteroData
-        >>> graph_input(HeteroData())
-        GraphInput(hetero=True, stores=False)
     """
     hetero: bool
     stores: bool
@@ -43,7 +38,14 @@ def stores_of(data: Any) -> Optional[Tuple[FeatureStore, GraphStore]]:
 
 def graph_input(data: Any, name: str = 'data') -> GraphInput:
     r"""The kind of :obj:`data`; anything else is refused with a
-    ``TypeError`` naming the argument :obj:`name`."""
+    ``TypeError`` naming the argument :obj:`name`.
+
+    Example:
+        >>> from torch_geometric.data import HeteroData
+        >>> from pyg_fastload.graph import graph_input
+        >>> graph_input(HeteroData())
+        GraphInput(hetero=True, stores=False)
+    """
     if isinstance(data, HeteroData):
         return GraphInput(hetero=True, stores=False)
     if isinstance(data, Data):
@@ -56,18 +58,3 @@ def graph_input(data: Any, name: str = 'data') -> GraphInput:
     typed = any(attr.edge_type is not None
                 for attr in stores[1].get_all_edge_attrs())
     return GraphInput(hetero=typed, stores=True)
-
-
-def node_count(data: Any, node_type: Optional[str] = None) -> int:
-    r"""The number of nodes of :obj:`data` (a ``Data``, a ``HeteroData`` or
-    a ``(FeatureStore, GraphStore)`` pair of this package's stores), or of
-    its :obj:`node_type` (heterogeneous graphs)."""
-    if isinstance(data, HeteroData):
-        return int(data[node_type].num_nodes)
-    if isinstance(data, Data):
-        return int(data.num_nodes)
-    graph_input(data)  # names anything else
-    topology = data[1].topology
-    if node_type is None:
-        return int(topology.num_nodes)
-    return int(topology.num_nodes_of(node_type))

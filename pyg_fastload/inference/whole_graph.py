@@ -10,7 +10,7 @@ from typing import Any, Dict, Iterator, Optional
 import torch
 from torch import Tensor
 
-from ..graph.kind import graph_input, node_count, stores_of
+from ..graph.view import GraphView
 from .layerwise import layerwise_inference
 
 __all__ = ['WholeGraph', 'WholeGraphLoader']
@@ -29,7 +29,7 @@ class WholeGraph:
     """
     def __init__(self, data: Any, seeds: Optional[Tensor] = None,
                  **options: Any):
-        if graph_input(data).hetero:
+        if GraphView.of(data).kind.hetero:
             raise NotImplementedError(
                 "layer-wise evaluation of a heterogeneous graph is not "
                 "supported yet: evaluate on sampled batches (data.eval: "
@@ -41,7 +41,7 @@ class WholeGraph:
     def node_ids(self) -> Tensor:
         r"""The evaluated nodes' ids."""
         if self.seeds is None:
-            return torch.arange(node_count(self.data))
+            return torch.arange(GraphView.of(self.data).num_nodes())
         return self.seeds
 
     def outputs(self, model: torch.nn.Module, hidden: bool = False
@@ -56,16 +56,8 @@ class WholeGraph:
 
     def labels(self) -> Optional[Tensor]:
         r"""The evaluated nodes' labels ``y`` (:obj:`None` without any)."""
-        stores = stores_of(self.data)
-        if stores is None:
-            y = self.data.get('y')
-            return None if y is None else y[self.node_ids()].view(-1).long()
-        try:
-            y = stores[0].get_tensor(group_name=None, attr_name='y',
-                                     index=self.node_ids())
-        except KeyError:
-            return None
-        return y.view(-1).long()
+        y = GraphView.of(self.data).node_attr('y', index=self.node_ids())
+        return None if y is None else y.view(-1).long()
 
 
 class WholeGraphLoader:

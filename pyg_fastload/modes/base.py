@@ -16,7 +16,7 @@ from ..distributed import Collectives, DistributedError
 from ..distributed.collectives import digest
 from ..distributed.seeds import (RankSeedSampler, in_order,
                                  rank_seed_sampler, shard)
-from ..graph.kind import node_count
+from ..graph.view import GraphView
 from ..placement import Placement
 from .schema import target_of
 from .source import DatasetSource, directory_metadata, split_seeds
@@ -228,7 +228,7 @@ class LoadingMode:
         collectives = self.collectives
         if collectives.world_size == 1:
             return data, None, None
-        num_nodes = node_count(data, self.target(data))
+        num_nodes = GraphView.of(data).num_nodes(self.target(data))
         seeds = shard(torch.arange(num_nodes), collectives.rank,
                       collectives.world_size)
         return data, seeds, in_order(seeds.numel(), collectives)

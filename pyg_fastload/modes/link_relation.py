@@ -9,29 +9,14 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import torch
 from torch import Tensor
-from torch_geometric.data import HeteroData
 
 from ..config import SettingError
-from ..graph.hetero_topology import EdgeType, HeteroTopology
-from ..graph.kind import node_count
-from ..storage import CSCGraphStore
+from ..graph.hetero_topology import EdgeType
+from ..graph.view import GraphView
 
 __all__ = ['Relation', 'relation_of', 'hetero_with']
 
 Relation = Tuple[EdgeType, Optional[EdgeType]]
-
-
-def _edge_types(data: Any) -> List[EdgeType]:
-    if isinstance(data, HeteroData):
-        return [tuple(e) for e in data.edge_types]
-    return list(data[1].topology.edge_types)
-
-
-def relation_edges(data: Any, edge_type: EdgeType) -> Tensor:
-    r"""Relation :obj:`edge_type`'s ``[2, E]`` edges in its types' ids."""
-    if isinstance(data, HeteroData):
-        return data[edge_type].edge_index.long()
-    return data[1].topology.relation_topology(edge_type).to_edge_index()
 
 
 def _keys(edges: Tensor, num_dst: int) -> Tensor:
@@ -45,7 +30,8 @@ def relation_of(data: Any, edge_type: Optional[List[str]],
     supervised relation of a heterogeneous :obj:`data`; the reverse is
     the relation given, or the one ``(dst, *, src)`` holding exactly the
     flipped edges (:obj:`None` if there is none)."""
-    types = _edge_types(data)
+    view = GraphView.of(data)
+    types = view.edge_types()
     names = ', '.join(str(list(e)) for e in types)
     if edge_type is None:
         raise SettingError('link.edge_type', f"a heterogeneous graph needs "
@@ -56,8 +42,8 @@ def relation_of(data: Any, edge_type: Optional[List[str]],
                            f"edge type of the dataset; its edge types: "
                            f"{names}")
     src, _, dst = chosen
-    edges = relation_edges(data, chosen)
-    num_src, num_dst = node_count(data, src), node_count(data, dst)
+    edges = view.edges(chosen)
+    num_src, num_dst = view.num_nodes(src), view.num_nodes(dst)
     if rev_edge_type is not None:
         reverse: Optional[EdgeType] = tuple(rev_edge_type)
         if reverse not in types or reverse[0] != dst or reverse[2] != src:
@@ -70,7 +56,7 @@ def relation_of(data: Any, edge_type: Optional[List[str]],
     for other in types:
         if other == chosen or other[0] != dst or other[2] != src:
             continue
-        flipped = relation_edges(data, other)
+        flipped = view.edges(other)
         if flipped.size(1) != edges.size(1):
             continue
         keys = _keys(edges, num_dst) if keys is None else keys
@@ -88,19 +74,4 @@ def hetero_with(data: Any, relation: Relation, edges: Tensor) -> Any:
     replaced: Dict[EdgeType, Tensor] = {edge_type: edges}
     if reverse is not None:
         replaced[reverse] = edges.flip(0)
-    if isinstance(data, HeteroData):
-        out = HeteroData()
-        for node_type in data.node_types:
-            for key, value in data[node_type].items():
-                out[node_type][key] = value
-            out[node_type].num_nodes = data[node_type].num_nodes
-        for other in data.edge_types:
-            out[other].edge_index = replaced.get(
-                tuple(other), data[other].edge_index)
-        return out
-    topology: HeteroTopology = data[1].topology
-    num_nodes = {t: topology.num_nodes_of(t) for t in topology.node_types}
-    edge_index = {e: replaced.get(e, relation_edges(data, e))
-                  for e in topology.edge_types}
-    return data[0], CSCGraphStore(
-        HeteroTopology.from_relations(num_nodes, edge_index))
+    return GraphView.of(data).with_edges(replaced)

@@ -13,16 +13,15 @@ from typing import Any, Dict, List, Literal, Optional, Tuple
 
 import torch
 from torch import Tensor
-from torch_geometric.data import Data
 
 from ..config import SettingError
 from ..graph.kind import graph_input
 from ..graph.topology import CSCTopology
+from ..graph.view import GraphView
 from ..sampling.link import EdgeKeys
-from ..storage import CSCGraphStore
 from .link_relation import Relation, hetero_with, relation_of
 
-__all__ = ['LinkOptions', 'LinkSplit', 'edge_index_of', 'is_undirected',
+__all__ = ['LinkOptions', 'LinkSplit', 'is_undirected',
            'link_split']
 
 #: Offset of the evaluation negatives' seed from the run's seed.
@@ -124,15 +123,6 @@ class LinkOptions:
                     strict_negatives=self.strict_negatives)
 
 
-def edge_index_of(data: Any) -> Tuple[Tensor, int]:
-    r"""``(edge_index, num_nodes)`` of a homogeneous ``Data`` or
-    ``(FeatureStore, CSCGraphStore)`` pair."""
-    if isinstance(data, Data):
-        return data.edge_index, data.num_nodes
-    topology = data[1].topology
-    return topology.to_edge_index(), topology.num_nodes
-
-
 def is_undirected(edge_index: Tensor, num_nodes: int) -> bool:
     r"""Whether every edge's reverse is an edge too."""
     src, dst = edge_index.long()
@@ -150,7 +140,8 @@ def link_split(data: Any, options: LinkOptions, seed: int) -> 'LinkSplit':
                 None:
             raise SettingError('link.edge_type', "applies to heterogeneous "
                                "graphs only: leave it out")
-        return LinkSplit(*edge_index_of(data), options, seed)
+        view = GraphView.of(data)
+        return LinkSplit(view.edges(), view.num_nodes(), options, seed)
     if options.undirected:
         raise SettingError('link.undirected', "a heterogeneous relation's "
                            "links are held out with their reverse relation "
@@ -286,8 +277,5 @@ class LinkSplit:
         edges = self.message_passing(split)
         if self.relation is not None:
             return hetero_with(data, self.relation, edges)
-        if isinstance(data, Data):
-            return Data(x=data.x, edge_index=edges, num_nodes=self.num_nodes)
-        topology = CSCTopology.from_edge_index(edges, self.num_nodes)
-        return data[0], CSCGraphStore(topology)
+        return GraphView.of(data).with_edges({None: edges})
 

@@ -21,6 +21,7 @@ from ..datasets import (
     load_synthetic,
 )
 from ..datasets.pyg_file import load_graph_file
+from ..graph.view import GraphView
 from ..io import (
     DatasetFormatError,
     data_identity,
@@ -69,15 +70,11 @@ def split_seeds(data: Any, split: str) -> Tensor:
     ``HeteroData`` or a ``(FeatureStore, GraphStore)`` pair) from its
     ``<split>_mask`` (of the labelled node type, if heterogeneous)."""
     name = f'{split}_mask'
-    if isinstance(data, HeteroData):
-        mask = data[hetero_schema(data).target].get(name)
-    elif isinstance(data, Data):
-        mask = data.get(name)
-    else:
-        groups = [a.group_name for a in data[0].get_all_tensor_attrs()
-                  if a.attr_name == name]
-        mask = None if len(groups) != 1 else data[0].get_tensor(
-            group_name=groups[0], attr_name=name, index=None)
+    view = GraphView.of(data)
+    kind = view.kind  # stores: the one node type holding the mask
+    target = hetero_schema(data).target if kind.hetero and \
+        not kind.stores else None
+    mask = view.node_attr(name, target)
     if mask is None:
         raise SettingError('dataset', f"the dataset has no '{name}', so "
                            f"there is nothing to {split} on")
