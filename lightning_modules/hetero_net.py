@@ -140,14 +140,28 @@ class HeteroNet(torch.nn.Module):
         # weights are then part of the loss, as DDP requires of parameters.
         return x[self.target] + 0.0 * unused(x, [self.target])
 
+    def node_inputs(self, node_type: str, n_id: Optional[Tensor],
+                    x: Optional[Tensor]) -> Tensor:
+        r"""What the nodes :obj:`n_id` of :obj:`node_type` (features
+        :obj:`x`) enter the first layer with: their encoded features, their
+        learnt embeddings, or zeros (layer-wise inference reads it too)."""
+        if node_type in self.encoders:
+            return self.encoders[node_type](x)
+        if node_type in self.embeddings:
+            return self.embeddings[node_type](n_id)
+        return torch.zeros(n_id.numel(), self.hidden_channels,
+                           device=n_id.device)
+
+    def between(self, layer: int, x: Tensor) -> Tensor:
+        r"""What follows every layer but the last, on a type's rows."""
+        return torch.nn.functional.dropout(x.relu(), self.dropout,
+                                           self.training)
+
     def embed(self, batch: HeteroData) -> Dict[str, Tensor]:
         r"""The last layer's output of every node type a relation leads
         into (the seeds of each type first)."""
-        x = {t: encoder(batch[t].x) for t, encoder in self.encoders.items()}
-        for t in self.featureless:
-            n_id = batch[t].n_id
-            x[t] = self.embeddings[t](n_id) if t in self.embeddings else \
-                torch.zeros(n_id.numel(), self.hidden_channels)
+        x = {t: self.node_inputs(t, batch[t].get('n_id'), batch[t].get('x'))
+             for t in [*self.encoders, *self.featureless]}
         edge_index = batch.edge_index_dict
         nodes = _hops(batch, 'num_sampled_nodes', self.num_layers + 1)
         edges = _hops(batch, 'num_sampled_edges', self.num_layers)
@@ -158,9 +172,7 @@ class HeteroNet(torch.nn.Module):
                                                  edge_index)
             out = conv(x, edge_index)
             if layer < self.num_layers - 1:
-                out = {t: torch.nn.functional.dropout(
-                    v.relu(), self.dropout, self.training)
-                    for t, v in out.items()}
+                out = {t: self.between(layer, v) for t, v in out.items()}
                 # a type no relation leads into keeps its representation
                 out = {**{t: v for t, v in x.items() if t not in out},
                        **out}

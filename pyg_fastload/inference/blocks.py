@@ -29,7 +29,8 @@ class Block:
         end (int): one past the last destination node.
         sources (torch.Tensor): the global id of every source row, the
             chunk's own nodes first (``sources[i] == start + i`` for
-            ``i < end - start``), then the other in-neighbours, each once.
+            ``i < end - start``), then the other in-neighbours, each once
+            (a block between two node types: the in-neighbours alone).
         edge_index (torch.Tensor): ``[2, num_edges]``, row 0 indexes
             :attr:`sources`, row 1 the chunk's nodes (PyG's bipartite
             ``edge_index``), grouped by destination in node order.
@@ -90,12 +91,15 @@ def _draw(dst: Tensor, ptr: Tensor, fanout: int,
 def chunk_block(topology: CSCTopology, start: int, end: int,
                 fanout: int = -1,
                 generator: Optional[torch.Generator] = None,
-                gcn: Optional['GcnScale'] = None) -> Block:
+                gcn: Optional['GcnScale'] = None,
+                own_first: bool = True) -> Block:
     r"""The bipartite block of destination nodes ``start..end-1``: every
     in-neighbour (:obj:`fanout` ``-1``) or at most :obj:`fanout` of them
     per node, drawn with :obj:`generator`; with :obj:`gcn`, self-loops
     replaced as ``GCNConv`` does and the edges weighted by its
-    normalisation over the whole graph."""
+    normalisation over the whole graph. Without :obj:`own_first` (a
+    relation between two node types, whose sources are of another id
+    space) the sources are the in-neighbours alone, each once, sorted."""
     indptr = topology.indptr
     low, high = int(indptr[start]), int(indptr[end])
     neighbours = topology.indices[low:high].to(torch.long)
@@ -106,6 +110,12 @@ def chunk_block(topology: CSCTopology, start: int, end: int,
     if fanout >= 0 and neighbours.numel():
         keep = _draw(dst, ptr, fanout, generator)
         neighbours, dst = neighbours[keep], dst[keep]
+    if not own_first:
+        if gcn is not None:
+            raise ValueError("GCNConv's normalisation needs the chunk's own "
+                             "nodes among the sources (own_first=True)")
+        sources, local = torch.unique(neighbours, return_inverse=True)
+        return Block(start, end, sources, torch.stack([local, dst]))
     inside = (neighbours >= start) & (neighbours < end)
     local = neighbours - start
     others, inverse = torch.unique(neighbours[~inside], return_inverse=True)

@@ -13,7 +13,8 @@ from torch import Tensor
 from torch_geometric.nn import GCNConv, MessagePassing
 from torch_geometric.nn.models.basic_gnn import BasicGNN
 
-__all__ = ['ModelLayers', 'model_layers', 'is_gcn', 'takes_pair', 'AUTO']
+__all__ = ['ModelLayers', 'model_layers', 'check_conv', 'is_gcn',
+           'takes_pair', 'AUTO']
 
 #: ``between``'s default: read it from a PyG ``BasicGNN``; any other model
 #: must say what comes between its layers.
@@ -128,6 +129,29 @@ def _basic_gnn(model: BasicGNN) -> ModelLayers:
                        head, reads)
 
 
+def check_conv(conv: Any, where: str) -> None:
+    r"""Refuses a layer layer-wise inference cannot compute from each
+    node's in-edges and in-neighbours' rows; :obj:`where` names it."""
+    kind = type(conv).__name__
+    if not isinstance(conv, MessagePassing):
+        raise TypeError(f"{where} is a {kind}, not a "
+                        f"torch_geometric.nn.MessagePassing layer")
+    if kind in _SOURCE_DEGREE:
+        raise NotImplementedError(
+            f"{where} is a {kind}, which normalises every edge by its "
+            f"source's degree over the whole graph: only GCNConv's "
+            f"normalisation is computed that way here")
+    if kind in _NOT_ONE_HOP:
+        raise NotImplementedError(
+            f"{where} is a {kind}, which reads more than one hop (or the "
+            f"whole graph) per layer: layer-wise inference computes each "
+            f"layer from its nodes' in-neighbours only")
+    if getattr(conv, 'flow', 'source_to_target') != 'source_to_target':
+        raise NotImplementedError(
+            f"{where} has flow={conv.flow!r}: layer-wise inference "
+            f"aggregates over in-neighbours (flow='source_to_target')")
+
+
 def model_layers(model: Any, between: Any = AUTO) -> ModelLayers:
     r"""The layers of :obj:`model` as layer-wise inference walks them (see
     :func:`~pyg_fastload.inference.layerwise_inference` for the contract),
@@ -156,25 +180,7 @@ def model_layers(model: Any, between: Any = AUTO) -> ModelLayers:
         raise ValueError(f"{name}.convs is empty: there is no layer to "
                          f"compute")
     for i, conv in enumerate(convs):
-        kind = type(conv).__name__
-        if not isinstance(conv, MessagePassing):
-            raise TypeError(f"{name}.convs[{i}] is a {kind}, not a "
-                            f"torch_geometric.nn.MessagePassing layer")
-        if kind in _SOURCE_DEGREE:
-            raise NotImplementedError(
-                f"{name}.convs[{i}] is a {kind}, which normalises every "
-                f"edge by its source's degree over the whole graph: only "
-                f"GCNConv's normalisation is computed that way here")
-        if kind in _NOT_ONE_HOP:
-            raise NotImplementedError(
-                f"{name}.convs[{i}] is a {kind}, which reads more than one "
-                f"hop (or the whole graph) per layer: layer-wise inference "
-                f"computes each layer from its nodes' in-neighbours only")
-        if getattr(conv, 'flow', 'source_to_target') != 'source_to_target':
-            raise NotImplementedError(
-                f"{name}.convs[{i}] has flow={conv.flow!r}: layer-wise "
-                f"inference aggregates over in-neighbours "
-                f"(flow='source_to_target')")
+        check_conv(conv, f'{name}.convs[{i}]')
     if isinstance(between, str) and between == AUTO:
         if isinstance(model, BasicGNN):
             return _basic_gnn(model)

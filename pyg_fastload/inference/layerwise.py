@@ -5,32 +5,21 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence
-from typing import Tuple, Union
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Union
 
 import torch
 from torch import Tensor
-from tqdm.auto import tqdm
 
-from ..config import (available_memory, check_fanouts, format_bytes,
-                      parse_budget)
-from ..graph import CSCTopology, graph_input, stores_of, topology_of
-from ..storage import TieredFeatureStore
-from .blocks import Block, GcnScale, chunk_block, chunk_generator, gcn_scale
-from .layers import (AUTO, ModelLayers, is_gcn, model_layers,
-                     takes_pair)
-from .outputs import OUTPUT_FILE, LayerOutput
+from ..config import available_memory, check_fanouts, parse_budget
+from ..graph import graph_input, stores_of, topology_of
+from ..graph.view import GraphView
+from .layer_run import LayerRun, Rows
+from .layers import AUTO, is_gcn, model_layers
+from .outputs import OUTPUT_FILE
+from .typed_layerwise import TypedRun, typed_layers
 
 __all__ = ['layerwise_inference']
-
-Rows = Callable[[Tensor], Tensor]
-
-#: The issue that plans heterogeneous layer-wise inference.
-_HETERO = ("layer-wise inference of a heterogeneous graph (HeteroData, "
-           "to_hetero models) is not supported yet (issue 45): pass a "
-           "homogeneous graph, e.g. data.to_homogeneous()")
 
 
 def layerwise_inference(
@@ -47,7 +36,7 @@ def layerwise_inference(
     prefetch: bool = True,
     progress: bool = True,
     hidden: bool = False,
-) -> Tensor:
+) -> Union[Tensor, Dict[str, Tensor]]:
     r"""The model's output for every node, computed layer by layer: layer 1
     for all nodes in chunks of :obj:`chunk_size` destination nodes over all
     their in-neighbours, then layer 2 from layer 1's outputs, and so on
@@ -105,13 +94,31 @@ def layerwise_inference(
 
     The convolutions get no edge weights or edge features.
 
+    **Heterogeneous graphs** (a ``HeteroData`` or typed stores): the model's
+    ``convs`` are ``torch_geometric.nn.HeteroConv`` layers (as
+    ``pyg_fastload.lightning``'s ``HeteroNet``; a ``to_hetero`` model's
+    layers are rewritten by ``torch.fx`` and cannot be walked). Each layer
+    is computed for every node type a relation leads into, in chunks of
+    that type's nodes, each relation's convolution over a block of its
+    in-edges (on the chunk's rows within one type, on a pair of source and
+    destination rows across two, as ``HeteroConv`` calls it), the
+    relations' outputs grouped by the layer's ``aggr``; a type no relation
+    leads into keeps its rows. The first layer reads
+    ``model.node_inputs(node_type, n_id, x)`` if the model has it (an
+    encoder, a learnt embedding for a type without features), else each
+    type's ``x``; :obj:`between` ``'auto'`` is the model's
+    ``between(i, x)`` method, applied to every type's rows. The result is a
+    dict of every type a last-layer relation leads into; outputs over the
+    budget are kept as ``work_dir/output-<k>.bin`` (``k``: the type's index
+    in the graph's node types).
+
     Args:
         model (torch.nn.Module): the model (see the contract above).
         data: a ``torch_geometric.data.Data`` with ``x`` and
             ``edge_index``, or a ``(FeatureStore, GraphStore)`` pair whose
             feature store holds ``x`` (e.g. from
-            :func:`~pyg_fastload.open_dataset`). A ``HeteroData`` is not
-            supported yet.
+            :func:`~pyg_fastload.open_dataset`); or a ``HeteroData`` (or typed
+            stores) with ``x`` per node type that has features.
         num_neighbors (List[int], optional): at most this many
             in-neighbours per node, one value per layer (``-1``: all), drawn
             uniformly without replacement, afresh for every layer, with
@@ -140,7 +147,8 @@ def layerwise_inference(
             with ``jk``, whose output reads every layer.
 
     Returns:
-        torch.Tensor: ``[num_nodes, out_channels]``, the rows in node order.
+        torch.Tensor: ``[num_nodes, out_channels]``, the rows in node order
+        (a heterogeneous graph: a dict of them by node type).
 
     Example:
         >>> import torch
@@ -157,17 +165,22 @@ def layerwise_inference(
         >>> torch.allclose(out, model(data.x, data.edge_index), atol=1e-5)
         True
     """
-    kind = graph_input(data)
-    if kind.hetero:
-        raise NotImplementedError(_HETERO)
-    layers = model_layers(model, between)
+    typed = graph_input(data).hetero
+    if typed:
+        layers: Any = typed_layers(model, between)
+        convs = [list(layers.relations(i).values())
+                 for i in range(layers.num_layers)]
+    else:
+        layers = model_layers(model, between)
+        convs = [[conv] for conv in layers.convs]
     if not isinstance(hidden, bool):
         raise TypeError(f"'hidden' must be True or False, got {hidden!r}")
-    if hidden and (layers.num_layers < 2 or layers.head is not None):
+    if hidden and (layers.num_layers < 2 or
+                   getattr(layers, 'head', None) is not None):
         raise ValueError("'hidden=True' returns what the last convolution "
                          "reads: the model needs 2 or more layers and no "
                          "'jk' (whose output reads every layer)")
-    fanouts = _fanouts(num_neighbors, layers)
+    fanouts = fanouts_of(num_neighbors, convs)
     for key, value, low in (('chunk_size', chunk_size, 1),
                             ('seed', seed, 0)):
         if isinstance(value, bool) or not isinstance(value, int) or \
@@ -179,215 +192,36 @@ def layerwise_inference(
     topology = topology_of(data)
     if topology.num_nodes == 0:
         raise ValueError("the graph has no nodes: there is nothing to infer")
-    read_x = _features(data, topology.num_nodes)
     if device is None:
         param = next(model.parameters(), None)
         device = param.device if param is not None else torch.device('cpu')
-    run = _Run(layers, topology, fanouts, seed, chunk_size, budget, work,
-               torch.device(device), prefetch, progress,
+    options = (fanouts, seed, chunk_size, budget, work, torch.device(device),
+               prefetch, progress,
                layers.num_layers - 1 if hidden else layers.num_layers)
     with torch.no_grad(), _eval(model):
-        return run(read_x)
-
-
-class _Run:
-    r"""One inference: the layers in turn, then the head."""
-    def __init__(self, layers: ModelLayers, topology: CSCTopology,
-                 fanouts: List[int], seed: int, chunk_size: int,
-                 budget: int, work: Optional[Path], device: torch.device,
-                 prefetch: bool, progress: bool, depth: int):
-        self.layers, self.topology = layers, topology
-        #: The layers computed: all, or all but the last (``hidden``).
-        self.depth = depth
-        self.fanouts, self.seed = fanouts, seed
-        self.chunk_size, self.budget, self.work = chunk_size, budget, work
-        self.device, self.prefetch, self.progress = device, prefetch, progress
-        self.store = TieredFeatureStore()
-        self.outputs: List[LayerOutput] = []  # alive, in memory or files
-        self.kept: Dict[int, LayerOutput] = {}  # by layer, for the head
-        self._scales: Dict[bool, GcnScale] = {}
-
-    def __call__(self, read_x: Rows) -> Tensor:
-        layers = self.layers
-        final: Optional[LayerOutput] = None
-        try:
-            read = read_x
-            last: Optional[LayerOutput] = None
-            for i, conv in enumerate(layers.convs[:self.depth]):
-                output = self._layer(i, conv, read)
-                if layers.keeps(i):
-                    self.kept[i] = output
-                if last is not None and not layers.keeps(i - 1):
-                    self._drop(last)
-                read, last = output.rows, output
-            hidden = self.depth < layers.num_layers
-            final = self._head() if layers.head_pass and not hidden \
-                else last
-            return final.keep_as(self.work / OUTPUT_FILE
-                                 if self.work is not None else None)
-        finally:
-            for output in list(self.outputs):
-                if output is not final:
-                    self._drop(output)
-
-    # One layer ###############################################################
-
-    def _scale(self, conv: Any) -> Optional[GcnScale]:
-        if not (is_gcn(conv) and conv.normalize):
-            return None
-        key = bool(conv.add_self_loops)
-        if key not in self._scales:
-            self._scales[key] = gcn_scale(self.topology, key)
-        return self._scales[key]
-
-    def _prepare(self, layer: int, chunk: int, read: Rows,
-                 gcn: Optional[GcnScale]) -> Tuple[Block, Tensor]:
-        start = chunk * self.chunk_size
-        end = min(start + self.chunk_size, self.topology.num_nodes)
-        fanout = self.fanouts[layer]
-        generator = chunk_generator(self.seed, layer, chunk) \
-            if fanout >= 0 else None
-        block = chunk_block(self.topology, start, end, fanout, generator,
-                            gcn)
-        x = read(block.sources)
-        return block, x.to(self.device, non_blocking=True)
-
-    def _layer(self, i: int, conv: Any, read: Rows) -> LayerOutput:
-        layers = self.layers
-        last = i == layers.num_layers - 1
-        fused_head = last and layers.fused_head
-        gcn = self._scale(conv)
-        pair = takes_pair(conv)
-        output: Optional[LayerOutput] = None
-        desc = f'layer {i + 1}/{layers.num_layers}'
-        with self._bar(desc) as bar:
-            for block, x in self._chunks(i, read, gcn):
-                y = _apply(conv, x, block, self.device, pair)
-                if layers.after[i]:
-                    y = layers.between(i, y)
-                if fused_head:
-                    y = layers.head([y])
-                if output is None:
-                    output = self._place(f'layer{i + 1}', y,
-                                         last and not layers.head_pass)
-                output.write(block.start, y.cpu())
-                bar.update(block.num_dst)
-        output.seal()
-        return output
-
-    def _chunks(self, layer: int, read: Rows, gcn: Optional[GcnScale]
-                ) -> Iterator[Tuple[Block, Tensor]]:
-        count = -(-self.topology.num_nodes // self.chunk_size)
-        if not self.prefetch or count == 1:
-            for chunk in range(count):
-                yield self._prepare(layer, chunk, read, gcn)
-            return
-        with ThreadPoolExecutor(1, thread_name_prefix='layerwise') as pool:
-            ahead: Future = pool.submit(self._prepare, layer, 0, read, gcn)
-            try:
-                for chunk in range(count):
-                    current = ahead.result()
-                    if chunk + 1 < count:
-                        ahead = pool.submit(self._prepare, layer, chunk + 1,
-                                            read, gcn)
-                    yield current
-            finally:
-                ahead.cancel()
-
-    # The head (jumping knowledge) ############################################
-
-    def _head(self) -> LayerOutput:
-        layers = self.layers
-        reads = [self.kept[j] for j in layers.head_reads]
-        output: Optional[LayerOutput] = None
-        num_nodes = self.topology.num_nodes
-        with self._bar('head') as bar:
-            for start in range(0, num_nodes, self.chunk_size):
-                ids = torch.arange(start, min(start + self.chunk_size,
-                                              num_nodes))
-                y = layers.head([r.rows(ids).to(self.device) for r in reads])
-                if output is None:
-                    output = self._place('head', y, True)
-                output.write(start, y.cpu())
-                bar.update(ids.numel())
-        output.seal()
-        for read in reads:
-            self._drop(read)
-        return output
-
-    # Where outputs go ########################################################
-
-    def _place(self, name: str, y: Tensor, final: bool) -> LayerOutput:
-        shape = (self.topology.num_nodes, *y.shape[1:])
-        size = self.topology.num_nodes * y[0].numel() * y.element_size()
-        held = sum(o.nbytes for o in self.outputs if o.in_memory)
-        directory = None
-        if held + size > self.budget:
-            if self.work is None:
-                what = 'the outputs' if final else f'{name}\'s outputs'
-                raise ValueError(
-                    f"{what} take {format_bytes(size)}, more than the "
-                    f"memory budget of {format_bytes(self.budget)} (with "
-                    f"{format_bytes(held)} held): give 'work_dir' for them "
-                    f"to go to a file, or raise 'memory_budget'")
-            directory = self.work
-        output = LayerOutput(self.store, name, shape, y.dtype, directory)
-        self.outputs.append(output)
-        return output
-
-    def _drop(self, output: LayerOutput) -> None:
-        output.release()
-        if output in self.outputs:
-            self.outputs.remove(output)
-
-    def _bar(self, desc: str) -> Any:
-        return tqdm(total=self.topology.num_nodes, desc=desc, unit='node',
-                    disable=not self.progress, dynamic_ncols=True)
-
-
-def _apply(conv: Any, x: Tensor, block: Block, device: torch.device,
-           pair: bool) -> Tensor:
-    r"""Layer :obj:`conv` on one block: bipartite where it takes a
-    :obj:`pair` of inputs, as PyG's layers do; ``GCNConv`` as its
-    ``forward`` computes, with the block's weights."""
-    # A layer that aggregates with one sparse-dense product where it has
-    # one (PyG's 'fuse': SAGEConv, GCNConv, GINConv, ...) gets the block
-    # as a sparse matrix: no message per edge is made. On the CPU, where
-    # torch's sparse products take every reduction.
-    fused = getattr(conv, 'fuse', False) and device.type == 'cpu'
-    gcn = is_gcn(conv)
-    if fused and (pair or gcn):
-        edges = block.adjacency(device, x.dtype)
-    else:
-        edges = block.edge_index.to(device, non_blocking=True)
-    if gcn:  # GCNConv.forward after its normalisation
-        h = conv.lin(x)
-        weight = None if block.edge_weight is None or fused else \
-            block.edge_weight.to(device=device, dtype=h.dtype)
-        out = conv.propagate(edges, x=h, edge_weight=weight,
-                             size=None if fused else
-                             (h.size(0), block.num_dst))
-        return out if conv.bias is None else out + conv.bias
-    if pair:
-        return conv((x, x[:block.num_dst]), edges)
-    # A layer of one node set: the block as a graph of its sources, whose
-    # first rows (the chunk's nodes) hold every in-edge they have
-    return conv(x, edges)[:block.num_dst]
+        if typed:
+            return TypedRun(layers, topology, GraphView.of(data),
+                            *options).run()
+        return LayerRun(layers, topology, *options)(
+            _features(data, topology.num_nodes))
 
 
 # Arguments ###################################################################
 
-def _fanouts(num_neighbors: Optional[Sequence[int]],
-             layers: ModelLayers) -> List[int]:
-    count = layers.num_layers
+def fanouts_of(num_neighbors: Optional[Sequence[int]],
+               convs: Sequence[Sequence[Any]]) -> List[int]:
+    r"""One fan-out per layer (``-1``: all in-neighbours) from
+    :obj:`num_neighbors`, checked against each layer's convolutions
+    :obj:`convs` (one list per layer: each relation's, if typed)."""
+    count = len(convs)
     if num_neighbors is None:
         return [-1] * count
     fanouts = check_fanouts(num_neighbors)
     if len(fanouts) != count:
         raise ValueError(f"'num_neighbors' has {len(fanouts)} values for a "
                          f"model of {count} layers: give one per layer")
-    for i, (conv, fanout) in enumerate(zip(layers.convs, fanouts)):
-        if fanout >= 0 and is_gcn(conv) and conv.normalize:
+    for i, (layer, fanout) in enumerate(zip(convs, fanouts)):
+        if fanout >= 0 and any(is_gcn(c) and c.normalize for c in layer):
             raise ValueError(
                 f"'num_neighbors[{i}]' = {fanout} for a GCNConv layer, "
                 f"whose normalisation reads every in-edge: give -1 for it")

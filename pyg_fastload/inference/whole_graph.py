@@ -18,30 +18,33 @@ __all__ = ['WholeGraph', 'WholeGraphLoader']
 
 class WholeGraph:
     r"""The outputs a model gives :obj:`seeds` (:obj:`None`: every node)
-    computed layer-wise over the whole of :obj:`data` (a ``Data`` or a
-    ``(FeatureStore, GraphStore)`` pair), and their labels ``y``.
+    computed layer-wise over the whole of :obj:`data` (a ``Data``, a
+    ``HeteroData`` or a ``(FeatureStore, GraphStore)`` pair), and their
+    labels ``y``.
 
     Args:
         data: the graph.
         seeds (torch.Tensor, optional): the nodes evaluated.
+        node_type (str, optional): their type (a heterogeneous graph's
+            labelled type, whose outputs are the model's).
         **options: :func:`layerwise_inference` options (``chunk_size``,
             ``memory_budget``, ``work_dir``, ``progress``, ...).
     """
     def __init__(self, data: Any, seeds: Optional[Tensor] = None,
-                 **options: Any):
-        if GraphView.of(data).kind.hetero:
-            raise NotImplementedError(
-                "layer-wise evaluation of a heterogeneous graph is not "
-                "supported yet: evaluate on sampled batches (data.eval: "
-                "sampled)")
+                 node_type: Optional[str] = None, **options: Any):
+        self.view = GraphView.of(data)
+        if self.view.kind.hetero and node_type is None:
+            raise ValueError("a heterogeneous graph's evaluated nodes need "
+                             "their 'node_type' (the labelled type)")
         self.data = data
         self.seeds = None if seeds is None else seeds.long()
+        self.node_type = node_type
         self.options: Dict[str, Any] = options
 
     def node_ids(self) -> Tensor:
         r"""The evaluated nodes' ids."""
         if self.seeds is None:
-            return torch.arange(GraphView.of(self.data).num_nodes())
+            return torch.arange(self.view.num_nodes(self.node_type))
         return self.seeds
 
     def outputs(self, model: torch.nn.Module, hidden: bool = False
@@ -52,11 +55,13 @@ class WholeGraph:
         forward's)."""
         out = layerwise_inference(model, self.data, hidden=hidden,
                                   **self.options)
+        if self.node_type is not None:
+            out = out[self.node_type]
         return out if self.seeds is None else out[self.seeds.to(out.device)]
 
     def labels(self) -> Optional[Tensor]:
         r"""The evaluated nodes' labels ``y`` (:obj:`None` without any)."""
-        y = GraphView.of(self.data).node_attr('y', index=self.node_ids())
+        y = self.view.node_attr('y', self.node_type, index=self.node_ids())
         return None if y is None else y.view(-1).long()
 
 

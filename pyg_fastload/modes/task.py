@@ -70,22 +70,20 @@ class NodeTask(Task):
     name = 'node'
 
     def check(self, mode: 'LoadingMode') -> None:
-        source = mode.source
-        if mode.spec.eval == 'layerwise' and (source is None or
-                                              source.is_hetero):
+        if mode.spec.eval == 'layerwise' and mode.source is None:
             raise SettingError('eval', "'layerwise' evaluates on the whole "
-                               "homogeneous graph: give 'dataset' (not only "
-                               "'partitions'), and no HeteroData (not yet "
-                               "supported); or use eval: sampled")
+                               "graph: give 'dataset' (not only "
+                               "'partitions'); or use eval: sampled")
 
     def loader(self, mode: 'LoadingMode', split: str,
                generator: torch.Generator, placement: Placement
                ) -> Union[FastNeighborLoader, WholeGraphLoader]:
         train = split == 'train'
         data, seeds, sampler = mode.plan(split, generator)
+        target = mode.target(data)
         if not train and mode.spec.eval == 'layerwise':  # every in-edge
             return WholeGraphLoader(WholeGraph(
-                data, seeds, progress=mode.spec.progress))
+                data, seeds, target, progress=mode.spec.progress))
         extra: Dict[str, Any] = {}
         if sampler is not None:
             extra['sampler'] = sampler
@@ -96,7 +94,6 @@ class NodeTask(Task):
             if neighbor_sampler is not None:
                 extra['neighbor_sampler'] = neighbor_sampler
                 transform = mode.train_transform(train, sampler, transform)
-        target = mode.target(data)
         if target is not None:  # the labelled type's seeds
             seeds = (target, seeds)
         return FastNeighborLoader(

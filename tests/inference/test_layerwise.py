@@ -403,7 +403,8 @@ def test_a_work_dir_that_is_a_file_or_holds_outputs_is_refused(tmp_path):
     fault='layer-wise inference of a HeteroData',
     behaviour='`NotImplementedError` naming issue 45 and '
     '`data.to_homogeneous()`')
-def test_a_hetero_graph_is_refused_for_now():
-    with pytest.raises(NotImplementedError, match=r"heterogeneous.*issue 45"):
+def test_a_homogeneous_model_on_a_hetero_graph_is_refused_naming_it():
+    with pytest.raises(TypeError, match=r"heterogeneous.*HeteroConv.*"
+                                        r"GraphSAGE has none"):
         layerwise_inference(build('sage', 2), random_hetero_graph(),
                             progress=False)

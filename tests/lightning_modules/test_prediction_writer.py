@@ -152,10 +152,35 @@ def test_layerwise_evaluation_gives_the_full_batch_outputs(cache_env):
     assert torch.equal(written['predictions'], full.argmax(-1))
 
 
-def test_layerwise_evaluation_refuses_what_it_cannot_walk(hetero_graph):
-    with pytest.raises(ConfigError, match="whole homogeneous graph") as info:
-        FastLoadDataModule(hetero_graph, eval='layerwise', progress=False)
-    assert info.value.config_key == 'data.eval'
+def test_layerwise_evaluation_of_a_hetero_graph_is_the_full_batch_one(
+        hetero_graph, cache_env):
+    hetero_graph['paper'].val_mask = ~hetero_graph['paper'].train_mask
+    data = FastLoadDataModule(hetero_graph, num_neighbors=[4, 4],
+                              batch_size=64, progress=False,
+                              eval='layerwise')
+    model = NodeClassifier(hidden_channels=8, num_layers=2, dropout=0.0)
+    trainer = _trainer()
+    trainer.fit(model, data)
+    whole = hetero_graph.clone()
+    for node_type in whole.node_types:
+        whole[node_type].n_id = torch.arange(whole[node_type].num_nodes)
+    model.eval()
+    model.net.trim = False
+    with torch.no_grad():
+        full = model.net(whole)  # the labelled type's logits
+    y = hetero_graph['paper'].y
+    val = hetero_graph['paper'].val_mask.nonzero().view(-1)
+    expected = (full[val].argmax(-1) == y[val]).float().mean()
+    assert trainer.callback_metrics['val_acc'] == pytest.approx(
+        float(expected), abs=1e-6)
+    writer = PredictionWriter('preds', logits=True)
+    _trainer(writer).predict(model, data)
+    written = read_predictions('preds')
+    assert written['node_ids'].tolist() == list(range(y.numel()))
+    assert torch.allclose(written['logits'], full, atol=1e-4)
+
+
+def test_layerwise_evaluation_refuses_what_it_cannot_walk():
     with pytest.raises(ConfigError, match="is for task 'node'"):
         FastLoadDataModule('tiny', task='link', eval='layerwise',
                            progress=False)

@@ -1,0 +1,219 @@
+r"""The engine of layer-wise inference (:class:`LayerRun`): the layers in
+turn over chunks of destination nodes, the next chunk prepared while the
+current one computes, each layer's outputs placed in memory or in a file
+by size; :func:`apply_layer` runs one convolution on one chunk's block."""
+from __future__ import annotations
+
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
+
+import torch
+from torch import Tensor
+from tqdm.auto import tqdm
+
+from ..config import format_bytes
+from ..graph import CSCTopology
+from ..storage import TieredFeatureStore
+from .blocks import Block, GcnScale, chunk_block, chunk_generator, gcn_scale
+from .layers import ModelLayers, is_gcn, takes_pair
+from .outputs import OUTPUT_FILE, LayerOutput
+
+__all__ = ['LayerRun', 'apply_layer', 'Rows']
+
+Rows = Callable[[Tensor], Tensor]
+#: What a chunk's preparation hands the layer.
+Chunk = Any
+
+
+class LayerRun:
+    r"""One inference: the layers in turn, then the head."""
+    def __init__(self, layers: ModelLayers, topology: CSCTopology,
+                 fanouts: List[int], seed: int, chunk_size: int,
+                 budget: int, work: Optional[Path], device: torch.device,
+                 prefetch: bool, progress: bool, depth: int):
+        self.layers, self.topology = layers, topology
+        #: The layers computed: all, or all but the last (``hidden``).
+        self.depth = depth
+        self.fanouts, self.seed = fanouts, seed
+        self.chunk_size, self.budget, self.work = chunk_size, budget, work
+        self.device, self.prefetch, self.progress = device, prefetch, progress
+        self.store = TieredFeatureStore()
+        self.outputs: List[LayerOutput] = []  # alive, in memory or files
+        self.kept: Dict[int, LayerOutput] = {}  # by layer, for the head
+        self._scales: Dict[bool, GcnScale] = {}
+
+    def __call__(self, read_x: Rows) -> Tensor:
+        layers = self.layers
+        final: Optional[LayerOutput] = None
+        try:
+            read = read_x
+            last: Optional[LayerOutput] = None
+            for i, conv in enumerate(layers.convs[:self.depth]):
+                output = self._layer(i, conv, read)
+                if layers.keeps(i):
+                    self.kept[i] = output
+                if last is not None and not layers.keeps(i - 1):
+                    self._drop(last)
+                read, last = output.rows, output
+            hidden = self.depth < layers.num_layers
+            final = self._head() if layers.head_pass and not hidden \
+                else last
+            return final.keep_as(self.work / OUTPUT_FILE
+                                 if self.work is not None else None)
+        finally:
+            for output in list(self.outputs):
+                if output is not final:
+                    self._drop(output)
+
+    # One layer ###############################################################
+
+    def _scale(self, conv: Any) -> Optional[GcnScale]:
+        if not (is_gcn(conv) and conv.normalize):
+            return None
+        key = bool(conv.add_self_loops)
+        if key not in self._scales:
+            self._scales[key] = gcn_scale(self.topology, key)
+        return self._scales[key]
+
+    def _prepare(self, layer: int, chunk: int, read: Rows,
+                 gcn: Optional[GcnScale]) -> Tuple[Block, Tensor]:
+        start = chunk * self.chunk_size
+        end = min(start + self.chunk_size, self.topology.num_nodes)
+        fanout = self.fanouts[layer]
+        generator = chunk_generator(self.seed, layer, chunk) \
+            if fanout >= 0 else None
+        block = chunk_block(self.topology, start, end, fanout, generator,
+                            gcn)
+        x = read(block.sources)
+        return block, x.to(self.device, non_blocking=True)
+
+    def _layer(self, i: int, conv: Any, read: Rows) -> LayerOutput:
+        layers = self.layers
+        last = i == layers.num_layers - 1
+        fused_head = last and layers.fused_head
+        gcn = self._scale(conv)
+        pair = takes_pair(conv)
+        output: Optional[LayerOutput] = None
+        desc = f'layer {i + 1}/{layers.num_layers}'
+        with self._bar(desc) as bar:
+            count = -(-self.topology.num_nodes // self.chunk_size)
+            for block, x in self._chunks(count, lambda chunk: self._prepare(
+                    i, chunk, read, gcn)):
+                y = apply_layer(conv, x, block, self.device, pair)
+                if layers.after[i]:
+                    y = layers.between(i, y)
+                if fused_head:
+                    y = layers.head([y])
+                if output is None:
+                    output = self._place(f'layer{i + 1}', y,
+                                         last and not layers.head_pass,
+                                         self.topology.num_nodes)
+                output.write(block.start, y.cpu())
+                bar.update(block.num_dst)
+        output.seal()
+        return output
+
+    def _chunks(self, count: int, prepare: Callable[[int], Chunk]
+                ) -> Iterator[Chunk]:
+        r"""``prepare(chunk)`` for chunks ``0..count-1`` in turn, the next
+        one prepared in a background thread while the current one is used
+        (:attr:`prefetch`)."""
+        if not self.prefetch or count == 1:
+            for chunk in range(count):
+                yield prepare(chunk)
+            return
+        with ThreadPoolExecutor(1, thread_name_prefix='layerwise') as pool:
+            ahead: Future = pool.submit(prepare, 0)
+            try:
+                for chunk in range(count):
+                    current = ahead.result()
+                    if chunk + 1 < count:
+                        ahead = pool.submit(prepare, chunk + 1)
+                    yield current
+            finally:
+                ahead.cancel()
+
+    # The head (jumping knowledge) ############################################
+
+    def _head(self) -> LayerOutput:
+        layers = self.layers
+        reads = [self.kept[j] for j in layers.head_reads]
+        output: Optional[LayerOutput] = None
+        num_nodes = self.topology.num_nodes
+        with self._bar('head') as bar:
+            for start in range(0, num_nodes, self.chunk_size):
+                ids = torch.arange(start, min(start + self.chunk_size,
+                                              num_nodes))
+                y = layers.head([r.rows(ids).to(self.device) for r in reads])
+                if output is None:
+                    output = self._place('head', y, True, num_nodes)
+                output.write(start, y.cpu())
+                bar.update(ids.numel())
+        output.seal()
+        for read in reads:
+            self._drop(read)
+        return output
+
+    # Where outputs go ########################################################
+
+    def _place(self, name: str, y: Tensor, final: bool,
+               rows: int) -> LayerOutput:
+        r"""Where :obj:`rows` outputs shaped as :obj:`y`'s rows go: memory
+        within the budget, else a file in :attr:`work`."""
+        shape = (rows, *y.shape[1:])
+        size = rows * y[0].numel() * y.element_size()
+        held = sum(o.nbytes for o in self.outputs if o.in_memory)
+        directory = None
+        if held + size > self.budget:
+            if self.work is None:
+                what = 'the outputs' if final else f'{name}\'s outputs'
+                raise ValueError(
+                    f"{what} take {format_bytes(size)}, more than the "
+                    f"memory budget of {format_bytes(self.budget)} (with "
+                    f"{format_bytes(held)} held): give 'work_dir' for them "
+                    f"to go to a file, or raise 'memory_budget'")
+            directory = self.work
+        output = LayerOutput(self.store, name, shape, y.dtype, directory)
+        self.outputs.append(output)
+        return output
+
+    def _drop(self, output: LayerOutput) -> None:
+        output.release()
+        if output in self.outputs:
+            self.outputs.remove(output)
+
+    def _bar(self, desc: str, total: Optional[int] = None) -> Any:
+        return tqdm(total=self.topology.num_nodes if total is None else total,
+                    desc=desc, unit='node', disable=not self.progress,
+                    dynamic_ncols=True)
+
+
+def apply_layer(conv: Any, x: Tensor, block: Block, device: torch.device,
+           pair: bool) -> Tensor:
+    r"""Layer :obj:`conv` on one block: bipartite where it takes a
+    :obj:`pair` of inputs, as PyG's layers do; ``GCNConv`` as its
+    ``forward`` computes, with the block's weights."""
+    # A layer that aggregates with one sparse-dense product where it has
+    # one (PyG's 'fuse': SAGEConv, GCNConv, GINConv, ...) gets the block
+    # as a sparse matrix: no message per edge is made. On the CPU, where
+    # torch's sparse products take every reduction.
+    fused = getattr(conv, 'fuse', False) and device.type == 'cpu'
+    gcn = is_gcn(conv)
+    if fused and (pair or gcn):
+        edges = block.adjacency(device, x.dtype)
+    else:
+        edges = block.edge_index.to(device, non_blocking=True)
+    if gcn:  # GCNConv.forward after its normalisation
+        h = conv.lin(x)
+        weight = None if block.edge_weight is None or fused else \
+            block.edge_weight.to(device=device, dtype=h.dtype)
+        out = conv.propagate(edges, x=h, edge_weight=weight,
+                             size=None if fused else
+                             (h.size(0), block.num_dst))
+        return out if conv.bias is None else out + conv.bias
+    if pair:
+        return conv((x, x[:block.num_dst]), edges)
+    # A layer of one node set: the block as a graph of its sources, whose
+    # first rows (the chunk's nodes) hold every in-edge they have
+    return conv(x, edges)[:block.num_dst]
