@@ -107,6 +107,10 @@ class CollectiveSampler(FastNeighborSampler):
         self.collectives.begin_batch()
         return super().sample(seeds, generator, seed_time)
 
+    def _edge_ids(self, pos: Tensor) -> Tensor:
+        r"""The owners already sent each edge's global id (or ``-1``)."""
+        return pos
+
     def expand(self, hop: int, frontier: Tensor,
                generator: Optional[torch.Generator]
                ) -> Tuple[Tensor, Tensor, Tensor]:

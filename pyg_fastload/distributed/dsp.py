@@ -17,6 +17,7 @@ from torch import Tensor
 
 from ..caching import Scores
 from ..config import FeatureCache
+from ..graph import CSCTopology
 from ..partition import PartitionBook
 from ..partition.part_dirs import full_topology
 from ..storage import CSCGraphStore
@@ -55,12 +56,16 @@ class DSPRank:
         return self.features, self.graph
 
     def sampler(self, num_neighbors: List[int],
+                topology: Optional[CSCTopology] = None,
                 **kwargs: object) -> Union[CollectiveSampler, RootRouter]:
         r"""A collective sampler, or HopGNN's root router (a collective:
-        every rank builds its samplers in the same order)."""
+        every rank builds its samplers in the same order), over the rank's
+        part or over :obj:`topology` (the part with fewer edges, e.g. a
+        link split's message-passing ones)."""
         kind = RootRouter if self.feature_centric else CollectiveSampler
-        return kind(self.graph.topology, self.book, self.part, self.sampling,
-                    num_neighbors, **kwargs)
+        return kind(self.graph.topology if topology is None else topology,
+                    self.book, self.part, self.sampling, num_neighbors,
+                    **kwargs)
 
     def close(self) -> None:
         r"""Stops the launch coordinator, if any (every rank calls it)."""

@@ -9,7 +9,9 @@ import os
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple, Union
 
+import numpy as np
 import torch
+from torch import Tensor
 
 from ..caching import Scores
 from ..config import FeatureCache
@@ -19,7 +21,7 @@ from ..storage import CSCGraphStore, TieredFeatureStore
 from .collectives import Collectives, digest
 from .context import DistributedError
 
-__all__ = ['open_rank_part', 'partition_identity']
+__all__ = ['open_rank_part', 'partition_identity', 'read_new_ids']
 
 
 def partition_identity(meta: Dict[str, Any]) -> str:
@@ -104,3 +106,30 @@ def open_rank_part(
             f"{partition_identity(meta)})")
     feature_store, graph_store, book = opened
     return feature_store, graph_store, book, meta
+
+
+def read_new_ids(parts_dir: Union[str, 'os.PathLike[str]'],
+                 book: PartitionBook) -> Tensor:
+    r"""The new id of every original node (the partition's
+    ``new_id.npy``), checked: one integer per node of :obj:`book`, each new
+    id once. What maps the dataset's ids (its label edges, its splits) into
+    the parts'."""
+    file = Path(parts_dir) / 'new_id.npy'
+    fix = (f"partition the dataset again (pyg-fastload partition "
+           f"DATASET_DIR --out {parts_dir})")
+    try:
+        new_id = np.load(file, allow_pickle=False)
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"'{file}': unreadable ({exc}); {fix}") from None
+    if new_id.dtype.kind not in 'iu' or new_id.shape != (book.num_nodes, ):
+        raise ValueError(f"'{file}' holds {new_id.dtype} of shape "
+                         f"{list(new_id.shape)}, expected "
+                         f"{book.num_nodes:,} integers; {fix}")
+    ids = torch.from_numpy(new_id.astype(np.int64))
+    if ids.numel() and (int(ids.min()) < 0 or
+                        int(ids.max()) >= book.num_nodes or
+                        bool((torch.bincount(ids) != 1).any())):
+        raise ValueError(f"'{file}' is not a renumbering of "
+                         f"{book.num_nodes:,} nodes (an id out of range or "
+                         f"repeated); {fix}")
+    return ids

@@ -85,6 +85,10 @@ class FastLinkNeighborLoader(PipelinedLoader, LinkLoader):
         strict_negatives (bool): never draw a true edge as a negative
             (drawn pairs checked against the sorted edge keys and redrawn;
             an error names a source node linked to every node).
+        neighbor_sampler (FastNeighborSampler, optional): the sampler to
+            draw with (e.g. DSP's collective sampler over a rank's part;
+            homogeneous graphs), instead of one built over :obj:`data`;
+            :obj:`num_neighbors` and the sampling options are then its own.
         **kwargs: :class:`torch.utils.data.DataLoader` arguments
             (``batch_size``, ``shuffle``, ``num_workers``, ``generator``).
 
@@ -126,6 +130,7 @@ class FastLinkNeighborLoader(PipelinedLoader, LinkLoader):
         transform_sampler_output: Optional[Callable] = None,
         filter_per_worker: Optional[bool] = None,
         directed: bool = True,
+        neighbor_sampler: Optional[FastNeighborSampler] = None,
         pipeline: Union[bool, str] = 'auto',
         queue_capacity: int = 2,
         run_ahead: Union[str, int] = 'adaptive',
@@ -148,7 +153,13 @@ class FastLinkNeighborLoader(PipelinedLoader, LinkLoader):
                 f"time of every label edge) and 'time_attr' (the graph's "
                 f"node or edge times); got only {given!r}")
         num_workers = kwargs.get('num_workers', 0)
-        placement = Placement.of_loader(device, sampling_device, num_workers)
+        placement = Placement.of_loader(
+            device, sampling_device, num_workers,
+            given_sampler=neighbor_sampler is not None)
+        if neighbor_sampler is not None and hetero:
+            raise ValueError("'neighbor_sampler' is for a homogeneous graph's "
+                             "link loader: leave it out for a HeteroData or "
+                             "typed stores")
         common = dict(num_neighbors=num_neighbors, replace=replace,
                       subgraph_type=subgraph_type, disjoint=disjoint,
                       weight_attr=weight_attr, directed=directed,
@@ -165,8 +176,8 @@ class FastLinkNeighborLoader(PipelinedLoader, LinkLoader):
         else:
             if not stores:
                 check_has_features(data, need_x=False)
-            sampler = FastNeighborSampler(data, **common,
-                                          device=placement.sampling)
+            sampler = neighbor_sampler or FastNeighborSampler(
+                data, **common, device=placement.sampling)
             if edge_label_index is None:
                 if stores:
                     raise ValueError("'edge_label_index' is needed with a "

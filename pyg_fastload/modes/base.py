@@ -21,7 +21,8 @@ from ..placement import Placement
 from .schema import target_of
 from .source import DatasetSource, directory_metadata, split_seeds
 from .spec import LoadingSpec, ModeOptions
-from .task import Loader, Task
+from .link_split import LinkSplit
+from .task import LinkTraining, Loader, Task
 
 __all__ = ['LoadingMode', 'Plan']
 
@@ -58,6 +59,8 @@ class LoadingMode:
     #: The groups of :class:`ModeOptions` the mode takes (others must stay
     #: at their defaults).
     option_groups: ClassVar[Tuple[str, ...]] = ()
+    #: Why the mode cannot train links, if it cannot (task ``'link'``).
+    link_refusal: ClassVar[Optional[str]] = None
 
     def __init__(self, spec: LoadingSpec,
                  source: Optional[DatasetSource] = None,
@@ -146,7 +149,7 @@ class LoadingMode:
             self.data = self.eval_data
         if self.eval_data is None:
             self.eval_data = self.data
-        self.task.open(self.data)  # the same on every rank
+        self.task.open(self)  # the same on every rank
 
     def _agree(self) -> None:
         r"""Every rank compares its mode, loading spec, global seed
@@ -190,6 +193,13 @@ class LoadingMode:
     def _own_seeds(self, split: str) -> Tensor:
         r"""The seeds of :obj:`split` in the mode's own data."""
         return split_seeds(self.data, split)
+
+    def link_training(self, split: LinkSplit, graph: Any) -> LinkTraining:
+        r"""What this rank trains links on, given the link :obj:`split`
+        and its training message-passing :obj:`graph` (the whole graph's):
+        that graph and every training link, shared across the ranks as
+        training seeds are."""
+        return LinkTraining(graph, split.supervision('train')[0])
 
     def neighbor_sampler(self, train: bool) -> Optional[Any]:
         r"""A sampler of the parts the loaders share, if the mode has one."""

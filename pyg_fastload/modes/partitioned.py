@@ -13,10 +13,13 @@ from ..config import SettingError
 from ..distributed import DistributedError
 from ..distributed.dsp import DSPRank, open_dsp_rank
 from ..distributed.hopgnn import RootRouter
-from ..distributed.rank_part import open_rank_part
+from ..distributed.rank_part import open_rank_part, read_new_ids
 from ..distributed.seeds import RankSeedSampler
+from ..graph import CSCTopology
 from ..io.format import sha256_file
 from .base import LoadingMode
+from .link_split import LinkSplit
+from .task import LinkTraining
 
 __all__ = ['PaGraph', 'DSP', 'HopGNN', 'LossNorm']
 
@@ -68,6 +71,10 @@ class PaGraph(_Partitioned):
     (seeds sharded), else each part's own nodes."""
     name = 'pagraph'
     partition_method = 'pagraph'
+    link_refusal = ("PaGraph's parts hold the L-hop in-neighbourhoods of "
+                    "the training nodes, while a link's two endpoints and "
+                    "its negatives are any nodes: use mode 'dsp' (or "
+                    "'replicated')")
 
     @property
     def global_seeds(self) -> bool:
@@ -136,6 +143,31 @@ class DSP(_Partitioned):
     def _own_seeds(self, split: str) -> Tensor:
         return self.dsp.seeds(split, self.global_seeds)
 
+    def link_training(self, split: LinkSplit, graph: Any) -> LinkTraining:
+        r"""The links whose source this rank owns, sampled collectively
+        over every part's training message-passing edges (each part keeps
+        its nodes' in-edges), their features from the partitioned cache;
+        negatives are drawn over the whole graph. Ids are the partition's
+        new ids (the split was drawn in the dataset's, the same on every
+        rank)."""
+        dsp = self.dsp
+        book, part = dsp.book, dsp.part
+        try:
+            new_id = read_new_ids(self.partitions, book)
+        except ValueError as error:
+            raise SettingError('partitions', str(error)) from None
+        start, end = book.part_range(part)
+        src, dst = new_id[split.message_passing('train')]
+        mine = (dst >= start) & (dst < end)
+        topology = CSCTopology.from_edge_index(
+            torch.stack([src[mine], dst[mine] - start]), end - start,
+            num_sources=book.num_nodes)
+        sampler = dsp.sampler(self.spec.num_neighbors, topology,
+                              **self._sampler_options())
+        labels = new_id[split.supervision('train')[0]]
+        own = book.owner(labels[0]) == part
+        return LinkTraining(self.data, labels[:, own], sampler, shared=False)
+
     def neighbor_sampler(self, train: bool) -> Optional[Any]:
         return self.samplers['train' if train else 'eval']
 
@@ -154,6 +186,11 @@ class HopGNN(DSP):
     name = 'hopgnn'
     feature_centric = True
     option_groups = ('hopgnn', 'cold')
+    link_refusal = ("HopGNN routes each seed node to the rank holding its "
+                    "features and trains its micrograph there; a label "
+                    "edge joins two nodes (and its negatives) that other "
+                    "ranks may own, which that routing does not serve yet: "
+                    "use mode 'dsp'")
 
     @property
     def global_seeds(self) -> bool:

@@ -7,9 +7,11 @@ makes the loader of a split from what the mode plans (its data, seeds and
 rank sampler). Nothing outside these classes asks which task a run has."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Dict, Optional, Type, Union
 
 import torch
+from torch import Tensor
 
 from ..config import SettingError
 from ..distributed.seeds import in_order, rank_seed_sampler, shard
@@ -22,7 +24,7 @@ if TYPE_CHECKING:  # the mode hands itself to its task
     from .base import LoadingMode
     from .spec import LoadingSpec
 
-__all__ = ['Task', 'NodeTask', 'LinkTask', 'TASKS']
+__all__ = ['Task', 'NodeTask', 'LinkTask', 'LinkTraining', 'TASKS']
 
 Loader = Union[FastNeighborLoader, FastLinkNeighborLoader, WholeGraphLoader]
 
@@ -54,9 +56,9 @@ class Task:
     def check(self, mode: 'LoadingMode') -> None:
         r"""Refuses a :obj:`mode` this task cannot run in."""
 
-    def open(self, data: Any) -> None:
-        r"""Prepares the task on the mode's opened :obj:`data` (every rank
-        the same)."""
+    def open(self, mode: 'LoadingMode') -> None:
+        r"""Prepares the task once :obj:`mode` opened its data (every rank
+        the same, in the same order: it may build collectives)."""
 
     def loader(self, mode: 'LoadingMode', split: str,
                generator: torch.Generator, placement: Placement) -> Loader:
@@ -104,6 +106,26 @@ class NodeTask(Task):
             **spec.loader_kwargs(train), **extra)
 
 
+@dataclass
+class LinkTraining:
+    r"""What a rank trains links on (:meth:`LoadingMode.link_training`).
+
+    Attributes:
+        data: the graph the training loader reads.
+        label_index (torch.Tensor): ``[2, E]`` training label edges in its
+            ids.
+        neighbor_sampler (optional): the sampler to draw with (the mode's
+            own, e.g. DSP's collective sampler), else one over
+            :attr:`data`.
+        shared (bool): every rank holds all label edges and takes a share
+            (else each its own).
+    """
+    data: Any
+    label_index: Tensor
+    neighbor_sampler: Optional[Any] = None
+    shared: bool = True
+
+
 class LinkTask(Task):
     r"""Label edges with negatives through
     :class:`~pyg_fastload.FastLinkNeighborLoader` (for
@@ -146,21 +168,36 @@ class LinkTask(Task):
         self.split: Optional[LinkSplit] = None
         #: The message-passing graphs of training/validation and of test.
         self.graphs: Dict[str, Any] = {}
+        #: What this rank trains on (after :meth:`open`).
+        self.training: Optional[LinkTraining] = None
 
     def check(self, mode: 'LoadingMode') -> None:
         if mode.spec.eval != 'sampled':
             raise SettingError('eval', f"{mode.spec.eval!r} is for task "
                                f"'node': link batches are evaluated on "
                                f"sampled neighbourhoods (eval: sampled)")
-        if mode.partition_method is not None:
+        if mode.link_refusal is not None:
             raise SettingError('mode', f"task 'link' with mode "
-                               f"{mode.name!r} is not implemented yet: use "
-                               f"mode 'replicated'")
+                               f"{mode.name!r}: {mode.link_refusal}")
+        if mode.partition_method is not None and mode.source is None:
+            raise SettingError('dataset', f"task 'link' with mode "
+                               f"{mode.name!r} draws the link split over "
+                               f"the whole graph and evaluates on it: give "
+                               f"'dataset' (the directory that was "
+                               f"partitioned) besides 'partitions'")
+        if mode.collective and self.options.strict_negatives:
+            raise SettingError('link.strict_negatives', f"mode "
+                               f"{mode.name!r} draws negatives over the "
+                               f"whole graph while each rank holds its "
+                               f"part's edges only, so no rank can tell a "
+                               f"drawn pair from an edge: leave it out")
 
-    def open(self, data: Any) -> None:
+    def open(self, mode: 'LoadingMode') -> None:
+        data = mode.eval_data  # the whole graph, in the dataset's ids
         self.split = link_split(data, self.options, self.seed)
         self.graphs = {split: self.split.graph(data, split)
                        for split in ('train', 'test')}
+        self.training = mode.link_training(self.split, self.graphs['train'])
 
     def loader(self, mode: 'LoadingMode', split: str,
                generator: torch.Generator,
@@ -172,18 +209,24 @@ class LinkTask(Task):
         links = self.split
         spec = mode.spec
         train = split == 'train'
+        data = self.graphs['test' if split == 'test' else 'train']
         label_index, label = links.supervision(split)
         collectives = mode.collectives
         extra: Dict[str, Any] = {}
         batch = spec.batch(train)
-        if not train:  # whole groups (an edge and its negatives) per batch
+        if train:  # where this rank trains: the whole graph, or its part
+            training = self.training
+            data, label_index = training.data, training.label_index
+            if training.neighbor_sampler is not None:
+                extra['neighbor_sampler'] = training.neighbor_sampler
+        else:  # whole groups (an edge and its negatives) per batch
             group = links.group
             batch = max(1, batch // group) * group
         if collectives.world_size > 1:
             if train:
                 extra['sampler'] = rank_seed_sampler(
                     collectives, label_index.size(1), batch, generator, True,
-                    True, spec.drop_last)
+                    training.shared, spec.drop_last)
             else:
                 groups = shard(torch.arange(label_index.size(1) // group),
                                collectives.rank, collectives.world_size)
@@ -199,10 +242,9 @@ class LinkTask(Task):
         if links.relation is not None:  # the supervised edge type's edges
             label_index = (links.relation[0], label_index)
         return FastLinkNeighborLoader(
-            self.graphs['test' if split == 'test' else 'train'],
-            edge_label_index=label_index, edge_label=label,
-            shuffle=train and not extra,
-            drop_last=train and spec.drop_last and not extra,
+            data, edge_label_index=label_index, edge_label=label,
+            shuffle=train and 'sampler' not in extra,
+            drop_last=train and spec.drop_last and 'sampler' not in extra,
             generator=generator, transform=spec.transform(),
             device=placement.batches, sampling_device=placement.sampling,
             **kwargs, **extra)

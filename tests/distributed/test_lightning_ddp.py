@@ -470,3 +470,45 @@ def test_two_ranks_write_one_set_of_predictions(tmp_path):
     assert torch.allclose(two['logits'], one['logits'], atol=1e-5)
     assert two['embeddings'].shape == (2000, 16)
     assert torch.allclose(two['embeddings'], one['embeddings'], atol=1e-5)
+
+
+@pytest.mark.parametrize('pipeline', [True, False])
+def test_a_two_rank_dsp_link_fit_samples_collectively(tiny_dir, metis_parts,
+                                                      tmp_path, pipeline):
+    r"""Task 'link' in mode 'dsp': each rank trains the links whose source
+    it owns, sampled collectively over the parts' training edges, features
+    from the partitioned cache; evaluation ranks the held-out edges of the
+    whole dataset (MRR)."""
+    from pyg_fastload.distributed.rank_part import read_new_ids
+    from pyg_fastload.io import open_dataset_dir
+    from pyg_fastload.modes.link_split import LinkOptions, LinkSplit
+    from pyg_fastload.partition import PartitionBook
+    dataset_dir, _ = tiny_dir
+    options = {'eval_edges': 110, 'eval_negatives': 10}
+    config = _config(tmp_path, {
+        'dataset': str(dataset_dir), 'partitions': str(metis_parts),
+        'mode': 'dsp', 'task': 'link', 'batch_size': 512,
+        'eval_batch_size': 1100, 'pipeline': pipeline, 'link': options})
+    spec = yaml.safe_load(config.read_text())
+    spec['model'] = {'class_path': 'LinkPredictor',
+                     'init_args': {'hidden_channels': 16}}
+    config.write_text(yaml.safe_dump(spec))
+    result = _fit(['--config', str(config)], tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    # the steps: each rank's own training links (by their source's part),
+    # as many batches on both (the shorter rank revisits some)
+    topology = open_dataset_dir(dataset_dir).topology
+    split = LinkSplit(topology.to_edge_index(), topology.num_nodes,
+                      LinkOptions(**options), 0)
+    book = PartitionBook.load(metis_parts)
+    labels = read_new_ids(metis_parts, book)[split.supervision('train')[0]]
+    own = torch.bincount(book.owner(labels[0]), minlength=2)
+    assert int(own.min()) > 0
+    ranks = _stats(tmp_path)['epochs'][0]['ranks']
+    assert ranks[0]['steps'] == ranks[1]['steps'] == \
+        -(-int(own.max()) // 512)
+    for rank in ranks:  # frontiers pushed to their owners, rows fetched
+        assert rank['sampling']['bytes_received'] > 0
+    assert ranks[0]['gradients'] == ranks[1]['gradients']
+    [metrics] = (tmp_path / 'logs').rglob('metrics.csv')
+    assert 'val_mrr' in metrics.read_text().splitlines()[0]

@@ -129,10 +129,23 @@ def test_link_options_are_checked():
         assert info.value.key == 'link.eval_negatives'
     with pytest.raises(Exception, match="'link' options need task: link"):
         FastLoadDataModule(graph, link=LinkOptions())
-    with pytest.raises(Exception, match="task 'link' with mode 'dsp' is not "
-                       "implemented yet"):
+    with pytest.raises(Exception, match="task 'link' with mode 'dsp' draws "
+                       "the link split over the whole graph.*give "
+                       "'dataset'"):
         FastLoadDataModule(None, task='link', mode='dsp',
                            partitions='parts', progress=False)
+    for mode, why in (('pagraph', "PaGraph's parts hold the L-hop"),
+                      ('hopgnn', 'HopGNN routes each seed node')):
+        with pytest.raises(Exception, match=f"task 'link' with mode "
+                           f"'{mode}': {why}"):
+            FastLoadDataModule(graph, task='link', mode=mode,
+                               partitions='parts', progress=False)
+    with pytest.raises(Exception, match="'dsp' draws negatives over the "
+                       "whole graph.*leave it out") as info:
+        FastLoadDataModule(graph, task='link', mode='dsp', partitions='parts',
+                           link=LinkOptions(strict_negatives=True),
+                           progress=False)
+    assert info.value.config_key == 'data.link.strict_negatives'
 
 
 @pytest.mark.reliability(
