@@ -61,8 +61,9 @@ class NodeClassifier(pl.LightningModule):
             cheaper on large types, e.g. mag-like's 1.1M authors).
         predict_embeddings (bool): prediction also gives every node's last
             hidden layer (what the last layer reads: its embedding), which
-            :class:`PredictionWriter` writes; homogeneous ``'sage'``,
-            ``'gcn'`` or ``'gat'`` of 2 or more layers.
+            :class:`PredictionWriter` writes; ``'sage'``, ``'gcn'`` or
+            ``'gat'`` of 2 or more layers (a heterogeneous network: its
+            labelled type's nodes' rows).
         schema (dict, optional): a heterogeneous dataset's schema
             (``HeteroSchema.to_dict()``); normally taken from the data
             module, and saved with the hyperparameters so that a checkpoint
@@ -196,10 +197,6 @@ class NodeClassifier(pl.LightningModule):
         if hp.model not in HETERO_MODELS:
             raise ConfigError('model', f"{hp.model!r} does not take a "
                               f"HeteroData; use one of {HETERO_MODELS}")
-        if hp.predict_embeddings:
-            raise ConfigError('predict_embeddings', "the embeddings of a "
-                              "heterogeneous network are not predicted "
-                              "yet: leave it out")
         self.hparams.num_classes = schema.num_classes
         self.hparams.schema = schema.to_dict()
         self.net = HeteroNet(schema, hp.model, hp.hidden_channels,
@@ -250,6 +247,8 @@ class NodeClassifier(pl.LightningModule):
         n_id, y = seeds.get('n_id'), seeds.get('y')  # a time step has no ids
         with _last_layer_input(self.net if embed else None) as hidden:
             logits = self(batch)[:size]
+        if embed and isinstance(hidden[0], dict):  # typed: the seeds' type
+            hidden[0] = hidden[0][self.net.target]
         return (None if n_id is None else n_id[:size], logits,
                 None if y is None else y[:size].view(-1).long(),
                 hidden[0][:size] if embed else None)

@@ -207,3 +207,28 @@ def test_embeddings_are_the_last_hidden_layer(cache_env, eval):
     assert torch.allclose(written['embeddings'], hidden, atol=1e-5)
     with pytest.raises(ConfigError, match='2 or more layers'):
         NodeClassifier(model='mlp', predict_embeddings=True)
+
+
+@pytest.mark.parametrize('eval', ['sampled', 'layerwise'])
+def test_hetero_embeddings_are_the_last_hidden_layer(hetero_graph,
+                                                     cache_env, eval):
+    data = FastLoadDataModule(hetero_graph, num_neighbors=[-1, -1],
+                              batch_size=64, progress=False, eval=eval)
+    model = NodeClassifier(hidden_channels=8, num_layers=2,
+                           predict_embeddings=True)
+    _trainer(PredictionWriter('preds')).predict(model, data)
+    whole = hetero_graph.clone()
+    for node_type in whole.node_types:
+        whole[node_type].n_id = torch.arange(whole[node_type].num_nodes)
+    read = {}
+    model.eval()
+    model.net.trim = False
+    model.net.convs[-1].register_forward_pre_hook(
+        lambda module, args: read.update(args[0]))
+    with torch.no_grad():
+        model.net(whole)
+    written = read_predictions('preds')
+    papers = hetero_graph['paper'].num_nodes
+    assert written['node_ids'].tolist() == list(range(papers))
+    assert written['embeddings'].shape == (papers, 8)
+    assert torch.allclose(written['embeddings'], read['paper'], atol=1e-5)
