@@ -238,10 +238,10 @@ class NodeClassifier(pl.LightningModule):
         sampled batch, or of a :class:`~pyg_fastload.inference.WholeGraph`
         (``data.eval: layerwise``), whose outputs are computed layer-wise
         for every node."""
-        if isinstance(batch, WholeGraph):
-            return (batch.node_ids(), batch.outputs(self.net),
-                    batch.labels(),
-                    batch.outputs(self.net, hidden=True) if embed else None)
+        if isinstance(batch, WholeGraph):  # one pass, hidden rows too
+            logits, hidden = batch.outputs_and_hidden(self.net) if embed \
+                else (batch.outputs(self.net), None)
+            return batch.node_ids(), logits, batch.labels(), hidden
         seeds = _seed_store(batch)
         size = int(seeds.batch_size)
         n_id, y = seeds.get('n_id'), seeds.get('y')  # a time step has no ids

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
+from typing import (Any, Callable, Dict, Iterator, List, Optional, Tuple,
+                    Union)
 
 import torch
 from torch import Tensor
@@ -17,7 +18,7 @@ from ..graph import CSCTopology
 from ..storage import TieredFeatureStore
 from .blocks import Block, GcnScale, chunk_block, chunk_generator, gcn_scale
 from .layers import ModelLayers, is_gcn, takes_pair
-from .outputs import OUTPUT_FILE, LayerOutput
+from .outputs import HIDDEN_FILE, OUTPUT_FILE, LayerOutput
 
 __all__ = ['LayerRun', 'apply_layer', 'Rows']
 
@@ -31,10 +32,13 @@ class LayerRun:
     def __init__(self, layers: ModelLayers, topology: CSCTopology,
                  fanouts: List[int], seed: int, chunk_size: int,
                  budget: int, work: Optional[Path], device: torch.device,
-                 prefetch: bool, progress: bool, depth: int):
+                 prefetch: bool, progress: bool, depth: int,
+                 keep_hidden: bool = False):
         self.layers, self.topology = layers, topology
         #: The layers computed: all, or all but the last (``hidden``).
         self.depth = depth
+        #: Whether the last layer's input is returned too (``with_hidden``).
+        self.keep_hidden = keep_hidden
         self.fanouts, self.seed = fanouts, seed
         self.chunk_size, self.budget, self.work = chunk_size, budget, work
         self.device, self.prefetch, self.progress = device, prefetch, progress
@@ -43,28 +47,35 @@ class LayerRun:
         self.kept: Dict[int, LayerOutput] = {}  # by layer, for the head
         self._scales: Dict[bool, GcnScale] = {}
 
-    def __call__(self, read_x: Rows) -> Tensor:
+    def __call__(self, read_x: Rows) -> Union[Tensor, Tuple[Tensor, Tensor]]:
         layers = self.layers
         final: Optional[LayerOutput] = None
         try:
             read = read_x
             last: Optional[LayerOutput] = None
+            hidden: Optional[LayerOutput] = None  # the last layer's input
             for i, conv in enumerate(layers.convs[:self.depth]):
                 output = self._layer(i, conv, read)
                 if layers.keeps(i):
                     self.kept[i] = output
-                if last is not None and not layers.keeps(i - 1):
+                if self.keep_hidden and i == layers.num_layers - 1:
+                    hidden = last
+                elif last is not None and not layers.keeps(i - 1):
                     self._drop(last)
                 read, last = output.rows, output
-            hidden = self.depth < layers.num_layers
-            final = self._head() if layers.head_pass and not hidden \
-                else last
-            return final.keep_as(self.work / OUTPUT_FILE
-                                 if self.work is not None else None)
+            final = self._head() if layers.head_pass and \
+                self.depth == layers.num_layers else last
+            out = final.keep_as(self._kept_file(OUTPUT_FILE))
+            if hidden is None:
+                return out
+            return out, hidden.keep_as(self._kept_file(HIDDEN_FILE))
         finally:
             for output in list(self.outputs):
-                if output is not final:
-                    self._drop(output)
+                self._drop(output)  # (a kept one is the caller's now)
+
+    def _kept_file(self, name: str) -> Optional[Path]:
+        r"""Where returned rows over the budget are kept."""
+        return None if self.work is None else self.work / name
 
     # One layer ###############################################################
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import sys
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Union
+from typing import Any, Iterator, List, Optional, Sequence, Union
 
 import torch
 from torch import Tensor
@@ -16,7 +16,7 @@ from ..graph import graph_input, stores_of, topology_of
 from ..graph.view import GraphView
 from .layer_run import LayerRun, Rows
 from .layers import AUTO, is_gcn, model_layers
-from .outputs import OUTPUT_FILE
+from .outputs import HIDDEN_FILE, OUTPUT_FILE
 from .typed_layerwise import TypedRun, typed_layers
 
 __all__ = ['layerwise_inference']
@@ -36,7 +36,8 @@ def layerwise_inference(
     prefetch: bool = True,
     progress: bool = True,
     hidden: bool = False,
-) -> Union[Tensor, Dict[str, Tensor]]:
+    with_hidden: bool = False,
+) -> Any:
     r"""The model's output for every node, computed layer by layer: layer 1
     for all nodes in chunks of :obj:`chunk_size` destination nodes over all
     their in-neighbours, then layer 2 from layer 1's outputs, and so on
@@ -145,10 +146,14 @@ def layerwise_inference(
             layer's (what the last convolution reads, after the model's
             activation and norm: every node's embedding). Not for a model
             with ``jk``, whose output reads every layer.
+        with_hidden (bool): both, from one pass: ``(outputs, hidden)``
+            (the last hidden layer kept as ``work_dir/hidden.bin`` when it
+            does not fit the budget).
 
     Returns:
         torch.Tensor: ``[num_nodes, out_channels]``, the rows in node order
-        (a heterogeneous graph: a dict of them by node type).
+        (a heterogeneous graph: a dict of them by node type); with
+        :obj:`with_hidden`, a pair of them.
 
     Example:
         >>> import torch
@@ -173,13 +178,18 @@ def layerwise_inference(
     else:
         layers = model_layers(model, between)
         convs = [[conv] for conv in layers.convs]
-    if not isinstance(hidden, bool):
-        raise TypeError(f"'hidden' must be True or False, got {hidden!r}")
-    if hidden and (layers.num_layers < 2 or
-                   getattr(layers, 'head', None) is not None):
-        raise ValueError("'hidden=True' returns what the last convolution "
-                         "reads: the model needs 2 or more layers and no "
-                         "'jk' (whose output reads every layer)")
+    for key, value in (('hidden', hidden), ('with_hidden', with_hidden)):
+        if not isinstance(value, bool):
+            raise TypeError(f"'{key}' must be True or False, got {value!r}")
+        if value and (layers.num_layers < 2 or
+                      getattr(layers, 'head', None) is not None):
+            raise ValueError(f"'{key}=True' returns what the last "
+                             f"convolution reads: the model needs 2 or more "
+                             f"layers and no 'jk' (whose output reads every "
+                             f"layer)")
+    if hidden and with_hidden:
+        raise ValueError("'hidden' returns the last hidden layer instead of "
+                         "the outputs, 'with_hidden' both: give one")
     fanouts = fanouts_of(num_neighbors, convs)
     for key, value, low in (('chunk_size', chunk_size, 1),
                             ('seed', seed, 0)):
@@ -197,7 +207,8 @@ def layerwise_inference(
         device = param.device if param is not None else torch.device('cpu')
     options = (fanouts, seed, chunk_size, budget, work, torch.device(device),
                prefetch, progress,
-               layers.num_layers - 1 if hidden else layers.num_layers)
+               layers.num_layers - 1 if hidden else layers.num_layers,
+               with_hidden)
     with torch.no_grad(), _eval(model):
         if typed:
             return TypedRun(layers, topology, GraphView.of(data),
@@ -247,11 +258,12 @@ def _work_dir(work_dir: Union[str, Path, None]) -> Optional[Path]:
         raise NotADirectoryError(
             f"'work_dir' {str(path)!r} is a file, not a directory: give a "
             f"directory for the layers' outputs (it is made if missing)")
-    if (path / OUTPUT_FILE).exists():
-        raise FileExistsError(
-            f"'work_dir' {str(path)!r} already holds {OUTPUT_FILE} (the "
-            f"outputs of an earlier run?): move or remove it, or give "
-            f"another directory")
+    for name in (OUTPUT_FILE, HIDDEN_FILE):
+        if (path / name).exists():
+            raise FileExistsError(
+                f"'work_dir' {str(path)!r} already holds {name} (the "
+                f"outputs of an earlier run?): move or remove it, or give "
+                f"another directory")
     path.mkdir(parents=True, exist_ok=True)
     return path
 

@@ -19,11 +19,13 @@ from torch import Tensor
 from ..config import format_bytes
 from ..storage import TieredFeatureStore
 
-__all__ = ['LayerOutput', 'OUTPUT_FILE', 'numpy_dtype']
+__all__ = ['LayerOutput', 'OUTPUT_FILE', 'HIDDEN_FILE', 'numpy_dtype']
 
 #: The name of the model's outputs in the work directory, when they do not
 #: fit the memory budget.
 OUTPUT_FILE = 'output.bin'
+#: The name of the last hidden layer's rows there (``with_hidden``).
+HIDDEN_FILE = 'hidden.bin'
 
 
 def numpy_dtype(dtype: torch.dtype) -> np.dtype:

@@ -28,11 +28,11 @@ __all__ = ['TypedLayers', 'typed_layers', 'typed_output_file']
 NodeInputs = Callable[[str, Tensor, Optional[Tensor]], Tensor]
 
 
-def typed_output_file(index: int) -> str:
-    r"""The file of the :obj:`index`-th output node type's rows in
-    ``work_dir`` (types are numbered, as their names may not be file
-    names)."""
-    return f'output-{index}.bin'
+def typed_output_file(index: int, kind: str = 'output') -> str:
+    r"""The file of the :obj:`index`-th node type's outputs (or, with
+    :obj:`kind` ``'hidden'``, its last hidden layer's rows) in ``work_dir``
+    (types are numbered, as their names may not be file names)."""
+    return f'{kind}-{index}.bin'
 
 
 @dataclass
@@ -137,28 +137,35 @@ class TypedRun(LayerRun):
                            for e in topology.edge_types}
         self._typed_scales: Dict[Tuple[EdgeType, bool], GcnScale] = {}
 
-    def run(self) -> Dict[str, Tensor]:
-        topology = self.topology
+    def run(self) -> Any:
         reads: Dict[str, Rows] = {t: self._input_rows(t)
-                                  for t in topology.node_types}
+                                  for t in self.topology.node_types}
         held: Dict[str, LayerOutput] = {}
+        hidden: Dict[str, LayerOutput] = {}  # the last layer's input
+        computed: Dict[str, LayerOutput] = {}
         try:
             for i in range(self.depth):
+                if self.keep_hidden and i == self.typed.num_layers - 1:
+                    hidden = {t: held[t] for t in computed}
                 computed = self._typed_layer(i, reads)
                 for node_type, output in computed.items():
-                    if node_type in held:
+                    if node_type in held and node_type not in hidden:
                         self._drop(held[node_type])
                     held[node_type] = output
                     reads[node_type] = output.rows
-            last = {t: held[t] for t in computed}  # into which a relation
-            return {t: output.keep_as(
-                        None if self.work is None else
-                        self.work / typed_output_file(
-                            topology.node_types.index(t)))
-                    for t, output in last.items()}
+            # the types into which a relation of the last layer leads
+            out = self._keep({t: held[t] for t in computed}, 'output')
+            return (out, self._keep(hidden, 'hidden')) if hidden else out
         finally:
             for output in list(self.outputs):
-                self._drop(output)
+                self._drop(output)  # (a kept one is the caller's now)
+
+    def _keep(self, outputs: Dict[str, LayerOutput],
+              kind: str) -> Dict[str, Tensor]:
+        types = self.topology.node_types
+        return {t: output.keep_as(self._kept_file(
+                    typed_output_file(types.index(t), kind)))
+                for t, output in outputs.items()}
 
     def _input_rows(self, node_type: str) -> Rows:
         view, inputs = self.view, self.typed.node_inputs

@@ -5,7 +5,7 @@ its outputs (:meth:`WholeGraph.outputs`: :func:`layerwise_inference` over
 every node, then the seeds' rows) and the seeds' labels."""
 from __future__ import annotations
 
-from typing import Any, Dict, Iterator, Optional
+from typing import Any, Dict, Iterator, Optional, Tuple
 
 import torch
 from torch import Tensor
@@ -53,8 +53,18 @@ class WholeGraph:
         layer's) for the evaluated nodes, in the order of :meth:`node_ids`
         (:func:`layerwise_inference`, every in-neighbour: the full-batch
         forward's)."""
-        out = layerwise_inference(model, self.data, hidden=hidden,
-                                  **self.options)
+        return self._evaluated(layerwise_inference(
+            model, self.data, hidden=hidden, **self.options))
+
+    def outputs_and_hidden(self, model: torch.nn.Module
+                           ) -> Tuple[Tensor, Tensor]:
+        r"""As :meth:`outputs`, with the last hidden layer's rows too, both
+        from one layer-wise pass."""
+        out, hidden = layerwise_inference(model, self.data, with_hidden=True,
+                                          **self.options)
+        return self._evaluated(out), self._evaluated(hidden)
+
+    def _evaluated(self, out: Any) -> Tensor:
         if self.node_type is not None:
             out = out[self.node_type]
         return out if self.seeds is None else out[self.seeds.to(out.device)]

@@ -86,6 +86,36 @@ def test_hidden_gives_what_the_last_convolution_reads(name, tmp_path):
         layerwise_inference(model, data, hidden='yes', progress=False)
 
 
+def test_with_hidden_gives_both_from_one_pass(tmp_path):
+    data = graph()
+    model = build('sage', 3)
+    out = layerwise_inference(model, data, chunk_size=CHUNK, progress=False)
+    hidden = layerwise_inference(model, data, chunk_size=CHUNK,
+                                 progress=False, hidden=True)
+    calls = []
+    model.convs[0].register_forward_hook(lambda *args: calls.append(1))
+    both = layerwise_inference(model, data, chunk_size=CHUNK,
+                               progress=False, with_hidden=True)
+    assert len(calls) == -(-data.num_nodes // CHUNK)  # layer 1 once
+    close(both[0], out)
+    close(both[1], hidden)
+    work = tmp_path / 'work'  # over the budget: both kept as files
+    out_file, hidden_file = layerwise_inference(
+        model, data, chunk_size=CHUNK, progress=False, with_hidden=True,
+        memory_budget=0, work_dir=work)
+    close(out_file, out)
+    close(hidden_file, hidden)
+    assert sorted(p.name for p in work.iterdir()) == ['hidden.bin',
+                                                      'output.bin']
+    with pytest.raises(FileExistsError, match='hidden.bin'):
+        (work / 'output.bin').unlink()
+        layerwise_inference(model, data, with_hidden=True, memory_budget=0,
+                            work_dir=work, progress=False)
+    with pytest.raises(ValueError, match='give one'):
+        layerwise_inference(model, data, hidden=True, with_hidden=True,
+                            progress=False)
+
+
 def test_other_basic_gnns_are_exact():
     from torch_geometric.nn import GIN, PNA
     from torch_geometric.utils import degree

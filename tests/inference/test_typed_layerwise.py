@@ -147,3 +147,18 @@ def test_a_relation_the_graph_lacks_is_named():
     with pytest.raises(ValueError, match=r"relation \['paper', 'cites', "
                                          r"'paper'\].*does not have"):
         layerwise_inference(net, data, progress=False)
+
+
+def test_with_hidden_gives_every_types_outputs_and_hidden_rows():
+    data = random_hetero_graph()
+    net = _net('gat', data, layers=3)
+    out, hidden = layerwise_inference(net, data, with_hidden=True,
+                                      chunk_size=40, progress=False)
+    alone = layerwise_inference(net, data, hidden=True, chunk_size=40,
+                                progress=False)
+    expected = _full_batch(net, data)
+    assert set(out) == set(expected) and set(hidden) == set(alone)
+    for node_type, rows in out.items():
+        assert torch.allclose(rows, expected[node_type], atol=1e-5)
+    for node_type, rows in hidden.items():
+        assert torch.equal(rows, alone[node_type])
