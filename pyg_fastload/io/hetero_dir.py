@@ -97,7 +97,18 @@ class OnDiskHeteroDataset:
 
     @property
     def num_nodes(self) -> Dict[str, int]:
-        r"""Node count per type."""
+        r"""Node count per type (the rows of its node arrays)."""
+        if isinstance(self.meta.get('index_space'), dict):  # a part
+            return {e['name']: e['num_nodes']
+                    for e in self.meta['node_types']}
+        return {t: self.topology.num_nodes_of(t) for t in self.node_types}
+
+    @property
+    def index_space(self) -> Dict[str, int]:
+        r"""Per node type, the ids its nodes have in ``indices``: the node
+        count, or for a part of a partition (``pyg-fastload partition``)
+        the whole graph's count of the type, so that neighbours the part
+        does not hold keep their (new) ids."""
         return {t: self.topology.num_nodes_of(t) for t in self.node_types}
 
     @property
@@ -202,6 +213,7 @@ def write_hetero_dataset_dir(
     progress: bool = True,
     extra_meta: Optional[Dict[str, Any]] = None,
     verify: str = 'checksum',
+    index_space: Optional[Dict[str, int]] = None,
 ) -> OnDiskHeteroDataset:
     r"""Writes a heterogeneous dataset directory (staged and put in place
     atomically, like :func:`~pyg_fastload.io.write_dataset_dir`) and opens
@@ -223,6 +235,11 @@ def write_hetero_dataset_dir(
         target (str, optional): the node type a model classifies.
         overwrite, progress, extra_meta, verify: as for
             :func:`~pyg_fastload.io.write_dataset_dir`.
+        index_space (Dict[str, int], optional): per node type, the number
+            of ids the relations' source ids of that type range over, at
+            least its node count (a part of a partition: the whole graph's
+            count; the ids become ``offset[t] + i`` over these counts, and
+            ``meta.json`` records them as ``index_space``).
     """
     _check_types(num_nodes, relations, node_arrays)
     if target is not None and target not in num_nodes:
@@ -235,7 +252,11 @@ def write_hetero_dataset_dir(
     node_types = list(num_nodes)
     node_offset = offsets_of([num_nodes[t] for t in node_types])
     total = int(node_offset[-1])
-    index_np = np.int32 if index_dtype_for(max(total - 1, 0)) == \
+    space = _check_index_space(index_space, num_nodes)
+    if space is not None:  # source ids over the whole graph's types
+        node_offset = offsets_of([space[t] for t in node_types])
+    index_np = np.int32 if index_dtype_for(
+        max(int(node_offset[-1]) - 1, 0)) == \
         torch.int32 else np.int64
     edge_types = list(relations)
 
@@ -288,11 +309,28 @@ def write_hetero_dataset_dir(
             for e in edge_types]
         if target is not None:
             extra['target'] = target
+        if space is not None:
+            extra['index_space'] = space
         meta = build_meta(name, total, num_edges, num_classes, source, extra)
         meta['format_version'] = HETERO_FORMAT_VERSION
         st.commit(meta)
     return open_hetero_dataset_dir(path, verify=verify)
 
+
+
+def _check_index_space(index_space: Optional[Dict[str, int]],
+                       num_nodes: Dict[str, int]) -> Optional[Dict[str, int]]:
+    r""":obj:`index_space` of the writer, checked: one count per node
+    type, each at least the type's node count."""
+    if index_space is None:
+        return None
+    if not isinstance(index_space, dict) or \
+            set(index_space) != set(num_nodes):
+        raise ValueError(f"'index_space' must give every node type "
+                         f"({', '.join(num_nodes)}) its id count, got "
+                         f"{index_space!r}")
+    return {t: int_arg(index_space[t], f'index_space[{t!r}]',
+                       minimum=num_nodes[t]) for t in num_nodes}
 
 
 # ---------------------------------------------------------------- reading --
@@ -378,11 +416,19 @@ def open_hetero_dataset_dir(path: PathLike, verify: str = 'size',
     if target is not None and target not in num_nodes:
         raise fail(meta_file, f"'target' = {target!r} is not a declared "
                    f"node type", fix)
+    space = meta.get('index_space')  # a part of a partition
+    if space is not None:
+        try:
+            space = _check_index_space(space, num_nodes)
+        except (TypeError, ValueError) as error:
+            raise fail(meta_file, str(error), fix) from None
+    id_space = num_nodes if space is None else space
+    id_total = sum(id_space.values())
     specs = check_specs(path, meta, follow_symlinks, fix)
     segments = [num_nodes[e[2]] for e in edge_types]
     expected = {'indptr': ([sum(segments) + 1], ('int64', )),
                 'indices': ([num_edges], ('int32', 'int64') if
-                            total <= 2**31 else ('int64', )),
+                            id_total <= 2**31 else ('int64', )),
                 'edge_id': ([num_edges], ('int64', ))}
     for node_type, keys in names.items():
         for key in keys:
@@ -410,10 +456,10 @@ def open_hetero_dataset_dir(path: PathLike, verify: str = 'size',
         raise fail(meta_file, "no 'edge_id' array", fix)
     verify_files(path, specs, verify, progress, fix)
     mapped = {key: map_array(path, spec, fix) for key, spec in specs.items()}
-    check_topology(path, specs, mapped, num_edges, total, verify, fix)
+    check_topology(path, specs, mapped, num_edges, id_total, verify, fix)
     topology = HeteroTopology(
         node_types=node_types, edge_types=edge_types,
-        node_offset=offsets_of([num_nodes[t] for t in node_types]),
+        node_offset=offsets_of([id_space[t] for t in node_types]),
         segment_offset=offsets_of(segments), edge_offset=offsets_of(counts),
         indptr=mapped['indptr'], indices=mapped['indices'],
         edge_id=mapped['edge_id'])

@@ -1,7 +1,9 @@
 r"""Graph partitioning (who owns which nodes): METIS, hash and random
 methods behind one interface, DSP's contiguous renumbering and partition
-book, and partitioned dataset directories whose parts open on their own."""
+book (typed for heterogeneous graphs: a range per part and node type), and
+partitioned dataset directories whose parts open on their own."""
 from .book import PartitionBook, renumber
+from .hetero import HeteroPartitionBook, open_hetero_partition
 from .methods import METHODS, assign_parts
 from .part_dirs import open_partition, partition_dataset
 from .report import partition_report
@@ -11,7 +13,9 @@ __all__ = [
     'assign_parts',
     'renumber',
     'PartitionBook',
+    'HeteroPartitionBook',
     'partition_dataset',
     'open_partition',
+    'open_hetero_partition',
     'partition_report',
 ]

@@ -9,6 +9,7 @@ import time
 import numpy as np
 
 from ..errors import UsageExit
+from .hetero import HeteroPartitionBook
 from .methods import METHODS
 from .part_dirs import partition_dataset, read_partition_meta
 from .report import format_report, partition_report
@@ -19,7 +20,8 @@ __all__ = ['add_arguments', 'run']
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     r"""Adds the ``pyg-fastload partition`` arguments to :obj:`parser`."""
     parser.add_argument('dataset_dir', metavar='DATASET_DIR', nargs='?',
-                        help='a directory written by pyg-fastload prepare')
+                        help='a directory written by pyg-fastload prepare '
+                        '(homogeneous or heterogeneous)')
     parser.add_argument('--report', metavar='PARTS_DIR', default=None,
                         help='measure an existing partition instead (also '
                         'written to PARTS_DIR/report.json)')
@@ -70,6 +72,14 @@ def run(args: argparse.Namespace) -> None:
                                  args.overwrite, not args.no_progress)
     except (OSError, ValueError) as exc:  # incl. DatasetFormatError
         raise UsageExit('partition', str(exc)) from None
+    if isinstance(book, HeteroPartitionBook):
+        sizes = np.diff(book.offsets.numpy(), axis=1)
+        print(f"wrote '{args.out}' in {time.perf_counter() - start:.1f}s: "
+              f'{book.num_parts} parts ({args.method}) of a heterogeneous '
+              f'graph; nodes per part: ' + ', '.join(
+                  f'{t} {row.min():,} to {row.max():,}'
+                  for t, row in zip(book.node_types, sizes)))
+        return
     sizes = np.diff(book.offsets.numpy())
     print(f"wrote '{args.out}' in {time.perf_counter() - start:.1f}s: "
           f'{book.num_parts} parts ({args.method}) of '

@@ -17,7 +17,7 @@ import resource
 import time
 import uuid
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple, Union
 
 import numpy as np
 import torch
@@ -28,7 +28,8 @@ from ..config import FeatureCache
 from ..graph.local import local_topology
 from ..graph.topology import CSCTopology
 from ..graph.ranges import expand_ranges
-from ..io import DatasetFormatError, open_dataset_dir, write_dataset_dir
+from ..io import (DatasetFormatError, is_hetero_dataset_dir,
+                  open_dataset_dir, write_dataset_dir)
 from ..io.format import is_sha256, sha256_file
 from ..io.reader import MAX_META_BYTES
 from ..io.staging import DirectoryFormat, StagedDirectory, check_target
@@ -36,6 +37,9 @@ from ..storage import CSCGraphStore, TieredFeatureStore
 from .book import BOOK_FILES, PartitionBook, renumber
 from .methods import METHODS, assign_parts, check_num_parts as _check_parts
 from .pagraph import message_flow_levels, pagraph_assign
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .hetero import HeteroPartitionBook
 
 __all__ = ['partition_dataset', 'open_partition', 'full_topology',
            'part_dir', 'PARTITION_FORMAT']
@@ -75,9 +79,13 @@ def partition_dataset(
     seed: int = 0,
     overwrite: bool = False,
     progress: bool = True,
-) -> PartitionBook:
+) -> Union[PartitionBook, 'HeteroPartitionBook']:
     r"""Partitions a dataset directory (``pyg-fastload prepare``) into
-    :obj:`num_parts` parts written under :obj:`out_dir`.
+    :obj:`num_parts` parts written under :obj:`out_dir`. A heterogeneous
+    one is partitioned by
+    :func:`~pyg_fastload.partition.hetero.partition_hetero_dataset` (typed
+    new ids, parts that are heterogeneous dataset directories) and gives a
+    :class:`~pyg_fastload.partition.HeteroPartitionBook`.
 
     The whole directory is written beside :obj:`out_dir` and put in place
     atomically once complete (as datasets are), so a killed run leaves
@@ -95,6 +103,11 @@ def partition_dataset(
             its ``partition.json`` lists; other files there are kept).
         progress (bool): show progress bars.
     """
+    if is_hetero_dataset_dir(Path(dataset_dir).expanduser()):
+        from .hetero import partition_hetero_dataset
+        return partition_hetero_dataset(dataset_dir, out_dir, num_parts,
+                                        method, num_hops, seed, overwrite,
+                                        progress)
     started = time.perf_counter()
     if isinstance(num_hops, bool) or not isinstance(num_hops, int) or \
             num_hops < 1:
@@ -284,6 +297,10 @@ def load_book(parts_dir: Path, meta: Dict[str, Any]) -> PartitionBook:
     r"""The partition book, checked against ``partition.json``: integer
     boundaries, one more than the parts, from 0, never decreasing, ending
     at the dataset's node count."""
+    if meta.get('kind') == 'hetero':
+        raise ValueError(f"'{parts_dir}' partitions a heterogeneous dataset: "
+                         f"open it with pyg_fastload.partition."
+                         f"open_hetero_partition (its book is typed)")
     file = parts_dir / 'offsets.npy'
     try:
         offsets = np.load(file, allow_pickle=False)

@@ -12,6 +12,7 @@ import torch
 
 from ..config import format_bytes
 from ..io import open_dataset_dir
+from .hetero_report import format_hetero_report, hetero_partition_report
 from .locality import micrograph_locality, remote_local_ratio
 from .part_dirs import full_topology, load_book, read_partition_meta
 
@@ -37,9 +38,21 @@ def partition_report(parts_dir: Union[str, 'os.PathLike[str]'],
     and ``'requests'``: the remote/local request ratio of one epoch per
     part sampled with :obj:`num_neighbors` (ByteGNN). The graph is read
     back from the parts (in new ids), so only :obj:`parts_dir` is needed.
+
+    A heterogeneous partition's report has ``'kind': 'hetero'`` and adds
+    ``'node_types'`` (per type: nodes and split nodes per part, their
+    balance) and ``'relations'`` (per ``'src__rel__dst'``: edges and
+    cut_edges per part, edge_cut); its locality and requests are sampled
+    on the homogeneous view from the target type's training nodes.
     """
     parts_dir = Path(parts_dir).expanduser()
     meta = read_partition_meta(parts_dir)
+    if meta.get('kind') == 'hetero':  # per node type and relation
+        report = hetero_partition_report(
+            parts_dir, meta, locality, num_neighbors, batch_size, max_roots,
+            seed, progress)
+        _write_report(parts_dir, report)
+        return report
     book = load_book(Path(parts_dir), read_partition_meta(parts_dir))
     parts: List[Dict[str, int]] = []
     train = []
@@ -91,14 +104,21 @@ def partition_report(parts_dir: Union[str, 'os.PathLike[str]'],
             num_neighbors=list(num_neighbors), **remote_local_ratio(
                 topology, owner, seeds, num_neighbors, batch_size, seed,
                 progress))
-    tmp = parts_dir / '.report.json.tmp'
-    tmp.write_text(json.dumps(report, indent=2) + '\n')
-    os.replace(tmp, parts_dir / 'report.json')
+    _write_report(parts_dir, report)
     return report
 
 
+def _write_report(parts_dir: Path, report: Dict[str, Any]) -> None:
+    tmp = parts_dir / '.report.json.tmp'
+    tmp.write_text(json.dumps(report, indent=2) + '\n')
+    os.replace(tmp, parts_dir / 'report.json')
+
+
 def format_report(report: Dict[str, Any]) -> str:
-    r"""The report as a table, one row per part."""
+    r"""The report as a table, one row per part (a heterogeneous one: per
+    node type and per relation)."""
+    if report.get('kind') == 'hetero':
+        return format_hetero_report(report)
     keys = [k for k in report['parts'][0]]
     cut = ("edge cut n/a (parts overlap; 'cut_edges' are in-edges from "
            "replicas)" if 'replication' in report else

@@ -1,0 +1,442 @@
+r"""Partitioning heterogeneous dataset directories: the methods run on the
+homogeneous view (every node type in one id space, every relation's edges,
+as PyG's and DistDGL's partitioners do), and the new ids keep the types
+apart: within each part, each node type's nodes get one contiguous range.
+
+New ids are *typed*: node ``i`` of type ``t`` gets the type-local new id
+``new_local`` (a permutation of ``[0, N_t)``) and the global new id
+``node_offset[t] + new_local``, so type ``t`` still occupies the global
+range it had (:class:`~pyg_fastload.graph.HeteroTopology`'s layout) and,
+within it, part ``k`` owns ``[offsets[t, k], offsets[t, k + 1])``. The
+owner of a node is a range check per type (:class:`HeteroPartitionBook`,
+one :class:`~pyg_fastload.partition.PartitionBook` per node type), or one
+binary search over the ``T * K + 1`` boundaries of every (type, part)
+range for a global id.
+
+``PARTS_DIR`` holds, as a homogeneous partition does, ``owner.npy`` (the
+part of every original global id), ``new_id.npy`` (the global new id of
+every original global id), ``offsets.npy`` (``[T, K + 1]``: row ``t`` the
+part boundaries of type ``t``'s new ids), ``partition.json`` (with
+``"kind": "hetero"``, the node and edge types and the target) and one
+heterogeneous dataset directory per part, ``part-K``: the part's nodes of
+every type (their rows of every node array, in new-id order) and the
+in-edges of every relation into them (CSC over the part's rows of the
+destination type; source ids are global new ids of the whole graph,
+recorded as its ``index_space``, so a sampler sees which are remote).
+"""
+from __future__ import annotations
+
+import json
+import os
+import resource
+import time
+import uuid
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Tuple, Union
+
+import numpy as np
+import torch
+from torch import Tensor
+from tqdm.auto import tqdm
+
+from ..graph.hetero_topology import HeteroTopology, offsets_of
+from ..graph.ranges import expand_ranges
+from ..graph.topology import CSCTopology
+from ..caching import open_dataset
+from ..config import FeatureCache
+from ..io import open_hetero_dataset_dir, write_hetero_dataset_dir
+from ..io.format import sha256_file
+from ..io.staging import StagedDirectory, check_target
+from .book import BOOK_FILES, PartitionBook, renumber
+from .methods import METHODS, assign_parts, check_num_parts
+from .part_dirs import (PARTITION_DIR, PARTITION_FORMAT, PARTITION_VERSION,
+                        _fail, part_dir, read_partition_meta)
+
+__all__ = ['HeteroPartitionBook', 'renumber_hetero', 'homogeneous_view',
+           'partition_hetero_dataset', 'open_hetero_partition',
+           'load_hetero_book', 'HETERO_METHODS']
+
+PathLike = Union[str, 'os.PathLike[str]']
+
+#: The methods a heterogeneous dataset can be partitioned with.
+HETERO_METHODS = tuple(m for m in METHODS if m != 'pagraph')
+
+
+class HeteroPartitionBook:
+    r"""Who owns which node of each type, in typed new ids: one
+    :class:`PartitionBook` per node type (its parts' ranges of the type's
+    new ids), and one over the ``(type, part)`` ranges of the global new
+    ids, so either kind of id is one binary search.
+
+    Args:
+        offsets (Dict[str, torch.Tensor]): per node type (in the global id
+            order of the types), the ``num_parts + 1`` boundaries of its
+            parts' ranges of type-local new ids.
+    """
+    def __init__(self, offsets: Dict[str, Tensor]):
+        if not offsets:
+            raise ValueError("'offsets' needs at least one node type")
+        self.books = {t: PartitionBook(o) for t, o in offsets.items()}
+        parts = {book.num_parts for book in self.books.values()}
+        if len(parts) != 1:
+            raise ValueError(f'the node types have different part counts '
+                             f'({sorted(parts)}); one partition has one')
+        #: Where each type's global ids start (``T + 1`` entries).
+        self.node_offset = offsets_of([b.num_nodes for b in
+                                       self.books.values()])
+        starts = [self.node_offset[i] + book.offsets[:-1]
+                  for i, book in enumerate(self.books.values())]
+        #: The ``(type, part)`` ranges of global new ids, type-major:
+        #: range ``t * num_parts + k``.
+        self.slots = PartitionBook(torch.cat(starts + [self.node_offset[-1:]]))
+
+    @property
+    def node_types(self) -> List[str]:
+        return list(self.books)
+
+    @property
+    def num_parts(self) -> int:
+        return next(iter(self.books.values())).num_parts
+
+    @property
+    def num_nodes(self) -> Dict[str, int]:
+        r"""Node count per type."""
+        return {t: b.num_nodes for t, b in self.books.items()}
+
+    @property
+    def offsets(self) -> Tensor:
+        r"""``[T, num_parts + 1]``: row ``t`` the part boundaries of type
+        ``t``'s new ids (``offsets.npy``)."""
+        return torch.stack([b.offsets for b in self.books.values()])
+
+    def __getitem__(self, node_type: str) -> PartitionBook:
+        r"""The book of :obj:`node_type`'s (type-local) new ids."""
+        if node_type not in self.books:
+            raise KeyError(f'{node_type!r} is not a node type of this '
+                           f"partition ({', '.join(self.books)})")
+        return self.books[node_type]
+
+    def owner(self, ids: Tensor, node_type: Optional[str] = None) -> Tensor:
+        r"""The part owning each id: type-local new ids of
+        :obj:`node_type`, or global new ids when it is :obj:`None`."""
+        if node_type is not None:
+            return self[node_type].owner(ids)
+        return self.slots.owner(ids) % self.num_parts
+
+    def node_type_of(self, ids: Tensor) -> Tensor:
+        r"""The type (index into :attr:`node_types`) of each global new
+        id."""
+        return torch.bucketize(ids, self.node_offset[1:], right=True)
+
+    def local(self, ids: Tensor, node_type: Optional[str] = None) -> Tensor:
+        r"""Each id's row in its owner's range of its type (the row of the
+        part's arrays of that type)."""
+        if node_type is not None:
+            return self[node_type].local(ids)
+        return ids - self.slots.offsets[self.slots.owner(ids)]
+
+    def part_range(self, part: int, node_type: str) -> Tuple[int, int]:
+        r"""``[start, end)`` of the type-local new ids of :obj:`node_type`
+        part :obj:`part` owns."""
+        return self[node_type].part_range(part)
+
+    def global_ids(self, ids: Tensor, node_type: str) -> Tensor:
+        r"""The global new ids of type-local new ids of :obj:`node_type`."""
+        return ids + self.node_offset[self.node_types.index(node_type)]
+
+    @classmethod
+    def load(cls, parts_dir: PathLike) -> 'HeteroPartitionBook':
+        r"""Reads ``offsets.npy`` and the node types of ``partition.json``
+        (never unpickling); :func:`open_hetero_partition` checks them."""
+        parts_dir = Path(parts_dir).expanduser()
+        meta = json.loads((parts_dir / 'partition.json').read_text())
+        offsets = np.load(parts_dir / 'offsets.npy', allow_pickle=False)
+        return cls({e['name']: torch.from_numpy(offsets[i].astype(np.int64))
+                    for i, e in enumerate(meta['node_types'])})
+
+    def __repr__(self) -> str:
+        nodes = ', '.join(f'{t}: {n:,}' for t, n in self.num_nodes.items())
+        return (f'{self.__class__.__name__}(num_parts={self.num_parts}, '
+                f'num_nodes={{{nodes}}})')
+
+
+def renumber_hetero(owner: np.ndarray, node_offset: Tensor,
+                    num_parts: int) -> Tuple[np.ndarray, np.ndarray]:
+    r"""``(new_id, offsets)`` for :obj:`owner` (the part of every global
+    id): :func:`~pyg_fastload.partition.renumber` per node type, so
+    ``new_id`` keeps every type in its global range and ``offsets`` is
+    ``[T, num_parts + 1]``, each type's part boundaries."""
+    new_id = np.empty_like(owner)
+    offsets = np.zeros((node_offset.numel() - 1, num_parts + 1),
+                       dtype=np.int64)
+    for t in range(node_offset.numel() - 1):
+        lo, hi = int(node_offset[t]), int(node_offset[t + 1])
+        local, offsets[t] = renumber(owner[lo:hi], num_parts)
+        new_id[lo:hi] = local + lo
+    return new_id, offsets
+
+
+def homogeneous_view(topology: HeteroTopology) -> CSCTopology:
+    r"""Every relation's in-edges merged per node: the CSC of the
+    homogeneous graph over all global ids (node ``v``'s in-neighbours along
+    each relation into its type, relation by relation)."""
+    nodes = torch.arange(topology.num_nodes)
+    segment, _, owner = topology.segments(nodes)
+    begin = topology.indptr[segment]
+    degree = topology.indptr[segment + 1] - begin
+    indptr = torch.zeros(topology.num_nodes + 1, dtype=torch.long)
+    indptr[1:].index_add_(0, owner, degree)
+    torch.cumsum(indptr, 0, out=indptr)
+    del nodes, segment, owner
+    indices = topology.indices[expand_ranges(begin, degree)]
+    return CSCTopology(indptr, indices, topology.num_nodes)
+
+
+def _global_mask(dataset: Any, node_type: Optional[str],
+                 key: str) -> Optional[Tensor]:
+    r"""Mask :obj:`key` of :obj:`node_type` over all global ids (false for
+    other types), or :obj:`None` when the type lacks it."""
+    if node_type is None or key not in dataset.arrays[node_type]:
+        return None
+    topo = dataset.topology
+    t = topo.node_types.index(node_type)
+    mask = torch.zeros(topo.num_nodes, dtype=torch.bool)
+    mask[int(topo.node_offset[t]):int(topo.node_offset[t + 1])] = \
+        dataset.arrays[node_type][key].bool()
+    return mask
+
+
+def partition_hetero_dataset(
+    dataset_dir: PathLike,
+    out_dir: PathLike,
+    num_parts: int,
+    method: str = 'metis',
+    num_hops: int = 2,
+    seed: int = 0,
+    overwrite: bool = False,
+    progress: bool = True,
+) -> HeteroPartitionBook:
+    r"""Partitions a heterogeneous dataset directory into :obj:`num_parts`
+    parts written under :obj:`out_dir` (see the module docstring; called by
+    :func:`~pyg_fastload.partition.partition_dataset` for such a
+    directory).
+
+    The method runs on the homogeneous view of all node types:
+    ``'metis'`` balances all nodes and the training nodes of the labelled
+    (target) type, ``'bytegnn'`` grows its blocks around the target's
+    train/val/test nodes, ``'hash'`` and ``'random'`` spread every node.
+    ``'pagraph'`` (replicas per node type) is refused.
+    """
+    started = time.perf_counter()
+    if isinstance(num_hops, bool) or not isinstance(num_hops, int) or \
+            num_hops < 1:
+        raise ValueError(f"'num_hops' = {num_hops!r} must be an int >= 1")
+    if method == 'pagraph':
+        raise ValueError(
+            f"--method pagraph: '{dataset_dir}' is a heterogeneous dataset, "
+            f"and PaGraph's replicated parts are not written per node type "
+            f"yet; use --method metis (or {', '.join(HETERO_METHODS[1:])})")
+    if method not in METHODS:
+        raise ValueError(f"unknown partitioning --method {method!r}: pass "
+                         f"one of {', '.join(HETERO_METHODS)}")
+    dataset = open_hetero_dataset_dir(dataset_dir, verify='size')
+    out = Path(out_dir).expanduser()
+    check_target(out, overwrite, PARTITION_DIR)  # before the work
+    topo = dataset.topology
+    target = dataset.target
+    check_num_parts(num_parts, topo.num_nodes)
+    if target is not None and num_parts > dataset.num_nodes[target]:
+        raise ValueError(
+            f"'num_parts' = {num_parts} is more than the "
+            f"{dataset.num_nodes[target]} nodes of the labelled type "
+            f"{target!r} of '{dataset.path}': every part needs some; use "
+            f"at most {dataset.num_nodes[target]} parts")
+    masks = [_global_mask(dataset, target, f'{s}_mask')
+             for s in ('train', 'val', 'test')]
+    if method == 'bytegnn' and all(m is None for m in masks):
+        raise ValueError(
+            f"--method bytegnn grows its blocks around the train/val/test "
+            f"nodes, but the labelled type {target!r} of '{dataset.path}' "
+            f"has no masks; use --method metis")
+    view = homogeneous_view(topo)
+    owner = assign_parts(view, num_parts, method, masks, num_hops, seed,
+                         progress)
+    del view
+    new_id, offsets = renumber_hetero(owner, topo.node_offset, num_parts)
+    order = np.argsort(new_id)  # original global id of every new one
+    run = uuid.uuid4().hex
+    node_types = list(topo.node_types)
+    with StagedDirectory(out, overwrite, PARTITION_DIR) as staged:
+        tmp = staged.dir
+        for name, array in (('owner.npy', owner), ('new_id.npy', new_id),
+                            ('offsets.npy', offsets)):
+            np.save(tmp / name, array, allow_pickle=False)
+        new_of = torch.from_numpy(new_id)
+        order_of = torch.from_numpy(order)
+        for part in tqdm(range(num_parts), desc='writing parts', unit='part',
+                         disable=not progress):
+            nodes = {}  # per type: original type-local ids, new-id order
+            for t, node_type in enumerate(node_types):
+                lo = int(topo.node_offset[t])
+                nodes[node_type] = order_of[lo + int(offsets[t, part]):
+                                            lo + int(offsets[t, part + 1])
+                                            ] - lo
+            _write_part(part_dir(tmp, part), dataset, nodes, new_of, part,
+                        num_parts, offsets[:, part], run)
+        files = {name: sha256_file(tmp / name) for name in BOOK_FILES}
+        for part in range(num_parts):
+            name = f'{part_dir(tmp, part).name}/meta.json'
+            files[name] = sha256_file(tmp / name)
+        counts = dataset.num_nodes
+        meta = {
+            'format': PARTITION_FORMAT, 'format_version': PARTITION_VERSION,
+            'kind': 'hetero',
+            'method': method, 'num_parts': num_parts, 'num_hops': num_hops,
+            'seed': seed, 'run': run,
+            'node_types': [{'name': t, 'num_nodes': counts[t]}
+                           for t in node_types],
+            'edge_types': [list(e) for e in topo.edge_types],
+            'target': target,
+            'dataset': {'name': dataset.name, 'num_nodes': topo.num_nodes,
+                        'path': str(Path(dataset.path).resolve()),
+                        'num_edges': topo.num_edges,
+                        'meta_sha256': sha256_file(dataset.path /
+                                                   'meta.json')},
+            'files': files,
+            'seconds': round(time.perf_counter() - started, 1),
+            'held_nodes': [int(offsets[:, k + 1].sum() - offsets[:, k].sum())
+                           for k in range(num_parts)],
+            'peak_rss_bytes': resource.getrusage(
+                resource.RUSAGE_SELF).ru_maxrss * 1024,
+        }
+        with open(tmp / 'partition.json', 'w') as f:
+            json.dump(meta, f, indent=2)
+            f.write('\n')
+        staged.put_in_place()
+    return HeteroPartitionBook({t: torch.from_numpy(offsets[i])
+                                for i, t in enumerate(node_types)})
+
+
+def _write_part(path: Path, dataset: Any, nodes: Dict[str, Tensor],
+                new_of: Tensor, part: int, num_parts: int,
+                starts: np.ndarray, run: str) -> None:
+    r"""Part :obj:`part` as a heterogeneous dataset directory: per type the
+    rows of :obj:`nodes` (original type-local ids, in new-id order) of its
+    arrays, and every relation's in-edges into them, source ids as
+    type-local new ids of the whole graph (the writer's ``index_space``)."""
+    topo = dataset.topology
+    relations = {}
+    for r, edge_type in enumerate(topo.edge_types):
+        src = int(topo.src_type[r])
+        rows = nodes[edge_type[2]]
+        first = int(topo.segment_offset[r])
+        begin = topo.indptr[first + rows]
+        degree = topo.indptr[first + rows + 1] - begin
+        indptr = torch.zeros(rows.numel() + 1, dtype=torch.long)
+        torch.cumsum(degree, 0, out=indptr[1:])
+        edges = expand_ranges(begin, degree)
+        indices = new_of[topo.indices[edges].long()] - topo.node_offset[src]
+        # edge_id: positions in the part's own edge list of the relation
+        relations[edge_type] = CSCTopology(indptr, indices, rows.numel())
+    arrays = {t: {key: value[nodes[t]] for key, value in a.items()}
+              for t, a in dataset.arrays.items()}
+    write_hetero_dataset_dir(
+        path, num_nodes={t: v.numel() for t, v in nodes.items()},
+        relations=relations, node_arrays=arrays,
+        name=f'{dataset.name}-part{part}',
+        source=f"part {part} of {num_parts} of '{dataset.path}'",
+        num_classes=dataset.num_classes, target=dataset.target,
+        progress=False, verify='size', index_space=dataset.num_nodes,
+        extra_meta={'partition': {
+            'run': run, 'part': part, 'num_parts': num_parts,
+            'start': {t: int(s) for t, s in zip(nodes, starts)},
+            'owned': {t: v.numel() for t, v in nodes.items()}}})
+
+
+def load_hetero_book(parts_dir: Path,
+                     meta: Dict[str, Any]) -> HeteroPartitionBook:
+    r"""The typed book of a heterogeneous partition, checked against its
+    ``partition.json``: ``[T, num_parts + 1]`` integer boundaries, each row
+    from 0, never decreasing, ending at its type's node count."""
+    types = meta.get('node_types')
+    if meta.get('kind') != 'hetero' or not isinstance(types, list) or \
+            not types or not all(
+                isinstance(e, dict) and isinstance(e.get('name'), str) and
+                isinstance(e.get('num_nodes'), int) for e in types):
+        raise _fail(parts_dir, parts_dir / 'partition.json',
+                    "'node_types' is not a list of {name, num_nodes} (not "
+                    "a heterogeneous partition?)")
+    file = parts_dir / 'offsets.npy'
+    try:
+        offsets = np.load(file, allow_pickle=False)
+    except (OSError, ValueError) as exc:
+        raise _fail(parts_dir, file, f'unreadable ({exc})') from None
+    shape = [len(types), meta['num_parts'] + 1]
+    if offsets.dtype.kind not in 'iu' or list(offsets.shape) != shape:
+        raise _fail(parts_dir, file, f'holds {offsets.dtype} of shape '
+                    f'{list(offsets.shape)}, expected integers of shape '
+                    f'{shape} (node types x part boundaries)')
+    offsets = offsets.astype(np.int64)
+    for row, entry in zip(offsets, types):
+        if row[0] != 0 or bool((np.diff(row) < 0).any()) or \
+                row[-1] != entry['num_nodes']:
+            raise _fail(parts_dir, file, f"boundaries {row.tolist()[:8]} of "
+                        f"node type {entry['name']!r} do not run from 0 to "
+                        f"its {entry['num_nodes']} nodes, never decreasing")
+    return HeteroPartitionBook({e['name']: torch.from_numpy(row.copy())
+                                for row, e in zip(offsets, types)})
+
+
+def open_hetero_partition(
+    parts_dir: PathLike,
+    part: int,
+    cache: Optional[FeatureCache] = None,
+    *,
+    device: Optional[Union[str, torch.device]] = None,
+    verify: str = 'size',
+) -> Tuple[Any, Any, HeteroPartitionBook]:
+    r"""Opens part :obj:`part` of a heterogeneous partition alone: its
+    feature store (per node type, the rows of the part's nodes in new-id
+    order), its graph store (every relation's in-edges into them; source
+    ids are global new ids of the whole graph) and the typed book.
+
+    Args:
+        parts_dir: a directory written by :func:`partition_hetero_dataset`.
+        part (int): which part, in ``[0, num_parts)``.
+        cache (FeatureCache, optional): caches in front of the features.
+        device: where the device cache lives.
+        verify (str): how the part's files are checked.
+    """
+    parts_dir = Path(parts_dir).expanduser()
+    meta = read_partition_meta(parts_dir)
+    num_parts = meta['num_parts']
+    if isinstance(part, bool) or not isinstance(part, int) or \
+            not 0 <= part < num_parts:
+        raise ValueError(f"'part' = {part!r} must be an int in [0, "
+                         f"{num_parts}) for '{parts_dir}'")
+    book = load_hetero_book(parts_dir, meta)
+    path = part_dir(parts_dir, part)
+    meta_file = path / 'meta.json'
+    if not meta_file.is_file():
+        raise _fail(parts_dir, meta_file, f'missing: part {part} is not in '
+                    f'this directory')
+    if sha256_file(meta_file) != meta['files'].get(
+            f'{path.name}/meta.json'):
+        raise _fail(parts_dir, meta_file, 'does not match its checksum in '
+                    'partition.json (a part of another run or dataset?)')
+    dataset = open_hetero_dataset_dir(path, verify='none')
+    own = dataset.meta.get('partition')
+    expected = {'run': meta['run'], 'part': part,
+                'start': {t: book.part_range(part, t)[0]
+                          for t in book.node_types},
+                'owned': {t: book.part_range(part, t)[1] -
+                          book.part_range(part, t)[0]
+                          for t in book.node_types}}
+    for key, value in expected.items():
+        found = own.get(key) if isinstance(own, dict) else None
+        if found != value:
+            raise _fail(parts_dir, meta_file, f"'partition.{key}' is "
+                        f"{found!r}, the book says {value!r}")
+    feature_store, graph_store = open_dataset(path, cache, device=device,
+                                              verify=verify)
+    return feature_store, graph_store, book

@@ -1,0 +1,282 @@
+r"""Partitioning heterogeneous dataset directories: typed contiguous new ids
+per (part, node type), parts that are heterogeneous dataset directories,
+balance of the target's training nodes, and the per-relation report."""
+import json
+import math
+from collections import Counter
+
+import numpy as np
+import pytest
+import torch
+
+from pyg_fastload.datasets.hetero_prepare import (prepare_hetero_preset,
+                                                  write_hetero_data)
+from pyg_fastload.io import DatasetFormatError, open_hetero_dataset_dir
+from pyg_fastload.io.format import sha256_file
+from pyg_fastload.partition import (HeteroPartitionBook, open_hetero_partition,
+                                    open_partition, partition_dataset,
+                                    partition_report)
+from pyg_fastload.partition.hetero import renumber_hetero
+from pyg_fastload.partition.methods import balance_train
+from pyg_fastload.partition.hetero_report import relation_key
+
+from ..helpers import random_hetero_graph, usage_exit
+
+METHODS = ('metis', 'bytegnn', 'hash', 'random')
+K = 3
+
+
+@pytest.fixture(scope='module')
+def hetero_parts(tmp_path_factory):
+    root = tmp_path_factory.mktemp('hetero')
+    dataset = prepare_hetero_preset('hetero-tiny', root / 'ds',
+                                    progress=False)
+    paths = {}
+    for method in METHODS:
+        paths[method] = root / f'parts-{method}'
+        partition_dataset(dataset.path, paths[method], K, method,
+                          progress=False)
+    return dataset.path, paths
+
+
+def _edges(dataset):
+    r"""Per relation, the multiset of (source, destination) global ids."""
+    topo = dataset.topology
+    out = {}
+    for r, edge_type in enumerate(topo.edge_types):
+        lo, hi = int(topo.edge_offset[r]), int(topo.edge_offset[r + 1])
+        first = int(topo.segment_offset[r])
+        count = int(topo.segment_offset[r + 1]) - first
+        degree = topo.indptr[first + 1:first + count + 1] - \
+            topo.indptr[first:first + count]
+        dst_start = int(topo.node_offset[int(topo.dst_type[r])])
+        dst = (torch.arange(count) + dst_start).repeat_interleave(degree)
+        out[edge_type] = (topo.indices[lo:hi].long(), dst)
+    return out
+
+
+@pytest.mark.parametrize('method', METHODS)
+def test_typed_ranges_are_contiguous_and_the_owner_a_range_check(
+        hetero_parts, method):
+    dataset_dir, paths = hetero_parts
+    path = paths[method]
+    dataset = open_hetero_dataset_dir(dataset_dir)
+    topo = dataset.topology
+    owner = np.load(path / 'owner.npy')
+    new_id = np.load(path / 'new_id.npy')
+    offsets = np.load(path / 'offsets.npy')
+    n = topo.num_nodes
+    assert owner.shape == (n, ) and set(np.unique(owner)) <= set(range(K))
+    assert np.array_equal(np.sort(new_id), np.arange(n))  # a permutation
+    assert offsets.shape == (len(topo.node_types), K + 1)
+    book = HeteroPartitionBook.load(path)
+    assert torch.equal(book.owner(torch.from_numpy(new_id)),
+                       torch.from_numpy(owner))  # global new ids
+    for t, node_type in enumerate(topo.node_types):
+        lo, hi = int(topo.node_offset[t]), int(topo.node_offset[t + 1])
+        local = new_id[lo:hi] - lo  # every type keeps its global range
+        assert np.array_equal(np.sort(local), np.arange(hi - lo))
+        assert offsets[t, 0] == 0 and offsets[t, -1] == hi - lo
+        assert np.all(np.diff(offsets[t]) >= 0)
+        # part k owns exactly [offsets[t, k], offsets[t, k + 1]) of type t
+        assert np.array_equal(
+            np.searchsorted(offsets[t], local, side='right') - 1,
+            owner[lo:hi])
+        assert torch.equal(book.owner(torch.from_numpy(local), node_type),
+                           torch.from_numpy(owner[lo:hi]))
+        # within a (part, type) range, the original order is kept
+        for k in range(K):
+            mine = np.flatnonzero(owner[lo:hi] == k)
+            assert np.array_equal(local[mine], np.arange(offsets[t, k],
+                                                         offsets[t, k + 1]))
+    assert torch.equal(book.node_type_of(torch.from_numpy(new_id)),
+                       topo.node_type_of(torch.arange(n)))
+
+
+@pytest.mark.parametrize('method', METHODS)
+def test_every_node_and_edge_once_with_rows_round_tripping(hetero_parts,
+                                                           method):
+    dataset_dir, paths = hetero_parts
+    dataset = open_hetero_dataset_dir(dataset_dir)
+    topo = dataset.topology
+    new_id = torch.from_numpy(np.load(paths[method] / 'new_id.npy'))
+    order = torch.argsort(new_id)  # original global id of every new id
+    expected = {e: Counter(zip(new_id[s].tolist(), new_id[d].tolist()))
+                for e, (s, d) in _edges(dataset).items()}
+    seen = {e: Counter() for e in topo.edge_types}
+    rows = {t: 0 for t in topo.node_types}
+    for part in range(K):
+        features, graph, book = open_hetero_partition(paths[method], part)
+        ds = open_hetero_dataset_dir(paths[method] / f'part-{part}',
+                                     verify='checksum')
+        assert ds.index_space == dataset.num_nodes
+        assert torch.equal(ds.topology.node_offset, topo.node_offset)
+        for t, node_type in enumerate(topo.node_types):
+            start, end = book.part_range(part, node_type)
+            assert ds.num_nodes[node_type] == end - start
+            rows[node_type] += end - start
+            lo = int(topo.node_offset[t])
+            own = order[lo + start:lo + end] - lo  # original type-local ids
+            for key, value in dataset.arrays[node_type].items():
+                assert torch.equal(ds.arrays[node_type][key], value[own])
+                assert torch.equal(features.get_tensor(
+                    group_name=node_type, attr_name=key, index=None),
+                    value[own])
+        for edge_type, (src, dst) in _edges(ds).items():
+            # the part's rows of the destination type, as global new ids
+            dst = dst + book.part_range(part, edge_type[2])[0]
+            assert torch.equal(book.owner(dst), torch.full_like(dst, part))
+            seen[edge_type] += Counter(zip(src.tolist(), dst.tolist()))
+    assert rows == dataset.num_nodes
+    assert seen == expected  # no edge lost, none twice, in new ids
+
+
+def test_metis_balances_the_targets_training_nodes(hetero_parts):
+    dataset_dir, paths = hetero_parts
+    report = partition_report(paths['metis'], progress=False)
+    train = report['node_types']['paper']['train_mask']
+    assert sum(train) == int(open_hetero_dataset_dir(dataset_dir).arrays[
+        'paper']['train_mask'].sum())
+    assert max(train) <= math.ceil(1.03 * sum(train) / K)  # the tolerance
+    assert report['balance']['nodes'] <= 1.05  # METIS's node balance
+    hashed = partition_report(paths['hash'], locality=False, progress=False)
+    assert report['edge_cut'] < hashed['edge_cut']
+
+
+def test_balance_train_swaps_and_keeps_node_counts():
+    # a path 0-1-...-11, training nodes 0..5 all in part 0 of 2
+    n = 12
+    src = np.arange(n - 1)
+    rows = [[] for _ in range(n)]
+    for a in src:
+        rows[a].append(a + 1)
+        rows[a + 1].append(a)
+    xadj = np.cumsum([0] + [len(r) for r in rows])
+    adjncy = np.concatenate([np.array(r) for r in rows])
+    owner = np.repeat([0, 1], 6)
+    train = np.arange(n) < 6
+    # within METIS's 3%: ceil(1.03 * 3) = 4 training nodes per part
+    out = balance_train(owner, xadj, adjncy, train, 2)
+    assert np.bincount(out[train], minlength=2).tolist() == [4, 2]
+    assert np.bincount(out, minlength=2).tolist() == [6, 6]
+    assert out[5] == 1 and out[6] == 0  # the boundary nodes moved first
+    out = balance_train(owner, xadj, adjncy, train, 2, tolerance=1.0)
+    assert np.bincount(out[train], minlength=2).tolist() == [3, 3]
+    assert np.bincount(out, minlength=2).tolist() == [6, 6]
+    assert out[5] == 1 and out[6] == 0  # the boundary nodes moved first
+    assert np.array_equal(owner, np.repeat([0, 1], 6))  # not changed
+
+
+@pytest.mark.parametrize('method', ['metis', 'hash'])
+def test_report_edge_cut_is_the_brute_force_count(hetero_parts, method):
+    dataset_dir, paths = hetero_parts
+    dataset = open_hetero_dataset_dir(dataset_dir)
+    owner = torch.from_numpy(np.load(paths[method] / 'owner.npy'))
+    report = partition_report(paths[method], progress=False)
+    total = cut = 0
+    for edge_type, (src, dst) in _edges(dataset).items():
+        row = report['relations'][relation_key(edge_type)]
+        crossing = owner[src] != owner[dst]
+        for part in range(K):  # stored with (and cut at) the destination
+            here = owner[dst] == part
+            assert row['edges'][part] == int(here.sum())
+            assert row['cut_edges'][part] == int((crossing & here).sum())
+        total += src.numel()
+        cut += int(crossing.sum())
+    assert report['edge_cut'] == pytest.approx(cut / total)
+    types = report['node_types']
+    for t, count in dataset.num_nodes.items():
+        assert sum(types[t]['nodes']) == count
+    requests = report['requests']
+    assert requests['remote'] > 0 and requests['local'] > 0
+    on_disk = json.loads((paths[method] / 'report.json').read_text())
+    assert on_disk['relations'] == report['relations']
+
+
+def test_same_seed_same_partition(hetero_parts, tmp_path):
+    dataset_dir, paths = hetero_parts
+    for method in ('metis', 'bytegnn'):
+        again = tmp_path / method
+        partition_dataset(dataset_dir, again, K, method, progress=False)
+        for name in ('owner.npy', 'new_id.npy', 'offsets.npy'):
+            assert sha256_file(again / name) == \
+                sha256_file(paths[method] / name), (method, name)
+
+
+def test_renumber_keeps_types_and_allows_empty_ranges():
+    node_offset = torch.tensor([0, 4, 6])
+    owner = np.array([1, 0, 1, 0, 1, 1])  # type 1: both nodes in part 1
+    new_id, offsets = renumber_hetero(owner, node_offset, 2)
+    assert new_id.tolist() == [2, 0, 3, 1, 4, 5]
+    assert offsets.tolist() == [[0, 2, 4], [0, 0, 2]]
+    book = HeteroPartitionBook({'a': torch.from_numpy(offsets[0]),
+                                'b': torch.from_numpy(offsets[1])})
+    assert book.owner(torch.arange(6)).tolist() == [0, 0, 1, 1, 1, 1]
+    assert book.local(torch.arange(6)).tolist() == [0, 1, 0, 1, 0, 1]
+    assert book.part_range(0, 'b') == (0, 0)
+    assert book.global_ids(torch.tensor([1]), 'b').tolist() == [5]
+    with pytest.raises(KeyError, match="'c' is not a node type"):
+        book['c']
+    with pytest.raises(ValueError, match='different part counts'):
+        HeteroPartitionBook({'a': torch.tensor([0, 1, 2]),
+                             'b': torch.tensor([0, 1])})
+
+
+# (a reliability row for docs/reliability.md, which this change leaves to
+# its owner: pagraph, an unknown method, more parts than labelled nodes,
+# bytegnn without masks, a hetero partition opened as a homogeneous one)
+def test_bad_input_is_refused(hetero_parts, tmp_path, capsys):
+    dataset_dir, paths = hetero_parts
+    with pytest.raises(ValueError, match=r"--method pagraph: .*heterogeneous"
+                       r".*use --method metis"):
+        partition_dataset(dataset_dir, tmp_path / 'a', 2, 'pagraph')
+    with pytest.raises(ValueError, match=r"unknown partitioning --method "
+                       r"'spectral': pass one of metis, bytegnn"):
+        partition_dataset(dataset_dir, tmp_path / 'b', 2, 'spectral')
+    with pytest.raises(ValueError, match=r"'num_parts' = 401 is more than "
+                       r"the 400 nodes of the labelled type 'paper'"):
+        partition_dataset(dataset_dir, tmp_path / 'c', 401)
+    with pytest.raises(ValueError, match=r"'num_parts' = 0 must be an int"):
+        partition_dataset(dataset_dir, tmp_path / 'd', 0)
+    assert not any(tmp_path.iterdir())  # refused before writing anything
+    data = random_hetero_graph()
+    del data['paper'].train_mask
+    unmasked = write_hetero_data(data, tmp_path / 'nomask', name='t',
+                                 source='t', progress=False)
+    with pytest.raises(ValueError, match=r"--method bytegnn .* has no "
+                       r"masks; use --method metis"):
+        partition_dataset(unmasked.path, tmp_path / 'e', 2, 'bytegnn')
+    with pytest.raises(ValueError, match='open_hetero_partition'):
+        open_partition(paths['hash'], 0)
+    with pytest.raises(ValueError, match=r"'part' = 3 must be an int"):
+        open_hetero_partition(paths['hash'], K)
+    from pyg_fastload.lightning.command import main
+    with usage_exit(capsys, 'more than the 400 nodes'):
+        main(['partition', str(dataset_dir), '--num-parts', '401', '--out',
+              str(tmp_path / 'f'), '--no-progress'])
+
+
+def test_corrupted_hetero_book_is_refused(hetero_parts, tmp_path):
+    import shutil
+    _, paths = hetero_parts
+    path = tmp_path / 'parts'
+    shutil.copytree(paths['hash'], path)
+    offsets = np.load(path / 'offsets.npy')
+    np.save(path / 'offsets.npy', offsets[:, :-1])
+    with pytest.raises(DatasetFormatError, match='does not match its '
+                       'checksum'):
+        open_hetero_partition(path, 0)
+
+
+def test_command_partitions_and_reports(hetero_parts, tmp_path, capsys):
+    from pyg_fastload.lightning.command import main
+    dataset_dir, _ = hetero_parts
+    out = tmp_path / 'parts'
+    main(['partition', str(dataset_dir), '--num-parts', '2', '--out',
+          str(out), '--no-progress'])
+    printed = capsys.readouterr().out
+    assert 'of a heterogeneous graph' in printed and 'paper' in printed
+    main(['partition', '--report', str(out), '--no-progress'])
+    printed = capsys.readouterr().out
+    assert 'author__writes__paper' in printed and 'train' in printed
+    assert 'remote/local' in printed
