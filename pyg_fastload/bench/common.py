@@ -127,12 +127,15 @@ def cpu_count() -> int:
     return usable_cores()
 
 
-def time_loader(loader: Iterable, warmup: int,
-                num_batches: int) -> Tuple[float, float]:
+def time_loader(loader: Iterable, warmup: int, num_batches: int,
+                on_batch: Optional[Callable[[Any], None]] = None
+                ) -> Tuple[float, float]:
     r"""``(start-up, steady)``: seconds from starting the iterator to its
     first batch, and seconds for :obj:`num_batches` batches drawn after
-    :obj:`warmup` untimed ones. The iterator's workers are shut down
-    before returning."""
+    :obj:`warmup` untimed ones. :obj:`on_batch`, if given, is called with
+    each timed batch (and no untimed one), inside the timing, so it should
+    be cheap (e.g. counting the batch's sampled edges). The iterator's
+    workers are shut down before returning."""
     iterator = iter(loader)
     start = time.perf_counter()
     next(iterator)
@@ -141,7 +144,9 @@ def time_loader(loader: Iterable, warmup: int,
         next(iterator)
     start = time.perf_counter()
     for _ in range(num_batches):
-        next(iterator)
+        batch = next(iterator)
+        if on_batch is not None:
+            on_batch(batch)
     steady = time.perf_counter() - start
     stop_iterator(iterator)
     return startup, steady

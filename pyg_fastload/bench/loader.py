@@ -7,7 +7,9 @@ Both loaders are timed in steady state: each run starts its iterator (worker
 processes or stage threads), draws ``--warmup`` batches untimed, then times
 ``--batches`` batches; the time to the first batch is reported apart as the
 start-up cost. A run's workers are shut down before the next loader is
-timed, so they do not take the cores from it.
+timed, so they do not take the cores from it. Beside seeds/s each loader's
+sampled edges per second (SEPS, the unit Quiver and DGL publish) is
+reported: the timed batches' ``edge_index`` columns over their time.
 
 Run ``pyg-fastload bench loader --preset products-like`` or
 ``python -m pyg_fastload.bench.loader``; on a heterogeneous preset
@@ -191,6 +193,9 @@ def run(args: argparse.Namespace) -> Dict[str, float]:
 
     times: Dict[str, List[float]] = {name: [] for name in loaders}
     startups: Dict[str, List[float]] = {name: [] for name in loaders}
+    # Sampled edges of the timed batches, per round: SEPS, the unit other
+    # systems publish (Quiver, DGL), beside seeds/s.
+    edges: Dict[str, List[int]] = {name: [] for name in loaders}
     peak_extra: Optional[int] = None
     for round_ in range(args.rounds):
         for name, make in loaders.items():
@@ -201,26 +206,40 @@ def run(args: argparse.Namespace) -> Dict[str, float]:
                                                       - 1)
             tracked = track and reset_peak_rss()
             before = rss_bytes() if tracked else 0
-            startup, steady = time_loader(loader, args.warmup, num_batches)
+            counted = [0]
+            startup, steady = time_loader(
+                loader, args.warmup, num_batches,
+                on_batch=lambda batch: counted.__setitem__(
+                    0, counted[0] + sampled_edges(batch)))
             if tracked:
                 peak_extra = max(peak_rss_bytes() - before, 0)
             times[name].append(steady)
             startups[name].append(startup)
+            edges[name].append(counted[0])
 
     print(f'\n## end-to-end (sampling + feature gathering), steady state: '
           f'{num_batches} batches after {args.warmup} untimed')
-    table = Table({'loader': 42, 'seeds/s': 10, 's/batch': 9,
-                   'start-up s': 10})
+    table = Table({'loader': 42, 'seeds/s': 10, 'edges/s': 10,
+                   's/batch': 9, 'start-up s': 10})
     rate = {}
+    seps = {}
     for name, values in times.items():
         rate[name] = timed_seeds / median(values)
-        table.row(name, rate[name], median(values) / num_batches,
+        seps[name] = median([count / seconds for count, seconds
+                             in zip(edges[name], values)])
+        table.row(name, rate[name], seps[name], median(values) / num_batches,
                   median(startups[name]))
+    print("edges/s: sampled edges per second (SEPS), the timed batches' "
+          "edge_index columns over their time, median of the rounds")
     result = {f'{name} startup_s': median(values)
               for name, values in startups.items()}
     result.update({f'{name} s/batch': median(values) / num_batches
                    for name, values in times.items()})
+    result.update({f'{name} sampled_edges': counts
+                   for name, counts in edges.items()})
+    result.update({f'{name} edges/s': value for name, value in seps.items()})
     result.update({'fast_seeds_per_s': rate['FastNeighborLoader'],
+              'fast_edges_per_s': seps['FastNeighborLoader'],
               'pipelined_vs_sequential': rate['FastNeighborLoader'] /
               rate['FastNeighborLoader(pipeline=False)']})
     print(f"pipelined / sequential FastNeighborLoader: "
@@ -229,6 +248,7 @@ def run(args: argparse.Namespace) -> Dict[str, float]:
     if pyg_rates:
         best = max(pyg_rates, key=pyg_rates.get)
         result['pyg_best_seeds_per_s'] = pyg_rates[best]
+        result['pyg_best_edges_per_s'] = seps[best]
         result['speedup'] = rate['FastNeighborLoader'] / pyg_rates[best]
         print(f"ratio FastNeighborLoader / best PyG ({best}), steady "
               f"state: {result['speedup']:.2f}x; start-up (time to the "
@@ -246,6 +266,12 @@ def run(args: argparse.Namespace) -> Dict[str, float]:
 
     result.update(_breakdown(data, seeds, args, fast_sampler, pyg_sampler))
     return result
+
+
+def sampled_edges(batch: Data) -> int:
+    r"""The edges sampled for :obj:`batch`: its ``edge_index`` columns
+    (PyG's and our loaders keep every sampled edge there)."""
+    return int(batch.edge_index.size(1))
 
 
 def _breakdown(data: Data, seeds: torch.Tensor, args: argparse.Namespace,
@@ -277,15 +303,17 @@ def _breakdown(data: Data, seeds: torch.Tensor, args: argparse.Namespace,
     if pyg_sampler is not None:
         from torch_geometric.sampler import NodeSamplerInput
         start = time.perf_counter()
-        for b in batches:
-            pyg_sampler.sample_from_nodes(
-                NodeSamplerInput(input_id=None, node=b))
+        pyg_outs = [pyg_sampler.sample_from_nodes(
+            NodeSamplerInput(input_id=None, node=b)) for b in batches]
         pyg_sample = time.perf_counter() - start
+        pyg_edges = sum(out.row.numel() for out in pyg_outs)
         backend = 'pyg-lib' if importlib.util.find_spec('pyg_lib') \
             else 'torch_sparse'
         table.row(f'PyG NeighborSampler ({backend})',
-                  1e3 * pyg_sample / len(batches), seeds.numel() / pyg_sample)
+                  1e3 * pyg_sample / len(batches), seeds.numel() / pyg_sample,
+                  pyg_edges / pyg_sample)
         result['sampling_speedup'] = pyg_sample / fast_sample
+        result['pyg_sampled_edges_per_s'] = pyg_edges / pyg_sample
     x = data.x
     gathered = sum(out.node.numel() for out in outs) * x[0].nbytes
     start = time.perf_counter()
