@@ -17,6 +17,7 @@ from torch_geometric.nn import GAT, GCN, MLP, GraphSAGE
 from torchmetrics import MeanMetric
 from torchmetrics.classification import BinaryAUROC
 
+from pyg_fastload.inference import WholeGraph, encoder_embeddings, score_pairs
 from pyg_fastload.modes import HeteroSchema
 
 from .errors import ConfigError, config_section
@@ -211,7 +212,8 @@ class LinkPredictor(pl.LightningModule):
         except RuntimeError:  # not attached to a trainer
             datamodule = None
         task = getattr(datamodule, 'task', None)
-        if task == 'node':
+        predicting = getattr(self._trainer, 'predicting', False)
+        if task == 'node' and not predicting:  # predict: every node's rows
             raise ConfigError('data.task', "LinkPredictor trains on link "
                               "batches: set data.task: link")
         link = getattr(getattr(datamodule, 'spec', None), 'link', None)
@@ -262,6 +264,58 @@ class LinkPredictor(pl.LightningModule):
         if self.decoder is None:
             return pair.sum(dim=-1)
         return self.decoder(pair).view(-1)
+
+    def node_embeddings(self, data: Any, **options: Any) -> Tensor:
+        r"""The encoder's output for every node of :obj:`data` (a ``Data``
+        or a ``(FeatureStore, GraphStore)`` pair), layer-wise over every
+        in-neighbour: the full-batch encoder's rows
+        (:func:`~pyg_fastload.inference.encoder_embeddings`; options are
+        :func:`~pyg_fastload.layerwise_inference`'s). A heterogeneous
+        model is refused (not supported yet)."""
+        self._check_homogeneous()
+        return encoder_embeddings(self.encoder, data, **options)
+
+    def score_pairs(self, embeddings: Any, pairs: Any,
+                    chunk_size: int = 65536) -> Tensor:
+        r"""The logits of the ``[2, P]`` node pairs :obj:`pairs` (or a
+        ``torch.save`` file of them) from :obj:`embeddings` (a tensor from
+        :meth:`node_embeddings`, or the directory ``pyg-fastload predict``
+        wrote), with this model's decoder, :obj:`chunk_size` pairs at a
+        time (:func:`~pyg_fastload.inference.score_pairs`)."""
+        self._check_homogeneous()
+        return score_pairs(embeddings, pairs, self.decoder,
+                           chunk_size=chunk_size, device=self.device)
+
+    def predict_step(self, batch: Any, batch_idx: int) -> Dict[str, Tensor]:
+        r"""The node ids and encoder embeddings of the batch's nodes (what
+        :class:`PredictionWriter` writes, kind ``'embeddings'``): of every
+        node, layer-wise and exact, from a
+        :class:`~pyg_fastload.inference.WholeGraph` (``data.eval:
+        layerwise``), else of a sampled batch's seeds."""
+        self._check_homogeneous()
+        if self.encoder is None:
+            raise RuntimeError("LinkPredictor has no encoder yet: pass "
+                               "'in_channels', or load a checkpoint")
+        if isinstance(batch, WholeGraph):
+            return {'n_id': batch.node_ids(),
+                    'embeddings': batch.outputs(self.encoder)}
+        size = batch.get('batch_size')
+        if size is None or batch.get('n_id') is None:
+            raise ConfigError('data.task', "LinkPredictor predicts node "
+                              "embeddings from node batches: predict with "
+                              "--data.task node (and --data.eval layerwise "
+                              "for the exact full-graph embeddings)")
+        h = self(batch)[0]
+        return {'n_id': batch.n_id[:size], 'embeddings': h[:size]}
+
+    def _check_homogeneous(self) -> None:
+        if self.edge_type is not None:
+            raise ConfigError('model', "node embeddings of a heterogeneous "
+                              "LinkPredictor (HeteroNet) are not supported "
+                              "yet: layer-wise inference computes every "
+                              "node type's rows, but a predictions "
+                              "directory and score_pairs take one table; "
+                              "use a homogeneous graph")
 
     def _labels(self, batch: Union[Data, HeteroData]) -> Any:
         r"""Where :obj:`batch` keeps its label edges (the scored

@@ -18,6 +18,7 @@ from pyg_fastload.inference.prediction_files import PREDICTIONS_DIR
 from pyg_fastload.io.staging import check_target
 
 from .errors import ConfigError
+from .link_predictor import LinkPredictor
 
 __all__ = ['PredictionWriter']
 
@@ -103,10 +104,16 @@ class PredictionWriter(BasePredictionWriter):
             raise RuntimeError("PredictionWriter got no predictions: run "
                                "trainer.predict with return_predictions "
                                "left on")
-        wanted = {'n_id': torch.long, 'pred': torch.long}
-        if self.logits:
+        # a link predictor gives embeddings alone (kind 'embeddings')
+        embeddings_only = isinstance(pl_module, LinkPredictor)
+        wanted = {'n_id': torch.long} if embeddings_only else \
+            {'n_id': torch.long, 'pred': torch.long}
+        if embeddings_only:
+            wanted['embeddings'] = torch.float
+        elif self.logits:
             wanted['logits'] = torch.float
-        if pl_module.hparams.get('predict_embeddings', False):
+        if not embeddings_only and \
+                pl_module.hparams.get('predict_embeddings', False):
             wanted['embeddings'] = torch.float
         rows: Dict[str, Tensor] = {}
         for name, dtype in wanted.items():  # the same on every rank
@@ -132,13 +139,14 @@ class PredictionWriter(BasePredictionWriter):
                rows: Dict[str, Tensor]) -> None:
         schema = getattr(trainer.datamodule, 'hetero_schema', None)
         self.path = write_predictions(
-            self.out_dir, rows['n_id'], rows['pred'], rows.get('logits'),
+            self.out_dir, rows['n_id'], rows.get('pred'), rows.get('logits'),
             rows.get('embeddings'),
             node_type=None if schema is None else schema.target,
             overwrite=self.overwrite,
             info={'model': type(pl_module).__name__,
                   'ranks': trainer.world_size})
-        print(f"pyg-fastload: wrote the predicted classes of "
+        what = 'predicted classes' if 'pred' in rows else 'embeddings'
+        print(f"pyg-fastload: wrote the {what} of "
               f"{rows['n_id'].numel():,} nodes to '{self.path}'")
 
 

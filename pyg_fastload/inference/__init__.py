@@ -4,9 +4,11 @@ size (:func:`layerwise_inference`); predictions written out
 (:func:`write_predictions`, :func:`read_predictions`)."""
 from .layerwise import layerwise_inference
 from .layers import ModelLayers, model_layers
+from .link_scores import encoder_embeddings, load_pairs, score_pairs
 from .prediction_files import read_predictions, write_predictions
 from .whole_graph import WholeGraph, WholeGraphLoader
 
 __all__ = ['layerwise_inference', 'model_layers', 'ModelLayers',
            'read_predictions', 'write_predictions', 'WholeGraph',
-           'WholeGraphLoader']
+           'WholeGraphLoader', 'encoder_embeddings', 'score_pairs',
+           'load_pairs']

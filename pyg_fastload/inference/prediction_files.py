@@ -10,10 +10,17 @@ per predicted node, in increasing node id:
 
 * ``node_ids.npy`` (``int64``): the node ids (of :obj:`node_type` on a
   heterogeneous graph);
-* ``predictions.npy`` (``int64``): the predicted class of each;
+* ``predictions.npy`` (``int64``): the predicted class of each (not in
+  a directory of kind ``'embeddings'``);
 * ``logits.npy`` (``float32``, ``[N, C]``, optional): the model's outputs;
 * ``embeddings.npy`` (``float32``, ``[N, H]``, optional): its last hidden
   layer.
+
+The manifest's ``"kind"`` says what was written: ``"predictions"`` (a
+node classifier's classes) or ``"embeddings"`` (a link predictor's encoder
+output for every node, ``embeddings.npy`` without ``predictions.npy``;
+scored with :func:`~pyg_fastload.inference.score_pairs`); a directory
+without one is ``"predictions"``.
 
 Read them with ``numpy.load(path, allow_pickle=False)`` or
 :func:`read_predictions`, which checks the manifest and the checksums."""
@@ -32,7 +39,11 @@ from ..io.format import sha256_file
 from ..io.reader import MAX_META_BYTES
 from ..io.staging import DirectoryFormat, StagedDirectory
 
-__all__ = ['PREDICTIONS_FORMAT', 'write_predictions', 'read_predictions']
+__all__ = ['PREDICTIONS_FORMAT', 'KINDS', 'write_predictions',
+           'read_predictions']
+
+#: What a predictions directory holds (its manifest's ``"kind"``).
+KINDS = ('predictions', 'embeddings')
 
 #: The ``"format"`` of a predictions directory's manifest.
 PREDICTIONS_FORMAT = 'pyg-fastload-predictions'
@@ -48,7 +59,8 @@ PREDICTIONS_DIR = DirectoryFormat(
 
 
 def write_predictions(out_dir: PathLike, node_ids: Tensor,
-                      predictions: Tensor, logits: Optional[Tensor] = None,
+                      predictions: Optional[Tensor],
+                      logits: Optional[Tensor] = None,
                       embeddings: Optional[Tensor] = None,
                       node_type: Optional[str] = None,
                       overwrite: bool = False,
@@ -57,7 +69,9 @@ def write_predictions(out_dir: PathLike, node_ids: Tensor,
     once, in any order; rows of :obj:`predictions`, :obj:`logits` and
     :obj:`embeddings` follow them) to the directory :obj:`out_dir`, sorted
     by node id, and returns its path. An existing directory is replaced only with
-    :obj:`overwrite`, and only if it is a predictions directory.
+    :obj:`overwrite`, and only if it is a predictions directory. With
+    :obj:`predictions` :obj:`None` it writes :obj:`embeddings` alone (kind
+    ``'embeddings'``: a link predictor's node embeddings).
 
     Example:
         >>> import torch
@@ -69,9 +83,16 @@ def write_predictions(out_dir: PathLike, node_ids: Tensor,
         [3, 4, 5]
     """
     node_ids = torch.as_tensor(node_ids).reshape(-1).long().cpu()
-    predictions = torch.as_tensor(predictions).reshape(-1).long().cpu()
     count = node_ids.numel()
-    if predictions.numel() != count:
+    kind = 'predictions'
+    if predictions is None:
+        if embeddings is None:
+            raise ValueError("'predictions' is None and no 'embeddings' are "
+                             "given: give one of them")
+        kind = 'embeddings'
+    else:
+        predictions = torch.as_tensor(predictions).reshape(-1).long().cpu()
+    if predictions is not None and predictions.numel() != count:
         raise ValueError(f"'predictions' has {predictions.numel()} entries "
                          f"for {count} node ids: give one per node")
     for name, rows in (('logits', logits), ('embeddings', embeddings)):
@@ -85,8 +106,9 @@ def write_predictions(out_dir: PathLike, node_ids: Tensor,
         raise ValueError(f"node {twice} was predicted more than once: each "
                          f"node must be predicted once (a sampler that "
                          f"pads its shares repeats nodes)")
-    arrays = {'node_ids': node_ids.numpy(),
-              'predictions': predictions[order].numpy()}
+    arrays = {'node_ids': node_ids.numpy()}
+    if predictions is not None:
+        arrays['predictions'] = predictions[order].numpy()
     for name, rows in (('logits', logits), ('embeddings', embeddings)):
         if rows is not None:
             arrays[name] = rows.detach().float().cpu()[order].numpy()
@@ -100,7 +122,7 @@ def write_predictions(out_dir: PathLike, node_ids: Tensor,
                            'dtype': str(array.dtype),
                            'sha256': sha256_file(staged.dir / file)}
         manifest = {'format': PREDICTIONS_FORMAT, 'format_version': _VERSION,
-                    'node_type': node_type, 'num_nodes': count,
+                    'kind': kind, 'node_type': node_type, 'num_nodes': count,
                     'files': files, **(info or {})}
         with open(staged.dir / _MANIFEST, 'w') as f:
             json.dump(manifest, f, indent=2)
@@ -108,11 +130,13 @@ def write_predictions(out_dir: PathLike, node_ids: Tensor,
         return staged.put_in_place()
 
 
-def read_predictions(path: PathLike) -> Dict[str, Any]:
+def read_predictions(path: PathLike, mmap: bool = False) -> Dict[str, Any]:
     r"""The arrays of a predictions directory as tensors by name
     (``node_ids``, ``predictions``, ``logits`` and ``embeddings`` if
     written) and its
-    ``manifest``, each file checked against its checksum."""
+    ``manifest``, each file checked against its checksum. With
+    :obj:`mmap`, the arrays are memory-mapped copy-on-write (rows are read
+    when indexed; nothing is written back)."""
     path = Path(path).expanduser()
     file = path / _MANIFEST
     if not file.is_file():
@@ -139,6 +163,6 @@ def read_predictions(path: PathLike) -> Dict[str, Any]:
             raise ValueError(f"'{array_file}' does not match its checksum "
                              f"in {_MANIFEST}: the directory was changed "
                              f"after it was written")
-        out[Path(name).stem] = torch.from_numpy(
-            np.load(array_file, allow_pickle=False))
+        out[Path(name).stem] = torch.from_numpy(np.load(
+            array_file, allow_pickle=False, mmap_mode='c' if mmap else None))
     return out

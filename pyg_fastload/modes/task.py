@@ -201,11 +201,11 @@ class LinkTask(Task):
 
     def loader(self, mode: 'LoadingMode', split: str,
                generator: torch.Generator,
-               placement: Placement) -> FastLinkNeighborLoader:
-        if split == 'predict':
-            raise SettingError('task', "'link' has no predict split: "
-                               "predict with task 'node', or score edges "
-                               "with the trained model")
+               placement: Placement) -> Loader:
+        if split == 'predict':  # every node's embedding, over every edge
+            data, seeds, _ = mode.plan(split, generator)
+            return WholeGraphLoader(WholeGraph(
+                data, seeds, mode.target(data), progress=mode.spec.progress))
         links = self.split
         spec = mode.spec
         train = split == 'train'
