@@ -50,7 +50,7 @@ from ..io.staging import StagedDirectory, check_target
 from .book import BOOK_FILES, PartitionBook, renumber
 from .methods import METHODS, assign_parts, check_num_parts
 from .part_dirs import (PARTITION_DIR, PARTITION_FORMAT, PARTITION_VERSION,
-                        _fail, part_dir, read_partition_meta)
+                        _fail, checked_part, part_dir, read_partition_meta)
 
 __all__ = ['HeteroPartitionBook', 'renumber_hetero', 'homogeneous_view',
            'partition_hetero_dataset', 'open_hetero_partition',
@@ -409,21 +409,9 @@ def open_hetero_partition(
     """
     parts_dir = Path(parts_dir).expanduser()
     meta = read_partition_meta(parts_dir)
-    num_parts = meta['num_parts']
-    if isinstance(part, bool) or not isinstance(part, int) or \
-            not 0 <= part < num_parts:
-        raise ValueError(f"'part' = {part!r} must be an int in [0, "
-                         f"{num_parts}) for '{parts_dir}'")
-    book = load_hetero_book(parts_dir, meta)
-    path = part_dir(parts_dir, part)
+    path = checked_part(parts_dir, meta, part)
     meta_file = path / 'meta.json'
-    if not meta_file.is_file():
-        raise _fail(parts_dir, meta_file, f'missing: part {part} is not in '
-                    f'this directory')
-    if sha256_file(meta_file) != meta['files'].get(
-            f'{path.name}/meta.json'):
-        raise _fail(parts_dir, meta_file, 'does not match its checksum in '
-                    'partition.json (a part of another run or dataset?)')
+    book = load_hetero_book(parts_dir, meta)
     dataset = open_hetero_dataset_dir(path, verify='none')
     own = dataset.meta.get('partition')
     expected = {'run': meta['run'], 'part': part,

@@ -14,7 +14,7 @@ import torch
 from ..graph.topology import CSCTopology
 from ..io import open_hetero_dataset_dir
 from .hetero import HeteroPartitionBook, load_hetero_book
-from .locality import micrograph_locality, remote_local_ratio
+from .locality import locality_lines, micrograph_locality, remote_local_ratio
 from .part_dirs import part_dir
 
 __all__ = ['hetero_partition_report', 'format_hetero_report',
@@ -161,15 +161,5 @@ def format_hetero_report(report: Dict[str, Any]) -> str:
                  f"all edges max/mean {report['balance']['edges']:.3f}")
     if report.get('partition_seconds') is not None:
         lines.append(f"partitioned in {report['partition_seconds']:.1f}s")
-    for hops, value in report.get('locality', {}).items():
-        lines.append(f"locality, {hops}: micrograph R_micro "
-                     f"{value['R_micro']:.3f}, subgraph R_sub "
-                     f"{value['R_sub']:.3f} (HopGNN Table 1, all relations)")
-    requests = report.get('requests')
-    if requests:
-        lines.append(f"requests in one epoch per part, fan-outs "
-                     f"{requests['num_neighbors']}: remote/local "
-                     f"{requests['ratio']:.2f} ({requests['remote']:,} / "
-                     f"{requests['local']:,}); load max/mean "
-                     f"{requests['load_balance']:.3f} (ByteGNN Fig. 13)")
+    lines.extend(locality_lines(report, ', all relations'))
     return '\n'.join(lines)

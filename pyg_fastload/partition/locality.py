@@ -21,7 +21,7 @@ from tqdm.auto import tqdm
 from ..graph.topology import CSCTopology
 from ..sampling import FastNeighborSampler
 
-__all__ = ['micrograph_locality', 'remote_local_ratio']
+__all__ = ['micrograph_locality', 'remote_local_ratio', 'locality_lines']
 
 
 def micrograph_locality(topology: CSCTopology, owner: Tensor,
@@ -84,3 +84,21 @@ def remote_local_ratio(topology: CSCTopology, owner: Tensor,
     return {'remote': remote, 'local': local,
             'ratio': remote / max(local, 1),
             'load_balance': float(received.max()) / mean if mean else 1.0}
+
+
+def locality_lines(report: Dict, over: str = '') -> List[str]:
+    r"""A partition report's locality and request lines (``--report``);
+    :obj:`over` says what was sampled (e.g. ``', all relations'``)."""
+    lines = []
+    for hops, value in report.get('locality', {}).items():
+        lines.append(f"locality, {hops}: micrograph R_micro "
+                     f"{value['R_micro']:.3f}, subgraph R_sub "
+                     f"{value['R_sub']:.3f} (HopGNN Table 1{over})")
+    requests = report.get('requests')
+    if requests:
+        lines.append(f"requests in one epoch per part, fan-outs "
+                     f"{requests['num_neighbors']}: remote/local "
+                     f"{requests['ratio']:.2f} ({requests['remote']:,} / "
+                     f"{requests['local']:,}); load max/mean "
+                     f"{requests['load_balance']:.3f} (ByteGNN Fig. 13)")
+    return lines

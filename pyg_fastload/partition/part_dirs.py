@@ -342,6 +342,28 @@ def _check_part(parts_dir: Path, file: Path, own: Any, meta: Dict[str, Any],
                     f"{own['owned']} own and {replicas} replicas")
 
 
+def checked_part(parts_dir: Path, meta: Dict[str, Any],
+                 part: Any) -> Path:
+    r"""The directory of part :obj:`part` of :obj:`parts_dir`, checked: an
+    int in range, present, its ``meta.json`` the one ``partition.json``
+    lists (not a part of another run)."""
+    num_parts = meta['num_parts']
+    if isinstance(part, bool) or not isinstance(part, int) or \
+            not 0 <= part < num_parts:
+        raise ValueError(f"'part' = {part!r} must be an int in [0, "
+                         f"{num_parts}) for '{parts_dir}'")
+    path = part_dir(parts_dir, part)
+    meta_file = path / 'meta.json'
+    if not meta_file.is_file():
+        raise _fail(parts_dir, meta_file, f'missing: part {part} is not in '
+                    f'this directory')
+    if sha256_file(meta_file) != meta['files'].get(
+            f'{path.name}/meta.json'):
+        raise _fail(parts_dir, meta_file, 'does not match its checksum in '
+                    'partition.json (a part of another run or dataset?)')
+    return path
+
+
 def open_partition(
     parts_dir: PathLike,
     part: int,
@@ -377,20 +399,8 @@ def open_partition(
     """
     parts_dir = Path(parts_dir).expanduser()
     meta = read_partition_meta(parts_dir)
-    num_parts = meta['num_parts']
-    if isinstance(part, bool) or not isinstance(part, int) or \
-            not 0 <= part < num_parts:
-        raise ValueError(f"'part' = {part!r} must be an int in [0, "
-                         f"{num_parts}) for '{parts_dir}'")
-    path = part_dir(parts_dir, part)
+    path = checked_part(parts_dir, meta, part)
     meta_file = path / 'meta.json'
-    if not meta_file.is_file():
-        raise _fail(parts_dir, meta_file, f'missing: part {part} is not in '
-                    f'this directory')
-    if sha256_file(meta_file) != meta['files'].get(
-            f'{path.name}/meta.json'):
-        raise _fail(parts_dir, meta_file, 'does not match its checksum in '
-                    'partition.json (a part of another run or dataset?)')
     book = load_book(parts_dir, meta)
     dataset = open_dataset_dir(path, verify='none')
     start, end = book.part_range(part)

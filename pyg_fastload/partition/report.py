@@ -13,7 +13,7 @@ import torch
 from ..config import format_bytes
 from ..io import open_dataset_dir
 from .hetero_report import format_hetero_report, hetero_partition_report
-from .locality import micrograph_locality, remote_local_ratio
+from .locality import locality_lines, micrograph_locality, remote_local_ratio
 from .part_dirs import full_topology, load_book, read_partition_meta
 
 __all__ = ['partition_report', 'format_report']
@@ -139,15 +139,5 @@ def format_report(report: Dict[str, Any]) -> str:
     if 'replication' in report:
         lines.append(f"replicated nodes: {report['replication']:.1%} of "
                      f"the graph's (PaGraph's self-reliant parts)")
-    for hops, value in report.get('locality', {}).items():
-        lines.append(f"locality, {hops}: micrograph R_micro "
-                     f"{value['R_micro']:.3f}, subgraph R_sub "
-                     f"{value['R_sub']:.3f} (HopGNN Table 1)")
-    requests = report.get('requests')
-    if requests:
-        lines.append(f"requests in one epoch per part, fan-outs "
-                     f"{requests['num_neighbors']}: remote/local "
-                     f"{requests['ratio']:.2f} ({requests['remote']:,} / "
-                     f"{requests['local']:,}); load max/mean "
-                     f"{requests['load_balance']:.3f} (ByteGNN Fig. 13)")
+    lines.extend(locality_lines(report))
     return '\n'.join(lines)
