@@ -68,8 +68,9 @@ def write_predictions(out_dir: PathLike, node_ids: Tensor,
     r"""Writes the predicted class of every node in :obj:`node_ids` (each
     once, in any order; rows of :obj:`predictions`, :obj:`logits` and
     :obj:`embeddings` follow them) to the directory :obj:`out_dir`, sorted
-    by node id, and returns its path. An existing directory is replaced only with
-    :obj:`overwrite`, and only if it is a predictions directory. With
+    by node id, and returns its path. An existing directory is replaced
+    only with :obj:`overwrite`, and only if it is a predictions directory.
+    With
     :obj:`predictions` :obj:`None` it writes :obj:`embeddings` alone (kind
     ``'embeddings'``: a link predictor's node embeddings).
 
