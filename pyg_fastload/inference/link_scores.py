@@ -12,6 +12,7 @@ from typing import Any, Callable, Optional, Union
 import torch
 from torch import Tensor
 
+from ..graph import graph_input
 from .layerwise import layerwise_inference
 from .prediction_files import read_predictions
 
@@ -46,7 +47,7 @@ def encoder_embeddings(encoder: torch.nn.Module, data: Any,
         >>> torch.allclose(h, encoder(data.x, data.edge_index), atol=1e-5)
         True
     """
-    if type(encoder).__name__ == 'HeteroNet' or _is_hetero(data):
+    if graph_input(data).hetero:
         raise NotImplementedError(
             "encoder_embeddings: a heterogeneous link predictor (HeteroNet "
             "over a HeteroData) is not supported yet: its embeddings are "
@@ -55,11 +56,6 @@ def encoder_embeddings(encoder: torch.nn.Module, data: Any,
             "layerwise_inference(model.encoder, data) for the dict of "
             "every type's rows")
     return layerwise_inference(encoder, data, **options)
-
-
-def _is_hetero(data: Any) -> bool:
-    from torch_geometric.data import HeteroData
-    return isinstance(data, HeteroData)
 
 
 def load_pairs(pairs: Union[Tensor, PathLike], name: str = 'pairs'
