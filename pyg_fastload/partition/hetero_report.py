@@ -14,7 +14,7 @@ import torch
 from ..graph.topology import CSCTopology
 from ..io import open_hetero_dataset_dir
 from .hetero import HeteroPartitionBook, load_hetero_book
-from .locality import locality_lines, micrograph_locality, remote_local_ratio
+from .locality import locality_lines, measure_locality
 from .part_dirs import part_dir
 
 __all__ = ['hetero_partition_report', 'format_hetero_report',
@@ -115,18 +115,9 @@ def hetero_partition_report(parts_dir: Path, meta: Dict[str, Any],
         del sources, targets
         topology = CSCTopology.from_edge_index(edge_index, n)
         del edge_index
-        owner = book.owner(torch.arange(n))
-        gen = torch.Generator().manual_seed(seed)
-        roots = seeds_t[torch.randperm(seeds_t.numel(), generator=gen)
-                        [:max_roots]]
-        report['locality'] = {
-            f'{len(fanouts)} hops': micrograph_locality(
-                topology, owner, roots, fanouts, batch_size, seed)
-            for fanouts in ((10, 5), (10, 5, 3))}
-        report['requests'] = dict(
-            num_neighbors=list(num_neighbors), **remote_local_ratio(
-                topology, owner, seeds_t, num_neighbors, batch_size, seed,
-                progress))
+        report.update(measure_locality(
+            topology, book.owner(torch.arange(n)), seeds_t, num_neighbors,
+            batch_size, max_roots, seed, progress))
     return report
 
 

@@ -21,7 +21,8 @@ from tqdm.auto import tqdm
 from ..graph.topology import CSCTopology
 from ..sampling import FastNeighborSampler
 
-__all__ = ['micrograph_locality', 'remote_local_ratio', 'locality_lines']
+__all__ = ['micrograph_locality', 'remote_local_ratio', 'locality_lines',
+           'measure_locality']
 
 
 def micrograph_locality(topology: CSCTopology, owner: Tensor,
@@ -102,3 +103,22 @@ def locality_lines(report: Dict, over: str = '') -> List[str]:
                      f"{requests['local']:,}); load max/mean "
                      f"{requests['load_balance']:.3f} (ByteGNN Fig. 13)")
     return lines
+
+
+def measure_locality(topology: CSCTopology, owner: Tensor, seeds: Tensor,
+                     num_neighbors: Sequence[int], batch_size: int,
+                     max_roots: int, seed: int, progress: bool) -> Dict:
+    r"""A partition report's ``'locality'`` (micrograph and subgraph
+    locality at 2 and 3 hops, from up to :obj:`max_roots` of :obj:`seeds`)
+    and ``'requests'`` (remote/local requests of one epoch per part) for
+    the parts :obj:`owner` gives the nodes of :obj:`topology`."""
+    gen = torch.Generator().manual_seed(seed)
+    roots = seeds[torch.randperm(seeds.numel(), generator=gen)[:max_roots]]
+    return {
+        'locality': {f'{len(fanouts)} hops': micrograph_locality(
+            topology, owner, roots, fanouts, batch_size, seed)
+            for fanouts in ((10, 5), (10, 5, 3))},
+        'requests': dict(num_neighbors=list(num_neighbors),
+                         **remote_local_ratio(topology, owner, seeds,
+                                              num_neighbors, batch_size,
+                                              seed, progress))}

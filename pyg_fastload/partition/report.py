@@ -13,7 +13,7 @@ import torch
 from ..config import format_bytes
 from ..io import open_dataset_dir
 from .hetero_report import format_hetero_report, hetero_partition_report
-from .locality import locality_lines, micrograph_locality, remote_local_ratio
+from .locality import locality_lines, measure_locality
 from .part_dirs import full_topology, load_book, read_partition_meta
 
 __all__ = ['partition_report', 'format_report']
@@ -90,20 +90,10 @@ def partition_report(parts_dir: Union[str, 'os.PathLike[str]'],
     if replicated:  # PaGraph: extra rows over the graph's nodes
         report['replication'] = replicas / max(book.num_nodes, 1)
     if locality:
-        topology = full_topology(parts_dir)
-        owner = book.owner(torch.arange(book.num_nodes))
-        seeds = torch.cat(train).nonzero().view(-1)
-        gen = torch.Generator().manual_seed(seed)
-        roots = seeds[torch.randperm(seeds.numel(), generator=gen)
-                      [:max_roots]]
-        report['locality'] = {
-            f'{len(fanouts)} hops': micrograph_locality(
-                topology, owner, roots, fanouts, batch_size, seed)
-            for fanouts in ((10, 5), (10, 5, 3))}
-        report['requests'] = dict(
-            num_neighbors=list(num_neighbors), **remote_local_ratio(
-                topology, owner, seeds, num_neighbors, batch_size, seed,
-                progress))
+        report.update(measure_locality(
+            full_topology(parts_dir), book.owner(torch.arange(book.num_nodes)),
+            torch.cat(train).nonzero().view(-1), num_neighbors, batch_size,
+            max_roots, seed, progress))
     _write_report(parts_dir, report)
     return report
 
