@@ -67,6 +67,12 @@ def test_embeddings_of_some_nodes_are_scored_by_node_id(tmp_path):
         score_pairs(path, torch.tensor([[4], [3]]))
 
 
+@pytest.mark.reliability(
+    fault="pairs to score given as [P, 2], as floats, with a node id out of "
+          "range or negative, a missing file or a list; chunk_size 0; a "
+          "predictions directory without embeddings",
+    behaviour="an error naming 'pairs' (or the argument), the value and the "
+              "fix; nothing scored")
 def test_bad_pairs_are_errors_naming_the_argument(tmp_path):
     h = torch.randn(5, 4)
     with pytest.raises(ValueError, match=r"'pairs' has shape \[3, 2\].*"

@@ -333,3 +333,32 @@ def test_bad_hetero_label_edges_are_named():
         FastLinkNeighborLoader(data, [2], time_attr='time',
                                edge_label_index=('author', 'writes', 'paper'),
                                edge_label_time=torch.zeros(3))
+
+
+@pytest.mark.reliability(
+    fault="a sampler of its own (neighbor_sampler=) given to the link loader "
+          "of a HeteroData",
+    behaviour="a ValueError naming 'neighbor_sampler' and what to do; a "
+              "homogeneous graph's loader draws with the given sampler")
+def test_a_given_sampler_is_used_and_refused_on_a_hetero_graph():
+    from torch_geometric.data import Data
+
+    from pyg_fastload import FastNeighborSampler
+
+    from ..helpers import random_hetero_graph
+    gen = torch.Generator().manual_seed(0)
+    data = Data(x=torch.randn(50, 4, generator=gen),
+                edge_index=torch.randint(0, 50, (2, 300), generator=gen))
+    sampler = FastNeighborSampler(data, num_neighbors=[2])
+    loader = FastLinkNeighborLoader(data, num_neighbors=[5, 5],
+                                    neighbor_sampler=sampler, batch_size=16)
+    assert loader.link_sampler is sampler
+    batch = next(iter(loader))
+    assert len(batch.num_sampled_edges) == 1  # the sampler's one hop
+    hetero = random_hetero_graph()
+    with pytest.raises(ValueError, match="'neighbor_sampler' is for a "
+                       "homogeneous graph"):
+        FastLinkNeighborLoader(
+            hetero, num_neighbors=[2],
+            edge_label_index=('author', 'writes', 'paper'),
+            neighbor_sampler=sampler, batch_size=16)

@@ -222,9 +222,13 @@ def test_renumber_keeps_types_and_allows_empty_ranges():
                              'b': torch.tensor([0, 1])})
 
 
-# (a reliability row for docs/reliability.md, which this change leaves to
-# its owner: pagraph, an unknown method, more parts than labelled nodes,
-# bytegnn without masks, a hetero partition opened as a homogeneous one)
+@pytest.mark.reliability(
+    fault="partitioning a heterogeneous dataset with pagraph, an unknown "
+          "method, more parts than labelled nodes, 0 parts, bytegnn without "
+          "masks; a heterogeneous partition opened as a homogeneous one; a "
+          "part number out of range",
+    behaviour="an error naming the option, the value and what to use, "
+              "before anything is written")
 def test_bad_input_is_refused(hetero_parts, tmp_path, capsys):
     dataset_dir, paths = hetero_parts
     with pytest.raises(ValueError, match=r"--method pagraph: .*heterogeneous"
@@ -256,6 +260,12 @@ def test_bad_input_is_refused(hetero_parts, tmp_path, capsys):
               str(tmp_path / 'f'), '--no-progress'])
 
 
+@pytest.mark.reliability(
+    fault="a heterogeneous partition's book (offsets.npy) cut short, or a "
+          "part's meta.json whose index_space is negative, too small or "
+          "not a mapping",
+    behaviour="refused by the book's checksum, or naming index_space and "
+              "the file")
 def test_corrupted_hetero_book_is_refused(hetero_parts, tmp_path):
     import shutil
     _, paths = hetero_parts
@@ -266,6 +276,14 @@ def test_corrupted_hetero_book_is_refused(hetero_parts, tmp_path):
     with pytest.raises(DatasetFormatError, match='does not match its '
                        'checksum'):
         open_hetero_partition(path, 0)
+    part = path / 'part-0'
+    meta = json.loads((part / 'meta.json').read_text())
+    for bad in ({t: -1 for t in meta['index_space']},
+                {t: 0 for t in meta['index_space']}, [1, 2]):
+        (part / 'meta.json').write_text(json.dumps(dict(meta,
+                                                        index_space=bad)))
+        with pytest.raises(DatasetFormatError, match='index_space'):
+            open_hetero_dataset_dir(part)
 
 
 def test_command_partitions_and_reports(hetero_parts, tmp_path, capsys):
