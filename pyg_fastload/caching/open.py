@@ -47,7 +47,7 @@ def open_dataset(
     device: Optional[Union[str, torch.device]] = None,
     scores: Optional[Scores] = None,
     verify: str = 'size',
-    topology: Optional[CSCTopology] = None,
+    topology: Optional[Union[CSCTopology, HeteroTopology]] = None,
     **settings: Any,
 ) -> Tuple[TieredFeatureStore, CSCGraphStore]:
     r"""Opens a directory written by ``pyg-fastload prepare``.
@@ -72,9 +72,9 @@ def open_dataset(
             fan-outs and batch size (which ``policy='presample'`` and
             ``'expected_access'`` need), or precomputed scores.
         verify (str): ``'none'``, ``'size'`` or ``'checksum'``.
-        topology (CSCTopology, optional): serve this topology instead of the
-            stored one (e.g. a part's, relabelled to its own rows); the
-            hotness policies rank with it.
+        topology (CSCTopology or HeteroTopology, optional): serve this
+            topology instead of the stored one (e.g. a part's, relabelled to
+            its own rows); the hotness policies rank with it.
 
     Example:
         >>> from pyg_fastload import FastNeighborLoader, open_dataset
@@ -90,16 +90,19 @@ def open_dataset(
     """
     cache = _cache_settings(cache, settings)
     if is_hetero_dataset_dir(Path(path).expanduser()):
-        if topology is not None:
-            raise ValueError("'topology' replaces a homogeneous dataset's "
-                             "graph; leave it out for the heterogeneous "
-                             f"dataset '{path}'")
         hetero = open_hetero_dataset_dir(path, verify=verify)
+        if topology is not None and (
+                not isinstance(topology, HeteroTopology) or
+                {t: topology.num_nodes_of(t) for t in topology.node_types}
+                != hetero.num_nodes):
+            raise ValueError(f"'topology' must be a HeteroTopology with the "
+                             f"node types and counts of the heterogeneous "
+                             f"dataset '{path}' ({hetero.num_nodes})")
         feature_store = TieredFeatureStore(device)
         for node_type, arrays in hetero.arrays.items():
             _put_arrays(feature_store, arrays, cache, node_type,
                         lambda name, t=node_type: hetero.array_path(t, name))
-        graph_store = CSCGraphStore(hetero.topology)
+        graph_store = CSCGraphStore(topology or hetero.topology)
         _configure(feature_store, graph_store, cache, scores,
                    target=hetero.target)
         return feature_store, graph_store

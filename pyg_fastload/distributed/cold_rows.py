@@ -16,13 +16,18 @@ from typing import Dict, List, Optional, Tuple, Union
 import torch
 from torch import Tensor
 
-from ..io import DatasetFormatError, open_dataset_dir
-from ..partition import PartitionBook
+from ..io import DatasetFormatError, open_node_arrays
+from ..partition import HeteroPartitionBook, PartitionBook
 from ..partition.part_dirs import part_dir
 from ..storage import TieredFeatureStore
+from ..storage.feature_store import attr_label
 from .collectives import Collectives
 
 __all__ = ['ColdRows', 'COLD_ROWS', 'machine_key']
+
+#: An attribute of a feature store: ``(group (node type) or None, name)``.
+Key = Tuple[Optional[str], str]
+Book = Union[PartitionBook, HeteroPartitionBook]
 
 #: ``mode_options.cold_rows``: ``'auto'`` (direct where the owner's files
 #: are on this machine) or ``'owner'`` (always through the owner).
@@ -41,14 +46,20 @@ def machine_key() -> int:
     return int.from_bytes(digest, 'little', signed=True)
 
 
-def _cached_mask(local: TieredFeatureStore, attr: str,
+def _cached_mask(local: TieredFeatureStore, key: Key,
                  rows: int) -> Tensor:
-    r"""Which of this part's rows of :obj:`attr` a static cache holds (a
-    window-buffered cache's rows count as cold: reading them from the file
-    gives the same values)."""
+    r"""Which of this part's rows of attribute :obj:`key` a static cache
+    holds (a window-buffered cache's rows count as cold: reading them from
+    the file gives the same values)."""
     mask = torch.zeros(rows, dtype=torch.uint8)
-    mask[local.cached_ids(attr)] = 1
+    mask[local.cached_ids(key[1], key[0])] = 1
     return mask
+
+
+def _owned(book: Book, key: Key, part: int) -> int:
+    r"""How many rows of attribute :obj:`key` part :obj:`part` holds."""
+    start, end = book.of_group(key[0]).part_range(part)
+    return end - start
 
 
 class ColdRows:
@@ -58,36 +69,37 @@ class ColdRows:
 
     Args:
         parts_dir: the partition directory.
-        book (PartitionBook): who owns which id.
+        book (PartitionBook or HeteroPartitionBook): who owns which id
+            (of each node type).
         part (int): this rank's part.
         collectives (Collectives): exchanged once, here.
         local (TieredFeatureStore): this rank's part with its caches.
         mode (str): ``'auto'`` or ``'owner'`` (:data:`COLD_ROWS`).
     """
-    def __init__(self, parts_dir: Union[str, Path], book: PartitionBook,
+    def __init__(self, parts_dir: Union[str, Path], book: Book,
                  part: int, collectives: Collectives,
                  local: TieredFeatureStore, mode: str = 'auto'):
         if mode not in COLD_ROWS:
             raise ValueError(f"'cold_rows' = {mode!r} is not one of "
                              f"{', '.join(COLD_ROWS)}")
         world = collectives.world_size
-        self.attrs = sorted({a.attr_name for a in
-                             local.get_all_tensor_attrs()})
-        start, end = book.part_range(part)
+        self.attrs: List[Key] = sorted(
+            {(a.group_name, a.attr_name) for a in
+             local.get_all_tensor_attrs()}, key=lambda k: (k[0] or '', k[1]))
         key = torch.tensor([machine_key()])
         keys = collectives.exchange([key] * world, 'control',
                                     'tell the machines apart')
         #: Per owner and attribute: which of its rows its caches hold.
-        self.cached: Dict[int, Dict[str, Tensor]] = {}
+        self.cached: Dict[int, Dict[Key, Tensor]] = {}
         for attr in self.attrs:
-            mask = _cached_mask(local, attr, end - start)
+            mask = _cached_mask(local, attr, _owned(book, attr, part))
             got = collectives.exchange([mask] * world, 'control',
-                                       f"tell which '{attr}' rows are "
-                                       f"cached")
+                                       f"tell which '{attr_label(attr)}' "
+                                       f"rows are cached")
             for owner, owner_mask in enumerate(got):
                 self.cached.setdefault(owner, {})[attr] = owner_mask.bool()
         #: Per owner reachable directly: its part's arrays (memory-mapped).
-        self.arrays: Dict[int, Dict[str, Tensor]] = {}
+        self.arrays: Dict[int, Dict[Key, Tensor]] = {}
         if mode == 'auto':
             for owner in range(world):
                 if owner != part and int(keys[owner]) == int(key):
@@ -96,21 +108,20 @@ class ColdRows:
                         self.arrays[owner] = arrays
         self._pool: Optional[ThreadPoolExecutor] = None
 
-    def _open(self, parts_dir: Union[str, Path], book: PartitionBook,
-              owner: int) -> Optional[Dict[str, Tensor]]:
-        start, end = book.part_range(owner)
+    def _open(self, parts_dir: Union[str, Path], book: Book,
+              owner: int) -> Optional[Dict[Key, Tensor]]:
         try:
-            dataset = open_dataset_dir(part_dir(Path(parts_dir), owner),
-                                       verify='size')
+            found = open_node_arrays(part_dir(Path(parts_dir), owner),
+                                     verify='size')
         except (DatasetFormatError, OSError, ValueError):
             return None  # not reachable from here: the owner path
-        arrays = {a: dataset.arrays[a] for a in self.attrs
-                  if a in dataset.arrays}
-        if any(t.size(0) != end - start for t in arrays.values()):
+        arrays = {a: found[a] for a in self.attrs if a in found}
+        if any(t.size(0) != _owned(book, a, owner)
+               for a, t in arrays.items()):
             return None
         return arrays
 
-    def split(self, attr: str, owners: Tensor,
+    def split(self, attr: Key, owners: Tensor,
               local_ids: Tensor) -> Tensor:
         r"""Which of the rows (their owners, and ids within the owners'
         parts) to read directly: cold, and their owner reachable."""
@@ -124,7 +135,7 @@ class ColdRows:
                 direct[at[cold]] = True
         return direct
 
-    def read(self, attr: str, owners: Tensor,
+    def read(self, attr: Key, owners: Tensor,
              local_ids: Tensor) -> 'Future[Tensor]':
         r"""Starts reading the rows in a thread (beside the hot
         exchange); the future gives them in the order asked."""
@@ -133,7 +144,7 @@ class ColdRows:
                 1, thread_name_prefix='pyg_fastload-cold-rows')
         return self._pool.submit(self._read, attr, owners, local_ids)
 
-    def _read(self, attr: str, owners: Tensor, local_ids: Tensor) -> Tensor:
+    def _read(self, attr: Key, owners: Tensor, local_ids: Tensor) -> Tensor:
         parts: List[Tuple[Tensor, Tensor]] = []
         for owner in owners.unique().tolist():
             at = (owners == owner).nonzero().view(-1)

@@ -2,7 +2,11 @@ r"""DSP's collective sampling: each hop's frontier is pushed to the owners of
 its nodes, each owner samples the requests it received from its own CSC
 with the ordinary vectorised sampler, and the sampled neighbour ids (with
 per-node counts) come back the same way; frontier nodes a rank owns never
-leave it. Node-wise (uniform or weighted) and layer-wise (DSP Eq. 2).
+leave it. Node-wise (uniform or weighted) and layer-wise (DSP Eq. 2) on
+homogeneous graphs (:class:`CollectiveSampler`); node-wise over every
+relation of a heterogeneous one (:class:`HeteroCollectiveSampler`, typed
+new ids). The exchange is one mixin (:class:`CollectiveHops`) in front of
+the local sampler whose draw each owner runs.
 
 Per hop, two exchanges (each one all-to-all of sizes and one of data):
 frontier ids out, ``[counts, neighbour ids (, edge ids)]`` back. Ids travel
@@ -12,92 +16,52 @@ lockstep).
 """
 from __future__ import annotations
 
-from typing import List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 import torch
 from torch import Tensor
 from torch_geometric.sampler import SamplerOutput
 
+from ..graph.hetero_topology import EdgeType, HeteroTopology, offsets_of
 from ..graph.ranges import expand_ranges
 from ..graph.topology import CSCTopology, index_dtype_for
-from ..partition import PartitionBook
-from ..sampling import FastNeighborSampler
+from ..partition import HeteroPartitionBook, PartitionBook
+from ..sampling import FastNeighborSampler, HeteroNeighborSampler
 from ..sampling.ops import first_occurrence_mask, sample_uniform
 from .collectives import Collectives
 
-__all__ = ['CollectiveSampler']
+__all__ = ['CollectiveHops', 'CollectiveSampler', 'HeteroCollectiveSampler']
 
 
-class CollectiveSampler(FastNeighborSampler):
-    r"""Node-wise sampling (uniform or weighted, with or without
-    replacement) over a partitioned graph, seen from one rank.
+class CollectiveHops:
+    r"""One hop across the ranks, in front of a local sampler (a mixin
+    listed before it): the frontier goes to the owners of its nodes, each
+    owner draws for the requests it received (:meth:`owner_draw`, the local
+    sampler's draw over its part) and sends back ``[counts, neighbour ids
+    (, edge ids)]``, put back in frontier order here.
 
-    Args:
-        topology (CSCTopology): this rank's part: in-neighbour lists of the
-            new ids ``[start, end)`` it owns, in new global ids (as
-            :func:`~pyg_fastload.partition.open_partition` opens it).
-        book (PartitionBook): who owns which new id.
-        part (int): the part this rank owns.
-        collectives (Collectives): this rank's (sampling) collectives.
-        num_neighbors (List[int]): fan-out per hop.
-        replace (bool): sample with replacement.
-        disjoint (bool): one tree per seed.
-        weight_attr (str, optional): sample in proportion to the part's
-            edge weights.
-        edge_ids (bool): also send back each sampled edge's global id
-            (``part's first edge + CSC position``); otherwise ``e_id`` is
-            ``-1`` and less is sent.
-        layer_wise (bool): :obj:`num_neighbors` are layer sizes: draws for
-            a hop's whole frontier, node ``u`` picked in proportion to its
-            in-degree (or in-edge weight), as
-            :class:`~pyg_fastload.sampling.LayerWiseSampler` (DSP, Eq. 2),
-            with one more exchange per hop (masses back, pick counts
-            out).
-
-    The counters' ``'sampling_pull'`` kind (on the owner's side) counts
-    what pulling the remote frontier nodes' adjacency lists would have
-    moved instead (an ``indptr`` pair and the list, plus
-    weights), for comparison with the pushed bytes the collectives count
-    as ``'sampling'`` (DSP Fig. 11).
+    A subclass sets :attr:`book`, :attr:`part`, :attr:`collectives`,
+    :attr:`dtype` (how ids travel) and :attr:`edge_ids` (whether edge ids
+    travel) in :meth:`_join`.
     """
     concurrent_batches = False  # its collectives keep one order per rank
+    book: Union[PartitionBook, HeteroPartitionBook]
+    part: int
+    collectives: Collectives
+    dtype: torch.dtype
+    edge_ids: bool
 
-    def __init__(self, topology: CSCTopology, book: PartitionBook, part: int,
-                 collectives: Collectives, num_neighbors: List[int],
-                 replace: bool = False, disjoint: bool = False,
-                 subgraph_type: str = 'directional',
-                 weight_attr: Optional[str] = None, edge_ids: bool = False,
-                 layer_wise: bool = False):
-        if subgraph_type == 'induced':
-            raise ValueError("collective sampling draws 'directional' or "
-                             "'bidirectional' subgraphs, not 'induced'")
+    def _join(self, book: Union[PartitionBook, HeteroPartitionBook],
+              part: int, collectives: Collectives, num_ids: int,
+              edge_ids: bool) -> None:
         if collectives.world_size != book.num_parts:
             raise ValueError(f'{book.num_parts} parts but world size '
                              f'{collectives.world_size}')
-        super().__init__(topology, num_neighbors, replace=replace,
-                         subgraph_type=subgraph_type, disjoint=disjoint,
-                         weight_attr=weight_attr)
         self.book = book
         self.part = part
         self.collectives = collectives
-        self.start, self.end = book.part_range(part)
-        if topology.num_nodes != self.end - self.start:
-            raise ValueError(f'the topology has {topology.num_nodes} rows, '
-                             f'part {part} owns {self.end - self.start}')
+        self.dtype = index_dtype_for(num_ids)
         self.edge_ids = edge_ids
-        if layer_wise and (disjoint or replace):
-            raise ValueError("'layer_wise' draws with replacement over the "
-                             "whole frontier: leave 'disjoint' and 'replace' "
-                             "unset")
-        self.layer_wise = layer_wise
-        self.dtype = index_dtype_for(book.num_nodes)
-        edges = collectives.all_gather_ints(
-            [topology.num_edges], 'count the edges of every part').view(-1)
-        self.edge_offset = int(edges[:part].sum())
-
-    @property
-    def num_nodes(self) -> int:
-        return self.book.num_nodes
 
     def sample(self, seeds: Tensor,
                generator: Optional[torch.Generator] = None,
@@ -105,11 +69,25 @@ class CollectiveSampler(FastNeighborSampler):
         r"""As :meth:`HopSampler.sample`; also starts the batch's ordered
         launches."""
         self.collectives.begin_batch()
-        return super().sample(seeds, generator, seed_time)
+        return super().sample(seeds, generator, seed_time)  # type: ignore
 
     def _edge_ids(self, pos: Tensor) -> Tensor:
         r"""The owners already sent each edge's global id (or ``-1``)."""
         return pos
+
+    def owner_draw(self, hop: int, ids: Tensor, lengths: List[int],
+                   order: Tensor, sizes: List[int],
+                   generator: Optional[torch.Generator]
+                   ) -> Tuple[Tensor, Tensor, Tensor]:
+        r"""``(positions, counts, degree)`` of the requests :obj:`ids`
+        (this part's nodes, asked by the ranks in turn, :obj:`lengths`
+        each): the CSC positions drawn, grouped by request, how many each
+        drew, and each one's in-degree (for the pull counters)."""
+        raise NotImplementedError
+
+    def global_edges(self, pos: Tensor) -> Tensor:
+        r"""The partition-wide ids of this part's CSC positions."""
+        raise NotImplementedError
 
     def expand(self, hop: int, frontier: Tensor,
                generator: Optional[torch.Generator]
@@ -122,55 +100,10 @@ class CollectiveSampler(FastNeighborSampler):
             list(frontier[order].to(self.dtype).split(sizes)), 'sampling',
             f'hop {hop}: push the frontier to its owners')
         lengths = [a.numel() for a in asked]
-        ids = torch.cat(asked).long() - self.start
-        topo = self.topology
-        start = topo.indptr.index_select(0, ids)
-        deg = topo.indptr.index_select(0, ids + 1) - start
-        self._count_pull(deg, lengths)
-        if self.layer_wise:
-            pos, counts = self._layer_draw(hop, start, deg, lengths, order,
-                                           sizes, generator)
-        else:
-            pos, counts = self.draw(hop, start, deg, generator)
+        pos, counts, degree = self.owner_draw(
+            hop, torch.cat(asked).long(), lengths, order, sizes, generator)
+        self._count_pull(degree, lengths)
         return self._send_back(hop, pos, counts, lengths, order, sizes)
-
-    def _layer_draw(self, hop: int, start: Tensor, deg: Tensor,
-                    lengths: List[int], order: Tensor, sizes: List[int],
-                    generator: Optional[torch.Generator]
-                    ) -> Tuple[Tensor, Tensor]:
-        r"""DSP's Eq. 2 across ranks: the owners send back each frontier
-        node's mass (in-degree, or in-edge weight), the requester draws the
-        layer's ``size`` picks over its whole frontier and sends each owner
-        its nodes' pick counts, and the owners draw that many in-edges of
-        each (with replacement; a repeated edge kept once)."""
-        size = self.num_neighbors[hop]
-        if size < 0:
-            return sample_uniform(start, deg, -1, False, generator)
-        coll = self.collectives
-        mass = _mass(start, deg, self.cum_weight)
-        back = coll.exchange(list(mass.split(lengths)), 'sampling',
-                             f'hop {hop}: return the frontier masses')
-        inverse = torch.empty_like(order)
-        inverse[order] = torch.arange(order.numel())
-        frontier_mass = torch.cat(back)[inverse]
-        picks = torch.zeros(order.numel(), dtype=torch.long)
-        if size > 0 and bool((frontier_mass > 0).any()):
-            drawn = torch.multinomial(frontier_mass, size, replacement=True,
-                                      generator=generator)
-            picks = torch.bincount(drawn, minlength=order.numel())
-        got = coll.exchange(list(picks[order].split(sizes)), 'sampling',
-                            f'hop {hop}: send the pick counts to the owners')
-        draws = torch.cat(got)
-        pos, counts = self._sample(start, deg, draws, True, generator)
-        rows = torch.repeat_interleave(torch.arange(deg.numel()), counts,
-                                       output_size=pos.numel())
-        # A repeated edge is kept once per requester (two ranks may ask
-        # for the same node).
-        asker = torch.repeat_interleave(
-            torch.arange(len(lengths)), torch.tensor(lengths))[rows]
-        keep = first_occurrence_mask(
-            asker * (self.topology.num_edges + 1) + pos)
-        return pos[keep], torch.bincount(rows[keep], minlength=deg.numel())
 
     def _send_back(self, hop: int, pos: Tensor, counts: Tensor,
                    lengths: List[int], order: Tensor, sizes: List[int]
@@ -182,7 +115,7 @@ class CollectiveSampler(FastNeighborSampler):
         drawn = counts.split(lengths)
         sums = [int(c.sum()) for c in drawn]
         nbrs = nbr.split(sums)
-        edges = (pos + self.edge_offset).split(sums)
+        edges = self.global_edges(pos).split(sums) if self.edge_ids else ()
         for r, chunk in enumerate(drawn):
             parts: List[Tensor] = [chunk.to(self.dtype), nbrs[r]]
             if self.edge_ids:  # int64: as pairs of int32 words if need be
@@ -224,6 +157,229 @@ class CollectiveSampler(FastNeighborSampler):
     def __repr__(self) -> str:
         return (f'{self.__class__.__name__}(part={self.part}, '
                 f'num_neighbors={self.num_neighbors})')
+
+
+class CollectiveSampler(CollectiveHops, FastNeighborSampler):
+    r"""Node-wise sampling (uniform or weighted, with or without
+    replacement) over a partitioned graph, seen from one rank.
+
+    Args:
+        topology (CSCTopology): this rank's part: in-neighbour lists of the
+            new ids ``[start, end)`` it owns, in new global ids (as
+            :func:`~pyg_fastload.partition.open_partition` opens it).
+        book (PartitionBook): who owns which new id.
+        part (int): the part this rank owns.
+        collectives (Collectives): this rank's (sampling) collectives.
+        num_neighbors (List[int]): fan-out per hop.
+        replace (bool): sample with replacement.
+        disjoint (bool): one tree per seed.
+        weight_attr (str, optional): sample in proportion to the part's
+            edge weights.
+        edge_ids (bool): also send back each sampled edge's global id
+            (``part's first edge + CSC position``); otherwise ``e_id`` is
+            ``-1`` and less is sent.
+        layer_wise (bool): :obj:`num_neighbors` are layer sizes: draws for
+            a hop's whole frontier, node ``u`` picked in proportion to its
+            in-degree (or in-edge weight), as
+            :class:`~pyg_fastload.sampling.LayerWiseSampler` (DSP, Eq. 2),
+            with one more exchange per hop (masses back, pick counts
+            out).
+
+    The counters' ``'sampling_pull'`` kind (on the owner's side) counts
+    what pulling the remote frontier nodes' adjacency lists would have
+    moved instead (an ``indptr`` pair and the list, plus
+    weights), for comparison with the pushed bytes the collectives count
+    as ``'sampling'`` (DSP Fig. 11).
+    """
+    def __init__(self, topology: CSCTopology, book: PartitionBook, part: int,
+                 collectives: Collectives, num_neighbors: List[int],
+                 replace: bool = False, disjoint: bool = False,
+                 subgraph_type: str = 'directional',
+                 weight_attr: Optional[str] = None, edge_ids: bool = False,
+                 layer_wise: bool = False):
+        if subgraph_type == 'induced':
+            raise ValueError("collective sampling draws 'directional' or "
+                             "'bidirectional' subgraphs, not 'induced'")
+        self._join(book, part, collectives, book.num_nodes, edge_ids)
+        super().__init__(topology, num_neighbors, replace=replace,
+                         subgraph_type=subgraph_type, disjoint=disjoint,
+                         weight_attr=weight_attr)
+        self.start, self.end = book.part_range(part)
+        if topology.num_nodes != self.end - self.start:
+            raise ValueError(f'the topology has {topology.num_nodes} rows, '
+                             f'part {part} owns {self.end - self.start}')
+        if layer_wise and (disjoint or replace):
+            raise ValueError("'layer_wise' draws with replacement over the "
+                             "whole frontier: leave 'disjoint' and 'replace' "
+                             "unset")
+        self.layer_wise = layer_wise
+        edges = collectives.all_gather_ints(
+            [topology.num_edges], 'count the edges of every part').view(-1)
+        self.edge_offset = int(edges[:part].sum())
+
+    @property
+    def num_nodes(self) -> int:
+        return self.book.num_nodes
+
+    def owner_draw(self, hop: int, ids: Tensor, lengths: List[int],
+                   order: Tensor, sizes: List[int],
+                   generator: Optional[torch.Generator]
+                   ) -> Tuple[Tensor, Tensor, Tensor]:
+        rows = ids - self.start
+        topo = self.topology
+        start = topo.indptr.index_select(0, rows)
+        deg = topo.indptr.index_select(0, rows + 1) - start
+        if self.layer_wise:
+            pos, counts = self._layer_draw(hop, start, deg, lengths, order,
+                                           sizes, generator)
+        else:
+            pos, counts = self.draw(hop, start, deg, generator)
+        return pos, counts, deg
+
+    def global_edges(self, pos: Tensor) -> Tensor:
+        return pos + self.edge_offset
+
+    def _layer_draw(self, hop: int, start: Tensor, deg: Tensor,
+                    lengths: List[int], order: Tensor, sizes: List[int],
+                    generator: Optional[torch.Generator]
+                    ) -> Tuple[Tensor, Tensor]:
+        r"""DSP's Eq. 2 across ranks: the owners send back each frontier
+        node's mass (in-degree, or in-edge weight), the requester draws the
+        layer's ``size`` picks over its whole frontier and sends each owner
+        its nodes' pick counts, and the owners draw that many in-edges of
+        each (with replacement; a repeated edge kept once)."""
+        size = self.num_neighbors[hop]
+        if size < 0:
+            return sample_uniform(start, deg, -1, False, generator)
+        coll = self.collectives
+        mass = _mass(start, deg, self.cum_weight)
+        back = coll.exchange(list(mass.split(lengths)), 'sampling',
+                             f'hop {hop}: return the frontier masses')
+        inverse = torch.empty_like(order)
+        inverse[order] = torch.arange(order.numel())
+        frontier_mass = torch.cat(back)[inverse]
+        picks = torch.zeros(order.numel(), dtype=torch.long)
+        if size > 0 and bool((frontier_mass > 0).any()):
+            drawn = torch.multinomial(frontier_mass, size, replacement=True,
+                                      generator=generator)
+            picks = torch.bincount(drawn, minlength=order.numel())
+        got = coll.exchange(list(picks[order].split(sizes)), 'sampling',
+                            f'hop {hop}: send the pick counts to the owners')
+        draws = torch.cat(got)
+        pos, counts = self._sample(start, deg, draws, True, generator)
+        rows = torch.repeat_interleave(torch.arange(deg.numel()), counts,
+                                       output_size=pos.numel())
+        # A repeated edge is kept once per requester (two ranks may ask
+        # for the same node).
+        asker = torch.repeat_interleave(
+            torch.arange(len(lengths)), torch.tensor(lengths))[rows]
+        keep = first_occurrence_mask(
+            asker * (self.topology.num_edges + 1) + pos)
+        return pos[keep], torch.bincount(rows[keep], minlength=deg.numel())
+
+
+class HeteroCollectiveSampler(CollectiveHops, HeteroNeighborSampler):
+    r"""Node-wise sampling over every relation of a partitioned
+    heterogeneous graph, seen from one rank: each owner draws its frontier
+    nodes' in-edges along every relation into their type, with the
+    relation's fan-out, as :class:`~pyg_fastload.sampling.
+    HeteroNeighborSampler` does on one machine; batches come in PyG's
+    per-type layout, ids the partition's typed new ids.
+
+    Each sampled edge travels with its partition-wide id (relation by
+    relation, part by part: what tells its relation), so ``e_id`` of a
+    relation is the edge's position among the relation's edges of every
+    part, part after part.
+
+    Args:
+        topology (HeteroTopology): this rank's part (every relation's
+            in-edges into the part's nodes; sources in global new ids of
+            the whole graph), as :func:`~pyg_fastload.partition.
+            open_hetero_partition` opens it.
+        book (HeteroPartitionBook): who owns which typed new id.
+        part (int): the part this rank owns.
+        collectives (Collectives): this rank's (sampling) collectives.
+        num_neighbors: fan-outs per hop, one list for every relation or a
+            dict naming every edge type.
+        replace (bool): sample with replacement.
+        disjoint (bool): one tree per seed.
+        subgraph_type (str): ``'directional'`` or ``'bidirectional'``.
+        layer_wise (bool): refused (layer-wise draws are homogeneous).
+    """
+    def __init__(self, topology: HeteroTopology, book: HeteroPartitionBook,
+                 part: int, collectives: Collectives,
+                 num_neighbors: Union[List[int], Dict[EdgeType, List[int]]],
+                 replace: bool = False, disjoint: bool = False,
+                 subgraph_type: str = 'directional',
+                 layer_wise: bool = False):
+        if layer_wise:
+            raise ValueError("layer-wise sampling (DSP's Eq. 2) draws over "
+                             "a homogeneous graph's frontier: sample node-"
+                             "wise a heterogeneous one (mode_options."
+                             "sampling: node)")
+        if subgraph_type == 'induced':
+            raise ValueError("collective sampling draws 'directional' or "
+                             "'bidirectional' subgraphs, not 'induced'")
+        if not isinstance(topology, HeteroTopology) or \
+                list(topology.node_types) != book.node_types or \
+                not torch.equal(topology.node_offset.cpu(),
+                                book.node_offset):
+            raise ValueError(
+                f"'topology' must be a part of the partition the book "
+                f"describes (node types {book.node_types}, each in the "
+                f"whole graph's ids): open it with open_hetero_partition")
+        self._join(book, part, collectives, topology.num_nodes, True)
+        super().__init__(topology, num_neighbors, replace=replace,
+                         subgraph_type=subgraph_type, disjoint=disjoint)
+        #: Where each type's rows of this part start, in type-local ids.
+        self.starts = book.offsets[:, part].clone()
+        owned = {t: b.part_range(part)[1] - b.part_range(part)[0]
+                 for t, b in book.books.items()}
+        for r, edge_type in enumerate(topology.edge_types):
+            rows = int(topology.segment_offset[r + 1] -
+                       topology.segment_offset[r])
+            if rows != owned[edge_type[2]]:
+                raise ValueError(f'relation {edge_type} has {rows} rows, '
+                                 f'part {part} owns {owned[edge_type[2]]} '
+                                 f'{edge_type[2]!r} nodes')
+        counts = collectives.all_gather_ints(
+            topology.edge_offset.diff().tolist(),
+            'count the edges of every relation of every part')
+        #: Where each relation's edges start in the partition-wide ids.
+        self.relation_offset = offsets_of(counts.sum(0).tolist())
+        # Partition-wide id of CSC position p of relation r: p + shift[r].
+        self._shift = (self.relation_offset[:-1] + counts[:part].sum(0) -
+                       topology.edge_offset[:-1])
+
+    def owner_draw(self, hop: int, ids: Tensor, lengths: List[int],
+                   order: Tensor, sizes: List[int],
+                   generator: Optional[torch.Generator]
+                   ) -> Tuple[Tensor, Tensor, Tensor]:
+        topo: HeteroTopology = self.topology
+        types = topo.node_type_of(ids)
+        rows = ids - topo.node_offset[types] - self.starts[types]
+        segment, relation, owner = topo.typed_segments(types, rows)
+        start = topo.indptr.index_select(0, segment)
+        deg = topo.indptr.index_select(0, segment + 1) - start
+        pos, counts = self._draw(start, deg, self.fanout[relation, hop],
+                                 self.hop_fanouts[hop], generator)
+        per_node = ids.new_zeros(ids.numel()).index_add_(0, owner, counts)
+        degree = ids.new_zeros(ids.numel()).index_add_(0, owner, deg)
+        return pos, per_node, degree
+
+    def global_edges(self, pos: Tensor) -> Tensor:
+        return pos + self._shift[self.topology.relation_of(pos)]
+
+    def _relation_edges(self, edge: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
+        relation = torch.bucketize(edge, self.relation_offset[1:],
+                                   right=True)
+        return (relation, edge - self.relation_offset[relation],
+                torch.arange(edge.numel()))
+
+    def sample_from_edges(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError(
+            'link prediction over a partitioned heterogeneous graph is not '
+            'implemented yet: train it in mode replicated')
 
 
 def _mass(start: Tensor, deg: Tensor, cum_weight: Optional[Tensor]) -> Tensor:

@@ -2,7 +2,9 @@ r"""DSP and HopGNN modes on one rank: its part of a (METIS) partition, the
 features of the whole graph through one partitioned cache (its own part's
 hottest rows in its tiers, every other row from its owner: remote cache,
 then the owner's storage), and the mode's samplers: DSP's collective
-samplers, or HopGNN's root router over the whole topology. Sampling and
+samplers (over every relation of a heterogeneous partition, every node
+type's rows in the one cache), or HopGNN's root router over the whole
+topology. Sampling and
 feature loading run on process groups of their own (or one, in a leader's
 launch order), so the pipeline's stages and DDP never interleave their
 collectives."""
@@ -10,7 +12,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import List, Optional, Union
+from typing import Any, List, Optional, Type, Union
 
 import torch
 from torch import Tensor
@@ -18,7 +20,7 @@ from torch import Tensor
 from ..caching import Scores
 from ..config import FeatureCache
 from ..graph import CSCTopology
-from ..partition import PartitionBook
+from ..partition import HeteroPartitionBook, PartitionBook
 from ..partition.part_dirs import full_topology
 from ..storage import CSCGraphStore
 from .cold_rows import ColdRows
@@ -27,7 +29,7 @@ from .hopgnn import RootRouter
 from .launch_order import LaunchCoordinator
 from .rank_part import open_rank_part
 from .remote import PartitionedFeatureStore
-from .collective_sampling import CollectiveSampler
+from .collective_sampling import CollectiveSampler, HeteroCollectiveSampler
 
 __all__ = ['DSPRank', 'open_dsp_rank', 'LAUNCH_ORDERS']
 
@@ -40,16 +42,23 @@ class DSPRank:
     r"""What one DSP or HopGNN (:obj:`feature_centric`) rank serves:
     ``data`` is the ``(feature store, graph store)`` pair a
     :class:`~pyg_fastload.FastNeighborLoader` takes (with a
-    :meth:`sampler`), ids are the partition's new ids."""
+    :meth:`sampler`), ids are the partition's new ids (typed on a
+    heterogeneous partition, whose seeds are of node type
+    :attr:`target`)."""
     features: PartitionedFeatureStore
     graph: object
-    book: PartitionBook
+    book: Union[PartitionBook, HeteroPartitionBook]
     part: int
     sampling: Collectives
     fetching: Collectives
     coordinator: Optional[LaunchCoordinator] = None
     feature_centric: bool = False
     meta: Optional[dict] = None  # partition.json
+    #: DSP's sampler of the partition's kind of graph.
+    collective: Type[Any] = CollectiveSampler
+    #: The node type seeds are of (a heterogeneous partition's labelled
+    #: type), or None.
+    target: Optional[str] = None
 
     @property
     def data(self) -> tuple:
@@ -62,7 +71,7 @@ class DSPRank:
         every rank builds its samplers in the same order), over the rank's
         part or over :obj:`topology` (the part with fewer edges, e.g. a
         link split's message-passing ones)."""
-        kind = RootRouter if self.feature_centric else CollectiveSampler
+        kind = RootRouter if self.feature_centric else self.collective
         return kind(self.graph.topology if topology is None else topology,
                     self.book, self.part, self.sampling, num_neighbors,
                     **kwargs)
@@ -79,8 +88,8 @@ class DSPRank:
         :obj:`everyone`'s (default for HopGNN, which draws from the global
         set; a collective)."""
         mask = self.features.local.get_tensor(
-            group_name=None, attr_name=f'{split}_mask', index=None)
-        start, _ = self.book.part_range(self.part)
+            group_name=self.target, attr_name=f'{split}_mask', index=None)
+        start, _ = self.features.part_range(self.target)
         mine = torch.as_tensor(mask).bool().nonzero().view(-1) + start
         if not (self.feature_centric if everyone is None else everyone):
             return mine
@@ -123,6 +132,11 @@ def open_dsp_rank(parts_dir: Union[str, 'os.PathLike[str]'],
     features, graph, book, meta = open_rank_part(
         parts_dir, collectives, cache, device=device, scores=scores,
         verify=verify)
+    hetero = meta.get('kind') == 'hetero'
+    if hetero and feature_centric:
+        raise ValueError(f"'{parts_dir}' partitions a heterogeneous graph: "
+                         f"HopGNN's root router does not route typed roots "
+                         f"yet; use mode 'dsp'")
     if meta['method'] == 'pagraph':
         raise ValueError(f"'{parts_dir}' holds PaGraph's overlapping parts; "
                          f"DSP needs disjoint ones: pyg-fastload partition "
@@ -144,4 +158,6 @@ def open_dsp_rank(parts_dir: Union[str, 'os.PathLike[str]'],
     if feature_centric:
         graph = CSCGraphStore(full_topology(parts_dir))
     return DSPRank(store, graph, book, part, sampling, fetching, coordinator,
-                   feature_centric, meta)
+                   feature_centric, meta,
+                   HeteroCollectiveSampler if hetero else CollectiveSampler,
+                   meta.get('target') if hetero else None)

@@ -4,22 +4,26 @@ remote tier that sends one request per owner per mini-batch (ids out, rows
 back) over :class:`~pyg_fastload.distributed.collectives.Collectives`.
 
 Ids are the partition's new ids (``owner = range check`` through the
-:class:`~pyg_fastload.partition.PartitionBook`). Every rank must gather the
-same attributes in the same order, once per mini-batch (even with no remote
+:class:`~pyg_fastload.partition.PartitionBook`); on a heterogeneous
+partition each node type (feature store group) has its own ranges of
+type-local new ids (:class:`~pyg_fastload.partition.HeteroPartitionBook`),
+and one store serves every type's rows. Every rank must gather the same
+attributes in the same order, once per mini-batch (even with no remote
 ids), since each gather is a collective.
 """
 from __future__ import annotations
 
 import time
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple, Union
 
 import torch
 from torch import Tensor
 from torch_geometric.data import FeatureStore, TensorAttr
 
-from ..partition import PartitionBook
+from ..partition import HeteroPartitionBook, PartitionBook
 from ..storage import TieredFeatureStore, cached_and_stored
-from ..storage.protocol import TierPlaces, TierStats
+from ..storage.feature_store import attr_label
+from ..storage.protocol import BatchIds, TierPlaces, TierStats
 from .cold_rows import ColdRows
 from .collectives import Collectives
 
@@ -31,9 +35,11 @@ class PartitionedFeatureStore(FeatureStore):
 
     Args:
         local (TieredFeatureStore): this rank's part (rows in new-id order
-            from the part's first new id, as :func:`open_partition` opens
-            it).
-        book (PartitionBook): who owns which new id.
+            from the part's first new id, per node type on a heterogeneous
+            partition, as :func:`open_partition` and
+            :func:`open_hetero_partition` open it).
+        book (PartitionBook or HeteroPartitionBook): who owns which new
+            id (of each node type).
         part (int): the part this rank owns.
         collectives (Collectives): the rank's collectives.
         cold (ColdRows, optional): reads the other parts' cold rows (in no
@@ -41,7 +47,8 @@ class PartitionedFeatureStore(FeatureStore):
             exchange of the hot ones (DSP); without it every remote row
             comes through its owner.
     """
-    def __init__(self, local: TieredFeatureStore, book: PartitionBook,
+    def __init__(self, local: TieredFeatureStore,
+                 book: Union[PartitionBook, HeteroPartitionBook],
                  part: int, collectives: Collectives,
                  cold: Optional[ColdRows] = None):
         super().__init__()
@@ -53,10 +60,7 @@ class PartitionedFeatureStore(FeatureStore):
         self.book = book
         self.part = part
         self.collectives = collectives
-        self.start, self.end = book.part_range(part)
         self.cold = cold
-        self._starts = torch.tensor([book.part_range(p)[0]
-                                     for p in range(book.num_parts)])
         self._remote: Dict[str, Dict[str, float]] = {}
         self._direct: Dict[str, Dict[str, float]] = {}
         self._served: Dict[str, Dict[str, float]] = {}
@@ -78,16 +82,31 @@ class PartitionedFeatureStore(FeatureStore):
     def first_step_done(self) -> None:
         self.local.first_step_done()
 
-    def announce(self, ids: Tensor) -> None:
-        mine = ids[(ids >= self.start) & (ids < self.end)]
-        self.local.announce(mine - self.start)
+    def part_range(self, group_name: Optional[str] = None
+                   ) -> Tuple[int, int]:
+        r"""``[start, end)`` of the ids (of node type :obj:`group_name`)
+        this rank owns: its rows of the group are ``id - start``."""
+        return self.book.of_group(group_name).part_range(self.part)
 
-    def retire(self, ids: Tensor) -> None:
+    def _own(self, batch: BatchIds) -> BatchIds:
+        r"""The rows of this part among a batch's ids (of each type)."""
+        if isinstance(batch, dict):
+            return {group: self._own_rows(ids, group)
+                    for group, ids in batch.items()}
+        return self._own_rows(batch, None)
+
+    def _own_rows(self, ids: Tensor, group_name: Optional[str]) -> Tensor:
+        start, end = self.part_range(group_name)
+        return ids[(ids >= start) & (ids < end)] - start
+
+    def announce(self, ids: BatchIds) -> None:
+        self.local.announce(self._own(ids))
+
+    def retire(self, ids: BatchIds) -> None:
         r"""A batch's rows are about to be gathered (the loader calls this
         once per batch): also starts the batch's ordered launches."""
         self.collectives.begin_batch()
-        mine = ids[(ids >= self.start) & (ids < self.end)]
-        self.local.retire(mine - self.start)
+        self.local.retire(self._own(ids))
 
     def stats(self) -> TierStats:
         r"""The local tiers' counters (rows this rank served, for itself and
@@ -120,24 +139,28 @@ class PartitionedFeatureStore(FeatureStore):
                group_name: Optional[str] = None,
                out: Optional[Tensor] = None,
                timings: Optional[Dict[str, float]] = None) -> Tensor:
-        r"""Rows :obj:`index` (new ids) of an attribute: own rows from the
-        local tiers, the others from their owners (a collective)."""
+        r"""Rows :obj:`index` (new ids, of node type :obj:`group_name`) of
+        an attribute: own rows from the local tiers, the others from their
+        owners (a collective)."""
         index = index.long()
-        owner = self.book.owner(index)
+        book = self.book.of_group(group_name)
+        start = book.part_range(self.part)[0]
+        owner = book.owner(index)
         mine = owner == self.part
         world = self.collectives.world_size
         # Each remote row once (pre-gathering: disjoint micrographs repeat
         # nodes), grouped by owner.
         remote, back_to = torch.unique(index[~mine], return_inverse=True)
-        owners = self.book.owner(remote)
+        owners = book.owner(remote)
         started = time.perf_counter()
         direct, pending = None, None
+        key = (group_name, attr_name)
+        name = attr_label(key)  # what the counters are kept under
         if self.cold is not None and remote.numel():
-            owned = remote - self._starts[owners]
-            direct = self.cold.split(attr_name, owners, owned)
+            owned = book.local(remote)
+            direct = self.cold.split(key, owners, owned)
             if bool(direct.any()):  # read beside the exchange
-                pending = self.cold.read(attr_name, owners[direct],
-                                         owned[direct])
+                pending = self.cold.read(key, owners[direct], owned[direct])
             else:
                 direct = None
         hot = remote if direct is None else remote[~direct]
@@ -145,20 +168,20 @@ class PartitionedFeatureStore(FeatureStore):
                                 owners[~direct], minlength=world).tolist()
         wanted = list(hot.split(counts))  # unique ids are owner-sorted
         asked = self.collectives.exchange(wanted, 'features',
-                                          f"request '{attr_name}' ids")
-        before = self._tier_rows(attr_name)
-        served = [self.local.gather(attr_name, ids - self.start,
-                                    group_name) for ids in asked]
-        cached, stored = (a - b for a, b in zip(self._tier_rows(attr_name),
+                                          f"request '{name}' ids")
+        before = self._tier_rows(key)
+        served = [self.local.gather(attr_name, ids - start, group_name)
+                  for ids in asked]
+        cached, stored = (a - b for a, b in zip(self._tier_rows(key),
                                                 before))
-        entry = self._served.setdefault(attr_name,
+        entry = self._served.setdefault(name,
                                         {'cache': 0.0, 'storage': 0.0})
         entry['cache'] += cached
         entry['storage'] += stored
         back = self.collectives.exchange(served, 'features',
-                                         f"send '{attr_name}' rows")
+                                         f"send '{name}' rows")
         remote_seconds = time.perf_counter() - started
-        local = self.local.gather(attr_name, index[mine] - self.start,
+        local = self.local.gather(attr_name, index[mine] - start,
                                   group_name, timings=timings)
         shape = (index.numel(), *local.shape[1:])
         if out is None:
@@ -166,10 +189,10 @@ class PartitionedFeatureStore(FeatureStore):
         out[mine] = local
         if not bool(mine.all()):
             rows = torch.cat(back)
-            _count(self._remote, attr_name, rows)  # all served by owners
+            _count(self._remote, name, rows)  # all served by owners
             if pending is not None:
                 cold = pending.result()
-                _count(self._direct, attr_name, cold)
+                _count(self._direct, name, cold)
                 both = rows.new_empty((remote.numel(), *rows.shape[1:]))
                 both[~direct] = rows
                 both[direct] = cold.to(rows.dtype)
@@ -184,9 +207,10 @@ class PartitionedFeatureStore(FeatureStore):
         if self.cold is not None:
             self.cold.close()
 
-    def _tier_rows(self, attr_name: str) -> Tuple[float, float]:
+    def _tier_rows(self, key: Tuple[Optional[str], str]
+                   ) -> Tuple[float, float]:
         return cached_and_stored(
-            self.local.stats(attr_name).get(attr_name, {}))
+            self.local.stats(key[1]).get(attr_label(key), {}))
 
     # The FeatureStore contract ##############################################
 
@@ -205,7 +229,8 @@ class PartitionedFeatureStore(FeatureStore):
 
     def _get_tensor_size(self, attr: TensorAttr) -> Optional[Tuple]:
         size = self.local.get_tensor_size(attr)
-        return None if size is None else (self.book.num_nodes, *size[1:])
+        return None if size is None else (
+            self.book.of_group(attr.group_name).num_nodes, *size[1:])
 
     def get_all_tensor_attrs(self) -> List[TensorAttr]:
         return self.local.get_all_tensor_attrs()

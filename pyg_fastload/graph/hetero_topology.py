@@ -125,13 +125,20 @@ class HeteroTopology:
         node of :obj:`nodes` (global ids): grouped by node in the order of
         :obj:`nodes`, ``owner`` the position of the node in :obj:`nodes`."""
         types = self.node_type_of(nodes)
-        local = nodes - self.node_offset[types]
+        return self.typed_segments(types, nodes - self.node_offset[types])
+
+    def typed_segments(self, types: Tensor, rows: Tensor
+                       ) -> Tuple[Tensor, Tensor, Tensor]:
+        r"""As :meth:`segments`, for nodes given by their type (index)
+        and their row among the type's destination segments (a part of a
+        partition holds some rows of each type, its sources keep the whole
+        graph's ids)."""
         first = self.dst_rel_ptr[types]
         count = self.dst_rel_ptr[types + 1] - first
         owner = torch.repeat_interleave(
-            torch.arange(nodes.numel(), device=nodes.device), count)
+            torch.arange(types.numel(), device=types.device), count)
         relation = self.dst_rels[expand_ranges(first, count)]
-        segment = self.segment_offset[relation] + local[owner]
+        segment = self.segment_offset[relation] + rows[owner]
         return segment, relation, owner
 
     def relation_topology(self, edge_type: EdgeType) -> CSCTopology:

@@ -2,14 +2,15 @@ r"""A part's topology in its own row ids: neighbour lists stored in global
 ids, relabelled to the rows the part holds."""
 from __future__ import annotations
 
-from typing import Tuple
+from typing import Dict, Tuple
 
 import torch
 from torch import Tensor
 
+from .hetero_topology import HeteroTopology, offsets_of
 from .topology import CSCTopology, index_dtype_for
 
-__all__ = ['local_topology']
+__all__ = ['local_topology', 'local_hetero_topology']
 
 
 def local_topology(topology: CSCTopology, rows: Tensor,
@@ -41,3 +42,40 @@ def local_topology(topology: CSCTopology, rows: Tensor,
     dtype = index_dtype_for(topology.num_nodes)
     return CSCTopology(indptr, indices.to(dtype),
                        topology.num_nodes), dropped
+
+
+def local_hetero_topology(topology: HeteroTopology,
+                          rows: Dict[str, Tuple[int, int]]
+                          ) -> HeteroTopology:
+    r""":obj:`topology` (a part of a heterogeneous partition: every
+    relation's in-edges into the part's nodes, sources in the whole graph's
+    ids) in the part's own ids: node type ``t`` holds the type-local ids
+    ``rows[t] = (start, end)`` of the whole graph, which become ``0, 1,
+    ...``; in-edges from nodes the part does not hold are dropped (what a
+    cache ranks the part's rows on).
+
+    Args:
+        topology (HeteroTopology): the part's topology.
+        rows (Dict[str, Tuple[int, int]]): per node type, the ``[start,
+            end)`` of the type-local ids the part holds.
+    """
+    types = topology.node_types
+    starts = torch.tensor([rows[t][0] for t in types], dtype=torch.long)
+    counts = [rows[t][1] - rows[t][0] for t in types]
+    node_offset = offsets_of(counts)
+    src = topology.indices.long()
+    kind = topology.node_type_of(src)
+    local = src - topology.node_offset[kind] - starts[kind]
+    keep = (local >= 0) & (local < torch.tensor(counts)[kind])
+    kept = torch.zeros(keep.numel() + 1, dtype=torch.long)
+    torch.cumsum(keep.long(), 0, out=kept[1:])  # kept edges before each
+    relation = topology.relation_of(torch.arange(keep.numel()))
+    edges = torch.bincount(relation[keep], minlength=len(
+        topology.edge_types)).tolist()
+    return HeteroTopology(
+        node_types=list(types), edge_types=list(topology.edge_types),
+        node_offset=node_offset, segment_offset=topology.segment_offset,
+        edge_offset=offsets_of(edges), indptr=kept[topology.indptr],
+        indices=(local + node_offset[kind])[keep].to(
+            index_dtype_for(max(int(node_offset[-1]) - 1, 0))),
+        edge_id=topology.edge_id[keep])

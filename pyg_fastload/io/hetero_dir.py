@@ -46,6 +46,7 @@ from .format import (
     build_meta,
     check_name,
     int_arg,
+    is_hetero_dataset_dir,
 )
 from .reader import (
     check_specs,
@@ -54,6 +55,7 @@ from .reader import (
     count_field,
     fail,
     map_array,
+    open_dataset_dir,
     read_meta,
     verify_files,
 )
@@ -61,7 +63,7 @@ from .staging import Staging
 from .writer import cast_labels
 
 __all__ = ['OnDiskHeteroDataset', 'open_hetero_dataset_dir',
-           'write_hetero_dataset_dir']
+           'write_hetero_dataset_dir', 'open_node_arrays']
 
 PathLike = Union[str, 'os.PathLike[str]']
 
@@ -500,3 +502,17 @@ def _check_relations(topo: HeteroTopology, indptr_file: Path,
             raise fail(indices_file.with_name('edge_id.bin'), f"edge type "
                        f"{edge_type} has edge ids outside [0, "
                        f"{block.numel()})", fix)
+
+
+def open_node_arrays(path: PathLike, verify: str = 'size'
+                     ) -> Dict[Tuple[Optional[str], str], Tensor]:
+    r"""Every node array of a dataset directory of either kind
+    (memory-mapped), by ``(node type, name)``: the node type is
+    :obj:`None` in a homogeneous one (a feature store's group)."""
+    if is_hetero_dataset_dir(Path(path).expanduser()):
+        dataset = open_hetero_dataset_dir(path, verify=verify)
+        return {(node_type, name): value
+                for node_type, arrays in dataset.arrays.items()
+                for name, value in arrays.items()}
+    return {(None, name): value for name, value in
+            open_dataset_dir(path, verify=verify).arrays.items()}

@@ -17,6 +17,7 @@ from ..distributed.rank_part import open_rank_part, read_new_ids
 from ..distributed.seeds import RankSeedSampler
 from ..graph import CSCTopology
 from ..io.format import sha256_file
+from ..partition.part_dirs import read_partition_meta
 from .base import LoadingMode
 from .link_split import LinkSplit
 from .task import LinkTraining
@@ -40,6 +41,11 @@ class LossNorm:
 class _Partitioned(LoadingMode):
     r"""A mode over one part per rank of :obj:`partitions`."""
     meta: Dict[str, Any]
+    #: Why the mode cannot train on a heterogeneous partition, if it
+    #: cannot.
+    hetero_refusal: Optional[str] = None
+    #: Whether the partition is of a heterogeneous graph.
+    hetero = False
 
     def _check_workload(self) -> None:
         spec = self.spec
@@ -48,9 +54,31 @@ class _Partitioned(LoadingMode):
                                f"is for mode 'replicated' (mode "
                                f"{self.name!r} samples its parts on the "
                                f"CPU): use sampling_device: cpu")
-        if self.source is not None and self.source.is_hetero:
-            raise SettingError('mode', f"mode {self.name!r} does not take a "
-                               f"HeteroData yet: use mode 'replicated'")
+        try:  # (an unreadable partition: opening it names the fault)
+            parts = read_partition_meta(self.partitions).get('kind') == \
+                'hetero'
+        except ValueError:
+            parts = None
+        given = None if self.source is None else self.source.is_hetero
+        kinds = ('homogeneous', 'heterogeneous')
+        if None not in (parts, given) and parts != given:
+            raise SettingError(
+                'partitions', f"'{self.partitions}' partitions a "
+                f"{kinds[parts]} graph, while 'dataset' is "
+                f"{kinds[given]}: give the dataset that was partitioned "
+                f"(or partition it: pyg-fastload partition DATASET_DIR "
+                f"--out PARTS_DIR)")
+        self.hetero = hetero = bool(parts or given)
+        if hetero and self.hetero_refusal is not None:
+            raise SettingError('mode', f"mode {self.name!r} on the "
+                               f"heterogeneous partition "
+                               f"'{self.partitions}': {self.hetero_refusal}")
+        if hetero and self.source is None:
+            raise SettingError(
+                'dataset', f"'{self.partitions}' partitions a heterogeneous "
+                f"graph: give 'dataset' too (the directory that was "
+                f"partitioned), whose node and edge types the model is "
+                f"built from and whose graph validation reads")
 
     def _check_origin(self) -> None:
         r"""The dataset given for evaluation must be the partitioned one."""
@@ -75,6 +103,9 @@ class PaGraph(_Partitioned):
                     "the training nodes, while a link's two endpoints and "
                     "its negatives are any nodes: use mode 'dsp' (or "
                     "'replicated')")
+    hetero_refusal = ("PaGraph's self-reliant parts are not written for "
+                      "heterogeneous graphs yet (pyg-fastload partition "
+                      "refuses --method pagraph there): use mode 'dsp'")
 
     @property
     def global_seeds(self) -> bool:
@@ -113,6 +144,14 @@ class DSP(_Partitioned):
     @property
     def global_seeds(self) -> bool:
         return self.spec.mode_options.seeds == 'global'
+
+    def _check_workload(self) -> None:
+        super()._check_workload()
+        if self.hetero and self.spec.mode_options.sampling == 'layer':
+            raise SettingError('mode_options', "sampling: layer (DSP's "
+                               "layer-wise draw) is for homogeneous graphs; "
+                               "a heterogeneous one is sampled node-wise "
+                               "(sampling: node)")
 
     def _sampler_options(self) -> Dict[str, Any]:
         return {'layer_wise': self.spec.mode_options.sampling == 'layer'}
@@ -191,6 +230,8 @@ class HopGNN(DSP):
                     "edge joins two nodes (and its negatives) that other "
                     "ranks may own, which that routing does not serve yet: "
                     "use mode 'dsp'")
+    hetero_refusal = ("HopGNN's root router does not route roots of typed "
+                      "graphs yet: use mode 'dsp'")
 
     @property
     def global_seeds(self) -> bool:

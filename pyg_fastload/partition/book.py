@@ -9,7 +9,7 @@ owns new ids ``[offsets[k], offsets[k + 1])``).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Tuple
+from typing import Optional, Tuple
 
 import numpy as np
 import torch
@@ -63,6 +63,14 @@ class PartitionBook:
     def part_range(self, part: int) -> Tuple[int, int]:
         r"""``[start, end)`` of the new ids part :obj:`part` owns."""
         return int(self.offsets[part]), int(self.offsets[part + 1])
+
+    def of_group(self, group_name: Optional[str]) -> 'PartitionBook':
+        r"""The book of a feature store group's ids: this one (a
+        homogeneous partition's rows have no node type)."""
+        if group_name is not None:
+            raise ValueError(f'node type {group_name!r}: this partition is '
+                             f'homogeneous (its rows have no node type)')
+        return self
 
     @classmethod
     def load(cls, parts_dir: Path) -> 'PartitionBook':

@@ -40,13 +40,15 @@ from torch import Tensor
 from tqdm.auto import tqdm
 
 from ..graph.hetero_topology import HeteroTopology, offsets_of
+from ..graph.local import local_hetero_topology
 from ..graph.ranges import expand_ranges
 from ..graph.topology import CSCTopology
-from ..caching import open_dataset
+from ..caching import Scores, open_dataset
 from ..config import FeatureCache
 from ..io import open_hetero_dataset_dir, write_hetero_dataset_dir
 from ..io.format import sha256_file
 from ..io.staging import StagedDirectory, check_target
+from ..storage import CSCGraphStore
 from .book import BOOK_FILES, PartitionBook, renumber
 from .methods import METHODS, assign_parts, check_num_parts
 from .part_dirs import (PARTITION_DIR, PARTITION_FORMAT, PARTITION_VERSION,
@@ -115,6 +117,14 @@ class HeteroPartitionBook:
             raise KeyError(f'{node_type!r} is not a node type of this '
                            f"partition ({', '.join(self.books)})")
         return self.books[node_type]
+
+    def of_group(self, group_name: Optional[str]) -> PartitionBook:
+        r"""The book of a feature store group's ids: the ranges of node
+        type :obj:`group_name`'s type-local new ids."""
+        if group_name is None:
+            raise ValueError(f'this partition is heterogeneous: name a node '
+                             f"type ({', '.join(self.books)})")
+        return self[group_name]
 
     def owner(self, ids: Tensor, node_type: Optional[str] = None) -> Tensor:
         r"""The part owning each id: type-local new ids of
@@ -394,6 +404,7 @@ def open_hetero_partition(
     *,
     device: Optional[Union[str, torch.device]] = None,
     verify: str = 'size',
+    scores: Optional[Scores] = None,
 ) -> Tuple[Any, Any, HeteroPartitionBook]:
     r"""Opens part :obj:`part` of a heterogeneous partition alone: its
     feature store (per node type, the rows of the part's nodes in new-id
@@ -403,9 +414,12 @@ def open_hetero_partition(
     Args:
         parts_dir: a directory written by :func:`partition_hetero_dataset`.
         part (int): which part, in ``[0, num_parts)``.
-        cache (FeatureCache, optional): caches in front of the features.
+        cache (FeatureCache, optional): caches in front of the features;
+            their policies rank the part's rows on its own edges.
         device: where the device cache lives.
         verify (str): how the part's files are checked.
+        scores (Scores, optional): what ranks the part's rows for the
+            caches (see :func:`~pyg_fastload.open_dataset`).
     """
     parts_dir = Path(parts_dir).expanduser()
     meta = read_partition_meta(parts_dir)
@@ -425,6 +439,12 @@ def open_hetero_partition(
         if found != value:
             raise _fail(parts_dir, meta_file, f"'partition.{key}' is "
                         f"{found!r}, the book says {value!r}")
-    feature_store, graph_store = open_dataset(path, cache, device=device,
-                                              verify=verify)
-    return feature_store, graph_store, book
+    ranked = None
+    if cache is not None and cache.enabled:
+        ranked = local_hetero_topology(
+            dataset.topology, {t: book.part_range(part, t)
+                               for t in book.node_types})
+    feature_store, _ = open_dataset(path, cache, device=device,
+                                    verify=verify, scores=scores,
+                                    topology=ranked)
+    return feature_store, CSCGraphStore(dataset.topology), book

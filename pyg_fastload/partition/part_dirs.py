@@ -373,11 +373,14 @@ def open_partition(
     verify: str = 'size',
     local: bool = False,
     scores: Optional[Scores] = None,
-) -> Tuple[TieredFeatureStore, CSCGraphStore, PartitionBook]:
+) -> Tuple[TieredFeatureStore, CSCGraphStore,
+           Union[PartitionBook, 'HeteroPartitionBook']]:
     r"""Opens part :obj:`part` of :obj:`parts_dir` alone: its feature store
     (rows of the part's nodes, in new-id order from the part's first new
     id, then a PaGraph part's replicas), its graph store (the part's
-    in-neighbour lists, in new ids) and the partition book.
+    in-neighbour lists, in new ids) and the partition book (of a
+    heterogeneous partition: :func:`~pyg_fastload.partition.hetero.
+    open_hetero_partition`'s typed stores and book).
 
     With :obj:`local`, the graph store is in the part's own row ids
     instead (neighbours the part does not store are dropped: none for the
@@ -399,6 +402,14 @@ def open_partition(
     """
     parts_dir = Path(parts_dir).expanduser()
     meta = read_partition_meta(parts_dir)
+    if meta.get('kind') == 'hetero':
+        if local:
+            raise ValueError(f"'{parts_dir}' partitions a heterogeneous "
+                             f"dataset, whose parts are not relabelled to "
+                             f"their own rows (local=True) yet")
+        from .hetero import open_hetero_partition
+        return open_hetero_partition(parts_dir, part, cache, device=device,
+                                     verify=verify, scores=scores)
     path = checked_part(parts_dir, meta, part)
     meta_file = path / 'meta.json'
     book = load_book(parts_dir, meta)

@@ -310,6 +310,13 @@ class HeteroNeighborSampler(FastNeighborSampler):
             _seed_generator(kwargs.get('generator'), self.device),
             bool(kwargs.get('strict')))
 
+    def _relation_edges(self, edge: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
+        r"""``(relation, ids, at)`` of a batch's edges (the positions
+        :meth:`sample` reports): each edge's relation (index), and its id
+        within the relation, ``ids[at]``."""
+        topo: HeteroTopology = self.topology
+        return topo.relation_of(edge), topo.edge_id, edge
+
     def _split(self, out: SamplerOutput) -> HeteroSamplerOutput:
         r"""The global-id output, split by node type and relation."""
         topo: HeteroTopology = self.topology
@@ -329,7 +336,7 @@ class HeteroNeighborSampler(FastNeighborSampler):
             node[name] = out.node.index_select(0, idx) - topo.node_offset[i]
             if out.batch is not None:
                 batch[name] = out.batch.index_select(0, idx)
-        relation = topo.relation_of(out.edge)
+        relation, edge_ids, edge_at = self._relation_edges(out.edge)
         # Edges grouped by relation with one stable sort (hop order kept).
         by_relation = torch.sort(_narrow(relation, len(topo.edge_types)),
                                  stable=True).indices
@@ -340,7 +347,7 @@ class HeteroNeighborSampler(FastNeighborSampler):
         parts = [source.index_select(0, index.index_select(0, by_relation))
                  .split(sizes.tolist()) for source, index in
                  ((local, out.row), (local, out.col),
-                  (topo.edge_id, out.edge))]
+                  (edge_ids, edge_at))]
         row, col, edge = ({e: p[r] for r, e in enumerate(topo.edge_types)}
                           for p in parts)
         return HeteroSamplerOutput(

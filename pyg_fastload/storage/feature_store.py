@@ -24,7 +24,7 @@ from .tier import Tier
 from .tier_chain import TierChain
 from .window_cache import WindowBufferedCache
 
-__all__ = ['TieredFeatureStore']
+__all__ = ['TieredFeatureStore', 'attr_label']
 
 Key = Tuple[Optional[str], str]
 
@@ -33,7 +33,9 @@ def _key(attr: TensorAttr) -> Key:
     return (attr.group_name, attr.attr_name)
 
 
-def _label(key: Key) -> str:
+def attr_label(key: Key) -> str:
+    r"""The name :meth:`TieredFeatureStore.stats` reports an attribute
+    ``(group, name)`` under: ``name``, or ``group.name`` in a group."""
     group, name = key
     return name if group is None else f'{group}.{name}'
 
@@ -388,14 +390,14 @@ class TieredFeatureStore(FeatureStore):
         for key, chain in self._entries.items():
             stats = chain.storage.read_ahead_stats()
             if stats is not None:
-                out[_label(key)] = stats
+                out[attr_label(key)] = stats
         return out
 
     def stats(self, attr_name: Optional[str] = None
               ) -> Dict[str, Dict[str, Dict[str, float]]]:
         r"""Per attribute and tier: requests, hits, bytes, pages, hit ratio
         (of :obj:`attr_name` only, if given)."""
-        return {_label(key): chain.stats()
+        return {attr_label(key): chain.stats()
                 for key, chain in self._entries.items()
                 if attr_name is None or key[1] == attr_name}
 
@@ -404,7 +406,7 @@ class TieredFeatureStore(FeatureStore):
         tier's rows live or come from, in words (``'CPU memory'``,
         ``'GPU memory, cuda:0'``, ``'in memory'``, ``'file,
         memory-mapped'``, ``'file, direct reads'``)."""
-        return {_label(key): chain.places()
+        return {attr_label(key): chain.places()
                 for key, chain in self._entries.items()}
 
     def evict_page_cache(self) -> None:

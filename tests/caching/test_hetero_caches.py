@@ -249,8 +249,12 @@ def test_open_dataset_serves_a_hetero_directory_from_disk(tmp_path):
     for a, b in zip(FastNeighborLoader(data, **kwargs), got):
         for t in ('paper', 'author'):
             assert torch.equal(a[t].x, b[t].x)
-    with pytest.raises(ValueError, match="'topology' replaces"):
-        open_dataset(tmp_path / 'ds', topology=graph.topology)
+    # another topology to rank with must be typed as the dataset is
+    from pyg_fastload.graph import CSCTopology
+    with pytest.raises(ValueError, match="must be a HeteroTopology with the "
+                       "node types and counts"):
+        open_dataset(tmp_path / 'ds', topology=CSCTopology.from_edge_index(
+            torch.tensor([[0], [1]]), 2))
 
 
 def test_an_auto_device_budget_is_sized_over_every_type():

@@ -512,3 +512,40 @@ def test_a_two_rank_dsp_link_fit_samples_collectively(tiny_dir, metis_parts,
     assert ranks[0]['gradients'] == ranks[1]['gradients']
     [metrics] = (tmp_path / 'logs').rglob('metrics.csv')
     assert 'val_mrr' in metrics.read_text().splitlines()[0]
+
+
+@pytest.mark.parametrize('pipeline', [True, False])
+def test_a_two_rank_dsp_fit_on_a_hetero_partition(tmp_path, pipeline):
+    r"""Mode 'dsp' on a heterogeneous partition: each rank trains the
+    labelled type's seeds it owns, sampled collectively over every
+    relation, every type's rows from the one partitioned cache (the part's
+    hottest rows ranked on its own edges); validation reads the whole
+    dataset."""
+    from pyg_fastload.datasets.hetero_prepare import prepare_hetero_preset
+    from pyg_fastload.io import open_hetero_dataset_dir
+    from pyg_fastload.partition import partition_dataset
+    dataset = prepare_hetero_preset('hetero-tiny', tmp_path / 'tiny',
+                                    progress=False)
+    partition_dataset(dataset.path, tmp_path / 'parts', 2, 'metis',
+                      progress=False)
+    config = _config(tmp_path, {
+        'dataset': str(dataset.path), 'partitions': str(tmp_path / 'parts'),
+        'mode': 'dsp', 'num_neighbors': [4, 3], 'pipeline': pipeline,
+        'feature_cache': {'host_budget': 0.3}})
+    result = _fit(['--config', str(config)], tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    own = [int(open_hetero_dataset_dir(tmp_path / 'parts' / f'part-{k}')
+               .arrays['paper']['train_mask'].sum()) for k in range(2)]
+    assert min(own) > 0 and sum(own) == 240
+    ranks = _stats(tmp_path)['epochs'][0]['ranks']
+    assert ranks[0]['steps'] == ranks[1]['steps'] == -(-max(own) // 64)
+    for rank in ranks:  # frontiers pushed to their owners
+        assert rank['sampling']['bytes_received'] > 0
+    assert ranks[0]['gradients'] == ranks[1]['gradients']
+    [own_stats] = (tmp_path / 'logs').rglob('fastload_stats.json')
+    cache = json.loads(own_stats.read_text())['epochs'][0]['cache']
+    paper = cache['paper.x']  # rank 0's rows: its cache, others' parts
+    assert 0 < paper['host']['hits'] < paper['host']['requests']
+    assert paper['remote_disk']['hits'] > 0
+    [metrics] = (tmp_path / 'logs').rglob('metrics.csv')
+    assert 'val_acc' in metrics.read_text().splitlines()[0]

@@ -113,7 +113,7 @@ def _cold_rows(rank, world, parts_dir, mode):
     remote = ids[book.owner(ids) != rank].unique()
     other = 1 - rank
     start, _ = book.part_range(other)
-    cached = cold.cached[other]['x'][remote - start]
+    cached = cold.cached[other][(None, 'x')][remote - start]
     stats = store.stats()['x']
     store.close()
     return (ids.numpy(), rows.numpy(), int(cached.sum()),

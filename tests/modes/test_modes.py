@@ -119,10 +119,62 @@ def test_heterogeneous_data_may_be_sampled_on_the_gpu():
             info:  # a run on the CPU, though, has no GPU to sample on
         gpu.placement(torch.device('cpu'))
     assert info.value.key == 'sampling_device'
-    with pytest.raises(SettingError, match="does not take a HeteroData") as \
-            info:
+    with pytest.raises(SettingError, match="self-reliant parts are not "
+                       "written for heterogeneous graphs") as info:
         PaGraph(LoadingSpec(), DatasetSource.of(data), 'parts')
     assert info.value.key == 'mode'
+
+
+@pytest.fixture(scope='module')
+def hetero_partition(tmp_path_factory, tiny_dir):
+    r"""``(hetero dataset dir, its 2 hash parts, tiny's dir, its parts)``:
+    a heterogeneous and a homogeneous partition."""
+    from pyg_fastload.datasets.hetero_prepare import prepare_hetero_preset
+    from pyg_fastload.partition import partition_dataset
+    root = tmp_path_factory.mktemp('kinds')
+    dataset = prepare_hetero_preset('hetero-tiny', root / 'mag',
+                                    progress=False)
+    partition_dataset(dataset.path, root / 'mag-parts', 2, 'hash',
+                      progress=False)
+    partition_dataset(tiny_dir[0], root / 'tiny-parts', 2, 'hash',
+                      progress=False)
+    return dataset.path, root / 'mag-parts', tiny_dir[0], root / 'tiny-parts'
+
+
+@pytest.mark.reliability(
+    fault='a heterogeneous partition in a mode or setting that cannot take '
+          'it (pagraph, hopgnn, layer-wise sampling, task link, no '
+          'dataset), or a partition of the other kind of graph than the '
+          'dataset',
+    behaviour="refused at start-up naming the config key (data.mode, "
+              "data.mode_options, data.dataset, data.partitions) and what "
+              "to use (mode 'dsp', sampling: node, the dataset that was "
+              "partitioned)")
+@pytest.mark.parametrize('mode, case, settings, key, match', [
+    (PaGraph, 'hetero', {}, 'mode', 'self-reliant parts'),
+    (HopGNN, 'hetero', {}, 'mode', "root router does not route"),
+    (DSP, 'no dataset', {}, 'dataset', "give 'dataset' too"),
+    (DSP, 'hetero', {'mode_options': {'sampling': 'layer'}},
+     'mode_options', 'sampling: layer'),
+    (DSP, 'hetero', {'task': 'link'}, 'mode', 'over typed parts'),
+    (DSP, 'hetero parts, homogeneous dataset', {}, 'partitions',
+     "partitions a heterogeneous graph, while 'dataset' is homogeneous"),
+    (DSP, 'homogeneous parts, hetero dataset', {}, 'partitions',
+     "partitions a homogeneous graph, while 'dataset' is heterogeneous"),
+])
+def test_partitioned_modes_on_heterogeneous_partitions(
+        hetero_partition, mode, case, settings, key, match):
+    mag, mag_parts, tiny, tiny_parts = hetero_partition
+    dataset, parts = {
+        'hetero': (mag, mag_parts), 'no dataset': (None, mag_parts),
+        'hetero parts, homogeneous dataset': (tiny, mag_parts),
+        'homogeneous parts, hetero dataset': (mag, tiny_parts)}[case]
+    source = None if dataset is None else DatasetSource.of(str(dataset))
+    with pytest.raises(SettingError, match=match) as info:
+        mode(LoadingSpec(**settings), source, str(parts))
+    assert info.value.key == key
+    if case == 'hetero':  # mode dsp takes the same partition as it is
+        DSP(LoadingSpec(), source, str(parts))
 
 
 def test_one_process_replicated_is_the_plain_loader():

@@ -250,8 +250,11 @@ def test_bad_input_is_refused(hetero_parts, tmp_path, capsys):
     with pytest.raises(ValueError, match=r"--method bytegnn .* has no "
                        r"masks; use --method metis"):
         partition_dataset(unmasked.path, tmp_path / 'e', 2, 'bytegnn')
-    with pytest.raises(ValueError, match='open_hetero_partition'):
-        open_partition(paths['hash'], 0)
+    # open_partition opens a heterogeneous part typed, never relabelled
+    assert isinstance(open_partition(paths['hash'], 0)[2],
+                      HeteroPartitionBook)
+    with pytest.raises(ValueError, match='not relabelled to their own rows'):
+        open_partition(paths['hash'], 0, local=True)
     with pytest.raises(ValueError, match=r"'part' = 3 must be an int"):
         open_hetero_partition(paths['hash'], K)
     from pyg_fastload.lightning.command import main
@@ -298,3 +301,31 @@ def test_command_partitions_and_reports(hetero_parts, tmp_path, capsys):
     printed = capsys.readouterr().out
     assert 'author__writes__paper' in printed and 'train' in printed
     assert 'remote/local' in printed
+
+
+def test_a_parts_own_topology_keeps_its_inner_edges(hetero_parts):
+    r"""What a part's caches rank its rows on: every relation's in-edges
+    whose source the part holds too, in the part's own row ids."""
+    from pyg_fastload.graph.local import local_hetero_topology
+    _, paths = hetero_parts
+    _, graph, book = open_hetero_partition(paths['metis'], 1)
+    topo = graph.topology
+    rows = {t: book.part_range(1, t) for t in book.node_types}
+    local = local_hetero_topology(topo, rows)
+    assert {t: local.num_nodes_of(t) for t in local.node_types} == \
+        {t: end - start for t, (start, end) in rows.items()}
+    kept = 0
+    for edge_type in topo.edge_types:
+        part = topo.relation_topology(edge_type)
+        dst = torch.arange(part.num_nodes).repeat_interleave(
+            part.indptr.diff())
+        start, end = rows[edge_type[0]]
+        inner = (part.indices >= start) & (part.indices < end)
+        want = sorted(zip((part.indices[inner] - start).tolist(),
+                          dst[inner].tolist()))
+        mine = local.relation_topology(edge_type)
+        got = sorted(zip(mine.indices.tolist(), torch.arange(
+            mine.num_nodes).repeat_interleave(mine.indptr.diff()).tolist()))
+        assert got == want
+        kept += len(want)
+    assert 0 < kept < topo.num_edges  # some edges cross the parts

@@ -1,0 +1,145 @@
+r"""DSP on heterogeneous partitions: collective sampling over every relation
+(typed new ids), one partitioned feature store serving every node type's
+rows, and seeds of the labelled type."""
+from datetime import timedelta
+
+import numpy as np
+import pytest
+import torch
+
+from pyg_fastload.datasets.hetero_prepare import prepare_hetero_preset
+from pyg_fastload.distributed import Collectives, DistContext
+from pyg_fastload.distributed.collective_sampling import \
+    HeteroCollectiveSampler
+from pyg_fastload.distributed.dsp import open_dsp_rank
+from pyg_fastload.graph import HeteroTopology
+from pyg_fastload.io import open_hetero_dataset_dir
+from pyg_fastload.partition import partition_dataset
+from pyg_fastload.sampling import HeteroNeighborSampler
+
+from .ranks import run_ranks
+
+pytestmark = pytest.mark.timeout(240)
+
+
+@pytest.fixture(scope='module')
+def hetero_parts(tmp_path_factory):
+    r"""``(dataset_dir, parts_dir)``: hetero-tiny in 2 METIS parts."""
+    root = tmp_path_factory.mktemp('hetero-dsp')
+    dataset = prepare_hetero_preset('hetero-tiny', root / 'ds',
+                                    progress=False)
+    partition_dataset(dataset.path, root / 'parts', 2, 'metis',
+                      progress=False)
+    return dataset.path, root / 'parts'
+
+
+def _new_id_topology(dataset_dir, parts_dir):
+    r"""The whole graph in the partition's typed new ids."""
+    dataset = open_hetero_dataset_dir(dataset_dir)
+    topo = dataset.topology
+    new_id = torch.from_numpy(np.load(parts_dir / 'new_id.npy'))
+    edges = {}
+    for r, edge_type in enumerate(topo.edge_types):
+        rel = topo.relation_topology(edge_type)
+        src_off = topo.node_offset[int(topo.src_type[r])]
+        dst_off = topo.node_offset[int(topo.dst_type[r])]
+        dst = torch.arange(rel.num_nodes).repeat_interleave(rel.indptr.diff())
+        src = rel.indices.long()
+        edges[edge_type] = torch.stack([
+            new_id[src + src_off] - src_off, new_id[dst + dst_off] - dst_off])
+    return HeteroTopology.from_relations(dataset.num_nodes, edges), \
+        dataset.target
+
+
+def _sample(rank, world, parts_dir, fanouts):
+    coll = Collectives(DistContext.current(timedelta(seconds=30)))
+    dsp = open_dsp_rank(parts_dir, coll)
+    sampler = dsp.sampler(fanouts)
+    seeds = dsp.seeds('train')[:12]
+    out = sampler.sample_hetero(dsp.target, seeds,
+                                torch.Generator().manual_seed(rank))
+    edges = {'__'.join(e): (out.node[e[0]][out.row[e]].tolist(),
+                            out.node[e[2]][out.col[e]].tolist(),
+                            out.edge[e].tolist()) for e in out.row}
+    # every node type's features, through the partitioned store
+    rows = {t: dsp.features.gather('x', ids, t).numpy()
+            for t, ids in out.node.items()
+            if ('x' in {a.attr_name for a in
+                        dsp.features.get_all_tensor_attrs()
+                        if a.group_name == t})}
+    stats = dsp.features.stats()
+    # rows of other parts: each read once, from the owner's files (no
+    # cache holds them: DSP's cold rows), under the type's name
+    remote = {t: int((dsp.book.owner(out.node[t], t) != rank).sum())
+              for t in rows}
+    read = {t: stats[f'{t}.x'].get('remote_disk', {}).get('requests', 0)
+            for t in rows}
+    dsp.close()
+    return (type(sampler).__name__, seeds.tolist(),
+            {t: v.tolist() for t, v in out.node.items()}, edges, rows,
+            coll.counters.snapshot(), remote, read)
+
+
+def test_full_neighbourhoods_equal_one_machine_sampling(hetero_parts):
+    dataset_dir, parts = hetero_parts
+    whole, target = _new_id_topology(dataset_dir, parts)
+    local = HeteroNeighborSampler(whole, [-1, -1])
+    dataset = open_hetero_dataset_dir(dataset_dir)
+    new_id = torch.from_numpy(np.load(parts / 'new_id.npy'))
+    offset = dict(zip(dataset.node_types, dataset.topology.node_offset))
+    results = run_ranks(_sample, 2, parts, [-1, -1])
+    for rank in range(2):
+        status, value = results[rank]
+        assert status == 'ok', value
+        kind, seeds, nodes, edges, rows, counters, remote, read = value
+        assert kind == 'HeteroCollectiveSampler'
+        ref = local.sample_hetero(target, torch.tensor(seeds))
+        # the same nodes of every type, seeds first in their order
+        assert nodes[target][:len(seeds)] == seeds
+        for node_type, ids in ref.node.items():
+            assert sorted(nodes[node_type]) == sorted(ids.tolist())
+        # the same edges of every relation, in new ids
+        for edge_type in ref.row:
+            key = '__'.join(edge_type)
+            src, dst, eid = edges[key]
+            want = set(zip(ref.node[edge_type[0]][ref.row[edge_type]]
+                           .tolist(), ref.node[edge_type[2]]
+                           [ref.col[edge_type]].tolist()))
+            assert set(zip(src, dst)) == want
+            # e_id: distinct ids among the relation's edges of all parts
+            assert len(set(eid)) == len(eid)
+            assert all(0 <= e < whole.num_edges_of(edge_type) for e in eid)
+        # every type's rows are that type's rows of the dataset
+        for node_type, got in rows.items():
+            original = torch.argsort(
+                new_id[offset[node_type]:offset[node_type] +
+                       dataset.num_nodes[node_type]] - offset[node_type])
+            want = dataset.arrays[node_type]['x'][
+                original[torch.tensor(nodes[node_type])]]
+            assert np.array_equal(got, want.numpy())
+        # hop 0: the seeds are local, nothing moves; hop 1: the remote
+        # frontier out and its neighbours back, one message each
+        assert counters['sampling']['messages'] == 2
+        assert read == remote and sum(remote.values()) >= 10
+
+
+def _bad(rank, world, parts_dir):
+    coll = Collectives(DistContext.current(timedelta(seconds=30)))
+    dsp = open_dsp_rank(parts_dir, coll)
+    try:
+        with pytest.raises(ValueError, match='layer-wise'):
+            dsp.sampler([2, 2], layer_wise=True)
+        with pytest.raises(ValueError, match='induced'):
+            HeteroCollectiveSampler(dsp.graph.topology, dsp.book, rank, coll,
+                                    [2], subgraph_type='induced')
+    finally:
+        dsp.close()
+    with pytest.raises(ValueError, match="HopGNN's root router"):
+        open_dsp_rank(parts_dir, coll, feature_centric=True)
+    return 'refused'
+
+
+def test_homogeneous_only_options_are_refused(hetero_parts):
+    _, parts = hetero_parts
+    results = run_ranks(_bad, 2, parts)
+    assert results == {0: ('ok', 'refused'), 1: ('ok', 'refused')}
