@@ -16,7 +16,7 @@ lockstep).
 """
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Tuple, Union
+from typing import Dict, List, Optional, Tuple, Union
 
 import torch
 from torch import Tensor
@@ -375,11 +375,6 @@ class HeteroCollectiveSampler(CollectiveHops, HeteroNeighborSampler):
                                    right=True)
         return (relation, edge - self.relation_offset[relation],
                 torch.arange(edge.numel()))
-
-    def sample_from_edges(self, *args: Any, **kwargs: Any) -> Any:
-        raise NotImplementedError(
-            'link prediction over a partitioned heterogeneous graph is not '
-            'implemented yet: train it in mode replicated')
 
 
 def _mass(start: Tensor, deg: Tensor, cum_weight: Optional[Tensor]) -> Tensor:

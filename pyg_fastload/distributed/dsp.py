@@ -12,14 +12,15 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any, List, Optional, Type, Union
+from typing import Any, Dict, List, Optional, Type, Union
 
 import torch
 from torch import Tensor
 
 from ..caching import Scores
 from ..config import FeatureCache
-from ..graph import CSCTopology
+from ..graph import CSCTopology, HeteroTopology
+from ..graph.hetero_topology import EdgeType
 from ..partition import HeteroPartitionBook, PartitionBook
 from ..partition.part_dirs import full_topology
 from ..storage import CSCGraphStore
@@ -75,6 +76,34 @@ class DSPRank:
         return kind(self.graph.topology if topology is None else topology,
                     self.book, self.part, self.sampling, num_neighbors,
                     **kwargs)
+
+    def topology_with(self, edges: Dict[Optional[EdgeType], Tensor]
+                      ) -> Union[CSCTopology, HeteroTopology]:
+        r"""The rank's part whose relations in :obj:`edges` (the key
+        :obj:`None`: a homogeneous graph's edges) hold only those of the
+        given edges (``[2, E]``, new ids) whose destination the part owns
+        (e.g. a link split's message-passing edges); every other relation
+        as it is."""
+        if None in edges:
+            src, dst = edges[None]
+            start, end = self.book.part_range(self.part)
+            mine = (dst >= start) & (dst < end)
+            return CSCTopology.from_edge_index(
+                torch.stack([src[mine], dst[mine] - start]), end - start,
+                num_sources=self.book.num_nodes)
+        topology = self.graph.topology
+        relations = {}
+        for edge_type in topology.edge_types:
+            if edge_type not in edges:
+                relations[edge_type] = topology.relation_topology(edge_type)
+                continue
+            src, dst = edges[edge_type]
+            start, end = self.book.part_range(self.part, edge_type[2])
+            mine = (dst >= start) & (dst < end)
+            relations[edge_type] = CSCTopology.from_edge_index(
+                torch.stack([src[mine], dst[mine] - start]), end - start,
+                num_sources=self.book.num_nodes[edge_type[0]])
+        return HeteroTopology.from_csc(self.book.num_nodes, relations)
 
     def close(self) -> None:
         r"""Stops the launch coordinator, if any (every rank calls it)."""

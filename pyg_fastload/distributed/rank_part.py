@@ -15,13 +15,14 @@ from torch import Tensor
 
 from ..caching import Scores
 from ..config import FeatureCache
-from ..partition import PartitionBook, open_partition
+from ..partition import HeteroPartitionBook, PartitionBook, open_partition
 from ..partition.part_dirs import read_partition_meta
 from ..storage import CSCGraphStore, TieredFeatureStore
 from .collectives import Collectives, digest
 from .context import DistributedError
 
-__all__ = ['open_rank_part', 'partition_identity', 'read_new_ids']
+__all__ = ['open_rank_part', 'partition_identity', 'read_new_ids',
+           'new_edge_ids']
 
 
 def partition_identity(meta: Dict[str, Any]) -> str:
@@ -109,11 +110,12 @@ def open_rank_part(
 
 
 def read_new_ids(parts_dir: Union[str, 'os.PathLike[str]'],
-                 book: PartitionBook) -> Tensor:
+                 book: Union[PartitionBook, HeteroPartitionBook]) -> Tensor:
     r"""The new id of every original node (the partition's
-    ``new_id.npy``), checked: one integer per node of :obj:`book`, each new
-    id once. What maps the dataset's ids (its label edges, its splits) into
-    the parts'."""
+    ``new_id.npy``; global ids of every type in a heterogeneous one),
+    checked: one integer per id of :obj:`book`, each new id once. What
+    maps the dataset's ids (its label edges, its splits) into the
+    parts'."""
     file = Path(parts_dir) / 'new_id.npy'
     fix = (f"partition the dataset again (pyg-fastload partition "
            f"DATASET_DIR --out {parts_dir})")
@@ -121,15 +123,33 @@ def read_new_ids(parts_dir: Union[str, 'os.PathLike[str]'],
         new_id = np.load(file, allow_pickle=False)
     except (OSError, ValueError) as exc:
         raise ValueError(f"'{file}': unreadable ({exc}); {fix}") from None
-    if new_id.dtype.kind not in 'iu' or new_id.shape != (book.num_nodes, ):
+    if new_id.dtype.kind not in 'iu' or new_id.shape != (book.num_ids, ):
         raise ValueError(f"'{file}' holds {new_id.dtype} of shape "
                          f"{list(new_id.shape)}, expected "
-                         f"{book.num_nodes:,} integers; {fix}")
+                         f"{book.num_ids:,} integers; {fix}")
     ids = torch.from_numpy(new_id.astype(np.int64))
     if ids.numel() and (int(ids.min()) < 0 or
-                        int(ids.max()) >= book.num_nodes or
+                        int(ids.max()) >= book.num_ids or
                         bool((torch.bincount(ids) != 1).any())):
         raise ValueError(f"'{file}' is not a renumbering of "
-                         f"{book.num_nodes:,} nodes (an id out of range or "
+                         f"{book.num_ids:,} nodes (an id out of range or "
                          f"repeated); {fix}")
     return ids
+
+
+def new_edge_ids(new_id: Tensor, book: Union[PartitionBook,
+                                             HeteroPartitionBook],
+                 edges: Tensor, edge_type: Optional[Tuple[str, str, str]]
+                 = None) -> Tensor:
+    r""":obj:`edges` (``[2, E]``, the dataset's ids: of relation
+    :obj:`edge_type`'s source and destination types on a heterogeneous
+    graph) in the partition's new ids (type-local ones on a heterogeneous
+    partition), through :obj:`new_id` (:func:`read_new_ids`)."""
+    if edge_type is None:
+        return new_id[edges]
+    rows = []
+    for row, node_type in zip(edges, (edge_type[0], edge_type[2])):
+        first = int(book.global_ids(torch.zeros(1, dtype=torch.long),
+                                    node_type))
+        rows.append(new_id[row + first] - first)
+    return torch.stack(rows)

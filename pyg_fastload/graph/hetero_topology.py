@@ -188,39 +188,56 @@ class HeteroTopology:
                         f"{end!r} is not a node type of the graph "
                         f"({', '.join(map(repr, node_types))}); add its "
                         f"nodes (data[{end!r}].num_nodes) or drop the edges")
-        node_offset = offsets_of([num_nodes[t] for t in node_types])
         weighted = edge_weight is not None
-        parts = {'indptr': [torch.zeros(1, dtype=torch.long)], 'indices': [],
-                 'edge_id': [], 'edge_weight': []}
-        segments, edges = [], []
+        relations = {}
         for edge_type in edge_types:
             src, _, dst = edge_type
-            ei = edge_index[edge_type]
             weight = edge_weight[edge_type] if weighted else None
             try:
-                csc = CSCTopology.from_edge_index(ei, num_nodes[dst], weight,
-                                                  num_sources=num_nodes[src])
+                relations[edge_type] = CSCTopology.from_edge_index(
+                    edge_index[edge_type], num_nodes[dst], weight,
+                    num_sources=num_nodes[src])
             except (TypeError, ValueError) as error:
                 raise ValueError(f"edge type {edge_type} (from {src!r} to "
                                  f"{dst!r}): {error}") from None
+        return cls.from_csc(num_nodes, relations)
+
+    @classmethod
+    def from_csc(cls, num_nodes: Dict[str, int],
+                 relations: Dict[EdgeType, CSCTopology]) -> 'HeteroTopology':
+        r"""Builds the topology from each relation's CSC (its columns
+        some destination nodes, e.g. a part's rows, its sources in the ids
+        of the source type's :obj:`num_nodes`); every relation weighted or
+        none."""
+        node_types = list(num_nodes)
+        edge_types = list(relations)
+        node_offset = offsets_of([num_nodes[t] for t in node_types])
+        weighted = bool(relations) and all(
+            csc.edge_weight is not None for csc in relations.values())
+        parts = {'indptr': [torch.zeros(1, dtype=torch.long)], 'indices': [],
+                 'edge_id': [], 'edge_weight': []}
+        for edge_type, csc in relations.items():
             shift = parts['indptr'][-1][-1]
             parts['indptr'].append(csc.indptr[1:] + shift)
             parts['indices'].append(
-                csc.indices.long() + node_offset[node_types.index(src)])
+                csc.indices.long() + node_offset[node_types.index(
+                    edge_type[0])])
             parts['edge_id'].append(
                 torch.arange(csc.num_edges) if csc.edge_id is None
                 else csc.edge_id.long())
             if weighted:
                 parts['edge_weight'].append(csc.edge_weight)
-            segments.append(num_nodes[dst])
-            edges.append(csc.num_edges)
         cat = {k: torch.cat(v) if v else torch.empty(0, dtype=torch.long)
                for k, v in parts.items()}
         total_nodes = int(node_offset[-1])
         return cls(
             node_types=node_types, edge_types=edge_types,
-            node_offset=node_offset, segment_offset=offsets_of(segments),
-            edge_offset=offsets_of(edges), indptr=cat['indptr'],
+            node_offset=node_offset,
+            segment_offset=offsets_of([c.num_nodes
+                                       for c in relations.values()]),
+            edge_offset=offsets_of([c.num_edges
+                                    for c in relations.values()]),
+            indptr=cat['indptr'],
             indices=cat['indices'].to(index_dtype_for(max(total_nodes - 1,
                                                           0))),
             edge_id=cat['edge_id'],

@@ -86,8 +86,9 @@ class FastLinkNeighborLoader(PipelinedLoader, LinkLoader):
             (drawn pairs checked against the sorted edge keys and redrawn;
             an error names a source node linked to every node).
         neighbor_sampler (FastNeighborSampler, optional): the sampler to
-            draw with (e.g. DSP's collective sampler over a rank's part;
-            homogeneous graphs), instead of one built over :obj:`data`;
+            draw with (e.g. DSP's collective sampler over a rank's part), a
+            :class:`~pyg_fastload.sampling.HeteroNeighborSampler` for a
+            heterogeneous graph, instead of one built over :obj:`data`;
             :obj:`num_neighbors` and the sampling options are then its own.
         **kwargs: :class:`torch.utils.data.DataLoader` arguments
             (``batch_size``, ``shuffle``, ``num_workers``, ``generator``).
@@ -156,10 +157,15 @@ class FastLinkNeighborLoader(PipelinedLoader, LinkLoader):
         placement = Placement.of_loader(
             device, sampling_device, num_workers,
             given_sampler=neighbor_sampler is not None)
-        if neighbor_sampler is not None and hetero:
-            raise ValueError("'neighbor_sampler' is for a homogeneous graph's "
-                             "link loader: leave it out for a HeteroData or "
-                             "typed stores")
+        if neighbor_sampler is not None and \
+                isinstance(neighbor_sampler, HeteroNeighborSampler) != hetero:
+            kinds = ('homogeneous', 'heterogeneous')
+            raise ValueError(
+                f"'neighbor_sampler' ({type(neighbor_sampler).__name__}) "
+                f"samples a {kinds[not hetero]} graph, 'data' is "
+                f"{kinds[hetero]}: give a sampler of its kind "
+                f"({'HeteroNeighborSampler' if hetero else 'FastNeighbor'}"
+                f"{'' if hetero else 'Sampler'}), or leave it out")
         common = dict(num_neighbors=num_neighbors, replace=replace,
                       subgraph_type=subgraph_type, disjoint=disjoint,
                       weight_attr=weight_attr, directed=directed,
@@ -169,7 +175,8 @@ class FastLinkNeighborLoader(PipelinedLoader, LinkLoader):
         if hetero:
             if not stores:
                 check_hetero_features(data)
-            sampler: Any = HeteroNeighborSampler(data, **common)
+            sampler: Any = neighbor_sampler or HeteroNeighborSampler(
+                data, **common)
             edge_label_index = hetero_label_edges(
                 edge_label_index, edge_label, sampler.topology)
             check_label_time(edge_label_time, edge_label_index, sampler)

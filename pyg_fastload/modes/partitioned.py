@@ -13,9 +13,9 @@ from ..config import SettingError
 from ..distributed import DistributedError
 from ..distributed.dsp import DSPRank, open_dsp_rank
 from ..distributed.hopgnn import RootRouter
-from ..distributed.rank_part import open_rank_part, read_new_ids
+from ..distributed.rank_part import (new_edge_ids, open_rank_part,
+                                     read_new_ids)
 from ..distributed.seeds import RankSeedSampler
-from ..graph import CSCTopology
 from ..io.format import sha256_file
 from ..partition.part_dirs import read_partition_meta
 from .base import LoadingMode
@@ -185,26 +185,30 @@ class DSP(_Partitioned):
     def link_training(self, split: LinkSplit, graph: Any) -> LinkTraining:
         r"""The links whose source this rank owns, sampled collectively
         over every part's training message-passing edges (each part keeps
-        its nodes' in-edges), their features from the partitioned cache;
-        negatives are drawn over the whole graph. Ids are the partition's
-        new ids (the split was drawn in the dataset's, the same on every
-        rank)."""
+        its nodes' in-edges; on a heterogeneous graph the supervised
+        relation and its reverse hold those, the other relations every
+        edge), their features from the partitioned cache; negatives are
+        drawn over the whole graph. Ids are the partition's new ids (the
+        split was drawn in the dataset's, the same on every rank)."""
         dsp = self.dsp
         book, part = dsp.book, dsp.part
         try:
             new_id = read_new_ids(self.partitions, book)
         except ValueError as error:
             raise SettingError('partitions', str(error)) from None
-        start, end = book.part_range(part)
-        src, dst = new_id[split.message_passing('train')]
-        mine = (dst >= start) & (dst < end)
-        topology = CSCTopology.from_edge_index(
-            torch.stack([src[mine], dst[mine] - start]), end - start,
-            num_sources=book.num_nodes)
-        sampler = dsp.sampler(self.spec.num_neighbors, topology,
+        edge_type, reverse = split.relation or (None, None)
+        passing = new_edge_ids(new_id, book, split.message_passing('train'),
+                               edge_type)
+        replaced = {edge_type: passing}
+        if reverse is not None:
+            replaced[reverse] = passing.flip(0)
+        sampler = dsp.sampler(self.spec.num_neighbors,
+                              dsp.topology_with(replaced),
                               **self._sampler_options())
-        labels = new_id[split.supervision('train')[0]]
-        own = book.owner(labels[0]) == part
+        labels = new_edge_ids(new_id, book, split.supervision('train')[0],
+                              edge_type)
+        source_type = None if edge_type is None else edge_type[0]
+        own = book.of_group(source_type).owner(labels[0]) == part
         return LinkTraining(self.data, labels[:, own], sampler, shared=False)
 
     def neighbor_sampler(self, train: bool) -> Optional[Any]:

@@ -185,11 +185,6 @@ class LinkTask(Task):
                                f"the whole graph and evaluates on it: give "
                                f"'dataset' (the directory that was "
                                f"partitioned) besides 'partitions'")
-        if mode.partition_method is not None and mode.source.is_hetero:
-            raise SettingError('mode', f"task 'link' with mode "
-                               f"{mode.name!r} on a heterogeneous graph: "
-                               f"link prediction over typed parts is not "
-                               f"implemented yet; use mode 'replicated'")
         if mode.collective and self.options.strict_negatives:
             raise SettingError('link.strict_negatives', f"mode "
                                f"{mode.name!r} draws negatives over the "

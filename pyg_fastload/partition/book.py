@@ -52,6 +52,11 @@ class PartitionBook:
     def num_nodes(self) -> int:
         return int(self.offsets[-1])
 
+    @property
+    def num_ids(self) -> int:
+        r"""The new ids there are (:attr:`num_nodes`)."""
+        return self.num_nodes
+
     def owner(self, ids: Tensor) -> Tensor:
         r"""The part owning each new id in :obj:`ids`."""
         return torch.searchsorted(self.offsets, ids, right=True) - 1

@@ -106,6 +106,11 @@ class HeteroPartitionBook:
         return {t: b.num_nodes for t, b in self.books.items()}
 
     @property
+    def num_ids(self) -> int:
+        r"""The global new ids there are (nodes of all types)."""
+        return int(self.node_offset[-1])
+
+    @property
     def offsets(self) -> Tensor:
         r"""``[T, num_parts + 1]``: row ``t`` the part boundaries of type
         ``t``'s new ids (``offsets.npy``)."""
@@ -439,6 +444,13 @@ def open_hetero_partition(
         if found != value:
             raise _fail(parts_dir, meta_file, f"'partition.{key}' is "
                         f"{found!r}, the book says {value!r}")
+    relations = [list(e) for e in dataset.edge_types]
+    if dataset.node_types != book.node_types or \
+            relations != meta.get('edge_types'):
+        raise _fail(parts_dir, meta_file, f"the part's node types "
+                    f"{dataset.node_types} and relations {relations} are not "
+                    f"the partition's ({book.node_types}, "
+                    f"{meta.get('edge_types')} in partition.json)")
     ranked = None
     if cache is not None and cache.enabled:
         ranked = local_hetero_topology(

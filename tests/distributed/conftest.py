@@ -33,3 +33,16 @@ def hash_parts(tmp_path_factory, tiny_dir):
                           progress=False)
     partition_dataset(dataset_dir, root / 'four', 4, 'hash', progress=False)
     return dataset_dir, root
+
+
+@pytest.fixture(scope='module')
+def hetero_parts(tmp_path_factory):
+    r"""``(dataset_dir, parts_dir)``: the heterogeneous ``hetero-tiny``
+    directory in 2 METIS parts (mode dsp)."""
+    from pyg_fastload.datasets.hetero_prepare import prepare_hetero_preset
+    root = tmp_path_factory.mktemp('hetero-parts')
+    dataset = prepare_hetero_preset('hetero-tiny', root / 'ds',
+                                    progress=False)
+    partition_dataset(dataset.path, root / 'parts', 2, 'metis',
+                      progress=False)
+    return dataset.path, root / 'parts'

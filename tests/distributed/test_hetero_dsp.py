@@ -7,30 +7,17 @@ import numpy as np
 import pytest
 import torch
 
-from pyg_fastload.datasets.hetero_prepare import prepare_hetero_preset
 from pyg_fastload.distributed import Collectives, DistContext
 from pyg_fastload.distributed.collective_sampling import \
     HeteroCollectiveSampler
 from pyg_fastload.distributed.dsp import open_dsp_rank
 from pyg_fastload.graph import HeteroTopology
 from pyg_fastload.io import open_hetero_dataset_dir
-from pyg_fastload.partition import partition_dataset
 from pyg_fastload.sampling import HeteroNeighborSampler
 
 from .ranks import run_ranks
 
 pytestmark = pytest.mark.timeout(240)
-
-
-@pytest.fixture(scope='module')
-def hetero_parts(tmp_path_factory):
-    r"""``(dataset_dir, parts_dir)``: hetero-tiny in 2 METIS parts."""
-    root = tmp_path_factory.mktemp('hetero-dsp')
-    dataset = prepare_hetero_preset('hetero-tiny', root / 'ds',
-                                    progress=False)
-    partition_dataset(dataset.path, root / 'parts', 2, 'metis',
-                      progress=False)
-    return dataset.path, root / 'parts'
 
 
 def _new_id_topology(dataset_dir, parts_dir):
@@ -143,3 +130,67 @@ def test_homogeneous_only_options_are_refused(hetero_parts):
     _, parts = hetero_parts
     results = run_ranks(_bad, 2, parts)
     assert results == {0: ('ok', 'refused'), 1: ('ok', 'refused')}
+
+
+def _link_topology(rank, world, dataset_dir, parts_dir):
+    from pyg_fastload.distributed.rank_part import new_edge_ids, read_new_ids
+    from pyg_fastload.modes.link_split import LinkOptions, link_split
+    from pyg_fastload.storage import CSCGraphStore, TieredFeatureStore
+    coll = Collectives(DistContext.current(timedelta(seconds=30)))
+    dsp = open_dsp_rank(parts_dir, coll)
+    dataset = open_hetero_dataset_dir(dataset_dir)
+    store = TieredFeatureStore()
+    store.put_tensor(dataset.arrays['paper']['x'], group_name='paper',
+                     attr_name='x', index=None)
+    edge_type, reverse = ('author', 'writes', 'paper'), \
+        ('paper', 'rev_writes', 'author')
+    split = link_split((store, CSCGraphStore(dataset.topology)),
+                       LinkOptions(edge_type=list(edge_type)), 0)
+    assert split.relation == (edge_type, reverse)
+    new_id = read_new_ids(parts_dir, dsp.book)
+    passing = new_edge_ids(new_id, dsp.book, split.message_passing('train'),
+                           edge_type)
+    held_out = new_edge_ids(new_id, dsp.book, torch.cat(
+        [split.edges['val'], split.edges['test']], 1), edge_type)
+    topo = dsp.topology_with({edge_type: passing,
+                              reverse: passing.flip(0)})
+    out = {}
+    for relation in topo.edge_types:
+        rel = topo.relation_topology(relation)
+        start, _ = dsp.book.part_range(rank, relation[2])
+        dst = torch.arange(rel.num_nodes).repeat_interleave(
+            rel.indptr.diff()) + start
+        out['__'.join(relation)] = (
+            sorted(zip(rel.indices.tolist(), dst.tolist())),
+            dsp.graph.topology.num_edges_of(relation))
+    sampler = dsp.sampler([2, 2], topo)  # a collective over the new edges
+    dsp.close()
+    return (out, sorted(zip(*passing.tolist())),
+            sorted(zip(*held_out.tolist())), type(sampler).__name__,
+            dsp.book.part_range(rank, 'paper'),
+            dsp.book.part_range(rank, 'author'))
+
+
+def test_link_message_passing_topology_holds_only_training_edges(
+        hetero_parts):
+    dataset_dir, parts = hetero_parts
+    results = run_ranks(_link_topology, 2, dataset_dir, parts)
+    seen = set()
+    for rank in range(2):
+        status, value = results[rank]
+        assert status == 'ok', value
+        relations, passing, held_out, kind, papers, authors = value
+        assert kind == 'HeteroCollectiveSampler'
+        writes, _ = relations['author__writes__paper']
+        rev, _ = relations['paper__rev_writes__author']
+        # this part's destinations of the training edges, both ways
+        assert writes == [e for e in passing
+                          if papers[0] <= e[1] < papers[1]]
+        assert rev == sorted((p, a) for a, p in passing
+                             if authors[0] <= a < authors[1])
+        assert not set(writes) & set(held_out)
+        seen |= set(writes)
+        for name, (edges, stored) in relations.items():
+            if 'writes' not in name:  # every other relation as stored
+                assert len(edges) == stored
+    assert seen == set(passing)  # the parts together: every training edge

@@ -267,10 +267,15 @@ def test_a_frozen_rank_is_named_and_ended_early(pagraph_parts, tmp_path):
     assert left == []
 
 
-def test_two_torchrun_machines_train_an_epoch(pagraph_parts, tmp_path):
-    dataset_dir, parts = pagraph_parts
+@pytest.mark.parametrize('mode', ['pagraph', 'dsp-hetero'])
+def test_two_torchrun_machines_train_an_epoch(pagraph_parts, hetero_parts,
+                                              tmp_path, mode):
+    r"""Two machines (torchrun --nnodes 2), one rank each: PaGraph's parts
+    of a homogeneous graph, or DSP's of a heterogeneous one."""
+    dataset_dir, parts = {'pagraph': pagraph_parts,
+                          'dsp-hetero': hetero_parts}[mode]
     config = _config(tmp_path, {'dataset': str(dataset_dir),
-                                'mode': 'pagraph',
+                                'mode': mode.split('-')[0],
                                 'partitions': str(parts)}, devices=1)
     port = str(free_port())
     machines = [subprocess.Popen(
@@ -294,6 +299,10 @@ def test_two_torchrun_machines_train_an_epoch(pagraph_parts, tmp_path):
     ranks = stats['epochs'][0]['ranks']
     assert ranks[0]['steps'] == ranks[1]['steps'] > 0
     assert ranks[0]['gradients']['bytes_sent'] > 0
+    # PaGraph samples inside its part; DSP pushes frontiers across
+    pushed = [rank.get('sampling', {}).get('bytes_received', 0)
+              for rank in ranks]
+    assert all(pushed) == (mode == 'dsp-hetero'), pushed
 
 
 def test_a_hetero_directory_trains_on_two_replicated_ranks(tmp_path):
@@ -515,26 +524,22 @@ def test_a_two_rank_dsp_link_fit_samples_collectively(tiny_dir, metis_parts,
 
 
 @pytest.mark.parametrize('pipeline', [True, False])
-def test_a_two_rank_dsp_fit_on_a_hetero_partition(tmp_path, pipeline):
+def test_a_two_rank_dsp_fit_on_a_hetero_partition(hetero_parts, tmp_path,
+                                                   pipeline):
     r"""Mode 'dsp' on a heterogeneous partition: each rank trains the
     labelled type's seeds it owns, sampled collectively over every
     relation, every type's rows from the one partitioned cache (the part's
     hottest rows ranked on its own edges); validation reads the whole
     dataset."""
-    from pyg_fastload.datasets.hetero_prepare import prepare_hetero_preset
     from pyg_fastload.io import open_hetero_dataset_dir
-    from pyg_fastload.partition import partition_dataset
-    dataset = prepare_hetero_preset('hetero-tiny', tmp_path / 'tiny',
-                                    progress=False)
-    partition_dataset(dataset.path, tmp_path / 'parts', 2, 'metis',
-                      progress=False)
+    dataset_dir, parts = hetero_parts
     config = _config(tmp_path, {
-        'dataset': str(dataset.path), 'partitions': str(tmp_path / 'parts'),
+        'dataset': str(dataset_dir), 'partitions': str(parts),
         'mode': 'dsp', 'num_neighbors': [4, 3], 'pipeline': pipeline,
         'feature_cache': {'host_budget': 0.3}})
     result = _fit(['--config', str(config)], tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
-    own = [int(open_hetero_dataset_dir(tmp_path / 'parts' / f'part-{k}')
+    own = [int(open_hetero_dataset_dir(parts / f'part-{k}')
                .arrays['paper']['train_mask'].sum()) for k in range(2)]
     assert min(own) > 0 and sum(own) == 240
     ranks = _stats(tmp_path)['epochs'][0]['ranks']
@@ -549,3 +554,53 @@ def test_a_two_rank_dsp_fit_on_a_hetero_partition(tmp_path, pipeline):
     assert paper['remote_disk']['hits'] > 0
     [metrics] = (tmp_path / 'logs').rglob('metrics.csv')
     assert 'val_acc' in metrics.read_text().splitlines()[0]
+
+
+def test_a_two_rank_dsp_link_fit_on_a_hetero_partition(hetero_parts,
+                                                       tmp_path):
+    r"""Task 'link' in mode 'dsp' on a heterogeneous partition: the
+    relation's training links split by their source's part, sampled
+    collectively (the relation and its reverse holding only training
+    edges), negatives over the whole graph; MRR over the whole dataset."""
+    from pyg_fastload.distributed.rank_part import new_edge_ids, read_new_ids
+    from pyg_fastload.io import open_hetero_dataset_dir
+    from pyg_fastload.modes.link_split import LinkOptions, link_split
+    from pyg_fastload.partition import HeteroPartitionBook
+    from pyg_fastload.storage import CSCGraphStore, TieredFeatureStore
+    dataset_dir, parts = hetero_parts
+    edge_type = ('author', 'writes', 'paper')
+    link = {'edge_type': list(edge_type), 'eval_edges': 20,
+            'eval_negatives': 10}
+    config = _config(tmp_path, {
+        'dataset': str(dataset_dir), 'partitions': str(parts), 'mode': 'dsp',
+        'task': 'link', 'batch_size': 64, 'eval_batch_size': 110,
+        'num_neighbors': [4, 3], 'link': link})
+    spec = yaml.safe_load(config.read_text())
+    spec['model'] = {'class_path': 'LinkPredictor',
+                     'init_args': {'hidden_channels': 16}}
+    config.write_text(yaml.safe_dump(spec))
+    result = _fit(['--config', str(config)], tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    # the split the ranks drew over the dataset, in the partition's ids:
+    # each rank trains the links whose source author its part owns
+    dataset = open_hetero_dataset_dir(dataset_dir)
+    store = TieredFeatureStore()
+    for node_type, arrays in dataset.arrays.items():
+        for key, value in arrays.items():
+            store.put_tensor(value, group_name=node_type, attr_name=key,
+                             index=None)
+    split = link_split((store, CSCGraphStore(dataset.topology)),
+                       LinkOptions(**link), 0)
+    book = HeteroPartitionBook.load(parts)
+    labels = new_edge_ids(read_new_ids(parts, book), book,
+                          split.supervision('train')[0], edge_type)
+    own = torch.bincount(book.owner(labels[0], 'author'), minlength=2)
+    assert int(own.min()) > 0
+    ranks = _stats(tmp_path)['epochs'][0]['ranks']
+    assert ranks[0]['steps'] == ranks[1]['steps'] == \
+        -(-int(own.max()) // 64)
+    for rank in ranks:  # frontiers pushed to their owners
+        assert rank['sampling']['bytes_received'] > 0
+    assert ranks[0]['gradients'] == ranks[1]['gradients']
+    [metrics] = (tmp_path / 'logs').rglob('metrics.csv')
+    assert 'val_mrr' in metrics.read_text().splitlines()[0]

@@ -336,14 +336,15 @@ def test_bad_hetero_label_edges_are_named():
 
 
 @pytest.mark.reliability(
-    fault="a sampler of its own (neighbor_sampler=) given to the link loader "
-          "of a HeteroData",
-    behaviour="a ValueError naming 'neighbor_sampler' and what to do; a "
-              "homogeneous graph's loader draws with the given sampler")
+    fault="a link loader given a sampler (neighbor_sampler=) of the other "
+          "kind of graph (homogeneous for a HeteroData, or the reverse)",
+    behaviour="a ValueError naming 'neighbor_sampler' and the sampler to "
+              "give; a sampler of the data's kind is drawn with")
 def test_a_given_sampler_is_used_and_refused_on_a_hetero_graph():
     from torch_geometric.data import Data
 
     from pyg_fastload import FastNeighborSampler
+    from pyg_fastload.sampling import HeteroNeighborSampler
 
     from ..helpers import random_hetero_graph
     gen = torch.Generator().manual_seed(0)
@@ -356,9 +357,24 @@ def test_a_given_sampler_is_used_and_refused_on_a_hetero_graph():
     batch = next(iter(loader))
     assert len(batch.num_sampled_edges) == 1  # the sampler's one hop
     hetero = random_hetero_graph()
-    with pytest.raises(ValueError, match="'neighbor_sampler' is for a "
-                       "homogeneous graph"):
+    edge_type = ('author', 'writes', 'paper')
+    with pytest.raises(ValueError, match=r"'neighbor_sampler' \("
+                       r"FastNeighborSampler\) samples a homogeneous graph, "
+                       r"'data' is heterogeneous: give a sampler of its kind "
+                       r"\(HeteroNeighborSampler\)"):
         FastLinkNeighborLoader(
-            hetero, num_neighbors=[2],
-            edge_label_index=('author', 'writes', 'paper'),
+            hetero, num_neighbors=[2], edge_label_index=edge_type,
             neighbor_sampler=sampler, batch_size=16)
+    typed = HeteroNeighborSampler(hetero, num_neighbors=[1])
+    loader = FastLinkNeighborLoader(hetero, num_neighbors=[5, 5],
+                                    edge_label_index=edge_type,
+                                    neighbor_sampler=typed, batch_size=16)
+    assert loader.link_sampler is typed
+    batch = next(iter(loader))  # the typed sampler's one hop
+    assert all(len(n) == 1 for n in batch.num_sampled_edges_dict.values())
+    with pytest.raises(ValueError, match=r"\(HeteroNeighborSampler\) "
+                       r"samples a heterogeneous graph, 'data' is "
+                       r"homogeneous: give a sampler of its kind "
+                       r"\(FastNeighborSampler\)"):
+        FastLinkNeighborLoader(data, num_neighbors=[2],
+                               neighbor_sampler=typed, batch_size=16)

@@ -143,9 +143,8 @@ def hetero_partition(tmp_path_factory, tiny_dir):
 
 @pytest.mark.reliability(
     fault='a heterogeneous partition in a mode or setting that cannot take '
-          'it (pagraph, hopgnn, layer-wise sampling, task link, no '
-          'dataset), or a partition of the other kind of graph than the '
-          'dataset',
+          'it (pagraph, hopgnn, layer-wise sampling, no dataset), or a '
+          'partition of the other kind of graph than the dataset',
     behaviour="refused at start-up naming the config key (data.mode, "
               "data.mode_options, data.dataset, data.partitions) and what "
               "to use (mode 'dsp', sampling: node, the dataset that was "
@@ -156,7 +155,6 @@ def hetero_partition(tmp_path_factory, tiny_dir):
     (DSP, 'no dataset', {}, 'dataset', "give 'dataset' too"),
     (DSP, 'hetero', {'mode_options': {'sampling': 'layer'}},
      'mode_options', 'sampling: layer'),
-    (DSP, 'hetero', {'task': 'link'}, 'mode', 'over typed parts'),
     (DSP, 'hetero parts, homogeneous dataset', {}, 'partitions',
      "partitions a heterogeneous graph, while 'dataset' is homogeneous"),
     (DSP, 'homogeneous parts, hetero dataset', {}, 'partitions',
@@ -173,8 +171,9 @@ def test_partitioned_modes_on_heterogeneous_partitions(
     with pytest.raises(SettingError, match=match) as info:
         mode(LoadingSpec(**settings), source, str(parts))
     assert info.value.key == key
-    if case == 'hetero':  # mode dsp takes the same partition as it is
-        DSP(LoadingSpec(), source, str(parts))
+    if case == 'hetero':  # mode dsp takes the same partition, both tasks
+        for task in ('node', 'link'):
+            DSP(LoadingSpec(task=task), source, str(parts))
 
 
 def test_one_process_replicated_is_the_plain_loader():

@@ -225,7 +225,7 @@ def test_renumber_keeps_types_and_allows_empty_ranges():
 @pytest.mark.reliability(
     fault="partitioning a heterogeneous dataset with pagraph, an unknown "
           "method, more parts than labelled nodes, 0 parts, bytegnn without "
-          "masks; a heterogeneous partition opened as a homogeneous one; a "
+          "masks; a heterogeneous part opened relabelled (local=True); a "
           "part number out of range",
     behaviour="an error naming the option, the value and what to use, "
               "before anything is written")
@@ -264,11 +264,12 @@ def test_bad_input_is_refused(hetero_parts, tmp_path, capsys):
 
 
 @pytest.mark.reliability(
-    fault="a heterogeneous partition's book (offsets.npy) cut short, or a "
+    fault="a heterogeneous partition's book (offsets.npy) cut short, a "
           "part's meta.json whose index_space is negative, too small or "
-          "not a mapping",
+          "not a mapping, or a part missing one of the partition's "
+          "relations",
     behaviour="refused by the book's checksum, or naming index_space and "
-              "the file")
+              "the file, or the part's relations against partition.json's")
 def test_corrupted_hetero_book_is_refused(hetero_parts, tmp_path):
     import shutil
     _, paths = hetero_parts
@@ -279,6 +280,15 @@ def test_corrupted_hetero_book_is_refused(hetero_parts, tmp_path):
     with pytest.raises(DatasetFormatError, match='does not match its '
                        'checksum'):
         open_hetero_partition(path, 0)
+    # a part whose relations are not the partition's (one missing)
+    other = tmp_path / 'relations'
+    shutil.copytree(paths['hash'], other)
+    listed = json.loads((other / 'partition.json').read_text())
+    listed['edge_types'] = listed['edge_types'][1:]
+    (other / 'partition.json').write_text(json.dumps(listed))
+    with pytest.raises(DatasetFormatError, match=r"part-1/meta\.json.*"
+                       r"relations .* are not the partition's"):
+        open_hetero_partition(other, 1)
     part = path / 'part-0'
     meta = json.loads((part / 'meta.json').read_text())
     for bad in ({t: -1 for t in meta['index_space']},
