@@ -10,6 +10,7 @@ import numpy as np
 
 from ..errors import UsageExit
 from .hetero import HeteroPartitionBook
+from .bounded import max_memory_type
 from .methods import METHODS
 from .part_dirs import partition_dataset, read_partition_meta
 from .report import format_report, partition_report
@@ -31,6 +32,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--num-hops', type=int, default=2,
                         help='the sampling depth the parts are meant for')
     parser.add_argument('--seed', type=int, default=0)
+    parser.add_argument('--max-memory', metavar='BYTES', type=max_memory_type,
+                        default=None,
+                        help="--method metis: the most memory to use (e.g. "
+                        "'2GiB', '500MB'); where METIS's working set on the "
+                        "graph would exceed it, the graph is coarsened out "
+                        "of core first (default: no bound)")
     parser.add_argument('--out', metavar='PARTS_DIR', default=None,
                         help='the partition directory to create')
     parser.add_argument('--overwrite', action='store_true',
@@ -69,7 +76,8 @@ def run(args: argparse.Namespace) -> None:
     try:
         book = partition_dataset(args.dataset_dir, args.out, args.num_parts,
                                  args.method, args.num_hops, args.seed,
-                                 args.overwrite, not args.no_progress)
+                                 args.overwrite, not args.no_progress,
+                                 args.max_memory)
     except (OSError, ValueError) as exc:  # incl. DatasetFormatError
         raise UsageExit('partition', str(exc)) from None
     if isinstance(book, HeteroPartitionBook):

@@ -50,6 +50,7 @@ from ..io.format import sha256_file
 from ..io.staging import StagedDirectory, check_target
 from ..storage import CSCGraphStore
 from .book import BOOK_FILES, PartitionBook, renumber
+from .bounded import check_max_memory
 from .methods import METHODS, assign_parts, check_num_parts
 from .part_dirs import (PARTITION_DIR, PARTITION_FORMAT, PARTITION_VERSION,
                         _fail, checked_part, part_dir, read_partition_meta)
@@ -230,6 +231,7 @@ def partition_hetero_dataset(
     seed: int = 0,
     overwrite: bool = False,
     progress: bool = True,
+    max_memory: Union[None, int, str] = None,
 ) -> HeteroPartitionBook:
     r"""Partitions a heterogeneous dataset directory into :obj:`num_parts`
     parts written under :obj:`out_dir` (see the module docstring; called by
@@ -240,7 +242,9 @@ def partition_hetero_dataset(
     ``'metis'`` balances all nodes and the training nodes of the labelled
     (target) type, ``'bytegnn'`` grows its blocks around the target's
     train/val/test nodes, ``'hash'`` and ``'random'`` spread every node.
-    ``'pagraph'`` (replicas per node type) is refused.
+    ``'pagraph'`` (replicas per node type) is refused; ``'metis'`` runs
+    within :obj:`max_memory` bytes where given (recorded in
+    ``partition.json``).
     """
     started = time.perf_counter()
     if isinstance(num_hops, bool) or not isinstance(num_hops, int) or \
@@ -254,6 +258,7 @@ def partition_hetero_dataset(
     if method not in METHODS:
         raise ValueError(f"unknown partitioning --method {method!r}: pass "
                          f"one of {', '.join(HETERO_METHODS)}")
+    budget = check_max_memory(max_memory, method)
     dataset = open_hetero_dataset_dir(dataset_dir, verify='size')
     out = Path(out_dir).expanduser()
     check_target(out, overwrite, PARTITION_DIR)  # before the work
@@ -275,8 +280,9 @@ def partition_hetero_dataset(
             f"has no masks; use --method metis")
     view = homogeneous_view(topo)
     owner = assign_parts(view, num_parts, method, masks, num_hops, seed,
-                         progress)
+                         progress, budget)
     del view
+    assigned_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     new_id, offsets = renumber_hetero(owner, topo.node_offset, num_parts)
     order = np.argsort(new_id)  # original global id of every new one
     run = uuid.uuid4().hex
@@ -307,7 +313,7 @@ def partition_hetero_dataset(
             'format': PARTITION_FORMAT, 'format_version': PARTITION_VERSION,
             'kind': 'hetero',
             'method': method, 'num_parts': num_parts, 'num_hops': num_hops,
-            'seed': seed, 'run': run,
+            'seed': seed, 'max_memory': budget, 'run': run,
             'node_types': [{'name': t, 'num_nodes': counts[t]}
                            for t in node_types],
             'edge_types': [list(e) for e in topo.edge_types],
@@ -323,6 +329,8 @@ def partition_hetero_dataset(
                            for k in range(num_parts)],
             'peak_rss_bytes': resource.getrusage(
                 resource.RUSAGE_SELF).ru_maxrss * 1024,
+            # ... and before the parts were written: the assignment's
+            'assign_peak_rss_bytes': assigned_rss * 1024,
         }
         with open(tmp / 'partition.json', 'w') as f:
             json.dump(meta, f, indent=2)

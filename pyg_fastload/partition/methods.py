@@ -5,7 +5,8 @@ of every node.
   loops, exactly ``num_parts`` parts balancing all nodes, then the
   training nodes balanced by swaps along the boundary
   (:func:`balance_train`), so that both are balanced (DSP's patches,
-  DistDGL's default).
+  DistDGL's default); with ``max_memory``, multilevel in bounded memory
+  where METIS's working set would exceed it (:mod:`.bounded`).
 * ``'pagraph'``: PaGraph's self-reliant parts (:mod:`.pagraph`; through
   :func:`~pyg_fastload.partition.partition_dataset`, as parts overlap).
 * ``'bytegnn'``: ByteGNN's GNN-P (:mod:`.bytegnn`): BFS blocks around the
@@ -17,7 +18,7 @@ of every node.
 from __future__ import annotations
 
 import warnings
-from typing import Optional, Sequence
+from typing import Optional, Sequence, Union
 
 import numpy as np
 import torch
@@ -101,7 +102,8 @@ TRAIN_TOLERANCE = 1.03
 
 def balance_train(owner: np.ndarray, xadj: np.ndarray, adjncy: np.ndarray,
                   train: np.ndarray, num_parts: int,
-                  tolerance: float = TRAIN_TOLERANCE) -> np.ndarray:
+                  tolerance: float = TRAIN_TOLERANCE,
+                  chunk_edges: int = 2**22) -> np.ndarray:
     r"""Moves training nodes out of the parts holding more than
     ``ceil(tolerance * mean)`` of them, into the part holding fewest, each
     swapped with a non-training node of that part, so that every part
@@ -117,13 +119,15 @@ def balance_train(owner: np.ndarray, xadj: np.ndarray, adjncy: np.ndarray,
         num_parts (int): the number of parts.
         tolerance (float): the most training nodes a part may hold, over
             their mean.
+        chunk_edges (int): the most edges whose gains are counted at once
+            (the candidates' lists, in chunks).
     """
     owner = owner.copy()
     train = np.asarray(train, dtype=bool)
     mean = int(train.sum()) / num_parts
     cap = max(int(np.ceil(mean * tolerance)), int(np.ceil(mean)))
 
-    def gain(nodes: np.ndarray, take: int, give: int) -> np.ndarray:
+    def chunk_gain(nodes: np.ndarray, take: int, give: int) -> np.ndarray:
         # neighbours of each node in part `take` less those in `give`,
         # over the candidates' edges alone
         start, degree = xadj[nodes], xadj[nodes + 1] - xadj[nodes]
@@ -133,6 +137,19 @@ def balance_train(owner: np.ndarray, xadj: np.ndarray, adjncy: np.ndarray,
         score = (near == take).astype(np.int8) - (near == give)
         which = np.repeat(np.arange(nodes.size), degree)
         return np.bincount(which, score, nodes.size).astype(np.int64)
+
+    def gain(nodes: np.ndarray, take: int, give: int) -> np.ndarray:
+        # in chunks of candidates holding at most `chunk_edges` edges
+        # (one candidate at least)
+        end = np.cumsum(xadj[nodes + 1] - xadj[nodes])
+        score, begin = np.empty(nodes.size, dtype=np.int64), 0
+        while begin < nodes.size:
+            stop = max(begin + 1, int(np.searchsorted(
+                end, end[begin - 1] + chunk_edges if begin else chunk_edges,
+                'right')))
+            score[begin:stop] = chunk_gain(nodes[begin:stop], take, give)
+            begin = stop
+        return score
 
     for _ in range(num_parts * num_parts):
         counts = np.bincount(owner[train], minlength=num_parts)
@@ -154,7 +171,8 @@ def balance_train(owner: np.ndarray, xadj: np.ndarray, adjncy: np.ndarray,
 def assign_parts(topology: CSCTopology, num_parts: int, method: str = 'metis',
                  masks: Sequence[Optional[Tensor]] = (None, None, None),
                  num_hops: int = 2, seed: int = 0,
-                 progress: bool = False) -> np.ndarray:
+                 progress: bool = False,
+                 max_memory: Union[None, int, str] = None) -> np.ndarray:
     r"""The part (``int64`` in ``[0, num_parts)``) of every node.
 
     Args:
@@ -168,10 +186,19 @@ def assign_parts(topology: CSCTopology, num_parts: int, method: str = 'metis',
             them.
         num_hops (int): the sampling depth (``'bytegnn'``'s blocks).
         seed (int): seed of ``'metis'`` and ``'random'``.
-        progress (bool): show a progress bar (``'bytegnn'``).
+        progress (bool): show progress bars (``'bytegnn'``, bounded
+            ``'metis'``).
+        max_memory (int or str, optional): ``'metis'``'s budget in bytes
+            (or ``'2GiB'``, ``'500MB'``): where METIS's working set on the
+            graph would exceed it, the graph is partitioned in bounded
+            memory (:mod:`.bounded`). :obj:`None` (the default): no bound.
     """
+    from .bounded import (bounded_partition,  # it imports this module
+                          check_max_memory, graph_metis_bytes)
+
     n = topology.num_nodes
     _check(num_parts, n, method)
+    budget = check_max_memory(max_memory, method)
     if method == 'hash':
         ids = np.arange(n, dtype=np.uint64)
         hashed = (ids * np.uint64(_GOLDEN)) % np.uint64(2**32)
@@ -190,9 +217,12 @@ def assign_parts(topology: CSCTopology, num_parts: int, method: str = 'metis',
                              "train/val/test nodes: pass 'masks'")
         return gnnp_assign(topology, masks, num_parts, num_hops,
                            progress=progress)
-    train = masks[0]
-    owner = _metis(topology, num_parts,
-                   None if train is None else train.bool(), seed)
+    train = None if masks[0] is None else masks[0].bool()
+    if budget is not None and graph_metis_bytes(topology) > budget:
+        owner = bounded_partition(topology, num_parts, budget, train, seed,
+                                  progress).owner
+    else:
+        owner = _metis(topology, num_parts, train, seed)
     if np.unique(owner).size != num_parts:
         raise RuntimeError(f'METIS returned {np.unique(owner).size} '
                            f'non-empty parts, not {num_parts}: use fewer '

@@ -17,7 +17,8 @@ import resource
 import time
 import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple, Union
+from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterator, List,
+                    Optional, Tuple, Union)
 
 import numpy as np
 import torch
@@ -26,7 +27,7 @@ from tqdm.auto import tqdm
 from ..caching import Scores, open_dataset
 from ..config import FeatureCache
 from ..graph.local import local_topology
-from ..graph.topology import CSCTopology
+from ..graph.topology import CSCTopology, index_dtype_for
 from ..graph.ranges import expand_ranges
 from ..io import (DatasetFormatError, is_hetero_dataset_dir,
                   open_dataset_dir, write_dataset_dir)
@@ -35,6 +36,7 @@ from ..io.reader import MAX_META_BYTES
 from ..io.staging import DirectoryFormat, StagedDirectory, check_target
 from ..storage import CSCGraphStore, TieredFeatureStore
 from .book import BOOK_FILES, PartitionBook, renumber
+from .bounded import check_max_memory
 from .methods import METHODS, assign_parts, check_num_parts as _check_parts
 from .pagraph import message_flow_levels, pagraph_assign
 
@@ -68,6 +70,10 @@ PARTITION_DIR = DirectoryFormat('partition.json', PARTITION_FORMAT,
                                 'pyg-fastload partition', _partition_files)
 #: The most parts a partition may claim (checked before anything is read).
 MAX_PARTS = 2**16
+#: The most edges, and bytes of a node array's rows, of a part gathered at
+#: once while writing it.
+WRITE_CHUNK_EDGES = 2**22
+WRITE_CHUNK_BYTES = 2**26
 
 
 def partition_dataset(
@@ -79,6 +85,7 @@ def partition_dataset(
     seed: int = 0,
     overwrite: bool = False,
     progress: bool = True,
+    max_memory: Union[None, int, str] = None,
 ) -> Union[PartitionBook, 'HeteroPartitionBook']:
     r"""Partitions a dataset directory (``pyg-fastload prepare``) into
     :obj:`num_parts` parts written under :obj:`out_dir`. A heterogeneous
@@ -102,13 +109,18 @@ def partition_dataset(
         overwrite (bool): replace an existing partition directory (what
             its ``partition.json`` lists; other files there are kept).
         progress (bool): show progress bars.
+        max_memory (int or str, optional): ``'metis'``'s budget in bytes
+            (or ``'2GiB'``, ``'500MB'``; see
+            :func:`~pyg_fastload.partition.assign_parts`), recorded in
+            ``partition.json``; :obj:`None`: no bound.
     """
     if is_hetero_dataset_dir(Path(dataset_dir).expanduser()):
         from .hetero import partition_hetero_dataset
         return partition_hetero_dataset(dataset_dir, out_dir, num_parts,
                                         method, num_hops, seed, overwrite,
-                                        progress)
+                                        progress, max_memory)
     started = time.perf_counter()
+    budget = check_max_memory(max_memory, method)
     if isinstance(num_hops, bool) or not isinstance(num_hops, int) or \
             num_hops < 1:
         raise ValueError(f"'num_hops' = {num_hops!r} must be an int >= 1")
@@ -134,7 +146,8 @@ def partition_dataset(
                  ('train', 'val', 'test')]
         owner = assign_parts(topo, num_parts, method,
                              [None if m is None else m.bool() for m in masks],
-                             num_hops, seed, progress)
+                             num_hops, seed, progress, budget)
+    assigned_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     new_id, offsets = renumber(owner, num_parts)
     order = np.argsort(new_id)  # original id of every new id
     run = uuid.uuid4().hex
@@ -163,7 +176,7 @@ def partition_dataset(
         meta = {
             'format': PARTITION_FORMAT, 'format_version': PARTITION_VERSION,
             'method': method, 'num_parts': num_parts, 'num_hops': num_hops,
-            'seed': seed, 'run': run,
+            'seed': seed, 'max_memory': budget, 'run': run,
             'dataset': {'name': dataset.name, 'num_nodes': topo.num_nodes,
                         'path': str(Path(dataset.path).resolve()),
                         'num_edges': topo.num_edges,
@@ -178,6 +191,8 @@ def partition_dataset(
             # the process's peak resident memory so far (Linux: KiB)
             'peak_rss_bytes': resource.getrusage(
                 resource.RUSAGE_SELF).ru_maxrss * 1024,
+            # ... and before the parts were written: the assignment's
+            'assign_peak_rss_bytes': assigned_rss * 1024,
         }
         with open(tmp / 'partition.json', 'w') as f:
             json.dump(meta, f, indent=2)
@@ -209,15 +224,37 @@ def _write_part(path: Path, dataset: Any, topo: Any, nodes: torch.Tensor,
         degree = torch.where(expand[rows], degree, 0)
     indptr = torch.zeros(rows.numel() + 1, dtype=torch.long)
     torch.cumsum(degree, 0, out=indptr[1:])
-    indices = new_of[topo.indices[expand_ranges(begin, degree)].long()]
-    arrays = {key: value[rows] for key, value in dataset.arrays.items()}
+    # streamed to the writer in chunks, the in-neighbours in the dtype it
+    # stores (int32 where it fits): no copy of the part's edges or rows
+    ids = new_of.to(index_dtype_for(topo.num_nodes))
+
+    def edges() -> Iterator[torch.Tensor]:
+        at = 0
+        if int(indptr[-1]) == 0:
+            yield ids[:0]
+        while at < rows.numel():
+            end = min(rows.numel(), max(at + 1, int(torch.searchsorted(
+                indptr, int(indptr[at]) + WRITE_CHUNK_EDGES, right=True)) - 1))
+            yield ids[topo.indices[expand_ranges(
+                begin[at:end], degree[at:end],
+                int(indptr[end]) - int(indptr[at]))]]
+            at = end
+
+    def rows_of(value: torch.Tensor) -> Callable[[], Iterator[torch.Tensor]]:
+        step = max(1, WRITE_CHUNK_BYTES // max(1, value[:1].nbytes))
+        return lambda: (value[rows[at:at + step]] for at in
+                        range(0, max(rows.numel(), 1), step))
+
+    arrays: Dict[str, Any] = {key: rows_of(value) for key, value in
+                              dataset.arrays.items()}
     if halo is not None:
         for key in ('train_mask', 'val_mask', 'test_mask'):
             if key in arrays:
+                arrays[key] = dataset.arrays[key][rows]
                 arrays[key][nodes.numel():] = False
     arrays.update(extra)
     write_dataset_dir(
-        path, num_nodes=rows.numel(), indptr=indptr, indices=indices,
+        path, num_nodes=rows.numel(), indptr=indptr, indices=edges,
         node_arrays=arrays, name=f'{dataset.name}-part{part}',
         source=f"part {part} of {num_parts} of '{dataset.path}'",
         num_classes=dataset.num_classes, progress=False, verify='size',

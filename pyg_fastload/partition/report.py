@@ -86,7 +86,8 @@ def partition_report(parts_dir: Union[str, 'os.PathLike[str]'],
               'edge_cut': sum(p['cut_edges'] for p in parts) / max(total, 1),
               'parts': parts, 'balance': balance,
               'partition_seconds': meta.get('seconds'),
-              'partition_peak_rss_bytes': meta.get('peak_rss_bytes')}
+              'partition_peak_rss_bytes': meta.get('peak_rss_bytes'),
+              'assign_peak_rss_bytes': meta.get('assign_peak_rss_bytes')}
     if replicated:  # PaGraph: extra rows over the graph's nodes
         report['replication'] = replicas / max(book.num_nodes, 1)
     if locality:

@@ -40,3 +40,27 @@ def test_targets_say_met_and_short():
     short = [line for line in bench_partition.check_targets(bad)
              if line.startswith('SHORT')]
     assert len(short) == 4  # cut, balance, locality, request ordering
+
+
+def test_bounded_row_targets():
+    metis = _report(0.16, 1.002, 0.72, 0.25, 0.7)
+    bounded = dict(_report(0.2, 1.02, 0.7, 0.25, 0.8),
+                   partition_peak_rss_bytes=2 * 2**30,
+                   assign_peak_rss_bytes=2**30)
+    lines = bench_partition.check_targets(
+        {'metis': metis, 'bounded': bounded}, 2 * 2**30)
+    assert 'met: bounded peak memory 2.0 GiB (target <= 2.5 GiB, 1.25x ' \
+        '--max-memory)' in lines
+    assert 'met: bounded peak memory while assigning (before writing the ' \
+        'parts) 1.0 GiB (target <= 2.5 GiB, 1.25x --max-memory)' in lines
+    assert "met: bounded edge cut 1.25x unbounded METIS's (target <= " \
+        "1.5x)" in lines
+    assert 'met: bounded train balance max/mean 1.020 (target <= 1.05)' \
+        in lines
+    bad = dict(bounded, edge_cut=0.3, partition_peak_rss_bytes=3 * 2**30)
+    lines = bench_partition.check_targets({'metis': metis, 'bounded': bad},
+                                          2 * 2**30)
+    assert 'SHORT: bounded peak memory 3.0 GiB (target <= 2.5 GiB, 1.25x ' \
+        '--max-memory)' in lines
+    assert "SHORT: bounded edge cut 1.88x unbounded METIS's (target <= " \
+        "1.5x)" in lines
