@@ -49,7 +49,8 @@ class DistributedMonitor(Callback):
     traffic); the gradient buckets are counted by a DDP communication hook
     registered at the start of fit (unless another hook is registered).
     ``records`` holds, per epoch, every rank's ``steps``, ``seconds``,
-    ``rows_cached`` and ``rows_stored`` (feature rows of ``x`` its own
+    ``rows_cached`` and ``rows_stored`` (feature rows of ``x``, of every
+    node type, its own
     caches served and it read from storage, for itself and under DSP for
     the other ranks, and the other parts' cold rows it read from their
     files) and per-kind bytes and messages (the epoch's deltas).
@@ -98,10 +99,15 @@ class DistributedMonitor(Callback):
 
     def _rows(self) -> Tuple[float, float]:
         r"""``(rows of 'x' this rank's caches served, rows it read from
-        storage)`` so far, for itself and, under DSP, for other ranks."""
+        storage)`` so far (of every node type's ``x`` on a heterogeneous
+        graph: ``'paper.x'``, ...), for itself and, under DSP, for other
+        ranks."""
         if self._store is None or not hasattr(self._store, 'stats'):
             return 0.0, 0.0
-        return cached_and_stored(self._store.stats().get('x', {}))
+        rows = [cached_and_stored(tiers) for name, tiers in
+                self._store.stats().items()
+                if name.rsplit('.', 1)[-1] == 'x']
+        return sum(r[0] for r in rows), sum(r[1] for r in rows)
 
     def on_train_batch_end(self, trainer: pl.Trainer,
                            pl_module: pl.LightningModule, outputs: Any,

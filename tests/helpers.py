@@ -131,3 +131,26 @@ def wait_for_no_stage_threads(timeout: float = 10.0) -> list:
         gc.collect()
         time.sleep(0.02)
     return stage_threads()
+
+
+def new_id_topology(dataset_dir, parts_dir):
+    r"""``(topology, target)``: a heterogeneous dataset's whole graph in
+    the typed new ids of its partition :obj:`parts_dir`."""
+    import numpy as np
+
+    from pyg_fastload.graph import HeteroTopology
+    from pyg_fastload.io import open_hetero_dataset_dir
+    dataset = open_hetero_dataset_dir(dataset_dir)
+    topo = dataset.topology
+    new_id = torch.from_numpy(np.load(parts_dir / 'new_id.npy'))
+    edges = {}
+    for r, edge_type in enumerate(topo.edge_types):
+        rel = topo.relation_topology(edge_type)
+        src_off = topo.node_offset[int(topo.src_type[r])]
+        dst_off = topo.node_offset[int(topo.dst_type[r])]
+        dst = torch.arange(rel.num_nodes).repeat_interleave(rel.indptr.diff())
+        src = rel.indices.long()
+        edges[edge_type] = torch.stack([
+            new_id[src + src_off] - src_off, new_id[dst + dst_off] - dst_off])
+    return HeteroTopology.from_relations(dataset.num_nodes, edges), \
+        dataset.target

@@ -73,6 +73,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--fanout', type=int, nargs='+', default=[10, 5])
     parser.add_argument('--batch-size', type=positive_int, default=1024)
     parser.add_argument('--hidden', type=positive_int, default=128)
+    parser.add_argument('--limit-batches', type=positive_int, default=None,
+                        help='training and validation batches per rank per '
+                        'epoch (default: all; for graphs whose epoch is '
+                        'long)')
     parser.add_argument('--timeout', type=positive_int, default=3600,
                         help='seconds one fit may take')
     parser.add_argument('--out-dir', default=None,
@@ -95,6 +99,9 @@ def _config(args: argparse.Namespace, log_dir: Path, mode: Optional[str],
         'logger': [{'class_path': 'pytorch_lightning.loggers.CSVLogger',
                     'init_args': {'save_dir': str(log_dir), 'name': 'fit'}}],
     }
+    if args.limit_batches is not None:
+        trainer.update(limit_train_batches=args.limit_batches,
+                       limit_val_batches=args.limit_batches)
     if nprocs > 1:
         trainer['strategy'] = {
             'class_path': 'pytorch_lightning.strategies.DDPStrategy',
@@ -240,7 +247,8 @@ def _partitions(args: argparse.Namespace) -> Dict[str, str]:
 def run(args: argparse.Namespace) -> Dict[str, Dict[str, Any]]:
     parts = _partitions(args)
     tmp = None if args.out_dir else tempfile.TemporaryDirectory()
-    root = Path(args.out_dir or tmp.name)
+    # absolute: each fit runs in its own directory
+    root = Path(args.out_dir or tmp.name).resolve()
     sides = [] if args.no_single else [('1 process', None, 1)]
     sides += [(mode, mode, args.nprocs) for mode in args.mode]
     print(f"'{args.dataset}': SAGE hidden {args.hidden}, fan-outs "

@@ -103,9 +103,6 @@ class PaGraph(_Partitioned):
                     "the training nodes, while a link's two endpoints and "
                     "its negatives are any nodes: use mode 'dsp' (or "
                     "'replicated')")
-    hetero_refusal = ("PaGraph's self-reliant parts are not written for "
-                      "heterogeneous graphs yet (pyg-fastload partition "
-                      "refuses --method pagraph there): use mode 'dsp'")
 
     @property
     def global_seeds(self) -> bool:
@@ -235,7 +232,7 @@ class HopGNN(DSP):
                     "ranks may own, which that routing does not serve yet: "
                     "use mode 'dsp'")
     hetero_refusal = ("HopGNN's root router does not route roots of typed "
-                      "graphs yet: use mode 'dsp'")
+                      "graphs yet: use mode 'dsp' or 'pagraph'")
 
     @property
     def global_seeds(self) -> bool:

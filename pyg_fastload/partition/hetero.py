@@ -50,6 +50,7 @@ from ..io.format import sha256_file
 from ..io.staging import StagedDirectory, check_target
 from ..storage import CSCGraphStore
 from .book import BOOK_FILES, PartitionBook, renumber
+from .hetero_pagraph import hetero_pagraph_assign, pagraph_part
 from .bounded import check_max_memory
 from .methods import METHODS, assign_parts, check_num_parts
 from .part_dirs import (PARTITION_DIR, PARTITION_FORMAT, PARTITION_VERSION,
@@ -57,12 +58,9 @@ from .part_dirs import (PARTITION_DIR, PARTITION_FORMAT, PARTITION_VERSION,
 
 __all__ = ['HeteroPartitionBook', 'renumber_hetero', 'homogeneous_view',
            'partition_hetero_dataset', 'open_hetero_partition',
-           'load_hetero_book', 'HETERO_METHODS']
+           'load_hetero_book']
 
 PathLike = Union[str, 'os.PathLike[str]']
-
-#: The methods a heterogeneous dataset can be partitioned with.
-HETERO_METHODS = tuple(m for m in METHODS if m != 'pagraph')
 
 
 class HeteroPartitionBook:
@@ -242,22 +240,19 @@ def partition_hetero_dataset(
     ``'metis'`` balances all nodes and the training nodes of the labelled
     (target) type, ``'bytegnn'`` grows its blocks around the target's
     train/val/test nodes, ``'hash'`` and ``'random'`` spread every node.
-    ``'pagraph'`` (replicas per node type) is refused; ``'metis'`` runs
-    within :obj:`max_memory` bytes where given (recorded in
-    ``partition.json``).
+    ``'pagraph'`` streams the target's training nodes to parts and
+    replicates their L-hop in-neighbourhoods over every relation
+    (:mod:`~pyg_fastload.partition.hetero_pagraph`: parts in their own row
+    ids). ``'metis'`` runs within :obj:`max_memory` bytes where given
+    (recorded in ``partition.json``).
     """
     started = time.perf_counter()
     if isinstance(num_hops, bool) or not isinstance(num_hops, int) or \
             num_hops < 1:
         raise ValueError(f"'num_hops' = {num_hops!r} must be an int >= 1")
-    if method == 'pagraph':
-        raise ValueError(
-            f"--method pagraph: '{dataset_dir}' is a heterogeneous dataset, "
-            f"and PaGraph's replicated parts are not written per node type "
-            f"yet; use --method metis (or {', '.join(HETERO_METHODS[1:])})")
     if method not in METHODS:
         raise ValueError(f"unknown partitioning --method {method!r}: pass "
-                         f"one of {', '.join(HETERO_METHODS)}")
+                         f"one of {', '.join(METHODS)}")
     budget = check_max_memory(max_memory, method)
     dataset = open_hetero_dataset_dir(dataset_dir, verify='size')
     out = Path(out_dir).expanduser()
@@ -278,9 +273,20 @@ def partition_hetero_dataset(
             f"--method bytegnn grows its blocks around the train/val/test "
             f"nodes, but the labelled type {target!r} of '{dataset.path}' "
             f"has no masks; use --method metis")
+    if method == 'pagraph' and masks[0] is None:
+        raise ValueError(
+            f"--method pagraph streams the training nodes of the labelled "
+            f"type {target!r} of '{dataset.path}' to parts, but it has no "
+            f"'train_mask'; use --method metis")
     view = homogeneous_view(topo)
-    owner = assign_parts(view, num_parts, method, masks, num_hops, seed,
-                         progress, budget)
+    member = None
+    if method == 'pagraph':
+        owner, member, expand = hetero_pagraph_assign(
+            view, masks[0].nonzero().view(-1), num_parts, num_hops,
+            progress)
+    else:
+        owner = assign_parts(view, num_parts, method, masks, num_hops, seed,
+                             progress, budget)
     del view
     assigned_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     new_id, offsets = renumber_hetero(owner, topo.node_offset, num_parts)
@@ -302,8 +308,31 @@ def partition_hetero_dataset(
                 nodes[node_type] = order_of[lo + int(offsets[t, part]):
                                             lo + int(offsets[t, part + 1])
                                             ] - lo
-            _write_part(part_dir(tmp, part), dataset, nodes, new_of, part,
-                        num_parts, offsets[:, part], run)
+            starts = dict(zip(node_types, offsets[:, part].tolist()))
+            if member is None:
+                relations, arrays = _part(dataset, nodes, new_of)
+                counts = {'owned': {t: v.numel() for t, v in nodes.items()}}
+                sizes = counts['owned']
+            else:
+                relations, arrays, counts = pagraph_part(
+                    dataset, _with_replicas(
+                        nodes, member[part] & (torch.from_numpy(owner) !=
+                                               part), new_of,
+                        topo.node_offset), expand[part], new_of)
+                sizes = {t: n + counts['replicas'][t]
+                         for t, n in counts['owned'].items()}
+            write_hetero_dataset_dir(
+                part_dir(tmp, part), num_nodes=sizes,
+                relations=relations, node_arrays=arrays,
+                name=f'{dataset.name}-part{part}',
+                source=f"{'PaGraph ' if member is not None else ''}part "
+                       f"{part} of {num_parts} of '{dataset.path}'",
+                num_classes=dataset.num_classes, target=dataset.target,
+                progress=False, verify='size',
+                index_space=None if member is not None else dataset.num_nodes,
+                extra_meta={'partition': {'run': run, 'part': part,
+                                          'num_parts': num_parts,
+                                          'start': starts, **counts}})
         files = {name: sha256_file(tmp / name) for name in BOOK_FILES}
         for part in range(num_parts):
             name = f'{part_dir(tmp, part).name}/meta.json'
@@ -325,7 +354,9 @@ def partition_hetero_dataset(
                                                    'meta.json')},
             'files': files,
             'seconds': round(time.perf_counter() - started, 1),
-            'held_nodes': [int(offsets[:, k + 1].sum() - offsets[:, k].sum())
+            # nodes each part holds, its own and (PaGraph) its replicas
+            'held_nodes': [int(member[k].sum()) if member is not None else
+                           int(offsets[:, k + 1].sum() - offsets[:, k].sum())
                            for k in range(num_parts)],
             'peak_rss_bytes': resource.getrusage(
                 resource.RUSAGE_SELF).ru_maxrss * 1024,
@@ -340,13 +371,26 @@ def partition_hetero_dataset(
                                 for i, t in enumerate(node_types)})
 
 
-def _write_part(path: Path, dataset: Any, nodes: Dict[str, Tensor],
-                new_of: Tensor, part: int, num_parts: int,
-                starts: np.ndarray, run: str) -> None:
-    r"""Part :obj:`part` as a heterogeneous dataset directory: per type the
-    rows of :obj:`nodes` (original type-local ids, in new-id order) of its
-    arrays, and every relation's in-edges into them, source ids as
-    type-local new ids of the whole graph (the writer's ``index_space``)."""
+def _with_replicas(nodes: Dict[str, Tensor], replica: Tensor,
+                   new_of: Tensor, node_offset: Tensor
+                   ) -> Dict[str, Tuple[Tensor, Tensor]]:
+    r"""Per node type ``(own, replicas)``: :obj:`nodes` and the nodes
+    :obj:`replica` marks (over global original ids), each in new-id order,
+    as type-local original ids."""
+    out = {}
+    for t, (node_type, own) in enumerate(nodes.items()):
+        lo, hi = int(node_offset[t]), int(node_offset[t + 1])
+        ids = replica[lo:hi].nonzero().view(-1)
+        out[node_type] = (own, ids[torch.argsort(new_of[ids + lo])])
+    return out
+
+
+def _part(dataset: Any, nodes: Dict[str, Tensor], new_of: Tensor
+          ) -> Tuple[Dict[Any, CSCTopology], Dict[str, Dict[str, Tensor]]]:
+    r"""``(relations, arrays)`` of a part holding :obj:`nodes` (per type,
+    original type-local ids in new-id order): every relation's in-edges
+    into them, source ids as type-local new ids of the whole graph (the
+    part's ``index_space``), and their rows of every node array."""
     topo = dataset.topology
     relations = {}
     for r, edge_type in enumerate(topo.edge_types):
@@ -359,21 +403,10 @@ def _write_part(path: Path, dataset: Any, nodes: Dict[str, Tensor],
         torch.cumsum(degree, 0, out=indptr[1:])
         edges = expand_ranges(begin, degree)
         indices = new_of[topo.indices[edges].long()] - topo.node_offset[src]
-        # edge_id: positions in the part's own edge list of the relation
         relations[edge_type] = CSCTopology(indptr, indices, rows.numel())
     arrays = {t: {key: value[nodes[t]] for key, value in a.items()}
               for t, a in dataset.arrays.items()}
-    write_hetero_dataset_dir(
-        path, num_nodes={t: v.numel() for t, v in nodes.items()},
-        relations=relations, node_arrays=arrays,
-        name=f'{dataset.name}-part{part}',
-        source=f"part {part} of {num_parts} of '{dataset.path}'",
-        num_classes=dataset.num_classes, target=dataset.target,
-        progress=False, verify='size', index_space=dataset.num_nodes,
-        extra_meta={'partition': {
-            'run': run, 'part': part, 'num_parts': num_parts,
-            'start': {t: int(s) for t, s in zip(nodes, starts)},
-            'owned': {t: v.numel() for t, v in nodes.items()}}})
+    return relations, arrays
 
 
 def load_hetero_book(parts_dir: Path,
@@ -418,11 +451,17 @@ def open_hetero_partition(
     device: Optional[Union[str, torch.device]] = None,
     verify: str = 'size',
     scores: Optional[Scores] = None,
+    local: bool = False,
 ) -> Tuple[Any, Any, HeteroPartitionBook]:
     r"""Opens part :obj:`part` of a heterogeneous partition alone: its
     feature store (per node type, the rows of the part's nodes in new-id
     order), its graph store (every relation's in-edges into them; source
     ids are global new ids of the whole graph) and the typed book.
+
+    A PaGraph part (``--method pagraph``) is stored in its own row ids and
+    opens with :obj:`local` only: per node type its own rows, then its
+    replicas, a ``global_id`` attribute giving every row's new id, and the
+    in-edges of its message-flow rows in those row ids.
 
     Args:
         parts_dir: a directory written by :func:`partition_hetero_dataset`.
@@ -433,9 +472,16 @@ def open_hetero_partition(
         verify (str): how the part's files are checked.
         scores (Scores, optional): what ranks the part's rows for the
             caches (see :func:`~pyg_fastload.open_dataset`).
+        local (bool): the part in its own row ids (PaGraph's parts only).
     """
     parts_dir = Path(parts_dir).expanduser()
     meta = read_partition_meta(parts_dir)
+    pagraph = meta['method'] == 'pagraph'
+    if local != pagraph:
+        raise ValueError(
+            f"'{parts_dir}': PaGraph's heterogeneous parts are stored in "
+            f"their own row ids and open with local=True only; other "
+            f"methods' parts keep the whole graph's ids (local=False)")
     path = checked_part(parts_dir, meta, part)
     meta_file = path / 'meta.json'
     book = load_hetero_book(parts_dir, meta)
@@ -460,7 +506,7 @@ def open_hetero_partition(
                     f"the partition's ({book.node_types}, "
                     f"{meta.get('edge_types')} in partition.json)")
     ranked = None
-    if cache is not None and cache.enabled:
+    if cache is not None and cache.enabled and not pagraph:
         ranked = local_hetero_topology(
             dataset.topology, {t: book.part_range(part, t)
                                for t in book.node_types})

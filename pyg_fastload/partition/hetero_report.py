@@ -45,6 +45,9 @@ def hetero_partition_report(parts_dir: Path, meta: Dict[str, Any],
     sample the homogeneous view (every relation's edges, in global new
     ids) from the target type's training nodes, each part from its own."""
     book: HeteroPartitionBook = load_hetero_book(parts_dir, meta)
+    # PaGraph's parts overlap, in their own row ids: no cut, no locality
+    replicated = meta['method'] == 'pagraph'
+    locality = locality and not replicated
     types = book.node_types
     k = book.num_parts
     node_rows: Dict[str, Dict[str, List[int]]] = {
@@ -70,7 +73,8 @@ def hetero_partition_report(parts_dir: Path, meta: Dict[str, Any],
             row = relations.setdefault(relation_key(edge_type),
                                        {'edges': [], 'cut_edges': []})
             row['edges'].append(hi - lo)
-            row['cut_edges'].append(int((book.owner(src) != part).sum()))
+            row['cut_edges'].append(
+                0 if replicated else int((book.owner(src) != part).sum()))
             if locality:
                 first = int(topo.segment_offset[r])
                 dst_type = edge_type[2]
@@ -89,7 +93,7 @@ def hetero_partition_report(parts_dir: Path, meta: Dict[str, Any],
     total = cut = 0
     for row in relations.values():
         edges, cuts = sum(row['edges']), sum(row['cut_edges'])
-        row['edge_cut'] = cuts / max(edges, 1)
+        row['edge_cut'] = None if replicated else cuts / max(edges, 1)
         total += edges
         cut += cuts
     parts = []
@@ -101,7 +105,8 @@ def hetero_partition_report(parts_dir: Path, meta: Dict[str, Any],
                              for r in relations.values())})
     report: Dict[str, Any] = {
         'kind': 'hetero', 'method': meta['method'], 'num_parts': k,
-        'target': meta.get('target'), 'edge_cut': cut / max(total, 1),
+        'target': meta.get('target'),
+        'edge_cut': None if replicated else cut / max(total, 1),
         'parts': parts,
         'balance': {key: _balance([p[key] for p in parts])
                     for key in ('nodes', 'edges')},
@@ -131,9 +136,12 @@ def format_hetero_report(report: Dict[str, Any]) -> str:
     width = max([9] + [len(c) for row in cells.values() for c in row])
     left = max([24] + [len(name) for name in cells])
     head = '  '.join(f'{"part " + str(i):>{width}}' for i in range(k))
+    cut = report['edge_cut']
     lines = [f"{report['method']}, {k} parts of a heterogeneous graph "
-             f"(target {report.get('target')!r}): edge cut "
-             f"{report['edge_cut']:.3f} (share of edges crossing parts)",
+             f"(target {report.get('target')!r}): edge cut " +
+             (f"{cut:.3f} (share of edges crossing parts)" if cut is not None
+              else "n/a (PaGraph's parts overlap: nodes and edges counted "
+              "with their replicas)"),
              f"{'node type':<{left}}  {head}  {'max/mean':>9}"]
     for t, row in report['node_types'].items():
         for key in ('nodes', *_SPLITS):
@@ -146,8 +154,9 @@ def format_hetero_report(report: Dict[str, Any]) -> str:
                  f"{'edge cut':>9}")
     for name, row in report['relations'].items():
         lines.append(f'{name:<{left}}  ' + '  '.join(
-            f'{c:>{width}}' for c in cells[name]) +
-            f"  {row['edge_cut']:>9.3f}")
+            f'{c:>{width}}' for c in cells[name]) + (
+            f"  {row['edge_cut']:>9.3f}" if row['edge_cut'] is not None
+            else f"  {'n/a':>9}"))
     lines.append(f"all nodes max/mean {report['balance']['nodes']:.3f}, "
                  f"all edges max/mean {report['balance']['edges']:.3f}")
     if report.get('partition_seconds') is not None:

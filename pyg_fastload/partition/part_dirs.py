@@ -440,13 +440,10 @@ def open_partition(
     parts_dir = Path(parts_dir).expanduser()
     meta = read_partition_meta(parts_dir)
     if meta.get('kind') == 'hetero':
-        if local:
-            raise ValueError(f"'{parts_dir}' partitions a heterogeneous "
-                             f"dataset, whose parts are not relabelled to "
-                             f"their own rows (local=True) yet")
         from .hetero import open_hetero_partition
         return open_hetero_partition(parts_dir, part, cache, device=device,
-                                     verify=verify, scores=scores)
+                                     verify=verify, scores=scores,
+                                     local=local)
     path = checked_part(parts_dir, meta, part)
     meta_file = path / 'meta.json'
     book = load_book(parts_dir, meta)

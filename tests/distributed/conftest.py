@@ -36,13 +36,29 @@ def hash_parts(tmp_path_factory, tiny_dir):
 
 
 @pytest.fixture(scope='module')
-def hetero_parts(tmp_path_factory):
-    r"""``(dataset_dir, parts_dir)``: the heterogeneous ``hetero-tiny``
-    directory in 2 METIS parts (mode dsp)."""
+def hetero_dataset(tmp_path_factory):
+    r"""The heterogeneous ``hetero-tiny`` preset as a dataset directory."""
     from pyg_fastload.datasets.hetero_prepare import prepare_hetero_preset
-    root = tmp_path_factory.mktemp('hetero-parts')
-    dataset = prepare_hetero_preset('hetero-tiny', root / 'ds',
-                                    progress=False)
-    partition_dataset(dataset.path, root / 'parts', 2, 'metis',
-                      progress=False)
-    return dataset.path, root / 'parts'
+    root = tmp_path_factory.mktemp('hetero')
+    return prepare_hetero_preset('hetero-tiny', root / 'ds',
+                                 progress=False).path
+
+
+@pytest.fixture(scope='module')
+def hetero_parts(hetero_dataset):
+    r"""``(dataset_dir, parts_dir)``: ``hetero-tiny`` in 2 METIS parts
+    (mode dsp)."""
+    out = hetero_dataset.parent / 'metis'
+    if not out.exists():
+        partition_dataset(hetero_dataset, out, 2, 'metis', progress=False)
+    return hetero_dataset, out
+
+
+@pytest.fixture(scope='module')
+def hetero_pagraph_parts(hetero_dataset):
+    r"""``(dataset_dir, parts_dir)``: ``hetero-tiny`` in PaGraph's 2
+    self-reliant parts."""
+    out = hetero_dataset.parent / 'pagraph'
+    if not out.exists():
+        partition_dataset(hetero_dataset, out, 2, 'pagraph', progress=False)
+    return hetero_dataset, out

@@ -11,31 +11,13 @@ from pyg_fastload.distributed import Collectives, DistContext
 from pyg_fastload.distributed.collective_sampling import \
     HeteroCollectiveSampler
 from pyg_fastload.distributed.dsp import open_dsp_rank
-from pyg_fastload.graph import HeteroTopology
 from pyg_fastload.io import open_hetero_dataset_dir
 from pyg_fastload.sampling import HeteroNeighborSampler
 
+from ..helpers import new_id_topology
 from .ranks import run_ranks
 
 pytestmark = pytest.mark.timeout(240)
-
-
-def _new_id_topology(dataset_dir, parts_dir):
-    r"""The whole graph in the partition's typed new ids."""
-    dataset = open_hetero_dataset_dir(dataset_dir)
-    topo = dataset.topology
-    new_id = torch.from_numpy(np.load(parts_dir / 'new_id.npy'))
-    edges = {}
-    for r, edge_type in enumerate(topo.edge_types):
-        rel = topo.relation_topology(edge_type)
-        src_off = topo.node_offset[int(topo.src_type[r])]
-        dst_off = topo.node_offset[int(topo.dst_type[r])]
-        dst = torch.arange(rel.num_nodes).repeat_interleave(rel.indptr.diff())
-        src = rel.indices.long()
-        edges[edge_type] = torch.stack([
-            new_id[src + src_off] - src_off, new_id[dst + dst_off] - dst_off])
-    return HeteroTopology.from_relations(dataset.num_nodes, edges), \
-        dataset.target
 
 
 def _sample(rank, world, parts_dir, fanouts):
@@ -69,7 +51,7 @@ def _sample(rank, world, parts_dir, fanouts):
 
 def test_full_neighbourhoods_equal_one_machine_sampling(hetero_parts):
     dataset_dir, parts = hetero_parts
-    whole, target = _new_id_topology(dataset_dir, parts)
+    whole, target = new_id_topology(dataset_dir, parts)
     local = HeteroNeighborSampler(whole, [-1, -1])
     dataset = open_hetero_dataset_dir(dataset_dir)
     new_id = torch.from_numpy(np.load(parts / 'new_id.npy'))

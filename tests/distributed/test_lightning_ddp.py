@@ -47,6 +47,19 @@ def _fit(args, tmp_path, env=None, timeout=300):
                           capture_output=True, text=True, timeout=timeout)
 
 
+def _link_fit(tmp_path, data: dict, env=None):
+    r"""A 2-rank fit of a small ``LinkPredictor`` on :obj:`data` (its
+    result, checked to have succeeded)."""
+    config = _config(tmp_path, data)
+    spec = yaml.safe_load(config.read_text())
+    spec['model'] = {'class_path': 'LinkPredictor',
+                     'init_args': {'hidden_channels': 16}}
+    config.write_text(yaml.safe_dump(spec))
+    result = _fit(['--config', str(config)], tmp_path, env)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result
+
+
 def _stats(tmp_path):
     files = list((tmp_path / 'logs').rglob('dist_stats.json'))
     assert len(files) == 1, files
@@ -394,17 +407,11 @@ def test_ctrl_c_in_the_launcher_ends_every_rank(pagraph_parts, tmp_path):
 def test_a_two_rank_link_fit_runs_equal_steps(tmp_path):
     from pyg_fastload.datasets import load_synthetic
     from pyg_fastload.modes.link_split import LinkOptions, LinkSplit
-    config = _config(tmp_path, {
+    result = _link_fit(tmp_path, {
         'dataset': 'tiny', 'task': 'link', 'batch_size': 1024,
         'eval_batch_size': 1100,
-        'link': {'eval_edges': 110, 'eval_negatives': 10}})
-    spec = yaml.safe_load(config.read_text())
-    spec['model'] = {'class_path': 'LinkPredictor',
-                     'init_args': {'hidden_channels': 16}}
-    config.write_text(yaml.safe_dump(spec))
-    env = {'PYG_FASTLOAD_CACHE': str(tmp_path / 'cache')}
-    result = _fit(['--config', str(config)], tmp_path, env)
-    assert result.returncode == 0, result.stderr[-3000:]
+        'link': {'eval_edges': 110, 'eval_negatives': 10}},
+        {'PYG_FASTLOAD_CACHE': str(tmp_path / 'cache')})
     assert 'sync_dist' not in result.stderr
     graph = load_synthetic('tiny', root=str(tmp_path / 'cache')).to_data()
     split = LinkSplit(graph.edge_index, graph.num_nodes,
@@ -423,15 +430,9 @@ def test_a_two_rank_hetero_link_fit_runs_equal_steps(tmp_path):
     from pyg_fastload.modes.link_split import LinkOptions, link_split
     link = {'edge_type': ['author', 'writes', 'paper'], 'eval_edges': 20,
             'eval_negatives': 10}
-    config = _config(tmp_path, {
+    _link_fit(tmp_path, {
         'dataset': 'hetero-tiny', 'task': 'link', 'batch_size': 128,
         'eval_batch_size': 110, 'num_neighbors': [4, 3], 'link': link})
-    spec = yaml.safe_load(config.read_text())
-    spec['model'] = {'class_path': 'LinkPredictor',
-                     'init_args': {'hidden_channels': 16}}
-    config.write_text(yaml.safe_dump(spec))
-    result = _fit(['--config', str(config)], tmp_path)
-    assert result.returncode == 0, result.stderr[-3000:]
     split = link_split(generate_hetero('hetero-tiny'), LinkOptions(**link),
                        0)
     train = split.edges['train'].size(1)  # author -> paper, one way
@@ -494,16 +495,10 @@ def test_a_two_rank_dsp_link_fit_samples_collectively(tiny_dir, metis_parts,
     from pyg_fastload.partition import PartitionBook
     dataset_dir, _ = tiny_dir
     options = {'eval_edges': 110, 'eval_negatives': 10}
-    config = _config(tmp_path, {
+    _link_fit(tmp_path, {
         'dataset': str(dataset_dir), 'partitions': str(metis_parts),
         'mode': 'dsp', 'task': 'link', 'batch_size': 512,
         'eval_batch_size': 1100, 'pipeline': pipeline, 'link': options})
-    spec = yaml.safe_load(config.read_text())
-    spec['model'] = {'class_path': 'LinkPredictor',
-                     'init_args': {'hidden_channels': 16}}
-    config.write_text(yaml.safe_dump(spec))
-    result = _fit(['--config', str(config)], tmp_path)
-    assert result.returncode == 0, result.stderr[-3000:]
     # the steps: each rank's own training links (by their source's part),
     # as many batches on both (the shorter rank revisits some)
     topology = open_dataset_dir(dataset_dir).topology
@@ -521,6 +516,28 @@ def test_a_two_rank_dsp_link_fit_samples_collectively(tiny_dir, metis_parts,
     assert ranks[0]['gradients'] == ranks[1]['gradients']
     [metrics] = (tmp_path / 'logs').rglob('metrics.csv')
     assert 'val_mrr' in metrics.read_text().splitlines()[0]
+
+
+def test_a_two_rank_pagraph_fit_on_a_hetero_partition(hetero_pagraph_parts,
+                                                       tmp_path):
+    r"""Mode 'pagraph' on a heterogeneous graph: each rank trains its own
+    training papers inside its self-reliant part (every relation's L-hop
+    in-neighbourhood replicated there); only gradients cross ranks."""
+    dataset_dir, parts = hetero_pagraph_parts
+    config = _config(tmp_path, {
+        'dataset': str(dataset_dir), 'partitions': str(parts),
+        'mode': 'pagraph', 'num_neighbors': [4, 3]})
+    result = _fit(['--config', str(config)], tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    ranks = _stats(tmp_path)['epochs'][0]['ranks']
+    # 120 training papers per part (PaGraph balances them), batches of 64
+    assert ranks[0]['steps'] == ranks[1]['steps'] == 2
+    for rank in ranks:
+        assert rank['sampling']['bytes_received'] == 0
+        assert rank['features']['bytes_received'] == 0
+        assert rank['gradients']['bytes_received'] > 0
+    [metrics] = (tmp_path / 'logs').rglob('metrics.csv')
+    assert 'val_acc' in metrics.read_text().splitlines()[0]
 
 
 @pytest.mark.parametrize('pipeline', [True, False])
@@ -571,16 +588,10 @@ def test_a_two_rank_dsp_link_fit_on_a_hetero_partition(hetero_parts,
     edge_type = ('author', 'writes', 'paper')
     link = {'edge_type': list(edge_type), 'eval_edges': 20,
             'eval_negatives': 10}
-    config = _config(tmp_path, {
+    _link_fit(tmp_path, {
         'dataset': str(dataset_dir), 'partitions': str(parts), 'mode': 'dsp',
         'task': 'link', 'batch_size': 64, 'eval_batch_size': 110,
         'num_neighbors': [4, 3], 'link': link})
-    spec = yaml.safe_load(config.read_text())
-    spec['model'] = {'class_path': 'LinkPredictor',
-                     'init_args': {'hidden_channels': 16}}
-    config.write_text(yaml.safe_dump(spec))
-    result = _fit(['--config', str(config)], tmp_path)
-    assert result.returncode == 0, result.stderr[-3000:]
     # the split the ranks drew over the dataset, in the partition's ids:
     # each rank trains the links whose source author its part owns
     dataset = open_hetero_dataset_dir(dataset_dir)

@@ -36,3 +36,30 @@ def test_bench_dist_compares_modes_with_one_process(tiny_dir, tmp_path,
     single = int(lines['1-process'][3])
     ranks = int(lines['pagraph'][3])
     assert ranks <= single // 2 + 1
+
+
+@pytest.mark.timeout(400)
+def test_bench_dist_on_a_hetero_partition_counts_every_types_rows(
+        tmp_path, capsys, monkeypatch):
+    from pyg_fastload.datasets.hetero_prepare import prepare_hetero_preset
+    dataset = prepare_hetero_preset('hetero-tiny', tmp_path / 'ds',
+                                    progress=False)
+    partition_dataset(dataset.path, tmp_path / 'metis', 2, 'metis',
+                      progress=False)
+    monkeypatch.chdir(tmp_path)
+    main(['bench', 'dist', '--partitions', str(tmp_path / 'metis'),
+          '--mode', 'replicated', 'dsp', '--seeds', '0', '--batch-size',
+          '32', '--hidden', '16', '--fanout', '4', '3', '--host-budget',
+          '16KiB', '--limit-batches', '2', '--no-single',
+          '--out-dir', 'out'])  # relative: each fit runs elsewhere
+    out = capsys.readouterr().out
+    lines = {line.split()[0]: line.split() for line in out.splitlines()
+             if line.startswith(('replicated', 'dsp'))}
+    # two batches per rank (--limit-batches), on both sides
+    assert lines['replicated'][3] == lines['dsp'][3] == '2'
+    # every type's x rows counted; 16 KiB per rank holds more of the
+    # graph's rows when each rank caches its own part
+    hits = {side: float(lines[side][7]) for side in lines}
+    assert 0 < hits['replicated'] < hits['dsp']
+    assert "dsp's partitioned cache hit ratio is" in out
+    assert (tmp_path / 'out' / 'dsp-0' / 'config.yaml').is_file()

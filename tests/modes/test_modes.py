@@ -119,10 +119,6 @@ def test_heterogeneous_data_may_be_sampled_on_the_gpu():
             info:  # a run on the CPU, though, has no GPU to sample on
         gpu.placement(torch.device('cpu'))
     assert info.value.key == 'sampling_device'
-    with pytest.raises(SettingError, match="self-reliant parts are not "
-                       "written for heterogeneous graphs") as info:
-        PaGraph(LoadingSpec(), DatasetSource.of(data), 'parts')
-    assert info.value.key == 'mode'
 
 
 @pytest.fixture(scope='module')
@@ -143,14 +139,13 @@ def hetero_partition(tmp_path_factory, tiny_dir):
 
 @pytest.mark.reliability(
     fault='a heterogeneous partition in a mode or setting that cannot take '
-          'it (pagraph, hopgnn, layer-wise sampling, no dataset), or a '
-          'partition of the other kind of graph than the dataset',
+          'it (hopgnn, layer-wise sampling, no dataset), or a partition of '
+          'the other kind of graph than the dataset',
     behaviour="refused at start-up naming the config key (data.mode, "
               "data.mode_options, data.dataset, data.partitions) and what "
-              "to use (mode 'dsp', sampling: node, the dataset that was "
-              "partitioned)")
+              "to use (mode 'dsp' or 'pagraph', sampling: node, the dataset "
+              "that was partitioned)")
 @pytest.mark.parametrize('mode, case, settings, key, match', [
-    (PaGraph, 'hetero', {}, 'mode', 'self-reliant parts'),
     (HopGNN, 'hetero', {}, 'mode', "root router does not route"),
     (DSP, 'no dataset', {}, 'dataset', "give 'dataset' too"),
     (DSP, 'hetero', {'mode_options': {'sampling': 'layer'}},

@@ -223,19 +223,16 @@ def test_renumber_keeps_types_and_allows_empty_ranges():
 
 
 @pytest.mark.reliability(
-    fault="partitioning a heterogeneous dataset with pagraph, an unknown "
-          "method, more parts than labelled nodes, 0 parts, bytegnn without "
-          "masks; a heterogeneous part opened relabelled (local=True); a "
-          "part number out of range",
+    fault="partitioning a heterogeneous dataset with an unknown method, "
+          "more parts than labelled nodes, 0 parts, bytegnn or pagraph "
+          "without masks; a heterogeneous part opened in ids it is not "
+          "stored in (local=); a part number out of range",
     behaviour="an error naming the option, the value and what to use, "
               "before anything is written")
 def test_bad_input_is_refused(hetero_parts, tmp_path, capsys):
     dataset_dir, paths = hetero_parts
-    with pytest.raises(ValueError, match=r"--method pagraph: .*heterogeneous"
-                       r".*use --method metis"):
-        partition_dataset(dataset_dir, tmp_path / 'a', 2, 'pagraph')
     with pytest.raises(ValueError, match=r"unknown partitioning --method "
-                       r"'spectral': pass one of metis, bytegnn"):
+                       r"'spectral': pass one of metis, pagraph, bytegnn"):
         partition_dataset(dataset_dir, tmp_path / 'b', 2, 'spectral')
     with pytest.raises(ValueError, match=r"'num_parts' = 401 is more than "
                        r"the 400 nodes of the labelled type 'paper'"):
@@ -250,10 +247,16 @@ def test_bad_input_is_refused(hetero_parts, tmp_path, capsys):
     with pytest.raises(ValueError, match=r"--method bytegnn .* has no "
                        r"masks; use --method metis"):
         partition_dataset(unmasked.path, tmp_path / 'e', 2, 'bytegnn')
-    # open_partition opens a heterogeneous part typed, never relabelled
+    with pytest.raises(ValueError, match=r"--method pagraph streams the "
+                       r"training nodes .* no 'train_mask'; use --method "
+                       r"metis"):
+        partition_dataset(unmasked.path, tmp_path / 'a', 2, 'pagraph')
+    # open_partition opens a heterogeneous part typed, in the whole
+    # graph's ids (PaGraph's in their own rows)
     assert isinstance(open_partition(paths['hash'], 0)[2],
                       HeteroPartitionBook)
-    with pytest.raises(ValueError, match='not relabelled to their own rows'):
+    with pytest.raises(ValueError, match='other methods. parts keep the '
+                       'whole graph.s ids'):
         open_partition(paths['hash'], 0, local=True)
     with pytest.raises(ValueError, match=r"'part' = 3 must be an int"):
         open_hetero_partition(paths['hash'], K)
@@ -339,3 +342,57 @@ def test_a_parts_own_topology_keeps_its_inner_edges(hetero_parts):
         assert got == want
         kept += len(want)
     assert 0 < kept < topo.num_edges  # some edges cross the parts
+
+
+def test_pagraph_parts_are_self_reliant_over_every_relation(tmp_path):
+    r"""A PaGraph part of a heterogeneous graph, in its own row ids: its
+    training nodes' every-in-edge 2-hop neighbourhood over every relation
+    is the whole graph's (mapped through ``global_id``), its replicas are
+    never training nodes, and the training nodes are each in one part."""
+    from pyg_fastload.sampling import HeteroNeighborSampler
+
+    from ..helpers import new_id_topology
+    dataset = prepare_hetero_preset('hetero-tiny', tmp_path / 'ds',
+                                    progress=False)
+    # a graph where 2 hops do not reach everything: authors' relations only
+    parts = tmp_path / 'parts'
+    book = partition_dataset(dataset.path, parts, 2, 'pagraph', num_hops=1,
+                             progress=False)
+    whole, target = new_id_topology(dataset.path, parts)
+    reference = HeteroNeighborSampler(whole, [-1])
+    trained = []
+    for part in range(2):
+        features, graph, opened = open_partition(parts, part, local=True)
+        assert opened.offsets.tolist() == book.offsets.tolist()
+        rows = {t: features.get_tensor(group_name=t, attr_name='global_id',
+                                       index=None) for t in book.node_types}
+        train = features.get_tensor(group_name=target,
+                                    attr_name='train_mask', index=None)
+        own = book.part_range(part, target)
+        seeds = train.bool().nonzero().view(-1)
+        # training nodes are the part's own (its first rows)
+        assert bool((rows[target][seeds] >= own[0]).all()) and \
+            bool((rows[target][seeds] < own[1]).all())
+        trained += rows[target][seeds].tolist()
+        local = HeteroNeighborSampler(graph.topology, [-1])
+        got = local.sample_hetero(target, seeds)
+        want = reference.sample_hetero(target, rows[target][seeds])
+        for node_type, ids in want.node.items():
+            assert sorted(rows[node_type][got.node[node_type]].tolist()) == \
+                sorted(ids.tolist())
+        for edge_type, row in want.row.items():
+            src, _, dst = edge_type
+            mine = set(zip(
+                rows[src][got.node[src][got.row[edge_type]]].tolist(),
+                rows[dst][got.node[dst][got.col[edge_type]]].tolist()))
+            assert mine == set(zip(want.node[src][row].tolist(),
+                                   want.node[dst][want.col[edge_type]]
+                                   .tolist()))
+        # a part holds fewer rows than the graph (1 hop does not reach all)
+        assert sum(v.numel() for v in rows.values()) < whole.num_nodes
+    train_all = open_hetero_dataset_dir(dataset.path).arrays[target][
+        'train_mask'].bool()
+    assert sorted(trained) == sorted(set(trained))
+    assert len(trained) == int(train_all.sum())
+    with pytest.raises(ValueError, match='open with local=True only'):
+        open_partition(parts, 0)
