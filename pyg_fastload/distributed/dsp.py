@@ -84,25 +84,22 @@ class DSPRank:
         given edges (``[2, E]``, new ids) whose destination the part owns
         (e.g. a link split's message-passing edges); every other relation
         as it is."""
-        if None in edges:
-            src, dst = edges[None]
-            start, end = self.book.part_range(self.part)
+        def owned(edges: Tensor, dst_type: Optional[str],
+                  num_sources: int) -> CSCTopology:
+            src, dst = edges
+            start, end = self.book.of_group(dst_type).part_range(self.part)
             mine = (dst >= start) & (dst < end)
             return CSCTopology.from_edge_index(
                 torch.stack([src[mine], dst[mine] - start]), end - start,
-                num_sources=self.book.num_nodes)
+                num_sources=num_sources)
+
+        if None in edges:
+            return owned(edges[None], None, self.book.num_nodes)
         topology = self.graph.topology
-        relations = {}
-        for edge_type in topology.edge_types:
-            if edge_type not in edges:
-                relations[edge_type] = topology.relation_topology(edge_type)
-                continue
-            src, dst = edges[edge_type]
-            start, end = self.book.part_range(self.part, edge_type[2])
-            mine = (dst >= start) & (dst < end)
-            relations[edge_type] = CSCTopology.from_edge_index(
-                torch.stack([src[mine], dst[mine] - start]), end - start,
-                num_sources=self.book.num_nodes[edge_type[0]])
+        relations = {
+            e: owned(edges[e], e[2], self.book.num_nodes[e[0]])
+            if e in edges else topology.relation_topology(e)
+            for e in topology.edge_types}
         return HeteroTopology.from_csc(self.book.num_nodes, relations)
 
     def close(self) -> None:
@@ -165,7 +162,7 @@ def open_dsp_rank(parts_dir: Union[str, 'os.PathLike[str]'],
     if hetero and feature_centric:
         raise ValueError(f"'{parts_dir}' partitions a heterogeneous graph: "
                          f"HopGNN's root router does not route typed roots "
-                         f"yet; use mode 'dsp'")
+                         f"yet; use mode 'dsp' or 'pagraph'")
     if meta['method'] == 'pagraph':
         raise ValueError(f"'{parts_dir}' holds PaGraph's overlapping parts; "
                          f"DSP needs disjoint ones: pyg-fastload partition "
