@@ -25,7 +25,7 @@ from pyg_fastload.distributed import (
     counting_allreduce_hook,
 )
 from pyg_fastload.graph import stores_of
-from pyg_fastload.storage import cached_and_stored
+from pyg_fastload.storage import cached_and_stored, process_memory
 
 from .errors import ConfigError
 
@@ -49,8 +49,10 @@ class DistributedMonitor(Callback):
     traffic); the gradient buckets are counted by a DDP communication hook
     registered at the start of fit (unless another hook is registered).
     ``records`` holds, per epoch, every rank's ``steps``, ``seconds``,
-    ``rows_cached`` and ``rows_stored`` (feature rows of ``x``, of every
-    node type, its own
+    ``peak_rss_bytes`` (its process's resident high-water mark so far,
+    Linux), ``anon_bytes`` (what it allocated, resident now, at the epoch's
+    end), ``rows_cached`` and ``rows_stored`` (feature rows of ``x``, of
+    every node type, its own
     caches served and it read from storage, for itself and under DSP for
     the other ranks, and the other parts' cold rows it read from their
     files) and per-kind bytes and messages (the epoch's deltas).
@@ -123,7 +125,9 @@ class DistributedMonitor(Callback):
         seconds = time.perf_counter() - self._started
         now = self._traffic.snapshot()
         rows = [int(a - b) for a, b in zip(self._rows(), self._rows_before)]
-        values = [self._steps, int(seconds * 1e6), *rows]
+        memory = process_memory()  # the rank's own high-water marks
+        values = [self._steps, int(seconds * 1e6), *rows,
+                  memory.get('peak', 0), memory.get('anon', 0)]
         for kind in KINDS:
             values += [now[kind][f] - self._before.get(kind, {}).get(f, 0)
                        for f in _FIELDS]
@@ -134,9 +138,11 @@ class DistributedMonitor(Callback):
             entry: Dict[str, Any] = {'steps': row[0],
                                      'seconds': row[1] / 1e6,
                                      'rows_cached': row[2],
-                                     'rows_stored': row[3]}
+                                     'rows_stored': row[3],
+                                     'peak_rss_bytes': row[4],
+                                     'anon_bytes': row[5]}
             for i, kind in enumerate(KINDS):
-                entry[kind] = dict(zip(_FIELDS, row[4 + 3 * i:7 + 3 * i]))
+                entry[kind] = dict(zip(_FIELDS, row[6 + 3 * i:9 + 3 * i]))
             ranks.append(entry)
         record = {'epoch': trainer.current_epoch, 'ranks': ranks}
         if self._router is not None and self._steps:

@@ -31,6 +31,7 @@ from typing import Any, Dict, List, Optional
 import yaml
 
 from pyg_fastload.bench.common import Table, benchmark_main, positive_int
+from pyg_fastload.config import format_bytes
 from pyg_fastload.modes import MODES
 from pyg_fastload.partition.part_dirs import read_partition_meta
 
@@ -169,6 +170,7 @@ def summarise(runs: List[Dict[str, Any]]) -> Dict[str, Any]:
     :obj:`runs`, accuracy mean and std; raises unless every rank of every
     epoch ran the same number of steps."""
     steps, seconds, traffic, cached, stored = set(), [], {}, [], []
+    peaks = []
     for run in runs:
         for epoch in run['stats']['epochs']:
             counts = {rank['steps'] for rank in epoch['ranks']}
@@ -188,6 +190,7 @@ def summarise(runs: List[Dict[str, Any]]) -> Dict[str, Any]:
             traffic.setdefault(f'{kind} total', []).append(
                 sum(rank[kind][field] for rank in last))
         cached.append(sum(rank['rows_cached'] for rank in last))
+        peaks.append(max(rank['peak_rss_bytes'] for rank in last))
         stored.append(sum(rank['rows_stored'] for rank in last))
     accs = [100 * run['val_acc'] for run in runs]
     rows = sum(cached) + sum(stored)
@@ -208,6 +211,7 @@ def summarise(runs: List[Dict[str, Any]]) -> Dict[str, Any]:
             'traffic': {k: max(v) for k, v in traffic.items()},
             'hit_ratio': sum(cached) / rows if rows else 0.0,
             'rows_stored': statistics.mean(stored),
+            'peak_rss': max(peaks),
             'acc_mean': statistics.mean(accs),
             'acc_std': statistics.stdev(accs) if len(accs) > 1 else 0.0}
 
@@ -257,7 +261,7 @@ def run(args: argparse.Namespace) -> Dict[str, Dict[str, Any]]:
     table = Table({'side': 12, 'ranks': 5, 'epoch s': 8, 'steps/rank': 10,
                    'sampling MiB': 12, 'features MiB': 12,
                    'gradients MiB': 13, 'cache hits': 10,
-                   'stored rows': 11, 'val acc %': 14})
+                   'stored rows': 11, 'peak RSS': 9, 'val acc %': 14})
     results: Dict[str, Dict[str, Any]] = {}
     try:
         for name, mode, nprocs in sides:
@@ -274,6 +278,7 @@ def run(args: argparse.Namespace) -> Dict[str, Dict[str, Any]]:
                         ('sampling', 'features', 'gradients')),
                       f"{summary['hit_ratio']:.3f}",
                       f"{summary['rows_stored']:,.0f}",
+                      format_bytes(summary['peak_rss']),
                       f"{summary['acc_mean']:.2f} ± {summary['acc_std']:.2f}")
     finally:
         if tmp is not None:
@@ -281,7 +286,8 @@ def run(args: argparse.Namespace) -> Dict[str, Dict[str, Any]]:
     print('traffic: bytes sent + received by the busiest rank in the last '
           'epoch; epoch s: the slowest rank, mean over the seeds; cache '
           'hits: share of feature rows served by a cache, over all ranks; '
-          'stored rows: rows read from storage per epoch, all ranks')
+          'stored rows: rows read from storage per epoch, all ranks; '
+          "peak RSS: the largest rank's resident high-water mark")
     for name in ('hopgnn', 'hopgnn-search'):
         load = results.get(name, {}).get('root_load')
         if not load:

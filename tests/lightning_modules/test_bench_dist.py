@@ -63,3 +63,4 @@ def test_bench_dist_on_a_hetero_partition_counts_every_types_rows(
     assert 0 < hits['replicated'] < hits['dsp']
     assert "dsp's partitioned cache hit ratio is" in out
     assert (tmp_path / 'out' / 'dsp-0' / 'config.yaml').is_file()
+    assert "peak RSS: the largest rank's resident high-water mark" in out
