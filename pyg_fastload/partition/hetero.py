@@ -23,6 +23,8 @@ every type (their rows of every node array, in new-id order) and the
 in-edges of every relation into them (CSC over the part's rows of the
 destination type; source ids are global new ids of the whole graph,
 recorded as its ``index_space``, so a sampler sees which are remote).
+PaGraph's parts (``--method pagraph``) overlap and are written in their own
+row ids instead (:mod:`~pyg_fastload.partition.hetero_pagraph`).
 """
 from __future__ import annotations
 
