@@ -22,7 +22,7 @@ from ..config import FeatureCache
 from ..graph import CSCTopology, HeteroTopology
 from ..graph.hetero_topology import EdgeType
 from ..partition import HeteroPartitionBook, PartitionBook
-from ..partition.part_dirs import full_topology
+from ..partition.part_dirs import full_topology, is_hetero_partition
 from ..storage import CSCGraphStore
 from .cold_rows import ColdRows
 from .collectives import Collectives
@@ -158,7 +158,7 @@ def open_dsp_rank(parts_dir: Union[str, 'os.PathLike[str]'],
     features, graph, book, meta = open_rank_part(
         parts_dir, collectives, cache, device=device, scores=scores,
         verify=verify)
-    hetero = meta.get('kind') == 'hetero'
+    hetero = is_hetero_partition(meta)
     if hetero and feature_centric:
         raise ValueError(f"'{parts_dir}' partitions a heterogeneous graph: "
                          f"HopGNN's root router does not route typed roots "

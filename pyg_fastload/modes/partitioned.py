@@ -17,7 +17,8 @@ from ..distributed.rank_part import (new_edge_ids, open_rank_part,
                                      read_new_ids)
 from ..distributed.seeds import RankSeedSampler
 from ..io.format import sha256_file
-from ..partition.part_dirs import read_partition_meta
+from ..partition.part_dirs import (is_hetero_partition,
+                                   read_partition_meta)
 from .base import LoadingMode
 from .link_split import LinkSplit
 from .task import LinkTraining
@@ -55,8 +56,8 @@ class _Partitioned(LoadingMode):
                                f"{self.name!r} samples its parts on the "
                                f"CPU): use sampling_device: cpu")
         try:  # (an unreadable partition: opening it names the fault)
-            parts = read_partition_meta(self.partitions).get('kind') == \
-                'hetero'
+            parts = is_hetero_partition(read_partition_meta(
+                self.partitions))
         except ValueError:
             parts = None
         given = None if self.source is None else self.source.is_hetero

@@ -56,7 +56,8 @@ from .hetero_pagraph import hetero_pagraph_assign, pagraph_part
 from .bounded import check_max_memory
 from .methods import METHODS, assign_parts, check_num_parts
 from .part_dirs import (PARTITION_DIR, PARTITION_FORMAT, PARTITION_VERSION,
-                        _fail, checked_part, part_dir, read_partition_meta)
+                        _fail, checked_part, is_hetero_partition, part_dir,
+                        read_partition_meta)
 
 __all__ = ['HeteroPartitionBook', 'renumber_hetero', 'homogeneous_view',
            'partition_hetero_dataset', 'open_hetero_partition',
@@ -417,7 +418,7 @@ def load_hetero_book(parts_dir: Path,
     ``partition.json``: ``[T, num_parts + 1]`` integer boundaries, each row
     from 0, never decreasing, ending at its type's node count."""
     types = meta.get('node_types')
-    if meta.get('kind') != 'hetero' or not isinstance(types, list) or \
+    if not is_hetero_partition(meta) or not isinstance(types, list) or \
             not types or not all(
                 isinstance(e, dict) and isinstance(e.get('name'), str) and
                 isinstance(e.get('num_nodes'), int) for e in types):

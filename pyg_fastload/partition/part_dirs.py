@@ -44,13 +44,19 @@ if TYPE_CHECKING:  # pragma: no cover
     from .hetero import HeteroPartitionBook
 
 __all__ = ['partition_dataset', 'open_partition', 'full_topology',
-           'part_dir', 'PARTITION_FORMAT']
+           'part_dir', 'PARTITION_FORMAT', 'is_hetero_partition']
 
 #: The value of ``partition.json``'s ``"format"`` key, and its version.
 PARTITION_FORMAT = 'pyg-fastload-partition'
 PARTITION_VERSION = 1
 
 PathLike = Union[str, 'os.PathLike[str]']
+
+
+def is_hetero_partition(meta: Dict[str, Any]) -> bool:
+    r"""Whether ``partition.json`` :obj:`meta` is of a heterogeneous
+    dataset's partition (typed new ids, typed parts)."""
+    return meta.get('kind') == 'hetero'
 
 
 def part_dir(parts_dir: Path, part: int) -> Path:
@@ -334,7 +340,7 @@ def load_book(parts_dir: Path, meta: Dict[str, Any]) -> PartitionBook:
     r"""The partition book, checked against ``partition.json``: integer
     boundaries, one more than the parts, from 0, never decreasing, ending
     at the dataset's node count."""
-    if meta.get('kind') == 'hetero':
+    if is_hetero_partition(meta):
         raise ValueError(f"'{parts_dir}' partitions a heterogeneous dataset: "
                          f"open it with pyg_fastload.partition."
                          f"open_hetero_partition (its book is typed)")
@@ -439,7 +445,7 @@ def open_partition(
     """
     parts_dir = Path(parts_dir).expanduser()
     meta = read_partition_meta(parts_dir)
-    if meta.get('kind') == 'hetero':
+    if is_hetero_partition(meta):
         from .hetero import open_hetero_partition
         return open_hetero_partition(parts_dir, part, cache, device=device,
                                      verify=verify, scores=scores,

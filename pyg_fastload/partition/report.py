@@ -14,7 +14,8 @@ from ..config import format_bytes
 from ..io import open_dataset_dir
 from .hetero_report import format_hetero_report, hetero_partition_report
 from .locality import locality_lines, measure_locality
-from .part_dirs import full_topology, load_book, read_partition_meta
+from .part_dirs import (full_topology, is_hetero_partition, load_book,
+                        read_partition_meta)
 
 __all__ = ['partition_report', 'format_report']
 
@@ -47,7 +48,7 @@ def partition_report(parts_dir: Union[str, 'os.PathLike[str]'],
     """
     parts_dir = Path(parts_dir).expanduser()
     meta = read_partition_meta(parts_dir)
-    if meta.get('kind') == 'hetero':  # per node type and relation
+    if is_hetero_partition(meta):  # per node type and relation
         report = hetero_partition_report(
             parts_dir, meta, locality, num_neighbors, batch_size, max_roots,
             seed, progress)
