@@ -154,3 +154,14 @@ def new_id_topology(dataset_dir, parts_dir):
             new_id[src + src_off] - src_off, new_id[dst + dst_off] - dst_off])
     return HeteroTopology.from_relations(dataset.num_nodes, edges), \
         dataset.target
+
+
+def cli_succeeds(args) -> None:
+    r"""Runs ``pyg-fastload`` with :obj:`args` in this process; it must end
+    with status 0 (or return)."""
+    from pyg_fastload.lightning.command import main
+    try:
+        code = main(args)
+    except SystemExit as exit:
+        code = exit.code
+    assert code in (None, 0)

@@ -42,6 +42,22 @@ def test_time_loader_hands_over_the_timed_batches_only():
     assert seen == [3, 4, 5, 6]  # not the 3 untimed ones, not past the 4th
 
 
+#: The loaders a tiny run times, in order.
+_NAMES = ['FastNeighborLoader', 'FastNeighborLoader(pipeline=False)',
+          'PyG NeighborLoader(num_workers=0)']
+
+
+def _run_tiny(tmp_path, rounds):
+    r"""``bench loader`` on the tiny preset: 2 warm-up and 3 timed batches
+    of 64 seeds per loader, :obj:`rounds` rounds."""
+    parser = argparse.ArgumentParser()
+    bench_loader.add_arguments(parser)
+    return bench_loader.run(parser.parse_args([
+        '--preset', 'tiny', '--batches', '3', '--warmup', '2', '--rounds',
+        str(rounds), '--batch-size', '64', '--cache-dir', str(tmp_path),
+        '--pyg-workers', '0']))
+
+
 @requires_torch_sparse
 def test_the_edge_count_is_the_edges_of_the_timed_batches(tmp_path,
                                                           monkeypatch,
@@ -57,15 +73,8 @@ def test_the_edge_count_is_the_edges_of_the_timed_batches(tmp_path,
         return out
 
     monkeypatch.setattr(bench_loader, 'time_loader', spy)
-    parser = argparse.ArgumentParser()
-    bench_loader.add_arguments(parser)
-    args = parser.parse_args([
-        '--preset', 'tiny', '--batches', '3', '--warmup', '2', '--rounds',
-        '2', '--batch-size', '64', '--cache-dir', str(tmp_path),
-        '--pyg-workers', '0'])
-    result = bench_loader.run(args)
-    names = ['FastNeighborLoader', 'FastNeighborLoader(pipeline=False)',
-             'PyG NeighborLoader(num_workers=0)']
+    result = _run_tiny(tmp_path, rounds=2)
+    names = _NAMES
     # rounds interleave the loaders: round 0's three, then round 1's
     counted = [result[f'{name} sampled_edges'][round_]
                for round_ in range(2) for name in names]
@@ -95,15 +104,8 @@ def test_seps_is_the_count_over_the_timed_seconds(tmp_path, monkeypatch):
 
     monkeypatch.setattr(bench_loader, 'time_loader', fake)
     monkeypatch.setattr(bench_loader, '_breakdown', lambda *a: {})
-    parser = argparse.ArgumentParser()
-    bench_loader.add_arguments(parser)
-    args = parser.parse_args([
-        '--preset', 'tiny', '--batches', '3', '--warmup', '2', '--rounds',
-        '1', '--batch-size', '64', '--cache-dir', str(tmp_path),
-        '--pyg-workers', '0'])
-    result = bench_loader.run(args)
-    names = ['FastNeighborLoader', 'FastNeighborLoader(pipeline=False)',
-             'PyG NeighborLoader(num_workers=0)']
+    result = _run_tiny(tmp_path, rounds=1)
+    names = _NAMES
     for i, (name, secs) in enumerate(zip(names, [2.0, 4.0, 8.0])):
         edges = sum(counts[3 * i:3 * i + 3])
         assert result[f'{name} sampled_edges'] == [edges]

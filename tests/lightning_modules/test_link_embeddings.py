@@ -13,9 +13,9 @@ import yaml
 from pyg_fastload.inference import read_predictions
 from pyg_fastload.lightning import (ConfigError, FastLoadDataModule,
                                     LinkPredictor, PredictionWriter)
-from pyg_fastload.lightning.command import main
 
 from ..distributed.ranks import free_port
+from ..helpers import cli_succeeds
 
 pytestmark = [
     pytest.mark.filterwarnings("ignore:LightningCLI's args parameter"),
@@ -99,14 +99,6 @@ def test_a_heterogeneous_link_predictor_is_refused_naming_why(cache_env):
         model.score_pairs(torch.randn(3, 16), torch.zeros(2, 1).long())
 
 
-def _succeeds(args):
-    try:
-        code = main(args)
-    except SystemExit as exit:
-        code = exit.code
-    assert code in (None, 0)
-
-
 def test_pyg_fastload_predict_writes_a_link_predictors_embeddings(
         cache_env, capsys):
     common = ['--model', 'LinkPredictor', '--model.hidden_channels', '16',
@@ -114,13 +106,13 @@ def test_pyg_fastload_predict_writes_a_link_predictors_embeddings(
               '--data.num_neighbors', '[5, 5]', '--data.progress', 'false',
               '--trainer.accelerator', 'cpu',
               '--trainer.default_root_dir', str(cache_env / 'runs')]
-    _succeeds(['fit', *common, '--data.task', 'link', '--data.batch_size',
+    cli_succeeds(['fit', *common, '--data.task', 'link', '--data.batch_size',
                '256', '--trainer.max_epochs', '1',
                '--trainer.limit_train_batches', '2',
                '--trainer.limit_val_batches', '1'])
     ckpt = next((cache_env / 'runs').rglob('*.ckpt'))
     # the same config as the fit: task link predicts every node's embedding
-    _succeeds(['predict', *common, '--data.task', 'link', '--ckpt_path',
+    cli_succeeds(['predict', *common, '--data.task', 'link', '--ckpt_path',
                str(ckpt),
                '--trainer.callbacks+=pyg_fastload.lightning.PredictionWriter',
                '--trainer.callbacks.out_dir', 'emb'])

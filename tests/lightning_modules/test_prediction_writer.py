@@ -7,7 +7,7 @@ import torch
 from pyg_fastload.inference import read_predictions, write_predictions
 from pyg_fastload.lightning import (ConfigError, FastLoadDataModule,
                                     NodeClassifier, PredictionWriter)
-from pyg_fastload.lightning.command import main
+from ..helpers import cli_succeeds
 
 pytestmark = [
     pytest.mark.filterwarnings("ignore:LightningCLI's args parameter"),
@@ -104,23 +104,15 @@ def test_the_writer_keeps_what_the_model_predicted(cache_env):
     assert manifest['num_nodes'] == 2000
 
 
-def _succeeds(args):
-    try:
-        code = main(args)
-    except SystemExit as exit:
-        code = exit.code
-    assert code in (None, 0)
-
-
 def test_pyg_fastload_predict_writes_every_node(cache_env, capsys):
     tiny = ['--data.dataset', 'tiny', '--data.num_neighbors', '[5, 5]',
             '--data.batch_size', '512', '--data.progress', 'false',
             '--model.hidden_channels', '16', '--model.num_layers', '2',
             '--trainer.accelerator', 'cpu',
             '--trainer.default_root_dir', str(cache_env / 'runs')]
-    _succeeds(['fit', *tiny, '--trainer.max_epochs', '1'])
+    cli_succeeds(['fit', *tiny, '--trainer.max_epochs', '1'])
     ckpt = next((cache_env / 'runs').rglob('*.ckpt'))
-    _succeeds(['predict', *tiny, '--ckpt_path', str(ckpt),
+    cli_succeeds(['predict', *tiny, '--ckpt_path', str(ckpt),
                '--trainer.callbacks+=pyg_fastload.lightning.PredictionWriter',
                '--trainer.callbacks.out_dir', 'preds'])
     out = capsys.readouterr().out
