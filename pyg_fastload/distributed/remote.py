@@ -157,7 +157,7 @@ class PartitionedFeatureStore(FeatureStore):
         key = (group_name, attr_name)
         name = attr_label(key)  # what the counters are kept under
         if self.cold is not None and remote.numel():
-            owned = book.local(remote)
+            owned = remote - book.offsets[owners]  # rows in the owners
             direct = self.cold.split(key, owners, owned)
             if bool(direct.any()):  # read beside the exchange
                 pending = self.cold.read(key, owners[direct], owned[direct])
