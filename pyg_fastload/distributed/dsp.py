@@ -26,11 +26,12 @@ from ..partition.part_dirs import full_topology, is_hetero_partition
 from ..storage import CSCGraphStore
 from .cold_rows import ColdRows
 from .collectives import Collectives
-from .hopgnn import RootRouter
+from .hopgnn import HeteroRootRouter, RootRouter, RootRouting
 from .launch_order import LaunchCoordinator
 from .rank_part import open_rank_part
 from .remote import PartitionedFeatureStore
-from .collective_sampling import CollectiveSampler, HeteroCollectiveSampler
+from .collective_sampling import (CollectiveHops, CollectiveSampler,
+                                  HeteroCollectiveSampler)
 
 __all__ = ['DSPRank', 'open_dsp_rank', 'LAUNCH_ORDERS']
 
@@ -55,8 +56,9 @@ class DSPRank:
     coordinator: Optional[LaunchCoordinator] = None
     feature_centric: bool = False
     meta: Optional[dict] = None  # partition.json
-    #: DSP's sampler of the partition's kind of graph.
-    collective: Type[Any] = CollectiveSampler
+    #: The mode's sampler of the partition's kind of graph: DSP's
+    #: collective sampler or HopGNN's root router.
+    sampler_kind: Type[Any] = CollectiveSampler
     #: The node type seeds are of (a heterogeneous partition's labelled
     #: type), or None.
     target: Optional[str] = None
@@ -67,15 +69,14 @@ class DSPRank:
 
     def sampler(self, num_neighbors: List[int],
                 topology: Optional[CSCTopology] = None,
-                **kwargs: object) -> Union[CollectiveSampler, RootRouter]:
+                **kwargs: object) -> Union[CollectiveHops, RootRouting]:
         r"""A collective sampler, or HopGNN's root router (a collective:
         every rank builds its samplers in the same order), over the rank's
         part or over :obj:`topology` (the part with fewer edges, e.g. a
         link split's message-passing ones)."""
-        kind = RootRouter if self.feature_centric else self.collective
-        return kind(self.graph.topology if topology is None else topology,
-                    self.book, self.part, self.sampling, num_neighbors,
-                    **kwargs)
+        return self.sampler_kind(
+            self.graph.topology if topology is None else topology,
+            self.book, self.part, self.sampling, num_neighbors, **kwargs)
 
     def topology_with(self, edges: Dict[Optional[EdgeType], Tensor]
                       ) -> Union[CSCTopology, HeteroTopology]:
@@ -159,10 +160,6 @@ def open_dsp_rank(parts_dir: Union[str, 'os.PathLike[str]'],
         parts_dir, collectives, cache, device=device, scores=scores,
         verify=verify)
     hetero = is_hetero_partition(meta)
-    if hetero and feature_centric:
-        raise ValueError(f"'{parts_dir}' partitions a heterogeneous graph: "
-                         f"HopGNN's root router does not route typed roots "
-                         f"yet; use mode 'dsp' or 'pagraph'")
     if meta['method'] == 'pagraph':
         raise ValueError(f"'{parts_dir}' holds PaGraph's overlapping parts; "
                          f"DSP needs disjoint ones: pyg-fastload partition "
@@ -183,7 +180,8 @@ def open_dsp_rank(parts_dir: Union[str, 'os.PathLike[str]'],
     store = PartitionedFeatureStore(features, book, part, fetching, cold)
     if feature_centric:
         graph = CSCGraphStore(full_topology(parts_dir))
+    kinds = ((CollectiveSampler, HeteroCollectiveSampler),
+             (RootRouter, HeteroRootRouter))[feature_centric]
     return DSPRank(store, graph, book, part, sampling, fetching, coordinator,
-                   feature_centric, meta,
-                   HeteroCollectiveSampler if hetero else CollectiveSampler,
+                   feature_centric, meta, kinds[hetero],
                    meta.get('target') if hetero else None)

@@ -33,20 +33,20 @@ times (the examination period).
 from __future__ import annotations
 
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, Iterator, List, Optional, Tuple, Union
 
 import torch
 from torch import Tensor
-from torch_geometric.data import Data
-from torch_geometric.sampler import NodeSamplerInput, SamplerOutput
+from torch_geometric.data import Data, HeteroData
+from torch_geometric.sampler import (HeteroSamplerOutput, NodeSamplerInput,
+                                     SamplerOutput)
 
-from ..graph.topology import CSCTopology
-from ..partition import PartitionBook
-from ..sampling import FastNeighborSampler
+from ..partition import HeteroPartitionBook, PartitionBook
+from ..sampling import FastNeighborSampler, HeteroNeighborSampler
 from .collectives import Collectives
 
-__all__ = ['RootRouter', 'MergeSearch', 'merge_order', 'assign_steps',
-           'split_time_steps']
+__all__ = ['RootRouting', 'RootRouter', 'HeteroRootRouter', 'MergeSearch',
+           'merge_order', 'assign_steps', 'split_time_steps']
 
 
 def merge_order(counts: Tensor, merges: int) -> List[int]:
@@ -89,35 +89,54 @@ def assign_steps(steps: Tensor, removed: List[int],
     return steps
 
 
-def split_time_steps(batch: Data) -> List[Data]:
-    r"""A :class:`RootRouter` batch as one batch per time step: the
-    micrographs of roots ``[step_ptr[j], step_ptr[j + 1])`` with their
-    ``x``, ``y``, ``edge_index``, ``batch_size`` and per-hop counts (the
-    trees are disjoint, so no edge crosses two steps)."""
+def split_time_steps(batch: Union[Data, HeteroData]
+                     ) -> List[Union[Data, HeteroData]]:
+    r"""A root router's batch (homogeneous or heterogeneous) as one batch
+    per time step: the micrographs of roots ``[step_ptr[j], step_ptr[j +
+    1])`` with every node type's ``x``, ``y`` and ``n_id``, every
+    relation's ``edge_index``, the seeds' ``batch_size`` and the per-hop
+    counts (the trees are disjoint, so no edge crosses two steps)."""
     ptr = batch.step_ptr
-    node_step = torch.searchsorted(ptr, batch.batch, right=True) - 1
-    hops = torch.repeat_interleave(
-        torch.arange(len(batch.num_sampled_nodes)),
-        torch.as_tensor(batch.num_sampled_nodes))
-    edge_hops = torch.repeat_interleave(
-        torch.arange(len(batch.num_sampled_edges)),
-        torch.as_tensor(batch.num_sampled_edges))
-    col = batch.edge_index[1]
-    steps = []
-    for j in range(ptr.numel() - 1):
-        mask = node_step == j
-        local = torch.cumsum(mask, 0) - 1
-        keep = mask[col]
-        edge_index = local[batch.edge_index[:, keep]]
-        num_hops = len(batch.num_sampled_nodes)
-        steps.append(Data(
-            x=batch.x[mask], y=batch.y[mask], edge_index=edge_index,
-            batch_size=int(ptr[j + 1] - ptr[j]),
-            num_sampled_nodes=torch.bincount(
-                hops[mask], minlength=num_hops).tolist(),
-            num_sampled_edges=torch.bincount(
-                edge_hops[keep], minlength=num_hops - 1).tolist()))
+    steps = [type(batch)() for _ in range(ptr.numel() - 1)]
+    node_step, local = {}, {}
+    for store in batch.node_stores:
+        key = store._key
+        counts = torch.as_tensor(store.num_sampled_nodes)
+        hops = torch.repeat_interleave(torch.arange(counts.numel()), counts)
+        node_step[key] = torch.searchsorted(ptr, store.batch, right=True) - 1
+        for j, step in enumerate(steps):
+            mask = node_step[key] == j
+            local[key, j] = torch.cumsum(mask, 0) - 1
+            out = _store(step, key)
+            for name in ('x', 'y', 'n_id'):
+                if name in store:
+                    out[name] = store[name][mask]
+            out.num_nodes = int(mask.sum())
+            out.num_sampled_nodes = torch.bincount(
+                hops[mask], minlength=counts.numel()).tolist()
+            if 'batch_size' in store:
+                out.batch_size = int(ptr[j + 1] - ptr[j])
+    for store in batch.edge_stores:
+        key = store._key
+        src, dst = (None, None) if key is None else (key[0], key[-1])
+        counts = torch.as_tensor(store.num_sampled_edges)
+        hops = torch.repeat_interleave(torch.arange(counts.numel()), counts)
+        edge_index = store.edge_index
+        edge_step = node_step[dst][edge_index[1]]
+        for j, step in enumerate(steps):
+            keep = edge_step == j
+            out = _store(step, key)
+            out.edge_index = torch.stack([local[src, j][edge_index[0, keep]],
+                                          local[dst, j][edge_index[1, keep]]])
+            out.num_sampled_edges = torch.bincount(
+                hops[keep], minlength=counts.numel()).tolist()
     return steps
+
+
+def _store(data: Union[Data, HeteroData], key: Any) -> Any:
+    r"""The store of :obj:`data` named :obj:`key` (``None``: a ``Data``'s
+    own)."""
+    return data if key is None else data[key]
 
 
 class MergeSearch:
@@ -151,23 +170,26 @@ class MergeSearch:
         return self.merges
 
 
-class RootRouter(FastNeighborSampler):
-    r"""Routes this rank's drawn roots to where they train (their home, or
+class RootRouting:
+    r"""HopGNN's routing in front of a local sampler (a mixin listed before
+    it): routes this rank's drawn roots to where they train (their home, or
     another rank of their model's path after merging) and samples the
     micrographs of the roots it receives (a collective per batch).
 
-    A batch holds the roots this rank received (``n_id[:batch_size]``),
-    grouped by time step (``step_ptr``: the roots of step ``j`` are
+    A batch holds the roots this rank received (the seeds, first in their
+    type), grouped by time step (``step_ptr``: the roots of step ``j`` are
     ``[step_ptr[j], step_ptr[j + 1])``; ``batch`` maps every node to its
     root), with one disjoint tree per root. :attr:`load` lists the roots
     trained here per batch; :meth:`stats` the feature locality.
 
     Args:
-        topology (CSCTopology): the whole graph, in new ids.
-        book (PartitionBook): who owns (homes) which node.
+        topology: the whole graph, in new ids (typed on a heterogeneous
+            partition).
+        book: who owns (homes) which node.
         part (int): this rank's part.
         collectives (Collectives): this rank's collectives.
-        num_neighbors (List[int]): fan-out per hop.
+        num_neighbors: fan-out per hop (one list for every relation, or a
+            dict by edge type on a heterogeneous graph).
         replace (bool): sample with replacement.
         merges (int): time steps merged away per iteration (0: one step
             per rank).
@@ -175,9 +197,11 @@ class RootRouter(FastNeighborSampler):
             period (needs :attr:`batches_per_epoch`).
     """
     concurrent_batches = False  # a collective per batch, in order
+    book: Union[PartitionBook, HeteroPartitionBook]
 
-    def __init__(self, topology: CSCTopology, book: PartitionBook, part: int,
-                 collectives: Collectives, num_neighbors: List[int],
+    def __init__(self, topology: Any, book: Union[PartitionBook,
+                                                   HeteroPartitionBook],
+                 part: int, collectives: Collectives, num_neighbors: Any,
                  replace: bool = False, merges: int = 0,
                  merge_search: bool = False):
         if collectives.world_size != book.num_parts:
@@ -187,8 +211,8 @@ class RootRouter(FastNeighborSampler):
         if not 0 <= merges < world:
             raise ValueError(f"'merges' = {merges} must lie in [0, "
                              f"{world - 1}] with {world} ranks")
-        super().__init__(topology, num_neighbors, replace=replace,
-                         disjoint=True)
+        super().__init__(topology, num_neighbors,  # type: ignore
+                         replace=replace, disjoint=True)
         self.book = book
         self.part = part
         self.collectives = collectives
@@ -208,12 +232,14 @@ class RootRouter(FastNeighborSampler):
         r"""Time steps per iteration (world size minus merges)."""
         return self.collectives.world_size - self.merges
 
-    def route(self, roots: Tensor) -> tuple:
-        r"""Sends each root to the rank its model trains it on; returns the
-        roots received (grouped by time step) and ``step_ptr``."""
+    def route(self, roots: Tensor, root_type: Optional[str] = None
+              ) -> tuple:
+        r"""Sends each root (of node type :obj:`root_type` on a
+        heterogeneous graph) to the rank its model trains it on; returns
+        the roots received (grouped by time step) and ``step_ptr``."""
         roots = roots.long()
         world, rank = self.collectives.world_size, self.collectives.rank
-        steps = (self.book.owner(roots) - rank) % world
+        steps = (self.book.of_group(root_type).owner(roots) - rank) % world
         removed: List[int] = []
         if self.merges:
             counts = torch.bincount(steps, minlength=world)
@@ -235,36 +261,49 @@ class RootRouter(FastNeighborSampler):
         return torch.cat(groups), ptr
 
     def sample_from_nodes(self, inputs: NodeSamplerInput,
-                          **kwargs: Any) -> SamplerOutput:
+                          **kwargs: Any) -> Any:
         self._epoch_clock()
         self.collectives.begin_batch()
-        roots, ptr = self.route(inputs.node)
+        roots, ptr = self.route(inputs.node, inputs.input_type)
         self.load.append(roots.numel())
-        generator: Optional[torch.Generator] = kwargs.get('generator')
-        out = self.sample(roots, generator=generator)
+        out = self.micrographs(roots, inputs.input_type,
+                               kwargs.get('generator'))
         self._count_locality(out, ptr)
         out.metadata = (roots, None, {'step_ptr': ptr})
         return out
 
-    def _count_locality(self, out: SamplerOutput, ptr: Tensor) -> None:
+    def micrographs(self, roots: Tensor, root_type: Optional[str],
+                    generator: Optional[torch.Generator]) -> Any:
+        r"""One disjoint tree per root (of :obj:`root_type`)."""
+        raise NotImplementedError
+
+    def node_groups(self, out: Any) -> Iterator[Tuple[PartitionBook, Tensor,
+                                                      Tensor]]:
+        r"""``(book, node ids, root of each)`` of a batch's nodes, one
+        triple per node type."""
+        raise NotImplementedError
+
+    def _count_locality(self, out: Any, ptr: Tensor) -> None:
         r"""Rows of this iteration's micrographs: local, remote (fetched
         once per iteration), and what fetching per time step would
-        fetch."""
+        fetch (requests: to every owner, for all node types at once)."""
         world = self.collectives.world_size
-        owner = self.book.owner(out.node)
-        remote = owner != self.part
-        node_step = torch.searchsorted(ptr, out.batch, right=True) - 1
-        rows = torch.unique(out.node)  # the owner decides local or remote
-        remote_rows = int((self.book.owner(rows) != self.part).sum())
-        keys = torch.unique(node_step[remote] * self.book.num_nodes
-                            + out.node[remote])
-        per_step_owner = torch.unique(node_step[remote] * world
-                                      + owner[remote])
         stat = self.locality
-        stat['rows'] += rows.numel()
-        stat['local'] += rows.numel() - remote_rows
-        stat['remote'] += remote_rows
-        stat['remote_per_step'] += keys.numel()
+        owners = []
+        for book, node, root in self.node_groups(out):
+            owner = book.owner(node)
+            remote = owner != self.part
+            node_step = torch.searchsorted(ptr, root, right=True) - 1
+            rows = torch.unique(node)  # the owner decides local or remote
+            remote_rows = int((book.owner(rows) != self.part).sum())
+            keys = torch.unique(node_step[remote] * book.num_nodes
+                                + node[remote])
+            owners.append(node_step[remote] * world + owner[remote])
+            stat['rows'] += rows.numel()
+            stat['local'] += rows.numel() - remote_rows
+            stat['remote'] += remote_rows
+            stat['remote_per_step'] += keys.numel()
+        per_step_owner = torch.unique(torch.cat(owners))
         stat['requests'] += int(torch.unique(per_step_owner % world).numel())
         stat['requests_per_step'] += per_step_owner.numel()
 
@@ -302,3 +341,35 @@ class RootRouter(FastNeighborSampler):
         return (f'{self.__class__.__name__}(part={self.part}, '
                 f'num_neighbors={self.num_neighbors}, '
                 f'time_steps={self.time_steps})')
+
+
+class RootRouter(RootRouting, FastNeighborSampler):
+    r"""HopGNN's root router on a homogeneous graph (see
+    :class:`RootRouting`): micrographs drawn by
+    :class:`~pyg_fastload.sampling.FastNeighborSampler` over the whole
+    :class:`~pyg_fastload.graph.CSCTopology` in new ids."""
+    def micrographs(self, roots: Tensor, root_type: Optional[str],
+                    generator: Optional[torch.Generator]) -> SamplerOutput:
+        return self.sample(roots, generator=generator)
+
+    def node_groups(self, out: SamplerOutput) -> Iterator[
+            Tuple[PartitionBook, Tensor, Tensor]]:
+        yield self.book, out.node, out.batch
+
+
+class HeteroRootRouter(RootRouting, HeteroNeighborSampler):
+    r"""HopGNN's root router on a heterogeneous graph (see
+    :class:`RootRouting`): roots of the labelled type go to the rank that
+    owns their features; micrographs over every relation are drawn by
+    :class:`~pyg_fastload.sampling.HeteroNeighborSampler` over the whole
+    :class:`~pyg_fastload.graph.HeteroTopology` in typed new ids, in PyG's
+    per-type layout (``batch`` per type gives every node's root)."""
+    def micrographs(self, roots: Tensor, root_type: Optional[str],
+                    generator: Optional[torch.Generator]
+                    ) -> HeteroSamplerOutput:
+        return self.sample_hetero(root_type, roots, generator)
+
+    def node_groups(self, out: HeteroSamplerOutput) -> Iterator[
+            Tuple[PartitionBook, Tensor, Tensor]]:
+        for node_type, node in out.node.items():
+            yield self.book.of_group(node_type), node, out.batch[node_type]

@@ -273,9 +273,6 @@ class FastLinkNeighborLoader(PipelinedLoader, LinkLoader):
     def _hetero_filter(self, out: HeteroSamplerOutput) -> HeteroData:
         if get_worker_info() is not None:
             return super().filter_fn(out)
-        if not isinstance(self.data, HeteroData):
-            self.retire_hetero(out)
-            return super().filter_fn(out)
         if self.transform_sampler_output:
             out = self.transform_sampler_output(out)
         data = self.join_hetero(out)

@@ -281,17 +281,11 @@ class FastNeighborLoader(PipelinedLoader, NodeLoader):
         data.input_id = out.metadata[0]
         data.seed_time = out.metadata[1]
         data.batch_size = out.metadata[0].size(0)
-        if len(out.metadata) > 2:  # a sampler's own batch attributes
-            for key, value in out.metadata[2].items():
-                data[key] = value
-        return data if self.transform is None else self.transform(data)
+        return self._finish(data, out)
 
     def _hetero_filter(self, out: HeteroSamplerOutput) -> HeteroData:
         r"""A heterogeneous batch in PyG's layout, its feature matrices
         gathered into pooled buffers (stores: PyG's join)."""
-        if not isinstance(self.data, HeteroData):
-            self.retire_hetero(out)
-            return super().filter_fn(out)
         if self.transform_sampler_output:
             out = self.transform_sampler_output(out)
         data = self.join_hetero(out)
@@ -299,6 +293,14 @@ class FastNeighborLoader(PipelinedLoader, NodeLoader):
         data[input_type].input_id = out.metadata[0]
         data[input_type].seed_time = out.metadata[1]
         data[input_type].batch_size = out.metadata[0].size(0)
+        return self._finish(data, out)
+
+    def _finish(self, data: Any, out: Any) -> Any:
+        r"""A sampler's own batch attributes (``metadata[2]``, e.g. HopGNN's
+        ``step_ptr``) on the batch, then the transform."""
+        if len(out.metadata) > 2:
+            for key, value in out.metadata[2].items():
+                data[key] = value
         return data if self.transform is None else self.transform(data)
 
     def batch_sampling(self) -> SampleFn:

@@ -14,6 +14,7 @@ from typing import Any, Callable, Iterator, List, Optional, Union
 import torch
 from torch import Tensor
 from torch_geometric.data import HeteroData
+from torch_geometric.loader.utils import filter_custom_hetero_store
 from torch_geometric.sampler import HeteroSamplerOutput, SamplerOutput
 
 from ..config import ADAPTIVE_RUN_AHEAD, PipelineSettings, SettingError
@@ -124,19 +125,21 @@ class PipelinedLoader:
             return stores[0]
         return None
 
-    def retire_hetero(self, out: HeteroSamplerOutput) -> None:
-        r"""Tells a feature source whose look-ahead saw :obj:`out` that
-        PyG's join is about to read its rows."""
-        store = self._feature_source
-        if store is not None and store.lookahead_depth:
-            store.retire(out.node)
-
     def join_hetero(self, out: HeteroSamplerOutput) -> HeteroData:
         r"""A heterogeneous batch in PyG's layout: every type's feature
-        matrices gathered into pooled buffers, ``n_id``, ``e_id``,
-        ``batch`` and the per-hop counts (the loader adds its seeds')."""
-        data = self._join.from_hetero_data(self.data, out,
-                                           self.time_breakdown)
+        matrices (a ``HeteroData``'s gathered into pooled buffers, stores'
+        by PyG's join), ``n_id``, ``e_id``, ``batch`` and the per-hop
+        counts (the loader adds its seeds')."""
+        if isinstance(self.data, HeteroData):
+            data = self._join.from_hetero_data(self.data, out,
+                                               self.time_breakdown)
+        else:
+            store = self._feature_source
+            if store is not None and store.lookahead_depth:
+                store.retire(out.node)  # its look-ahead saw these rows
+            data = filter_custom_hetero_store(
+                *self.data, out.node, out.row, out.col, out.edge,
+                self.custom_cls)
         for key, node in out.node.items():
             data[key].n_id = node
         for key, edge in out.edge.items():

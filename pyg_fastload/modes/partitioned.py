@@ -12,7 +12,7 @@ from torch_geometric.data import Data
 from ..config import SettingError
 from ..distributed import DistributedError
 from ..distributed.dsp import DSPRank, open_dsp_rank
-from ..distributed.hopgnn import RootRouter
+from ..distributed.hopgnn import RootRouting
 from ..distributed.rank_part import (new_edge_ids, open_rank_part,
                                      read_new_ids)
 from ..distributed.seeds import RankSeedSampler
@@ -42,9 +42,6 @@ class LossNorm:
 class _Partitioned(LoadingMode):
     r"""A mode over one part per rank of :obj:`partitions`."""
     meta: Dict[str, Any]
-    #: Why the mode cannot train on a heterogeneous partition, if it
-    #: cannot.
-    hetero_refusal: Optional[str] = None
     #: Whether the partition is of a heterogeneous graph.
     hetero = False
 
@@ -70,10 +67,6 @@ class _Partitioned(LoadingMode):
                 f"(or partition it: pyg-fastload partition DATASET_DIR "
                 f"--out PARTS_DIR)")
         self.hetero = hetero = bool(parts or given)
-        if hetero and self.hetero_refusal is not None:
-            raise SettingError('mode', f"mode {self.name!r} on the "
-                               f"heterogeneous partition "
-                               f"'{self.partitions}': {self.hetero_refusal}")
         if hetero and self.source is None:
             raise SettingError(
                 'dataset', f"'{self.partitions}' partitions a heterogeneous "
@@ -232,8 +225,6 @@ class HopGNN(DSP):
                     "edge joins two nodes (and its negatives) that other "
                     "ranks may own, which that routing does not serve yet: "
                     "use mode 'dsp'")
-    hetero_refusal = ("HopGNN's root router does not route roots of typed "
-                      "graphs yet: use mode 'dsp' or 'pagraph'")
 
     @property
     def global_seeds(self) -> bool:
@@ -251,7 +242,7 @@ class HopGNN(DSP):
                          sampler: Optional[RankSeedSampler],
                          transform: Any) -> Any:
         router = self.samplers['train']
-        if not train or not isinstance(router, RootRouter):
+        if not train or not isinstance(router, RootRouting):
             return transform
         batch_size = self.spec.batch_size
         if sampler is not None:  # the merge search's epochs

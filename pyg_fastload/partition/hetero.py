@@ -56,12 +56,12 @@ from .hetero_pagraph import hetero_pagraph_assign, pagraph_part
 from .bounded import check_max_memory
 from .methods import METHODS, assign_parts, check_num_parts
 from .part_dirs import (PARTITION_DIR, PARTITION_FORMAT, PARTITION_VERSION,
-                        _fail, checked_part, is_hetero_partition, part_dir,
-                        read_partition_meta)
+                        _fail, checked_part, concat_csc, is_hetero_partition,
+                        part_dir, read_partition_meta)
 
 __all__ = ['HeteroPartitionBook', 'renumber_hetero', 'homogeneous_view',
            'partition_hetero_dataset', 'open_hetero_partition',
-           'load_hetero_book']
+           'load_hetero_book', 'full_hetero_topology']
 
 PathLike = Union[str, 'os.PathLike[str]']
 
@@ -444,6 +444,23 @@ def load_hetero_book(parts_dir: Path,
                         f"its {entry['num_nodes']} nodes, never decreasing")
     return HeteroPartitionBook({e['name']: torch.from_numpy(row.copy())
                                 for row, e in zip(offsets, types)})
+
+
+def full_hetero_topology(parts_dir: Path, meta: Dict[str, Any]
+                         ) -> HeteroTopology:
+    r"""The whole heterogeneous graph in typed new ids, from the parts of a
+    disjoint partition: every relation's in-edges into each part's rows,
+    part after part (a type's rows of consecutive parts are consecutive new
+    ids). A relation's edge ids are positions among its edges of every
+    part, as DSP's collective samplers number them."""
+    book = load_hetero_book(parts_dir, meta)
+    parts = [open_hetero_dataset_dir(part_dir(parts_dir, part),
+                                     verify='none').topology
+             for part in range(book.num_parts)]
+    return HeteroTopology.from_csc(book.num_nodes, {
+        tuple(edge_type): concat_csc([topo.relation_topology(tuple(
+            edge_type)) for topo in parts])
+        for edge_type in meta['edge_types']})
 
 
 def open_hetero_partition(

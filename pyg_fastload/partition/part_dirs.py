@@ -27,6 +27,7 @@ from tqdm.auto import tqdm
 from ..caching import Scores, open_dataset
 from ..config import FeatureCache
 from ..graph.local import local_topology
+from ..graph.hetero_topology import HeteroTopology
 from ..graph.topology import CSCTopology, index_dtype_for
 from ..graph.ranges import expand_ranges
 from ..io import (DatasetFormatError, is_hetero_dataset_dir,
@@ -43,7 +44,7 @@ from .pagraph import message_flow_levels, pagraph_assign
 if TYPE_CHECKING:  # pragma: no cover
     from .hetero import HeteroPartitionBook
 
-__all__ = ['partition_dataset', 'open_partition', 'full_topology',
+__all__ = ['partition_dataset', 'open_partition', 'full_topology', 'concat_csc',
            'part_dir', 'PARTITION_FORMAT', 'is_hetero_partition']
 
 #: The value of ``partition.json``'s ``"format"`` key, and its version.
@@ -475,22 +476,33 @@ def open_partition(
     return feature_store, graph_store, book
 
 
-def full_topology(parts_dir: PathLike) -> CSCTopology:
+def full_topology(parts_dir: PathLike) -> Union[CSCTopology,
+                                                HeteroTopology]:
     r"""The whole graph in new ids, from the parts of a disjoint partition
     (their rows are consecutive new ids): every part's in-neighbour lists,
-    end to end. Checks the book like :func:`open_partition`."""
+    end to end (relation by relation, in typed new ids, on a heterogeneous
+    partition). Checks the book like :func:`open_partition`."""
     parts_dir = Path(parts_dir).expanduser()
     meta = read_partition_meta(parts_dir)
     if meta['method'] == 'pagraph':
         raise ValueError(f"'{parts_dir}': PaGraph's parts overlap and keep "
                          f"only message-flow edges; the whole graph is not "
                          f"in them")
-    book = load_book(parts_dir, meta)
-    indptrs, indices = [torch.zeros(1, dtype=torch.long)], []
-    for part in range(meta['num_parts']):
-        topo = open_dataset_dir(part_dir(parts_dir, part),
-                                verify='none').topology
+    if is_hetero_partition(meta):
+        from .hetero import full_hetero_topology
+        return full_hetero_topology(parts_dir, meta)
+    load_book(parts_dir, meta)  # checked
+    return concat_csc([open_dataset_dir(part_dir(parts_dir, part),
+                                        verify='none').topology
+                       for part in range(meta['num_parts'])])
+
+
+def concat_csc(parts: List[CSCTopology]) -> CSCTopology:
+    r"""The CSCs of consecutive column ranges (parts' rows), end to end;
+    edge ids are positions in the result."""
+    indptrs = [torch.zeros(1, dtype=torch.long)]
+    for topo in parts:
         indptrs.append(topo.indptr[1:] + indptrs[-1][-1])
-        indices.append(topo.indices)
-    return CSCTopology(torch.cat(indptrs), torch.cat(indices),
-                       book.num_nodes)
+    return CSCTopology(torch.cat(indptrs),
+                       torch.cat([topo.indices for topo in parts]),
+                       sum(topo.num_nodes for topo in parts))

@@ -103,8 +103,6 @@ def _bad(rank, world, parts_dir):
                                     [2], subgraph_type='induced')
     finally:
         dsp.close()
-    with pytest.raises(ValueError, match="HopGNN's root router"):
-        open_dsp_rank(parts_dir, coll, feature_centric=True)
     return 'refused'
 
 

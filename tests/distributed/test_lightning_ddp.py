@@ -575,6 +575,35 @@ def test_a_two_rank_dsp_fit_on_a_hetero_partition(hetero_parts, tmp_path,
     assert 'val_acc' in metrics.read_text().splitlines()[0]
 
 
+def test_a_two_rank_hopgnn_fit_on_a_hetero_partition(hetero_parts,
+                                                     tmp_path):
+    r"""Mode 'hopgnn' on a heterogeneous partition: both ranks draw from
+    all training papers, each paper trains on the rank holding its
+    features, its micrograph spanning every relation, in one time step per
+    model (``HeteroNet`` with learnt embeddings for the featureless
+    types)."""
+    dataset_dir, parts = hetero_parts
+    config = _config(tmp_path, {
+        'dataset': str(dataset_dir), 'partitions': str(parts),
+        'mode': 'hopgnn', 'num_neighbors': [4, 3], 'pipeline': True})
+    result = _fit(['--config', str(config)], tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    stats = _stats(tmp_path)
+    ranks = stats['epochs'][0]['ranks']
+    # 240 training papers drawn globally: 120 per rank, batches of 64
+    assert ranks[0]['steps'] == ranks[1]['steps'] == 2
+    for rank in ranks:  # roots routed, remote rows read
+        assert rank['sampling']['bytes_received'] > 0
+    assert ranks[0]['gradients'] == ranks[1]['gradients']
+    load = stats['epochs'][0]['root_load']  # every drawn root trained
+    assert load['roots'] == 2 * 64 * 2 and load['time_steps'] == 2
+    local = load['micrographs']
+    assert local['rows'] == local['local'] + local['remote']
+    assert local['remote_per_step'] >= local['remote'] > 0
+    [metrics] = (tmp_path / 'logs').rglob('metrics.csv')
+    assert 'val_acc' in metrics.read_text().splitlines()[0]
+
+
 def test_a_two_rank_dsp_link_fit_on_a_hetero_partition(hetero_parts,
                                                        tmp_path):
     r"""Task 'link' in mode 'dsp' on a heterogeneous partition: the

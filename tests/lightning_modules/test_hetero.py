@@ -66,15 +66,12 @@ def test_fit_on_a_hetero_preset_from_the_command_line(tmp_path, capsys):
 
 
 @pytest.mark.reliability(
-    fault='a HeteroData with a setting that does not take it yet (mode '
-          'hopgnn, storage read-ahead in memory, GCN or the MLP) or with '
+    fault='a HeteroData with a setting that does not take it yet (storage '
+          'read-ahead in memory, GCN or the MLP) or with '
           'labels on several node types',
     behaviour='a ConfigError naming the setting and what to use instead')
 def test_what_hetero_data_cannot_take_yet_is_named(tmp_path):
     data = random_hetero_graph()
-    with pytest.raises(ConfigError, match="HopGNN's root router") as info:
-        FastLoadDataModule(data, mode='hopgnn', partitions=str(tmp_path))
-    assert info.value.config_key == 'data.mode'
     with pytest.raises(ConfigError, match='dataset directory') as info:
         FastLoadDataModule(data, feature_cache=FeatureCache(
             device_budget=0.1, read_ahead=2))

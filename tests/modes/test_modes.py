@@ -138,15 +138,13 @@ def hetero_partition(tmp_path_factory, tiny_dir):
 
 
 @pytest.mark.reliability(
-    fault='a heterogeneous partition in a mode or setting that cannot take '
-          'it (hopgnn, layer-wise sampling, no dataset), or a partition of '
+    fault='a heterogeneous partition in a setting that cannot take it '
+          '(layer-wise sampling, no dataset), or a partition of '
           'the other kind of graph than the dataset',
     behaviour="refused at start-up naming the config key (data.mode, "
               "data.mode_options, data.dataset, data.partitions) and what "
-              "to use (mode 'dsp' or 'pagraph', sampling: node, the dataset "
-              "that was partitioned)")
+              "to use (sampling: node, the dataset that was partitioned)")
 @pytest.mark.parametrize('mode, case, settings, key, match', [
-    (HopGNN, 'hetero', {}, 'mode', "root router does not route"),
     (DSP, 'no dataset', {}, 'dataset', "give 'dataset' too"),
     (DSP, 'hetero', {'mode_options': {'sampling': 'layer'}},
      'mode_options', 'sampling: layer'),
@@ -166,9 +164,10 @@ def test_partitioned_modes_on_heterogeneous_partitions(
     with pytest.raises(SettingError, match=match) as info:
         mode(LoadingSpec(**settings), source, str(parts))
     assert info.value.key == key
-    if case == 'hetero':  # mode dsp takes the same partition, both tasks
+    if case == 'hetero':  # the same partition, both tasks in dsp
         for task in ('node', 'link'):
             DSP(LoadingSpec(task=task), source, str(parts))
+        HopGNN(LoadingSpec(), source, str(parts))  # node classification
 
 
 def test_one_process_replicated_is_the_plain_loader():
