@@ -28,6 +28,7 @@ from ..graph.topology import CSCTopology, index_dtype_for
 from ..partition import HeteroPartitionBook, PartitionBook
 from ..sampling import FastNeighborSampler, HeteroNeighborSampler
 from ..sampling.ops import first_occurrence_mask, sample_uniform
+from ..sampling.temporal import TemporalIndex, check_strategy, check_times
 from .collectives import Collectives
 
 __all__ = ['CollectiveHops', 'CollectiveSampler', 'HeteroCollectiveSampler']
@@ -77,12 +78,14 @@ class CollectiveHops:
 
     def owner_draw(self, hop: int, ids: Tensor, lengths: List[int],
                    order: Tensor, sizes: List[int],
-                   generator: Optional[torch.Generator]
+                   generator: Optional[torch.Generator],
+                   time: Optional[Tensor] = None
                    ) -> Tuple[Tensor, Tensor, Tensor]:
         r"""``(positions, counts, degree)`` of the requests :obj:`ids`
         (this part's nodes, asked by the ranks in turn, :obj:`lengths`
-        each): the CSC positions drawn, grouped by request, how many each
-        drew, and each one's in-degree (for the pull counters)."""
+        each, at seed times :obj:`time` for a temporal sampler): the CSC
+        positions drawn, grouped by request, how many each drew, and each
+        one's in-degree (for the pull counters)."""
         raise NotImplementedError
 
     def global_edges(self, pos: Tensor) -> Tensor:
@@ -92,6 +95,15 @@ class CollectiveHops:
     def expand(self, hop: int, frontier: Tensor,
                generator: Optional[torch.Generator]
                ) -> Tuple[Tensor, Tensor, Tensor]:
+        return self.expand_in_time(hop, frontier, None, generator)
+
+    def expand_in_time(self, hop: int, frontier: Tensor,
+                       time: Optional[Tensor],
+                       generator: Optional[torch.Generator]
+                       ) -> Tuple[Tensor, Tensor, Tensor]:
+        r"""One hop across the ranks; with seed times :obj:`time` (a
+        temporal sampler) each frontier node's time travels with it, and
+        its owner draws only in-edges not later than it."""
         coll = self.collectives
         owner = self.book.owner(frontier)
         order = torch.argsort(owner, stable=True)
@@ -99,9 +111,13 @@ class CollectiveHops:
         asked = coll.exchange(
             list(frontier[order].to(self.dtype).split(sizes)), 'sampling',
             f'hop {hop}: push the frontier to its owners')
+        asked_time = None if time is None else torch.cat(coll.exchange(
+            list(time[order].split(sizes)), 'sampling',
+            f'hop {hop}: push the frontier times to their owners'))
         lengths = [a.numel() for a in asked]
         pos, counts, degree = self.owner_draw(
-            hop, torch.cat(asked).long(), lengths, order, sizes, generator)
+            hop, torch.cat(asked).long(), lengths, order, sizes, generator,
+            asked_time)
         self._count_pull(degree, lengths)
         return self._send_back(hop, pos, counts, lengths, order, sizes)
 
@@ -184,6 +200,16 @@ class CollectiveSampler(CollectiveHops, FastNeighborSampler):
             :class:`~pyg_fastload.sampling.LayerWiseSampler` (DSP, Eq. 2),
             with one more exchange per hop (masses back, pick counts
             out).
+        node_time (torch.Tensor, optional): temporal sampling with
+            node-level times: the time of each node this part owns (new-id
+            order); the ranks share them once, so a neighbour joins a
+            tree only if it is not later than the tree's seed (PyG's
+            ``time_attr`` semantics; each frontier node's seed time
+            travels with it).
+        edge_time (torch.Tensor, optional): temporal sampling with
+            edge-level times: the time of each of this part's CSC edges.
+        temporal_strategy (str): ``'uniform'`` or ``'last'``, as in
+            :class:`~pyg_fastload.FastNeighborSampler`.
 
     The counters' ``'sampling_pull'`` kind (on the owner's side) counts
     what pulling the remote frontier nodes' adjacency lists would have
@@ -196,26 +222,61 @@ class CollectiveSampler(CollectiveHops, FastNeighborSampler):
                  replace: bool = False, disjoint: bool = False,
                  subgraph_type: str = 'directional',
                  weight_attr: Optional[str] = None, edge_ids: bool = False,
-                 layer_wise: bool = False):
+                 layer_wise: bool = False,
+                 node_time: Optional[Tensor] = None,
+                 edge_time: Optional[Tensor] = None,
+                 temporal_strategy: str = 'uniform'):
         if subgraph_type == 'induced':
             raise ValueError("collective sampling draws 'directional' or "
                              "'bidirectional' subgraphs, not 'induced'")
+        if node_time is not None and edge_time is not None:
+            raise ValueError("give 'node_time' or 'edge_time', not both")
+        timed = node_time is not None or edge_time is not None
         self._join(book, part, collectives, book.num_nodes, edge_ids)
         super().__init__(topology, num_neighbors, replace=replace,
-                         subgraph_type=subgraph_type, disjoint=disjoint,
-                         weight_attr=weight_attr)
+                         subgraph_type=subgraph_type,
+                         disjoint=disjoint or timed, weight_attr=weight_attr)
         self.start, self.end = book.part_range(part)
         if topology.num_nodes != self.end - self.start:
             raise ValueError(f'the topology has {topology.num_nodes} rows, '
                              f'part {part} owns {self.end - self.start}')
-        if layer_wise and (disjoint or replace):
+        if layer_wise and (disjoint or replace or timed):
             raise ValueError("'layer_wise' draws with replacement over the "
-                             "whole frontier: leave 'disjoint' and 'replace' "
-                             "unset")
+                             "whole frontier: leave 'disjoint', 'replace' "
+                             "and the times unset")
         self.layer_wise = layer_wise
         edges = collectives.all_gather_ints(
             [topology.num_edges], 'count the edges of every part').view(-1)
         self.edge_offset = int(edges[:part].sum())
+        if timed:
+            self.temporal_strategy, _ = check_strategy(
+                temporal_strategy, 'time', True, weight_attr)
+            self.time_attr = 'node_time' if edge_time is None \
+                else 'edge_time'
+            self.temporal = self._part_times(node_time, edge_time)
+
+    def _part_times(self, node_time: Optional[Tensor],
+                    edge_time: Optional[Tensor]) -> TemporalIndex:
+        r"""The part's in-edges sorted by time: by their own times, or by
+        their sources' node times (every part's, shared once)."""
+        topo = self.topology
+        if edge_time is not None:
+            edge_time = check_times(edge_time, "'edge_time'")
+            if edge_time.numel() != topo.num_edges:
+                raise ValueError(f"'edge_time' has {edge_time.numel()} "
+                                 f"entries for the part's {topo.num_edges} "
+                                 f"edges: give one time per CSC edge")
+            return TemporalIndex(topo.indptr, topo.indices, edge_time)
+        node_time = check_times(node_time, "'node_time'")
+        if node_time.numel() != topo.num_nodes:
+            raise ValueError(f"'node_time' has {node_time.numel()} entries "
+                             f"for the {topo.num_nodes} nodes part "
+                             f"{self.part} owns: give one time per owned "
+                             f"node, in new-id order")
+        every = torch.cat(self.collectives.exchange(
+            [node_time] * self.collectives.world_size, 'control',
+            'share the node times'))
+        return TemporalIndex.of(topo, every, 'node')
 
     @property
     def num_nodes(self) -> int:
@@ -223,12 +284,17 @@ class CollectiveSampler(CollectiveHops, FastNeighborSampler):
 
     def owner_draw(self, hop: int, ids: Tensor, lengths: List[int],
                    order: Tensor, sizes: List[int],
-                   generator: Optional[torch.Generator]
+                   generator: Optional[torch.Generator],
+                   time: Optional[Tensor] = None
                    ) -> Tuple[Tensor, Tensor, Tensor]:
         rows = ids - self.start
         topo = self.topology
         start = topo.indptr.index_select(0, rows)
         deg = topo.indptr.index_select(0, rows + 1) - start
+        if time is not None:  # a prefix of each time-sorted segment
+            _, counts, pos = FastNeighborSampler.expand_in_time(
+                self, hop, rows, time, generator)
+            return pos, counts, deg
         if self.layer_wise:
             pos, counts = self._layer_draw(hop, start, deg, lengths, order,
                                            sizes, generator)
@@ -353,7 +419,8 @@ class HeteroCollectiveSampler(CollectiveHops, HeteroNeighborSampler):
 
     def owner_draw(self, hop: int, ids: Tensor, lengths: List[int],
                    order: Tensor, sizes: List[int],
-                   generator: Optional[torch.Generator]
+                   generator: Optional[torch.Generator],
+                   time: Optional[Tensor] = None
                    ) -> Tuple[Tensor, Tensor, Tensor]:
         topo: HeteroTopology = self.topology
         types = topo.node_type_of(ids)

@@ -163,3 +163,83 @@ def test_layer_wise_draws_follow_eq_2(hash_parts):
         stat = sum((o - expected) ** 2 / (expected * (1 - p))
                    for o in counts.values())
         assert chi2.sf(stat, len(edges)) > 1e-3, (stat, len(edges))
+
+
+# Temporal collective sampling ###############################################
+
+def _times(num, seed):
+    return torch.randperm(num, generator=torch.Generator().manual_seed(seed))
+
+
+def _in_time(rank, world, parts_dir, level, strategy, fanouts):
+    coll = Collectives(DistContext.current(timedelta(seconds=30)))
+    _, graph, book, _ = open_rank_part(parts_dir, coll)
+    start, end = book.part_range(rank)
+    topo = graph.topology
+    edges = coll.all_gather_ints([topo.num_edges], 'edges').view(-1)
+    first = int(edges[:rank].sum())
+    times = {'node_time': _times(book.num_nodes, 0)[start:end]} \
+        if level == 'node' else \
+        {'edge_time': _times(int(edges.sum()), 1)[first:first +
+                                                   topo.num_edges]}
+    if level == 'node':  # bad times, refused alike on every rank
+        own = times['node_time']
+        for bad, match in (({'edge_time': own}, 'not both'),
+                           ({'layer_wise': True}, 'the times unset'),
+                           ({'node_time': own[:-1]}, 'one time per owned')):
+            with pytest.raises(ValueError, match=match):
+                CollectiveSampler(topo, book, rank, coll, fanouts,
+                                  **{'node_time': own, **bad})
+    sampler = CollectiveSampler(topo, book, rank, coll, fanouts,
+                                edge_ids=True, temporal_strategy=strategy,
+                                **times)
+    seeds = torch.arange(start, min(end, start + 30))
+    seed_time = None if level == 'node' else \
+        torch.full((seeds.numel(), ), int(edges.sum()) // 2)
+    out = sampler.sample(seeds, torch.Generator().manual_seed(rank),
+                         sampler.seed_time(seeds, seed_time))
+    return (out.node.tolist(), out.batch.tolist(),
+            out.node[out.row].tolist(), out.node[out.col].tolist(),
+            out.edge.tolist(), None if seed_time is None
+            else seed_time.tolist())
+
+
+@pytest.mark.parametrize('level, strategy, fanouts', [
+    ('node', 'uniform', [-1, -1]), ('edge', 'last', [3, 2])])
+def test_temporal_draws_equal_one_machine_sampling_in_time(
+        metis_parts, level, strategy, fanouts):
+    from pyg_fastload.partition.part_dirs import full_topology
+    from torch_geometric.data import Data
+    whole = full_topology(metis_parts)  # new ids, parts end to end
+    data = Data(edge_index=whole.to_edge_index(), num_nodes=whole.num_nodes)
+    if level == 'node':
+        data.time = _times(whole.num_nodes, 0)
+    else:
+        data.time = _times(whole.num_edges, 1)  # CSC order = part order
+    local = FastNeighborSampler(data, fanouts, time_attr='time',
+                                temporal_strategy=strategy)
+    results = run_ranks(_in_time, 2, metis_parts, level, strategy, fanouts)
+    for rank in range(2):
+        status, value = results[rank]
+        assert status == 'ok', value
+        node, batch, src, dst, edge, seed_time = value
+        size = len(set(batch))
+        seeds = torch.tensor(node[:size])
+        ref = local.sample(seeds, seed_time=local.seed_time(
+            seeds, None if seed_time is None else torch.tensor(seed_time)))
+        # the same trees: every (tree, node) and every (tree, edge)
+        assert sorted(zip(batch, node)) == sorted(zip(
+            ref.batch.tolist(), ref.node.tolist()))
+        # the same edges, with their ids (parts' CSCs end to end: the
+        # whole graph's CSC order)
+        assert sorted(zip(src, dst, edge)) == sorted(zip(
+            ref.node[ref.row].tolist(), ref.node[ref.col].tolist(),
+            ref.edge.tolist()))
+        # no neighbour later than its tree's seed
+        if level == 'node':
+            limit = data.time[seeds]
+            for b, n in zip(batch, node):
+                assert data.time[n] <= limit[b]
+        else:
+            assert all(int(data.time[e]) <= seed_time[0] for e in edge)
+        assert len(edge) > len(seeds)  # something was drawn
