@@ -17,6 +17,7 @@ from torch_geometric.nn import GAT, GCN, MLP, GraphSAGE
 from torchmetrics import MeanMetric
 from torchmetrics.classification import BinaryAUROC
 
+from pyg_fastload.distributed.seeds import shard
 from pyg_fastload.inference import WholeGraph, encoder_embeddings, score_pairs
 from pyg_fastload.modes import HeteroSchema
 
@@ -60,7 +61,8 @@ class LinkPredictor(pl.LightningModule):
     one convolution per relation summed per node type (``'sage'`` or
     ``'gat'``, as :class:`~pyg_fastload.lightning.NodeClassifier` builds
     it), and the pairs of the data module's ``link.edge_type`` are scored
-    from its source and destination types' embeddings.
+    from its source and destination types' embeddings; prediction gives
+    one embedding table per node type (:attr:`node_types`).
 
     Args:
         encoder (str): ``'sage'``, ``'gcn'`` or ``'gat'``.
@@ -139,6 +141,9 @@ class LinkPredictor(pl.LightningModule):
         self.encoder: Optional[torch.nn.Module] = None
         #: The scored relation on a heterogeneous graph.
         self.edge_type: Optional[Tuple[str, str, str]] = None
+        #: The node types the encoder embeds on a heterogeneous graph
+        #: (every type a relation leads into), sorted.
+        self.node_types: List[str] = []
         self.decoder: Optional[torch.nn.Module] = None
         if decoder == 'mlp':
             self.decoder = MLP([hidden_channels, hidden_channels, 1],
@@ -196,6 +201,7 @@ class LinkPredictor(pl.LightningModule):
                                  hp.node_embeddings,
                                  out_channels=hp.hidden_channels)
         outputs = {e[2] for e in schema.edge_types}
+        self.node_types = sorted(outputs)
         missing = {edge_type[0], edge_type[2]} - outputs
         if missing:
             raise ConfigError('edge_type', f"no relation leads into node "
@@ -265,40 +271,57 @@ class LinkPredictor(pl.LightningModule):
             return pair.sum(dim=-1)
         return self.decoder(pair).view(-1)
 
-    def node_embeddings(self, data: Any, **options: Any) -> Tensor:
+    def node_embeddings(self, data: Any, **options: Any
+                        ) -> Union[Tensor, Dict[str, Tensor]]:
         r"""The encoder's output for every node of :obj:`data` (a ``Data``
-        or a ``(FeatureStore, GraphStore)`` pair), layer-wise over every
+        or a ``(FeatureStore, GraphStore)`` pair; a heterogeneous model's:
+        a ``HeteroData`` or typed stores, giving a dict of one table per
+        node type of :attr:`node_types`), layer-wise over every
         in-neighbour: the full-batch encoder's rows
         (:func:`~pyg_fastload.inference.encoder_embeddings`; options are
-        :func:`~pyg_fastload.layerwise_inference`'s). A heterogeneous
-        model is refused (not supported yet)."""
-        self._check_homogeneous()
+        :func:`~pyg_fastload.layerwise_inference`'s)."""
         return encoder_embeddings(self.encoder, data, **options)
 
     def score_pairs(self, embeddings: Any, pairs: Any,
                     chunk_size: int = 65536) -> Tensor:
         r"""The logits of the ``[2, P]`` node pairs :obj:`pairs` (or a
-        ``torch.save`` file of them) from :obj:`embeddings` (a tensor from
-        :meth:`node_embeddings`, or the directory ``pyg-fastload predict``
-        wrote), with this model's decoder, :obj:`chunk_size` pairs at a
-        time (:func:`~pyg_fastload.inference.score_pairs`)."""
-        self._check_homogeneous()
+        ``torch.save`` file of them) from :obj:`embeddings` (what
+        :meth:`node_embeddings` returns, or the directory ``pyg-fastload
+        predict`` wrote), with this model's decoder, :obj:`chunk_size`
+        pairs at a time (:func:`~pyg_fastload.inference.score_pairs`). On
+        a heterogeneous model, the pairs are of :attr:`edge_type`: row 0
+        ids of its source type, row 1 of its destination type."""
         return score_pairs(embeddings, pairs, self.decoder,
-                           chunk_size=chunk_size, device=self.device)
+                           edge_type=self.edge_type, chunk_size=chunk_size,
+                           device=self.device)
 
-    def predict_step(self, batch: Any, batch_idx: int) -> Dict[str, Tensor]:
+    def predict_step(self, batch: Any, batch_idx: int) -> Dict[str, Any]:
         r"""The node ids and encoder embeddings of the batch's nodes (what
         :class:`PredictionWriter` writes, kind ``'embeddings'``): of every
         node, layer-wise and exact, from a
         :class:`~pyg_fastload.inference.WholeGraph` (``data.eval:
-        layerwise``), else of a sampled batch's seeds."""
-        self._check_homogeneous()
+        layerwise``), else of a sampled batch's seeds. On a heterogeneous
+        model, of every node type of :attr:`node_types`: ``'n_id'`` and
+        ``'embeddings'`` are dicts by node type, each holding this rank's
+        share of the type's nodes (every ``world_size``-th)."""
         if self.encoder is None:
             raise RuntimeError("LinkPredictor has no encoder yet: pass "
                                "'in_channels', or load a checkpoint")
+        if isinstance(batch, WholeGraph) and self.edge_type is not None:
+            # every rank computes every type's rows, then keeps its share
+            h = encoder_embeddings(self.encoder, batch.data, **batch.options)
+            ids = {t: shard(torch.arange(rows.size(0)), self.global_rank,
+                            self.trainer.world_size) for t, rows in h.items()}
+            return {'n_id': ids,
+                    'embeddings': {t: h[t][ids[t]] for t in ids}}
         if isinstance(batch, WholeGraph):
             return {'n_id': batch.node_ids(),
                     'embeddings': batch.outputs(self.encoder)}
+        if self.edge_type is not None:
+            raise ConfigError('data.eval', "a heterogeneous LinkPredictor "
+                              "predicts every node type's embeddings "
+                              "layer-wise: predict with --data.task link "
+                              "(or --data.eval layerwise)")
         size = batch.get('batch_size')
         if size is None or batch.get('n_id') is None:
             raise ConfigError('data.task', "LinkPredictor predicts node "
@@ -307,15 +330,6 @@ class LinkPredictor(pl.LightningModule):
                               "for the exact full-graph embeddings)")
         h = self(batch)[0]
         return {'n_id': batch.n_id[:size], 'embeddings': h[:size]}
-
-    def _check_homogeneous(self) -> None:
-        if self.edge_type is not None:
-            raise ConfigError('model', "node embeddings of a heterogeneous "
-                              "LinkPredictor (HeteroNet) are not supported "
-                              "yet: layer-wise inference computes every "
-                              "node type's rows, but a predictions "
-                              "directory and score_pairs take one table; "
-                              "use a homogeneous graph")
 
     def _labels(self, batch: Union[Data, HeteroData]) -> Any:
         r"""Where :obj:`batch` keeps its label edges (the scored

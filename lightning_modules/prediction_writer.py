@@ -13,7 +13,7 @@ import torch.distributed as dist
 from pytorch_lightning.callbacks import BasePredictionWriter
 from torch import Tensor
 
-from pyg_fastload.inference import write_predictions
+from pyg_fastload.inference import write_embedding_tables, write_predictions
 from pyg_fastload.inference.prediction_files import PREDICTIONS_DIR
 from pyg_fastload.io.staging import check_target
 
@@ -32,6 +32,12 @@ class PredictionWriter(BasePredictionWriter):
     anything is predicted, unless :obj:`overwrite`. With several ranks,
     each predicts its share of the nodes and the first rank writes them
     all, as one file set (their rows pass through its memory).
+
+    A heterogeneous :class:`LinkPredictor`'s embeddings are one table per
+    node type it embeds, each in a subdirectory of :obj:`out_dir` (named
+    after the type; the layout of
+    :func:`pyg_fastload.inference.write_embedding_tables`), one file set
+    per type from any number of ranks.
 
     From the command line::
 
@@ -115,19 +121,15 @@ class PredictionWriter(BasePredictionWriter):
         if not embeddings_only and \
                 pl_module.hparams.get('predict_embeddings', False):
             wanted['embeddings'] = torch.float
-        rows: Dict[str, Tensor] = {}
-        for name, dtype in wanted.items():  # the same on every rank
-            mine = [out[name] for out in outputs]
-            part = torch.cat(mine).cpu().to(dtype) if mine else \
-                torch.empty(0, dtype=dtype)
-            if trainer.world_size > 1:  # every rank's rows to the first
-                part = _gathered(part)
-            if part is not None:
-                rows[name] = part
+        if embeddings_only and pl_module.edge_type is not None:
+            tables = {t: _rows(trainer, outputs, wanted, t)
+                      for t in pl_module.node_types}  # one table per type
+        else:
+            tables = {None: _rows(trainer, outputs, wanted)}
         error = None
         if trainer.global_rank == 0:
             try:
-                self._write(trainer, pl_module, rows)
+                self._write(trainer, pl_module, tables)
             except Exception as exc:  # raised after the others are told
                 error = exc
         if trainer.world_size > 1:
@@ -136,18 +138,50 @@ class PredictionWriter(BasePredictionWriter):
             raise error
 
     def _write(self, trainer: pl.Trainer, pl_module: pl.LightningModule,
-               rows: Dict[str, Tensor]) -> None:
+               tables: Dict[Optional[str], Dict[str, Tensor]]) -> None:
+        info = {'model': type(pl_module).__name__,
+                'ranks': trainer.world_size}
+        if None not in tables:  # one table per node type
+            self.path = write_embedding_tables(
+                self.out_dir, {t: (rows['n_id'], rows['embeddings'])
+                               for t, rows in tables.items()},
+                overwrite=self.overwrite, info=info)
+            count = sum(rows['n_id'].numel() for rows in tables.values())
+            print(f"pyg-fastload: wrote the embeddings of {count:,} nodes "
+                  f"to '{self.path}', one subdirectory per node type: "
+                  + ', '.join(f"{t} ({rows['n_id'].numel():,})"
+                              for t, rows in tables.items()))
+            return
+        rows = tables[None]
         schema = getattr(trainer.datamodule, 'hetero_schema', None)
         self.path = write_predictions(
             self.out_dir, rows['n_id'], rows.get('pred'), rows.get('logits'),
             rows.get('embeddings'),
             node_type=None if schema is None else schema.target,
-            overwrite=self.overwrite,
-            info={'model': type(pl_module).__name__,
-                  'ranks': trainer.world_size})
+            overwrite=self.overwrite, info=info)
         what = 'predicted classes' if 'pred' in rows else 'embeddings'
         print(f"pyg-fastload: wrote the {what} of "
               f"{rows['n_id'].numel():,} nodes to '{self.path}'")
+
+
+def _rows(trainer: pl.Trainer, outputs: List[Any],
+          wanted: Dict[str, torch.dtype],
+          node_type: Optional[str] = None) -> Dict[str, Tensor]:
+    r"""The rows named in :obj:`wanted` of every batch of :obj:`outputs`
+    (of :obj:`node_type`'s dicts, if given), concatenated, and with several
+    ranks every rank's on the first (a collective; the names are the same
+    on every rank)."""
+    rows: Dict[str, Tensor] = {}
+    for name, dtype in wanted.items():
+        mine = [out[name] if node_type is None else out[name][node_type]
+                for out in outputs]
+        part = torch.cat(mine).cpu().to(dtype) if mine else \
+            torch.empty(0, dtype=dtype)
+        if trainer.world_size > 1:  # every rank's rows to the first
+            part = _gathered(part)
+        if part is not None:
+            rows[name] = part
+    return rows
 
 
 def _gathered(rows: Tensor) -> Optional[Tensor]:

@@ -1,6 +1,7 @@
 r"""``pyg-fastload predict`` with a ``LinkPredictor``: every node's encoder
-embedding written (kind ``'embeddings'``) by the ``PredictionWriter``, from
-one rank or two, and pairs scored from them with the model's decoder."""
+embedding written (kind ``'embeddings'``; one table per node type on a
+heterogeneous graph) by the ``PredictionWriter``, from one rank or two, and
+pairs scored from them with the model's decoder."""
 import os
 import subprocess
 import sys
@@ -10,7 +11,9 @@ import pytorch_lightning as pl
 import torch
 import yaml
 
-from pyg_fastload.inference import read_predictions
+from torch_geometric.data import HeteroData
+
+from pyg_fastload.inference import read_predictions, write_predictions
 from pyg_fastload.lightning import (ConfigError, FastLoadDataModule,
                                     LinkPredictor, PredictionWriter)
 
@@ -83,20 +86,82 @@ def test_sampled_prediction_gives_every_seed_an_embedding(cache_env):
     assert written['embeddings'].shape == (2000, 16)
 
 
-def test_a_heterogeneous_link_predictor_is_refused_naming_why(cache_env):
-    from .test_link_predictor import _community_graph
-    from pyg_fastload.modes import LinkOptions
-    data = FastLoadDataModule(
-        _community_graph(), task='link', num_neighbors=[5, 5],
-        progress=False,
-        link=LinkOptions(edge_type=['author', 'writes', 'paper']))
-    model = LinkPredictor(hidden_channels=16)
-    _trainer(epochs=1).fit(model, data)
-    with pytest.raises(ConfigError, match='heterogeneous LinkPredictor '
-                                          r'\(HeteroNet\) are not supported'):
-        model.node_embeddings(_community_graph())
-    with pytest.raises(ConfigError, match='not supported yet'):
-        model.score_pairs(torch.randn(3, 16), torch.zeros(2, 1).long())
+def _hetero_full_batch(model):
+    r"""The encoder's full-batch output of every node type of hetero-tiny
+    (every node's id as its ``n_id``, as a batch of the whole graph)."""
+    from pyg_fastload.datasets import generate_hetero
+    graph = generate_hetero('hetero-tiny')
+    for node_type in graph.node_types:
+        graph[node_type].n_id = torch.arange(graph[node_type].num_nodes)
+    model.eval()
+    model.encoder.trim = False
+    with torch.no_grad():
+        return graph, model.encoder.embed(graph)
+
+
+def test_pyg_fastload_predict_writes_a_hetero_link_predictors_tables(
+        cache_env, capsys):
+    common = ['--model', 'LinkPredictor', '--model.hidden_channels', '16',
+              '--model.decoder', 'mlp', '--data.dataset', 'hetero-tiny',
+              '--data.task', 'link', '--data.link.edge_type',
+              '[author, writes, paper]', '--data.num_neighbors', '[5, 5]',
+              '--data.progress', 'false', '--trainer.accelerator', 'cpu',
+              '--trainer.default_root_dir', str(cache_env / 'runs')]
+    cli_succeeds(['fit', *common, '--data.batch_size', '256',
+                  '--trainer.max_epochs', '1',
+                  '--trainer.limit_train_batches', '2',
+                  '--trainer.limit_val_batches', '1'])
+    ckpt = next((cache_env / 'runs').rglob('*.ckpt'))
+    cli_succeeds(['predict', *common, '--ckpt_path', str(ckpt),
+                  '--trainer.callbacks+=pyg_fastload.lightning.'
+                  'PredictionWriter', '--trainer.callbacks.out_dir', 'emb'])
+    assert ("wrote the embeddings of 742 nodes to 'emb', one subdirectory "
+            "per node type: author (300), field_of_study (30), institution "
+            "(12), paper (400)") in capsys.readouterr().out
+    model = LinkPredictor.load_from_checkpoint(ckpt)
+    assert model.edge_type == ('author', 'writes', 'paper')
+    graph, full = _hetero_full_batch(model)
+    types = sorted(graph.node_types)
+    assert model.node_types == types
+    written = read_predictions('emb', node_type='paper')  # the layout
+    assert written['manifest']['node_type'] == 'paper'
+    assert written['manifest']['model'] == 'LinkPredictor'
+    assert sorted(p.name for p in (cache_env / 'emb').iterdir()) == \
+        sorted([*types, 'predictions.json'])
+    for node_type in types:
+        table = read_predictions(cache_env / 'emb' / node_type)
+        assert table['manifest']['kind'] == 'embeddings'
+        assert table['node_ids'].tolist() == list(range(
+            graph[node_type].num_nodes))
+        assert torch.allclose(table['embeddings'], full[node_type],
+                              atol=1e-4), node_type
+    h = model.node_embeddings(graph, progress=False)
+    assert all(torch.allclose(h[t], full[t], atol=1e-4) for t in types)
+    pairs = torch.stack([torch.randint(0, 300, (3000, )),
+                         torch.randint(0, 400, (3000, ))])
+    with torch.no_grad():
+        expected = model.score((full['author'], full['paper']), pairs[0],
+                               pairs[1])
+    for source in ('emb', h):
+        assert torch.allclose(model.score_pairs(source, pairs,
+                                                chunk_size=700),
+                              expected, atol=1e-4)
+    with pytest.raises(IndexError, match="'pairs' row 0 holds node id 300, "
+                                         "out of range"):
+        model.score_pairs('emb', torch.tensor([[300], [0]]))
+    # a homogeneous model's directory to this model, and the reverse
+    write_predictions('flat', torch.arange(400), None,
+                      embeddings=torch.randn(400, 16))
+    with pytest.raises(ValueError, match=r"'flat' holds one table \(a "
+                                         r"homogeneous model's"):
+        model.score_pairs('flat', pairs)
+    flat = LinkPredictor(in_channels=16, hidden_channels=16)
+    with pytest.raises(ValueError, match=r"'emb' holds one table per node "
+                                         r"type, of node types"):
+        flat.score_pairs('emb', pairs)
+    with pytest.raises(ConfigError, match="predicts every node type's "
+                                          "embeddings layer-wise"):
+        model.predict_step(HeteroData(), 0)  # a sampled batch
 
 
 def test_pyg_fastload_predict_writes_a_link_predictors_embeddings(
@@ -133,7 +198,18 @@ def test_pyg_fastload_predict_writes_a_link_predictors_embeddings(
                           atol=1e-4)
 
 
-def test_two_ranks_write_the_embeddings_one_rank_writes(tmp_path):
+HOMOGENEOUS = {'dataset': 'tiny', 'task': 'node', 'eval': 'layerwise'}
+#: task link: the relation comes from the data module (no checkpoint)
+HETEROGENEOUS = {'dataset': 'hetero-tiny', 'task': 'link',
+                 'link': {'edge_type': ['author', 'writes', 'paper']}}
+
+
+@pytest.mark.parametrize('data, nodes, tables', [
+    (HOMOGENEOUS, '2,000', [None]),
+    (HETEROGENEOUS, '742', ['author', 'field_of_study', 'institution',
+                            'paper'])], ids=['homogeneous', 'hetero'])
+def test_two_ranks_write_the_embeddings_one_rank_writes(tmp_path, data,
+                                                        nodes, tables):
     env = dict(os.environ, PYG_FASTLOAD_CACHE=str(tmp_path / 'cache'))
     written = {}
     for devices in (2, 1):
@@ -148,8 +224,7 @@ def test_two_ranks_write_the_embeddings_one_rank_writes(tmp_path):
                 'enable_progress_bar': False, 'logger': False},
             'model': {'class_path': 'LinkPredictor',
                       'init_args': {'hidden_channels': 16}},
-            'data': {'dataset': 'tiny', 'task': 'node', 'eval': 'layerwise',
-                     'num_neighbors': [5, 5], 'progress': False,
+            'data': {**data, 'num_neighbors': [5, 5], 'progress': False,
                      'dist_timeout': 60}}
         path = tmp_path / f'config-{devices}.yaml'
         path.write_text(yaml.safe_dump(config))
@@ -162,11 +237,15 @@ def test_two_ranks_write_the_embeddings_one_rank_writes(tmp_path):
             cwd=tmp_path, env=env, capture_output=True, text=True,
             timeout=300)
         assert result.returncode == 0, result.stderr[-3000:]
-        assert result.stdout.count('wrote the embeddings of 2,000 '
-                                   'nodes') == 1  # the first rank only
-        written[devices] = read_predictions(out)
-    two, one = written[2], written[1]
-    assert two['manifest']['ranks'] == 2
-    assert two['manifest']['kind'] == 'embeddings'
-    assert two['node_ids'].tolist() == list(range(2000))  # each once
-    assert torch.allclose(two['embeddings'], one['embeddings'], atol=1e-5)
+        assert result.stdout.count(f'wrote the embeddings of {nodes} '
+                                   f'nodes') == 1  # the first rank only
+        written[devices] = {t: read_predictions(out, node_type=t)
+                            for t in tables}
+    for node_type in tables:  # one file set per type
+        two, one = written[2][node_type], written[1][node_type]
+        assert two['manifest']['ranks'] == 2
+        assert two['manifest']['kind'] == 'embeddings'
+        count = one['node_ids'].numel()
+        assert two['node_ids'].tolist() == list(range(count))  # each once
+        assert torch.allclose(two['embeddings'], one['embeddings'],
+                              atol=1e-5)
