@@ -27,7 +27,7 @@ import math
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Dict, Iterator, Union
+from typing import Callable, Dict, Iterator, Tuple, Union
 
 import numpy as np
 import torch
@@ -39,7 +39,8 @@ from ..io.reader import OnDiskDataset
 from ..io.staging import Staging, check_target
 from .synthetic import _generator
 
-__all__ = ['DiskGraphConfig', 'DISK_PRESETS', 'prepare_disk_synthetic']
+__all__ = ['DiskGraphConfig', 'DISK_PRESETS', 'NodeChunks',
+           'prepare_disk_synthetic']
 
 #: Destination nodes generated per chunk (about 15M edges at papers-like's
 #: mean degree; the chunk's arrays take a few hundred MB).
@@ -121,12 +122,12 @@ DISK_PRESETS: Dict[str, DiskGraphConfig] = {
 }
 
 
-class _Layout:
-    r"""Positions, communities and ranks of the nodes (module docstring)."""
-    def __init__(self, cfg: DiskGraphConfig, seed: int):
-        n = cfg.num_nodes
+class Layout:
+    r"""Positions, communities and ranks of :obj:`n` nodes in :obj:`k`
+    communities (module docstring)."""
+    def __init__(self, n: int, k: int, seed: int):
         self.n = n
-        self.k = cfg.num_classes * cfg.communities_per_class
+        self.k = k
         a = int(n * (math.sqrt(5) - 1) / 2) | 1
         while math.gcd(a, n) != 1:
             a += 2
@@ -145,7 +146,57 @@ class _Layout:
         return (self.n - c + self.k - 1) // self.k
 
 
-def _in_edges(cfg: DiskGraphConfig, layout: _Layout, seed: int, start: int,
+class NodeChunks:
+    r"""The node arrays of a graph generated chunk by chunk: labels (the
+    class of the node's community in :obj:`layout`), features (a noisy
+    class centroid of length :obj:`feature_signal`) and train/val/test
+    masks; every chunk of :obj:`chunk` nodes from its own seeded
+    generator, so memory holds one chunk."""
+    def __init__(self, layout: Layout, num_classes: int, num_features: int,
+                 feature_signal: float, seed: int, chunk: int):
+        self.layout, self.num_classes, self.seed = layout, num_classes, seed
+        self.num_features, self.chunk = num_features, chunk
+        self.starts = range(0, layout.n, chunk)
+        centroid = torch.randn(num_classes, num_features,
+                               generator=_generator(seed, 1, 0))
+        self.centroid = centroid * (feature_signal / centroid.norm(
+            dim=1, keepdim=True))
+
+    def labels(self, start: int) -> Tensor:
+        r"""The labels of the chunk of nodes from :obj:`start`."""
+        v = torch.arange(start, min(start + self.chunk, self.layout.n))
+        return self.layout.position(v) % self.layout.k % self.num_classes
+
+    def features(self, dtype: torch.dtype = torch.float32
+                 ) -> Iterator[np.ndarray]:
+        for start in self.starts:
+            y = self.labels(start)
+            x = torch.randn(y.numel(), self.num_features, generator=_generator(
+                self.seed, 2, start // self.chunk))
+            yield x.add_(self.centroid[y]).to(dtype).numpy()
+
+    def _mask(self, low: float, high: float) -> Iterator[np.ndarray]:
+        for start in self.starts:
+            u = torch.rand(min(self.chunk, self.layout.n - start),
+                           generator=_generator(self.seed, 3,
+                                                start // self.chunk))
+            yield ((u >= low) & (u < high)).numpy()
+
+    def arrays(self, fractions: Tuple[float, float, float],
+               dtype: torch.dtype = torch.float32
+               ) -> Dict[str, Callable[[], Iterator[np.ndarray]]]:
+        r"""``x`` (of :obj:`dtype`), ``y`` and the masks of the train, val
+        and test :obj:`fractions`, as callables returning row chunks."""
+        train, val, test = fractions
+        return {
+            'x': lambda: self.features(dtype),
+            'y': lambda: (self.labels(s).numpy() for s in self.starts),
+            'train_mask': lambda: self._mask(0.0, train),
+            'val_mask': lambda: self._mask(train, train + val),
+            'test_mask': lambda: self._mask(train + val, train + val + test)}
+
+
+def _in_edges(cfg: DiskGraphConfig, layout: Layout, seed: int, start: int,
               end: int) -> Tensor:
     r"""Sorted distinct keys ``(dst - start) * N + src`` of the in-edges of
     nodes ``[start, end)``."""
@@ -191,7 +242,7 @@ def prepare_disk_synthetic(
     out_dir = Path(out_dir).expanduser()
     check_target(out_dir, overwrite)
     n, started = cfg.num_nodes, time.perf_counter()
-    layout = _Layout(cfg, seed)
+    layout = Layout(n, cfg.num_classes * cfg.communities_per_class, seed)
     counts = np.zeros(n, dtype=np.int32)
     chunks = range(0, n, CHUNK_NODES)
 
@@ -213,40 +264,15 @@ def prepare_disk_synthetic(
             total = int(part[-1])
             yield part
 
-    centroid = torch.randn(cfg.num_classes, cfg.num_features,
-                           generator=_generator(seed, 1, 0))
-    centroid *= cfg.feature_signal / centroid.norm(dim=1, keepdim=True)
-
-    def label(start: int) -> Tensor:
-        v = torch.arange(start, min(start + CHUNK_NODES, n))
-        return layout.position(v) % layout.k % cfg.num_classes
-
-    def features() -> Iterator[np.ndarray]:
-        for start in chunks:
-            y = label(start)
-            x = torch.randn(y.numel(), cfg.num_features,
-                            generator=_generator(seed, 2, start // CHUNK_NODES))
-            yield x.add_(centroid[y]).numpy()
-
-    def mask(low: float, high: float) -> Iterator[np.ndarray]:
-        for start in chunks:
-            u = torch.rand(min(CHUNK_NODES, n - start),
-                           generator=_generator(seed, 3, start // CHUNK_NODES))
-            yield ((u >= low) & (u < high)).numpy()
-
-    train, val = cfg.train_fraction, cfg.val_fraction
+    nodes = NodeChunks(layout, cfg.num_classes, cfg.num_features,
+                       cfg.feature_signal, seed, CHUNK_NODES)
     with Staging(out_dir, overwrite, progress) as st:
         st.write_array('indices', indices, default_dtype='int32')
         st.write_array('indptr', indptr, expect_rows=n + 1)
-        st.write_array('x', features, expect_rows=n)
-        st.write_array('y', lambda: (label(s).numpy() for s in chunks),
-                       expect_rows=n)
-        for key, low, high in (('train_mask', 0.0, train),
-                               ('val_mask', train, train + val),
-                               ('test_mask', train + val,
-                                train + val + cfg.test_fraction)):
-            st.write_array(key, lambda lo=low, hi=high: mask(lo, hi),
-                           expect_rows=n)
+        for key, source in nodes.arrays((cfg.train_fraction,
+                                         cfg.val_fraction,
+                                         cfg.test_fraction)).items():
+            st.write_array(key, source, expect_rows=n)
         num_edges = int(counts.sum(dtype=np.int64))
         command = (f'pyg-fastload prepare --preset {name} --seed {seed}'
                    + (f' --scale {scale:g}' if scale != 1.0 else '')

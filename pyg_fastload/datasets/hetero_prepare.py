@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import warnings
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Union
 
@@ -179,10 +178,5 @@ def prepare_hetero_preset(preset: str, out_dir: PathLike, seed: int = 0,
         extra_meta={
             'command': f'pyg-fastload prepare --preset {preset} --seed '
                        f'{seed}{scaled} --overwrite {out_dir}',
-            'synthetic': {'config': {
-                'num_nodes': config.num_nodes,
-                'num_edges': {'__'.join(k): v
-                              for k, v in config.num_edges.items()},
-                **{k: v for k, v in asdict(config).items()
-                   if k not in ('num_nodes', 'num_edges')}},
-                'seed': int(seed), 'scale': scale}})
+            'synthetic': {'config': config.to_json(), 'seed': int(seed),
+                          'scale': scale}})

@@ -12,8 +12,8 @@ nodes for tests. Generation is vectorized and seeded: the same preset,
 scale and seed give the same graph."""
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Dict, Tuple
+from dataclasses import asdict, dataclass
+from typing import Any, Dict, Tuple
 
 import torch
 from torch import Tensor
@@ -50,6 +50,14 @@ class HeteroGraphConfig:
     degree_exponent: float = 2.1
     homophily: float = 0.7
     feature_signal: float = 1.0
+
+    def to_json(self) -> Dict[str, Any]:
+        r"""The configuration as JSON (edge types as ``'src__rel__dst'``),
+        for ``meta.json``."""
+        values = asdict(self)
+        values['num_edges'] = {'__'.join(e): n
+                               for e, n in self.num_edges.items()}
+        return values
 
     def scaled(self, scale: float) -> 'HeteroGraphConfig':
         r"""Every node and edge count times :obj:`scale` (at least 2
@@ -93,12 +101,11 @@ def _power_law(n: int, exponent: float, gen: torch.Generator) -> Tensor:
     return (1.0 - u * (1.0 - cap**-alpha)).pow(-1.0 / alpha)
 
 
-def _draw(weights: Tensor, count: int, gen: torch.Generator) -> Tensor:
-    r""":obj:`count` node ids drawn in proportion to :obj:`weights` (an
-    inverse-CDF search: bounded memory at any count)."""
-    cdf = torch.cumsum(weights, 0)
+def _draw(cdf: Tensor, count: int, gen: torch.Generator) -> Tensor:
+    r""":obj:`count` node ids drawn in proportion to weights of cumulative
+    sum :obj:`cdf` (an inverse-CDF search: bounded memory at any count)."""
     u = torch.rand(count, generator=gen, dtype=torch.float64) * cdf[-1]
-    return torch.searchsorted(cdf, u).clamp_(max=weights.numel() - 1)
+    return torch.searchsorted(cdf, u).clamp_(max=cdf.numel() - 1)
 
 
 def _same_class(dst: Tensor, y: Tensor, gen: torch.Generator) -> Tensor:
@@ -147,12 +154,12 @@ def generate_hetero(config: str | HeteroGraphConfig = 'hetero-tiny',
     store.x, store.y = x, y
     for key, mask in masks.items():
         store[key] = mask
-    weights = {t: _power_law(c, config.degree_exponent, gen)
-               for t, c in config.num_nodes.items()}
+    cdfs = {t: torch.cumsum(_power_law(c, config.degree_exponent, gen), 0)
+            for t, c in config.num_nodes.items()}
     for edge_type, count in config.num_edges.items():
         src_type, rel, dst_type = edge_type
-        dst = _draw(weights[dst_type], count, gen)
-        src = _draw(weights[src_type], count, gen)
+        dst = _draw(cdfs[dst_type], count, gen)
+        src = _draw(cdfs[src_type], count, gen)
         if src_type == dst_type == labelled and count:
             same = torch.rand(count, generator=gen) < config.homophily
             src[same] = _same_class(dst[same], y, gen)

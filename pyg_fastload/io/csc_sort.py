@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
-from typing import Any, Callable, Iterable, Tuple, Union
+from typing import Any, Callable, Iterable, Optional, Tuple, Union
 
 import numpy as np
 import torch
@@ -17,14 +17,20 @@ from ..graph.topology import index_dtype_for
 from . import format as fmt
 from .format import int_arg
 
-__all__ = ['csc_from_edge_chunks', 'check_node_count']
+__all__ = ['csc_from_edge_chunks', 'check_node_count', 'count_in_degrees',
+           'scatter_edges', 'index_numpy', 'EdgeChunks']
 
 PathLike = Union[str, 'os.PathLike[str]']
 
 
 # --------------------------------------------------------- external CSC ----
-def _edge_pair(chunk: Any, index: int, num_nodes: int
-               ) -> Tuple[np.ndarray, np.ndarray]:
+#: What :func:`csc_from_edge_chunks` takes: a callable returning an iterable
+#: of ``(src, dst)`` pairs of 1-D integer arrays or tensors, called twice.
+EdgeChunks = Callable[[], Iterable[Tuple[Any, Any]]]
+
+
+def _edge_pair(chunk: Any, index: int, num_nodes: int,
+               num_sources: Optional[int]) -> Tuple[np.ndarray, np.ndarray]:
     try:
         src, dst = chunk
     except (TypeError, ValueError):
@@ -41,14 +47,18 @@ def _edge_pair(chunk: Any, index: int, num_nodes: int
             raise TypeError(f'edge chunk {index}: node ids must be '
                             f'integers, got dtype {array.dtype}')
     if src.size:
-        low = min(int(src.min()), int(dst.min()))
-        high = max(int(src.max()), int(dst.max()))
-        if low < 0 or high >= num_nodes:
-            raise ValueError(
-                f'edge chunk {index} holds node id '
-                f'{low if low < 0 else high}, outside [0, num_nodes='
-                f'{num_nodes}); fix the edge list or pass the true node '
-                f'count')
+        for ids, bound, name, role in (
+                (src, num_nodes, 'num_nodes', 'source')
+                if num_sources is None else
+                (src, num_sources, 'num_sources', 'source'),
+                (dst, num_nodes, 'num_nodes', 'destination')):
+            low, high = int(ids.min()), int(ids.max())
+            if low < 0 or high >= bound:
+                raise ValueError(
+                    f'edge chunk {index} holds {role} node id '
+                    f'{low if low < 0 else high}, outside [0, {name}='
+                    f'{bound}); fix the edge list or pass the true node '
+                    f'count')
     return src, dst.astype(np.int64, copy=False)
 
 
@@ -95,8 +105,101 @@ def check_node_count(num_nodes: int, out_dir: Path) -> None:
             f"{format_bytes(free)} free")
 
 
+def _mismatch() -> ValueError:
+    return ValueError(
+        "'edge_chunks()' yielded different edges on its second call; it "
+        'must yield the same chunks every time (e.g. re-open the file)')
+
+
+def _stable_order(dst: np.ndarray, num_nodes: int) -> np.ndarray:
+    r"""The positions that sort :obj:`dst` (ids below :obj:`num_nodes`)
+    stably: one sort of the distinct keys ``dst * size + position``, a few
+    times faster than a stable argsort (which serves where the keys would
+    overflow)."""
+    size = dst.size
+    if num_nodes * size >= 2**63:
+        return np.argsort(dst, kind='stable')
+    keys = dst * size
+    keys += np.arange(size)
+    keys.sort()
+    return np.remainder(keys, size, out=keys)
+
+
+def count_in_degrees(edge_chunks: EdgeChunks, num_nodes: int,
+                     num_sources: Optional[int] = None,
+                     progress: bool = True) -> np.ndarray:
+    r"""Pass 1 of :func:`csc_from_edge_chunks`: the CSC offsets (``int64
+    [num_nodes + 1]``) of the edges of :obj:`edge_chunks`, counted chunk by
+    chunk, every chunk's ids checked (sources below :obj:`num_sources`,
+    default :obj:`num_nodes`)."""
+    counts = np.zeros(num_nodes, dtype=np.int64)
+    with tqdm(unit='edge', unit_scale=True, desc='counting in-degrees',
+              disable=not progress, leave=False) as bar:
+        for i, chunk in enumerate(edge_chunks()):
+            _, dst = _edge_pair(chunk, i, num_nodes, num_sources)
+            if dst.size * 8 >= num_nodes:
+                counts += np.bincount(dst, minlength=num_nodes)
+            elif dst.size:  # a small chunk: avoid an O(N) bincount
+                nodes = np.sort(dst)
+                starts = np.flatnonzero(np.append(True,
+                                                  nodes[1:] != nodes[:-1]))
+                counts[nodes[starts]] += np.diff(np.append(starts,
+                                                           nodes.size))
+            bar.update(dst.size)
+    indptr = np.zeros(num_nodes + 1, dtype=np.int64)
+    np.cumsum(counts, out=indptr[1:])
+    return indptr
+
+
+def scatter_edges(edge_chunks: EdgeChunks, indptr: np.ndarray,
+                  num_sources: Optional[int], indices: np.ndarray,
+                  edge_id: Optional[np.ndarray] = None, shift: int = 0,
+                  progress: bool = True) -> None:
+    r"""Pass 2 of :func:`csc_from_edge_chunks`: sorts every chunk by
+    destination (stably) and writes its sources plus :obj:`shift` into
+    :obj:`indices` (an array of ``indptr[-1]`` entries, memory-mapped) at
+    ``cursor[dst] + rank within the chunk``, and where :obj:`edge_id` is
+    given, every edge's position in the stream at the same place; the edge
+    order within every destination is the order of the input."""
+    num_nodes = indptr.size - 1
+    cursor = indptr[:-1].copy()
+    seen = 0
+    with tqdm(total=int(indptr[-1]), unit='edge', unit_scale=True,
+              desc='writing CSC', disable=not progress, leave=False) as bar:
+        for i, chunk in enumerate(edge_chunks()):
+            src, dst = _edge_pair(chunk, i, num_nodes, num_sources)
+            if dst.size == 0:
+                continue
+            order = None
+            if dst.size > 1 and not bool((dst[1:] >= dst[:-1]).all()):
+                order = _stable_order(dst, num_nodes)
+                dst, src = dst[order], src[order]
+            boundary = np.empty(dst.size, dtype=bool)
+            boundary[0] = True
+            np.not_equal(dst[1:], dst[:-1], out=boundary[1:])
+            starts = np.flatnonzero(boundary)
+            group = np.cumsum(boundary) - 1
+            del boundary
+            nodes = dst[starts]
+            cnt = np.diff(np.append(starts, dst.size))
+            base = cursor[nodes]
+            if bool((base + cnt > indptr[nodes + 1]).any()):
+                raise _mismatch()
+            pos = base[group] + (np.arange(dst.size) - starts[group])
+            indices[pos] = src + shift if shift else src
+            if edge_id is not None:
+                edge_id[pos] = seen + (np.arange(dst.size) if order is None
+                                       else order)
+            cursor[nodes] += cnt
+            seen += dst.size
+            bar.update(dst.size)
+            del src, dst, starts, group, pos, base, order
+    if not np.array_equal(cursor, indptr[1:]):
+        raise _mismatch()
+
+
 def csc_from_edge_chunks(
-    edge_chunks: Callable[[], Iterable[Tuple[Any, Any]]],
+    edge_chunks: EdgeChunks,
     num_nodes: int,
     out_dir: PathLike,
     progress: bool = True,
@@ -104,10 +207,11 @@ def csc_from_edge_chunks(
     r"""Builds the CSC form of an edge list larger than memory with a
     two-pass external counting sort, in :math:`O(N)` memory plus one chunk.
 
-    Pass 1 counts the in-degrees chunk by chunk; pass 2 sorts every chunk
-    by destination (stably) and scatters its sources into a memory-mapped
-    ``indices`` file at ``cursor[dst] + rank within the chunk``.  The edge
-    order within every destination is the order of the input.  Writes
+    Pass 1 counts the in-degrees chunk by chunk (:func:`count_in_degrees`);
+    pass 2 sorts every chunk by destination (stably) and scatters its
+    sources into a memory-mapped ``indices`` file at ``cursor[dst] + rank
+    within the chunk`` (:func:`scatter_edges`).  The edge order within
+    every destination is the order of the input.  Writes
     ``out_dir/indptr.bin`` (``int64 [N + 1]``) and ``out_dir/indices.bin``
     (``int32 [E]``, ``int64`` from :math:`2^{31}` nodes on).
 
@@ -128,66 +232,15 @@ def csc_from_edge_chunks(
         raise FileNotFoundError(f"'out_dir' = '{out_dir}' is not an existing "
                                 f'directory; create it first')
     check_node_count(num_nodes, out_dir)
-    counts = np.zeros(num_nodes, dtype=np.int64)
-    with tqdm(unit='edge', unit_scale=True, desc='counting in-degrees',
-              disable=not progress, leave=False) as bar:
-        for i, chunk in enumerate(edge_chunks()):
-            _, dst = _edge_pair(chunk, i, num_nodes)
-            if dst.size * 8 >= num_nodes:
-                counts += np.bincount(dst, minlength=num_nodes)
-            elif dst.size:  # a small chunk: avoid an O(N) bincount
-                nodes = np.sort(dst)
-                starts = np.flatnonzero(np.append(True,
-                                                  nodes[1:] != nodes[:-1]))
-                counts[nodes[starts]] += np.diff(np.append(starts,
-                                                           nodes.size))
-            bar.update(dst.size)
-    indptr = np.zeros(num_nodes + 1, dtype=np.int64)
-    np.cumsum(counts, out=indptr[1:])
-    del counts
-    num_edges = int(indptr[-1])
+    indptr = count_in_degrees(edge_chunks, num_nodes, progress=progress)
     indptr_file = out_dir / 'indptr.bin'
     indices_file = out_dir / 'indices.bin'
     _write_raw(indptr_file, indptr)
-
-    index_np = np.int32 if index_dtype_for(max(num_nodes - 1, 0)) == \
-        torch.int32 else np.int64
     tmp = indices_file.with_name(indices_file.name + '.tmp')
-    indices = _open_out(tmp, np.dtype(index_np), num_edges)
-    cursor = indptr[:-1].copy()
-    mismatch = ValueError(
-        "'edge_chunks()' yielded different edges on its second call; it "
-        'must yield the same chunks every time (e.g. re-open the file)')
+    indices = _open_out(tmp, np.dtype(index_numpy(num_nodes)),
+                        int(indptr[-1]))
     try:
-        with tqdm(total=num_edges, unit='edge', unit_scale=True,
-                  desc='writing CSC', disable=not progress,
-                  leave=False) as bar:
-            for i, chunk in enumerate(edge_chunks()):
-                src, dst = _edge_pair(chunk, i, num_nodes)
-                if dst.size == 0:
-                    continue
-                if dst.size > 1 and not bool((dst[1:] >= dst[:-1]).all()):
-                    order = np.argsort(dst, kind='stable')
-                    dst, src = dst[order], src[order]
-                    del order
-                boundary = np.empty(dst.size, dtype=bool)
-                boundary[0] = True
-                np.not_equal(dst[1:], dst[:-1], out=boundary[1:])
-                starts = np.flatnonzero(boundary)
-                group = np.cumsum(boundary) - 1
-                del boundary
-                nodes = dst[starts]
-                cnt = np.diff(np.append(starts, dst.size))
-                base = cursor[nodes]
-                if bool((base + cnt > indptr[nodes + 1]).any()):
-                    raise mismatch
-                pos = base[group] + (np.arange(dst.size) - starts[group])
-                indices[pos] = src
-                cursor[nodes] += cnt
-                bar.update(dst.size)
-                del src, dst, starts, group, pos, base
-        if not np.array_equal(cursor, indptr[1:]):
-            raise mismatch
+        scatter_edges(edge_chunks, indptr, None, indices, progress=progress)
         if isinstance(indices, np.memmap):
             indices.flush()
         del indices
@@ -198,6 +251,13 @@ def csc_from_edge_chunks(
     return indptr_file, indices_file
 
 
+def index_numpy(num_ids: int) -> type:
+    r"""The numpy dtype of ``indices`` over :obj:`num_ids` node ids
+    (``int32`` below :math:`2^{31}`, as :func:`index_dtype_for`)."""
+    return np.int32 if index_dtype_for(max(num_ids - 1, 0)) == \
+        torch.int32 else np.int64
+
+
 def coalesce_csc(indptr_file: Path, indices_file: Path, num_nodes: int,
                   progress: bool) -> int:
     r"""Sorts every neighbour list and removes duplicate edges in place (a
@@ -205,8 +265,7 @@ def coalesce_csc(indptr_file: Path, indices_file: Path, num_nodes: int,
     count."""
     indptr = np.fromfile(indptr_file, dtype=np.int64)
     num_edges = int(indptr[-1])
-    index_np = np.int32 if index_dtype_for(max(num_nodes - 1, 0)) == \
-        torch.int32 else np.int64
+    index_np = index_numpy(num_nodes)
     old = np.memmap(indices_file, dtype=index_np, mode='r',
                     shape=(num_edges, )) if num_edges else \
         np.zeros(0, dtype=index_np)

@@ -30,15 +30,23 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Optional, Tuple, Union
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 import numpy as np
 import torch
 from torch import Tensor
 
 from ..graph.hetero_topology import EdgeType, HeteroTopology, offsets_of
-from ..graph.topology import CSCTopology, index_dtype_for
+from ..graph.topology import CSCTopology
+from . import format as fmt
 from .arrays import Source
+from .csc_sort import (
+    EdgeChunks,
+    check_node_count,
+    count_in_degrees,
+    index_numpy,
+    scatter_edges,
+)
 from .format import (
     HETERO_FORMAT_VERSION,
     META_KEYS,
@@ -62,7 +70,7 @@ from .reader import (
 from .staging import Staging
 from .writer import cast_labels
 
-__all__ = ['OnDiskHeteroDataset', 'open_hetero_dataset_dir',
+__all__ = ['OnDiskHeteroDataset', 'Relation', 'open_hetero_dataset_dir',
            'write_hetero_dataset_dir', 'open_node_arrays']
 
 PathLike = Union[str, 'os.PathLike[str]']
@@ -167,8 +175,13 @@ class OnDiskHeteroDataset:
 
 
 # ---------------------------------------------------------------- writing --
+#: A relation given to :func:`write_hetero_dataset_dir`: its CSC in memory,
+#: or its edge list as chunks (:data:`~pyg_fastload.io.csc_sort.EdgeChunks`).
+Relation = Union[CSCTopology, EdgeChunks]
+
+
 def _check_types(num_nodes: Dict[str, int],
-                 relations: Dict[EdgeType, CSCTopology],
+                 relations: Dict[EdgeType, Relation],
                  node_arrays: Dict[str, Dict[str, Source]]) -> None:
     if not isinstance(num_nodes, dict) or not num_nodes:
         raise ValueError("'num_nodes' must be a non-empty dict of node type "
@@ -188,11 +201,26 @@ def _check_types(num_nodes: Dict[str, int],
                     f"edge type {edge_type}: its {role} node type {end!r} "
                     f"is not in 'num_nodes' ({', '.join(num_nodes)}); "
                     f"declare it with its node count")
-        if rel.num_nodes != num_nodes[edge_type[2]]:
+        if not isinstance(rel, CSCTopology):
+            if not callable(rel):
+                raise TypeError(
+                    f"relations[{edge_type!r}] is a {type(rel).__name__}; "
+                    f"pass a CSCTopology or a callable returning an "
+                    f"iterable of (src, dst) chunks")
+            continue
+        segments = num_nodes[edge_type[2]]
+        if rel.num_nodes != segments or rel.indptr.numel() != segments + 1:
             raise ValueError(
                 f"edge type {edge_type}: its CSC has {rel.num_nodes} "
                 f"destination segments, node type {edge_type[2]!r} "
-                f"{num_nodes[edge_type[2]]} nodes")
+                f"{segments} nodes")
+        if int(rel.indptr[-1]) != rel.num_edges or (
+                rel.edge_id is not None and
+                rel.edge_id.numel() != rel.num_edges):
+            raise ValueError(
+                f"edge type {edge_type}: its CSC's indptr ends at "
+                f"{int(rel.indptr[-1])} for {rel.num_edges} indices (and "
+                f"edge ids); pass a consistent CSCTopology")
     for node_type, arrays in node_arrays.items():
         if node_type not in num_nodes:
             raise ValueError(f"'node_arrays' has arrays of {node_type!r}, "
@@ -201,11 +229,89 @@ def _check_types(num_nodes: Dict[str, int],
             check_name(key, 'node array name', f"'node_arrays[{node_type!r}]'")
 
 
+def _region(file: Path, dtype: Any, start: int, count: int) -> np.ndarray:
+    r"""Entries ``[start, start + count)`` of the raw array :obj:`file`,
+    which grows to hold them, memory-mapped for writing."""
+    dtype = np.dtype(dtype)
+    with open(file, 'r+b') as f:
+        f.truncate((start + count) * dtype.itemsize)
+    if count == 0:
+        return np.zeros(0, dtype=dtype)
+    return np.memmap(file, dtype=dtype, mode='r+',
+                     offset=start * dtype.itemsize, shape=(count, ))
+
+
+def _copy_csc(rel: CSCTopology, indices: np.ndarray, edge_id: np.ndarray,
+              shift: int) -> None:
+    r"""A CSC in memory into its place, in chunks: its sources plus
+    :obj:`shift`, and its edge ids (the identity where it has none)."""
+    step = fmt.EDGE_CHUNK
+    for start in range(0, rel.num_edges, step):
+        stop = min(start + step, rel.num_edges)
+        indices[start:stop] = rel.indices[start:stop].numpy().astype(
+            np.int64) + shift
+        edge_id[start:stop] = np.arange(start, stop) if rel.edge_id is None \
+            else rel.edge_id[start:stop].numpy()
+
+
+def _write_relations(out: Path, relations: Dict[EdgeType, Relation],
+                     num_nodes: Dict[str, int], space: Dict[str, int],
+                     node_offset: Dict[str, int], index_np: Any,
+                     progress: bool) -> List[int]:
+    r"""Writes ``indptr.bin``, ``indices.bin`` and ``edge_id.bin`` of
+    :obj:`relations` into :obj:`out`, back to back, a relation given as
+    edge chunks counted and sorted into place
+    (:func:`~pyg_fastload.io.csc_sort.count_in_degrees`,
+    :func:`~pyg_fastload.io.csc_sort.scatter_edges`; memory: three
+    ``int64`` per node of its destination type, and one chunk); returns
+    every relation's edge count."""
+    files = [out / f'{key}.bin' for key in ('indptr', 'indices', 'edge_id')]
+    for file in files[1:]:
+        file.touch()
+    counts: List[int] = []
+    total = 0
+    with open(files[0], 'wb') as f:
+        f.write(np.zeros(1, dtype=np.int64).data)
+        for edge_type, rel in relations.items():
+            src, _, dst = edge_type
+            try:
+                indptr = rel.indptr.numpy().astype(np.int64) if isinstance(
+                    rel, CSCTopology) else count_in_degrees(
+                        rel, num_nodes[dst], space[src], progress)
+                edges = int(indptr[-1])
+                indices = _region(files[1], index_np, total, edges)
+                edge_id = _region(files[2], np.int64, total, edges)
+                if isinstance(rel, CSCTopology):
+                    _copy_csc(rel, indices, edge_id, node_offset[src])
+                else:
+                    scatter_edges(rel, indptr, space[src], indices, edge_id,
+                                  node_offset[src], progress)
+            except (TypeError, ValueError) as error:
+                raise type(error)(
+                    f'relations[{edge_type!r}]: {error} (sources: '
+                    f'num_nodes[{src!r}], destinations: num_nodes[{dst!r}])'
+                ) from None
+            for array in (indices, edge_id):
+                if isinstance(array, np.memmap):
+                    array.flush()
+            del indices, edge_id
+            indptr += total
+            f.write(indptr[1:].data)
+            counts.append(edges)
+            total += edges
+        f.flush()
+        os.fsync(f.fileno())
+    for file in files[1:]:
+        with open(file, 'rb+') as written:
+            os.fsync(written.fileno())
+    return counts
+
+
 def write_hetero_dataset_dir(
     path: PathLike,
     *,
     num_nodes: Dict[str, int],
-    relations: Dict[EdgeType, CSCTopology],
+    relations: Dict[EdgeType, Relation],
     node_arrays: Dict[str, Dict[str, Source]],
     name: str,
     source: str,
@@ -221,16 +327,28 @@ def write_hetero_dataset_dir(
     atomically, like :func:`~pyg_fastload.io.write_dataset_dir`) and opens
     it, checking every checksum.
 
+    A relation is given in memory, as a CSC, or as its edge list in chunks,
+    which is sorted into place out of core (the two passes of
+    :func:`~pyg_fastload.io.csc_from_edge_chunks`, memory: one chunk and
+    three ``int64`` per node of its destination type, whatever its edge
+    count): within a destination its edges keep their order in the list,
+    and ``edge_id`` is their position in it. Either way gives the same
+    files (``CSCTopology.from_edge_index`` sorts stably too).
+
     Args:
         path: the directory to create.
         num_nodes (Dict[str, int]): node count per type (in this order).
-        relations (Dict[EdgeType, CSCTopology]): each edge type's CSC over
-            its destination type's nodes, with source ids of its source type
-            (``CSCTopology.from_edge_index(edge_index, num_dst,
-            num_sources=num_src)``; its ``edge_id`` maps back to the
-            relation's edge list).
+        relations (Dict[EdgeType, CSCTopology or callable]): each edge
+            type's edges: its CSC over its destination type's nodes, with
+            source ids of its source type (``CSCTopology.from_edge_index(
+            edge_index, num_dst, num_sources=num_src)``; its ``edge_id``
+            maps back to the relation's edge list), or a callable returning
+            an iterable of ``(src, dst)`` chunks of type-local ids (1-D
+            integer arrays or tensors), called twice and yielding the same
+            edges both times.
         node_arrays (Dict[str, Dict[str, Source]]): per node type its
-            arrays (``x``, ``y``, masks, ...), one row per node of the type;
+            arrays (``x``, ``y``, masks, ...), one row per node of the type,
+            each a tensor, an array or a callable returning row chunks;
             types without features are left out or given ``{}``.
         name, source: the dataset's name and where it came from.
         num_classes (int, optional): classes of the target's labels.
@@ -252,45 +370,23 @@ def write_hetero_dataset_dir(
             raise ValueError(f"'extra_meta' may not set the reserved "
                              f"meta.json key {key!r}")
     node_types = list(num_nodes)
-    node_offset = offsets_of([num_nodes[t] for t in node_types])
-    total = int(node_offset[-1])
+    total = sum(int(num_nodes[t]) for t in node_types)
     space = _check_index_space(index_space, num_nodes)
-    if space is not None:  # source ids over the whole graph's types
-        node_offset = offsets_of([space[t] for t in node_types])
-    index_np = np.int32 if index_dtype_for(
-        max(int(node_offset[-1]) - 1, 0)) == \
-        torch.int32 else np.int64
-    edge_types = list(relations)
-
-    def indptr() -> Iterator[np.ndarray]:
-        yield np.zeros(1, dtype=np.int64)
-        shift = 0
-        for rel in relations.values():
-            yield rel.indptr[1:].numpy().astype(np.int64) + shift
-            shift += rel.num_edges
-
-    def indices() -> Iterator[np.ndarray]:
-        for (src, _, _), rel in relations.items():
-            shift = int(node_offset[node_types.index(src)])
-            yield (rel.indices.numpy().astype(np.int64) + shift).astype(
-                index_np)
-
-    def edge_id() -> Iterator[np.ndarray]:
-        for rel in relations.values():
-            yield (np.arange(rel.num_edges, dtype=np.int64)
-                   if rel.edge_id is None else
-                   rel.edge_id.numpy().astype(np.int64))
-
-    num_edges = sum(rel.num_edges for rel in relations.values())
-    num_segments = sum(rel.num_nodes for rel in relations.values())
+    id_space = dict(num_nodes) if space is None else space
+    offsets = offsets_of([id_space[t] for t in node_types]).tolist()
+    index_np = index_numpy(offsets[-1])
     path = Path(path).expanduser()
+    check_node_count(max([num_nodes[e[2]] for e in relations], default=0),
+                     path.parent)
     with Staging(path, overwrite, progress) as st:
-        st.write_array('indptr', indptr, expect_rows=num_segments + 1,
-                       what="'indptr'", default_dtype='int64')
-        st.write_array('indices', indices, expect_rows=num_edges,
-                       what="'indices'", default_dtype=np.dtype(index_np).name)
-        st.write_array('edge_id', edge_id, expect_rows=num_edges,
-                       what="'edge_id'", default_dtype='int64')
+        counts = _write_relations(st.dir, relations, num_nodes, id_space,
+                                  dict(zip(node_types, offsets)), index_np,
+                                  progress)
+        num_edges = sum(counts)
+        num_segments = sum(num_nodes[e[2]] for e in relations)
+        st.adopt('indptr', 'int64', [num_segments + 1])
+        st.adopt('indices', np.dtype(index_np).name, [num_edges])
+        st.adopt('edge_id', 'int64', [num_edges])
         declared = []
         for node_type in node_types:
             arrays = node_arrays.get(node_type, {})
@@ -306,9 +402,8 @@ def write_hetero_dataset_dir(
         extra = dict(extra_meta or {})
         extra['kind'] = 'hetero'
         extra['node_types'] = declared
-        extra['edge_types'] = [
-            {'type': list(e), 'num_edges': relations[e].num_edges}
-            for e in edge_types]
+        extra['edge_types'] = [{'type': list(e), 'num_edges': n}
+                               for e, n in zip(relations, counts)]
         if target is not None:
             extra['target'] = target
         if space is not None:
@@ -317,7 +412,6 @@ def write_hetero_dataset_dir(
         meta['format_version'] = HETERO_FORMAT_VERSION
         st.commit(meta)
     return open_hetero_dataset_dir(path, verify=verify)
-
 
 
 def _check_index_space(index_space: Optional[Dict[str, int]],

@@ -39,7 +39,7 @@ def test_csc_from_edge_chunks_matches_from_edge_index(tmp_path):
 
 
 def test_csc_from_edge_chunks_errors(tmp_path):
-    with pytest.raises(ValueError, match=r'chunk 1 holds node id 9, '
+    with pytest.raises(ValueError, match=r'chunk 1 holds source node id 9, '
                        r'outside \[0, num_nodes=5\)'):
         csc_from_edge_chunks(lambda: [(np.array([0]), np.array([1])),
                                       (np.array([9]), np.array([1]))],
