@@ -14,6 +14,7 @@ from torch import Tensor
 from tqdm.auto import tqdm
 
 from ..config import format_bytes
+from ..distributed.collectives import Collectives
 from ..graph import CSCTopology
 from ..storage import TieredFeatureStore
 from .blocks import Block, GcnScale, chunk_block, chunk_generator, gcn_scale
@@ -33,8 +34,12 @@ class LayerRun:
                  fanouts: List[int], seed: int, chunk_size: int,
                  budget: int, work: Optional[Path], device: torch.device,
                  prefetch: bool, progress: bool, depth: int,
-                 keep_hidden: bool = False):
+                 keep_hidden: bool = False,
+                 collectives: Optional[Collectives] = None):
         self.layers, self.topology = layers, topology
+        #: The ranks sharing the chunks of every layer (None: this one
+        #: computes all).
+        self.collectives = collectives
         #: The layers computed: all, or all but the last (``hidden``).
         self.depth = depth
         #: Whether the last layer's input is returned too (``with_hidden``).
@@ -105,42 +110,80 @@ class LayerRun:
         fused_head = last and layers.fused_head
         gcn = self._scale(conv)
         pair = takes_pair(conv)
+        def compute(chunk: Tuple[Block, Tensor]) -> Tensor:
+            block, x = chunk
+            y = apply_layer(conv, x, block, self.device, pair)
+            if layers.after[i]:
+                y = layers.between(i, y)
+            return layers.head([y]) if fused_head else y
+
         output: Optional[LayerOutput] = None
-        desc = f'layer {i + 1}/{layers.num_layers}'
-        with self._bar(desc) as bar:
-            count = -(-self.topology.num_nodes // self.chunk_size)
-            for block, x in self._chunks(count, lambda chunk: self._prepare(
-                    i, chunk, read, gcn)):
-                y = apply_layer(conv, x, block, self.device, pair)
-                if layers.after[i]:
-                    y = layers.between(i, y)
-                if fused_head:
-                    y = layers.head([y])
+        rows = self.topology.num_nodes
+        with self._bar(f'layer {i + 1}/{layers.num_layers}') as bar:
+            for start, y in self._layer_rows(
+                    rows, lambda chunk: self._prepare(i, chunk, read, gcn),
+                    compute):
                 if output is None:
                     output = self._place(f'layer{i + 1}', y,
-                                         last and not layers.head_pass,
-                                         self.topology.num_nodes)
-                output.write(block.start, y.cpu())
-                bar.update(block.num_dst)
+                                         last and not layers.head_pass, rows)
+                output.write(start, y)
+                bar.update(y.size(0))
         output.seal()
         return output
 
-    def _chunks(self, count: int, prepare: Callable[[int], Chunk]
+    def _layer_rows(self, rows: int, prepare: Callable[[int], Chunk],
+                    compute: Callable[[Chunk], Tensor]
+                    ) -> Iterator[Tuple[int, Tensor]]:
+        r"""``(first row, outputs)`` on the CPU of every chunk of a layer
+        over :obj:`rows` destination nodes: each computed here, or, with
+        :attr:`collectives`, every ``world_size``-th here (chunks ``rank,
+        rank + world_size, ...``) and the others received from the ranks
+        that computed them, one exchange per round of ``world_size``
+        chunks (every rank gets every row: the next layer reads any)."""
+        count = -(-rows // self.chunk_size)
+        coll = self.collectives
+        if coll is None or coll.world_size == 1:
+            for chunk, prepared in enumerate(self._chunks(range(count),
+                                                          prepare)):
+                yield chunk * self.chunk_size, compute(prepared).cpu()
+            return
+        world, rank = coll.world_size, coll.rank
+        mine = (compute(prepared).cpu() for prepared in self._chunks(
+            range(rank, count, world), prepare))
+        dtype: Optional[torch.dtype] = None
+        for first in range(0, count, world):
+            y = next(mine) if first + rank < count else None
+            if y is not None:
+                dtype = y.dtype
+            # flat rows travel: a rank without a chunk this round sends none
+            flat = torch.empty(0, dtype=dtype or torch.float32) \
+                if y is None else y.reshape(-1)
+            got = coll.exchange([flat] * world, 'features',
+                                f'layer-wise inference: chunks {first} to '
+                                f'{min(first + world, count) - 1}')
+            for source, values in enumerate(got):
+                chunk = first + source
+                if chunk < count:
+                    start = chunk * self.chunk_size
+                    size = min(self.chunk_size, rows - start)
+                    yield start, values.view(size, -1)
+
+    def _chunks(self, chunks: range, prepare: Callable[[int], Chunk]
                 ) -> Iterator[Chunk]:
-        r"""``prepare(chunk)`` for chunks ``0..count-1`` in turn, the next
-        one prepared in a background thread while the current one is used
+        r"""``prepare(chunk)`` for :obj:`chunks` in turn, the next one
+        prepared in a background thread while the current one is used
         (:attr:`prefetch`)."""
-        if not self.prefetch or count == 1:
-            for chunk in range(count):
+        if not self.prefetch or len(chunks) <= 1:
+            for chunk in chunks:
                 yield prepare(chunk)
             return
         with ThreadPoolExecutor(1, thread_name_prefix='layerwise') as pool:
-            ahead: Future = pool.submit(prepare, 0)
+            ahead: Future = pool.submit(prepare, chunks[0])
             try:
-                for chunk in range(count):
+                for k in range(len(chunks)):
                     current = ahead.result()
-                    if chunk + 1 < count:
-                        ahead = pool.submit(prepare, chunk + 1)
+                    if k + 1 < len(chunks):
+                        ahead = pool.submit(prepare, chunks[k + 1])
                     yield current
             finally:
                 ahead.cancel()

@@ -13,6 +13,7 @@ from torch import Tensor
 
 from ..config import available_memory, check_fanouts, parse_budget
 from ..graph import graph_input, stores_of, topology_of
+from ..distributed.collectives import Collectives
 from ..graph.view import GraphView
 from .layer_run import LayerRun, Rows
 from .layers import AUTO, is_gcn, model_layers
@@ -37,6 +38,7 @@ def layerwise_inference(
     progress: bool = True,
     hidden: bool = False,
     with_hidden: bool = False,
+    collectives: Optional[Collectives] = None,
 ) -> Any:
     r"""The model's output for every node, computed layer by layer: layer 1
     for all nodes in chunks of :obj:`chunk_size` destination nodes over all
@@ -149,6 +151,12 @@ def layerwise_inference(
         with_hidden (bool): both, from one pass: ``(outputs, hidden)``
             (the last hidden layer kept as ``work_dir/hidden.bin`` when it
             does not fit the budget).
+        collectives (Collectives, optional): the ranks that share the work
+            (every rank calls with the same arguments): each computes every
+            ``world_size``-th chunk of every layer and receives the other
+            chunks' rows from the ranks that computed them, one exchange per
+            round of ``world_size`` chunks; every rank returns every node's
+            output (the same as one rank's, within float tolerance).
 
     Returns:
         torch.Tensor: ``[num_nodes, out_channels]``, the rows in node order
@@ -208,7 +216,7 @@ def layerwise_inference(
     options = (fanouts, seed, chunk_size, budget, work, torch.device(device),
                prefetch, progress,
                layers.num_layers - 1 if hidden else layers.num_layers,
-               with_hidden)
+               with_hidden, collectives)
     with torch.no_grad(), _eval(model):
         if typed:
             return TypedRun(layers, topology, GraphView.of(data),

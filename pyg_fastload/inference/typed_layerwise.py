@@ -194,32 +194,31 @@ class TypedRun(LayerRun):
         last = i == layers.num_layers - 1
         aggr = layers.convs[i].aggr
         out: Dict[str, LayerOutput] = {}
+        def compute(parts: List) -> Tensor:
+            y = group([self._typed_apply(conv, block, x_src, x_dst)
+                       for conv, block, x_src, x_dst in parts], aggr)
+            return y if last else layers.between(i, y)
+
         for node_type, relations in by_type.items():
             rows = self.topology.num_nodes_of(node_type)
-            count = -(-rows // self.chunk_size)
             output: Optional[LayerOutput] = None
             desc = f'layer {i + 1}/{layers.num_layers} {node_type}'
             with self._bar(desc, rows) as bar:
-                for start, parts in self._chunks(
-                        count, lambda chunk: self._typed_prepare(
-                            i, chunk, rows, relations, reads)):
-                    ys = [self._typed_apply(conv, block, x_src, x_dst)
-                          for conv, block, x_src, x_dst in parts]
-                    y = group(ys, aggr)
-                    if not last:
-                        y = layers.between(i, y)
+                for start, y in self._layer_rows(
+                        rows, lambda chunk: self._typed_prepare(
+                            i, chunk, rows, relations, reads), compute):
                     if output is None:
                         output = self._place(f'layer{i + 1}.{node_type}', y,
                                              last, rows)
-                    output.write(start, y.cpu())
-                    bar.update(min(self.chunk_size, rows - start))
+                    output.write(start, y)
+                    bar.update(y.size(0))
             output.seal()
             out[node_type] = output
         return out
 
     def _typed_prepare(self, layer: int, chunk: int, rows: int,
                        relations: List[Tuple[EdgeType, Any]],
-                       reads: Dict[str, Rows]) -> Tuple[int, List]:
+                       reads: Dict[str, Rows]) -> List:
         start = chunk * self.chunk_size
         end = min(start + self.chunk_size, rows)
         fanout = self.fanouts[layer]
@@ -243,7 +242,7 @@ class TypedRun(LayerRun):
                         self.device)
                 x_dst = dst_rows
             parts.append((conv, block, x_src, x_dst))
-        return start, parts
+        return parts
 
     def _relation_scale(self, edge_type: EdgeType,
                         conv: Any) -> Optional[GcnScale]:

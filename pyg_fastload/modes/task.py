@@ -14,6 +14,7 @@ import torch
 from torch import Tensor
 
 from ..config import SettingError
+from ..distributed.collectives import Collectives
 from ..distributed.seeds import in_order, rank_seed_sampler, shard
 from ..inference import WholeGraph, WholeGraphLoader
 from ..loader import FastLinkNeighborLoader, FastNeighborLoader
@@ -56,9 +57,20 @@ class Task:
     def check(self, mode: 'LoadingMode') -> None:
         r"""Refuses a :obj:`mode` this task cannot run in."""
 
+    #: The ranks' group of their own for layer-wise inference (after
+    #: :meth:`open`, where the task infers layer-wise).
+    inference: Optional[Collectives] = None
+
     def open(self, mode: 'LoadingMode') -> None:
         r"""Prepares the task once :obj:`mode` opened its data (every rank
         the same, in the same order: it may build collectives)."""
+        if self.infers_layerwise(mode.spec):
+            self.inference = mode.collectives.new_stage()
+
+    def infers_layerwise(self, spec: 'LoadingSpec') -> bool:
+        r"""Whether a loader gives the whole graph (:class:`WholeGraph`),
+        whose layers the ranks compute together."""
+        return False
 
     def loader(self, mode: 'LoadingMode', split: str,
                generator: torch.Generator, placement: Placement) -> Loader:
@@ -70,6 +82,9 @@ class NodeTask(Task):
     r"""Seed nodes of the labelled node type, with their sampled
     neighbourhoods (for :class:`NodeClassifier`)."""
     name = 'node'
+
+    def infers_layerwise(self, spec: 'LoadingSpec') -> bool:
+        return spec.eval == 'layerwise'
 
     def check(self, mode: 'LoadingMode') -> None:
         if mode.spec.eval == 'layerwise' and mode.source is None:
@@ -85,7 +100,8 @@ class NodeTask(Task):
         target = mode.target(data)
         if not train and mode.spec.eval == 'layerwise':  # every in-edge
             return WholeGraphLoader(WholeGraph(
-                data, seeds, target, progress=mode.spec.progress))
+                data, seeds, target, progress=mode.spec.progress,
+                collectives=self.inference))
         extra: Dict[str, Any] = {}
         if sampler is not None:
             extra['sampler'] = sampler
@@ -192,7 +208,11 @@ class LinkTask(Task):
                                f"part's edges only, so no rank can tell a "
                                f"drawn pair from an edge: leave it out")
 
+    def infers_layerwise(self, spec: 'LoadingSpec') -> bool:
+        return True  # every node's embedding, to predict
+
     def open(self, mode: 'LoadingMode') -> None:
+        super().open(mode)
         data = mode.eval_data  # the whole graph, in the dataset's ids
         self.split = link_split(data, self.options, self.seed)
         self.graphs = {split: self.split.graph(data, split)
@@ -205,7 +225,8 @@ class LinkTask(Task):
         if split == 'predict':  # every node's embedding, over every edge
             data, seeds, _ = mode.plan(split, generator)
             return WholeGraphLoader(WholeGraph(
-                data, seeds, mode.target(data), progress=mode.spec.progress))
+                data, seeds, mode.target(data), progress=mode.spec.progress,
+                collectives=self.inference))
         links = self.split
         spec = mode.spec
         train = split == 'train'
