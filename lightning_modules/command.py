@@ -55,6 +55,9 @@ _BENCHMARKS = {
               'training loop fed by PyG vs pyg_fastload loaders'),
     'model': ('pyg_fastload.bench.model',
               'edge_index scatter vs sorted sparse adjacency in the model'),
+    'inference': ('pyg_fastload.bench.inference',
+                  "every node's output: layerwise_inference vs PyG's "
+                  'layer-wise loop'),
     'partition': ('pyg_fastload.bench.partition',
                   'partition quality per method: cut, balance, locality, '
                   'time'),
