@@ -34,7 +34,8 @@ import resource
 import time
 import uuid
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple, Union
+from typing import (Any, Callable, Dict, Iterator, List, Optional, Tuple,
+                    Union)
 
 import numpy as np
 import torch
@@ -56,8 +57,9 @@ from .hetero_pagraph import hetero_pagraph_assign, pagraph_part
 from .bounded import check_max_memory
 from .methods import METHODS, assign_parts, check_num_parts
 from .part_dirs import (PARTITION_DIR, PARTITION_FORMAT, PARTITION_VERSION,
-                        _fail, checked_part, concat_csc, is_hetero_partition,
-                        part_dir, read_partition_meta)
+                        _fail, checked_part, concat_csc, edge_chunks,
+                        is_hetero_partition, part_dir, read_partition_meta,
+                        row_chunks, save_book)
 
 __all__ = ['HeteroPartitionBook', 'renumber_hetero', 'homogeneous_view',
            'partition_hetero_dataset', 'open_hetero_partition',
@@ -298,9 +300,7 @@ def partition_hetero_dataset(
     node_types = list(topo.node_types)
     with StagedDirectory(out, overwrite, PARTITION_DIR) as staged:
         tmp = staged.dir
-        for name, array in (('owner.npy', owner), ('new_id.npy', new_id),
-                            ('offsets.npy', offsets)):
-            np.save(tmp / name, array, allow_pickle=False)
+        save_book(tmp, (owner, new_id, offsets))
         new_of = torch.from_numpy(new_id)
         order_of = torch.from_numpy(order)
         for part in tqdm(range(num_parts), desc='writing parts', unit='part',
@@ -389,27 +389,43 @@ def _with_replicas(nodes: Dict[str, Tensor], replica: Tensor,
 
 
 def _part(dataset: Any, nodes: Dict[str, Tensor], new_of: Tensor
-          ) -> Tuple[Dict[Any, CSCTopology], Dict[str, Dict[str, Tensor]]]:
+          ) -> Tuple[Dict[Any, Any], Dict[str, Dict[str, Any]]]:
     r"""``(relations, arrays)`` of a part holding :obj:`nodes` (per type,
-    original type-local ids in new-id order): every relation's in-edges
-    into them, source ids as type-local new ids of the whole graph (the
-    part's ``index_space``), and their rows of every node array."""
+    original type-local ids in new-id order), as chunk sources the writer
+    streams (the part's edges and rows never whole in memory): every
+    relation's in-edges into them, in CSC order, source ids as type-local
+    new ids of the whole graph (the part's ``index_space``), and their rows
+    of every node array."""
     topo = dataset.topology
-    relations = {}
-    for r, edge_type in enumerate(topo.edge_types):
-        src = int(topo.src_type[r])
-        rows = nodes[edge_type[2]]
-        first = int(topo.segment_offset[r])
-        begin = topo.indptr[first + rows]
-        degree = topo.indptr[first + rows + 1] - begin
-        indptr = torch.zeros(rows.numel() + 1, dtype=torch.long)
-        torch.cumsum(degree, 0, out=indptr[1:])
-        edges = expand_ranges(begin, degree)
-        indices = new_of[topo.indices[edges].long()] - topo.node_offset[src]
-        relations[edge_type] = CSCTopology(indptr, indices, rows.numel())
-    arrays = {t: {key: value[nodes[t]] for key, value in a.items()}
+    relations = {edge_type: _part_edges(topo, r, nodes[edge_type[2]],
+                                        new_of)
+                 for r, edge_type in enumerate(topo.edge_types)}
+    arrays = {t: {key: row_chunks(value, nodes[t])
+                  for key, value in a.items()}
               for t, a in dataset.arrays.items()}
     return relations, arrays
+
+
+def _part_edges(topo: HeteroTopology, r: int, rows: Tensor, new_of: Tensor
+                ) -> Callable[[], Iterator[Tuple[Tensor, Tensor]]]:
+    r"""Relation :obj:`r`'s in-edges into :obj:`rows` as ``(source,
+    row)`` chunks: sources in type-local new ids, rows the positions in
+    :obj:`rows` (one ``int64`` per row held, the edges chunk by chunk)."""
+    first = int(topo.segment_offset[r])
+    shift = topo.node_offset[int(topo.src_type[r])]
+    begin = topo.indptr[first + rows]
+    degree = topo.indptr[first + rows + 1] - begin
+    indptr = torch.zeros(rows.numel() + 1, dtype=torch.long)
+    torch.cumsum(degree, 0, out=indptr[1:])
+
+    def chunks() -> Iterator[Tuple[Tensor, Tensor]]:
+        for at, end in edge_chunks(indptr):
+            size = int(indptr[end]) - int(indptr[at])
+            edges = expand_ranges(begin[at:end], degree[at:end], size)
+            yield (new_of[topo.indices[edges].long()] - shift,
+                   torch.repeat_interleave(torch.arange(at, end),
+                                           degree[at:end], output_size=size))
+    return chunks
 
 
 def load_hetero_book(parts_dir: Path,

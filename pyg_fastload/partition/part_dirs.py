@@ -21,6 +21,7 @@ from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterator, List,
                     Optional, Tuple, Union)
 
 import numpy as np
+import numpy.lib.format as npy
 import torch
 from tqdm.auto import tqdm
 
@@ -45,7 +46,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from .hetero import HeteroPartitionBook
 
 __all__ = ['partition_dataset', 'open_partition', 'full_topology', 'concat_csc',
-           'part_dir', 'PARTITION_FORMAT', 'is_hetero_partition']
+           'part_dir', 'PARTITION_FORMAT', 'is_hetero_partition', 'save_book',
+           'edge_chunks', 'row_chunks']
 
 #: The value of ``partition.json``'s ``"format"`` key, and its version.
 PARTITION_FORMAT = 'pyg-fastload-partition'
@@ -160,9 +162,7 @@ def partition_dataset(
     run = uuid.uuid4().hex
     with StagedDirectory(out, overwrite, PARTITION_DIR) as staged:
         tmp = staged.dir
-        for name, array in (('owner.npy', owner), ('new_id.npy', new_id),
-                            ('offsets.npy', offsets)):
-            np.save(tmp / name, array, allow_pickle=False)
+        save_book(tmp, (owner, new_id, offsets))
         new_of = torch.from_numpy(new_id)
         parts = tqdm(range(num_parts), desc='writing parts', unit='part',
                      disable=not progress)
@@ -208,6 +208,21 @@ def partition_dataset(
     return PartitionBook(torch.from_numpy(offsets))
 
 
+def save_book(folder: Path, arrays: Tuple[np.ndarray, ...]) -> None:
+    r"""Writes the book's :obj:`arrays` into :obj:`folder` as the ``.npy``
+    files :data:`BOOK_FILES` (in that order), the data through the file's
+    own ``write``, so a full disk raises ``OSError`` (ENOSPC): ``np.save``
+    writes it by ``ndarray.tofile``, which gives a large write's error
+    without ``errno`` and loses a small one's (a short file then put in
+    place with its checksum)."""
+    for name, array in zip(BOOK_FILES, arrays):
+        array = np.ascontiguousarray(array)
+        with open(folder / name, 'wb') as f:
+            npy.write_array_header_1_0(f, npy.header_data_from_array_1_0(
+                array))
+            f.write(array.reshape(-1).view(np.uint8))
+
+
 def _write_part(path: Path, dataset: Any, topo: Any, nodes: torch.Tensor,
                 new_of: torch.Tensor, part: int, num_parts: int, start: int,
                 run: str, halo: Optional[Tuple[torch.Tensor, torch.Tensor]]
@@ -236,23 +251,14 @@ def _write_part(path: Path, dataset: Any, topo: Any, nodes: torch.Tensor,
     ids = new_of.to(index_dtype_for(topo.num_nodes))
 
     def edges() -> Iterator[torch.Tensor]:
-        at = 0
         if int(indptr[-1]) == 0:
             yield ids[:0]
-        while at < rows.numel():
-            end = min(rows.numel(), max(at + 1, int(torch.searchsorted(
-                indptr, int(indptr[at]) + WRITE_CHUNK_EDGES, right=True)) - 1))
+        for at, end in edge_chunks(indptr):
             yield ids[topo.indices[expand_ranges(
                 begin[at:end], degree[at:end],
                 int(indptr[end]) - int(indptr[at]))]]
-            at = end
 
-    def rows_of(value: torch.Tensor) -> Callable[[], Iterator[torch.Tensor]]:
-        step = max(1, WRITE_CHUNK_BYTES // max(1, value[:1].nbytes))
-        return lambda: (value[rows[at:at + step]] for at in
-                        range(0, max(rows.numel(), 1), step))
-
-    arrays: Dict[str, Any] = {key: rows_of(value) for key, value in
+    arrays: Dict[str, Any] = {key: row_chunks(value, rows) for key, value in
                               dataset.arrays.items()}
     if halo is not None:
         for key in ('train_mask', 'val_mask', 'test_mask'):
@@ -270,6 +276,29 @@ def _write_part(path: Path, dataset: Any, topo: Any, nodes: torch.Tensor,
                                   'num_parts': num_parts, 'start': start,
                                   'owned': nodes.numel(),
                                   'replicas': rows.numel() - nodes.numel()}})
+
+
+def edge_chunks(indptr: torch.Tensor) -> Iterator[Tuple[int, int]]:
+    r"""``(first, end)`` ranges of the rows of CSC offsets :obj:`indptr`
+    holding about :data:`WRITE_CHUNK_EDGES` edges each (a row with more
+    alone): how a part's edges are streamed to its writer."""
+    rows = indptr.numel() - 1
+    at = 0
+    while at < rows:
+        end = min(rows, max(at + 1, int(torch.searchsorted(
+            indptr, int(indptr[at]) + WRITE_CHUNK_EDGES, right=True)) - 1))
+        yield at, end
+        at = end
+
+
+def row_chunks(value: Any, rows: torch.Tensor
+               ) -> Callable[[], Iterator[torch.Tensor]]:
+    r"""The rows :obj:`rows` of the node array :obj:`value` as a chunk
+    source of about :data:`WRITE_CHUNK_BYTES` each (what the dataset
+    writers take): a part's features never whole in memory."""
+    step = max(1, WRITE_CHUNK_BYTES // max(1, value[:1].nbytes))
+    return lambda: (value[rows[at:at + step]] for at in
+                    range(0, max(rows.numel(), 1), step))
 
 
 def _fail(parts_dir: Path, file: Path, what: str) -> DatasetFormatError:
