@@ -18,7 +18,7 @@ from . import format as fmt
 from .format import int_arg
 
 __all__ = ['csc_from_edge_chunks', 'check_node_count', 'count_in_degrees',
-           'scatter_edges', 'index_numpy', 'EdgeChunks']
+           'scatter_edges', 'index_numpy', 'mapped_region', 'EdgeChunks']
 
 PathLike = Union[str, 'os.PathLike[str]']
 
@@ -74,11 +74,23 @@ def _write_raw(file: Path, array: np.ndarray) -> None:
     os.replace(tmp, file)
 
 
-def _open_out(file: Path, dtype: np.dtype, size: int) -> np.ndarray:
-    if size == 0:
-        file.touch()
+def mapped_region(file: Path, dtype: Any, start: int,
+                  count: int) -> np.ndarray:
+    r"""Entries ``[start, start + count)`` of the raw array :obj:`file`
+    (made if missing, grown to hold them), memory-mapped for writing. Their
+    blocks are allocated first, so a full disk raises ``OSError`` (ENOSPC)
+    here, not SIGBUS at a store into a page of a sparse file the disk
+    cannot give."""
+    dtype = np.dtype(dtype)
+    with open(file, 'ab'):  # made if missing
+        pass
+    if count == 0:
         return np.zeros(0, dtype=dtype)
-    return np.memmap(file, dtype=dtype, mode='w+', shape=(size, ))
+    with open(file, 'r+b') as f:
+        os.posix_fallocate(f.fileno(), start * dtype.itemsize,
+                           count * dtype.itemsize)
+    return np.memmap(file, dtype=dtype, mode='r+',
+                     offset=start * dtype.itemsize, shape=(count, ))
 
 
 def check_node_count(num_nodes: int, out_dir: Path) -> None:
@@ -237,8 +249,8 @@ def csc_from_edge_chunks(
     indices_file = out_dir / 'indices.bin'
     _write_raw(indptr_file, indptr)
     tmp = indices_file.with_name(indices_file.name + '.tmp')
-    indices = _open_out(tmp, np.dtype(index_numpy(num_nodes)),
-                        int(indptr[-1]))
+    indices = mapped_region(tmp, index_numpy(num_nodes), 0,
+                            int(indptr[-1]))
     try:
         scatter_edges(edge_chunks, indptr, None, indices, progress=progress)
         if isinstance(indices, np.memmap):

@@ -45,6 +45,7 @@ from .csc_sort import (
     check_node_count,
     count_in_degrees,
     index_numpy,
+    mapped_region,
     scatter_edges,
 )
 from .format import (
@@ -229,18 +230,6 @@ def _check_types(num_nodes: Dict[str, int],
             check_name(key, 'node array name', f"'node_arrays[{node_type!r}]'")
 
 
-def _region(file: Path, dtype: Any, start: int, count: int) -> np.ndarray:
-    r"""Entries ``[start, start + count)`` of the raw array :obj:`file`,
-    which grows to hold them, memory-mapped for writing."""
-    dtype = np.dtype(dtype)
-    with open(file, 'r+b') as f:
-        f.truncate((start + count) * dtype.itemsize)
-    if count == 0:
-        return np.zeros(0, dtype=dtype)
-    return np.memmap(file, dtype=dtype, mode='r+',
-                     offset=start * dtype.itemsize, shape=(count, ))
-
-
 def _copy_csc(rel: CSCTopology, indices: np.ndarray, edge_id: np.ndarray,
               shift: int) -> None:
     r"""A CSC in memory into its place, in chunks: its sources plus
@@ -279,8 +268,8 @@ def _write_relations(out: Path, relations: Dict[EdgeType, Relation],
                     rel, CSCTopology) else count_in_degrees(
                         rel, num_nodes[dst], space[src], progress)
                 edges = int(indptr[-1])
-                indices = _region(files[1], index_np, total, edges)
-                edge_id = _region(files[2], np.int64, total, edges)
+                indices = mapped_region(files[1], index_np, total, edges)
+                edge_id = mapped_region(files[2], np.int64, total, edges)
                 if isinstance(rel, CSCTopology):
                     _copy_csc(rel, indices, edge_id, node_offset[src])
                 else:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import errno
 import fcntl
 import json
 import os
@@ -23,11 +24,13 @@ import shutil
 import uuid
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple, Union
+from typing import (Any, Callable, Dict, Iterable, List, Optional, Tuple,
+                    TypeVar, Union)
 
 import numpy as np
 from tqdm.auto import tqdm
 
+from ..config import format_bytes
 from .arrays import ArrayWriter, Source, row_chunks
 from .format import (
     FORMAT_NAME,
@@ -37,10 +40,12 @@ from .format import (
 )
 from .reader import MAX_META_BYTES
 
-__all__ = ['DATASET_DIR', 'DirectoryFormat', 'StagedDirectory', 'Staging',
-           'check_target', 'recover', 'replace_directory']
+__all__ = ['DATASET_DIR', 'DirectoryFormat', 'DiskFullError',
+           'ScratchDirectory', 'StagedDirectory', 'Staging', 'check_target',
+           'recover', 'replace_directory']
 
 PathLike = Union[str, 'os.PathLike[str]']
+_Self = TypeVar('_Self', bound='ScratchDirectory')
 
 #: Whether :func:`_exchange` may use ``renameat2``; tests turn it off to
 #: exercise the two-rename fallback.
@@ -288,7 +293,84 @@ def _carry_over(old: Path, new: Path, names: List[str]) -> List[str]:
     return carried
 
 
-class StagedDirectory:
+#: The ``errno`` of a write that found no space: a full disk, or a quota
+#: used up.
+DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
+
+
+class DiskFullError(OSError):
+    r"""A write into a staging or scratch directory found the disk full;
+    the message says what was being written, where, how much had been
+    written and how much is free."""
+
+    def __str__(self) -> str:
+        return str(self.strerror)
+
+
+class ScratchDirectory:
+    r"""A hidden directory beside :obj:`path` (``.NAME.tmp-TOKEN``), held
+    by a lock file (``.NAME.lock-TOKEN``) while in use and removed on exit;
+    what runs that were killed left there is removed by the next one
+    (:func:`recover`, run first). A write that fails for want of space
+    ends in a :class:`DiskFullError`.
+
+    Args:
+        path: the path the directory is named after.
+        what (str): what is written in it, for messages.
+        elsewhere (str): how to write it to another disk, for messages.
+    """
+
+    def __init__(self, path: PathLike, what: str, elsewhere: str):
+        self.path = Path(path).expanduser()
+        self.what = what
+        self.elsewhere = elsewhere
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        recover(self.path)  # reports what it repaired or removed
+        self._check()
+        self.token = uuid.uuid4().hex[:12]
+        # Held for the whole write: a later run that can take it knows that
+        # this one died, and cleans up after it (see recover()).
+        self._lock_file = _sibling(self.path, 'lock', self.token)
+        self._lock = open(self._lock_file, 'w')
+        fcntl.flock(self._lock, fcntl.LOCK_EX)
+        self.dir = _sibling(self.path, 'tmp', self.token)
+        self.dir.mkdir()
+
+    def _check(self) -> None:
+        r"""Refuses the run before anything is written (after
+        :func:`recover`); here nothing to check."""
+
+    def __enter__(self: _Self) -> _Self:
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        written = None
+        if self.dir.exists():  # not put in place: failed, or scratch
+            if isinstance(exc, OSError) and exc.errno in DISK_FULL:
+                written = _tree_bytes(self.dir)
+            shutil.rmtree(self.dir, ignore_errors=True)
+        self._release()
+        if written is not None:
+            raise DiskFullError(exc.errno, self._disk_full(written)) from exc
+
+    def _disk_full(self, written: int) -> str:
+        where = self.path.parent
+        left = ('was left for the next run to remove'
+                if os.path.lexists(self.dir) else 'was removed')
+        return (f"no space left on the disk holding '{where}' while writing "
+                f"{self.what}: it needs more than the "
+                f"{format_bytes(written)} written when the disk filled, and "
+                f"{format_bytes(shutil.disk_usage(where).free)} is free "
+                f"there (its staging directory '{self.dir.name}' {left}); "
+                f"free space on that disk, or {self.elsewhere}")
+
+    def _release(self) -> None:
+        if not self._lock.closed:
+            self._lock_file.unlink(missing_ok=True)
+            self._lock.close()
+
+
+class StagedDirectory(ScratchDirectory):
     r"""A directory written beside :obj:`path` and put in place atomically
     by :meth:`put_in_place`, with a lock file held meanwhile, so that
     :func:`recover` (run first) can clean up after runs that died.
@@ -303,35 +385,16 @@ class StagedDirectory:
 
     def __init__(self, path: PathLike, overwrite: bool,
                  kind: DirectoryFormat = DATASET_DIR):
-        self.path = Path(path).expanduser()
         self.overwrite = overwrite
         self.kind = kind
         #: The entries of the replaced directory that were kept.
         self.kept: List[str] = []
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        recover(self.path)  # reports what it repaired or removed
-        check_target(self.path, overwrite, kind)
-        self.token = uuid.uuid4().hex[:12]
-        # Held for the whole write: a later run that can take it knows that
-        # this one died, and cleans up after it (see recover()).
-        self._lock_file = _sibling(self.path, 'lock', self.token)
-        self._lock = open(self._lock_file, 'w')
-        fcntl.flock(self._lock, fcntl.LOCK_EX)
-        self.dir = _sibling(self.path, 'tmp', self.token)
-        self.dir.mkdir()
+        path = Path(path).expanduser()
+        super().__init__(path, f"the {kind.what} '{path}'",
+                         'choose an output directory on another disk')
 
-    def __enter__(self) -> 'StagedDirectory':
-        return self
-
-    def __exit__(self, exc_type, exc, tb) -> None:
-        if self.dir.exists():  # not put in place: failed
-            shutil.rmtree(self.dir, ignore_errors=True)
-        self._release()
-
-    def _release(self) -> None:
-        if not self._lock.closed:
-            self._lock_file.unlink(missing_ok=True)
-            self._lock.close()
+    def _check(self) -> None:
+        check_target(self.path, self.overwrite, self.kind)
 
     def put_in_place(self) -> Path:
         r"""One atomic rename, or, over an existing directory, one atomic

@@ -7,9 +7,12 @@ would exceed the budget, :func:`bounded_partition`
 1. coarsens: size-constrained label propagation over chunks of nodes (each
    node joins the cluster it has the most edge weight to, while the
    cluster stays within a weight limit; ties broken by a seeded hash), then
-   contracts the clusters into a coarse graph in a temporary directory
-   (entries bucketed by coarse node, then merged bucket by bucket), level
-   after level, until METIS's working set on the coarse graph fits;
+   contracts the clusters into a coarse graph in a scratch directory
+   under the temporary directory (``TMPDIR``; entries bucketed by coarse
+   node, then merged bucket by bucket), level after level, until METIS's
+   working set on the coarse graph fits (the scratch directory is removed
+   at the end, and what a killed run left there by the next run:
+   :class:`~pyg_fastload.io.staging.ScratchDirectory`);
 2. runs METIS (pymetis) on the coarse graph, symmetrised, each coarse node
    weighing the nodes it holds;
 3. projects the parts back to the nodes, balances the training nodes by
@@ -42,12 +45,13 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import os
 import shutil
 import tempfile
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import List, Optional, Tuple, Union
+from typing import BinaryIO, List, Optional, Tuple, Union
 
 import numpy as np
 import torch
@@ -56,6 +60,7 @@ from tqdm.auto import tqdm
 
 from ..config import format_bytes, parse_budget
 from ..graph.topology import CSCTopology, index_dtype_for
+from ..io.staging import ScratchDirectory
 from .methods import TRAIN_TOLERANCE, balance_train
 
 __all__ = ['bounded_partition', 'BoundedPartition', 'check_budget',
@@ -384,6 +389,14 @@ def _merge(file: Path, rows: int) -> Tuple[Tensor, Tensor]:
     return key, total
 
 
+def _write(file: BinaryIO, array: np.ndarray) -> None:
+    r"""Appends :obj:`array`'s bytes to :obj:`file` through the file's own
+    ``write``, so a full disk raises ``OSError`` (ENOSPC), on the write or
+    on closing: ``ndarray.tofile`` gives a large write's error without
+    ``errno`` and loses a small one's."""
+    file.write(np.ascontiguousarray(array).reshape(-1).view(np.uint8))
+
+
 def _contract(level: _Level, cluster: Tensor, num_clusters: int,
               chunk_edges: int, folder: Path, desc: str,
               progress: bool) -> _Level:
@@ -425,7 +438,7 @@ def _contract(level: _Level, cluster: Tensor, num_clusters: int,
         at = 0
         for b, count in zip(ids.tolist(), counts.tolist()):
             with open(folder / f'bucket-{b}.bin', 'ab') as f:
-                rows[at:at + count].tofile(f)
+                _write(f, rows[at:at + count])
             at += count
     indptr = torch.zeros(n_c + 1, dtype=torch.long)
     dtype = _file_dtype(n_c)
@@ -440,8 +453,8 @@ def _contract(level: _Level, cluster: Tensor, num_clusters: int,
             lo, hi = int(first[b]), int(first[b + 1])
             dst = key // n_c
             indptr[lo + 1:hi + 1] = torch.bincount(dst - lo, minlength=hi - lo)
-            (key % n_c).numpy().astype(dtype).tofile(ids_file)
-            total.numpy().tofile(weights_file)
+            _write(ids_file, (key % n_c).numpy().astype(dtype))
+            _write(weights_file, total.numpy())
     torch.cumsum(indptr, 0, out=indptr)
     return _Level(indptr, node_weight, folder=folder)
 
@@ -554,7 +567,11 @@ def bounded_partition(topology: CSCTopology, num_parts: int,
     limit = -(-n // (COARSEN_FACTOR * num_parts))
     fine = torch.empty(0)  # the node of `level` of every node
     levels: List[Tuple[int, int]] = []
-    with tempfile.TemporaryDirectory(prefix='pyg-fastload-coarse-') as tmp:
+    coarse_dir = Path(tempfile.gettempdir()) / \
+        f'pyg-fastload-coarse-{os.getuid()}'
+    with ScratchDirectory(
+            coarse_dir, f'the coarse graphs of {name}',
+            'set TMPDIR to a directory on another disk') as scratch:
         graph = None
         while graph is None:
             depth = len(levels) + 1
@@ -571,7 +588,7 @@ def bounded_partition(topology: CSCTopology, num_parts: int,
                 if n_c == level.num_nodes:
                     continue
             coarse = _contract(level, cluster, n_c, chunk_edges,
-                               Path(tmp) / f'level-{depth}',
+                               scratch.dir / f'level-{depth}',
                                f'contracting (level {depth})', progress)
             _remove(level)
             fine = cluster if level is top else cluster[fine.long()]
