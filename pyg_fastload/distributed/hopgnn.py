@@ -13,7 +13,10 @@ Micrographs are sampled on the whole topology, which every rank holds
 (``partition.full_topology``): topology is small next to features
 (products-like's ``meta.json``: 495 MB of neighbour ids, 980 MB of
 features), and a full topology keeps micrograph sampling local with no
-collectives.
+collectives. On a heterogeneous partition (:class:`HeteroRootRouter`) the
+roots are of the labelled node type and the micrographs span every
+relation of the whole typed topology; :func:`split_time_steps` splits a
+typed batch per node type and relation.
 
 Models are replicas here (DDP), so instead of migrating a model between
 steps each rank trains its steps one after the other, accumulating
