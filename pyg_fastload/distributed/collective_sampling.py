@@ -16,7 +16,7 @@ lockstep).
 """
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 import torch
 from torch import Tensor
@@ -27,6 +27,11 @@ from ..graph.ranges import expand_ranges
 from ..graph.topology import CSCTopology, index_dtype_for
 from ..partition import HeteroPartitionBook, PartitionBook
 from ..sampling import FastNeighborSampler, HeteroNeighborSampler
+from ..sampling.hetero_temporal import (
+    checked_times,
+    edge_time_index,
+    node_time_index,
+)
 from ..sampling.ops import first_occurrence_mask, sample_uniform
 from ..sampling.temporal import TemporalIndex, check_strategy, check_times
 from .collectives import Collectives
@@ -371,13 +376,30 @@ class HeteroCollectiveSampler(CollectiveHops, HeteroNeighborSampler):
         disjoint (bool): one tree per seed.
         subgraph_type (str): ``'directional'`` or ``'bidirectional'``.
         layer_wise (bool): refused (layer-wise draws are homogeneous).
+        node_time (Dict[str, torch.Tensor], optional): temporal sampling
+            with node-level times: per node type, the times of the nodes of
+            that type this part owns (typed new-id order); the ranks share
+            them once. A type without times has no time constraint (as in
+            pyg-lib); every rank names the same types.
+        edge_time (Dict[EdgeType, torch.Tensor], optional): temporal
+            sampling with edge-level times: per relation, the times of the
+            part's CSC edges of that relation (a relation without times has
+            no time constraint).
+        temporal_strategy (str): ``'uniform'`` or ``'last'``, as in
+            :class:`~pyg_fastload.sampling.HeteroNeighborSampler`.
     """
     def __init__(self, topology: HeteroTopology, book: HeteroPartitionBook,
                  part: int, collectives: Collectives,
                  num_neighbors: Union[List[int], Dict[EdgeType, List[int]]],
                  replace: bool = False, disjoint: bool = False,
                  subgraph_type: str = 'directional',
-                 layer_wise: bool = False):
+                 layer_wise: bool = False,
+                 node_time: Optional[Dict[str, Tensor]] = None,
+                 edge_time: Optional[Dict[EdgeType, Tensor]] = None,
+                 temporal_strategy: str = 'uniform'):
+        if node_time is not None and edge_time is not None:
+            raise ValueError("give 'node_time' or 'edge_time', not both")
+        timed = node_time is not None or edge_time is not None
         if layer_wise:
             raise ValueError("layer-wise sampling (DSP's Eq. 2) draws over "
                              "a homogeneous graph's frontier: sample node-"
@@ -396,7 +418,8 @@ class HeteroCollectiveSampler(CollectiveHops, HeteroNeighborSampler):
                 f"whole graph's ids): open it with open_hetero_partition")
         self._join(book, part, collectives, topology.num_nodes, True)
         super().__init__(topology, num_neighbors, replace=replace,
-                         subgraph_type=subgraph_type, disjoint=disjoint)
+                         subgraph_type=subgraph_type,
+                         disjoint=disjoint or timed)
         #: Where each type's rows of this part start, in type-local ids.
         self.starts = book.offsets[:, part].clone()
         owned = {t: b.part_range(part)[1] - b.part_range(part)[0]
@@ -416,6 +439,77 @@ class HeteroCollectiveSampler(CollectiveHops, HeteroNeighborSampler):
         # Partition-wide id of CSC position p of relation r: p + shift[r].
         self._shift = (self.relation_offset[:-1] + counts[:part].sum(0) -
                        topology.edge_offset[:-1])
+        if timed:
+            self.temporal_strategy, _ = check_strategy(
+                temporal_strategy, 'time', True)
+            self.time_attr = 'node_time' if edge_time is None \
+                else 'edge_time'
+            self.temporal, self.untimed_types = self._part_times(
+                node_time, edge_time)
+
+    def _part_times(self, node_time: Optional[Dict[str, Tensor]],
+                    edge_time: Optional[Dict[EdgeType, Tensor]]
+                    ) -> Tuple[TemporalIndex, List[str]]:
+        r"""The part's in-edges sorted by time (by their own times, or by
+        their sources' node times, every part's shared once), and the node
+        types without node times."""
+        topo: HeteroTopology = self.topology
+        if edge_time is not None:
+            times = self._given_times(
+                edge_time, "'edge_time'", 'edge type', topo.edge_types,
+                lambda e: (topo.num_edges_of(e),
+                           f"edges of {e} in part {self.part} (its CSC "
+                           f"order)"))
+            return edge_time_index(topo, times), list(topo.node_types)
+        owned = self.book.offsets.diff(dim=1)  # [node types, parts]
+        times = self._given_times(
+            node_time, "'node_time'", 'node type', topo.node_types,
+            lambda t: (int(owned[topo.node_types.index(t), self.part]),
+                       f"{t!r} nodes part {self.part} owns (typed new-id "
+                       f"order)"))
+        timed = [t for t in topo.node_types if t in times]
+        rows = [topo.node_types.index(t) for t in timed]
+        got = self.collectives.exchange(
+            [torch.cat([times[t] for t in timed])] *
+            self.collectives.world_size, 'control', 'share the node times')
+        every = [g.split(owned[rows, r].tolist()) for r, g in enumerate(got)]
+        return node_time_index(topo, {
+            t: torch.cat([chunks[i] for chunks in every])
+            for i, t in enumerate(timed)})
+
+    def _given_times(self, given: Any, name: str, kind: str,
+                     keys: List[Any], count: Callable[[Any], Tuple[int, str]]
+                     ) -> Dict[Any, Tensor]:
+        r""":obj:`given` (times by node or edge type, :obj:`count` of a
+        key its ``(entries, what they are)``) checked, in the dtype every
+        rank's times take (float64 if any rank's are floating-point);
+        every rank must time the same keys."""
+        if not isinstance(given, dict) or not given:
+            raise ValueError(f"{name} must map {kind}s to their times, e.g. "
+                             f"{{{keys[0]!r}: times}}, got {given!r}")
+        unknown = [k for k in given if k not in keys]
+        if unknown:
+            raise ValueError(f"{name} names {kind}(s) {unknown} the graph "
+                             f"does not have; its {kind}s are {keys}")
+        times = {}
+        for k in keys:
+            if k in given:
+                entries, what = count(k)
+                times[k] = checked_times(given[k], entries, f"{name}[{k!r}]",
+                                         what)
+        flags = self.collectives.all_gather_ints(
+            [int(k in times) for k in keys] + [int(any(
+                t.dtype.is_floating_point for t in times.values()))],
+            f'agree on the {kind}s of {name}')
+        if bool((flags[:, :-1] != flags[0, :-1]).any()):
+            named = [[k for k, on in zip(keys, row) if on]
+                     for row in flags[:, :-1].tolist()]
+            raise ValueError(f"{name}: the ranks time different {kind}s "
+                             f"({named}, rank by rank): every rank must "
+                             f"name the same ones (an empty tensor where "
+                             f"its part has none)")
+        dtype = torch.float64 if bool(flags[:, -1].any()) else torch.int64
+        return {k: t.to(dtype) for k, t in times.items()}
 
     def owner_draw(self, hop: int, ids: Tensor, lengths: List[int],
                    order: Tensor, sizes: List[int],
@@ -428,10 +522,15 @@ class HeteroCollectiveSampler(CollectiveHops, HeteroNeighborSampler):
         segment, relation, owner = topo.typed_segments(types, rows)
         start = topo.indptr.index_select(0, segment)
         deg = topo.indptr.index_select(0, segment + 1) - start
+        degree = ids.new_zeros(ids.numel()).index_add_(0, owner, deg)
+        if time is not None:  # the one-machine hop; each type's rows of
+            # the part shifted to start at the type's offset
+            _, per_node, pos = HeteroNeighborSampler.expand_in_time(
+                self, hop, ids - self.starts[types], time, generator)
+            return pos, per_node, degree
         pos, counts = self._draw(start, deg, self.fanout[relation, hop],
                                  self.hop_fanouts[hop], generator)
         per_node = ids.new_zeros(ids.numel()).index_add_(0, owner, counts)
-        degree = ids.new_zeros(ids.numel()).index_add_(0, owner, deg)
         return pos, per_node, degree
 
     def global_edges(self, pos: Tensor) -> Tensor:

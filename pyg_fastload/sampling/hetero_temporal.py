@@ -13,11 +13,12 @@ import torch
 from torch import Tensor
 from torch_geometric.data import FeatureStore, HeteroData
 
-from ..graph.hetero_topology import HeteroTopology
+from ..graph.hetero_topology import EdgeType, HeteroTopology
 from ..graph.kind import stores_of
 from .temporal import TemporalIndex, check_times
 
-__all__ = ['hetero_temporal_index']
+__all__ = ['checked_times', 'edge_time_index', 'hetero_temporal_index',
+           'node_time_index']
 
 
 def _earliest(dtype: torch.dtype, device: torch.device) -> Tensor:
@@ -40,7 +41,9 @@ def _joined(parts: List[Optional[Tensor]], sizes: List[int],
                       for part, size in zip(parts, sizes)])
 
 
-def _checked(time: Any, count: int, name: str, what: str) -> Tensor:
+def checked_times(time: Any, count: int, name: str, what: str) -> Tensor:
+    r""":obj:`time` checked (:func:`check_times`), one per entry of
+    :obj:`count` (:obj:`what` in the error)."""
     time = check_times(time, name)
     if time.numel() != count:
         raise ValueError(f"{name} has {time.numel()} entries for the "
@@ -56,7 +59,7 @@ def _node_times(get: Any, topo: HeteroTopology, time_attr: str
     for node_type in topo.node_types:
         time = get(node_type)
         if time is not None:
-            out[node_type] = _checked(
+            out[node_type] = checked_times(
                 time, topo.num_nodes_of(node_type),
                 f"data[{node_type!r}].{time_attr}", f"{node_type!r} nodes")
     return out
@@ -84,9 +87,9 @@ def hetero_temporal_index(data: Any, time_attr: str, topo: HeteroTopology
         node = _node_times(lambda t: data[t].get(time_attr), topo, time_attr)
         for e in topo.edge_types:
             if time_attr in data[e]:
-                edge[e] = _checked(data[e][time_attr], topo.num_edges_of(e),
-                                   f"data[{e}].{time_attr}",
-                                   f"edges of {e}")
+                edge[e] = checked_times(
+                    data[e][time_attr], topo.num_edges_of(e),
+                    f"data[{e}].{time_attr}", f"edges of {e}")
     elif stores_of(data) is not None:
         node = _node_times(_store_time(data[0], time_attr), topo, time_attr)
     else:
@@ -100,20 +103,35 @@ def hetero_temporal_index(data: Any, time_attr: str, topo: HeteroTopology
         raise ValueError(f"{name} is a tensor of no node type and no edge "
                          f"type of the graph: put the times there, e.g. "
                          f"data[node_type].{time_attr}")
-    indices = topo.indices.long()
     if node:
-        node_time = _joined([node.get(t) for t in topo.node_types],
-                            [topo.num_nodes_of(t) for t in topo.node_types],
-                            topo.device)
-        return TemporalIndex(
-            topo.indptr, indices, node_time.index_select(0, indices),
-            node_time), [t for t in topo.node_types if t not in node]
-    parts: List[Optional[Tensor]] = []
+        return node_time_index(topo, node)
+    csc = {}  # each relation's times in its CSC order
     for r, e in enumerate(topo.edge_types):
-        ids = topo.edge_id[int(topo.edge_offset[r]):
-                           int(topo.edge_offset[r + 1])]
-        parts.append(edge[e].to(topo.device).index_select(0, ids)
-                     if e in edge else None)
-    return TemporalIndex(topo.indptr, indices, _joined(
-        parts, topo.edge_offset.diff().tolist(), topo.device)), \
-        list(topo.node_types)
+        if e in edge:
+            csc[e] = edge[e].to(topo.device).index_select(0, topo.edge_id[
+                int(topo.edge_offset[r]):int(topo.edge_offset[r + 1])])
+    return edge_time_index(topo, csc), list(topo.node_types)
+
+
+def node_time_index(topo: HeteroTopology, node: Dict[str, Tensor]
+                    ) -> Tuple[TemporalIndex, List[str]]:
+    r"""The :class:`TemporalIndex` of :obj:`topo`'s in-edges by their
+    sources' times (:obj:`node`: every timed node type's times, in the
+    type's ids), and the node types without times."""
+    node_time = _joined([node.get(t) for t in topo.node_types],
+                        [topo.num_nodes_of(t) for t in topo.node_types],
+                        topo.device)
+    indices = topo.indices.long()
+    return TemporalIndex(
+        topo.indptr, indices, node_time.index_select(0, indices),
+        node_time), [t for t in topo.node_types if t not in node]
+
+
+def edge_time_index(topo: HeteroTopology, edge: Dict[EdgeType, Tensor]
+                    ) -> TemporalIndex:
+    r"""The :class:`TemporalIndex` of :obj:`topo`'s in-edges by their own
+    times (:obj:`edge`: every timed relation's times, in its CSC
+    order)."""
+    return TemporalIndex(topo.indptr, topo.indices.long(), _joined(
+        [edge.get(e) for e in topo.edge_types],
+        topo.edge_offset.diff().tolist(), topo.device))

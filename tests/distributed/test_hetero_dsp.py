@@ -174,3 +174,155 @@ def test_link_message_passing_topology_holds_only_training_edges(
             if 'writes' not in name:  # every other relation as stored
                 assert len(edges) == stored
     assert seen == set(passing)  # the parts together: every training edge
+
+
+# Temporal collective sampling ###############################################
+
+#: The node types given node times (the others have no time constraint).
+TIMED = ('paper', 'author')
+
+
+def _times(num, seed):
+    return torch.randperm(num, generator=torch.Generator().manual_seed(seed))
+
+
+def _node_times(num_nodes):
+    r"""Every timed type's node times, in typed new ids."""
+    return {t: _times(num_nodes[t], i) for i, t in enumerate(TIMED)}
+
+
+def _edge_times(edge_type, src, dst, num_nodes):
+    r"""A time per edge of :obj:`edge_type` (typed new ids), one per
+    (source, destination) pair: no ties between different pairs."""
+    count = num_nodes[edge_type[2]]
+    return _times(num_nodes[edge_type[0]] * count, 2)[src * count + dst]
+
+
+def _part_edges(topo, book, rank, edge_type):
+    r"""This part's CSC edges of :obj:`edge_type`, typed new ids."""
+    rel = topo.relation_topology(edge_type)
+    start, _ = book.part_range(rank, edge_type[2])
+    dst = torch.arange(rel.num_nodes).repeat_interleave(rel.indptr.diff())
+    return rel.indices.long(), dst + start
+
+
+def _in_time(rank, world, parts_dir, level, strategy, fanouts):
+    coll = Collectives(DistContext.current(timedelta(seconds=30)))
+    dsp = open_dsp_rank(parts_dir, coll)
+    topo, book = dsp.graph.topology, dsp.book
+
+    def sampler(**times):
+        return HeteroCollectiveSampler(topo, book, rank, coll, fanouts,
+                                       temporal_strategy=strategy, **times)
+
+    try:
+        if level == 'node':
+            own = {t: time[slice(*book.part_range(rank, t))]
+                   for t, time in _node_times(book.num_nodes).items()}
+            times = {'node_time': own}
+            edge = ('paper', 'cites', 'paper')
+            # bad times, refused alike on every rank
+            for bad, match in (
+                    ({'node_time': {'venue': own['paper']}},
+                     r"'node_time' names node type\(s\) \['venue'\] the "
+                     r"graph does not have"),
+                    ({'node_time': {'paper': own['paper'][:-1]}},
+                     r"'node_time'\['paper'\] has .* nodes part "
+                     r".* owns \(typed new-id order\): give one time"),
+                    ({'node_time': own, 'edge_time': {edge: own['paper']}},
+                     'not both'),
+                    ({'node_time': own, 'layer_wise': True}, 'layer-wise'),
+                    ({'node_time': own if rank else {'paper': own['paper']}},
+                     'the ranks time different node types')):
+                with pytest.raises(ValueError, match=match):
+                    sampler(**bad)
+        else:
+            times = {'edge_time': {e: _edge_times(
+                e, *_part_edges(topo, book, rank, e), book.num_nodes)
+                for e in topo.edge_types}}
+        collective = sampler(**times)
+        seeds = dsp.seeds('train')[:12]
+        seed_time = None
+        if level == 'node':  # untimed seeds need their times
+            with pytest.raises(ValueError, match="'institution'.* have no "
+                               "'node_time' times: give every seed"):
+                collective.sample_hetero('institution', torch.tensor([0]))
+        else:
+            seed_time = torch.randint(
+                20_000, 120_000, (seeds.numel(), ),
+                generator=torch.Generator().manual_seed(rank))
+        out = collective.sample_hetero(
+            dsp.target, seeds, torch.Generator().manual_seed(rank), seed_time)
+    finally:
+        dsp.close()
+    nodes = {t: list(zip(out.batch[t].tolist(), out.node[t].tolist()))
+             for t in out.node}
+    edges = {e: list(zip(out.batch[e[2]][out.col[e]].tolist(),
+                         out.node[e[0]][out.row[e]].tolist(),
+                         out.node[e[2]][out.col[e]].tolist()))
+             for e in out.row}
+    return (seeds.tolist(), None if seed_time is None else seed_time.tolist(),
+            nodes, edges)
+
+
+def _timed_whole(dataset_dir, parts_dir, level):
+    r"""``(data, target)``: the whole graph in typed new ids, as a
+    ``HeteroData`` with the times the ranks were given."""
+    from torch_geometric.data import HeteroData
+    whole, target = new_id_topology(dataset_dir, parts_dir)
+    num_nodes = {t: whole.num_nodes_of(t) for t in whole.node_types}
+    data = HeteroData()
+    for node_type, count in num_nodes.items():
+        data[node_type].num_nodes = count
+    if level == 'node':
+        for node_type, time in _node_times(num_nodes).items():
+            data[node_type].time = time
+    for edge_type in whole.edge_types:
+        rel = whole.relation_topology(edge_type)
+        src = rel.indices.long()
+        dst = torch.arange(rel.num_nodes).repeat_interleave(rel.indptr.diff())
+        data[edge_type].edge_index = torch.stack([src, dst])
+        if level == 'edge':
+            data[edge_type].time = _edge_times(edge_type, src, dst,
+                                               num_nodes)
+    return data, target
+
+
+@pytest.mark.parametrize('level, strategy, fanouts', [
+    ('node', 'uniform', [-1, -1]), ('node', 'last', [2, 1]),
+    ('edge', 'last', [3, 2])])
+def test_temporal_draws_equal_one_machine_sampling_in_time(
+        hetero_parts, level, strategy, fanouts):
+    dataset_dir, parts = hetero_parts
+    data, target = _timed_whole(dataset_dir, parts, level)
+    local = HeteroNeighborSampler(data, fanouts, time_attr='time',
+                                  temporal_strategy=strategy)
+    results = run_ranks(_in_time, 2, parts, level, strategy, fanouts)
+    for rank in range(2):
+        status, value = results[rank]
+        assert status == 'ok', value
+        seeds, seed_time, nodes, edges = value
+        ref = local.sample_hetero(
+            target, torch.tensor(seeds), None,
+            None if seed_time is None else torch.tensor(seed_time))
+        limit = data[target].time[seeds] if seed_time is None \
+            else torch.tensor(seed_time)
+        # the same trees: every (tree, node) of every type
+        for node_type, ids in ref.node.items():
+            assert sorted(nodes[node_type]) == sorted(zip(
+                ref.batch[node_type].tolist(), ids.tolist()))
+            if level == 'node' and node_type in TIMED:  # none later
+                time = data[node_type].time
+                assert all(time[n] <= limit[b] for b, n in nodes[node_type])
+        # the same (tree, source, destination) of every relation
+        for e in ref.row:
+            assert sorted(edges[e]) == sorted(zip(
+                ref.batch[e[2]][ref.col[e]].tolist(),
+                ref.node[e[0]][ref.row[e]].tolist(),
+                ref.node[e[2]][ref.col[e]].tolist()))
+            if level == 'edge':  # no edge later than its tree's seed
+                count = data[e[2]].num_nodes
+                time = _times(data[e[0]].num_nodes * count, 2)
+                assert all(time[s * count + d] <= limit[b]
+                           for b, s, d in edges[e])
+        assert sum(map(len, edges.values())) > len(seeds)  # something drawn
