@@ -84,7 +84,9 @@ def _pyg(model: torch.nn.Module, data: Any,
             x = conv(x_all[batch.n_id], batch.edge_index)
             if i < len(model.convs) - 1:
                 x = x.relu()
-            xs.append(x[:batch.batch_size])
+            # reddit.py's .cpu() copies the rows off the GPU; on the CPU a
+            # view would keep every batch's whole subgraph output alive
+            xs.append(x[:batch.batch_size].clone())
         x_all = torch.cat(xs)
     return x_all
 
