@@ -118,6 +118,17 @@ class FastLoadDataModule(pl.LightningDataModule):
             (:func:`~pyg_fastload.layerwise_inference`), the full-batch
             forward's outputs; task ``'node'``, a homogeneous
             :obj:`dataset`.
+        time_attr (str, optional): temporal sampling (task ``'node'``): the
+            name of the dataset's node array holding one time per node
+            (e.g. a ``Data``'s ``time``, kept by ``pyg-fastload prepare
+            --pyg-data``); every seed is sampled at its own time, with no
+            neighbour later than it (PyG's ``time_attr``). Modes
+            ``'replicated'`` and ``'pagraph'``, and ``'dsp'`` on a
+            homogeneous partition (its collective sampler gets each part's
+            times); :obj:`eval` ``'sampled'``.
+        temporal_strategy (str): ``'uniform'`` (default) among the
+            neighbours not later than the seed, or ``'last'``: the most
+            recent ones (needs :obj:`time_attr`).
 
     Example:
         >>> from pyg_fastload.lightning import FastLoadDataModule
@@ -158,6 +169,8 @@ class FastLoadDataModule(pl.LightningDataModule):
         task: Literal['node', 'link'] = 'node',
         link: Optional[LinkOptions] = None,
         eval: Literal['sampled', 'layerwise'] = 'sampled',  # noqa: A002
+        time_attr: Optional[str] = None,
+        temporal_strategy: Literal['uniform', 'last'] = 'uniform',
     ):
         super().__init__()
         if mode not in MODES:
@@ -175,7 +188,8 @@ class FastLoadDataModule(pl.LightningDataModule):
             adjacency=adjacency, seed=seed, progress=progress, verify=verify,
             launch_order=launch_order,
             mode_options=mode_options or ModeOptions(),
-            dist_timeout=dist_timeout, task=task, link=link, eval=eval)
+            dist_timeout=dist_timeout, task=task, link=link, eval=eval,
+            time_attr=time_attr, temporal_strategy=temporal_strategy)
         source = None
         if dataset is not None or partitions is None:
             source = DatasetSource.of('arxiv-like' if dataset is None

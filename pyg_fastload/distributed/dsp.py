@@ -110,14 +110,21 @@ class DSPRank:
             self.coordinator = None
         self.features.close()
 
+    def local_rows(self, name: str) -> Optional[Tensor]:
+        r"""Node array :obj:`name` (of the seeds' node type) for the nodes
+        this part owns, in new-id order; :obj:`None` if the part has no
+        such array."""
+        rows = self.features.local.get_tensor(
+            group_name=self.target, attr_name=name, index=None)
+        return None if rows is None else torch.as_tensor(rows)
+
     def seeds(self, split: str, everyone: Optional[bool] = None) -> Tensor:
         r"""The seeds of :obj:`split` in new ids: this rank's own (DSP), or
         :obj:`everyone`'s (default for HopGNN, which draws from the global
         set; a collective)."""
-        mask = self.features.local.get_tensor(
-            group_name=self.target, attr_name=f'{split}_mask', index=None)
+        mask = self.local_rows(f'{split}_mask')
         start, _ = self.features.part_range(self.target)
-        mine = torch.as_tensor(mask).bool().nonzero().view(-1) + start
+        mine = mask.bool().nonzero().view(-1) + start
         if not (self.feature_centric if everyone is None else everyone):
             return mine
         world = self.sampling.world_size

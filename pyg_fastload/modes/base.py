@@ -120,6 +120,12 @@ class LoadingMode:
                 f"rank)")
 
     @property
+    def temporal_refusal(self) -> Optional[str]:
+        r"""Why the mode cannot sample in time (``time_attr``), if it
+        cannot: the whole dataset on every rank samples as the loaders do."""
+        return None
+
+    @property
     def global_seeds(self) -> bool:
         r"""Whether ranks draw their training seeds from the whole training
         set (else each from its own part)."""

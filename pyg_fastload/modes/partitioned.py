@@ -21,7 +21,7 @@ from ..partition.part_dirs import (is_hetero_partition,
                                    read_partition_meta)
 from .base import LoadingMode
 from .link_split import LinkSplit
-from .task import LinkTraining
+from .task import LinkTraining, node_times
 
 __all__ = ['PaGraph', 'DSP', 'HopGNN', 'LossNorm']
 
@@ -73,6 +73,15 @@ class _Partitioned(LoadingMode):
                 f"graph: give 'dataset' too (the directory that was "
                 f"partitioned), whose node and edge types the model is "
                 f"built from and whose graph validation reads")
+
+    @property
+    def temporal_refusal(self) -> Optional[str]:
+        if not self.hetero:
+            return None
+        return ("the data module does not give a heterogeneous "
+                "partition's times to its samplers yet: use mode "
+                "'replicated' (the whole heterogeneous dataset samples in "
+                "time), or leave time_attr out")
 
     def _check_origin(self) -> None:
         r"""The dataset given for evaluation must be the partitioned one."""
@@ -144,8 +153,29 @@ class DSP(_Partitioned):
                                "a heterogeneous one is sampled node-wise "
                                "(sampling: node)")
 
+    @property
+    def temporal_refusal(self) -> Optional[str]:
+        if self.spec.mode_options.sampling == 'layer':
+            return ("DSP's layer-wise draw (mode_options.sampling: layer) "
+                    "picks over a hop's whole frontier, not each seed's "
+                    "past: use sampling: node")
+        return super().temporal_refusal
+
     def _sampler_options(self) -> Dict[str, Any]:
-        return {'layer_wise': self.spec.mode_options.sampling == 'layer'}
+        r"""The collective samplers' options: layer-wise or node-wise,
+        in time with ``time_attr`` (this part's rows of that node array,
+        which the ranks share once)."""
+        spec = self.spec
+        options: Dict[str, Any] = {'layer_wise':
+                                   spec.mode_options.sampling == 'layer'}
+        if spec.time_attr is not None:
+            dsp = self.dsp
+            start, end = dsp.features.part_range(dsp.target)
+            options.update(temporal_strategy=spec.temporal_strategy,
+                           node_time=node_times(
+                               dsp.local_rows(spec.time_attr), end - start,
+                               spec.time_attr, f'part {dsp.part}'))
+        return options
 
     def _open_parts(self, device: torch.device) -> None:
         spec = self.spec
@@ -163,6 +193,8 @@ class DSP(_Partitioned):
                 'train': self.dsp.sampler(spec.num_neighbors, **options,
                                           **self._train_options()),
                 'eval': self.dsp.sampler(spec.eval_num_neighbors, **options)}
+        except SettingError:
+            raise  # (the sampler options': they name their key)
         except (DistributedError, ValueError) as error:
             raise SettingError('partitions', str(error)) from None
         self._check_origin()
@@ -229,6 +261,12 @@ class HopGNN(DSP):
     @property
     def global_seeds(self) -> bool:
         return True
+
+    @property
+    def temporal_refusal(self) -> Optional[str]:
+        return ("HopGNN's root router samples micrographs over the whole "
+                "topology without times: use mode 'dsp' (homogeneous "
+                "partitions) or 'replicated'")
 
     def _sampler_options(self) -> Dict[str, Any]:
         return {}

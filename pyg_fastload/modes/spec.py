@@ -18,6 +18,7 @@ from ..distributed.collectives import digest
 from ..distributed.dsp import LAUNCH_ORDERS
 from ..io.format import VERIFY_MODES
 from ..placement import Placement, check_run_sampling, require_run_gpu
+from ..sampling.temporal import TEMPORAL_STRATEGIES
 from .link_split import LinkOptions
 from .task import TASKS, Task
 
@@ -114,8 +115,10 @@ class LoadingSpec:
     caches, the pipeline, the checks of dataset files, the partitioned
     modes' settings, the collectives' timeout, the :obj:`task` (``'node'``
     or ``'link'``, :data:`~pyg_fastload.modes.TASKS`) and its link
-    prediction options (:obj:`link`), and how evaluation computes
-    (:obj:`eval`, :data:`EVAL_METHODS`). Built once (checked in
+    prediction options (:obj:`link`), how evaluation computes
+    (:obj:`eval`, :data:`EVAL_METHODS`), and temporal sampling
+    (:obj:`time_attr`: the node array holding one time per node, every seed
+    sampled at its own time; :obj:`temporal_strategy`). Built once (checked in
     :meth:`__post_init__`, which also fills the evaluation defaults and
     accepts dicts for the nested settings); the modes, openers and loaders
     read it, never their own copies of its fields."""
@@ -141,6 +144,8 @@ class LoadingSpec:
     task: str = 'node'
     link: Optional[LinkOptions] = None
     eval: str = 'sampled'
+    time_attr: Optional[str] = None
+    temporal_strategy: str = 'uniform'
 
     def __post_init__(self) -> None:
         put = object.__setattr__  # frozen: normalised once, here
@@ -196,6 +201,17 @@ class LoadingSpec:
         put(self, 'dist_timeout', float(self.dist_timeout))
         check_one_of('eval', self.eval, EVAL_METHODS)
         check_one_of('task', self.task, list(TASKS))
+        if self.time_attr is not None and (
+                not isinstance(self.time_attr, str) or not self.time_attr):
+            raise SettingError('time_attr', f"{self.time_attr!r} must name "
+                               f"a node array of the dataset (e.g. 'time')")
+        check_one_of('temporal_strategy', self.temporal_strategy,
+                     TEMPORAL_STRATEGIES)
+        if self.temporal_strategy == 'last' and self.time_attr is None:
+            raise SettingError('temporal_strategy', "'last' draws the most "
+                               "recent neighbours and needs times: set "
+                               "time_attr (a node array of the dataset), or "
+                               "use 'uniform'")
         put(self, 'link', TASKS[self.task].settings(self.link))
 
     def digests(self) -> Dict[str, int]:
@@ -259,5 +275,6 @@ class LoadingSpec:
                     queue_capacity=self.queue_capacity,
                     run_ahead=self.run_ahead,
                     sampling_workers=self.sampling_workers,
-                    num_workers=self.num_workers,
+                    num_workers=self.num_workers, time_attr=self.time_attr,
+                    temporal_strategy=self.temporal_strategy,
                     persistent_workers=self.num_workers > 0)

@@ -16,6 +16,7 @@ from torch import Tensor
 from ..config import SettingError
 from ..distributed.collectives import Collectives
 from ..distributed.seeds import in_order, rank_seed_sampler, shard
+from ..graph.view import GraphView
 from ..inference import WholeGraph, WholeGraphLoader
 from ..loader import FastLinkNeighborLoader, FastNeighborLoader
 from ..placement import Placement
@@ -25,9 +26,27 @@ if TYPE_CHECKING:  # the mode hands itself to its task
     from .base import LoadingMode
     from .spec import LoadingSpec
 
-__all__ = ['Task', 'NodeTask', 'LinkTask', 'LinkTraining', 'TASKS']
+__all__ = ['Task', 'NodeTask', 'LinkTask', 'LinkTraining', 'TASKS',
+           'node_times']
 
 Loader = Union[FastNeighborLoader, FastLinkNeighborLoader, WholeGraphLoader]
+
+
+def node_times(time: Optional[Tensor], num_nodes: int, time_attr: str,
+               where: str) -> Tensor:
+    r""":obj:`time`, the node array :obj:`time_attr` of :obj:`where`
+    (:obj:`None`: it has none), as one time per node of its
+    :obj:`num_nodes`; else a :class:`SettingError` naming ``time_attr``."""
+    if time is None or time.numel() != num_nodes:
+        held = 'no such node array' if time is None else \
+            f"{list(time.shape)} entries for {num_nodes} nodes"
+        raise SettingError('time_attr', f"{time_attr!r} is not a node array "
+                           f"of {where} with one time per node ({held}): "
+                           f"name the dataset's array of node times (a "
+                           f"Data's 'time' attribute is kept by "
+                           f"'pyg-fastload prepare --pyg-data FILE.pt'), "
+                           f"or leave time_attr out")
+    return time.reshape(-1)
 
 
 class Task:
@@ -87,10 +106,21 @@ class NodeTask(Task):
         return spec.eval == 'layerwise'
 
     def check(self, mode: 'LoadingMode') -> None:
-        if mode.spec.eval == 'layerwise' and mode.source is None:
+        spec = mode.spec
+        if spec.eval == 'layerwise' and mode.source is None:
             raise SettingError('eval', "'layerwise' evaluates on the whole "
                                "graph: give 'dataset' (not only "
                                "'partitions'); or use eval: sampled")
+        if spec.time_attr is None:
+            return
+        if spec.eval == 'layerwise':
+            raise SettingError('eval', "'layerwise' aggregates every "
+                               "in-neighbour, later ones too, while "
+                               "time_attr samples each seed's past: use "
+                               "eval: sampled")
+        if mode.temporal_refusal is not None:
+            raise SettingError('time_attr', f"{spec.time_attr!r} with mode "
+                               f"{mode.name!r}: {mode.temporal_refusal}")
 
     def loader(self, mode: 'LoadingMode', split: str,
                generator: torch.Generator, placement: Placement
@@ -107,11 +137,15 @@ class NodeTask(Task):
             extra['sampler'] = sampler
         spec = mode.spec
         transform = spec.transform()
-        if data is mode.data:
-            neighbor_sampler = mode.neighbor_sampler(train)
-            if neighbor_sampler is not None:
-                extra['neighbor_sampler'] = neighbor_sampler
-                transform = mode.train_transform(train, sampler, transform)
+        neighbor_sampler = mode.neighbor_sampler(train) \
+            if data is mode.data else None
+        if neighbor_sampler is not None:  # the mode's (times of its own)
+            extra['neighbor_sampler'] = neighbor_sampler
+            transform = mode.train_transform(train, sampler, transform)
+        elif spec.time_attr is not None:  # the loader reads them
+            view = GraphView.of(data)
+            node_times(view.node_attr(spec.time_attr, target),
+                       view.num_nodes(target), spec.time_attr, 'the dataset')
         if target is not None:  # the labelled type's seeds
             seeds = (target, seeds)
         return FastNeighborLoader(
@@ -188,6 +222,12 @@ class LinkTask(Task):
         self.training: Optional[LinkTraining] = None
 
     def check(self, mode: 'LoadingMode') -> None:
+        if mode.spec.time_attr is not None:
+            raise SettingError('time_attr', "task 'link' samples without "
+                               "times in the data module (temporal link "
+                               "prediction: FastLinkNeighborLoader(..., "
+                               "time_attr=..., edge_label_time=...)): leave "
+                               "time_attr out")
         if mode.spec.eval != 'sampled':
             raise SettingError('eval', f"{mode.spec.eval!r} is for task "
                                f"'node': link batches are evaluated on "
