@@ -82,6 +82,7 @@ def partitions(tmp_path_factory, tiny_dir):
 
 @pytest.mark.parametrize('settings, key, match', [
     ({'time_attr': ''}, 'time_attr', 'must name a node array'),
+    ({'time_attr': 5}, 'time_attr', 'must name a node array'),
     ({'temporal_strategy': 'last'}, 'temporal_strategy', 'set time_attr'),
     ({'time_attr': 'time', 'temporal_strategy': 'first'},
      'temporal_strategy', "'uniform', 'last'"),
