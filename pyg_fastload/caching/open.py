@@ -16,6 +16,7 @@ from ..graph.convert import topology_of
 from ..graph.hetero_topology import HeteroTopology
 from ..graph.topology import CSCTopology
 from ..io import (
+    OnDiskDataset,
     is_hetero_dataset_dir,
     open_dataset_dir,
     open_hetero_dataset_dir,
@@ -48,6 +49,7 @@ def open_dataset(
     scores: Optional[Scores] = None,
     verify: str = 'size',
     topology: Optional[Union[CSCTopology, HeteroTopology]] = None,
+    rows_from: Optional[Tuple[OnDiskDataset, Tensor]] = None,
     **settings: Any,
 ) -> Tuple[TieredFeatureStore, CSCGraphStore]:
     r"""Opens a directory written by ``pyg-fastload prepare``.
@@ -75,6 +77,10 @@ def open_dataset(
         topology (CSCTopology or HeteroTopology, optional): serve this
             topology instead of the stored one (e.g. a part's, relabelled to
             its own rows); the hotness policies rank with it.
+        rows_from (tuple, optional): ``(dataset, rows)``: the feature
+            matrices (arrays of two or more dimensions) that the directory
+            lacks are rows :obj:`rows` of :obj:`dataset`'s, read from its
+            files (a part of a ``--features source`` partition).
 
     Example:
         >>> from pyg_fastload import FastNeighborLoader, open_dataset
@@ -120,6 +126,15 @@ def open_dataset(
     feature_store = TieredFeatureStore(device)
     _put_arrays(feature_store, dataset.arrays, cache, None,
                 dataset.array_path)
+    if rows_from is not None:
+        source, rows = rows_from
+        if rows.numel() != dataset.num_nodes:
+            raise ValueError(f"'rows_from' gives {rows.numel()} rows, "
+                             f"'{path}' has {dataset.num_nodes}")
+        _put_arrays(feature_store, {
+            name: tensor for name, tensor in source.arrays.items()
+            if tensor.dim() >= 2 and name not in dataset.arrays},
+            cache, None, source.array_path, rows)
     graph_store = CSCGraphStore(topology or dataset.topology)
     _configure(feature_store, graph_store, cache, scores)
     return feature_store, graph_store
@@ -127,15 +142,19 @@ def open_dataset(
 
 def _put_arrays(store: TieredFeatureStore, arrays: Dict[str, Tensor],
                 cache: FeatureCache, group: Optional[str],
-                path_of: Any) -> None:
+                path_of: Any, rows: Optional[Tensor] = None) -> None:
     r"""Feature matrices read from their files (unless
-    ``cache.in_memory``), smaller arrays memory-mapped."""
+    ``cache.in_memory``), smaller arrays memory-mapped; with :obj:`rows`,
+    the arrays' rows :obj:`rows` only."""
     for name, tensor in arrays.items():
         if tensor.dim() >= 2 and not cache.in_memory:
             store.put_mmap_tensor(
                 str(path_of(name)), tensor.dtype, tensor.shape, name,
                 group_name=group, storage=cache.storage,
-                in_flight=cache.reads_in_flight)
+                in_flight=cache.reads_in_flight, rows=rows)
+        elif rows is not None:
+            store.put_tensor(tensor[rows], group_name=group, attr_name=name,
+                             index=None)
         else:
             value = tensor.clone() if cache.in_memory else tensor
             store.put_tensor(value, group_name=group, attr_name=name,

@@ -4,21 +4,24 @@ all-to-all of the hot rows instead of asking their owner; here a rank on
 the same machine as an owner reads them from the owner's part files
 (memory-mapped, read-only), in a thread beside the hot exchange. Ranks on
 other machines, or whose owner's files it cannot open, keep the owner
-path (the rows travel through the owner, which reads its storage)."""
+path (the rows travel through the owner, which reads its storage). The
+parts of a ``--features source`` partition hold no feature rows: those are
+read from the partitioned dataset's files, at the owner part's
+``source_id`` rows."""
 from __future__ import annotations
 
 import hashlib
 import socket
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple, Union
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 import torch
 from torch import Tensor
 
 from ..io import DatasetFormatError, open_node_arrays
 from ..partition import HeteroPartitionBook, PartitionBook
-from ..partition.part_dirs import part_dir
+from ..partition.part_dirs import part_dir, source_rows
 from ..storage import TieredFeatureStore
 from ..storage.feature_store import attr_label
 from .collectives import Collectives
@@ -75,10 +78,11 @@ class ColdRows:
         collectives (Collectives): exchanged once, here.
         local (TieredFeatureStore): this rank's part with its caches.
         mode (str): ``'auto'`` or ``'owner'`` (:data:`COLD_ROWS`).
+        meta (dict): the partition's ``partition.json`` (checked).
     """
     def __init__(self, parts_dir: Union[str, Path], book: Book,
                  part: int, collectives: Collectives,
-                 local: TieredFeatureStore, mode: str = 'auto'):
+                 local: TieredFeatureStore, mode: str, meta: Dict[str, Any]):
         if mode not in COLD_ROWS:
             raise ValueError(f"'cold_rows' = {mode!r} is not one of "
                              f"{', '.join(COLD_ROWS)}")
@@ -100,26 +104,36 @@ class ColdRows:
                 self.cached.setdefault(owner, {})[attr] = owner_mask.bool()
         #: Per owner reachable directly: its part's arrays (memory-mapped).
         self.arrays: Dict[int, Dict[Key, Tensor]] = {}
+        #: Per owner and attribute read from the partitioned dataset: the
+        #: dataset's row of each of the owner's rows.
+        self.rows_of: Dict[int, Dict[Key, Tensor]] = {}
         if mode == 'auto':
             for owner in range(world):
                 if owner != part and int(keys[owner]) == int(key):
-                    arrays = self._open(parts_dir, book, owner)
-                    if arrays is not None:
-                        self.arrays[owner] = arrays
+                    self._open(Path(parts_dir), book, owner, meta)
         self._pool: Optional[ThreadPoolExecutor] = None
 
-    def _open(self, parts_dir: Union[str, Path], book: Book,
-              owner: int) -> Optional[Dict[Key, Tensor]]:
+    def _open(self, parts_dir: Path, book: Book, owner: int,
+              meta: Dict[str, Any]) -> None:
+        r"""Maps the owner's arrays, if reachable from here (else the
+        owner path)."""
         try:
-            found = open_node_arrays(part_dir(Path(parts_dir), owner),
+            found = open_node_arrays(part_dir(parts_dir, owner),
                                      verify='size')
+            source = source_rows(parts_dir, meta, owner)
         except (DatasetFormatError, OSError, ValueError):
-            return None  # not reachable from here: the owner path
+            return
         arrays = {a: found[a] for a in self.attrs if a in found}
-        if any(t.size(0) != _owned(book, a, owner)
+        rows_of: Dict[Key, Tensor] = {}
+        if source is not None:
+            dataset, rows = source
+            for attr in self.attrs:
+                if attr not in arrays and attr[1] in dataset.arrays:
+                    arrays[attr], rows_of[attr] = dataset.arrays[attr[1]], rows
+        if any(rows_of.get(a, t).size(0) != _owned(book, a, owner)
                for a, t in arrays.items()):
-            return None
-        return arrays
+            return
+        self.arrays[owner], self.rows_of[owner] = arrays, rows_of
 
     def split(self, attr: Key, owners: Tensor,
               local_ids: Tensor) -> Tensor:
@@ -150,6 +164,8 @@ class ColdRows:
             at = (owners == owner).nonzero().view(-1)
             array = self.arrays[owner][attr]
             ids = local_ids[at]
+            if attr in self.rows_of[owner]:
+                ids = self.rows_of[owner][attr][ids]
             order = torch.argsort(ids)  # file order
             rows = array[ids[order]]
             parts.append((at[order], torch.as_tensor(rows)))

@@ -183,7 +183,8 @@ def open_dsp_rank(parts_dir: Union[str, 'os.PathLike[str]'],
             Collectives(data.context, data.counters, data.device, data.group,
                         coordinator, stage) for stage in (0, 1))
     part = collectives.rank
-    cold = ColdRows(parts_dir, book, part, collectives, features, cold_rows)
+    cold = ColdRows(parts_dir, book, part, collectives, features, cold_rows,
+                    meta)
     store = PartitionedFeatureStore(features, book, part, fetching, cold)
     if feature_centric:
         graph = CSCGraphStore(full_topology(parts_dir))

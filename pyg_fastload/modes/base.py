@@ -17,6 +17,7 @@ from ..distributed.collectives import digest
 from ..distributed.seeds import (RankSeedSampler, in_order,
                                  rank_seed_sampler, shard)
 from ..graph.view import GraphView
+from ..partition.part_dirs import read_partition_meta
 from ..placement import Placement
 from .schema import target_of
 from .source import DatasetSource, directory_metadata, split_seeds
@@ -139,7 +140,15 @@ class LoadingMode:
         if part is None:
             raise SettingError('partitions', f"no part-* directory in "
                                f"'{self.partitions}'")
-        return directory_metadata(part)
+        features, classes = directory_metadata(part)
+        if features == 0:  # the parts may read theirs from the dataset
+            try:
+                meta = read_partition_meta(self.partitions)
+            except ValueError as error:
+                raise SettingError('partitions', str(error)) from None
+            if meta.get('features') == 'source':
+                features, _ = directory_metadata(Path(meta['dataset']['path']))
+        return features, classes
 
     # Opening, once per process ##############################################
 

@@ -12,7 +12,7 @@ from ..errors import UsageExit
 from .hetero import HeteroPartitionBook
 from .bounded import max_memory_type
 from .methods import METHODS
-from .part_dirs import partition_dataset, read_partition_meta
+from .part_dirs import FEATURES, partition_dataset, read_partition_meta
 from .report import format_report, partition_report
 
 __all__ = ['add_arguments', 'run']
@@ -38,6 +38,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "'2GiB', '500MB'); where METIS's working set on the "
                         "graph would exceed it, the graph is coarsened out "
                         "of core first (default: no bound)")
+    parser.add_argument('--features', choices=FEATURES, default='copy',
+                        help="copy: every part holds its nodes' feature "
+                        "rows; source: the parts keep the dataset's row ids "
+                        "instead and ranks read the rows from DATASET_DIR, "
+                        "which must then stay in place (one machine, or a "
+                        "file system every machine sees; homogeneous "
+                        "datasets)")
     parser.add_argument('--out', metavar='PARTS_DIR', default=None,
                         help='the partition directory to create')
     parser.add_argument('--overwrite', action='store_true',
@@ -77,7 +84,7 @@ def run(args: argparse.Namespace) -> None:
         book = partition_dataset(args.dataset_dir, args.out, args.num_parts,
                                  args.method, args.num_hops, args.seed,
                                  args.overwrite, not args.no_progress,
-                                 args.max_memory)
+                                 args.max_memory, args.features)
     except (OSError, ValueError) as exc:  # incl. DatasetFormatError
         raise UsageExit('partition', str(exc)) from None
     if isinstance(book, HeteroPartitionBook):

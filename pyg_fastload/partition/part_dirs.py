@@ -8,6 +8,14 @@ format: the in-neighbour lists of the part's nodes (CSC, in new global ids,
 so a sampler sees which neighbours are remote) and the part's rows of every
 node array (features, labels, masks). A machine needs only its part and
 the book.
+
+With ``features='source'`` (``--features source``) the parts keep no copy
+of the feature matrices (the node arrays of two or more dimensions): each
+part has a ``source_id.npy`` instead (the dataset's row of each of its
+rows, ``int64``, checksummed in ``partition.json``), and a rank reads its rows from the partitioned dataset's files,
+which must then stay where ``partition.json`` says (one machine, or a file
+system every machine sees). The parts of a graph whose features fill the
+disk take only its topology, labels and masks.
 """
 from __future__ import annotations
 
@@ -47,7 +55,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ['partition_dataset', 'open_partition', 'full_topology', 'concat_csc',
            'part_dir', 'PARTITION_FORMAT', 'is_hetero_partition', 'save_book',
-           'edge_chunks', 'row_chunks']
+           'edge_chunks', 'row_chunks', 'FEATURES', 'source_rows']
 
 #: The value of ``partition.json``'s ``"format"`` key, and its version.
 PARTITION_FORMAT = 'pyg-fastload-partition'
@@ -83,6 +91,24 @@ MAX_PARTS = 2**16
 #: once while writing it.
 WRITE_CHUNK_EDGES = 2**22
 WRITE_CHUNK_BYTES = 2**26
+#: Where a partition's feature rows are: copied into every part
+#: (``'copy'``), or left in the partitioned dataset (``'source'``).
+FEATURES = ('copy', 'source')
+#: A ``features='source'`` part's file of the dataset's row of each row.
+SOURCE_ID = 'source_id.npy'
+
+
+def _check_features(features: Any, dataset_dir: PathLike) -> str:
+    if features not in FEATURES:
+        raise ValueError(f"'features' = {features!r} is not one of "
+                         f"{', '.join(FEATURES)}")
+    if features == 'source' and is_hetero_dataset_dir(
+            Path(dataset_dir).expanduser()):
+        raise ValueError(f"features='source' (--features source) is for "
+                         f"homogeneous datasets; the parts of the "
+                         f"heterogeneous '{dataset_dir}' copy their rows: "
+                         f"leave it out")
+    return features
 
 
 def partition_dataset(
@@ -95,6 +121,7 @@ def partition_dataset(
     overwrite: bool = False,
     progress: bool = True,
     max_memory: Union[None, int, str] = None,
+    features: str = 'copy',
 ) -> Union[PartitionBook, 'HeteroPartitionBook']:
     r"""Partitions a dataset directory (``pyg-fastload prepare``) into
     :obj:`num_parts` parts written under :obj:`out_dir`. A heterogeneous
@@ -122,7 +149,12 @@ def partition_dataset(
             (or ``'2GiB'``, ``'500MB'``; see
             :func:`~pyg_fastload.partition.assign_parts`), recorded in
             ``partition.json``; :obj:`None`: no bound.
+        features (str): ``'copy'`` the feature matrices' rows into the
+            parts, or leave them in the dataset (``'source'``: a
+            ``source_id`` array per part; the dataset must stay where it
+            is).
     """
+    _check_features(features, dataset_dir)
     if is_hetero_dataset_dir(Path(dataset_dir).expanduser()):
         from .hetero import partition_hetero_dataset
         return partition_hetero_dataset(dataset_dir, out_dir, num_parts,
@@ -175,15 +207,18 @@ def partition_dataset(
                 halo = halo[torch.argsort(new_of[halo])]
                 halo = (halo, level[part] < num_hops)
             _write_part(part_dir(tmp, part), dataset, topo, nodes, new_of,
-                        part, num_parts, int(offsets[part]), run, halo)
+                        part, num_parts, int(offsets[part]), run, halo,
+                        features)
         files = {name: sha256_file(tmp / name) for name in BOOK_FILES}
         for part in range(num_parts):
-            name = f'{part_dir(tmp, part).name}/meta.json'
-            files[name] = sha256_file(tmp / name)
+            for file in ('meta.json', SOURCE_ID)[:1 + (features == 'source')]:
+                name = f'{part_dir(tmp, part).name}/{file}'
+                files[name] = sha256_file(tmp / name)
         meta = {
             'format': PARTITION_FORMAT, 'format_version': PARTITION_VERSION,
             'method': method, 'num_parts': num_parts, 'num_hops': num_hops,
             'seed': seed, 'max_memory': budget, 'run': run,
+            'features': features,
             'dataset': {'name': dataset.name, 'num_nodes': topo.num_nodes,
                         'path': str(Path(dataset.path).resolve()),
                         'num_edges': topo.num_edges,
@@ -216,17 +251,22 @@ def save_book(folder: Path, arrays: Tuple[np.ndarray, ...]) -> None:
     without ``errno`` and loses a small one's (a short file then put in
     place with its checksum)."""
     for name, array in zip(BOOK_FILES, arrays):
-        array = np.ascontiguousarray(array)
-        with open(folder / name, 'wb') as f:
-            npy.write_array_header_1_0(f, npy.header_data_from_array_1_0(
-                array))
-            f.write(array.reshape(-1).view(np.uint8))
+        write_npy(folder / name, array)
+
+
+def write_npy(file: Path, array: np.ndarray) -> None:
+    r"""Writes :obj:`array` as the ``.npy`` :obj:`file` through the
+    file's own ``write`` (see :func:`save_book`)."""
+    array = np.ascontiguousarray(array)
+    with open(file, 'wb') as f:
+        npy.write_array_header_1_0(f, npy.header_data_from_array_1_0(array))
+        f.write(array.reshape(-1).view(np.uint8))
 
 
 def _write_part(path: Path, dataset: Any, topo: Any, nodes: torch.Tensor,
                 new_of: torch.Tensor, part: int, num_parts: int, start: int,
-                run: str, halo: Optional[Tuple[torch.Tensor, torch.Tensor]]
-                ) -> None:
+                run: str, halo: Optional[Tuple[torch.Tensor, torch.Tensor]],
+                features: str = 'copy') -> None:
     r"""Part :obj:`part`: the in-neighbour lists of :obj:`nodes` (original
     ids, in new-id order) in new ids, and their rows of every node array.
 
@@ -234,7 +274,10 @@ def _write_part(path: Path, dataset: Any, topo: Any, nodes: torch.Tensor,
     rows follow the part's own, a ``global_id`` array gives every row's new
     id, replicas are never training (nor validation/test) nodes here, and
     only rows with ``expand`` keep their in-edges (the message-flow edges:
-    every node less than L hops from the part's training nodes)."""
+    every node less than L hops from the part's training nodes).
+
+    With :obj:`features` ``'source'``, the feature matrices stay in the
+    dataset and ``source_id.npy`` gives the dataset's row of each row."""
     rows, extra = nodes, {}
     if halo is not None:
         replicas, expand = halo
@@ -259,7 +302,8 @@ def _write_part(path: Path, dataset: Any, topo: Any, nodes: torch.Tensor,
                 int(indptr[end]) - int(indptr[at]))]]
 
     arrays: Dict[str, Any] = {key: row_chunks(value, rows) for key, value in
-                              dataset.arrays.items()}
+                              dataset.arrays.items()
+                              if features == 'copy' or value.dim() < 2}
     if halo is not None:
         for key in ('train_mask', 'val_mask', 'test_mask'):
             if key in arrays:
@@ -276,6 +320,8 @@ def _write_part(path: Path, dataset: Any, topo: Any, nodes: torch.Tensor,
                                   'num_parts': num_parts, 'start': start,
                                   'owned': nodes.numel(),
                                   'replicas': rows.numel() - nodes.numel()}})
+    if features == 'source':
+        write_npy(path / SOURCE_ID, rows.numpy())
 
 
 def edge_chunks(indptr: torch.Tensor) -> Iterator[Tuple[int, int]]:
@@ -326,6 +372,9 @@ def _check_schema(parts_dir: Path, file: Path, meta: Any) -> None:
     if meta['method'] not in METHODS:
         raise _fail(parts_dir, file, f"'method' {meta['method']!r} is not one "
                     f"of {', '.join(METHODS)}")
+    if meta.get('features', 'copy') not in FEATURES:
+        raise _fail(parts_dir, file, f"'features' {meta['features']!r} is "
+                    f"not one of {', '.join(FEATURES)}")
     if not 1 <= meta['num_parts'] <= MAX_PARTS:
         raise _fail(parts_dir, file, f"'num_parts' {meta['num_parts']} is "
                     f"outside [1, {MAX_PARTS}]")
@@ -437,6 +486,45 @@ def checked_part(parts_dir: Path, meta: Dict[str, Any],
     return path
 
 
+def source_rows(parts_dir: Path, meta: Dict[str, Any], part: int
+                ) -> Optional[Tuple[Any, torch.Tensor]]:
+    r"""Where part :obj:`part` of a ``features='source'`` partition reads
+    its feature rows: the partitioned dataset (opened, and checked to be
+    the one partitioned) and the part's rows of it (its ``source_id.npy``,
+    checked against ``partition.json``); :obj:`None` for a partition whose
+    parts hold their rows. The dataset's topology is not read, and its
+    feature files are checked by size when mapped."""
+    if meta.get('features', 'copy') != 'source':
+        return None
+    where = Path(str(meta['dataset'].get('path')))
+    fix = (f"the parts of '{parts_dir}' read their feature rows from the "
+           f"dataset they were partitioned from: put it back at '{where}', "
+           f"or partition again (pyg-fastload partition DATASET_DIR --out "
+           f"{parts_dir} --overwrite)")
+    meta_file = where / 'meta.json'
+    if not meta_file.is_file():
+        raise DatasetFormatError(f"'{where}': no dataset there; {fix}")
+    if sha256_file(meta_file) != meta['dataset'].get('meta_sha256'):
+        raise DatasetFormatError(f"'{where}' is not the dataset that was "
+                                 f"partitioned (prepared again?); {fix}")
+    dataset = open_dataset_dir(where, verify='none')
+    name = f'{part_dir(parts_dir, part).name}/{SOURCE_ID}'
+    file = parts_dir / name
+    if not file.is_file() or sha256_file(file) != meta['files'].get(name):
+        raise _fail(parts_dir, file, 'missing, or not the one partition.json '
+                    'lists')
+    try:
+        rows = np.load(file, allow_pickle=False)
+    except (OSError, ValueError) as exc:
+        raise _fail(parts_dir, file, f'unreadable ({exc})') from None
+    if rows.dtype != np.int64 or rows.ndim != 1 or (rows.size and (
+            rows.min() < 0 or rows.max() >= dataset.num_nodes)):
+        raise _fail(parts_dir, file, f"holds {rows.dtype} {list(rows.shape)}"
+                    f", not int64 rows of '{where}' (of its "
+                    f"{dataset.num_nodes} nodes)")
+    return dataset, torch.from_numpy(rows)
+
+
 def open_partition(
     parts_dir: PathLike,
     part: int,
@@ -495,7 +583,8 @@ def open_partition(
         topology, _ = local_topology(dataset.topology, rows, book.num_nodes)
     feature_store, graph_store = open_dataset(
         path, cache, device=device, verify=verify, scores=scores,
-        topology=dataset.topology if topology is None else topology)
+        topology=dataset.topology if topology is None else topology,
+        rows_from=source_rows(parts_dir, meta, part))
     if not local:
         graph_store = CSCGraphStore(dataset.topology)
     elif 'global_id' not in {

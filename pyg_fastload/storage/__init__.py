@@ -8,6 +8,7 @@ from .direct import DirectStorage
 from .feature_store import TieredFeatureStore
 from .gpu_direct import GpuDirectStorage
 from .graph_store import CSCGraphStore
+from .mapped_rows import MappedRows
 from .io_stats import device_read_bytes, process_memory, process_read_bytes
 from .memory_storage import MemoryStorage
 from .mmap_storage import MmapStorage
@@ -32,6 +33,7 @@ __all__ = [
     'MmapStorage',
     'DirectStorage',
     'GpuDirectStorage',
+    'MappedRows',
     'process_read_bytes',
     'device_read_bytes',
     'process_memory',

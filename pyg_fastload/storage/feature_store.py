@@ -15,6 +15,7 @@ from .buffer_pool import BufferPool
 from .cache_tier import StaticCache
 from .direct import DirectStorage
 from .gpu_direct import GpuDirectStorage
+from .mapped_rows import MappedRows
 from .memory_storage import MemoryStorage
 from .mmap_storage import MmapStorage
 from .protocol import BatchIds, of_group
@@ -109,12 +110,16 @@ class TieredFeatureStore(FeatureStore):
                         shape: Sequence[int], attr_name: str,
                         group_name: Optional[str] = None,
                         offset: int = 0, storage: str = 'mmap',
-                        in_flight: Union[int, str] = 'auto') -> None:
+                        in_flight: Union[int, str] = 'auto',
+                        rows: Optional[Tensor] = None) -> None:
         r"""Registers a raw row-major file as the storage of an attribute,
         read as :obj:`storage` says: ``'mmap'`` (memory-mapped),
         ``'direct'`` (direct I/O, :obj:`in_flight` reads at once;
         :class:`DirectStorage`) or ``'gds'`` (kvikio reads into the batch's
         device; :class:`~pyg_fastload.storage.gpu_direct.GpuDirectStorage`).
+        With :obj:`rows` (``int64``), the attribute's row ``i`` is the
+        file's row ``rows[i]`` (:class:`~pyg_fastload.storage.mapped_rows.
+        MappedRows`).
         """
         if storage == 'gds' and self.device.type != 'cuda':
             raise ValueError(f"storage='gds' reads rows into GPU memory, but "
@@ -128,6 +133,8 @@ class TieredFeatureStore(FeatureStore):
         else:
             raise ValueError(f"'storage' = {storage!r}: pass 'mmap', "
                              f"'direct' or 'gds'")
+        if rows is not None:
+            tier = MappedRows(tier, rows)
         self.put_tier(tier, attr_name, group_name)
 
     def _put_tensor(self, tensor: Tensor, attr: TensorAttr) -> bool:

@@ -25,13 +25,16 @@ def metis_parts(tmp_path_factory, tiny_dir):
 @pytest.fixture(scope='module')
 def hash_parts(tmp_path_factory, tiny_dir):
     r"""``(dataset_dir, root)``: hash partitions ``root / 'a'`` and
-    ``root / 'b'`` (2 parts each, different runs) and ``root / 'four'``."""
+    ``root / 'b'`` (2 parts each, different runs), ``root / 'four'`` and
+    ``root / 'source'`` (2 parts reading their rows from the dataset)."""
     dataset_dir, _ = tiny_dir
     root = tmp_path_factory.mktemp('hash')
     for name in ('a', 'b'):
         partition_dataset(dataset_dir, root / name, 2, 'hash',
                           progress=False)
     partition_dataset(dataset_dir, root / 'four', 4, 'hash', progress=False)
+    partition_dataset(dataset_dir, root / 'source', 2, 'hash', progress=False,
+                      features='source')
     return dataset_dir, root
 
 

@@ -104,8 +104,8 @@ def _cold_rows(rank, world, parts_dir, mode):
     from pyg_fastload.distributed.cold_rows import ColdRows
     coll = _collectives()
     cache = FeatureCache(host_budget=0.3, policy='out_degree')
-    features, _, book, _ = open_rank_part(parts_dir, coll, cache)
-    cold = ColdRows(parts_dir, book, rank, coll, features, mode)
+    features, _, book, meta = open_rank_part(parts_dir, coll, cache)
+    cold = ColdRows(parts_dir, book, rank, coll, features, mode, meta)
     store = PartitionedFeatureStore(features, book, rank, coll, cold)
     gen = torch.Generator().manual_seed(rank)
     ids = torch.randint(0, book.num_nodes, (400, ), generator=gen)
@@ -129,14 +129,15 @@ def _cold_rows(rank, world, parts_dir, mode):
               "beside the exchange of the hot rows (DSP's direct cold "
               "reads): the same rows, only the cached ones cross ranks; "
               "cold_rows='owner' keeps the owner path")
-def test_cold_rows_are_read_directly_on_one_machine(hash_parts):
+@pytest.mark.parametrize('parts', ['a', 'source'])
+def test_cold_rows_are_read_directly_on_one_machine(hash_parts, parts):
     dataset_dir, root = hash_parts
     x = open_dataset_dir(dataset_dir).arrays['x']
-    order = torch.argsort(torch.from_numpy(np.load(root / 'a' /
+    order = torch.argsort(torch.from_numpy(np.load(root / parts /
                                                    'new_id.npy')))
     row_bytes = x.size(1) * x.element_size()
     for mode in ('auto', 'owner'):
-        results = run_ranks(_cold_rows, 2, root / 'a', mode)
+        results = run_ranks(_cold_rows, 2, root / parts, mode)
         for rank in range(2):
             status, (ids, rows, hot, cold, remote, direct, received) = \
                 results[rank]

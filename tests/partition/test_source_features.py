@@ -1,0 +1,146 @@
+r"""``partition --features source``: parts that keep the dataset's row ids
+instead of copies of its feature rows, read from the dataset's files."""
+import json
+import shutil
+
+import numpy as np
+import pytest
+import torch
+
+from pyg_fastload.config import FeatureCache
+from pyg_fastload.io import DatasetFormatError, open_dataset_dir
+from pyg_fastload.partition import open_partition, partition_dataset
+from pyg_fastload.storage import MappedRows, MemoryStorage
+
+from ..helpers import usage_exit
+
+
+@pytest.fixture(scope='module')
+def source_parts(tmp_path_factory, tiny_dir):
+    r"""``(dataset_dir, {(method, features): parts_dir})``: the ``tiny``
+    preset in 2 parts by METIS and by PaGraph, copying the rows and not."""
+    dataset_dir, _ = tiny_dir
+    root = tmp_path_factory.mktemp('source')
+    out = {}
+    for method in ('metis', 'pagraph'):
+        for features in ('copy', 'source'):
+            out[method, features] = root / f'{method}-{features}'
+            partition_dataset(dataset_dir, out[method, features], 2, method,
+                              progress=False, features=features)
+    return dataset_dir, out
+
+
+def _rows(store, num_rows):
+    return store.get_tensor(group_name=None, attr_name='x',
+                            index=torch.arange(num_rows))
+
+
+@pytest.mark.parametrize('method', ['metis', 'pagraph'])
+@pytest.mark.parametrize('cache', [None, FeatureCache(host_budget=0.3,
+                                                      policy='out_degree')])
+def test_source_parts_serve_the_rows_copied_parts_hold(source_parts, method,
+                                                       cache):
+    dataset_dir, paths = source_parts
+    x = open_dataset_dir(dataset_dir).arrays['x']
+    for part in range(2):
+        copied, _, _ = open_partition(paths[method, 'copy'], part, cache,
+                                      local=True)
+        kept, _, _ = open_partition(paths[method, 'source'], part, cache,
+                                    local=True)
+        rows = copied.get_tensor_size(group_name=None, attr_name='x')[0]
+        assert kept.get_tensor_size(group_name=None, attr_name='x') == \
+            copied.get_tensor_size(group_name=None, attr_name='x')
+        assert torch.equal(_rows(kept, rows), _rows(copied, rows))
+        # every row is the dataset's row of the node it stands for
+        source = torch.from_numpy(np.load(
+            paths[method, 'source'] / f'part-{part}' / 'source_id.npy'))
+        assert torch.equal(_rows(kept, rows), x[source])
+        assert list(kept.tiers('x')) == list(copied.tiers('x'))
+        if cache is not None:  # the host buffer holds the same rows
+            assert torch.equal(kept.cached_ids('x'), copied.cached_ids('x'))
+        # labels and masks are the part's own (small) arrays
+        for name in ('y', 'train_mask'):
+            got = kept.get_tensor(group_name=None, attr_name=name, index=None)
+            assert torch.equal(got, copied.get_tensor(
+                group_name=None, attr_name=name, index=None))
+
+
+def test_source_parts_hold_no_feature_rows(source_parts):
+    _, paths = source_parts
+    for part in range(2):
+        copied = open_dataset_dir(paths['metis', 'copy'] / f'part-{part}')
+        kept = open_dataset_dir(paths['metis', 'source'] / f'part-{part}')
+        assert 'x' in copied.arrays and 'x' not in kept.arrays
+        assert set(kept.arrays) == set(copied.arrays) - {'x'}
+        assert torch.equal(kept.topology.indices, copied.topology.indices)
+    meta = json.loads((paths['metis', 'source'] /
+                       'partition.json').read_text())
+    assert meta['features'] == 'source'
+    assert 'part-1/source_id.npy' in meta['files']
+
+
+def test_a_source_part_needs_its_dataset(source_parts, tmp_path):
+    dataset_dir, paths = source_parts
+    parts = tmp_path / 'parts'
+    shutil.copytree(paths['metis', 'source'], parts)
+    meta_file = parts / 'partition.json'
+    meta = json.loads(meta_file.read_text())
+    # the dataset moved away
+    meta['dataset']['path'] = str(tmp_path / 'moved')
+    meta_file.write_text(json.dumps(meta))
+    with pytest.raises(DatasetFormatError, match="'.*moved': no dataset "
+                       "there; .*put it back at"):
+        open_partition(parts, 0)
+    # another dataset there now (prepared again)
+    other = tmp_path / 'other'
+    shutil.copytree(dataset_dir, other)
+    (other / 'meta.json').write_text((other / 'meta.json').read_text()
+                                     .replace('"name"', '"source": "x", '
+                                              '"name"', 1))
+    meta['dataset']['path'] = str(other)
+    meta_file.write_text(json.dumps(meta))
+    with pytest.raises(DatasetFormatError, match='is not the dataset that '
+                       'was partitioned'):
+        open_partition(parts, 0)
+    # a source_id.npy of another part
+    meta['dataset']['path'] = str(dataset_dir)
+    meta_file.write_text(json.dumps(meta))
+    shutil.copy(parts / 'part-1' / 'source_id.npy',
+                parts / 'part-0' / 'source_id.npy')
+    with pytest.raises(DatasetFormatError, match='source_id.npy: missing, or '
+                       'not the one partition.json lists'):
+        open_partition(parts, 0)
+
+
+def test_features_setting_is_checked(tiny_dir, tmp_path, capsys):
+    from pyg_fastload.datasets.hetero_prepare import prepare_hetero_preset
+    from pyg_fastload.lightning.command import main
+    dataset_dir, _ = tiny_dir
+    with pytest.raises(ValueError, match="'features' = 'none' is not one of "
+                       "copy, source"):
+        partition_dataset(dataset_dir, tmp_path / 'p', 2, features='none')
+    hetero = prepare_hetero_preset('hetero-tiny', tmp_path / 'h',
+                                   progress=False).path
+    with pytest.raises(ValueError, match="features='source'.*homogeneous"):
+        partition_dataset(hetero, tmp_path / 'p', 2, features='source',
+                          progress=False)
+    with usage_exit(capsys, "--features: invalid choice: 'both'"):
+        main(['partition', str(dataset_dir), '--num-parts', '2', '--out',
+              str(tmp_path / 'q'), '--features', 'both'])
+    main(['partition', str(dataset_dir), '--num-parts', '2', '--out',
+          str(tmp_path / 'q'), '--features', 'source', '--no-progress'])
+    assert not (tmp_path / 'q' / 'part-0' / 'x.bin').exists()
+    assert (tmp_path / 'q' / 'part-0' / 'source_id.npy').is_file()
+
+
+def test_mapped_rows_pass_reads_on_in_the_source_ids():
+    base = MemoryStorage(torch.arange(20.).view(10, 2))
+    mapped = MappedRows(base, torch.tensor([7, 2, 9]))
+    assert mapped.shape == (3, 2)
+    out = torch.empty(4, 2)
+    mapped.gather(torch.tensor([2, 0, 0, 1]), out)
+    assert torch.equal(out, base.tensor[[9, 7, 7, 2]])
+    assert torch.equal(mapped.full(), base.tensor[[7, 2, 9]])
+    assert mapped.counters is base.counters
+    with pytest.raises(ValueError, match=r"'rows' must be in \[0, 10\)"):
+        MappedRows(base, torch.tensor([10]))
