@@ -36,7 +36,8 @@ from ..sampling.ops import first_occurrence_mask, sample_uniform
 from ..sampling.temporal import TemporalIndex, check_strategy, check_times
 from .collectives import Collectives
 
-__all__ = ['CollectiveHops', 'CollectiveSampler', 'HeteroCollectiveSampler']
+__all__ = ['CollectiveHops', 'CollectiveSampler', 'HeteroCollectiveSampler',
+           'share_node_times', 'share_typed_node_times']
 
 
 class CollectiveHops:
@@ -272,16 +273,8 @@ class CollectiveSampler(CollectiveHops, FastNeighborSampler):
                                  f"entries for the part's {topo.num_edges} "
                                  f"edges: give one time per CSC edge")
             return TemporalIndex(topo.indptr, topo.indices, edge_time)
-        node_time = check_times(node_time, "'node_time'")
-        if node_time.numel() != topo.num_nodes:
-            raise ValueError(f"'node_time' has {node_time.numel()} entries "
-                             f"for the {topo.num_nodes} nodes part "
-                             f"{self.part} owns: give one time per owned "
-                             f"node, in new-id order")
-        every = torch.cat(self.collectives.exchange(
-            [node_time] * self.collectives.world_size, 'control',
-            'share the node times'))
-        return TemporalIndex.of(topo, every, 'node')
+        return TemporalIndex.of(topo, share_node_times(
+            self.collectives, node_time, topo.num_nodes, self.part), 'node')
 
     @property
     def num_nodes(self) -> int:
@@ -455,61 +448,15 @@ class HeteroCollectiveSampler(CollectiveHops, HeteroNeighborSampler):
         types without node times."""
         topo: HeteroTopology = self.topology
         if edge_time is not None:
-            times = self._given_times(
-                edge_time, "'edge_time'", 'edge type', topo.edge_types,
+            times = _agreed_times(
+                self.collectives, edge_time, "'edge_time'", 'edge type',
+                topo.edge_types,
                 lambda e: (topo.num_edges_of(e),
                            f"edges of {e} in part {self.part} (its CSC "
                            f"order)"))
             return edge_time_index(topo, times), list(topo.node_types)
-        owned = self.book.offsets.diff(dim=1)  # [node types, parts]
-        times = self._given_times(
-            node_time, "'node_time'", 'node type', topo.node_types,
-            lambda t: (int(owned[topo.node_types.index(t), self.part]),
-                       f"{t!r} nodes part {self.part} owns (typed new-id "
-                       f"order)"))
-        timed = [t for t in topo.node_types if t in times]
-        rows = [topo.node_types.index(t) for t in timed]
-        got = self.collectives.exchange(
-            [torch.cat([times[t] for t in timed])] *
-            self.collectives.world_size, 'control', 'share the node times')
-        every = [g.split(owned[rows, r].tolist()) for r, g in enumerate(got)]
-        return node_time_index(topo, {
-            t: torch.cat([chunks[i] for chunks in every])
-            for i, t in enumerate(timed)})
-
-    def _given_times(self, given: Any, name: str, kind: str,
-                     keys: List[Any], count: Callable[[Any], Tuple[int, str]]
-                     ) -> Dict[Any, Tensor]:
-        r""":obj:`given` (times by node or edge type, :obj:`count` of a
-        key its ``(entries, what they are)``) checked, in the dtype every
-        rank's times take (float64 if any rank's are floating-point);
-        every rank must time the same keys."""
-        if not isinstance(given, dict) or not given:
-            raise ValueError(f"{name} must map {kind}s to their times, e.g. "
-                             f"{{{keys[0]!r}: times}}, got {given!r}")
-        unknown = [k for k in given if k not in keys]
-        if unknown:
-            raise ValueError(f"{name} names {kind}(s) {unknown} the graph "
-                             f"does not have; its {kind}s are {keys}")
-        times = {}
-        for k in keys:
-            if k in given:
-                entries, what = count(k)
-                times[k] = checked_times(given[k], entries, f"{name}[{k!r}]",
-                                         what)
-        flags = self.collectives.all_gather_ints(
-            [int(k in times) for k in keys] + [int(any(
-                t.dtype.is_floating_point for t in times.values()))],
-            f'agree on the {kind}s of {name}')
-        if bool((flags[:, :-1] != flags[0, :-1]).any()):
-            named = [[k for k, on in zip(keys, row) if on]
-                     for row in flags[:, :-1].tolist()]
-            raise ValueError(f"{name}: the ranks time different {kind}s "
-                             f"({named}, rank by rank): every rank must "
-                             f"name the same ones (an empty tensor where "
-                             f"its part has none)")
-        dtype = torch.float64 if bool(flags[:, -1].any()) else torch.int64
-        return {k: t.to(dtype) for k, t in times.items()}
+        return node_time_index(topo, share_typed_node_times(
+            self.collectives, self.book, self.part, node_time))
 
     def owner_draw(self, hop: int, ids: Tensor, lengths: List[int],
                    order: Tensor, sizes: List[int],
@@ -541,6 +488,80 @@ class HeteroCollectiveSampler(CollectiveHops, HeteroNeighborSampler):
                                    right=True)
         return (relation, edge - self.relation_offset[relation],
                 torch.arange(edge.numel()))
+
+
+def share_node_times(collectives: Collectives, node_time: Any, owned: int,
+                     part: int) -> Tensor:
+    r"""Every part's node times end to end (the whole graph's new ids), from
+    :obj:`node_time`, those of the :obj:`owned` nodes :obj:`part` owns
+    (checked); a collective."""
+    node_time = check_times(node_time, "'node_time'")
+    if node_time.numel() != owned:
+        raise ValueError(f"'node_time' has {node_time.numel()} entries for "
+                         f"the {owned} nodes part {part} owns: give one "
+                         f"time per owned node, in new-id order")
+    return torch.cat(collectives.exchange(
+        [node_time] * collectives.world_size, 'control',
+        'share the node times'))
+
+
+def share_typed_node_times(collectives: Collectives,
+                           book: HeteroPartitionBook, part: int,
+                           node_time: Any) -> Dict[str, Tensor]:
+    r"""Every part's node times by node type, end to end (the whole graph's
+    typed new ids), from :obj:`node_time`: per node type, the times of the
+    nodes of that type :obj:`part` owns (checked; a type without times has
+    none, and every rank names the same types); a collective."""
+    types = book.node_types
+    owned = book.offsets.diff(dim=1)  # [node types, parts]
+    times = _agreed_times(
+        collectives, node_time, "'node_time'", 'node type', types,
+        lambda t: (int(owned[types.index(t), part]),
+                   f"{t!r} nodes part {part} owns (typed new-id order)"))
+    timed = [t for t in types if t in times]
+    rows = [types.index(t) for t in timed]
+    got = collectives.exchange(
+        [torch.cat([times[t] for t in timed])] * collectives.world_size,
+        'control', 'share the node times')
+    every = [g.split(owned[rows, r].tolist()) for r, g in enumerate(got)]
+    return {t: torch.cat([chunks[i] for chunks in every])
+            for i, t in enumerate(timed)}
+
+
+def _agreed_times(collectives: Collectives, given: Any, name: str,
+                  kind: str, keys: List[Any],
+                  count: Callable[[Any], Tuple[int, str]]
+                  ) -> Dict[Any, Tensor]:
+    r""":obj:`given` (times by node or edge type, :obj:`count` of a key
+    its ``(entries, what they are)``) checked, in the dtype every rank's
+    times take (float64 if any rank's are floating-point); every rank must
+    time the same keys."""
+    if not isinstance(given, dict) or not given:
+        raise ValueError(f"{name} must map {kind}s to their times, e.g. "
+                         f"{{{keys[0]!r}: times}}, got {given!r}")
+    unknown = [k for k in given if k not in keys]
+    if unknown:
+        raise ValueError(f"{name} names {kind}(s) {unknown} the graph "
+                         f"does not have; its {kind}s are {keys}")
+    times = {}
+    for k in keys:
+        if k in given:
+            entries, what = count(k)
+            times[k] = checked_times(given[k], entries, f"{name}[{k!r}]",
+                                     what)
+    flags = collectives.all_gather_ints(
+        [int(k in times) for k in keys] + [int(any(
+            t.dtype.is_floating_point for t in times.values()))],
+        f'agree on the {kind}s of {name}')
+    if bool((flags[:, :-1] != flags[0, :-1]).any()):
+        named = [[k for k, on in zip(keys, row) if on]
+                 for row in flags[:, :-1].tolist()]
+        raise ValueError(f"{name}: the ranks time different {kind}s "
+                         f"({named}, rank by rank): every rank must name "
+                         f"the same ones (an empty tensor where its part "
+                         f"has none)")
+    dtype = torch.float64 if bool(flags[:, -1].any()) else torch.int64
+    return {k: t.to(dtype) for k, t in times.items()}
 
 
 def _mass(start: Tensor, deg: Tensor, cum_weight: Optional[Tensor]) -> Tensor:

@@ -110,12 +110,13 @@ class DSPRank:
             self.coordinator = None
         self.features.close()
 
-    def local_rows(self, name: str) -> Optional[Tensor]:
-        r"""Node array :obj:`name` (of the seeds' node type) for the nodes
-        this part owns, in new-id order; :obj:`None` if the part has no
-        such array."""
+    def local_rows(self, name: str, node_type: Optional[str] = None
+                   ) -> Optional[Tensor]:
+        r"""Node array :obj:`name` of :obj:`node_type` (default: the seeds'
+        type) for the nodes this part owns, in new-id order; :obj:`None` if
+        the part has no such array."""
         rows = self.features.local.get_tensor(
-            group_name=self.target, attr_name=name, index=None)
+            group_name=node_type or self.target, attr_name=name, index=None)
         return None if rows is None else torch.as_tensor(rows)
 
     def seeds(self, split: str, everyone: Optional[bool] = None) -> Tensor:

@@ -46,6 +46,9 @@ from torch_geometric.sampler import (HeteroSamplerOutput, NodeSamplerInput,
 
 from ..partition import HeteroPartitionBook, PartitionBook
 from ..sampling import FastNeighborSampler, HeteroNeighborSampler
+from ..sampling.hetero_temporal import node_time_index
+from ..sampling.temporal import TemporalIndex, check_strategy
+from .collective_sampling import share_node_times, share_typed_node_times
 from .collectives import Collectives
 
 __all__ = ['RootRouting', 'RootRouter', 'HeteroRootRouter', 'MergeSearch',
@@ -198,6 +201,15 @@ class RootRouting:
             per rank).
         merge_search (bool): choose :obj:`merges` by HopGNN's examination
             period (needs :attr:`batches_per_epoch`).
+        node_time (optional): temporal micrographs: the times of the nodes
+            this part owns (new-id order; on a heterogeneous partition a
+            dict by node type, as DSP's :class:`~pyg_fastload.distributed.
+            collective_sampling.HeteroCollectiveSampler` takes them); the
+            ranks share them once, and each root's tree holds only nodes
+            not later than the root's own time (PyG's ``time_attr``
+            semantics).
+        temporal_strategy (str): ``'uniform'`` or ``'last'``, as in
+            :class:`~pyg_fastload.FastNeighborSampler`.
     """
     concurrent_batches = False  # a collective per batch, in order
     book: Union[PartitionBook, HeteroPartitionBook]
@@ -206,7 +218,8 @@ class RootRouting:
                                                    HeteroPartitionBook],
                  part: int, collectives: Collectives, num_neighbors: Any,
                  replace: bool = False, merges: int = 0,
-                 merge_search: bool = False):
+                 merge_search: bool = False, node_time: Any = None,
+                 temporal_strategy: str = 'uniform'):
         if collectives.world_size != book.num_parts:
             raise ValueError(f'{book.num_parts} parts but world size '
                              f'{collectives.world_size}')
@@ -229,6 +242,16 @@ class RootRouting:
         self._calls = 0
         self._epoch_started: Optional[float] = None
         self._last_call: Optional[float] = None
+        if node_time is not None:
+            self.temporal_strategy, _ = check_strategy(
+                temporal_strategy, 'node_time', True)
+            self.time_attr = 'node_time'
+            self.temporal = self.whole_times(node_time)
+
+    def whole_times(self, node_time: Any) -> TemporalIndex:
+        r"""The whole topology's in-edges sorted by their sources' times,
+        every part's :obj:`node_time` shared (a collective)."""
+        raise NotImplementedError
 
     @property
     def time_steps(self) -> int:
@@ -265,6 +288,11 @@ class RootRouting:
 
     def sample_from_nodes(self, inputs: NodeSamplerInput,
                           **kwargs: Any) -> Any:
+        if inputs.time is not None:
+            raise ValueError("'input_time': HopGNN's root router samples "
+                             "each root at its own node time (routing "
+                             "moves the roots, not given times): leave "
+                             "input_time out")
         self._epoch_clock()
         self.collectives.begin_batch()
         roots, ptr = self.route(inputs.node, inputs.input_type)
@@ -353,7 +381,12 @@ class RootRouter(RootRouting, FastNeighborSampler):
     :class:`~pyg_fastload.graph.CSCTopology` in new ids."""
     def micrographs(self, roots: Tensor, root_type: Optional[str],
                     generator: Optional[torch.Generator]) -> SamplerOutput:
-        return self.sample(roots, generator=generator)
+        return self.sample(roots, generator, self.seed_time(roots, None))
+
+    def whole_times(self, node_time: Any) -> TemporalIndex:
+        start, end = self.book.part_range(self.part)
+        return TemporalIndex.of(self.topology, share_node_times(
+            self.collectives, node_time, end - start, self.part), 'node')
 
     def node_groups(self, out: SamplerOutput) -> Iterator[
             Tuple[PartitionBook, Tensor, Tensor]]:
@@ -371,6 +404,12 @@ class HeteroRootRouter(RootRouting, HeteroNeighborSampler):
                     generator: Optional[torch.Generator]
                     ) -> HeteroSamplerOutput:
         return self.sample_hetero(root_type, roots, generator)
+
+    def whole_times(self, node_time: Any) -> TemporalIndex:
+        index, self.untimed_types = node_time_index(
+            self.topology, share_typed_node_times(
+                self.collectives, self.book, self.part, node_time))
+        return index
 
     def node_groups(self, out: HeteroSamplerOutput) -> Iterator[
             Tuple[PartitionBook, Tensor, Tensor]]:

@@ -74,15 +74,6 @@ class _Partitioned(LoadingMode):
                 f"partitioned), whose node and edge types the model is "
                 f"built from and whose graph validation reads")
 
-    @property
-    def temporal_refusal(self) -> Optional[str]:
-        if not self.hetero:
-            return None
-        return ("the data module does not give a heterogeneous "
-                "partition's times to its samplers yet: use mode "
-                "'replicated' (the whole heterogeneous dataset samples in "
-                "time), or leave time_attr out")
-
     def _check_origin(self) -> None:
         r"""The dataset given for evaluation must be the partitioned one."""
         meta = None if self.source is None else self.source.meta_file()
@@ -163,19 +154,35 @@ class DSP(_Partitioned):
 
     def _sampler_options(self) -> Dict[str, Any]:
         r"""The collective samplers' options: layer-wise or node-wise,
-        in time with ``time_attr`` (this part's rows of that node array,
-        which the ranks share once)."""
-        spec = self.spec
-        options: Dict[str, Any] = {'layer_wise':
-                                   spec.mode_options.sampling == 'layer'}
-        if spec.time_attr is not None:
-            dsp = self.dsp
-            start, end = dsp.features.part_range(dsp.target)
-            options.update(temporal_strategy=spec.temporal_strategy,
-                           node_time=node_times(
-                               dsp.local_rows(spec.time_attr), end - start,
-                               spec.time_attr, f'part {dsp.part}'))
-        return options
+        in time with ``time_attr`` (:meth:`_time_options`)."""
+        return {'layer_wise': self.spec.mode_options.sampling == 'layer',
+                **self._time_options()}
+
+    def _time_options(self) -> Dict[str, Any]:
+        r"""The samplers' options for ``time_attr``: this part's rows of
+        that node array, which the ranks share once; on a heterogeneous
+        partition those of every node type that has it (the seeds' type
+        must; a type without it has no time constraint, as in pyg-lib and
+        mode 'replicated')."""
+        spec, dsp = self.spec, self.dsp
+        if spec.time_attr is None:
+            return {}
+
+        def own(node_type: Optional[str], rows: Optional[Tensor]) -> Tensor:
+            start, end = dsp.features.part_range(node_type)
+            where = f'part {dsp.part}' if node_type is None else \
+                f"part {dsp.part}'s {node_type!r} nodes"
+            return node_times(rows, end - start, spec.time_attr, where)
+
+        if not self.hetero:
+            node_time: Any = own(None, dsp.local_rows(spec.time_attr))
+        else:
+            held = {t: dsp.local_rows(spec.time_attr, t)
+                    for t in dsp.book.node_types}
+            node_time = {t: own(t, rows) for t, rows in held.items()
+                         if rows is not None or t == dsp.target}
+        return {'temporal_strategy': spec.temporal_strategy,
+                'node_time': node_time}
 
     def _open_parts(self, device: torch.device) -> None:
         spec = self.spec
@@ -262,14 +269,8 @@ class HopGNN(DSP):
     def global_seeds(self) -> bool:
         return True
 
-    @property
-    def temporal_refusal(self) -> Optional[str]:
-        return ("HopGNN's root router samples micrographs over the whole "
-                "topology without times: use mode 'dsp' (homogeneous "
-                "partitions) or 'replicated'")
-
     def _sampler_options(self) -> Dict[str, Any]:
-        return {}
+        return self._time_options()  # (micrographs: node-wise)
 
     def _train_options(self) -> Dict[str, Any]:
         options = self.spec.mode_options

@@ -1,10 +1,13 @@
-r"""``data.time_attr`` across two ranks: ``dsp``'s collective sampler and
-``pagraph``'s part-local sampler draw every seed's tree in time, and a
+r"""``data.time_attr`` across two ranks: ``dsp``'s collective sampler,
+``pagraph``'s part-local sampler and ``hopgnn``'s root router draw every
+seed's tree in time, on homogeneous and heterogeneous partitions, and a
 2-rank Lightning fit in ``dsp`` trains with temporal neighbourhoods."""
+from typing import Dict
+
 import pytest
 import torch
 
-from pyg_fastload.io import open_dataset_dir
+from pyg_fastload.io import open_dataset_dir, open_hetero_dataset_dir
 from pyg_fastload.partition import partition_dataset
 
 from ..modes.test_temporal_modes import later_neighbours, write_timed_dir
@@ -72,23 +75,144 @@ def _part_times(parts, mode: str, rank: int) -> torch.Tensor:
 
 
 @pytest.mark.parametrize('mode, sampler', [('dsp', 'CollectiveSampler'),
-                                           ('pagraph', 'NoneType')])
+                                           ('pagraph', 'NoneType'),
+                                           ('hopgnn', 'RootRouter')])
 def test_two_ranks_sample_every_seed_in_time(timed_dir,
                                              timed_parts, mode, sampler):
     dataset, _ = timed_dir
-    parts = timed_parts[mode]
+    parts = timed_parts['pagraph' if mode == 'pagraph' else 'dsp']
     results = run_ranks(_train_batches, 2, mode, dataset, parts, 'time')
     for rank in range(2):
         status, value = results[rank]
         assert status == 'ok', value
         kind, batches = value
         batches = [_Batch.of(b) for b in batches]
-        assert kind == sampler  # dsp: the collective sampler, in time
+        assert kind == sampler  # dsp, hopgnn: the mode's own, in time
         time = _part_times(parts, mode, rank)
         assert sum(later_neighbours(b, time) for b in batches) == 0
         assert batches and all('batch' in b for b in batches)  # trees
         assert sum(b.n_id.numel() for b in batches) > 2 * sum(
             b.batch_size for b in batches)  # neighbours were drawn
+
+
+#: The node types of the timed ``hetero-tiny`` with a ``time`` (the others
+#: have none: no time constraint, as in pyg-lib).
+TIMED = ('paper', 'author')
+
+
+@pytest.fixture(scope='module')
+def timed_hetero(tmp_path_factory):
+    r"""``{partition method: (dataset dir, parts dir)}``: ``hetero-tiny``
+    with a random ``time`` per node of :data:`TIMED`, in 2 METIS parts (dsp,
+    hopgnn) and in PaGraph's 2 self-reliant parts."""
+    from pyg_fastload.datasets import generate_hetero
+    from pyg_fastload.datasets.pyg_file import prepare_pyg
+    root = tmp_path_factory.mktemp('timed-hetero')
+    data = generate_hetero('hetero-tiny')
+    generator = torch.Generator().manual_seed(0)
+    for node_type in TIMED:
+        data[node_type].time = torch.randint(
+            0, 1000, (data[node_type].num_nodes, ), generator=generator)
+    torch.save(data, root / 'timed.pt')
+    dataset = prepare_pyg(root / 'timed.pt', root / 'ds',
+                          progress=False).path
+    for method in ('metis', 'pagraph'):
+        partition_dataset(dataset, root / method, 2, method, progress=False)
+    return {method: (dataset, root / method)
+            for method in ('metis', 'pagraph')}
+
+
+def _hetero_batches(rank, world, mode, dataset, parts, time_attrs):
+    r"""``{time_attr: (sampler, batches) or (config key, message)}`` of a
+    rank's typed training batches (lists), one data module per
+    :obj:`time_attrs` entry."""
+    from pyg_fastload.lightning import ConfigError, FastLoadDataModule
+    out = {}
+    for time_attr in time_attrs:
+        data = FastLoadDataModule(
+            str(dataset), mode=mode, partitions=str(parts),
+            num_neighbors=[4, 4], batch_size=32, time_attr=time_attr,
+            progress=False)
+        try:
+            data.setup('fit')
+        except ConfigError as error:  # refused alike on both ranks
+            out[str(time_attr)] = error.config_key, str(error)
+            continue
+        sampler = type(data.loading.neighbor_sampler(True)).__name__
+        target = data.hetero_schema.target
+        out[str(time_attr)] = sampler, [{
+            'batch_size': b[target].batch_size, 'target': target,
+            'nodes': {t: {k: b[t][k].tolist() for k in ('n_id', 'batch')
+                          if k in b[t]} for t in b.node_types},
+            'edges': {e: b[e].edge_index.tolist() for e in b.edge_types}}
+            for b in data.train_dataloader()]
+        data.teardown('fit')
+    return out
+
+
+def later_typed(batch: dict, times: Dict[str, torch.Tensor]) -> int:
+    r"""The nodes of a typed :obj:`batch` (what :func:`_hetero_batches`
+    sends back) of the types with :obj:`times` later than their seed: every
+    tree's node (a temporal batch), else the seeds' sampled in-edges'
+    sources."""
+    nodes, target = batch['nodes'], batch['target']
+    seed_time = times[target][nodes[target]['n_id'][:batch['batch_size']]]
+    if 'batch' in nodes[target]:
+        return sum(int((time[nodes[t]['n_id']] >
+                        seed_time[nodes[t]['batch']]).sum())
+                   for t, time in times.items())
+    later = 0
+    for (src, _, dst), (row, col) in batch['edges'].items():
+        if dst == target and src in times:
+            row, col = torch.tensor(row), torch.tensor(col)
+            seeds = col < batch['batch_size']
+            node_time = times[src][torch.tensor(nodes[src]['n_id'])]
+            later += int((node_time[row[seeds]] >
+                          seed_time[col[seeds]]).sum())
+    return later
+
+
+def _typed_times(parts, mode: str, rank: int, node_type: str
+                 ) -> torch.Tensor:
+    r"""The times of the ids of :obj:`node_type` a rank's batches hold:
+    typed new ids (dsp, hopgnn), PaGraph's part-local ids."""
+    def times(part: int) -> torch.Tensor:
+        return open_hetero_dataset_dir(
+            parts / f'part-{part}').arrays[node_type]['time']
+    if mode == 'pagraph':
+        return times(rank)
+    return torch.cat([times(part) for part in range(2)])
+
+
+@pytest.mark.parametrize('mode, sampler', [
+    ('dsp', 'HeteroCollectiveSampler'), ('pagraph', 'NoneType'),
+    ('hopgnn', 'HeteroRootRouter')])
+def test_two_ranks_sample_a_heterogeneous_partition_in_time(
+        timed_hetero, mode, sampler):
+    dataset, parts = timed_hetero['pagraph' if mode == 'pagraph'
+                                  else 'metis']
+    time_attrs: tuple = ('time', None) + (('stamp', ) if mode == 'dsp'
+                                          else ())
+    results = run_ranks(_hetero_batches, 2, mode, dataset, parts,
+                        time_attrs, timeout=180)
+    for rank in range(2):
+        status, value = results[rank]
+        assert status == 'ok', value
+        times = {t: _typed_times(parts, mode, rank, t) for t in TIMED}
+        kind, batches = value['time']
+        assert kind == sampler and batches
+        assert sum(later_typed(b, times) for b in batches) == 0
+        assert all('batch' in b['nodes'][t]  # trees
+                   for b in batches for t in b['nodes'])
+        assert sum(len(b['nodes']['author']['n_id'])  # a timed neighbour
+                   for b in batches) > 0
+        _, untimed = value['None']  # the same data without times: later
+        assert sum(later_typed(b, times) for b in untimed) > 0
+        if mode == 'dsp':  # the seeds' type must hold the array
+            key, message = value['stamp']
+            assert key == 'data.time_attr'
+            assert "'stamp' is not a node array of part " \
+                f"{rank}'s 'paper' nodes" in message
 
 
 def test_a_dsp_part_without_the_times_is_refused(timed_dir,

@@ -1,7 +1,8 @@
 r"""``data.time_attr`` / ``data.temporal_strategy``: the data module's
 loaders sample every seed at its own node time (mode ``replicated`` here;
-``dsp`` and ``pagraph`` across two ranks in
-``tests/distributed/test_temporal_fit.py``), and what cannot is refused."""
+``dsp``, ``pagraph`` and ``hopgnn``, on homogeneous and heterogeneous
+partitions, across two ranks in ``tests/distributed/test_temporal_fit.py``),
+and what cannot is refused."""
 from pathlib import Path
 from typing import Tuple
 
@@ -106,24 +107,27 @@ def test_a_name_that_is_not_a_node_array_is_refused(timed_dir):
 
 
 @pytest.mark.reliability(
-    fault='time_attr with a mode or setting that cannot sample in time '
-          '(hopgnn, layer-wise dsp, a heterogeneous partition), with task '
-          "'link' or layer-wise evaluation, or naming no node array",
+    fault='time_attr with a setting that cannot sample in time '
+          "(layer-wise dsp), with task 'link' or layer-wise evaluation, or "
+          'naming no node array',
     behaviour='refused at start-up naming data.time_attr (data.eval, '
               'data.temporal_strategy) and what to use instead')
-@pytest.mark.parametrize('mode, kind, options, match', [
-    (HopGNN, 'homogeneous', {}, "HopGNN's root router"),
-    (DSP, 'homogeneous', {'sampling': 'layer'}, 'sampling: node'),
-    (DSP, 'heterogeneous', {}, 'heterogeneous partition'),
-    (HopGNN, 'heterogeneous', {}, "HopGNN's root router"),
-])
-def test_partitioned_modes_refuse_times_they_cannot_sample(
-        partitions, mode, kind, options, match):
-    dataset, parts = partitions[kind]
-    with pytest.raises(SettingError, match=match) as info:
-        mode(LoadingSpec(time_attr='time', mode_options=options),
-             DatasetSource.of(str(dataset)), str(parts))
+def test_partitioned_modes_refuse_times_they_cannot_sample(partitions):
+    dataset, parts = partitions['homogeneous']
+    with pytest.raises(SettingError, match='sampling: node') as info:
+        DSP(LoadingSpec(time_attr='time', mode_options={'sampling': 'layer'}),
+            DatasetSource.of(str(dataset)), str(parts))
     assert info.value.key == 'time_attr'
+
+
+@pytest.mark.parametrize('kind', ['homogeneous', 'heterogeneous'])
+def test_partitioned_modes_take_times_on_either_partition(partitions, kind):
+    dataset, parts = partitions[kind]
+    for mode in (DSP, HopGNN):  # node-wise, root routing: in time (the
+        # batches: tests/distributed/test_temporal_fit.py)
+        assert mode(LoadingSpec(time_attr='time'),
+                    DatasetSource.of(str(dataset)),
+                    str(parts)).temporal_refusal is None
 
 
 def test_a_replicated_hetero_dataset_samples_in_time():
