@@ -313,17 +313,19 @@ def partition_hetero_dataset(
                                             ] - lo
             starts = dict(zip(node_types, offsets[:, part].tolist()))
             if member is None:
-                relations, arrays = _part(dataset, nodes, new_of)
+                held, ids, extra = nodes, new_of, {}
                 counts = {'owned': {t: v.numel() for t, v in nodes.items()}}
-                sizes = counts['owned']
             else:
-                relations, arrays, counts = pagraph_part(
+                held, ids, extra, counts = pagraph_part(
                     dataset, _with_replicas(
                         nodes, member[part] & (torch.from_numpy(owner) !=
                                                part), new_of,
-                        topo.node_offset), expand[part], new_of)
-                sizes = {t: n + counts['replicas'][t]
-                         for t, n in counts['owned'].items()}
+                        topo.node_offset), new_of)
+            sizes = {t: v.numel() for t, v in held.items()}
+            relations, arrays = _part(dataset, held, ids, None if member is
+                                      None else expand[part])
+            for node_type, more in extra.items():
+                arrays[node_type].update(more)
             write_hetero_dataset_dir(
                 part_dir(tmp, part), num_nodes=sizes,
                 relations=relations, node_arrays=arrays,
@@ -388,17 +390,19 @@ def _with_replicas(nodes: Dict[str, Tensor], replica: Tensor,
     return out
 
 
-def _part(dataset: Any, nodes: Dict[str, Tensor], new_of: Tensor
+def _part(dataset: Any, nodes: Dict[str, Tensor], ids: Tensor,
+          expand: Optional[Tensor] = None
           ) -> Tuple[Dict[Any, Any], Dict[str, Dict[str, Any]]]:
     r"""``(relations, arrays)`` of a part holding :obj:`nodes` (per type,
-    original type-local ids in new-id order), as chunk sources the writer
-    streams (the part's edges and rows never whole in memory): every
-    relation's in-edges into them, in CSC order, source ids as type-local
-    new ids of the whole graph (the part's ``index_space``), and their rows
-    of every node array."""
+    original type-local ids in the part's row order), as chunk sources the
+    writer streams (the part's edges and rows never whole in memory): every
+    relation's in-edges into them (only of the nodes :obj:`expand` marks,
+    over global original ids, where given), in CSC order, sources mapped by
+    :obj:`ids` (:func:`_part_edges`), and their rows of every node
+    array."""
     topo = dataset.topology
-    relations = {edge_type: _part_edges(topo, r, nodes[edge_type[2]],
-                                        new_of)
+    relations = {edge_type: _part_edges(topo, r, nodes[edge_type[2]], ids,
+                                        expand)
                  for r, edge_type in enumerate(topo.edge_types)}
     arrays = {t: {key: row_chunks(value, nodes[t])
                   for key, value in a.items()}
@@ -406,15 +410,22 @@ def _part(dataset: Any, nodes: Dict[str, Tensor], new_of: Tensor
     return relations, arrays
 
 
-def _part_edges(topo: HeteroTopology, r: int, rows: Tensor, new_of: Tensor
+def _part_edges(topo: HeteroTopology, r: int, rows: Tensor, ids: Tensor,
+                expand: Optional[Tensor] = None
                 ) -> Callable[[], Iterator[Tuple[Tensor, Tensor]]]:
-    r"""Relation :obj:`r`'s in-edges into :obj:`rows` as ``(source,
-    row)`` chunks: sources in type-local new ids, rows the positions in
-    :obj:`rows` (one ``int64`` per row held, the edges chunk by chunk)."""
+    r"""Relation :obj:`r`'s in-edges into :obj:`rows` (of the nodes
+    :obj:`expand` marks, over global original ids, where given) as
+    ``(source, row)`` chunks: source ``s`` as ``ids[s]`` less its type's
+    ``node_offset`` (the global new ids give type-local new ids; a PaGraph
+    part's ids its rows), rows the positions in :obj:`rows` (one ``int64``
+    per row held, the edges chunk by chunk)."""
     first = int(topo.segment_offset[r])
     shift = topo.node_offset[int(topo.src_type[r])]
     begin = topo.indptr[first + rows]
     degree = topo.indptr[first + rows + 1] - begin
+    if expand is not None:
+        degree = torch.where(expand[rows + topo.node_offset[int(
+            topo.dst_type[r])]], degree, 0)
     indptr = torch.zeros(rows.numel() + 1, dtype=torch.long)
     torch.cumsum(degree, 0, out=indptr[1:])
 
@@ -422,7 +433,7 @@ def _part_edges(topo: HeteroTopology, r: int, rows: Tensor, new_of: Tensor
         for at, end in edge_chunks(indptr):
             size = int(indptr[end]) - int(indptr[at])
             edges = expand_ranges(begin[at:end], degree[at:end], size)
-            yield (new_of[topo.indices[edges].long()] - shift,
+            yield (ids[topo.indices[edges].long()] - shift,
                    torch.repeat_interleave(torch.arange(at, end),
                                            degree[at:end], output_size=size))
     return chunks

@@ -15,16 +15,16 @@ test nodes there.
 """
 from __future__ import annotations
 
-from typing import Any, Dict, List, Tuple
+from itertools import chain
+from typing import Any, Callable, Dict, Iterator, List, Tuple
 
 import numpy as np
 import torch
 from torch import Tensor
 
-from ..graph.hetero_topology import EdgeType
-from ..graph.ranges import expand_ranges
 from ..graph.topology import CSCTopology
 from .pagraph import message_flow_levels, pagraph_assign
+from .part_dirs import row_chunks
 
 __all__ = ['hetero_pagraph_assign', 'pagraph_part']
 
@@ -48,58 +48,50 @@ def hetero_pagraph_assign(view: CSCTopology, train_nodes: Tensor,
 
 
 def pagraph_part(dataset: Any, rows: Dict[str, Tuple[Tensor, Tensor]],
-                 expand: Tensor, new_of: Tensor
-                 ) -> Tuple[Dict[EdgeType, CSCTopology],
-                            Dict[str, Dict[str, Tensor]], Dict[str, Any]]:
-    r"""``(relations, arrays, counts)`` of a PaGraph part in its own row
-    ids: every relation's in-edges of its message-flow rows, every node
-    type's rows of every array (and ``global_id``), and the ``owned`` and
-    ``replicas`` counts per node type.
+                 new_of: Tensor
+                 ) -> Tuple[Dict[str, Tensor], Tensor,
+                            Dict[str, Dict[str, Any]], Dict[str, Any]]:
+    r"""``(held, ids, arrays, counts)``: what a PaGraph part holds in its
+    own row ids, for the writer to stream like a disjoint part
+    (:func:`~pyg_fastload.partition.hetero.partition_hetero_dataset`). Per
+    node type, the type-local original ids of its rows (own, then
+    replicas); the id every global original id has as a source of the
+    part's edges (its type's ``node_offset`` plus its row here, ``-1``
+    where not held: no source of a message-flow row); the arrays whose rows
+    are not the dataset's (the splits, false for replicas, as chunk
+    sources, and ``global_id``); and the ``owned`` and ``replicas`` counts
+    per node type.
 
     Args:
         dataset: the opened heterogeneous dataset.
         rows: per node type, ``(own, replicas)``: type-local original ids
             of its own nodes and of its replicas, each in new-id order.
-        expand: which global original ids keep their in-edges here.
         new_of: the global new id of every global original id.
     """
     topo = dataset.topology
     offset = dict(zip(topo.node_types, topo.node_offset.tolist()))
     held = {t: torch.cat(pair) for t, pair in rows.items()}
-    local_of = {}
-    for node_type, ids in held.items():
-        lookup = torch.full((dataset.num_nodes[node_type], ), -1,
-                            dtype=torch.long)
-        lookup[ids] = torch.arange(ids.numel())
-        local_of[node_type] = lookup
-    relations = {}
-    for r, edge_type in enumerate(topo.edge_types):
-        src, _, dst = edge_type
-        first = int(topo.segment_offset[r])
-        dst_rows = held[dst]
-        begin = topo.indptr[first + dst_rows]
-        degree = torch.where(expand[dst_rows + offset[dst]],
-                             topo.indptr[first + dst_rows + 1] - begin, 0)
-        sources = local_of[src][
-            topo.indices[expand_ranges(begin, degree)].long() - offset[src]]
-        keep = sources >= 0  # all, for PaGraph's membership
-        kept = torch.repeat_interleave(
-            torch.arange(dst_rows.numel()), degree)[keep]
-        indptr = torch.zeros(dst_rows.numel() + 1, dtype=torch.long)
-        torch.cumsum(torch.bincount(kept, minlength=dst_rows.numel()), 0,
-                     out=indptr[1:])
-        relations[edge_type] = CSCTopology(indptr, sources[keep],
-                                           dst_rows.numel())
+    ids = torch.full((topo.num_nodes, ), -1, dtype=torch.long)
+    for node_type, local in held.items():
+        start = offset[node_type]
+        ids[local + start] = torch.arange(start, start + local.numel())
     arrays = {}
     for node_type, values in dataset.arrays.items():
-        own = rows[node_type][0].numel()
-        arrays[node_type] = {key: value[held[node_type]]
-                             for key, value in values.items()}
-        for key in _SPLITS:  # a replica trains (and is evaluated) at home
-            if key in arrays[node_type]:
-                arrays[node_type][key][own:] = False
+        own, replicas = rows[node_type]
+        arrays[node_type] = {key: _home_only(values[key], own,
+                                             replicas.numel())
+                             for key in _SPLITS if key in values}
         arrays[node_type]['global_id'] = \
             new_of[held[node_type] + offset[node_type]] - offset[node_type]
-    return relations, arrays, {
+    return held, ids, arrays, {
         'owned': {t: pair[0].numel() for t, pair in rows.items()},
         'replicas': {t: pair[1].numel() for t, pair in rows.items()}}
+
+
+def _home_only(mask: Tensor, own: Tensor, replicas: int
+               ) -> Callable[[], Iterator[Tensor]]:
+    r"""Split :obj:`mask`'s rows of :obj:`own` in chunks, then false for
+    the :obj:`replicas` (a replica trains, and is evaluated, at home)."""
+    chunks = row_chunks(mask, own)
+    return lambda: chain(chunks(), [mask.new_zeros((replicas, ) +
+                                                   mask.shape[1:])])

@@ -396,3 +396,46 @@ def test_pagraph_parts_are_self_reliant_over_every_relation(tmp_path):
     assert len(trained) == int(train_all.sum())
     with pytest.raises(ValueError, match='open with local=True only'):
         open_partition(parts, 0)
+
+
+def test_pagraph_parts_are_streamed_to_the_writer(tmp_path, monkeypatch):
+    r"""PaGraph's heterogeneous parts reach the writer as chunk sources
+    (every relation's in-edges and every array's rows, never the part in
+    memory), several chunks each when the chunks are small, and give the
+    same files as with the usual chunks."""
+    from pyg_fastload.partition import hetero, part_dirs
+    dataset = prepare_hetero_preset('hetero-tiny', tmp_path / 'ds',
+                                    progress=False)
+    partition_dataset(dataset.path, tmp_path / 'usual', 2, 'pagraph',
+                      progress=False)
+    monkeypatch.setattr(part_dirs, 'WRITE_CHUNK_EDGES', 50)
+    monkeypatch.setattr(part_dirs, 'WRITE_CHUNK_BYTES', 256)
+    write, chunks = hetero.write_hetero_dataset_dir, Counter()
+
+    def spy(path, *, relations, node_arrays, **kwargs):
+        sources = {**relations, **{(t, key): node_arrays[t][key]
+                                   for t, a in dataset.arrays.items()
+                                   for key in a}}
+        for name, source in sources.items():
+            assert callable(source), f'{name} is not streamed'
+            chunks[name] = max(chunks[name], sum(1 for _ in source()))
+        return write(path, relations=relations, node_arrays=node_arrays,
+                     **kwargs)
+
+    monkeypatch.setattr(hetero, 'write_hetero_dataset_dir', spy)
+    partition_dataset(dataset.path, tmp_path / 'small', 2, 'pagraph',
+                      progress=False)
+    assert max(chunks[e] for e in dataset.edge_types) > 1
+    assert chunks['paper', 'x'] > 1 and chunks['paper', 'train_mask'] > 1
+    for part in range(2):
+        usual, small = (tmp_path / name / f'part-{part}'
+                        for name in ('usual', 'small'))
+        files = sorted(f.name for f in usual.glob('*.bin'))
+        assert files == sorted(f.name for f in small.glob('*.bin'))
+        for name in files:
+            assert (usual / name).read_bytes() == (small / name).read_bytes()
+        metas = [json.loads((d / 'meta.json').read_text())
+                 for d in (usual, small)]
+        for meta in metas:
+            del meta['partition']['run']
+        assert metas[0] == metas[1]
