@@ -54,6 +54,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help='--report: fan-outs of the request count')
     parser.add_argument('--batch-size', type=int, default=1024,
                         help='--report: seeds per sampled batch')
+    parser.add_argument('--no-locality', action='store_true',
+                        help='--report: edge cut and balance only (no '
+                        'micrograph locality nor request counts, which '
+                        'sample the whole graph read back from the parts)')
     parser.add_argument('--no-progress', action='store_true',
                         help='hide the progress bars')
 
@@ -67,7 +71,8 @@ def run(args: argparse.Namespace) -> None:
     if args.report is not None:
         try:
             print(format_report(partition_report(
-                args.report, num_neighbors=args.fanout,
+                args.report, locality=not args.no_locality,
+                num_neighbors=args.fanout,
                 batch_size=args.batch_size, seed=args.seed,
                 progress=not args.no_progress)))
         except (OSError, ValueError) as exc:

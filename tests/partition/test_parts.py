@@ -187,6 +187,13 @@ def test_report_measures_cut_and_balance(parts, capsys):
     assert metis['requests']['ratio'] < 0.8 * hashed['requests']['ratio']
     with usage_exit(capsys, '--num-parts, --out needed'):
         main(['partition', str(dataset_dir)])
+    # cut and balance only: the same, without sampling
+    main(['partition', '--report', str(paths['metis']), '--no-locality',
+          '--no-progress'])
+    quick = json.loads((paths['metis'] / 'report.json').read_text())
+    assert 'locality' not in quick and 'requests' not in quick
+    assert quick['edge_cut'] == metis['edge_cut']
+    assert quick['parts'] == metis['parts']
 
 
 def test_pagraph_parts_are_self_reliant(parts):
