@@ -144,3 +144,21 @@ def test_mapped_rows_pass_reads_on_in_the_source_ids():
     assert mapped.counters is base.counters
     with pytest.raises(ValueError, match=r"'rows' must be in \[0, 10\)"):
         MappedRows(base, torch.tensor([10]))
+
+
+def test_a_data_module_trains_on_parts_without_feature_rows(tiny_dir,
+                                                            tmp_path):
+    from pyg_fastload.lightning import FastLoadDataModule
+    dataset_dir, _ = tiny_dir
+    parts = tmp_path / 'one'
+    partition_dataset(dataset_dir, parts, 1, 'metis', features='source',
+                      progress=False)
+    dm = FastLoadDataModule(partitions=str(parts), mode='dsp',
+                            num_neighbors=[3], batch_size=64, progress=False)
+    # the width comes from the dataset (the parts hold no feature rows)
+    assert (dm.num_features, dm.num_classes) == (16, 4)
+    dm.setup('fit')
+    batch = next(iter(dm.train_dataloader()))
+    x = open_dataset_dir(dataset_dir).arrays['x']
+    order = torch.argsort(torch.from_numpy(np.load(parts / 'new_id.npy')))
+    assert torch.equal(batch.x, x[order[batch.n_id]])
