@@ -13,7 +13,7 @@ import torch
 
 from ..config import usable_cores
 from ..loader.pipeline import EXIT_JOIN_SECONDS
-from ..storage.io_stats import process_memory
+from ..storage.io_stats import process_memory, reset_peak_rss
 
 __all__ = [
     'benchmark_main',
@@ -78,17 +78,6 @@ def rss_bytes() -> int:
 def peak_rss_bytes() -> int:
     r"""Peak resident set size since the last :func:`reset_peak_rss`."""
     return process_memory().get('peak', 0)
-
-
-def reset_peak_rss() -> bool:
-    r"""Resets the kernel's peak-RSS mark (``/proc/self/clear_refs``);
-    returns :obj:`False` where the kernel does not allow it."""
-    try:
-        with open('/proc/self/clear_refs', 'w') as f:
-            f.write('5')
-        return True
-    except OSError:
-        return False
 
 
 def memcpy_bandwidth(num_bytes: int = 256 * 2**20, repeats: int = 5) -> float:

@@ -8,6 +8,12 @@ seeded, in eval mode), the same chunk of destination nodes per batch, in one
 process, one after the other; and, for reference, our sampled prediction
 (every node as a seed of ``FastNeighborLoader`` with ``--fanout``, the
 model on each batch: what ``predict`` did before ``data.eval: layerwise``).
+Side ``streamed`` is :func:`~pyg_fastload.layerwise_inference` with
+``stream=True`` (each layer's input read in order, once per range of
+destinations). With ``--dataset DIR`` the graph is a dataset directory read
+through the storage tiers (``--storage``), for graphs larger than memory:
+the layer-wise sides only, each layer's outputs in ``--work-dir`` beyond
+``--memory-budget``; every side's peak resident memory is printed.
 
 The layer-wise sides compute the same outputs (every in-neighbour); the
 largest difference between them is printed. PyG's ``NeighborLoader`` needs
@@ -17,22 +23,31 @@ from __future__ import annotations
 
 import argparse
 import copy
+import contextlib
 import importlib.util
+import tempfile
 import time
-from typing import Any, Callable, Dict, List, Optional
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional, Union
 
 import torch
 from torch import Tensor
 
+from ..caching import open_dataset
+from ..config import format_bytes
 from ..datasets import load_synthetic
 from ..inference import layerwise_inference
+from ..io import open_dataset_dir
 from ..loader import FastNeighborLoader
-from .common import Table, benchmark_main, positive_int
+from .common import (Table, benchmark_main, peak_rss_bytes, positive_int,
+                     reset_peak_rss)
 
 __all__ = ['add_arguments', 'run', 'main']
 
 #: The sides, in the order they run.
-SIDES = ('ours', 'pyg', 'sampled')
+SIDES = ('ours', 'streamed', 'pyg', 'sampled')
+#: The sides that read a dataset directory through the tiers.
+ON_DISK = ('ours', 'streamed')
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -52,20 +67,48 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--seed', type=int, default=0)
     parser.add_argument('--cache-dir', default=None,
                         help='where synthetic graphs are cached')
+    parser.add_argument('--dataset', metavar='DIR', default=None,
+                        help='a dataset directory (pyg-fastload prepare) '
+                        'instead of --preset: sides ours and streamed')
+    parser.add_argument('--storage', choices=('mmap', 'direct'),
+                        default='direct',
+                        help="--dataset: how its features are read")
+    parser.add_argument('--memory-budget', default='auto',
+                        help="layer outputs held in memory (layerwise_"
+                        "inference's memory_budget: bytes, '8GiB', a "
+                        "fraction, or auto)")
+    parser.add_argument('--work-dir', default=None,
+                        help='where layer outputs beyond the budget go')
+    # where run() puts the sides' layer files (in --work-dir, then removed)
+    parser.set_defaults(layer_dir=None)
 
 
-def _model(data: Any, args: argparse.Namespace) -> torch.nn.Module:
+def _model(num_features: int, num_classes: int,
+           args: argparse.Namespace) -> torch.nn.Module:
     from torch_geometric.nn import GraphSAGE
     torch.manual_seed(args.seed)
-    out = int(data.y.max()) + 1
-    return GraphSAGE(data.num_features, args.hidden, args.layers,
-                     out_channels=out).eval()
+    return GraphSAGE(num_features, args.hidden, args.layers,
+                     out_channels=num_classes).eval()
 
 
-def _ours(model: torch.nn.Module, data: Any,
-          args: argparse.Namespace) -> Tensor:
-    return layerwise_inference(model, data, chunk_size=args.batch_size,
-                               progress=False)
+def _layerwise(stream: bool) -> Callable[..., Tensor]:
+    def side(model: torch.nn.Module, data: Any,
+             args: argparse.Namespace) -> Tensor:
+        work = None if args.layer_dir is None else \
+            Path(args.layer_dir) / ('streamed' if stream else 'ours')
+        return layerwise_inference(
+            model, data, chunk_size=args.batch_size, stream=stream,
+            memory_budget=_budget(args.memory_budget), work_dir=work,
+            progress=args.dataset is not None)
+    return side
+
+
+def _budget(text: str) -> Union[str, float, int]:
+    r"""``--memory-budget`` as ``layerwise_inference`` takes it."""
+    try:
+        return float(text) if '.' in text else int(text)
+    except ValueError:
+        return text
 
 
 def _pyg(model: torch.nn.Module, data: Any,
@@ -102,8 +145,10 @@ def _sampled(model: torch.nn.Module, data: Any,
 
 
 RUNS: Dict[str, Callable[..., Tensor]] = {
-    'ours': _ours, 'pyg': _pyg, 'sampled': _sampled}
+    'ours': _layerwise(False), 'streamed': _layerwise(True), 'pyg': _pyg,
+    'sampled': _sampled}
 LABELS = {'ours': 'layerwise_inference',
+          'streamed': 'layerwise_inference(stream=True)',
           'pyg': "PyG's layer-wise loop (examples/reddit.py)",
           'sampled': 'FastNeighborLoader, sampled (reference)'}
 
@@ -119,23 +164,59 @@ def run(args: argparse.Namespace) -> Dict[str, Any]:
               "torch_sparse here (pip install --no-build-isolation "
               "torch_scatter torch_sparse)")
         sides.remove('pyg')
-    data = load_synthetic(args.preset, root=args.cache_dir).to_data()
-    model = _model(data, args)
-    print(f'{args.preset}: {data.num_nodes:,} nodes, {data.num_edges:,} '
+    if args.dataset is not None:
+        skipped = [s for s in sides if s not in ON_DISK]
+        if skipped:
+            print(f"sides {', '.join(skipped)} skipped: they need the graph "
+                  f"in memory (--preset)")
+        sides = [s for s in sides if s in ON_DISK]
+        data = open_dataset(args.dataset, storage=args.storage)
+        meta = open_dataset_dir(args.dataset, verify='none')
+        name, num_nodes, num_edges = meta.name, meta.num_nodes, \
+            meta.num_edges
+        model = _model(meta.num_features, meta.num_classes or int(
+            meta.arrays['y'].max()) + 1, args)
+    else:
+        data = load_synthetic(args.preset, root=args.cache_dir).to_data()
+        name, num_nodes, num_edges = args.preset, data.num_nodes, \
+            data.num_edges
+        model = _model(data.num_features, int(data.y.max()) + 1, args)
+    print(f'{name}: {num_nodes:,} nodes, {num_edges:,} '
           f'edges; GraphSAGE, {args.layers} layers, hidden {args.hidden}; '
           f'{args.batch_size} nodes per chunk; {torch.get_num_threads()} '
           f'threads')
-    table = Table({'side': 42, 'seconds': 8, 'nodes/s': 10})
+    with contextlib.ExitStack() as stack:
+        if args.work_dir is not None:
+            Path(args.work_dir).mkdir(parents=True, exist_ok=True)
+            args.layer_dir = stack.enter_context(tempfile.TemporaryDirectory(
+                prefix='bench-inference-', dir=args.work_dir))
+        return _measure(sides, model, data, args, num_nodes)
+
+
+def _measure(sides: List[str], model: torch.nn.Module, data: Any,
+             args: argparse.Namespace, num_nodes: int) -> Dict[str, Any]:
+    table = Table({'side': 42, 'seconds': 8, 'nodes/s': 10,
+                   'peak memory': 12})
     seconds: Dict[str, float] = {}
+    peaks: Dict[str, int] = {}
     outputs: Dict[str, Tensor] = {}
     with torch.no_grad():
         for side in sides:
+            reset_peak_rss()
             start = time.perf_counter()
             outputs[side] = RUNS[side](model, data, args)
             seconds[side] = time.perf_counter() - start
+            peaks[side] = peak_rss_bytes()
             table.row(LABELS[side], seconds[side],
-                      f'{data.num_nodes / seconds[side]:,.0f}')
-    result: Dict[str, Any] = {'seconds': seconds}
+                      f'{num_nodes / seconds[side]:,.0f}',
+                      format_bytes(peaks[side]))
+    result: Dict[str, Any] = {'seconds': seconds, 'peak_rss_bytes': peaks}
+    if 'ours' in seconds and 'streamed' in seconds:
+        diff = float((outputs['ours'] - outputs['streamed']).abs().max())
+        print(f"streamed vs gathered: "
+              f"{seconds['ours'] / seconds['streamed']:.2f}x faster; the "
+              f"same outputs within {diff:.1e}")
+        result.update(streamed_difference=diff)
     if 'ours' in seconds and 'pyg' in seconds:
         diff = float((outputs['ours'] - outputs['pyg']).abs().max())
         ratio = seconds['pyg'] / seconds['ours']

@@ -20,6 +20,8 @@ from ..storage import TieredFeatureStore
 from .blocks import Block, GcnScale, chunk_block, chunk_generator, gcn_scale
 from .layers import ModelLayers, is_gcn, takes_pair
 from .outputs import HIDDEN_FILE, OUTPUT_FILE, LayerOutput
+from .streamed import (aggregate_range, apply_virtual, is_mean,
+                       stream_ranges, streamable)
 
 __all__ = ['LayerRun', 'apply_layer', 'Rows']
 
@@ -35,11 +37,15 @@ class LayerRun:
                  budget: int, work: Optional[Path], device: torch.device,
                  prefetch: bool, progress: bool, depth: int,
                  keep_hidden: bool = False,
-                 collectives: Optional[Collectives] = None):
+                 collectives: Optional[Collectives] = None,
+                 stream: bool = False):
         self.layers, self.topology = layers, topology
         #: The ranks sharing the chunks of every layer (None: this one
         #: computes all).
         self.collectives = collectives
+        #: Whether layers that aggregate by a mean or a sum stream their
+        #: input (:mod:`~pyg_fastload.inference.streamed`).
+        self.stream = stream
         #: The layers computed: all, or all but the last (``hidden``).
         self.depth = depth
         #: Whether the last layer's input is returned too (``with_hidden``).
@@ -107,22 +113,24 @@ class LayerRun:
     def _layer(self, i: int, conv: Any, read: Rows) -> LayerOutput:
         layers = self.layers
         last = i == layers.num_layers - 1
-        fused_head = last and layers.fused_head
-        gcn = self._scale(conv)
-        pair = takes_pair(conv)
-        def compute(chunk: Tuple[Block, Tensor]) -> Tensor:
-            block, x = chunk
-            y = apply_layer(conv, x, block, self.device, pair)
-            if layers.after[i]:
-                y = layers.between(i, y)
-            return layers.head([y]) if fused_head else y
-
-        output: Optional[LayerOutput] = None
         rows = self.topology.num_nodes
+        if self._streams(i, conv):
+            computed = self._streamed_rows(i, conv, read)
+        else:
+            gcn = self._scale(conv)
+            pair = takes_pair(conv)
+
+            def compute(chunk: Tuple[Block, Tensor]) -> Tensor:
+                block, x = chunk
+                return self._finish(i, apply_layer(conv, x, block,
+                                                   self.device, pair))
+
+            computed = self._layer_rows(
+                rows, lambda chunk: self._prepare(i, chunk, read, gcn),
+                compute)
+        output: Optional[LayerOutput] = None
         with self._bar(f'layer {i + 1}/{layers.num_layers}') as bar:
-            for start, y in self._layer_rows(
-                    rows, lambda chunk: self._prepare(i, chunk, read, gcn),
-                    compute):
+            for start, y in computed:
                 if output is None:
                     output = self._place(f'layer{i + 1}', y,
                                          last and not layers.head_pass, rows)
@@ -130,6 +138,43 @@ class LayerRun:
                 bar.update(y.size(0))
         output.seal()
         return output
+
+    def _finish(self, i: int, y: Tensor) -> Tensor:
+        r"""What follows layer :obj:`i`'s convolution: the model's
+        ``between`` and, after the last layer, a head that reads it
+        alone."""
+        layers = self.layers
+        if layers.after[i]:
+            y = layers.between(i, y)
+        fused_head = i == layers.num_layers - 1 and layers.fused_head
+        return layers.head([y]) if fused_head else y
+
+    def _streams(self, i: int, conv: Any) -> bool:
+        r"""Whether layer :obj:`i` aggregates by streaming its input
+        (:attr:`stream`, a mean or sum over every in-neighbour, one
+        rank)."""
+        return self.stream and streamable(conv) and self.fanouts[i] < 0 \
+            and (self.collectives is None or
+                 self.collectives.world_size == 1)
+
+    def _streamed_rows(self, i: int, conv: Any, read: Rows
+                       ) -> Iterator[Tuple[int, Tensor]]:
+        r"""``(first row, outputs)`` of every chunk of layer :obj:`i`, its
+        aggregation streamed range by range
+        (:mod:`~pyg_fastload.inference.streamed`)."""
+        first = read(torch.arange(1))
+        row_bytes = first[0].numel() * first.element_size()
+        for start, end in stream_ranges(self.topology, row_bytes,
+                                        self.budget, self.chunk_size):
+            aggregated = aggregate_range(self.topology, read, start, end,
+                                         is_mean(conv))
+            for at in range(start, end, self.chunk_size):
+                stop = min(end, at + self.chunk_size)
+                y = apply_virtual(
+                    conv, aggregated[at - start:stop - start].to(
+                        self.device),
+                    read(torch.arange(at, stop)).to(self.device))
+                yield at, self._finish(i, y).cpu()
 
     def _layer_rows(self, rows: int, prepare: Callable[[int], Chunk],
                     compute: Callable[[Chunk], Tensor]

@@ -39,6 +39,7 @@ def layerwise_inference(
     hidden: bool = False,
     with_hidden: bool = False,
     collectives: Optional[Collectives] = None,
+    stream: bool = False,
 ) -> Any:
     r"""The model's output for every node, computed layer by layer: layer 1
     for all nodes in chunks of :obj:`chunk_size` destination nodes over all
@@ -157,6 +158,14 @@ def layerwise_inference(
             chunks' rows from the ranks that computed them, one exchange per
             round of ``world_size`` chunks; every rank returns every node's
             output (the same as one rank's, within float tolerance).
+        stream (bool): aggregate the layers that take the mean or the sum
+            of every in-neighbour's row (``SAGEConv``, ``GraphConv``,
+            ``GINConv``) by reading their input in order, once per range
+            of destinations as large as :obj:`memory_budget` allows
+            (:mod:`~pyg_fastload.inference.streamed`), instead of
+            gathering each chunk's in-neighbours: for an input on storage
+            larger than memory, where gathered rows are random reads.
+            Homogeneous graphs, one rank; other layers gather as before.
 
     Returns:
         torch.Tensor: ``[num_nodes, out_channels]``, the rows in node order
@@ -205,6 +214,12 @@ def layerwise_inference(
                 value < low:
             raise ValueError(f"'{key}' must be an int >= {low}, got "
                              f"{value!r}")
+    if not isinstance(stream, bool):
+        raise TypeError(f"'stream' must be True or False, got {stream!r}")
+    if stream and typed:
+        raise ValueError("'stream=True' is for homogeneous graphs (a "
+                         "heterogeneous one gathers its chunks' "
+                         "in-neighbours): leave it out")
     budget = _budget(memory_budget)
     work = _work_dir(work_dir)
     topology = topology_of(data)
@@ -221,7 +236,7 @@ def layerwise_inference(
         if typed:
             return TypedRun(layers, topology, GraphView.of(data),
                             *options).run()
-        return LayerRun(layers, topology, *options)(
+        return LayerRun(layers, topology, *options, stream=stream)(
             _features(data, topology.num_nodes))
 
 
