@@ -11,8 +11,11 @@ of every node.
   :func:`~pyg_fastload.partition.partition_dataset`, as parts overlap).
 * ``'bytegnn'``: ByteGNN's GNN-P (:mod:`.bytegnn`): BFS blocks around the
   labelled nodes, assigned for locality and train/val/test balance.
-* ``'hash'``: a multiplicative hash of the node id (the control: no
-  locality at all, like PyG's and DGL's random partitions).
+* ``'hash'``: a hash of the node id (MurmurHash3's 64-bit finaliser: the
+  control, no locality at all, like PyG's and DGL's random partitions,
+  whatever the order of the ids; a multiplicative hash would keep ids a
+  fixed distance apart a fixed distance apart, and its low bits are the
+  id's).
 * ``'random'``: a seeded random balanced assignment.
 """
 from __future__ import annotations
@@ -32,7 +35,18 @@ __all__ = ['METHODS', 'assign_parts', 'balance_train']
 #: The methods :func:`assign_parts` knows.
 METHODS = ('metis', 'pagraph', 'bytegnn', 'hash', 'random')
 
-_GOLDEN = 2654435761  # Knuth's multiplicative hash constant
+
+def _mix64(ids: np.ndarray) -> np.ndarray:
+    r"""MurmurHash3's 64-bit finaliser of every ``uint64`` id: each input
+    bit flips every output bit with probability about 1/2."""
+    x = ids.copy()
+    with np.errstate(over='ignore'):
+        for shift, factor in ((33, 0xFF51AFD7ED558CCD),
+                              (33, 0xC4CEB9FE1A85EC53)):
+            x ^= x >> np.uint64(shift)
+            x *= np.uint64(factor)
+        x ^= x >> np.uint64(33)
+    return x
 
 
 def check_num_parts(num_parts: int, num_nodes: int) -> None:
@@ -200,9 +214,8 @@ def assign_parts(topology: CSCTopology, num_parts: int, method: str = 'metis',
     _check(num_parts, n, method)
     budget = check_max_memory(max_memory, method)
     if method == 'hash':
-        ids = np.arange(n, dtype=np.uint64)
-        hashed = (ids * np.uint64(_GOLDEN)) % np.uint64(2**32)
-        return (hashed % np.uint64(num_parts)).astype(np.int64)
+        return (_mix64(np.arange(n, dtype=np.uint64)) %
+                np.uint64(num_parts)).astype(np.int64)
     if method == 'random':
         gen = torch.Generator().manual_seed(seed)
         owner = torch.empty(n, dtype=torch.long)

@@ -33,6 +33,22 @@ def test_metis_cuts_fewer_edges_than_hash_and_balances(tiny_dir):
     assert sizes.max() / sizes.mean() <= 1.04
 
 
+@pytest.mark.parametrize('num_parts', [2, 4, 8])
+def test_hash_does_not_follow_the_ids_residues(num_parts):
+    # every edge joins ids 8 apart: a part per residue of the id (what a
+    # hash's low bits give) would cut none; a hash cuts 1 - 1/K of them
+    n = 4096
+    dst = torch.arange(8, n)
+    indptr = torch.zeros(n + 1, dtype=torch.long)
+    indptr[9:] = torch.arange(1, n - 7)
+    topo = CSCTopology(indptr, (dst - 8).int(), n)
+    owner = torch.from_numpy(assign_parts(topo, num_parts, 'hash'))
+    cut = float((owner[dst - 8] != owner[dst]).float().mean())
+    assert cut == pytest.approx(1 - 1 / num_parts, abs=0.05)
+    sizes = torch.bincount(owner, minlength=num_parts)
+    assert int(sizes.max()) <= 1.1 * n / num_parts
+
+
 def test_metis_balances_training_nodes_that_cluster(tiny_dir):
     r"""Training nodes all in one region of the graph (as a labelled type
     of a heterogeneous graph, or a time split): every part still gets its
