@@ -292,6 +292,10 @@ class FastLoadDataModule(pl.LightningDataModule):
     @config_section('data')
     def _loader(self, split: str) -> FastNeighborLoader:
         self.setup(split)
+        limit = getattr(getattr(self, 'trainer', None),
+                        f'limit_{split}_batches', None)
+        if isinstance(limit, (int, float)):  # the epoch ends there
+            self.loading.batch_limits[split] = limit
         return self.loading.loader(split, self.generators[split],
                                    self.placement)
 

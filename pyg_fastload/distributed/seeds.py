@@ -4,7 +4,7 @@ the same number of steps even when parts hold different numbers of seeds
 gradient all-reduce)."""
 from __future__ import annotations
 
-from typing import Iterator, Optional
+from typing import Iterator, Optional, Union
 
 import torch
 from torch.utils.data import DistributedSampler
@@ -33,6 +33,17 @@ def agree_num_batches(collectives: Collectives, num_seeds: int,
         raise ValueError(f'no rank has a full training batch ({num_seeds} '
                          f'seeds here, batch_size={batch_size})')
     return agreed
+
+
+def limited_batches(steps: int, limit: Union[None, int, float]) -> int:
+    r""":obj:`steps` batches cut to :obj:`limit` as Lightning counts it: an
+    int is a number of batches, a float a share of them (at least one)."""
+    if limit is None or isinstance(limit, bool):
+        return steps
+    if isinstance(limit, float):
+        return steps if limit >= 1.0 else max(1, min(steps,
+                                                      int(steps * limit)))
+    return max(1, min(steps, int(limit)))
 
 
 class RankSeedSampler(DistributedSampler):
@@ -110,14 +121,24 @@ def in_order(num_seeds: int, collectives: Collectives) -> RankSeedSampler:
 def rank_seed_sampler(collectives: Collectives, num_seeds: int,
                       batch_size: int, generator: torch.Generator,
                       shuffle: bool = True, replicated: bool = False,
-                      drop_last: bool = False) -> RankSeedSampler:
+                      drop_last: bool = False,
+                      limit: Union[None, int, float] = None
+                      ) -> RankSeedSampler:
     r"""This rank's sampler over its :obj:`num_seeds` seeds, for the number
     of batches all ranks agree on (a collective): every rank runs the same
     number of batches, a short rank revisiting some of its seeds.
-    :obj:`replicated`: every rank holds all seeds and takes its share."""
+    :obj:`replicated`: every rank holds all seeds and takes its share.
+
+    :obj:`limit` (Lightning's ``limit_train_batches`` and the like: a
+    number of batches, or a share of them) ends the epoch there: the
+    loaders of a collective mode sample and fetch exactly the batches the
+    loop takes, on every rank (a loop that stopped early would leave some
+    ranks' stages a collective ahead of the others'). The seeds are the
+    first ones of the epoch's order, as the loop would take them."""
     world = collectives.world_size
     mine = -(-num_seeds // world) if replicated else num_seeds
     steps = agree_num_batches(collectives, mine, batch_size, drop_last)
+    steps = limited_batches(steps, limit)
     return RankSeedSampler(num_seeds, steps * batch_size, generator,
                            collectives.rank, world,
                            shard_across_ranks=replicated, shuffle=shuffle)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, ClassVar, Dict, Optional, Tuple
+from typing import Any, ClassVar, Dict, Optional, Tuple, Union
 
 import torch
 from torch import Tensor
@@ -87,6 +87,10 @@ class LoadingMode:
         self.eval_data: Any = None  # what validation/test/predict read
         #: The mode's samplers of the parts (``'train'``, ``'eval'``).
         self.samplers: Dict[str, Any] = {}
+        #: Per split, where the loop stops its epochs (Lightning's
+        #: ``limit_train_batches``, ...: a number of batches or a share of
+        #: them; :func:`~pyg_fastload.distributed.seeds.rank_seed_sampler`).
+        self.batch_limits: Dict[str, Union[int, float]] = {}
 
     def _check_workload(self) -> None:
         r"""Refuses the dataset and settings this mode cannot serve (each
@@ -241,7 +245,8 @@ class LoadingMode:
         try:
             sampler = rank_seed_sampler(
                 collectives, seeds.numel(), spec.batch(train), generator,
-                train, self.global_seeds, train and spec.drop_last)
+                train, self.global_seeds, train and spec.drop_last,
+                self.batch_limits.get(split))
         except DistributedError as error:
             raise SettingError('mode', str(error)) from None
         return data, seeds, sampler

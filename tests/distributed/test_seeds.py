@@ -55,3 +55,16 @@ def test_evaluation_shards_cover_each_seed_once():
 def test_a_rank_without_seeds_is_refused():
     with pytest.raises(ValueError, match="'num_seeds' = 0"):
         RankSeedSampler(0, 8)
+
+
+@pytest.mark.parametrize('limit, steps', [(None, 8), (3, 3), (20, 8),
+                                          (0.5, 4), (1.0, 8), (0.01, 1)])
+def test_an_epoch_ends_where_the_loop_stops(limit, steps):
+    from pyg_fastload.distributed.seeds import rank_seed_sampler
+    coll = Collectives(DistContext.current(timedelta(seconds=30)))
+    sampler = rank_seed_sampler(coll, 250, 32, torch.Generator().manual_seed(0),
+                                limit=limit)
+    assert len(sampler) == steps * 32
+    # the first seeds of the epoch's order, as the loop would take them
+    full = rank_seed_sampler(coll, 250, 32, torch.Generator().manual_seed(0))
+    assert list(sampler) == list(full)[:steps * 32]

@@ -236,3 +236,24 @@ def test_mode_options_a_mode_would_ignore_or_cannot_take_are_refused(
                            partitions=None if mode == 'replicated'
                            else 'parts')
     assert info.value.key == key
+
+
+def test_a_collective_mode_samples_only_the_batches_the_loop_takes(
+        tiny_dir, tmp_path):
+    from pyg_fastload.partition import partition_dataset
+    dataset_dir = tiny_dir
+    parts = tmp_path / 'one'
+    partition_dataset(dataset_dir, parts, 1, 'metis', progress=False)
+    dm = FastLoadDataModule(partitions=str(parts), mode='dsp',
+                            num_neighbors=[3], batch_size=32, progress=False)
+    dm.trainer = pl.Trainer(limit_train_batches=3, limit_val_batches=0.5,
+                            logger=False, enable_checkpointing=False,
+                            enable_progress_bar=False)
+    # (a loop that stopped early would leave a rank's stages a collective
+    # ahead of the others')
+    assert len(dm.train_dataloader()) == 3
+    assert sum(1 for _ in dm.train_dataloader()) == 3
+    val = len(dm.val_dataloader())
+    dm.trainer = pl.Trainer(logger=False, enable_checkpointing=False,
+                            enable_progress_bar=False)
+    assert val == len(dm.val_dataloader()) // 2 > 0

@@ -162,3 +162,4 @@ def test_a_data_module_trains_on_parts_without_feature_rows(tiny_dir,
     x = open_dataset_dir(dataset_dir).arrays['x']
     order = torch.argsort(torch.from_numpy(np.load(parts / 'new_id.npy')))
     assert torch.equal(batch.x, x[order[batch.n_id]])
+
