@@ -238,6 +238,14 @@ def test_mode_options_a_mode_would_ignore_or_cannot_take_are_refused(
     assert info.value.key == key
 
 
+
+@pytest.mark.reliability(
+    fault="Lightning's limit_train_batches / limit_val_batches ending a "
+          "collective mode's epoch early (dsp, hopgnn)",
+    behaviour="every rank's loaders sample and fetch exactly the batches the "
+              "loop takes (was: some ranks' stages a collective ahead of the "
+              "others', a gloo size mismatch at the end of a 4-rank "
+              "papers-like epoch)")
 def test_a_collective_mode_samples_only_the_batches_the_loop_takes(
         tiny_dir, tmp_path):
     from pyg_fastload.partition import partition_dataset

@@ -79,6 +79,13 @@ def test_source_parts_hold_no_feature_rows(source_parts):
     assert 'part-1/source_id.npy' in meta['files']
 
 
+
+@pytest.mark.reliability(
+    fault="the dataset a `--features source` partition reads its rows from "
+          "moved away or prepared again; a part's source_id.npy replaced by "
+          "another part's",
+    behaviour="refused when the part is opened, naming the path and the fix "
+              "(put the dataset back or partition again)")
 def test_a_source_part_needs_its_dataset(source_parts, tmp_path):
     dataset_dir, paths = source_parts
     parts = tmp_path / 'parts'
