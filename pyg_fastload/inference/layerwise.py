@@ -188,6 +188,12 @@ def layerwise_inference(
         True
     """
     typed = graph_input(data).hetero
+    if not isinstance(stream, bool):
+        raise TypeError(f"'stream' must be True or False, got {stream!r}")
+    if stream and typed:
+        raise ValueError("'stream=True' is for homogeneous graphs (a "
+                         "heterogeneous one gathers its chunks' "
+                         "in-neighbours): leave it out")
     if typed:
         layers: Any = typed_layers(model, between)
         convs = [list(layers.relations(i).values())
@@ -214,12 +220,6 @@ def layerwise_inference(
                 value < low:
             raise ValueError(f"'{key}' must be an int >= {low}, got "
                              f"{value!r}")
-    if not isinstance(stream, bool):
-        raise TypeError(f"'stream' must be True or False, got {stream!r}")
-    if stream and typed:
-        raise ValueError("'stream=True' is for homogeneous graphs (a "
-                         "heterogeneous one gathers its chunks' "
-                         "in-neighbours): leave it out")
     budget = _budget(memory_budget)
     work = _work_dir(work_dir)
     topology = topology_of(data)

@@ -3,8 +3,8 @@ its in-neighbours' rows, computed by reading the previous layer's rows once
 per range of destination nodes, in file order, instead of gathering every
 chunk's in-neighbours.
 
-A chunk of a graph without locality (papers-like: each 1M destinations
-read 10.7M distinct rows of 56M) gathers rows all over the input; when the
+A chunk of a graph without locality (papers-like's edges join random
+communities) gathers rows all over the input; when the
 input is a file larger than memory every gathered row is a random read of
 storage, while reading the file in order runs at the device's sequential
 speed. So for a range of destinations (as many as an accumulator of their

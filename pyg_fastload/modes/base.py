@@ -17,7 +17,7 @@ from ..distributed.collectives import digest
 from ..distributed.seeds import (RankSeedSampler, in_order,
                                  rank_seed_sampler, shard)
 from ..graph.view import GraphView
-from ..partition.part_dirs import read_partition_meta
+from ..partition.part_dirs import feature_source, read_partition_meta
 from ..placement import Placement
 from .schema import target_of
 from .source import DatasetSource, directory_metadata, split_seeds
@@ -150,8 +150,9 @@ class LoadingMode:
                 meta = read_partition_meta(self.partitions)
             except ValueError as error:
                 raise SettingError('partitions', str(error)) from None
-            if meta.get('features') == 'source':
-                features, _ = directory_metadata(Path(meta['dataset']['path']))
+            source = feature_source(meta)
+            if source is not None:
+                features, _ = directory_metadata(source)
         return features, classes
 
     # Opening, once per process ##############################################

@@ -55,7 +55,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ['partition_dataset', 'open_partition', 'full_topology', 'concat_csc',
            'part_dir', 'PARTITION_FORMAT', 'is_hetero_partition', 'save_book',
-           'edge_chunks', 'row_chunks', 'FEATURES', 'source_rows']
+           'edge_chunks', 'row_chunks', 'FEATURES', 'feature_source',
+           'source_rows']
 
 #: The value of ``partition.json``'s ``"format"`` key, and its version.
 PARTITION_FORMAT = 'pyg-fastload-partition'
@@ -301,9 +302,10 @@ def _write_part(path: Path, dataset: Any, topo: Any, nodes: torch.Tensor,
                 begin[at:end], degree[at:end],
                 int(indptr[end]) - int(indptr[at]))]]
 
+    copies = features == 'copy'  # else the feature matrices stay
     arrays: Dict[str, Any] = {key: row_chunks(value, rows) for key, value in
                               dataset.arrays.items()
-                              if features == 'copy' or value.dim() < 2}
+                              if copies or value.dim() < 2}
     if halo is not None:
         for key in ('train_mask', 'val_mask', 'test_mask'):
             if key in arrays:
@@ -320,7 +322,7 @@ def _write_part(path: Path, dataset: Any, topo: Any, nodes: torch.Tensor,
                                   'num_parts': num_parts, 'start': start,
                                   'owned': nodes.numel(),
                                   'replicas': rows.numel() - nodes.numel()}})
-    if features == 'source':
+    if not copies:
         write_npy(path / SOURCE_ID, rows.numpy())
 
 
@@ -486,6 +488,16 @@ def checked_part(parts_dir: Path, meta: Dict[str, Any],
     return path
 
 
+def feature_source(meta: Dict[str, Any]) -> Optional[Path]:
+    r"""The dataset directory whose files the parts of a partition
+    (``partition.json`` :obj:`meta`) read their feature rows from: the
+    partitioned one with ``features='source'``; :obj:`None` where the
+    parts hold their rows."""
+    if meta.get('features', 'copy') != 'source':
+        return None
+    return Path(str(meta['dataset'].get('path')))
+
+
 def source_rows(parts_dir: Path, meta: Dict[str, Any], part: int
                 ) -> Optional[Tuple[Any, torch.Tensor]]:
     r"""Where part :obj:`part` of a ``features='source'`` partition reads
@@ -494,9 +506,9 @@ def source_rows(parts_dir: Path, meta: Dict[str, Any], part: int
     checked against ``partition.json``); :obj:`None` for a partition whose
     parts hold their rows. The dataset's topology is not read, and its
     feature files are checked by size when mapped."""
-    if meta.get('features', 'copy') != 'source':
+    where = feature_source(meta)
+    if where is None:
         return None
-    where = Path(str(meta['dataset'].get('path')))
     fix = (f"the parts of '{parts_dir}' read their feature rows from the "
            f"dataset they were partitioned from: put it back at '{where}', "
            f"or partition again (pyg-fastload partition DATASET_DIR --out "

@@ -105,3 +105,9 @@ def test_what_streams():
     assert not streamable(SAGEConv(8, 8, project=True))
     assert streamable(GraphConv(8, 8))
     assert not streamable(GAT(8, 8, num_layers=1).convs[0])
+
+
+def test_stream_on_a_heterogeneous_graph_is_refused(hetero_graph):
+    with pytest.raises(ValueError, match="'stream=True' is for homogeneous"):
+        layerwise_inference(torch.nn.Module(), hetero_graph, stream=True,
+                            progress=False)

@@ -170,3 +170,14 @@ def test_a_data_module_trains_on_parts_without_feature_rows(tiny_dir,
     order = torch.argsort(torch.from_numpy(np.load(parts / 'new_id.npy')))
     assert torch.equal(batch.x, x[order[batch.n_id]])
 
+
+
+def test_rows_from_another_count_of_rows_is_refused(source_parts):
+    from pyg_fastload import open_dataset
+    dataset_dir, paths = source_parts
+    dataset = open_dataset_dir(dataset_dir)
+    with pytest.raises(ValueError, match="'rows_from' gives 3 rows"):
+        open_dataset(paths['metis', 'source'] / 'part-0',
+                     rows_from=(dataset, torch.arange(3)),
+                     topology=open_dataset_dir(
+                         paths['metis', 'source'] / 'part-0').topology)
