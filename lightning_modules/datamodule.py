@@ -20,6 +20,7 @@ from pyg_fastload.config import FeatureCache
 from pyg_fastload.distributed import Collectives, DistContext, TrafficCounters
 from pyg_fastload.modes import MODES, DatasetSource, LoadingSpec, ModeOptions
 from pyg_fastload.modes.schema import HeteroSchema
+from pyg_fastload.inference import InferenceOptions
 from pyg_fastload.modes.link_split import LinkOptions
 from pyg_fastload.placement import Placement
 from pyg_fastload.storage import FeatureSource
@@ -118,6 +119,11 @@ class FastLoadDataModule(pl.LightningDataModule):
             (:func:`~pyg_fastload.layerwise_inference`), the full-batch
             forward's outputs; task ``'node'``, a homogeneous
             :obj:`dataset`.
+        inference (InferenceOptions, optional): how :obj:`eval`
+            ``'layerwise'`` computes: chunk size, memory budget, the
+            directory of the layers over it, streamed aggregation (a graph
+            whose layers do not fit memory:
+            ``{memory_budget: 12GiB, work_dir: DIR, stream: true}``).
         time_attr (str, optional): temporal sampling (task ``'node'``): the
             name of the dataset's node array holding one time per node
             (e.g. a ``Data``'s ``time``, kept by ``pyg-fastload prepare
@@ -169,6 +175,7 @@ class FastLoadDataModule(pl.LightningDataModule):
         task: Literal['node', 'link'] = 'node',
         link: Optional[LinkOptions] = None,
         eval: Literal['sampled', 'layerwise'] = 'sampled',  # noqa: A002
+        inference: Optional[InferenceOptions] = None,
         time_attr: Optional[str] = None,
         temporal_strategy: Literal['uniform', 'last'] = 'uniform',
     ):
@@ -189,7 +196,7 @@ class FastLoadDataModule(pl.LightningDataModule):
             launch_order=launch_order,
             mode_options=mode_options or ModeOptions(),
             dist_timeout=dist_timeout, task=task, link=link, eval=eval,
-            time_attr=time_attr, temporal_strategy=temporal_strategy)
+            inference=inference, time_attr=time_attr, temporal_strategy=temporal_strategy)
         source = None
         if dataset is not None or partitions is None:
             source = DatasetSource.of('arxiv-like' if dataset is None

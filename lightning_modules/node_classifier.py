@@ -4,7 +4,8 @@ the seed nodes of neighbour-sampled mini-batches (heterogeneous ones:
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Dict, Iterator, List, Literal, Optional, Tuple
+from typing import (Any, Callable, Dict, Iterator, List, Literal, Optional,
+                    Tuple)
 
 import pytorch_lightning as pl
 import torch
@@ -64,6 +65,12 @@ class NodeClassifier(pl.LightningModule):
             :class:`PredictionWriter` writes; ``'sage'``, ``'gcn'`` or
             ``'gat'`` of 2 or more layers (a heterogeneous network: its
             labelled type's nodes' rows).
+        predict_logits (bool): prediction also gives every node's outputs
+            (``logits``, which ``PredictionWriter(logits=True)`` writes).
+            ``False``: the classes alone; with ``data.eval: layerwise``
+            each chunk's outputs are reduced to their classes as they are
+            computed, so no node's logits are stored (for a graph whose
+            logits do not fit memory: papers-like's are 38.5 GB).
         schema (dict, optional): a heterogeneous dataset's schema
             (``HeteroSchema.to_dict()``); normally taken from the data
             module, and saved with the hyperparameters so that a checkpoint
@@ -99,6 +106,7 @@ class NodeClassifier(pl.LightningModule):
         trim: Optional[bool] = None,
         node_embeddings: bool = True,
         predict_embeddings: bool = False,
+        predict_logits: bool = True,
         schema: Optional[Dict[str, Any]] = None,
     ):
         super().__init__()
@@ -231,22 +239,27 @@ class NodeClassifier(pl.LightningModule):
                               batch.num_sampled_edges))
         return self.net(batch.x, batch.edge_index, **kwargs)
 
-    def _seed_outputs(self, batch: Any, embed: bool = False) -> Tuple[
-            Optional[Tensor], Tensor, Optional[Tensor], Optional[Tensor]]:
+    def _seed_outputs(self, batch: Any, embed: bool = False,
+                      reduce: Optional[Callable[[Tensor], Tensor]] = None
+                      ) -> Tuple[Optional[Tensor], Tensor, Optional[Tensor],
+                                 Optional[Tensor]]:
         r"""``(node ids, logits, labels, embeddings)`` of the batch's seeds
-        (embeddings, the last hidden layer, with :obj:`embed`): of a
-        sampled batch, or of a :class:`~pyg_fastload.inference.WholeGraph`
-        (``data.eval: layerwise``), whose outputs are computed layer-wise
-        for every node."""
+        (embeddings, the last hidden layer, with :obj:`embed`; logits
+        through :obj:`reduce`, if given): of a sampled batch, or of a
+        :class:`~pyg_fastload.inference.WholeGraph` (``data.eval:
+        layerwise``), whose outputs are computed layer-wise for every node
+        (and reduced chunk by chunk)."""
         if isinstance(batch, WholeGraph):  # one pass, hidden rows too
-            logits, hidden = batch.outputs_and_hidden(self.net) if embed \
-                else (batch.outputs(self.net), None)
+            logits, hidden = batch.outputs_and_hidden(self.net, reduce) \
+                if embed else (batch.outputs(self.net, reduce=reduce), None)
             return batch.node_ids(), logits, batch.labels(), hidden
         seeds = _seed_store(batch)
         size = int(seeds.batch_size)
         n_id, y = seeds.get('n_id'), seeds.get('y')  # a time step has no ids
         with _last_layer_input(self.net if embed else None) as hidden:
             logits = self(batch)[:size]
+        if reduce is not None:
+            logits = reduce(logits)
         if embed and isinstance(hidden[0], dict):  # typed: the seeds' type
             hidden[0] = hidden[0][self.net.target]
         return (None if n_id is None else n_id[:size], logits,
@@ -318,8 +331,13 @@ class NodeClassifier(pl.LightningModule):
         r"""Predicted class and outputs (``logits``) per seed node, with the
         node ids (what :class:`PredictionWriter` writes)."""
         embed = self.hparams.predict_embeddings
-        n_id, logits, _, hidden = self._seed_outputs(batch, embed)
-        out = {'n_id': n_id, 'pred': logits.argmax(dim=-1), 'logits': logits}
+        keep = self.hparams.get('predict_logits', True)
+        n_id, outputs, _, hidden = self._seed_outputs(
+            batch, embed, None if keep else _classes)
+        out = {'n_id': n_id, 'pred': outputs.argmax(dim=-1) if keep
+               else outputs}
+        if keep:
+            out['logits'] = outputs
         if embed:
             out['embeddings'] = hidden
         return out
@@ -354,3 +372,8 @@ def _seed_store(batch: Any) -> Any:
         return next(batch[t] for t in batch.node_types
                     if 'batch_size' in batch[t])
     return batch
+
+
+def _classes(logits: Tensor) -> Tensor:
+    r"""The predicted class of each row of :obj:`logits`."""
+    return logits.argmax(dim=-1)

@@ -4,6 +4,7 @@ of :func:`pyg_fastload.inference.write_predictions`."""
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
@@ -13,9 +14,11 @@ import torch.distributed as dist
 from pytorch_lightning.callbacks import BasePredictionWriter
 from torch import Tensor
 
+from pyg_fastload.config import format_bytes
 from pyg_fastload.inference import write_embedding_tables, write_predictions
 from pyg_fastload.inference.prediction_files import PREDICTIONS_DIR
 from pyg_fastload.io.staging import check_target
+from pyg_fastload.storage import MemoryWatch
 
 from .errors import ConfigError
 from .link_predictor import LinkPredictor
@@ -65,7 +68,7 @@ class PredictionWriter(BasePredictionWriter):
         ...     callbacks=[writer], accelerator='cpu', logger=False,
         ...     enable_progress_bar=False, enable_model_summary=False)
         >>> _ = trainer.predict(model, data)  # doctest: +ELLIPSIS
-        pyg-fastload: wrote the predicted classes of 2,000 nodes to '...'
+        pyg-fastload: wrote the predicted classes of 2,000 nodes to ...
         >>> read_predictions('predictions')['node_ids'][:3].tolist()
         [0, 1, 2]
     """
@@ -86,9 +89,19 @@ class PredictionWriter(BasePredictionWriter):
         self.overwrite = overwrite
         #: Where the last run's predictions were written.
         self.path: Optional[Path] = None
+        self._watch: Optional[MemoryWatch] = None
+        self._started = 0.0
 
     def on_predict_start(self, trainer: pl.Trainer,
                          pl_module: pl.LightningModule) -> None:
+        self._watch = MemoryWatch().start()
+        self._started = time.perf_counter()
+        if self.logits and not pl_module.hparams.get('predict_logits',
+                                                     True):
+            raise ConfigError('trainer.callbacks', "PredictionWriter: "
+                              "'logits' is true, but the model predicts "
+                              "classes alone (predict_logits: false): set "
+                              "one of them the other way")
         problem = None
         if trainer.global_rank == 0:  # the rank that writes
             try:  # before any work: an existing directory is refused now
@@ -105,6 +118,7 @@ class PredictionWriter(BasePredictionWriter):
                            pl_module: pl.LightningModule,
                            predictions: Sequence[Any],
                            batch_indices: Sequence[Any]) -> None:
+        memory = self._peaks()  # the prediction is done
         outputs = _flat(predictions)
         if not outputs and trainer.world_size == 1:
             raise RuntimeError("PredictionWriter got no predictions: run "
@@ -129,7 +143,7 @@ class PredictionWriter(BasePredictionWriter):
         error = None
         if trainer.global_rank == 0:
             try:
-                self._write(trainer, pl_module, tables)
+                self._write(trainer, pl_module, tables, memory)
             except Exception as exc:  # raised after the others are told
                 error = exc
         if trainer.world_size > 1:
@@ -138,7 +152,8 @@ class PredictionWriter(BasePredictionWriter):
             raise error
 
     def _write(self, trainer: pl.Trainer, pl_module: pl.LightningModule,
-               tables: Dict[Optional[str], Dict[str, Tensor]]) -> None:
+               tables: Dict[Optional[str], Dict[str, Tensor]],
+               memory: str) -> None:
         info = {'model': type(pl_module).__name__,
                 'ranks': trainer.world_size}
         if None not in tables:  # one table per node type
@@ -161,7 +176,23 @@ class PredictionWriter(BasePredictionWriter):
             overwrite=self.overwrite, info=info)
         what = 'predicted classes' if 'pred' in rows else 'embeddings'
         print(f"pyg-fastload: wrote the {what} of "
-              f"{rows['n_id'].numel():,} nodes to '{self.path}'")
+              f"{rows['n_id'].numel():,} nodes to '{self.path}'{memory}")
+
+    def on_exception(self, trainer: pl.Trainer,
+                     pl_module: pl.LightningModule,
+                     exception: BaseException) -> None:
+        self._peaks()
+
+    def _peaks(self) -> str:
+        r"""How long the prediction took and the process's peak memory
+        meanwhile, as the end of a sentence."""
+        seconds = time.perf_counter() - self._started
+        peaks = self._watch.stop() if self._watch is not None else {}
+        self._watch = None
+        memory = '' if 'anon' not in peaks else (
+            f"; peak memory {format_bytes(peaks['anon'])} allocated, "
+            f"{format_bytes(peaks['rss'])} resident with mapped file pages")
+        return f" (predicted in {seconds:.1f} s{memory})"
 
 
 def _rows(trainer: pl.Trainer, outputs: List[Any],

@@ -9,9 +9,9 @@ from .layers import ModelLayers, model_layers
 from .link_scores import encoder_embeddings, load_pairs, score_pairs
 from .prediction_files import (read_predictions, write_embedding_tables,
                                write_predictions)
-from .whole_graph import WholeGraph, WholeGraphLoader
+from .whole_graph import InferenceOptions, WholeGraph, WholeGraphLoader
 
 __all__ = ['layerwise_inference', 'model_layers', 'ModelLayers',
            'read_predictions', 'write_predictions', 'WholeGraph',
            'WholeGraphLoader', 'encoder_embeddings', 'score_pairs',
-           'load_pairs', 'write_embedding_tables']
+           'load_pairs', 'write_embedding_tables', 'InferenceOptions']

@@ -38,7 +38,8 @@ class LayerRun:
                  prefetch: bool, progress: bool, depth: int,
                  keep_hidden: bool = False,
                  collectives: Optional[Collectives] = None,
-                 stream: bool = False):
+                 stream: bool = False,
+                 reduce: Optional[Callable[[Tensor], Tensor]] = None):
         self.layers, self.topology = layers, topology
         #: The ranks sharing the chunks of every layer (None: this one
         #: computes all).
@@ -50,6 +51,11 @@ class LayerRun:
         self.depth = depth
         #: Whether the last layer's input is returned too (``with_hidden``).
         self.keep_hidden = keep_hidden
+        #: What the returned rows are stored as, chunk by chunk (None: as
+        #: computed), and the layer they come from (``depth``: the head).
+        self.reduce = reduce
+        self._returned = depth if getattr(layers, 'head_pass', False) and \
+            depth == layers.num_layers else depth - 1
         self.fanouts, self.seed = fanouts, seed
         self.chunk_size, self.budget, self.work = chunk_size, budget, work
         self.device, self.prefetch, self.progress = device, prefetch, progress
@@ -131,6 +137,7 @@ class LayerRun:
         output: Optional[LayerOutput] = None
         with self._bar(f'layer {i + 1}/{layers.num_layers}') as bar:
             for start, y in computed:
+                y = self._stored(i, y)
                 if output is None:
                     output = self._place(f'layer{i + 1}', y,
                                          last and not layers.head_pass, rows)
@@ -138,6 +145,21 @@ class LayerRun:
                 bar.update(y.size(0))
         output.seal()
         return output
+
+    def _stored(self, i: int, y: Tensor) -> Tensor:
+        r"""What is stored of layer :obj:`i`'s rows :obj:`y` (``i ==
+        depth``: the head's): :attr:`reduce`'s rows where they are the
+        returned ones."""
+        if self.reduce is None or i != self._returned:
+            return y
+        out = self.reduce(y)
+        if not isinstance(out, Tensor) or out.dim() == 0 or \
+                out.size(0) != y.size(0):
+            got = type(out).__name__ if not isinstance(out, Tensor) else \
+                f'shape {list(out.shape)}'
+            raise ValueError(f"'reduce' must return one row per row it is "
+                             f"given ({y.size(0)} here), got {got}")
+        return out
 
     def _finish(self, i: int, y: Tensor) -> Tensor:
         r"""What follows layer :obj:`i`'s convolution: the model's
@@ -164,8 +186,10 @@ class LayerRun:
         (:mod:`~pyg_fastload.inference.streamed`)."""
         first = read(torch.arange(1))
         row_bytes = first[0].numel() * first.element_size()
+        held = sum(o.nbytes for o in self.outputs if o.in_memory)
         for start, end in stream_ranges(self.topology, row_bytes,
-                                        self.budget, self.chunk_size):
+                                        max(0, self.budget - held),
+                                        self.chunk_size):
             aggregated = aggregate_range(self.topology, read, start, end,
                                          is_mean(conv))
             for at in range(start, end, self.chunk_size):
@@ -244,7 +268,8 @@ class LayerRun:
             for start in range(0, num_nodes, self.chunk_size):
                 ids = torch.arange(start, min(start + self.chunk_size,
                                               num_nodes))
-                y = layers.head([r.rows(ids).to(self.device) for r in reads])
+                y = self._stored(self.depth, layers.head(
+                    [r.rows(ids).to(self.device) for r in reads]))
                 if output is None:
                     output = self._place('head', y, True, num_nodes)
                 output.write(start, y.cpu())

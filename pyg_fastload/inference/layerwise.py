@@ -6,7 +6,8 @@ from __future__ import annotations
 import contextlib
 import sys
 from pathlib import Path
-from typing import Any, Iterator, List, Optional, Sequence, Union
+from typing import (Any, Callable, Iterator, List, Optional, Sequence,
+                    Union)
 
 import torch
 from torch import Tensor
@@ -40,6 +41,7 @@ def layerwise_inference(
     with_hidden: bool = False,
     collectives: Optional[Collectives] = None,
     stream: bool = False,
+    reduce: Optional[Callable[[Tensor], Tensor]] = None,
 ) -> Any:
     r"""The model's output for every node, computed layer by layer: layer 1
     for all nodes in chunks of :obj:`chunk_size` destination nodes over all
@@ -166,6 +168,12 @@ def layerwise_inference(
             gathering each chunk's in-neighbours: for an input on storage
             larger than memory, where gathered rows are random reads.
             Homogeneous graphs, one rank; other layers gather as before.
+        reduce (callable, optional): applied to every chunk of the
+            returned rows as it is computed (e.g. ``lambda y:
+            y.argmax(dim=-1)``, the predicted classes), one row out per row
+            in; the result holds what it returns, and the full rows are
+            never stored (a graph whose outputs would not fit on disk). Not
+            applied to the hidden rows of :obj:`with_hidden`.
 
     Returns:
         torch.Tensor: ``[num_nodes, out_channels]``, the rows in node order
@@ -210,6 +218,10 @@ def layerwise_inference(
                              f"convolution reads: the model needs 2 or more "
                              f"layers and no 'jk' (whose output reads every "
                              f"layer)")
+    if reduce is not None and not callable(reduce):
+        raise TypeError(f"'reduce' must be a function of a chunk's rows "
+                        f"(e.g. lambda y: y.argmax(dim=-1)), got "
+                        f"{reduce!r}")
     if hidden and with_hidden:
         raise ValueError("'hidden' returns the last hidden layer instead of "
                          "the outputs, 'with_hidden' both: give one")
@@ -235,8 +247,9 @@ def layerwise_inference(
     with torch.no_grad(), _eval(model):
         if typed:
             return TypedRun(layers, topology, GraphView.of(data),
-                            *options).run()
-        return LayerRun(layers, topology, *options, stream=stream)(
+                            *options, reduce=reduce).run()
+        return LayerRun(layers, topology, *options, stream=stream,
+                        reduce=reduce)(
             _features(data, topology.num_nodes))
 
 

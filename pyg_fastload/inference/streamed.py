@@ -8,7 +8,8 @@ communities) gathers rows all over the input; when the
 input is a file larger than memory every gathered row is a random read of
 storage, while reading the file in order runs at the device's sequential
 speed. So for a range of destinations (as many as an accumulator of their
-aggregated rows fits :data:`STREAM_SHARE` of the memory budget), the
+aggregated rows and their sorted in-edges fit :data:`STREAM_SHARE` of the
+memory budget left beside the outputs held in memory), the
 range's in-edges are sorted by source and the input is read in blocks of
 consecutive rows, each block's rows added into the accumulator of the
 destinations they point to. The layer then runs on each chunk of the range
@@ -34,12 +35,15 @@ Rows = Callable[[Tensor], Tensor]
 
 #: Consecutive input rows read at once.
 BLOCK_ROWS = 1 << 18
-#: The share of the memory budget a range's accumulator and sorted edges
-#: take.
-STREAM_SHARE = 0.25
-#: What a range holds per edge (the sorted source and its destination,
-#: int64) and per destination besides its accumulated row (its degree).
-_EDGE_BYTES = 16
+#: The share of the memory budget left beside the outputs held in memory
+#: that a range's accumulator and sorted edges take (the rest: this layer's
+#: outputs, when they stay in memory, and the blocks read).
+STREAM_SHARE = 0.5
+#: What a range holds per edge at most, while its in-edges are sorted by
+#: source (source and destination as int32, the sorted sources and the
+#: destinations in their order, int32, the order, int64), and per
+#: destination besides its accumulated row (its degree).
+_EDGE_BYTES = 24
 _NODE_BYTES = 8
 _LINEAR = ('mean', 'sum', 'add')
 
@@ -84,21 +88,24 @@ def aggregate_range(topology: CSCTopology, read: Rows, start: int, end: int,
     order, each block once, only the blocks some in-edge reads."""
     indptr = topology.indptr
     lo, hi = int(indptr[start]), int(indptr[end])
+    num_nodes = topology.num_nodes
     degree = indptr[start + 1:end + 1] - indptr[start:end]
-    source = topology.indices[lo:hi].long()
-    target = torch.repeat_interleave(torch.arange(end - start), degree,
-                                     output_size=hi - lo)
+    # int32 ids where they fit: a range's edges are most of what it holds
+    source = topology.indices[lo:hi].to(_ids(num_nodes))
+    target = torch.repeat_interleave(
+        torch.arange(end - start, dtype=_ids(end - start)), degree,
+        output_size=hi - lo)
     source, order = torch.sort(source, stable=True)
     target = target[order]
     del order
     acc = None
-    num_nodes = topology.num_nodes
     # the blocks holding some source, each read once
     blocks = torch.unique(torch.div(source, BLOCK_ROWS,
                                     rounding_mode='floor')).tolist()
     bounds = torch.searchsorted(source, torch.tensor(
         [b * BLOCK_ROWS for b in blocks] +
-        [blocks[-1] * BLOCK_ROWS + BLOCK_ROWS] if blocks else [0])).tolist()
+        [blocks[-1] * BLOCK_ROWS + BLOCK_ROWS] if blocks else [0],
+        dtype=source.dtype)).tolist()
     for k, block in enumerate(blocks):
         first = block * BLOCK_ROWS
         rows = read(torch.arange(first, min(first + BLOCK_ROWS, num_nodes)))
@@ -113,6 +120,12 @@ def aggregate_range(topology: CSCTopology, read: Rows, start: int, end: int,
         acc /= degree.clamp(min=1).to(acc.dtype).view(-1, *(
             [1] * (acc.dim() - 1)))
     return acc
+
+
+def _ids(count: int) -> torch.dtype:
+    r"""The integer type of ids below :obj:`count`."""
+    return torch.int32 if count <= torch.iinfo(torch.int32).max else \
+        torch.int64
 
 
 def apply_virtual(conv: Any, aggregated: Tensor, x_dst: Tensor) -> Tensor:

@@ -129,8 +129,9 @@ class TypedRun(LayerRun):
     keep their rows, as ``HeteroConv`` leaves them out and the models carry
     them on)."""
     def __init__(self, layers: TypedLayers, topology: HeteroTopology,
-                 view: GraphView, *options: Any):
-        super().__init__(layers, topology, *options)  # type: ignore
+                 view: GraphView, *options: Any, **kwargs: Any):
+        super().__init__(layers, topology, *options,  # type: ignore
+                         **kwargs)
         self.typed = layers
         self.view = view
         self._relations = {e: topology.relation_topology(e)
@@ -207,6 +208,7 @@ class TypedRun(LayerRun):
                 for start, y in self._layer_rows(
                         rows, lambda chunk: self._typed_prepare(
                             i, chunk, rows, relations, reads), compute):
+                    y = self._stored(i, y)
                     if output is None:
                         output = self._place(f'layer{i + 1}.{node_type}', y,
                                              last, rows)

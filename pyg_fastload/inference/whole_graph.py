@@ -5,22 +5,84 @@ its outputs (:meth:`WholeGraph.outputs`: :func:`layerwise_inference` over
 every node, then the seeds' rows) and the seeds' labels."""
 from __future__ import annotations
 
-from typing import Any, Dict, Iterator, Optional, Tuple
+import contextlib
+import tempfile
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Callable, Dict, Iterator, Optional, Tuple, Union
 
 import torch
 from torch import Tensor
 
+from ..config import SettingError, parse_budget
 from ..graph.view import GraphView
 from .layerwise import layerwise_inference
 
-__all__ = ['WholeGraph', 'WholeGraphLoader']
+__all__ = ['WholeGraph', 'WholeGraphLoader', 'InferenceOptions']
+
+
+@dataclass(frozen=True)
+class InferenceOptions:
+    r"""How a run's layer-wise evaluation and prediction compute
+    (``data.inference``, with ``data.eval: layerwise``): the options of
+    :func:`~pyg_fastload.layerwise_inference` of the same names.
+
+    Args:
+        chunk_size (int): destination nodes per chunk.
+        memory_budget (int, float or str): bytes of layer outputs held in
+            memory at once (``'8GiB'``, a fraction of the memory available,
+            ``'auto'``: half of it).
+        work_dir (str, optional): where layers over the budget go (a
+            graph whose layers do not fit memory needs one).
+        stream (bool): stream the mean and sum aggregations over their
+            input in order (for inputs on storage larger than memory).
+
+    Example (a YAML config)::
+
+        data:
+          eval: layerwise
+          inference:
+            memory_budget: 12GiB
+            work_dir: /scratch/layers
+            stream: true
+    """
+    chunk_size: int = 4096
+    memory_budget: Union[int, float, str] = 'auto'
+    work_dir: Optional[str] = None
+    stream: bool = False
+
+    def __post_init__(self) -> None:
+        if isinstance(self.chunk_size, bool) or not isinstance(
+                self.chunk_size, int) or self.chunk_size < 1:
+            raise SettingError('inference.chunk_size', f"{self.chunk_size!r} "
+                               f"must be a positive int")
+        try:
+            parse_budget(self.memory_budget, 'inference.memory_budget',
+                         allow_auto=True)
+        except (TypeError, ValueError) as error:
+            raise SettingError('inference.memory_budget', str(error)) \
+                from None
+        if self.work_dir is not None and (
+                not isinstance(self.work_dir, str) or not self.work_dir):
+            raise SettingError('inference.work_dir', f"{self.work_dir!r} "
+                               f"must be a directory path")
+        if not isinstance(self.stream, bool):
+            raise SettingError('inference.stream', f"{self.stream!r} must "
+                               f"be true or false")
+
+    def kwargs(self) -> Dict[str, Any]:
+        r"""The :func:`~pyg_fastload.layerwise_inference` arguments."""
+        return asdict(self)
 
 
 class WholeGraph:
     r"""The outputs a model gives :obj:`seeds` (:obj:`None`: every node)
     computed layer-wise over the whole of :obj:`data` (a ``Data``, a
     ``HeteroData`` or a ``(FeatureStore, GraphStore)`` pair), and their
-    labels ``y``.
+    labels ``y``. The evaluated nodes' rows are returned in memory (the
+    layers' files, with a ``work_dir``, are in a directory of each
+    inference's own, removed at its end): for outputs larger than memory,
+    ask for what each chunk reduces to (``reduce``, e.g. the classes).
 
     Args:
         data: the graph.
@@ -47,27 +109,50 @@ class WholeGraph:
             return torch.arange(self.view.num_nodes(self.node_type))
         return self.seeds
 
-    def outputs(self, model: torch.nn.Module, hidden: bool = False
+    def outputs(self, model: torch.nn.Module, hidden: bool = False,
+                reduce: Optional[Callable[[Tensor], Tensor]] = None
                 ) -> Tensor:
         r""":obj:`model`'s outputs (with :obj:`hidden`: its last hidden
         layer's) for the evaluated nodes, in the order of :meth:`node_ids`
         (:func:`layerwise_inference`, every in-neighbour: the full-batch
-        forward's)."""
-        return self._evaluated(layerwise_inference(
-            model, self.data, hidden=hidden, **self.options))
+        forward's); with :obj:`reduce`, what it makes of every chunk of
+        them (e.g. the predicted classes, without storing the outputs)."""
+        with self._options() as options:
+            return self._evaluated(layerwise_inference(
+                model, self.data, hidden=hidden, reduce=reduce, **options))
 
-    def outputs_and_hidden(self, model: torch.nn.Module
+    def outputs_and_hidden(self, model: torch.nn.Module,
+                           reduce: Optional[Callable[[Tensor], Tensor]] = None
                            ) -> Tuple[Tensor, Tensor]:
         r"""As :meth:`outputs`, with the last hidden layer's rows too, both
-        from one layer-wise pass."""
-        out, hidden = layerwise_inference(model, self.data, with_hidden=True,
-                                          **self.options)
-        return self._evaluated(out), self._evaluated(hidden)
+        from one layer-wise pass (:obj:`reduce` applies to the outputs)."""
+        with self._options() as options:
+            out, hidden = layerwise_inference(
+                model, self.data, with_hidden=True, reduce=reduce, **options)
+            return self._evaluated(out), self._evaluated(hidden)
+
+    @contextlib.contextmanager
+    def _options(self) -> Iterator[Dict[str, Any]]:
+        r"""The options of one inference: with a ``work_dir``, a directory
+        of its own in it, removed when the inference's rows are read."""
+        work_dir = self.options.get('work_dir')
+        if work_dir is None:
+            yield self.options
+            return
+        parent = Path(work_dir).expanduser()
+        parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(prefix='layerwise-',
+                                         dir=parent) as own:
+            yield {**self.options, 'work_dir': own}
 
     def _evaluated(self, out: Any) -> Tensor:
+        r"""The evaluated nodes' rows of :obj:`out`, in memory (read from
+        a file, if there)."""
         if self.node_type is not None:
             out = out[self.node_type]
-        return out if self.seeds is None else out[self.seeds.to(out.device)]
+        if self.seeds is None:
+            return out.clone()
+        return out[self.seeds.to(out.device)]
 
     def labels(self) -> Optional[Tensor]:
         r"""The evaluated nodes' labels ``y`` (:obj:`None` without any)."""

@@ -16,6 +16,7 @@ from ..config import (FeatureCache, PipelineSettings, SettingError,
                       check_fanouts, check_one_of, check_sampling_workers)
 from ..distributed.collectives import digest
 from ..distributed.dsp import LAUNCH_ORDERS
+from ..inference import InferenceOptions
 from ..io.format import VERIFY_MODES
 from ..placement import Placement, check_run_sampling, require_run_gpu
 from ..sampling.temporal import TEMPORAL_STRATEGIES
@@ -78,21 +79,28 @@ class ModeOptions:
 
 def feature_cache_from(cache: Any) -> Optional[FeatureCache]:
     r"""A :class:`FeatureCache` from one or a dict of its fields."""
-    if cache is None or isinstance(cache, FeatureCache):
-        return cache
-    if not isinstance(cache, dict):
-        raise SettingError('feature_cache', f"must be a FeatureCache or a "
-                           f"dict, got {type(cache).__name__}")
-    unknown = set(cache) - set(FeatureCache.__dataclass_fields__)
+    return _nested('feature_cache', FeatureCache, cache)
+
+
+def _nested(key: str, cls: type, value: Any) -> Any:
+    r"""The nested setting :obj:`key`: :obj:`value` if :obj:`None` or a
+    :obj:`cls` (a dataclass), else one made from a dict of its fields; a
+    bad value is named by its key (``key.field``)."""
+    if value is None or isinstance(value, cls):
+        return value
+    if not isinstance(value, dict):
+        raise SettingError(key, f"must be a {cls.__name__} or a dict, got "
+                           f"{type(value).__name__}")
+    known = sorted(cls.__dataclass_fields__)
+    unknown = sorted(set(value) - set(known))
     if unknown:
-        raise SettingError(
-            'feature_cache', f"unknown keys {sorted(unknown)}; known: "
-            f"{sorted(FeatureCache.__dataclass_fields__)}")
+        raise SettingError(key, f"unknown keys {unknown}; known: {known}")
     try:
-        return FeatureCache(**cache)
+        return cls(**value)
     except SettingError as error:
-        raise SettingError(f'feature_cache.{error.key}',
-                           error.detail) from None
+        if error.key.startswith(f'{key}.'):
+            raise
+        raise SettingError(f'{key}.{error.key}', error.detail) from None
 
 
 def _positive_int(key: str, value: Any) -> int:
@@ -116,7 +124,8 @@ class LoadingSpec:
     modes' settings, the collectives' timeout, the :obj:`task` (``'node'``
     or ``'link'``, :data:`~pyg_fastload.modes.TASKS`) and its link
     prediction options (:obj:`link`), how evaluation computes
-    (:obj:`eval`, :data:`EVAL_METHODS`), and temporal sampling
+    (:obj:`eval`, :data:`EVAL_METHODS`; layer-wise with the options
+    :obj:`inference`), and temporal sampling
     (:obj:`time_attr`: the node array holding one time per node, every seed
     sampled at its own time; :obj:`temporal_strategy`). Built once (checked in
     :meth:`__post_init__`, which also fills the evaluation defaults and
@@ -144,6 +153,7 @@ class LoadingSpec:
     task: str = 'node'
     link: Optional[LinkOptions] = None
     eval: str = 'sampled'
+    inference: InferenceOptions = field(default_factory=InferenceOptions)
     time_attr: Optional[str] = None
     temporal_strategy: str = 'uniform'
 
@@ -181,13 +191,10 @@ class LoadingSpec:
                                "'edge_index'")
         check_one_of('verify', self.verify, VERIFY_MODES)
         check_one_of('launch_order', self.launch_order, LAUNCH_ORDERS)
-        if isinstance(self.mode_options, dict):
-            known = sorted(ModeOptions.__dataclass_fields__)
-            unknown = sorted(set(self.mode_options) - set(known))
-            if unknown:
-                raise SettingError('mode_options', f"unknown keys {unknown}; "
-                                   f"known: {known}")
-            put(self, 'mode_options', ModeOptions(**self.mode_options))
+        put(self, 'mode_options', _nested('mode_options', ModeOptions,
+                                          self.mode_options) or ModeOptions())
+        put(self, 'inference', _nested('inference', InferenceOptions,
+                                       self.inference) or InferenceOptions())
         if isinstance(self.seed, bool) or not isinstance(self.seed, int):
             raise SettingError('seed', f"{self.seed!r} must be an int")
         for key in ('drop_last', 'progress'):

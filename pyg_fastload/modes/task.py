@@ -97,6 +97,18 @@ class Task:
         raise NotImplementedError
 
 
+def _whole_graph(mode: 'LoadingMode', data: Any, seeds: Optional[Tensor],
+                 target: Optional[str],
+                 collectives: Optional[Collectives]) -> WholeGraphLoader:
+    r"""The loader of :obj:`mode`'s whole graph :obj:`data`, its
+    :obj:`seeds` (of type :obj:`target`) evaluated layer-wise with the
+    run's ``inference`` options, by the ranks of :obj:`collectives`."""
+    spec = mode.spec
+    return WholeGraphLoader(WholeGraph(
+        data, seeds, target, progress=spec.progress, collectives=collectives,
+        **spec.inference.kwargs()))
+
+
 class NodeTask(Task):
     r"""Seed nodes of the labelled node type, with their sampled
     neighbourhoods (for :class:`NodeClassifier`)."""
@@ -129,9 +141,7 @@ class NodeTask(Task):
         data, seeds, sampler = mode.plan(split, generator)
         target = mode.target(data)
         if not train and mode.spec.eval == 'layerwise':  # every in-edge
-            return WholeGraphLoader(WholeGraph(
-                data, seeds, target, progress=mode.spec.progress,
-                collectives=self.inference))
+            return _whole_graph(mode, data, seeds, target, self.inference)
         extra: Dict[str, Any] = {}
         if sampler is not None:
             extra['sampler'] = sampler
@@ -264,9 +274,8 @@ class LinkTask(Task):
                placement: Placement) -> Loader:
         if split == 'predict':  # every node's embedding, over every edge
             data, seeds, _ = mode.plan(split, generator)
-            return WholeGraphLoader(WholeGraph(
-                data, seeds, mode.target(data), progress=mode.spec.progress,
-                collectives=self.inference))
+            return _whole_graph(mode, data, seeds, mode.target(data),
+                                self.inference)
         links = self.split
         spec = mode.spec
         train = split == 'train'

@@ -9,7 +9,8 @@ from .feature_store import TieredFeatureStore
 from .gpu_direct import GpuDirectStorage
 from .graph_store import CSCGraphStore
 from .mapped_rows import MappedRows
-from .io_stats import device_read_bytes, process_memory, process_read_bytes
+from .io_stats import (MemoryWatch, device_read_bytes, process_memory,
+                       process_read_bytes)
 from .memory_storage import MemoryStorage
 from .mmap_storage import MmapStorage
 from .protocol import FeatureSource
@@ -37,6 +38,7 @@ __all__ = [
     'process_read_bytes',
     'device_read_bytes',
     'process_memory',
+    'MemoryWatch',
     'StaticCache',
     'WindowBufferedCache',
 ]

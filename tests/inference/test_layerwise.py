@@ -438,3 +438,56 @@ def test_a_homogeneous_model_on_a_hetero_graph_is_refused_naming_it():
                                         r"GraphSAGE has none"):
         layerwise_inference(build('sage', 2), random_hetero_graph(),
                             progress=False)
+
+
+@pytest.mark.parametrize('stream', [False, True])
+def test_reduce_stores_each_chunk_reduced(tmp_path, stream):
+    data = graph()
+    model = build('sage', 2)
+    logits = model(data.x, data.edge_index)
+    chunks = []
+
+    def classes(y):
+        chunks.append(y.size(0))
+        return y.argmax(dim=-1)
+
+    work = tmp_path / 'work'  # every layer over the budget: in files
+    out = layerwise_inference(model, data, chunk_size=CHUNK, progress=False,
+                              reduce=classes, stream=stream, memory_budget=0,
+                              work_dir=work)
+    assert torch.equal(out, logits.argmax(dim=-1))
+    assert max(chunks) <= CHUNK and sum(chunks) == data.num_nodes
+    # what is kept is the reduced rows: 8 bytes per node, not 5 floats
+    assert (work / 'output.bin').stat().st_size == 8 * data.num_nodes
+    # the hidden rows of with_hidden are not reduced
+    out, hidden = layerwise_inference(model, data, chunk_size=CHUNK,
+                                      progress=False, with_hidden=True,
+                                      reduce=classes)
+    assert torch.equal(out, logits.argmax(dim=-1))
+    close(hidden, layerwise_inference(model, data, chunk_size=CHUNK,
+                                      progress=False, hidden=True))
+
+
+def test_reduce_applies_after_a_jumping_knowledge_head():
+    data = graph()
+    model = build('sage', 3, jk='cat')
+    out = layerwise_inference(model, data, chunk_size=CHUNK, progress=False,
+                              reduce=lambda y: y.max(dim=-1).values)
+    assert torch.allclose(out, model(data.x, data.edge_index).max(-1).values,
+                          atol=1e-5)
+
+
+@pytest.mark.reliability(
+    fault='a `reduce` for layer-wise inference that is not a function, or '
+    'that returns other than one row per row',
+    behaviour="`TypeError`/`ValueError` naming 'reduce' and what it must "
+    "return")
+def test_a_reduce_that_does_not_keep_rows_is_refused():
+    data = graph()
+    model = build('sage', 2)
+    with pytest.raises(TypeError, match="'reduce' must be a function"):
+        layerwise_inference(model, data, reduce='argmax', progress=False)
+    with pytest.raises(ValueError, match="'reduce' must return one row per "
+                       "row it is given"):
+        layerwise_inference(model, data, progress=False,
+                            reduce=lambda y: y.argmax())

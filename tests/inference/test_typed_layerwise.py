@@ -162,3 +162,14 @@ def test_with_hidden_gives_every_types_outputs_and_hidden_rows():
         assert torch.allclose(rows, expected[node_type], atol=1e-5)
     for node_type, rows in hidden.items():
         assert torch.equal(rows, alone[node_type])
+
+
+def test_reduce_stores_every_type_reduced():
+    data = random_hetero_graph()
+    net = _net('sage', data)
+    expected = _full_batch(net, data)
+    out = layerwise_inference(net, data, chunk_size=17, progress=False,
+                              reduce=lambda y: y.argmax(dim=-1))
+    assert set(out) == set(expected)
+    for node_type, rows in out.items():
+        assert torch.equal(rows, expected[node_type].argmax(dim=-1))

@@ -224,3 +224,55 @@ def test_hetero_embeddings_are_the_last_hidden_layer(hetero_graph,
     assert written['node_ids'].tolist() == list(range(papers))
     assert written['embeddings'].shape == (papers, 8)
     assert torch.allclose(written['embeddings'], read['paper'], atol=1e-5)
+
+
+def test_layerwise_classes_alone_from_layers_in_files(cache_env, tmp_path):
+    from pyg_fastload.datasets import load_synthetic
+    work = tmp_path / 'layers'
+    # every layer over the budget: in files, in a directory of each
+    # inference's own; validation runs twice over the same work_dir
+    data = FastLoadDataModule(
+        'tiny', num_neighbors=[5, 5], batch_size=256, progress=False,
+        eval='layerwise', inference={'memory_budget': 0, 'chunk_size': 300,
+                                     'work_dir': str(work), 'stream': True})
+    model = NodeClassifier(hidden_channels=16, num_layers=2, dropout=0.0,
+                           predict_logits=False)
+    trainer = _trainer()
+    trainer.fit(model, data)
+    trainer.validate(model, data, verbose=False)
+    graph = load_synthetic('tiny', progress=False).to_data()
+    model.eval()
+    with torch.no_grad():
+        full = model.net(graph.x, graph.edge_index)
+    val = graph.val_mask.nonzero().view(-1)
+    expected = (full[val].argmax(-1) == graph.y[val]).float().mean()
+    assert trainer.callback_metrics['val_acc'] == pytest.approx(
+        float(expected), abs=1e-6)
+    calls = []
+    model.net.convs[-1].register_forward_hook(
+        lambda module, args, out: calls.append(out.size(0)))
+    _trainer(PredictionWriter('preds')).predict(model, data)
+    assert max(calls) <= 300  # the last layer ran chunk by chunk
+    written = read_predictions('preds')
+    assert torch.equal(written['predictions'], full.argmax(-1))
+    assert 'logits' not in written
+    assert list(work.iterdir()) == []  # every inference's files removed
+    with pytest.raises(ConfigError, match="'logits' is true, but the model "
+                       "predicts classes alone"):
+        _trainer(PredictionWriter('other', logits=True)).predict(model, data)
+
+
+@pytest.mark.reliability(
+    fault="bad `data.inference` options: an unknown key, chunk_size 0, a "
+          "memory_budget of 'lots', stream 'yes'",
+    behaviour='`ConfigError` naming `inference.<key>`, the value and what '
+              'to give')
+def test_bad_inference_options_are_named():
+    for options, key in (({'chunks': 3}, "'inference': unknown keys"),
+                         ({'chunk_size': 0}, "'inference.chunk_size'"),
+                         ({'memory_budget': 'lots'},
+                          "'inference.memory_budget'"),
+                         ({'stream': 'yes'}, "'inference.stream'")):
+        with pytest.raises(ConfigError, match=key):
+            FastLoadDataModule('tiny', eval='layerwise', inference=options,
+                               progress=False)
