@@ -276,3 +276,11 @@ def test_bad_inference_options_are_named():
         with pytest.raises(ConfigError, match=key):
             FastLoadDataModule('tiny', eval='layerwise', inference=options,
                                progress=False)
+
+
+def test_streamed_inference_of_a_hetero_dataset_is_refused_at_once(
+        hetero_graph):
+    with pytest.raises(ConfigError, match="'inference.stream': streams a "
+                       "homogeneous graph's layers"):
+        FastLoadDataModule(hetero_graph, eval='layerwise', progress=False,
+                           inference={'stream': True})
