@@ -20,7 +20,7 @@ from ..storage import TieredFeatureStore
 from .blocks import Block, GcnScale, chunk_block, chunk_generator, gcn_scale
 from .layers import ModelLayers, is_gcn, takes_pair
 from .outputs import HIDDEN_FILE, OUTPUT_FILE, LayerOutput
-from .streamed import (aggregate_range, apply_virtual, is_mean,
+from .streamed import (BLOCK_ROWS, aggregate_range, apply_virtual, is_mean,
                        stream_ranges, streamable)
 
 __all__ = ['LayerRun', 'apply_layer', 'Rows']
@@ -187,18 +187,31 @@ class LayerRun:
         first = read(torch.arange(1))
         row_bytes = first[0].numel() * first.element_size()
         held = sum(o.nbytes for o in self.outputs if o.in_memory)
-        for start, end in stream_ranges(self.topology, row_bytes,
-                                        max(0, self.budget - held),
-                                        self.chunk_size):
-            aggregated = aggregate_range(self.topology, read, start, end,
-                                         is_mean(conv))
-            for at in range(start, end, self.chunk_size):
-                stop = min(end, at + self.chunk_size)
-                y = apply_virtual(
-                    conv, aggregated[at - start:stop - start].to(
-                        self.device),
-                    read(torch.arange(at, stop)).to(self.device))
-                yield at, self._finish(i, y).cpu()
+        ranges = list(stream_ranges(self.topology, row_bytes,
+                                    max(0, self.budget - held),
+                                    self.chunk_size))
+        # the passes over the input, block by block (a range's aggregation
+        # reads it all before the layer's bar moves)
+        with self._bar(f'layer {i + 1}/{self.layers.num_layers} input, '
+                       f'{len(ranges)} passes',
+                       -(-self.topology.num_nodes // BLOCK_ROWS) *
+                       len(ranges), unit='block') as bar:
+
+            def counted(ids: Tensor) -> Tensor:
+                rows = read(ids)
+                bar.update(1)
+                return rows
+
+            for start, end in ranges:
+                aggregated = aggregate_range(self.topology, counted, start,
+                                             end, is_mean(conv))
+                for at in range(start, end, self.chunk_size):
+                    stop = min(end, at + self.chunk_size)
+                    y = apply_virtual(
+                        conv, aggregated[at - start:stop - start].to(
+                            self.device),
+                        read(torch.arange(at, stop)).to(self.device))
+                    yield at, self._finish(i, y).cpu()
 
     def _layer_rows(self, rows: int, prepare: Callable[[int], Chunk],
                     compute: Callable[[Chunk], Tensor]
@@ -307,9 +320,10 @@ class LayerRun:
         if output in self.outputs:
             self.outputs.remove(output)
 
-    def _bar(self, desc: str, total: Optional[int] = None) -> Any:
+    def _bar(self, desc: str, total: Optional[int] = None,
+             unit: str = 'node') -> Any:
         return tqdm(total=self.topology.num_nodes if total is None else total,
-                    desc=desc, unit='node', disable=not self.progress,
+                    desc=desc, unit=unit, disable=not self.progress,
                     dynamic_ncols=True)
 
 
