@@ -124,14 +124,20 @@ class FastLoadDataModule(pl.LightningDataModule):
             directory of the layers over it, streamed aggregation (a graph
             whose layers do not fit memory:
             ``{memory_budget: 12GiB, work_dir: DIR, stream: true}``).
-        time_attr (str, optional): temporal sampling (task ``'node'``): the
+        time_attr (str, optional): temporal sampling. Task ``'node'``: the
             name of the dataset's node array holding one time per node
             (e.g. a ``Data``'s ``time``, kept by ``pyg-fastload prepare
             --pyg-data``); every seed is sampled at its own time, with no
             neighbour later than it (PyG's ``time_attr``). Modes
             ``'replicated'`` and ``'pagraph'``, and ``'dsp'`` on a
             homogeneous partition (its collective sampler gets each part's
-            times); :obj:`eval` ``'sampled'``.
+            times); :obj:`eval` ``'sampled'``. Task ``'link'``: the name
+            of an edge array of a homogeneous dataset directory holding one
+            time per edge (a ``Data``'s edge-level ``time``, kept by
+            ``prepare --pyg-data``); every label edge (training,
+            validation, test) is sampled at its edge's time, its negatives
+            at the same, with no sampled edge later than it; mode
+            ``'replicated'``.
         temporal_strategy (str): ``'uniform'`` (default) among the
             neighbours not later than the seed, or ``'last'``: the most
             recent ones (needs :obj:`time_attr`).

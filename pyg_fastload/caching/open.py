@@ -54,6 +54,9 @@ def open_dataset(
 ) -> Tuple[TieredFeatureStore, CSCGraphStore]:
     r"""Opens a directory written by ``pyg-fastload prepare``.
 
+    Node arrays go into the feature store, edge arrays (one row per edge,
+    in CSC order) into the graph store
+    (:meth:`~pyg_fastload.storage.CSCGraphStore.edge_array`).
     Feature matrices stay on disk (memory-mapped, read directly with
     ``cache.storage='direct'``, or into GPU memory with ``'gds'``) unless
     ``cache.in_memory``; smaller node
@@ -135,7 +138,9 @@ def open_dataset(
             name: tensor for name, tensor in source.arrays.items()
             if tensor.dim() >= 2 and name not in dataset.arrays},
             cache, None, source.array_path, rows)
-    graph_store = CSCGraphStore(topology or dataset.topology)
+    # the edge arrays are in the stored topology's CSC order
+    graph_store = CSCGraphStore(topology) if topology is not None else \
+        CSCGraphStore(dataset.topology, dataset.edge_arrays)
     _configure(feature_store, graph_store, cache, scores)
     return feature_store, graph_store
 

@@ -132,7 +132,11 @@ def prepare_pyg(
     original position of every CSC edge (omitted when the edges were
     already sorted by destination); every node-level tensor
     (:meth:`Data.is_node_attr`) becomes an array; an integer ``y`` gives
-    ``num_classes``.  Edge-level attributes are not stored (warned about).
+    ``num_classes``; every edge-level tensor (:meth:`Data.is_edge_attr`
+    with one row per edge of ``edge_index``: ``time``, ``edge_attr``,
+    ``edge_weight``, ...) becomes an edge array, its rows permuted into CSC
+    order (:meth:`CSCTopology.csc_order`). Anything else (and edge-level
+    tensors of a graph given as ``adj_t``) is not stored (warned about).
 
     Args:
         data_path (str or os.PathLike): the file written by
@@ -177,37 +181,47 @@ def prepare_pyg(
             f"'adj_t'); it needs edges to be sampled from")
     skip = {'edge_index', 'num_nodes'} | ({'adj_t'} if adj_t is not None
                                          else set())
-    node_arrays: Dict[str, Tensor] = {}
+    # edge-level tensors follow edge_index's columns (adj_t's order is its
+    # own: they are not stored)
+    num_edges = edge_index.size(1) if isinstance(edge_index, Tensor) and \
+        edge_index.dim() == 2 else None
+    arrays: Dict[str, Dict[str, Tensor]] = {'node': {}, 'edge': {}}
     skipped: List[str] = []
     for key, value in data.items():
         if key in skip:
             continue
-        if isinstance(value, Tensor) and value.layout != torch.strided and \
-                value.dim() >= 1 and value.size(0) == num_nodes:
+        rows = value.size(0) if isinstance(value, Tensor) and \
+            value.dim() >= 1 else None
+        if rows is not None and value.layout != torch.strided and \
+                rows in (num_nodes, num_edges):
             raise DatasetFormatError(
                 f"{data_path}: '{key}' is a sparse tensor ({value.layout}); "
                 f"store it dense (data.{key} = data.{key}.to_dense()) and "
                 f"save the file again")
-        if (key in ('x', 'y') or key.endswith('_mask')) and isinstance(
-                value, Tensor) and value.dim() >= 1 and \
-                value.size(0) != num_nodes:
+        if (key in ('x', 'y') or key.endswith('_mask')) and \
+                rows is not None and rows != num_nodes:
             raise DatasetFormatError(
-                f"{data_path}: '{key}' has {value.size(0)} rows but the "
+                f"{data_path}: '{key}' has {rows} rows but the "
                 f"graph has num_nodes = {num_nodes}; give every node one "
                 f"row of '{key}' (or fix data.num_nodes)")
-        if isinstance(value, Tensor) and value.dim() >= 1 and \
-                value.size(0) == num_nodes and data.is_node_attr(key):
-            check_name(key, 'attribute name', f"'{data_path}'")
-            if key in TOPOLOGY_ARRAYS:
-                raise DatasetFormatError(
-                    f"{data_path}: node attribute '{key}' clashes with the "
-                    f'topology array of that name; rename it')
-            if key == 'y' and value.dim() == 2 and value.size(1) == 1 and \
-                    not value.is_floating_point():
-                value = value.view(-1)
-            node_arrays[key] = value
+        if rows == num_nodes and data.is_node_attr(key):
+            level = 'node'
+        elif rows is not None and rows == num_edges and \
+                data.is_edge_attr(key):
+            level = 'edge'
         else:
             skipped.append(key)
+            continue
+        check_name(key, 'attribute name', f"'{data_path}'")
+        if key in TOPOLOGY_ARRAYS:
+            raise DatasetFormatError(
+                f"{data_path}: {level} attribute '{key}' clashes with the "
+                f'topology array of that name; rename it')
+        if key == 'y' and value.dim() == 2 and value.size(1) == 1 and \
+                not value.is_floating_point():
+            value = value.view(-1)
+        arrays[level][key] = value
+    node_arrays = arrays['node']
     num_classes = None
     y = node_arrays.get('y')
     if y is not None and y.dim() == 1 and not y.is_floating_point() and \
@@ -232,9 +246,9 @@ def prepare_pyg(
     if skipped:
         warnings.warn(
             f"{data_path}: attributes {', '.join(map(repr, skipped))} are "
-            f'not node-level tensors and are not stored (the on-disk format '
-            f'holds node arrays only; edge_id maps CSC edges back to the '
-            f'original edge order)', UserWarning, stacklevel=2)
+            f'neither node-level tensors nor edge-level tensors of '
+            f"'edge_index' and are not stored (the on-disk format holds "
+            f'node and edge arrays only)', UserWarning, stacklevel=2)
     return write_dataset_dir(
         out_dir,
         num_nodes=num_nodes,
@@ -242,6 +256,8 @@ def prepare_pyg(
         indices=topology.indices,
         edge_id=edge_id,
         node_arrays=node_arrays,
+        edge_arrays={key: topology.csc_order(value)
+                     for key, value in arrays['edge'].items()},
         name=data_path.stem,
         source=(f"torch_geometric Data from '{data_path.resolve()}' "
                 f"({'edge_index' if edge_index is not None else 'adj_t'} -> "

@@ -202,6 +202,19 @@ class CSCTopology:
             self.in_degree(),
             output_size=self.num_edges)
 
+    def csc_order(self, values: Tensor) -> Tensor:
+        r"""Edge-level :obj:`values` (one row per edge, in the original
+        edge order) in CSC order: row ``k`` for the edge at CSC position
+        ``k`` (``values[edge_id]``; :obj:`values` itself where the edges
+        were in CSC order already)."""
+        if values.dim() == 0 or values.size(0) != self.num_edges:
+            raise ValueError(f"edge-level values of shape "
+                             f"{list(values.shape)} for {self.num_edges} "
+                             f"edges: give one row per edge")
+        if self.edge_id is None:
+            return values
+        return values.index_select(0, self.edge_id.to(values.device).long())
+
     def to_edge_index(self) -> Tensor:
         r"""A ``[2, num_edges]`` COO ``edge_index`` sorted by destination."""
         return torch.stack([self.indices.long(), self.destinations()])

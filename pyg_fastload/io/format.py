@@ -11,7 +11,10 @@ per array (memory-mappable with :class:`numpy.memmap` at offset 0) and a
      "name": "ogbn-arxiv", "num_nodes": 169343, "num_edges": 2315598,
      "arrays": {"indptr": {"file": "indptr.bin", "dtype": "int64",
                            "shape": [169344], "bytes": 1354752,
-                           "sha256": "..."}, ...},
+                           "sha256": "..."}, ...,
+                "time": {"file": "time.bin", "dtype": "int64",
+                         "shape": [2315598], "bytes": 18524784,
+                         "sha256": "...", "level": "edge"}},
      "num_classes": 40, "source": "..."}
 
 The arrays are the CSC topology (``indptr`` ``int64 [N + 1]``, ``indices``
@@ -20,7 +23,14 @@ of :obj:`v` in ``indices[indptr[v]:indptr[v + 1]]``, and optionally
 ``edge_id`` ``int64 [E]``, the original position of every CSC edge) and the
 node arrays (``x`` ``[N, F]``, ``y`` ``int64 [N]``, ``train_mask`` /
 ``val_mask`` / ``test_mask`` ``bool [N]`` and any other array with one row
-per node).
+per node), and optionally edge arrays: one row per edge (``[E]`` or ``[E,
+...]``, e.g. a ``time`` per edge or an ``edge_attr``) **in CSC order**, row
+``k`` belonging to the edge at CSC position ``k`` (the edge
+``indices[k] -> v`` with ``indptr[v] <= k < indptr[v + 1]``, originally at
+position ``edge_id[k]``). An edge array's entry in ``"arrays"`` carries
+``"level": "edge"``; an entry without ``"level"`` (or with ``"level":
+"node"``) is a node array, so directories written before edge arrays
+existed read as they did.
 
 Writers stream: every array is written chunk by chunk into ``<file>.tmp``
 (hashing as it goes) and renamed, inside a temporary sibling directory that
@@ -46,7 +56,7 @@ from tqdm.auto import tqdm
 from ..errors import FastLoadError
 
 __all__ = ['FORMAT_NAME', 'FORMAT_VERSION', 'HETERO_FORMAT_VERSION',
-           'DatasetFormatError', 'build_meta']
+           'ARRAY_LEVELS', 'DatasetFormatError', 'array_level', 'build_meta']
 
 #: The value of ``meta.json``'s ``"format"`` key.
 FORMAT_NAME = 'pyg-fastload-dataset'
@@ -67,6 +77,8 @@ CSV_BLOCK_BYTES = 16 << 20
 HASH_BLOCK = 8 << 20
 
 TOPOLOGY_ARRAYS = ('indptr', 'indices', 'edge_id')
+#: The values of an array spec's ``"level"`` key (absent: ``'node'``).
+ARRAY_LEVELS = ('node', 'edge')
 VERIFY_MODES = ('none', 'size', 'checksum')
 NAME_RE = re.compile(r'^[A-Za-z_][A-Za-z0-9_.-]{0,127}$')
 META_KEYS = ('format', 'format_version', 'name', 'num_nodes', 'num_edges',
@@ -154,6 +166,12 @@ def is_hetero_dataset_dir(path: Path) -> bool:
             meta.get('kind') == 'hetero'
     except (OSError, ValueError, AttributeError):
         return False
+
+
+def array_level(spec: Dict[str, Any]) -> str:
+    r"""Whether a (checked) ``meta.json`` array entry is a ``'node'`` or an
+    ``'edge'`` array (no ``"level"``: a node array)."""
+    return spec.get('level', 'node')
 
 
 def check_name(name: Any, what: str, where: str) -> str:

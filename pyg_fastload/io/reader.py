@@ -6,7 +6,7 @@ import json
 import math
 import os
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple, Union
 
@@ -18,6 +18,7 @@ from tqdm.auto import tqdm
 from ..graph.topology import CSCTopology
 from . import format as fmt
 from .format import (
+    ARRAY_LEVELS,
     FORMAT_NAME,
     FORMAT_VERSION,
     HETERO_FORMAT_VERSION,
@@ -25,6 +26,7 @@ from .format import (
     TOPOLOGY_ARRAYS,
     VERIFY_MODES,
     DatasetFormatError,
+    array_level,
     is_sha256,
     numpy_dtype,
     sha256_file,
@@ -49,11 +51,15 @@ class OnDiskDataset:
         topology (CSCTopology): ``indptr``, ``indices`` and ``edge_id``
             (:obj:`None` when the CSC order is the original edge order).
         arrays (dict): the node arrays (``x``, ``y``, masks, ...) by name.
+        edge_arrays (dict): the edge arrays (e.g. ``time``) by name, one row
+            per edge in CSC order (row ``k``: the edge at CSC position
+            ``k``).
     """
     path: Path
     meta: Dict[str, Any]
     topology: CSCTopology
     arrays: Dict[str, Tensor]
+    edge_arrays: Dict[str, Tensor] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -191,6 +197,9 @@ def _check_spec(key: str, spec: Any, meta_file: Path, fix: str) -> None:
     sha = spec.get('sha256')
     if not is_sha256(sha):
         raise bad(f"'sha256' = {sha!r} is not a hex SHA-256 digest")
+    if array_level(spec) not in ARRAY_LEVELS:
+        raise bad(f"'level' = {spec['level']!r} is not one of "
+                  f"{', '.join(map(repr, ARRAY_LEVELS))}")
 
 
 #: The largest array a ``meta.json`` may describe, and the largest
@@ -396,7 +405,9 @@ def open_dataset_dir(path: PathLike, verify: str = 'size',
                      progress: bool = False,
                      follow_symlinks: bool = False) -> OnDiskDataset:
     r"""Opens a dataset directory written by :func:`write_dataset_dir`
-    (``pyg-fastload prepare``), memory-mapping every array.
+    (``pyg-fastload prepare``), memory-mapping every array: node arrays
+    (``num_nodes`` rows each) in ``arrays``, edge arrays (``"level":
+    "edge"``, ``num_edges`` rows each, in CSC order) in ``edge_arrays``.
 
     Args:
         path (str or os.PathLike): the dataset directory.
@@ -439,11 +450,14 @@ def open_dataset_dir(path: PathLike, verify: str = 'size',
            ('int32', 'int64') if id_space <= 2**31 else ('int64', ))
     if 'edge_id' in specs:
         expect('edge_id', [num_edges], ('int64', ))
+    rows = {'node': num_nodes, 'edge': num_edges}
     for key, spec in specs.items():
-        if key not in TOPOLOGY_ARRAYS and spec['shape'][0] != num_nodes:
-            raise fail(path / spec['file'], f"node array '{key}' has "
+        level = array_level(spec)
+        if key not in TOPOLOGY_ARRAYS and spec['shape'][0] != rows[level]:
+            raise fail(path / spec['file'], f"{level} array '{key}' has "
                         f"{spec['shape'][0]} rows (meta.json shape "
-                        f"{spec['shape']}) but num_nodes = {num_nodes}", fix)
+                        f"{spec['shape']}) but num_{level}s = "
+                        f"{rows[level]}", fix)
     verify_files(path, specs, verify, progress, fix)
     arrays = {key: map_array(path, spec, fix) for key, spec in specs.items()}
     check_topology(path, specs, arrays, num_edges, id_space, verify, fix)
@@ -451,5 +465,7 @@ def open_dataset_dir(path: PathLike, verify: str = 'size',
                            indices=arrays.pop('indices'),
                            num_nodes=num_nodes,
                            edge_id=arrays.pop('edge_id', None))
+    edge_arrays = {key: arrays.pop(key) for key in list(arrays)
+                   if array_level(specs[key]) == 'edge'}
     return OnDiskDataset(path=path, meta=meta, topology=topology,
-                         arrays=arrays)
+                         arrays=arrays, edge_arrays=edge_arrays)

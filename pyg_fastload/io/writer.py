@@ -69,6 +69,7 @@ def write_dataset_dir(
     indices: Source,
     node_arrays: Dict[str, Source],
     edge_id: Optional[Source] = None,
+    edge_arrays: Optional[Dict[str, Source]] = None,
     name: str,
     source: str,
     num_classes: Optional[int] = None,
@@ -85,7 +86,7 @@ def write_dataset_dir(
     memory-mapped inputs or chunk iterators larger than memory are fine.
     ``indptr`` is stored as ``int64``, ``indices`` as ``int32`` (``int64``
     from :math:`2^{31}` nodes on), ``edge_id`` as ``int64`` and an integer
-    ``y`` as ``int64``; other node arrays keep their dtype.
+    ``y`` as ``int64``; other node and edge arrays keep their dtype.
 
     Args:
         path (str or os.PathLike): the dataset directory to create.
@@ -101,6 +102,12 @@ def write_dataset_dir(
         edge_id (torch.Tensor or np.ndarray or callable, optional): the
             original position of every CSC edge; :obj:`None` means the CSC
             order is the original order. (default: :obj:`None`)
+        edge_arrays (dict, optional): edge-level arrays by name (e.g.
+            ``time``, ``edge_attr``), each with one row per edge **in CSC
+            order** (row ``k``: the edge at CSC position ``k``; permute a
+            ``Data``'s with :meth:`CSCTopology.csc_order`); marked
+            ``"level": "edge"`` in ``meta.json``. A name may not be a node
+            array's too. (default: :obj:`None`)
         name (str): the dataset's name.
         source (str): where the data came from (free-form).
         num_classes (int, optional): number of classes. (default:
@@ -129,13 +136,21 @@ def write_dataset_dir(
     if not isinstance(node_arrays, dict):
         raise TypeError(f"'node_arrays' must be a dict of name -> array, "
                         f'got {type(node_arrays).__name__}')
-    for key in node_arrays:
-        check_name(key, 'node array name', "'node_arrays'")
-        if key in TOPOLOGY_ARRAYS:
-            raise ValueError(
-                f"invalid node array name {key!r} in 'node_arrays': "
-                f"{', '.join(TOPOLOGY_ARRAYS)} are the topology's; pass "
-                f'them as arguments or rename the array')
+    edge_arrays = dict(edge_arrays or {})
+    for arrays, level in ((node_arrays, 'node'), (edge_arrays, 'edge')):
+        for key in arrays:
+            check_name(key, f'{level} array name', f"'{level}_arrays'")
+            if key in TOPOLOGY_ARRAYS:
+                raise ValueError(
+                    f"invalid {level} array name {key!r} in "
+                    f"'{level}_arrays': {', '.join(TOPOLOGY_ARRAYS)} are the "
+                    f"topology's; pass them as arguments or rename the "
+                    f"array")
+    both = sorted(set(node_arrays) & set(edge_arrays))
+    if both:
+        raise ValueError(f"{both[0]!r} is in both 'node_arrays' and "
+                         f"'edge_arrays'; an array name names one array: "
+                         f"rename one of them")
     for key in extra_meta or {}:
         if key in META_KEYS:
             raise ValueError(f"'extra_meta' may not set the reserved "
@@ -202,6 +217,14 @@ def write_dataset_dir(
             st.write_array(key, value, expect_rows=num_nodes,
                            what=f"node array '{key}'",
                            cast=cast_labels if key == 'y' else None)
+        for key, value in edge_arrays.items():
+            spec = st.write_array(key, value, what=f"edge array '{key}'")
+            if spec['shape'][0] != num_edges:
+                raise ValueError(
+                    f"edge array '{key}' ({spec['file']}) has "
+                    f"{spec['shape'][0]} rows but the graph has {num_edges} "
+                    f"edges; pass one row per edge, in CSC order")
+            spec['level'] = 'edge'
         extra = dict(extra_meta or {})
         if index_space is not None:
             extra['index_space'] = id_space

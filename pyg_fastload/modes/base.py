@@ -139,12 +139,12 @@ class LoadingMode:
     def metadata(self) -> Tuple[int, int]:
         r"""``(num_features, num_classes)`` of the dataset, or of a part."""
         if self.source is not None:
-            return self.source.metadata()
+            return self.source.metadata(self.task.labelled)
         part = next(iter(sorted(self.partitions.glob('part-*'))), None)
         if part is None:
             raise SettingError('partitions', f"no part-* directory in "
                                f"'{self.partitions}'")
-        features, classes = directory_metadata(part)
+        features, classes = directory_metadata(part, self.task.labelled)
         if features == 0:  # the parts may read theirs from the dataset
             try:
                 meta = read_partition_meta(self.partitions)
@@ -152,7 +152,7 @@ class LoadingMode:
                 raise SettingError('partitions', str(error)) from None
             source = feature_source(meta)
             if source is not None:
-                features, _ = directory_metadata(source)
+                features, _ = directory_metadata(source, False)
         return features, classes
 
     # Opening, once per process ##############################################

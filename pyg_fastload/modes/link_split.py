@@ -15,10 +15,12 @@ import torch
 from torch import Tensor
 
 from ..config import SettingError
-from ..graph.kind import graph_input
+from ..graph.convert import topology_of
+from ..graph.kind import graph_input, stores_of
 from ..graph.topology import CSCTopology
 from ..graph.view import GraphView
 from ..sampling.link import EdgeKeys
+from ..sampling.temporal import read_time
 from .link_relation import Relation, hetero_with, relation_of
 
 __all__ = ['LinkOptions', 'LinkSplit', 'is_undirected',
@@ -131,17 +133,28 @@ def is_undirected(edge_index: Tensor, num_nodes: int) -> bool:
     return torch.equal(forward, backward)
 
 
-def link_split(data: Any, options: LinkOptions, seed: int) -> 'LinkSplit':
+def link_split(data: Any, options: LinkOptions, seed: int,
+               time_attr: Optional[str] = None) -> 'LinkSplit':
     r"""The :class:`LinkSplit` of :obj:`data`'s links: all its edges, or on
     a heterogeneous graph (``HeteroData`` or heterogeneous stores) the
-    relation ``options.edge_type``."""
+    relation ``options.edge_type``; with :obj:`time_attr`, the edge times
+    of that name (a homogeneous graph's, read by
+    :func:`~pyg_fastload.sampling.temporal.read_time`: a dataset
+    directory's edge array) go with the edges."""
     if not graph_input(data).hetero:
         if options.edge_type is not None or options.rev_edge_type is not \
                 None:
             raise SettingError('link.edge_type', "applies to heterogeneous "
                                "graphs only: leave it out")
+        if time_attr is not None:
+            return _timed_split(data, options, seed, time_attr)
         view = GraphView.of(data)
         return LinkSplit(view.edges(), view.num_nodes(), options, seed)
+    if time_attr is not None:
+        raise SettingError('time_attr', f"{time_attr!r}: task 'link' samples "
+                           f"in time on a homogeneous graph only (a "
+                           f"heterogeneous one's relations keep no edge "
+                           f"times yet): leave time_attr out")
     if options.undirected:
         raise SettingError('link.undirected', "a heterogeneous relation's "
                            "links are held out with their reverse relation "
@@ -149,6 +162,27 @@ def link_split(data: Any, options: LinkOptions, seed: int) -> 'LinkSplit':
     relation, edges, num_dst, num_src = relation_of(
         data, options.edge_type, options.rev_edge_type)
     return LinkSplit(edges, num_dst, options, seed, num_src, relation)
+
+
+def _timed_split(data: Any, options: LinkOptions, seed: int,
+                 time_attr: str) -> 'LinkSplit':
+    r"""The split of a homogeneous graph's edges, each with its time
+    :obj:`time_attr` (an edge array: node times are refused)."""
+    topology = topology_of(data)
+    try:
+        time, level = read_time(data, time_attr, topology)
+    except ValueError as error:
+        time, level, why = None, None, str(error)
+    if level != 'edge':
+        why = why if level is None else 'it holds one time per node'
+        raise SettingError('time_attr', f"{time_attr!r} is no edge array of "
+                           f"the dataset ({why}); task 'link' samples by "
+                           f"the times of the edges: name an edge array "
+                           f"(e.g. a Data's edge-level 'time', kept by "
+                           f"'pyg-fastload prepare --pyg-data FILE.pt "
+                           f"DIR'), or leave time_attr out")
+    return LinkSplit(topology.to_edge_index(), topology.num_nodes, options,
+                     seed, edge_time=time, time_attr=time_attr)
 
 
 class LinkSplit:
@@ -167,16 +201,31 @@ class LinkSplit:
     its reverse) :obj:`edge_index` is that relation's, :obj:`num_nodes`
     its destination type's node count and :obj:`num_sources` its source
     type's; the reverse relation holds the flipped edges of each split.
+
+    In time (:obj:`edge_time`: the time of every edge of a homogeneous
+    :obj:`edge_index`): the links are split as without times, and every
+    edge follows its link, with its own time (a link may be an edge at
+    several times). Message passing then holds the graph's own edges of
+    the split's links, carrying their times as edge array
+    :obj:`time_attr` of the graph store (:meth:`graph`); training
+    supervision is those edges of the training links, each at its time;
+    evaluation scores every distinct (link, time) of a held-out link (one
+    direction if undirected), its negatives at its time
+    (:meth:`label_time`).
     """
 
     def __init__(self, edge_index: Tensor, num_nodes: int,
                  options: LinkOptions, seed: int,
                  num_sources: Optional[int] = None,
-                 relation: Optional[Relation] = None):
+                 relation: Optional[Relation] = None,
+                 edge_time: Optional[Tensor] = None,
+                 time_attr: str = 'time'):
         self.options = options
         self.num_nodes = num_nodes
         #: ``(edge_type, reverse)`` on a heterogeneous graph.
         self.relation = relation
+        #: The name the message-passing graphs carry the edge times under.
+        self.time_attr = time_attr
         edge_index = edge_index.long()
         undirected = options.undirected
         if relation is not None:  # two node types: one direction
@@ -205,46 +254,115 @@ class LinkSplit:
         self.edges = {'train': links[:, num_val + num_test:],
                       'val': links[:, :num_val],
                       'test': links[:, num_val:num_val + num_test]}
+        #: Every edge with its time by its link's split (in time).
+        self.timed: Optional[Dict[str, Tuple[Tensor, Tensor]]] = None
+        if edge_time is not None:
+            self.timed = self._timed_edges(edge_index, edge_time, links,
+                                           num_val, num_test)
         self._keys = EdgeKeys(CSCTopology.from_edge_index(
             edge_index, num_nodes, num_sources=num_sources), num_sources)
         self._seed = seed + _NEGATIVE_SEED
-        self._evaluation: Dict[str, Tuple[Tensor, Tensor]] = {}
+        self._evaluation: Dict[str, Tuple[Tensor, Tensor,
+                                          Optional[Tensor]]] = {}
+
+    def _timed_edges(self, edge_index: Tensor, edge_time: Tensor,
+                     links: Tensor, num_val: int, num_test: int
+                     ) -> Dict[str, Tuple[Tensor, Tensor]]:
+        r"""The edges of :obj:`edge_index` with their times, by the split
+        of their link (:obj:`links` in split order: validation, test,
+        training); an edge whose link is none (one direction of a graph
+        declared undirected that lacks it) is dropped, as without times."""
+        src, dst = edge_index
+        if self.undirected:
+            src, dst = torch.minimum(src, dst), torch.maximum(src, dst)
+        keys = links[0] * self.num_nodes + links[1]
+        order = torch.argsort(keys)
+        found = torch.searchsorted(keys[order], src * self.num_nodes + dst)
+        found = found.clamp(max=keys.numel() - 1)
+        known = keys[order][found] == src * self.num_nodes + dst
+        where = torch.bucketize(order[found], torch.tensor(
+            [num_val, num_val + num_test]), right=True)
+        return {name: (edge_index[:, known & (where == i)],
+                       edge_time[known & (where == i)])
+                for i, name in enumerate(('val', 'test', 'train'))}
 
     def _both_ways(self, edges: Tensor) -> Tensor:
         if not self.undirected:
             return edges
         return torch.cat([edges, edges.flip(0)], dim=1)
 
+    def _passing(self, split: str) -> Tuple[Tensor, Optional[Tensor]]:
+        r"""The message-passing edges of :obj:`split` and their times."""
+        splits = ('train', 'val') if split == 'test' else ('train', )
+        if self.timed is not None:  # the graph's own edges, timed
+            edges, times = zip(*(self.timed[s] for s in splits))
+            return torch.cat(edges, dim=1), torch.cat(times)
+        edges = torch.cat([self.edges[s] for s in splits], dim=1)
+        return self._both_ways(edges), None
+
     def message_passing(self, split: str) -> Tensor:
         r"""The edges batches of :obj:`split` sample from."""
-        edges = self.edges['train']
-        if split == 'test':
-            edges = torch.cat([edges, self.edges['val']], dim=1)
-        return self._both_ways(edges)
+        return self._passing(split)[0]
 
     def supervision(self, split: str) -> Tuple[Tensor, Optional[Tensor]]:
         r"""``(edge_label_index, edge_label)`` of :obj:`split`: the
         training links (labels from the negative sampling), or the scored
         evaluation edges each followed by its fixed negatives."""
         if split == 'train':
+            if self.timed is not None:
+                return self.timed['train'][0], None
             return self._both_ways(self.edges['train']), None
+        return self._evaluated(split)[:2]
+
+    def label_time(self, split: str) -> Optional[Tensor]:
+        r"""The time of every label edge of :obj:`split`
+        (:meth:`supervision`'s): its edge's, an evaluation negative its
+        edge's; :obj:`None` without times."""
+        if self.timed is None:
+            return None
+        if split == 'train':
+            return self.timed['train'][1]
+        return self._evaluated(split)[2]
+
+    def _evaluated(self, split: str) -> Tuple[Tensor, Tensor,
+                                              Optional[Tensor]]:
         if split not in self._evaluation:
             self._evaluation[split] = self._candidates(split)
         return self._evaluation[split]
+
+    def _scored(self, split: str) -> Tuple[Tensor, Optional[Tensor]]:
+        r"""The held-out edges of :obj:`split` evaluation scores and their
+        times: its links, or in time every distinct (link, time), one
+        direction (source <= destination) if undirected."""
+        if self.timed is None:
+            return self.edges[split], None
+        edges, time = self.timed[split]
+        if self.undirected:
+            edges = torch.stack([edges.min(0).values, edges.max(0).values])
+        keys = edges[0] * self.num_nodes + edges[1]
+        order = torch.argsort(time, stable=True)  # by link, then time
+        order = order[torch.argsort(keys[order], stable=True)]
+        keys, time = keys[order], time[order]
+        first = torch.ones_like(keys, dtype=torch.bool)
+        first[1:] = (keys[1:] != keys[:-1]) | (time[1:] != time[:-1])
+        return edges[:, order[first]], time[first]
 
     @property
     def group(self) -> int:
         r"""Label edges per evaluation edge: it and its negatives."""
         return 1 + self.options.eval_negatives
 
-    def _candidates(self, split: str) -> Tuple[Tensor, Tensor]:
+    def _candidates(self, split: str) -> Tuple[Tensor, Tensor,
+                                               Optional[Tensor]]:
         options = self.options
-        edges = self.edges[split]
+        edges, time = self._scored(split)
         gen = torch.Generator().manual_seed(
             self._seed + ('val', 'test').index(split))
         if options.eval_edges and edges.size(1) > options.eval_edges:
             pick = torch.randperm(edges.size(1), generator=gen)
-            edges = edges[:, pick[:options.eval_edges].sort().values]
+            pick = pick[:options.eval_edges].sort().values
+            edges = edges[:, pick]
+            time = None if time is None else time[pick]
         k = options.eval_negatives
         if k >= self.num_nodes:
             raise SettingError('link.eval_negatives', f"{k} negatives per "
@@ -268,14 +386,31 @@ class LinkSplit:
                                    dst_all.reshape(-1)])
         label = torch.zeros(dst_all.shape)
         label[:, 0] = 1
-        return label_index, label.view(-1)
+        return label_index, label.view(-1), \
+            None if time is None else time.repeat_interleave(1 + k)
 
     def graph(self, data: Any, split: str) -> Any:
         r""":obj:`data` (a ``Data``, ``HeteroData`` or a ``(FeatureStore,
         GraphStore)`` pair) with only the message-passing edges of
-        :obj:`split`."""
-        edges = self.message_passing(split)
+        :obj:`split` (in time: a pair whose graph store carries their
+        times as edge array :attr:`time_attr`)."""
+        edges, times = self._passing(split)
         if self.relation is not None:
             return hetero_with(data, self.relation, edges)
-        return GraphView.of(data).with_edges({None: edges})
+        graph = GraphView.of(data).with_edges({None: edges})
+        if times is None:
+            return graph
+        stores = stores_of(graph)
+        if stores is None:
+            raise SettingError('time_attr', f"{self.time_attr!r}: task "
+                               f"'link' samples in time from a dataset "
+                               f"directory (its graph store holds the edge "
+                               f"times); write the graph with "
+                               f"'pyg-fastload prepare --pyg-data FILE.pt "
+                               f"DIR' and give DIR as the dataset, or leave "
+                               f"time_attr out")
+        graph_store = stores[1]
+        graph_store.put_edge_array(self.time_attr,
+                                   graph_store.topology.csc_order(times))
+        return graph
 

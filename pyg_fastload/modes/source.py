@@ -39,12 +39,15 @@ __all__ = ['DatasetSource', 'PresetSource', 'GraphSource',
 
 
 def check_classes(y: Optional[Tensor], num_nodes: int,
-                  num_classes: Optional[int], where: str) -> int:
+                  num_classes: Optional[int], where: str,
+                  labelled: bool = True) -> int:
     r"""The number of classes of node labels :obj:`y`, checked before a
     model allocates one output per class: labels are class indices in
     ``[0, num_classes)`` (default: up to the largest label), and there are
     no more classes than nodes."""
     if y is None or y.numel() == 0:
+        if not labelled:  # links: labels only if the dataset has them
+            return 0
         raise SettingError('dataset', f"{where} has no node labels 'y'")
     if y.dtype.is_floating_point or y.dtype == torch.bool:
         raise SettingError('dataset', f"{where}: labels 'y' are {y.dtype}; "
@@ -160,9 +163,11 @@ class DatasetSource:
         has one too."""
         return None
 
-    def metadata(self) -> Tuple[int, int]:
+    def metadata(self, labelled: bool = True) -> Tuple[int, int]:
         r"""``(num_features, num_classes)`` (of the labelled node type of a
-        heterogeneous dataset; 0 features if it has none)."""
+        heterogeneous dataset; 0 features if it has none); without
+        :obj:`labelled` (link prediction), 0 classes for a dataset without
+        labels."""
         raise NotImplementedError
 
     def meta_file(self) -> Optional[Path]:
@@ -236,7 +241,7 @@ class PresetSource(_InMemorySource):
         return load_synthetic(self.name, root=self.cache_dir,
                               progress=self.progress).to_data()
 
-    def metadata(self) -> Tuple[int, int]:
+    def metadata(self, labelled: bool = True) -> Tuple[int, int]:
         config = PRESETS[self.name]
         return config.num_features, config.num_classes
 
@@ -250,10 +255,10 @@ class GraphSource(_InMemorySource):
     def in_memory(self) -> Data:
         return self.data
 
-    def metadata(self) -> Tuple[int, int]:
+    def metadata(self, labelled: bool = True) -> Tuple[int, int]:
         data = self.data
         return data.num_features, check_classes(
-            data.get('y'), data.num_nodes, None, 'the dataset')
+            data.get('y'), data.num_nodes, None, 'the dataset', labelled)
 
 
 class HeteroGraphSource(_InMemorySource):
@@ -286,8 +291,8 @@ class HeteroGraphSource(_InMemorySource):
     def schema(self, labelled: bool = True) -> Optional[HeteroSchema]:
         return hetero_schema(self.in_memory(), labelled)
 
-    def metadata(self) -> Tuple[int, int]:
-        return _schema_metadata(self.schema())
+    def metadata(self, labelled: bool = True) -> Tuple[int, int]:
+        return _schema_metadata(self.schema(labelled))
 
 
 class DirectorySource(DatasetSource):
@@ -309,8 +314,8 @@ class DirectorySource(DatasetSource):
     def meta_file(self) -> Optional[Path]:
         return self.path / 'meta.json'
 
-    def metadata(self) -> Tuple[int, int]:
-        return directory_metadata(self.path)
+    def metadata(self, labelled: bool = True) -> Tuple[int, int]:
+        return directory_metadata(self.path, labelled)
 
     def open(self, spec: LoadingSpec, device: Any) -> Any:
         try:
@@ -328,17 +333,20 @@ class HeteroDirectorySource(DirectorySource):
     def schema(self, labelled: bool = True) -> Optional[HeteroSchema]:
         return directory_schema(self.path, labelled)
 
-    def metadata(self) -> Tuple[int, int]:
-        return _schema_metadata(self.schema())
+    def metadata(self, labelled: bool = True) -> Tuple[int, int]:
+        return _schema_metadata(self.schema(labelled))
 
 
-def directory_metadata(path: Path) -> Tuple[int, int]:
+def directory_metadata(path: Path,
+                       labelled: bool = True) -> Tuple[int, int]:
     r"""``(num_features, num_classes)`` of a dataset directory (classes from
-    the labels when ``meta.json`` does not say)."""
+    the labels when ``meta.json`` does not say; without :obj:`labelled`, 0
+    for a directory without labels)."""
     try:
         dataset = open_dataset_dir(path, verify='none')
         num_classes = dataset.num_classes
     except DatasetFormatError as error:
         raise SettingError('dataset', str(error)) from None
     return dataset.num_features, check_classes(
-        dataset.arrays.get('y'), dataset.num_nodes, num_classes, f"'{path}'")
+        dataset.arrays.get('y'), dataset.num_nodes, num_classes, f"'{path}'",
+        labelled)

@@ -127,7 +127,9 @@ class LoadingSpec:
     (:obj:`eval`, :data:`EVAL_METHODS`; layer-wise with the options
     :obj:`inference`), and temporal sampling
     (:obj:`time_attr`: the node array holding one time per node, every seed
-    sampled at its own time; :obj:`temporal_strategy`). Built once (checked in
+    sampled at its own time; with task ``'link'``, the edge array holding
+    one time per edge, every label edge sampled at its edge's time;
+    :obj:`temporal_strategy`). Built once (checked in
     :meth:`__post_init__`, which also fills the evaluation defaults and
     accepts dicts for the nested settings); the modes, openers and loaders
     read it, never their own copies of its fields."""
@@ -211,14 +213,16 @@ class LoadingSpec:
         if self.time_attr is not None and (
                 not isinstance(self.time_attr, str) or not self.time_attr):
             raise SettingError('time_attr', f"{self.time_attr!r} must name "
-                               f"a node array of the dataset (e.g. 'time')")
+                               f"a node array of the dataset (e.g. 'time'; "
+                               f"with task 'link', an edge array)")
         check_one_of('temporal_strategy', self.temporal_strategy,
                      TEMPORAL_STRATEGIES)
         if self.temporal_strategy == 'last' and self.time_attr is None:
             raise SettingError('temporal_strategy', "'last' draws the most "
                                "recent neighbours and needs times: set "
-                               "time_attr (a node array of the dataset), or "
-                               "use 'uniform'")
+                               "time_attr (a node array of the dataset; an "
+                               "edge array with task 'link'), or use "
+                               "'uniform'")
         put(self, 'link', TASKS[self.task].settings(self.link))
 
     def digests(self) -> Dict[str, int]:

@@ -193,6 +193,10 @@ class LinkTask(Task):
     ``RandomLinkSplit`` does (:class:`LinkSplit`, the same on every rank
     under :obj:`seed`), training links shared across the ranks as
     training seeds are, evaluation edges sharded with their negatives.
+    With the spec's ``time_attr`` (an edge array of a homogeneous dataset
+    directory; mode ``'replicated'``) every label edge carries its edge's
+    time (``edge_label_time``; a negative its positive's) and no sampled
+    edge is later than it (:meth:`LinkSplit.label_time`).
 
     Args:
         options (LinkOptions): negatives, split ratios and evaluation.
@@ -232,12 +236,6 @@ class LinkTask(Task):
         self.training: Optional[LinkTraining] = None
 
     def check(self, mode: 'LoadingMode') -> None:
-        if mode.spec.time_attr is not None:
-            raise SettingError('time_attr', "task 'link' samples without "
-                               "times in the data module (temporal link "
-                               "prediction: FastLinkNeighborLoader(..., "
-                               "time_attr=..., edge_label_time=...)): leave "
-                               "time_attr out")
         if mode.spec.eval != 'sampled':
             raise SettingError('eval', f"{mode.spec.eval!r} is for task "
                                f"'node': link batches are evaluated on "
@@ -257,6 +255,15 @@ class LinkTask(Task):
                                f"whole graph while each rank holds its "
                                f"part's edges only, so no rank can tell a "
                                f"drawn pair from an edge: leave it out")
+        if mode.spec.time_attr is not None and \
+                mode.partition_method is not None:
+            raise SettingError('time_attr', f"{mode.spec.time_attr!r} with "
+                               f"task 'link' and mode {mode.name!r}: "
+                               f"links are sampled in time in mode "
+                               f"'replicated' only (the partitioned modes "
+                               f"do not sample by the parts' edge times "
+                               f"yet): use mode: replicated, or leave "
+                               f"time_attr out")
 
     def infers_layerwise(self, spec: 'LoadingSpec') -> bool:
         return True  # every node's embedding, to predict
@@ -264,7 +271,8 @@ class LinkTask(Task):
     def open(self, mode: 'LoadingMode') -> None:
         super().open(mode)
         data = mode.eval_data  # the whole graph, in the dataset's ids
-        self.split = link_split(data, self.options, self.seed)
+        self.split = link_split(data, self.options, self.seed,
+                                mode.spec.time_attr)
         self.graphs = {split: self.split.graph(data, split)
                        for split in ('train', 'test')}
         self.training = mode.link_training(self.split, self.graphs['train'])
@@ -281,6 +289,7 @@ class LinkTask(Task):
         train = split == 'train'
         data = self.graphs['test' if split == 'test' else 'train']
         label_index, label = links.supervision(split)
+        label_time = links.label_time(split)  # in time: every label edge's
         collectives = mode.collectives
         extra: Dict[str, Any] = {}
         batch = spec.batch(train)
@@ -303,6 +312,8 @@ class LinkTask(Task):
                 index = (groups.view(-1, 1) * group +
                          torch.arange(group)).view(-1)
                 label_index, label = label_index[:, index], label[index]
+                if label_time is not None:
+                    label_time = label_time[index]
                 # in order (a DistributedSampler: Lightning keeps it)
                 extra['sampler'] = in_order(index.numel(), collectives)
         kwargs = spec.loader_kwargs(train)
@@ -313,6 +324,7 @@ class LinkTask(Task):
             label_index = (links.relation[0], label_index)
         return FastLinkNeighborLoader(
             data, edge_label_index=label_index, edge_label=label,
+            edge_label_time=label_time,
             shuffle=train and 'sampler' not in extra,
             drop_last=train and spec.drop_last and 'sampler' not in extra,
             generator=generator, transform=spec.transform(),

@@ -19,6 +19,7 @@ disk take only its topology, labels and masks.
 """
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import resource
@@ -269,7 +270,8 @@ def _write_part(path: Path, dataset: Any, topo: Any, nodes: torch.Tensor,
                 run: str, halo: Optional[Tuple[torch.Tensor, torch.Tensor]],
                 features: str = 'copy') -> None:
     r"""Part :obj:`part`: the in-neighbour lists of :obj:`nodes` (original
-    ids, in new-id order) in new ids, and their rows of every node array.
+    ids, in new-id order) in new ids, their rows of every node array, and
+    the rows of every edge array of the edges the part keeps.
 
     With :obj:`halo` = ``(replicas, expand)`` (PaGraph), the replicas'
     rows follow the part's own, a ``global_id`` array gives every row's new
@@ -294,13 +296,22 @@ def _write_part(path: Path, dataset: Any, topo: Any, nodes: torch.Tensor,
     # stores (int32 where it fits): no copy of the part's edges or rows
     ids = new_of.to(index_dtype_for(topo.num_nodes))
 
-    def edges() -> Iterator[torch.Tensor]:
-        if int(indptr[-1]) == 0:
-            yield ids[:0]
+    def positions() -> Iterator[torch.Tensor]:
+        # where the part's edges are in the dataset's CSC order, by chunk
         for at, end in edge_chunks(indptr):
-            yield ids[topo.indices[expand_ranges(
-                begin[at:end], degree[at:end],
-                int(indptr[end]) - int(indptr[at]))]]
+            yield expand_ranges(begin[at:end], degree[at:end],
+                                int(indptr[end]) - int(indptr[at]))
+
+    def edge_rows(value: torch.Tensor
+                  ) -> Callable[[], Iterator[torch.Tensor]]:
+        # an empty chunk first: a part without edges still has their type
+        return lambda: itertools.chain(
+            [value[:0]], (value[at] for at in positions()))
+
+    def edges() -> Iterator[torch.Tensor]:
+        yield ids[:0]
+        for at in positions():
+            yield ids[topo.indices[at]]
 
     copies = features == 'copy'  # else the feature matrices stay
     arrays: Dict[str, Any] = {key: row_chunks(value, rows) for key, value in
@@ -315,6 +326,8 @@ def _write_part(path: Path, dataset: Any, topo: Any, nodes: torch.Tensor,
     write_dataset_dir(
         path, num_nodes=rows.numel(), indptr=indptr, indices=edges,
         node_arrays=arrays, name=f'{dataset.name}-part{part}',
+        edge_arrays={key: edge_rows(value) for key, value in
+                     dataset.edge_arrays.items()},
         source=f"part {part} of {num_parts} of '{dataset.path}'",
         num_classes=dataset.num_classes, progress=False, verify='size',
         index_space=topo.num_nodes,
@@ -559,7 +572,9 @@ def open_partition(
     instead (neighbours the part does not store are dropped: none for the
     message-flow rows of a PaGraph part, so sampling from its training
     nodes is exact), and the feature store has a ``global_id`` attribute
-    (every row's new id), so batches carry it.
+    (every row's new id), so batches carry it. The dataset's edge arrays
+    (one row per edge of the part) are in the graph store of the part's
+    own edges (not :obj:`local`: a local one may have dropped some).
 
     Args:
         parts_dir: a directory written by :func:`partition_dataset`.
@@ -597,8 +612,8 @@ def open_partition(
         path, cache, device=device, verify=verify, scores=scores,
         topology=dataset.topology if topology is None else topology,
         rows_from=source_rows(parts_dir, meta, part))
-    if not local:
-        graph_store = CSCGraphStore(dataset.topology)
+    if not local:  # the part's edges, with their edge arrays
+        graph_store = CSCGraphStore(dataset.topology, dataset.edge_arrays)
     elif 'global_id' not in {
             a.attr_name for a in feature_store.get_all_tensor_attrs()}:
         feature_store.put_tensor(rows, group_name=None, attr_name='global_id',

@@ -12,10 +12,11 @@ from typing import Any, Dict, Optional, Tuple
 
 import torch
 from torch import Tensor
-from torch_geometric.data import Data
+from torch_geometric.data import Data, FeatureStore, GraphStore
 
 from ..graph.kind import stores_of
 from ..graph.topology import CSCTopology
+from ..storage import CSCGraphStore
 
 __all__ = ['TemporalIndex', 'TEMPORAL_STRATEGIES', 'check_strategy',
            'check_times', 'read_time', 'seed_times', 'draw_before']
@@ -75,10 +76,16 @@ def check_times(time: Any, name: str) -> Tensor:
 
 def read_time(data: Any, time_attr: str,
               topology: CSCTopology) -> Tuple[Tensor, str]:
-    r"""The times named :obj:`time_attr` and their level (``'node'`` or
-    ``'edge'``): an attribute of a ``Data`` (node- or edge-level, as PyG
-    decides), or a node-level tensor of a ``(FeatureStore, GraphStore)``
-    tuple's feature store."""
+    r"""The times named :obj:`time_attr` of :obj:`data` (whose CSC form is
+    :obj:`topology`) and their level: ``'node'`` (one per node) or
+    ``'edge'`` (one per edge **in CSC order**, what :class:`TemporalIndex`
+    takes). Read from an attribute of a ``Data`` (node- or edge-level, as
+    PyG decides; edge times permuted by :meth:`CSCTopology.csc_order`), or
+    from a ``(FeatureStore, GraphStore)`` pair: a node tensor of the
+    feature store (group :obj:`None`) or an edge array of a
+    :class:`~pyg_fastload.storage.CSCGraphStore`
+    (:meth:`~pyg_fastload.storage.CSCGraphStore.edge_array`; a dataset
+    directory's edge arrays are there), never a name that is both."""
     name = f"'time_attr={time_attr!r}'"
     if isinstance(data, Data):
         if time_attr not in data:
@@ -91,7 +98,7 @@ def read_time(data: Any, time_attr: str,
             return check_times(time, name), 'node'
         if isinstance(time, Tensor) and time.dim() == 1 and \
                 time.numel() == topology.num_edges:
-            return check_times(time, name), 'edge'
+            return check_times(topology.csc_order(time), name), 'edge'
         size = list(time.shape) if isinstance(time, Tensor) else \
             type(time).__name__
         raise ValueError(f"{name} ({size}) holds neither one time per node "
@@ -99,20 +106,42 @@ def read_time(data: Any, time_attr: str,
                          f"({topology.num_edges})")
     stores = stores_of(data)
     if stores is not None:
-        try:
-            time = stores[0].get_tensor(None, time_attr, None)  # all rows
-        except KeyError:
-            raise ValueError(f"{name} is not a tensor of the feature store: "
-                             f"put the node times there (group None)"
-                             ) from None
-        time = check_times(time.reshape(-1), name)
-        if time.numel() != topology.num_nodes:
-            raise ValueError(f"{name} has {time.numel()} entries for "
-                             f"{topology.num_nodes} nodes: a feature store "
-                             f"holds one time per node")
-        return time, 'node'
+        return _store_time(*stores, time_attr, topology, name)
     raise NotImplementedError(f"{name} needs a Data or a (FeatureStore, "
                               f"GraphStore) tuple, got {type(data).__name__}")
+
+
+def _store_time(feature_store: FeatureStore, graph_store: GraphStore,
+                time_attr: str, topology: CSCTopology,
+                name: str) -> Tuple[Tensor, str]:
+    r"""The node times of :obj:`feature_store` or the edge times (CSC
+    order) of :obj:`graph_store` named :obj:`time_attr` (see
+    :func:`read_time`)."""
+    try:
+        node = feature_store.get_tensor(None, time_attr, None)  # all rows
+    except KeyError:
+        node = None
+    held = graph_store.edge_array_names if isinstance(
+        graph_store, CSCGraphStore) else []
+    edge = graph_store.edge_array(time_attr) if time_attr in held else None
+    if node is not None and edge is not None:
+        raise ValueError(f"{name} names both a node tensor of the feature "
+                         f"store and an edge array of the graph store: "
+                         f"rename one of them")
+    if node is None and edge is None:
+        raise ValueError(f"{name} is not a tensor of the feature store: "
+                         f"put the node times there (group None), or the "
+                         f"edge times (one per edge, in CSC order) in the "
+                         f"graph store, a CSCGraphStore, with "
+                         f"put_edge_array (it holds the edge arrays "
+                         f"{held})")
+    level, time, count = ('node', node, topology.num_nodes) \
+        if edge is None else ('edge', edge, topology.num_edges)
+    time = check_times(time.reshape(-1), name)
+    if time.numel() != count:
+        raise ValueError(f"{name} has {time.numel()} entries for {count} "
+                         f"{level}s: give one time per {level}")
+    return time, level
 
 
 def seed_times(input_time: Optional[Tensor], seeds: Tensor,
@@ -175,15 +204,13 @@ class TemporalIndex:
     def of(cls, topology: CSCTopology, time: Tensor,
            level: str) -> 'TemporalIndex':
         r"""The index of a homogeneous :obj:`topology` with node or edge
-        times (:obj:`level` ``'node'`` or ``'edge'``, edge times indexed by
-        edge id)."""
+        times (:obj:`level` ``'node'`` or ``'edge'``, edge times in CSC
+        order, as :func:`read_time` gives them)."""
         indices = topology.indices.long()
         time = time.to(topology.device)
         if level == 'node':
             return cls(topology.indptr, indices,
                        time.index_select(0, indices), time)
-        if topology.edge_id is not None:
-            time = time.index_select(0, topology.edge_id.long())
         return cls(topology.indptr, indices, time)
 
     def cast(self, time: Tensor, name: str) -> Tensor:

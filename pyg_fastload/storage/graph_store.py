@@ -31,16 +31,62 @@ class CSCGraphStore(GraphStore):
     Heterogeneous edges are put per edge type with ``size=(num_src,
     num_dst)``; the topology over all of them is built at the first read.
 
+    Edge arrays: a homogeneous graph's edge-level arrays (e.g. the ``time``
+    of every edge, a dataset directory's ``"level": "edge"`` arrays) live
+    here beside the edges they describe, one row per edge **in CSC order**
+    (:meth:`edge_array`), as DGL GraphBolt's sampling graph keeps its
+    ``edge_attributes``. The feature store holds node rows only (its
+    attributes are gathered by node id); PyG's own remote backend has no
+    homogeneous edge attributes (it tells node from edge times by the
+    name alone). Putting new edges drops the arrays of the old ones.
+
     Args:
         topology (CSCTopology or HeteroTopology, optional): the graph; or
             put its edges later with :meth:`put_edge_index`.
+        edge_arrays (dict, optional): edge arrays of a homogeneous
+            :obj:`topology` by name (:meth:`put_edge_array`).
     """
     def __init__(self, topology: Union[CSCTopology, HeteroTopology,
-                                       None] = None):
+                                       None] = None,
+                 edge_arrays: Optional[Dict[str, Tensor]] = None):
         super().__init__()
         self._topology = topology
         # Relations put one by one: (COO edge index, (num_src, num_dst)).
         self._pending: Dict[EdgeType, Tuple[Tensor, Tuple[int, int]]] = {}
+        self._edge_arrays: Dict[str, Tensor] = {}
+        for name, values in (edge_arrays or {}).items():
+            self.put_edge_array(name, values)
+
+    # Edge arrays #############################################################
+
+    def put_edge_array(self, name: str, values: Tensor) -> None:
+        r"""Holds :obj:`values`, one row per edge of the homogeneous
+        topology in CSC order (row ``k``: the edge at CSC position ``k``;
+        :meth:`CSCTopology.csc_order` permutes rows in the original edge
+        order), as edge array :obj:`name`."""
+        topo = self.topology
+        if not isinstance(topo, CSCTopology):
+            raise ValueError(f"edge array {name!r}: the store holds no "
+                             f"homogeneous topology to index it by; put "
+                             f"the edges first (edge arrays of typed "
+                             f"relations are not supported)")
+        if not isinstance(values, Tensor) or values.dim() == 0 or \
+                values.size(0) != topo.num_edges:
+            shape = list(values.shape) if isinstance(values, Tensor) else \
+                type(values).__name__
+            raise ValueError(f"edge array {name!r} is {shape}; give one row "
+                             f"per edge ({topo.num_edges}), in CSC order")
+        self._edge_arrays[name] = values
+
+    def edge_array(self, name: str) -> Optional[Tensor]:
+        r"""Edge array :obj:`name` (one row per edge, in CSC order), or
+        :obj:`None` where the store holds none of that name."""
+        return self._edge_arrays.get(name)
+
+    @property
+    def edge_array_names(self) -> List[str]:
+        r"""The names of the edge arrays held."""
+        return sorted(self._edge_arrays)
 
     @property
     def topology(self) -> Union[CSCTopology, HeteroTopology, None]:
@@ -72,6 +118,7 @@ class CSCGraphStore(GraphStore):
 
     def _put_edge_index(self, edge_index: Tuple[Tensor, Tensor],
                         edge_attr: EdgeAttr) -> bool:
+        self._edge_arrays = {}  # they described the old edges
         row, col = edge_index
         size = edge_attr.size
         layout = EdgeLayout(edge_attr.layout)
@@ -124,6 +171,7 @@ class CSCGraphStore(GraphStore):
         if self._topology is None or edge_attr.edge_type is not None:
             return False
         self._topology = None
+        self._edge_arrays = {}
         return True
 
     def get_all_edge_attrs(self) -> List[EdgeAttr]:

@@ -138,10 +138,10 @@ def test_cli(tmp_path, tiny_dir, capsys):
 
     file = tmp_path / 'graph.pt'
     torch.save(random_graph(num_nodes=20, num_edges=60), file)
-    with pytest.warns(UserWarning):
-        dataset = run(parse(['--pyg-data', str(file), '--no-progress',
-                             str(tmp_path / 'pyg')]))
+    dataset = run(parse(['--pyg-data', str(file), '--no-progress',
+                         str(tmp_path / 'pyg')]))
     assert dataset.num_edges == 60
+    assert list(dataset.edge_arrays) == ['edge_attr']  # kept, not warned
 
     root = tmp_path / 'arxiv'
     fake_ogb_csv(root)
@@ -161,6 +161,41 @@ def test_cli(tmp_path, tiny_dir, capsys):
                    str(tmp_path / 'x')]))
     with pytest.raises(SystemExit):  # argparse: no source given
         parse([str(tmp_path / 'x')])
+
+
+@pytest.mark.parametrize('sorted_edges', [False, True])
+def test_prepare_pyg_keeps_edge_level_tensors_in_csc_order(tmp_path,
+                                                          sorted_edges):
+    data = random_graph(num_nodes=40, num_edges=250)
+    if sorted_edges:  # by destination: the CSC order is the given one
+        order = torch.argsort(data.edge_index[1], stable=True)
+        data.edge_index, data.edge_attr = data.edge_index[:, order], \
+            data.edge_attr[order]
+    gen = torch.Generator().manual_seed(1)
+    data.time = torch.randint(0, 10**6, (250, ), generator=gen)
+    data.edge_weight = torch.rand(250, generator=gen)
+    data.graph_label = torch.tensor([3])  # neither level: warned, skipped
+    file = tmp_path / 'graph.pt'
+    torch.save(data, file)
+    with pytest.warns(UserWarning, match=r"'graph_label' are neither "
+                      r"node-level tensors nor edge-level") as caught:
+        dataset = prepare_pyg(file, tmp_path / 'ds', progress=False)
+    assert len(caught) == 1  # nothing said of the edge-level tensors
+    dataset = open_dataset_dir(dataset.path, verify='checksum')
+    edge_id = dataset.topology.edge_id
+    assert (edge_id is None) == sorted_edges
+    rows = torch.arange(250) if edge_id is None else edge_id
+    assert set(dataset.edge_arrays) == {'time', 'edge_weight', 'edge_attr'}
+    assert 'time' not in dataset.arrays
+    assert torch.equal(dataset.edge_arrays['time'], data.time[rows])
+    assert torch.equal(dataset.edge_arrays['edge_weight'],
+                       data.edge_weight[rows])
+    assert torch.equal(dataset.edge_arrays['edge_attr'], data.edge_attr[rows])
+    # the time of every CSC edge is that of the same (source, destination)
+    src, dst = dataset.topology.to_edge_index()
+    assert torch.equal(src, data.edge_index[0, rows]) and \
+        torch.equal(dst, data.edge_index[1, rows])
+    assert dataset.meta['skipped_attributes'] == ['graph_label']
 
 
 @pytest.mark.reliability(

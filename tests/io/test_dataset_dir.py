@@ -69,16 +69,20 @@ def test_pyg_round_trip_with_unsorted_edges(tmp_path):
     data.val_mask = torch.rand(50) < 0.3
     data.h = torch.randn(50, 2).to(torch.bfloat16)
     data.node_year = torch.arange(50, dtype=torch.int16)
+    data.note = 'neither node- nor edge-level'
     file = tmp_path / 'graph.pt'
     torch.save(data, file)
-    with pytest.warns(UserWarning, match="'edge_attr'"):
+    with pytest.warns(UserWarning, match="'note'"):
         dataset = prepare_pyg(file, tmp_path / 'ds', progress=False)
     dataset = open_dataset_dir(dataset.path, verify='checksum')
     assert dataset.num_nodes == 50 and dataset.num_edges == 300
     assert dataset.num_classes == int(data.y.max()) + 1
-    assert dataset.meta['skipped_attributes'] == ['edge_attr']
+    assert dataset.meta['skipped_attributes'] == ['note']
     assert set(dataset.arrays) == {'x', 'y', 'train_mask', 'val_mask', 'h',
                                    'node_year'}
+    assert set(dataset.edge_arrays) == {'edge_attr'}  # in CSC order
+    assert torch.equal(dataset.edge_arrays['edge_attr'],
+                       data.edge_attr[dataset.topology.edge_id])
     assert torch.equal(dataset.arrays['x'], data.x)
     assert torch.equal(dataset.arrays['y'], data.y.view(-1))
     assert torch.equal(dataset.arrays['train_mask'], data.train_mask)

@@ -265,3 +265,119 @@ def test_a_collective_mode_samples_only_the_batches_the_loop_takes(
     dm.trainer = pl.Trainer(logger=False, enable_checkpointing=False,
                             enable_progress_bar=False)
     assert val == len(dm.val_dataloader()) // 2 > 0
+
+
+@pytest.fixture(scope='module')
+def temporal_links(tmp_path_factory):
+    r"""``(dataset dir, Data)``: a random directed graph whose edges carry
+    a ``time`` (repeated links at other times too), prepared from the saved
+    ``Data`` (``prepare --pyg-data``: the times become an edge array)."""
+    from pyg_fastload.datasets import prepare_pyg
+    root = tmp_path_factory.mktemp('temporal-links')
+    gen = torch.Generator().manual_seed(0)
+    edge_index = torch.randint(300, (2, 3000), generator=gen)
+    edge_index = torch.cat([edge_index, edge_index[:, :300]], dim=1)
+    data = Data(x=torch.randn(300, 8, generator=gen), edge_index=edge_index,
+                time=torch.randint(0, 10_000, (3300, ), generator=gen),
+                y=torch.randint(0, 3, (300, ), generator=gen),
+                num_nodes=300)
+    torch.save(data, root / 'graph.pt')
+    return prepare_pyg(root / 'graph.pt', root / 'ds', progress=False).path, \
+        data
+
+
+def _original_order(graph_store) -> torch.Tensor:
+    r"""The edge times of a graph store (CSC order) by edge id, as a
+    batch's ``e_id`` names the edges."""
+    time = graph_store.edge_array('time')
+    edge_id = graph_store.topology.edge_id
+    if edge_id is None:
+        return time
+    out = torch.empty_like(time)
+    out[edge_id] = time
+    return out
+
+
+@pytest.mark.reliability(
+    fault="a temporal link batch of the data module (task 'link', "
+          "time_attr naming an edge array of the dataset) holding an edge "
+          "later than its label edge, or label edges at other times than "
+          "their edges'",
+    behaviour="every label edge carries its edge's time, every negative its "
+              "positive's; every sampled edge is an edge of the dataset at "
+              "its own time, not later than its tree's label edge (training, "
+              "validation and test; uniform and last)")
+@pytest.mark.parametrize('strategy', ['uniform', 'last'])
+def test_link_batches_in_time_hold_no_edge_later_than_their_label(
+        tmp_path, temporal_links, strategy):
+    from pyg_fastload.lightning import LinkOptions, LinkPredictor
+    path, data = temporal_links
+    dm = FastLoadDataModule(str(path), task='link', time_attr='time',
+                            temporal_strategy=strategy, num_neighbors=[4, 4],
+                            batch_size=128, eval_batch_size=220,
+                            pipeline=False, progress=False,
+                            link=LinkOptions(eval_edges=60, eval_negatives=10))
+    if strategy == 'uniform':  # a short fit and validation go through
+        trainer(tmp_path, limit_train_batches=3, limit_val_batches=2,
+                enable_checkpointing=False).fit(
+            LinkPredictor(hidden_channels=16), dm)
+    dm.setup('fit')
+    timed = set(zip(data.edge_index[0].tolist(), data.edge_index[1].tolist(),
+                    data.time.tolist()))
+    split = dm.loading.task.split
+    for name in ('train', 'val', 'test'):
+        loader = getattr(dm, f'{name}_dataloader')()
+        assert loader.link_sampler.temporal_strategy == strategy
+        edge_time = _original_order(dm.loading.task.graphs[
+            'test' if name == 'test' else 'train'][1])
+        sampled = 0
+        for batch in loader:
+            num_pos = batch.input_id.numel()
+            label_time = batch.edge_label_time
+            assert torch.equal(label_time[:num_pos],
+                               split.label_time(name)[batch.input_id])
+            # negatives (binary, training) at their positive's time
+            assert torch.equal(label_time[num_pos:], label_time[
+                torch.arange(num_pos, label_time.numel()) % num_pos])
+            src, dst = batch.n_id[batch.edge_label_index]
+            positive = batch.edge_label == 1
+            assert all(edge in timed for edge in zip(
+                src[positive].tolist(), dst[positive].tolist(),
+                label_time[positive].tolist()))
+            # every sampled edge: a dataset edge at its time, not later
+            # than the label edge whose tree it is in
+            time = edge_time[batch.e_id]
+            tree = batch.batch[batch.edge_index[1]]
+            assert bool((time <= label_time[tree]).all())
+            src, dst = batch.n_id[batch.edge_index]
+            assert all(edge in timed for edge in zip(
+                src.tolist(), dst.tolist(), time.tolist()))
+            sampled += time.numel()
+        assert sampled >= 1000, name  # the check saw many edges
+
+
+def test_a_link_dataset_without_labels_has_features_and_no_classes(
+        tmp_path):
+    from pyg_fastload.datasets import prepare_pyg
+    from pyg_fastload.lightning import LinkPredictor
+    gen = torch.Generator().manual_seed(0)
+    path = tmp_path / 'graph.pt'
+    torch.save(Data(x=torch.randn(100, 6, generator=gen),
+                    edge_index=torch.randint(0, 100, (2, 600),
+                                             generator=gen)), path)
+    for dataset in (str(path), str(prepare_pyg(path, tmp_path / 'dir',
+                                               progress=False).path)):
+        dm = FastLoadDataModule(dataset, task='link', num_neighbors=[3],
+                                batch_size=32, progress=False,
+                                link={'eval_negatives': 20})
+        assert (dm.num_features, dm.num_classes) == (6, 0)
+        model = LinkPredictor(hidden_channels=8, num_layers=1)
+        pl.Trainer(accelerator='cpu', max_steps=2, logger=False,
+                   enable_progress_bar=False, enable_model_summary=False,
+                   enable_checkpointing=False, limit_val_batches=1
+                   ).fit(model, dm)
+        assert model.encoder is not None  # built for the 6 features
+        # a node task still needs the labels
+        with pytest.raises(ConfigError, match="has no node labels 'y'"):
+            FastLoadDataModule(dataset, num_neighbors=[3],
+                               progress=False).num_classes

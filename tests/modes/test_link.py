@@ -183,3 +183,68 @@ def test_data_module_link_loaders_sample_only_their_graph():
         if name != 'train':
             assert count == 30 * 10
     assert seen_val  # the test graph does carry validation links
+
+
+def timed_undirected_graph(seed=0):
+    r"""``(edge_index, time)``: an undirected graph whose two directions
+    share a time, a third of its links repeated at a later time."""
+    graph = undirected_graph(num_nodes=200, num_edges=800, seed=seed)
+    src, dst = graph.edge_index
+    one_way = graph.edge_index[:, src < dst]
+    gen = torch.Generator().manual_seed(seed)
+    time = torch.randint(0, 1000, (one_way.size(1), ), generator=gen)
+    again = one_way[:, ::3]
+    one_way = torch.cat([one_way, again], dim=1)
+    time = torch.cat([time, time[::3] + 1000])
+    return torch.cat([one_way, one_way.flip(0)], dim=1), time.repeat(2)
+
+
+@pytest.mark.reliability(
+    fault='a temporal link split whose label edges or message-passing '
+          'edges lose their times, take another edge\'s, or let a held-out '
+          'link (at any time) carry messages',
+    behaviour='the links split as without times; each split holds every '
+              'edge of its links at its own time (evaluation: each distinct '
+              '(link, time) once, negatives at its time); the graph store '
+              'of a split carries its edges\' times in CSC order')
+def test_a_timed_split_keeps_every_edge_with_its_time():
+    from pyg_fastload.graph.topology import CSCTopology
+    from pyg_fastload.storage import CSCGraphStore, TieredFeatureStore
+    edge_index, time = timed_undirected_graph()
+    options = LinkOptions(val_ratio=0.1, test_ratio=0.2, eval_edges=0,
+                          eval_negatives=3)
+    split = LinkSplit(edge_index, 200, options, seed=0, edge_time=time)
+    plain = LinkSplit(edge_index, 200, options, seed=0)
+    assert split.undirected
+    timed = set(zip(*edge_index.tolist(), time.tolist()))
+    link = {s: links(plain.edges[s]) for s in ('train', 'val', 'test')}
+    for s in link:
+        assert torch.equal(split.edges[s], plain.edges[s])
+        edges, times = split.timed[s]
+        triples = list(zip(*edges.tolist(), times.tolist()))
+        mine = [e for e in timed if tuple(sorted(e[:2])) in link[s]]
+        assert sorted(triples) == sorted(mine), s  # all, at their times
+    stores = (TieredFeatureStore(), CSCGraphStore(
+        CSCTopology.from_edge_index(edge_index, 200)))
+    for s, allowed in (('train', link['train']),
+                       ('test', link['train'] | link['val'])):
+        graph_store = split.graph(stores, s)[1]
+        src, dst = graph_store.topology.to_edge_index()
+        carried = list(zip(src.tolist(), dst.tolist(),
+                           graph_store.edge_array('time').tolist()))
+        assert sorted(carried) == sorted(
+            e for e in timed if tuple(sorted(e[:2])) in allowed), s
+    index, label = split.supervision('train')
+    assert label is None and sorted(zip(*index.tolist(), split.label_time(
+        'train').tolist())) == sorted(zip(*split.timed['train'][0].tolist(),
+                                          split.timed['train'][1].tolist()))
+    index, label = split.supervision('val')
+    groups = index.view(2, -1, 4)
+    when = split.label_time('val').view(-1, 4)
+    assert bool((when == when[:, :1]).all())  # negatives at its time
+    positives = list(zip(*groups[:, :, 0].tolist(), when[:, 0].tolist()))
+    assert len(positives) == len(set(positives))  # distinct (link, time)
+    assert set(positives) == {(min(u, v), max(u, v), t)
+                              for u, v, t in timed
+                              if tuple(sorted((u, v))) in link['val']}
+    assert torch.equal(label.view(-1, 4)[:, 0], torch.ones(len(positives)))

@@ -87,7 +87,6 @@ def partitions(tmp_path_factory, tiny_dir):
     ({'temporal_strategy': 'last'}, 'temporal_strategy', 'set time_attr'),
     ({'time_attr': 'time', 'temporal_strategy': 'first'},
      'temporal_strategy', "'uniform', 'last'"),
-    ({'time_attr': 'time', 'task': 'link'}, 'time_attr', "task 'link'"),
     ({'time_attr': 'time', 'eval': 'layerwise'}, 'eval', 'eval: sampled'),
 ])
 def test_temporal_settings_are_checked(timed_dir, settings, key, match):
@@ -108,8 +107,8 @@ def test_a_name_that_is_not_a_node_array_is_refused(timed_dir):
 
 @pytest.mark.reliability(
     fault='time_attr with a setting that cannot sample in time '
-          "(layer-wise dsp), with task 'link' or layer-wise evaluation, or "
-          'naming no node array',
+          "(layer-wise dsp), with layer-wise evaluation, or naming no node "
+          'array',
     behaviour='refused at start-up naming data.time_attr (data.eval, '
               'data.temporal_strategy) and what to use instead')
 def test_partitioned_modes_refuse_times_they_cannot_sample(partitions):
@@ -148,3 +147,47 @@ def test_a_replicated_hetero_dataset_samples_in_time():
             later = data[node_type].time[batch[node_type].n_id] > \
                 seed_time[batch[node_type].batch]
             assert not later.any()
+
+
+@pytest.mark.reliability(
+    fault="time_attr with task 'link' naming a node array, no array, an "
+          "in-memory Data's times, or in a partitioned mode",
+    behaviour="refused naming data.time_attr, the value and the fix (an "
+              "edge array of a dataset directory, 'pyg-fastload prepare "
+              "--pyg-data', mode replicated): partitioned modes when the "
+              "data module is made, the rest when it is set up")
+def test_link_times_that_cannot_be_sampled_are_refused(timed_dir,
+                                                       partitions):
+    from torch_geometric.data import Data
+    dataset, _ = timed_dir  # its 'time' is one per node
+    for name, match in (('time', r"'time' is no edge array of the dataset "
+                         r"\(it holds one time per node\); task 'link' "
+                         r"samples by the times of the edges: name an edge "
+                         r"array"),
+                        ('when', r"'when' is no edge array of the dataset "
+                         r"\(.*it holds the edge arrays \[\]\).*or leave "
+                         r"time_attr out")):
+        data = FastLoadDataModule(str(dataset), task='link', progress=False,
+                                  time_attr=name)
+        with pytest.raises(ConfigError, match=match) as info:
+            data.setup('fit')
+        assert info.value.config_key == 'data.time_attr'
+    gen = torch.Generator().manual_seed(0)
+    graph = Data(x=torch.randn(50, 4, generator=gen),
+                 edge_index=torch.randint(50, (2, 400), generator=gen),
+                 time=torch.randint(0, 100, (400, ), generator=gen))
+    data = FastLoadDataModule(graph, task='link', progress=False,
+                              time_attr='time')
+    with pytest.raises(ConfigError, match=r"'time': task 'link' samples in "
+                       r"time from a dataset directory .*'pyg-fastload "
+                       r"prepare --pyg-data FILE\.pt DIR'") as info:
+        data.setup('fit')
+    assert info.value.config_key == 'data.time_attr'
+    homogeneous, parts = partitions['homogeneous']
+    with pytest.raises(ConfigError, match=r"'time' with task 'link' and mode "
+                       r"'dsp': links are sampled in time in mode "
+                       r"'replicated' only.*use mode: replicated") as info:
+        FastLoadDataModule(str(homogeneous), task='link', mode='dsp',
+                           partitions=str(parts), progress=False,
+                           time_attr='time')
+    assert info.value.config_key == 'data.time_attr'
