@@ -121,13 +121,10 @@ def test_pyg_fastload_predict_writes_every_node(cache_env, capsys):
         range(2000))
 
 
-def test_layerwise_evaluation_gives_the_full_batch_outputs(cache_env):
+def _full_batch_and_its_accuracy(model, trainer):
+    r"""The tiny graph's full-batch outputs of :obj:`model`, after checking
+    that the validation accuracy :obj:`trainer` logged is theirs."""
     from pyg_fastload.datasets import load_synthetic
-    data = FastLoadDataModule('tiny', num_neighbors=[5, 5], batch_size=256,
-                              progress=False, eval='layerwise')
-    model = NodeClassifier(hidden_channels=16, num_layers=2, dropout=0.0)
-    trainer = _trainer()
-    trainer.fit(model, data)
     graph = load_synthetic('tiny', progress=False).to_data()
     model.eval()
     with torch.no_grad():
@@ -136,10 +133,20 @@ def test_layerwise_evaluation_gives_the_full_batch_outputs(cache_env):
     expected = (full[val].argmax(-1) == graph.y[val]).float().mean()
     assert trainer.callback_metrics['val_acc'] == pytest.approx(
         float(expected), abs=1e-6)
+    return full
+
+
+def test_layerwise_evaluation_gives_the_full_batch_outputs(cache_env):
+    data = FastLoadDataModule('tiny', num_neighbors=[5, 5], batch_size=256,
+                              progress=False, eval='layerwise')
+    model = NodeClassifier(hidden_channels=16, num_layers=2, dropout=0.0)
+    trainer = _trainer()
+    trainer.fit(model, data)
+    full = _full_batch_and_its_accuracy(model, trainer)
     writer = PredictionWriter('preds', logits=True)
     _trainer(writer).predict(model, data)
     written = read_predictions('preds')
-    assert written['node_ids'].tolist() == list(range(graph.num_nodes))
+    assert written['node_ids'].tolist() == list(range(full.size(0)))
     assert torch.allclose(written['logits'], full, atol=1e-4)
     assert torch.equal(written['predictions'], full.argmax(-1))
 
@@ -227,7 +234,6 @@ def test_hetero_embeddings_are_the_last_hidden_layer(hetero_graph,
 
 
 def test_layerwise_classes_alone_from_layers_in_files(cache_env, tmp_path):
-    from pyg_fastload.datasets import load_synthetic
     work = tmp_path / 'layers'
     # every layer over the budget: in files, in a directory of each
     # inference's own; validation runs twice over the same work_dir
@@ -240,14 +246,7 @@ def test_layerwise_classes_alone_from_layers_in_files(cache_env, tmp_path):
     trainer = _trainer()
     trainer.fit(model, data)
     trainer.validate(model, data, verbose=False)
-    graph = load_synthetic('tiny', progress=False).to_data()
-    model.eval()
-    with torch.no_grad():
-        full = model.net(graph.x, graph.edge_index)
-    val = graph.val_mask.nonzero().view(-1)
-    expected = (full[val].argmax(-1) == graph.y[val]).float().mean()
-    assert trainer.callback_metrics['val_acc'] == pytest.approx(
-        float(expected), abs=1e-6)
+    full = _full_batch_and_its_accuracy(model, trainer)
     calls = []
     model.net.convs[-1].register_forward_hook(
         lambda module, args, out: calls.append(out.size(0)))
