@@ -4,6 +4,7 @@ for links), the plots of the run and where its logs, checkpoint and stats
 are."""
 from __future__ import annotations
 
+import shlex
 import warnings
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
@@ -41,11 +42,17 @@ def result_line(metrics: Dict[str, Any]) -> Optional[str]:
     return 'validation ' + ', '.join(parts)
 
 
+#: The callback that writes what ``predict`` gives (the ``next`` line).
+WRITER = 'pyg_fastload.lightning.PredictionWriter'
+
+
 class RunEnd(Callback):
     r"""At the end of a fit (or its interruption by Ctrl-C, in one
     process), rank zero prints the validation result, draws the run's
-    plots (``pyg-fastload report``'s, next to ``fastload_stats.json``) and
-    says where the logs, checkpoint, stats and plots are. Put it after
+    plots (``pyg-fastload report``'s, next to ``fastload_stats.json``),
+    says where the logs, checkpoint, stats and plots are, and, after a
+    ``pyg-fastload fit``, the command that predicts every node with the
+    checkpoint. Put it after
     :class:`~pyg_fastload.lightning.LoaderMonitor`, which writes the stats
     it plots."""
     def on_fit_end(self, trainer: pl.Trainer,
@@ -88,6 +95,14 @@ class RunEnd(Callback):
                                          f"{{{','.join(p.name for p in plots)}}}"))
         lines.append('written: ' + ', '.join(f'{what} {path}'
                                              for what, path in written))
+        config = Path(log_dir) / 'config.yaml'  # LightningCLI's copy
+        if checkpoint and config.is_file():
+            lines.append(f"next, every node's prediction: pyg-fastload "
+                         f"predict -c {shlex.quote(str(config))} "
+                         f"--ckpt_path {shlex.quote(checkpoint)} "
+                         f"--trainer.callbacks+={WRITER} "
+                         f"--trainer.callbacks.out_dir predictions "
+                         f"(docs/guide/inference.md)")
         print('\n'.join(lines), flush=True)
 
 

@@ -57,8 +57,10 @@ def test_fit_on_a_hetero_preset_from_the_command_line(tmp_path, capsys):
     out = capsys.readouterr().out
     assert 'validation accuracy:' in out and 'seeds/s' in out
     [stats] = tmp_path.rglob('fastload_stats.json')
-    written = dict(item.split(' ', 1) for item in out.strip().splitlines()[
-        -1].removeprefix('written: ').split(', '))
+    [line] = [line for line in out.splitlines()
+              if line.startswith('written: ')]
+    written = dict(item.split(' ', 1) for item in line.removeprefix(
+        'written: ').split(', '))
     assert Path(written['stats']) == stats
     assert Path(written['checkpoint']).is_file()
     assert Path(written['logs']) == stats.parent

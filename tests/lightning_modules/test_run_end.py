@@ -126,3 +126,21 @@ def test_an_interrupted_fit_keeps_what_ran(cache_env):
     assert done.returncode == 0, done.stderr
     assert "pyg-fastload report: skipped '" in done.stderr and \
         "version_9': no 'fastload_stats.json'" in done.stderr
+
+
+def test_a_fit_ends_with_the_command_that_predicts_every_node(cache_env,
+                                                              capsys):
+    import shlex
+    from pyg_fastload.inference import read_predictions
+    main(['fit', *TINY, '--model.hidden_channels', '16',
+          '--model.num_layers', '2', '--trainer.max_epochs', '1',
+          '--trainer.default_root_dir', str(cache_env / 'runs')])
+    out = capsys.readouterr().out
+    [line] = [line for line in out.splitlines()
+              if line.startswith("next, every node's prediction: ")]
+    command = shlex.split(line.split(': ', 1)[1].rsplit(' (', 1)[0])
+    assert command[:2] == ['pyg-fastload', 'predict']
+    assert _written(out)['checkpoint'] in command
+    main(command[1:])  # the printed command runs as it is
+    assert read_predictions('predictions')['node_ids'].tolist() == list(
+        range(2000))
