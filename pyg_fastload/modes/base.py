@@ -219,7 +219,8 @@ class LoadingMode:
         and its training message-passing :obj:`graph` (the whole graph's):
         that graph and every training link, shared across the ranks as
         training seeds are."""
-        return LinkTraining(graph, split.supervision('train')[0])
+        return LinkTraining(graph, split.supervision('train')[0],
+                            label_time=split.label_time('train'))
 
     def neighbor_sampler(self, train: bool) -> Optional[Any]:
         r"""A sampler of the parts the loaders share, if the mode has one."""

@@ -304,6 +304,11 @@ class LinkSplit:
         r"""The edges batches of :obj:`split` sample from."""
         return self._passing(split)[0]
 
+    def passing_time(self, split: str) -> Optional[Tensor]:
+        r"""The times of :meth:`message_passing`'s edges (in time), else
+        :obj:`None`."""
+        return self._passing(split)[1]
+
     def supervision(self, split: str) -> Tuple[Tensor, Optional[Tensor]]:
         r"""``(edge_label_index, edge_label)`` of :obj:`split`: the
         training links (labels from the negative sampling), or the scored

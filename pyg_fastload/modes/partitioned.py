@@ -165,8 +165,8 @@ class DSP(_Partitioned):
         must; a type without it has no time constraint, as in pyg-lib and
         mode 'replicated')."""
         spec, dsp = self.spec, self.dsp
-        if spec.time_attr is None:
-            return {}
+        if spec.time_attr is None or self.task.timed != 'node':
+            return {}  # (link times: the link training's own sampler)
 
         def own(node_type: Optional[str], rows: Optional[Tensor]) -> Tensor:
             start, end = dsp.features.part_range(node_type)
@@ -229,17 +229,28 @@ class DSP(_Partitioned):
         edge_type, reverse = split.relation or (None, None)
         passing = new_edge_ids(new_id, book, split.message_passing('train'),
                                edge_type)
+        options = self._sampler_options()
+        passing_time = split.passing_time('train')
+        if passing_time is not None:  # (homogeneous) this part's, timed
+            start, end = book.part_range(part)
+            mine = (passing[1] >= start) & (passing[1] < end)
+            passing, passing_time = passing[:, mine], passing_time[mine]
         replaced = {edge_type: passing}
         if reverse is not None:
             replaced[reverse] = passing.flip(0)
-        sampler = dsp.sampler(self.spec.num_neighbors,
-                              dsp.topology_with(replaced),
-                              **self._sampler_options())
+        topology = dsp.topology_with(replaced)
+        if passing_time is not None:  # each edge's time in the CSC order
+            options.update(edge_time=topology.csc_order(passing_time),
+                           temporal_strategy=self.spec.temporal_strategy)
+        sampler = dsp.sampler(self.spec.num_neighbors, topology, **options)
         labels = new_edge_ids(new_id, book, split.supervision('train')[0],
                               edge_type)
         source_type = None if edge_type is None else edge_type[0]
         own = book.of_group(source_type).owner(labels[0]) == part
-        return LinkTraining(self.data, labels[:, own], sampler, shared=False)
+        label_time = split.label_time('train')
+        return LinkTraining(self.data, labels[:, own], sampler, shared=False,
+                            label_time=None if label_time is None
+                            else label_time[own])
 
     def neighbor_sampler(self, train: bool) -> Optional[Any]:
         return self.samplers['train' if train else 'eval']

@@ -56,6 +56,10 @@ class Task:
     #: Whether the dataset must carry node labels (a heterogeneous graph's
     #: labelled type is then its target).
     labelled: ClassVar[bool] = True
+    #: What ``time_attr`` times: seed ``'node'``s (a node array) or label
+    #: ``'edge'``s (an edge array, which the samplers read from the
+    #: task's own graphs).
+    timed: ClassVar[str] = 'node'
 
     @classmethod
     def settings(cls, link: Any) -> Optional[LinkOptions]:
@@ -179,11 +183,14 @@ class LinkTraining:
             :attr:`data`.
         shared (bool): every rank holds all label edges and takes a share
             (else each its own).
+        label_time (torch.Tensor, optional): the time of every label edge
+            of :attr:`label_index` (``time_attr``).
     """
     data: Any
     label_index: Tensor
     neighbor_sampler: Optional[Any] = None
     shared: bool = True
+    label_time: Optional[Tensor] = None
 
 
 class LinkTask(Task):
@@ -194,9 +201,10 @@ class LinkTask(Task):
     under :obj:`seed`), training links shared across the ranks as
     training seeds are, evaluation edges sharded with their negatives.
     With the spec's ``time_attr`` (an edge array of a homogeneous dataset
-    directory; mode ``'replicated'``) every label edge carries its edge's
-    time (``edge_label_time``; a negative its positive's) and no sampled
-    edge is later than it (:meth:`LinkSplit.label_time`).
+    directory; modes ``'replicated'`` and ``'dsp'``) every label edge
+    carries its edge's time (``edge_label_time``; a negative its
+    positive's) and no sampled edge is later than it
+    (:meth:`LinkSplit.label_time`).
 
     Args:
         options (LinkOptions): negatives, split ratios and evaluation.
@@ -204,6 +212,7 @@ class LinkTask(Task):
     """
     name = 'link'
     labelled = False
+    timed = 'edge'
 
     @classmethod
     def settings(cls, link: Any) -> Optional[LinkOptions]:
@@ -256,14 +265,10 @@ class LinkTask(Task):
                                f"part's edges only, so no rank can tell a "
                                f"drawn pair from an edge: leave it out")
         if mode.spec.time_attr is not None and \
-                mode.partition_method is not None:
+                mode.temporal_refusal is not None:
             raise SettingError('time_attr', f"{mode.spec.time_attr!r} with "
-                               f"task 'link' and mode {mode.name!r}: "
-                               f"links are sampled in time in mode "
-                               f"'replicated' only (the partitioned modes "
-                               f"do not sample by the parts' edge times "
-                               f"yet): use mode: replicated, or leave "
-                               f"time_attr out")
+                               f"mode {mode.name!r}: "
+                               f"{mode.temporal_refusal}")
 
     def infers_layerwise(self, spec: 'LoadingSpec') -> bool:
         return True  # every node's embedding, to predict
@@ -296,6 +301,7 @@ class LinkTask(Task):
         if train:  # where this rank trains: the whole graph, or its part
             training = self.training
             data, label_index = training.data, training.label_index
+            label_time = training.label_time
             if training.neighbor_sampler is not None:
                 extra['neighbor_sampler'] = training.neighbor_sampler
         else:  # whole groups (an edge and its negatives) per batch

@@ -238,3 +238,81 @@ def test_a_two_rank_dsp_fit_trains_in_time(timed_dir,
     assert ranks[0]['steps'] == ranks[1]['steps'] > 0
     for rank in ranks:  # frontiers (with their seed times) pushed
         assert rank['sampling']['bytes_received'] > 0
+
+
+@pytest.fixture(scope='module')
+def timed_links(tmp_path_factory):
+    r"""``(dataset dir, Data, parts dir)``: a random directed graph whose
+    edges carry a ``time`` (some links again at other times), prepared from
+    a saved ``Data`` (the times an edge array), in 2 METIS parts (which
+    carry the edge array)."""
+    from torch_geometric.data import Data
+    from pyg_fastload.datasets.pyg_file import prepare_pyg
+    root = tmp_path_factory.mktemp('timed-links')
+    gen = torch.Generator().manual_seed(0)
+    edge_index = torch.randint(300, (2, 3000), generator=gen)
+    edge_index = torch.cat([edge_index, edge_index[:, :300]], dim=1)
+    data = Data(x=torch.randn(300, 8, generator=gen), edge_index=edge_index,
+                time=torch.randint(0, 10_000, (3300, ), generator=gen),
+                num_nodes=300)
+    torch.save(data, root / 'graph.pt')
+    dataset = prepare_pyg(root / 'graph.pt', root / 'ds', progress=False).path
+    partition_dataset(dataset, root / 'parts', 2, 'metis', progress=False)
+    return dataset, data, root / 'parts'
+
+
+def _link_batches(rank, world, dataset, parts):
+    r"""``(sampler, batches)`` of a rank's training links in mode 'dsp'
+    with edge times (lists)."""
+    from pyg_fastload.lightning import FastLoadDataModule, LinkOptions
+    data = FastLoadDataModule(
+        str(dataset), mode='dsp', partitions=str(parts), task='link',
+        time_attr='time', num_neighbors=[4, 4], batch_size=64,
+        pipeline=False, progress=False,
+        link=LinkOptions(eval_edges=60, eval_negatives=10))
+    data.setup('fit')
+    sampler = type(data.loading.task.training.neighbor_sampler).__name__
+    keys = ('n_id', 'batch', 'edge_index', 'edge_label_index', 'edge_label',
+            'edge_label_time', 'input_id')
+    batches = [{k: b[k].tolist() for k in keys}
+               for b in data.train_dataloader()]
+    data.teardown('fit')
+    return sampler, batches
+
+
+def test_two_dsp_ranks_sample_links_in_their_edges_time(timed_links):
+    r"""Task 'link' in mode 'dsp' with an edge array of times: each rank's
+    label edges carry their edges' times (negatives their positive's), and
+    the collective sampler draws no edge later than the label edge whose
+    tree it is in (each part's training edges with their times)."""
+    import numpy as np
+    dataset, data, parts = timed_links
+    results = run_ranks(_link_batches, 2, dataset, parts, timeout=180)
+    order = torch.argsort(torch.from_numpy(np.load(parts / 'new_id.npy')))
+    times: Dict[tuple, list] = {}  # every link's times
+    for src, dst, time in zip(*data.edge_index.tolist(), data.time.tolist()):
+        times.setdefault((src, dst), []).append(time)
+    checked = 0
+    for rank in range(2):
+        status, value = results[rank]
+        assert status == 'ok', value
+        sampler, batches = value
+        assert sampler == 'CollectiveSampler'
+        assert batches
+        for lists in batches:
+            b = {k: torch.tensor(v) for k, v in lists.items()}
+            n_id = order[b['n_id']]  # the dataset's ids
+            label_time = b['edge_label_time']
+            num_pos = b['input_id'].numel()
+            src, dst = n_id[b['edge_label_index'][:, :num_pos]]
+            assert all(time in times[(s, d)] for s, d, time in zip(
+                src.tolist(), dst.tolist(), label_time[:num_pos].tolist()))
+            assert torch.equal(label_time[num_pos:], label_time[
+                torch.arange(num_pos, label_time.numel()) % num_pos])
+            src, dst = n_id[b['edge_index']]
+            tree_time = label_time[b['batch'][b['edge_index'][1]]]
+            for s, d, time in zip(src.tolist(), dst.tolist(),
+                                  tree_time.tolist()):
+                assert min(times[(s, d)]) <= time, (s, d, time)
+                checked += 1
+    assert checked >= 1000  # many sampled edges were checked

@@ -151,10 +151,10 @@ def test_a_replicated_hetero_dataset_samples_in_time():
 
 @pytest.mark.reliability(
     fault="time_attr with task 'link' naming a node array, no array, an "
-          "in-memory Data's times, or in a partitioned mode",
+          "in-memory Data's times, or with DSP's layer-wise draw",
     behaviour="refused naming data.time_attr, the value and the fix (an "
               "edge array of a dataset directory, 'pyg-fastload prepare "
-              "--pyg-data', mode replicated): partitioned modes when the "
+              "--pyg-data', sampling: node): the layer-wise draw when the "
               "data module is made, the rest when it is set up")
 def test_link_times_that_cannot_be_sampled_are_refused(timed_dir,
                                                        partitions):
@@ -184,10 +184,10 @@ def test_link_times_that_cannot_be_sampled_are_refused(timed_dir,
         data.setup('fit')
     assert info.value.config_key == 'data.time_attr'
     homogeneous, parts = partitions['homogeneous']
-    with pytest.raises(ConfigError, match=r"'time' with task 'link' and mode "
-                       r"'dsp': links are sampled in time in mode "
-                       r"'replicated' only.*use mode: replicated") as info:
+    with pytest.raises(ConfigError, match=r"'time' with mode 'dsp': DSP's "
+                       r"layer-wise draw .*use sampling: node") as info:
         FastLoadDataModule(str(homogeneous), task='link', mode='dsp',
                            partitions=str(parts), progress=False,
-                           time_attr='time')
+                           time_attr='time',
+                           mode_options={'sampling': 'layer'})
     assert info.value.config_key == 'data.time_attr'
