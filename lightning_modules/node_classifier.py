@@ -70,7 +70,7 @@ class NodeClassifier(pl.LightningModule):
             ``False``: the classes alone; with ``data.eval: layerwise``
             each chunk's outputs are reduced to their classes as they are
             computed, so no node's logits are stored (for a graph whose
-            logits do not fit memory: papers-like's are 38.5 GB).
+            logits do not fit memory or disk).
         schema (dict, optional): a heterogeneous dataset's schema
             (``HeteroSchema.to_dict()``); normally taken from the data
             module, and saved with the hyperparameters so that a checkpoint
@@ -120,6 +120,10 @@ class NodeClassifier(pl.LightningModule):
                               f"heads={heads} for GAT")
         if not 0.0 <= dropout < 1.0:
             raise ConfigError('dropout', f"{dropout!r} must lie in [0, 1)")
+        for key, value in (('predict_embeddings', predict_embeddings),
+                           ('predict_logits', predict_logits)):
+            if not isinstance(value, bool):  # ('no' would read as true)
+                raise ConfigError(key, f"{value!r} must be true or false")
         if predict_embeddings and (model == 'mlp' or num_layers < 2):
             raise ConfigError('predict_embeddings', f"the last hidden layer "
                               f"of a graph network of 2 or more layers "

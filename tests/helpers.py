@@ -165,3 +165,22 @@ def cli_succeeds(args) -> None:
     except SystemExit as exit:
         code = exit.code
     assert code in (None, 0)
+
+
+def timed_links(root, labelled: bool = False):
+    r"""``(dataset dir, Data)``: a random directed graph of 300 nodes whose
+    3,300 edges carry a ``time`` (300 links again at other times), saved
+    and prepared in :obj:`root` (``prepare --pyg-data``: the times become
+    an edge array); with :obj:`labelled`, 3 classes of labels ``y``."""
+    from pyg_fastload.datasets.pyg_file import prepare_pyg
+    gen = torch.Generator().manual_seed(0)
+    edge_index = torch.randint(300, (2, 3000), generator=gen)
+    edge_index = torch.cat([edge_index, edge_index[:, :300]], dim=1)
+    data = Data(x=torch.randn(300, 8, generator=gen), edge_index=edge_index,
+                time=torch.randint(0, 10_000, (3300, ), generator=gen),
+                num_nodes=300)
+    if labelled:
+        data.y = torch.randint(0, 3, (300, ), generator=gen)
+    torch.save(data, root / 'graph.pt')
+    return prepare_pyg(root / 'graph.pt', root / 'ds', progress=False).path, \
+        data

@@ -15,7 +15,7 @@ from torch_geometric.data import HeteroData
 from ..graph.convert import check_edge_rows
 from ..graph.topology import CSCTopology
 from ..io.csc_sort import check_node_count
-from ..io.format import DatasetFormatError, int_arg
+from ..io.format import DatasetFormatError, flat_labels, int_arg
 from ..io.hetero_dir import OnDiskHeteroDataset, write_hetero_dataset_dir
 from ..io.staging import check_target
 from ..io.writer import label_classes
@@ -44,9 +44,7 @@ def _node_arrays(data: HeteroData, num_nodes: Dict[str, int], where: str,
                     f"{value.size(0)} rows but node type {node_type!r} has "
                     f"{count} nodes; give every node one row (or fix "
                     f"data[{node_type!r}].num_nodes)")
-            if key == 'y' and value.dim() == 2 and value.size(1) == 1 and \
-                    not value.is_floating_point():
-                value = value.view(-1)
+            value = flat_labels(key, value)
             arrays[node_type][key] = value
     return arrays
 

@@ -17,6 +17,7 @@ from ..io.format import (
     TOPOLOGY_ARRAYS,
     DatasetFormatError,
     check_name,
+    flat_labels,
     int_arg,
 )
 from ..io.hetero_dir import OnDiskHeteroDataset
@@ -217,9 +218,7 @@ def prepare_pyg(
             raise DatasetFormatError(
                 f"{data_path}: {level} attribute '{key}' clashes with the "
                 f'topology array of that name; rename it')
-        if key == 'y' and value.dim() == 2 and value.size(1) == 1 and \
-                not value.is_floating_point():
-            value = value.view(-1)
+        value = flat_labels(key, value)
         arrays[level][key] = value
     node_arrays = arrays['node']
     num_classes = None

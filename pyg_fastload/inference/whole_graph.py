@@ -119,7 +119,8 @@ class WholeGraph:
         them (e.g. the predicted classes, without storing the outputs)."""
         with self._options() as options:
             return self._evaluated(layerwise_inference(
-                model, self.data, hidden=hidden, reduce=reduce, **options))
+                model, self.data, hidden=hidden, reduce=reduce, **options),
+                options)
 
     def outputs_and_hidden(self, model: torch.nn.Module,
                            reduce: Optional[Callable[[Tensor], Tensor]] = None
@@ -129,7 +130,8 @@ class WholeGraph:
         with self._options() as options:
             out, hidden = layerwise_inference(
                 model, self.data, with_hidden=True, reduce=reduce, **options)
-            return self._evaluated(out), self._evaluated(hidden)
+            return self._evaluated(out, options), \
+                self._evaluated(hidden, options)
 
     @contextlib.contextmanager
     def _options(self) -> Iterator[Dict[str, Any]]:
@@ -145,14 +147,14 @@ class WholeGraph:
                                          dir=parent) as own:
             yield {**self.options, 'work_dir': own}
 
-    def _evaluated(self, out: Any) -> Tensor:
-        r"""The evaluated nodes' rows of :obj:`out`, in memory (read from
-        a file, if there)."""
+    def _evaluated(self, out: Any, options: Dict[str, Any]) -> Tensor:
+        r"""The evaluated nodes' rows of :obj:`out`, in memory (copied
+        from a file in the inference's ``work_dir``, removed after it)."""
         if self.node_type is not None:
             out = out[self.node_type]
-        if self.seeds is None:
-            return out.clone()
-        return out[self.seeds.to(out.device)]
+        if self.seeds is not None:
+            return out[self.seeds.to(out.device)]
+        return out if options.get('work_dir') is None else out.clone()
 
     def labels(self) -> Optional[Tensor]:
         r"""The evaluated nodes' labels ``y`` (:obj:`None` without any)."""

@@ -56,7 +56,8 @@ from tqdm.auto import tqdm
 from ..errors import FastLoadError
 
 __all__ = ['FORMAT_NAME', 'FORMAT_VERSION', 'HETERO_FORMAT_VERSION',
-           'ARRAY_LEVELS', 'DatasetFormatError', 'array_level', 'build_meta']
+           'ARRAY_LEVELS', 'DatasetFormatError', 'array_level', 'build_meta',
+           'flat_labels']
 
 #: The value of ``meta.json``'s ``"format"`` key.
 FORMAT_NAME = 'pyg-fastload-dataset'
@@ -172,6 +173,15 @@ def array_level(spec: Dict[str, Any]) -> str:
     r"""Whether a (checked) ``meta.json`` array entry is a ``'node'`` or an
     ``'edge'`` array (no ``"level"``: a node array)."""
     return spec.get('level', 'node')
+
+
+def flat_labels(key: str, value: Tensor) -> Tensor:
+    r""":obj:`value`, or as a vector where it is an integer ``y`` of shape
+    ``[N, 1]`` (how some PyG datasets store their labels)."""
+    if key == 'y' and value.dim() == 2 and value.size(1) == 1 and \
+            not value.is_floating_point():
+        return value.view(-1)
+    return value
 
 
 def check_name(name: Any, what: str, where: str) -> str:

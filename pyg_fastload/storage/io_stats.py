@@ -103,7 +103,11 @@ class MemoryWatch:
         ['anon', 'rss']
     """
     def __init__(self, interval: float = 0.2):
-        self.interval = interval
+        if isinstance(interval, bool) or not isinstance(
+                interval, (int, float)) or not interval > 0:
+            raise ValueError(f"'interval' must be a positive number of "
+                             f"seconds, got {interval!r}")
+        self.interval = float(interval)
         self.peaks: Dict[str, int] = {}
         self._done = threading.Event()
         self._thread: Optional[threading.Thread] = None

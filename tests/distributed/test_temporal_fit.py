@@ -11,6 +11,7 @@ from pyg_fastload.io import open_dataset_dir, open_hetero_dataset_dir
 from pyg_fastload.partition import partition_dataset
 
 from ..modes.test_temporal_modes import later_neighbours, write_timed_dir
+from ..helpers import timed_links as write_timed_links
 from .ranks import run_ranks
 from .test_lightning_ddp import _config, _fit, _stats
 
@@ -246,17 +247,8 @@ def timed_links(tmp_path_factory):
     edges carry a ``time`` (some links again at other times), prepared from
     a saved ``Data`` (the times an edge array), in 2 METIS parts (which
     carry the edge array)."""
-    from torch_geometric.data import Data
-    from pyg_fastload.datasets.pyg_file import prepare_pyg
     root = tmp_path_factory.mktemp('timed-links')
-    gen = torch.Generator().manual_seed(0)
-    edge_index = torch.randint(300, (2, 3000), generator=gen)
-    edge_index = torch.cat([edge_index, edge_index[:, :300]], dim=1)
-    data = Data(x=torch.randn(300, 8, generator=gen), edge_index=edge_index,
-                time=torch.randint(0, 10_000, (3300, ), generator=gen),
-                num_nodes=300)
-    torch.save(data, root / 'graph.pt')
-    dataset = prepare_pyg(root / 'graph.pt', root / 'ds', progress=False).path
+    dataset, data = write_timed_links(root)
     partition_dataset(dataset, root / 'parts', 2, 'metis', progress=False)
     return dataset, data, root / 'parts'
 

@@ -491,3 +491,25 @@ def test_a_reduce_that_does_not_keep_rows_is_refused():
                        "row it is given"):
         layerwise_inference(model, data, progress=False,
                             reduce=lambda y: y.argmax())
+
+
+@pytest.mark.reliability(
+    fault='two layer-wise inferences at once over one `work_dir` (two '
+          'validations, two threads)',
+    behaviour="each in a directory of its own under it: both exact, "
+              "nothing left there after them")
+def test_inferences_sharing_a_work_dir_at_once(tmp_path):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from pyg_fastload.inference import WholeGraph
+    data = graph()
+    model = build('sage', 2)
+    want = model(data.x, data.edge_index)
+    work = tmp_path / 'work'
+    whole = WholeGraph(data, chunk_size=CHUNK, memory_budget=0,
+                       work_dir=str(work), progress=False)
+    with ThreadPoolExecutor(2) as pool:
+        outs = list(pool.map(lambda _: whole.outputs(model), range(2)))
+    for out in outs:
+        close(out, want)
+    assert list(work.iterdir()) == []

@@ -13,7 +13,7 @@ from pyg_fastload.lightning import (
 from pyg_fastload import TieredFeatureStore
 from pyg_fastload.datasets import load_synthetic, prepare_synthetic
 
-from ..helpers import requires_torch_sparse
+from ..helpers import requires_torch_sparse, timed_links
 
 
 @pytest.fixture(scope='module')
@@ -272,18 +272,8 @@ def temporal_links(tmp_path_factory):
     r"""``(dataset dir, Data)``: a random directed graph whose edges carry
     a ``time`` (repeated links at other times too), prepared from the saved
     ``Data`` (``prepare --pyg-data``: the times become an edge array)."""
-    from pyg_fastload.datasets import prepare_pyg
-    root = tmp_path_factory.mktemp('temporal-links')
-    gen = torch.Generator().manual_seed(0)
-    edge_index = torch.randint(300, (2, 3000), generator=gen)
-    edge_index = torch.cat([edge_index, edge_index[:, :300]], dim=1)
-    data = Data(x=torch.randn(300, 8, generator=gen), edge_index=edge_index,
-                time=torch.randint(0, 10_000, (3300, ), generator=gen),
-                y=torch.randint(0, 3, (300, ), generator=gen),
-                num_nodes=300)
-    torch.save(data, root / 'graph.pt')
-    return prepare_pyg(root / 'graph.pt', root / 'ds', progress=False).path, \
-        data
+    return timed_links(tmp_path_factory.mktemp('temporal-links'),
+                       labelled=True)
 
 
 def _original_order(graph_store) -> torch.Tensor:

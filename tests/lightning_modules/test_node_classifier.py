@@ -69,6 +69,8 @@ def test_size_read_from_data_module_and_saved(tmp_path):
     (dict(model='gat', hidden_channels=10, heads=4), 'hidden_channels'),
     (dict(num_layers=0), 'num_layers'),
     (dict(dropout=1.5), 'dropout'),
+    (dict(predict_logits='no'), 'predict_logits'),
+    (dict(predict_embeddings=1), 'predict_embeddings'),
 ])
 def test_bad_arguments_name_their_key(kwargs, key):
     with pytest.raises(ConfigError) as info:

@@ -21,3 +21,14 @@ def test_the_watch_sees_memory_freed_before_it_stops():
     assert peaks['anon'] >= before + (200 << 20)
     assert peaks['rss'] >= peaks['anon']
     assert process_memory()['anon'] < peaks['anon'] - (100 << 20)
+
+
+@pytest.mark.reliability(
+    fault='a memory watch asked to sample every 0 s, -1 s or "often"',
+    behaviour="`ValueError` naming 'interval' (was: a thread spinning "
+              "without pause)")
+def test_an_interval_that_is_no_pause_is_refused():
+    for interval in (0, -1, 'often', True):
+        with pytest.raises(ValueError, match="'interval' must be a "
+                           "positive number of seconds"):
+            MemoryWatch(interval)
