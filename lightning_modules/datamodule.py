@@ -136,8 +136,8 @@ class FastLoadDataModule(pl.LightningDataModule):
             time per edge (a ``Data``'s edge-level ``time``, kept by
             ``prepare --pyg-data``); every label edge (training,
             validation, test) is sampled at its edge's time, its negatives
-            at the same, with no sampled edge later than it; mode
-            ``'replicated'``.
+            at the same, with no sampled edge later than it; modes
+            ``'replicated'``, ``'dsp'`` and ``'pagraph'``.
         temporal_strategy (str): ``'uniform'`` (default) among the
             neighbours not later than the seed, or ``'last'``: the most
             recent ones (needs :obj:`time_attr`).

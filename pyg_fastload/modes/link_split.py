@@ -117,11 +117,16 @@ class LinkOptions:
             if value is not None:
                 object.__setattr__(self, key, tuple(value))
 
-    def loader_kwargs(self) -> Dict[str, Any]:
-        r"""The training loader's negative sampling arguments."""
+    def loader_kwargs(self, weight: Optional[Tensor] = None
+                      ) -> Dict[str, Any]:
+        r"""The training loader's negative sampling arguments, negatives
+        drawn by node :obj:`weight` where given (else uniformly)."""
         amount = int(self.neg_ratio) if self.neg_sampling == 'triplet' \
             else float(self.neg_ratio)
-        return dict(neg_sampling=dict(mode=self.neg_sampling, amount=amount),
+        sampling: Dict[str, Any] = dict(mode=self.neg_sampling, amount=amount)
+        if weight is not None:
+            sampling.update(src_weight=weight, dst_weight=weight)
+        return dict(neg_sampling=sampling,
                     strict_negatives=self.strict_negatives)
 
 

@@ -16,7 +16,10 @@ from ..distributed.hopgnn import RootRouting
 from ..distributed.rank_part import (new_edge_ids, open_rank_part,
                                      read_new_ids)
 from ..distributed.seeds import RankSeedSampler
+from ..graph.view import GraphView
 from ..io.format import sha256_file
+from ..partition import PartitionBook
+from ..partition.pagraph_link import TASK_HOPS, part_links
 from ..partition.part_dirs import (is_hetero_partition,
                                    read_partition_meta)
 from .base import LoadingMode
@@ -53,10 +56,11 @@ class _Partitioned(LoadingMode):
                                f"{self.name!r} samples its parts on the "
                                f"CPU): use sampling_device: cpu")
         try:  # (an unreadable partition: opening it names the fault)
-            parts = is_hetero_partition(read_partition_meta(
-                self.partitions))
+            meta: Optional[Dict[str, Any]] = read_partition_meta(
+                self.partitions)
         except ValueError:
-            parts = None
+            meta = None
+        parts = None if meta is None else is_hetero_partition(meta)
         given = None if self.source is None else self.source.is_hetero
         kinds = ('homogeneous', 'heterogeneous')
         if None not in (parts, given) and parts != given:
@@ -73,6 +77,12 @@ class _Partitioned(LoadingMode):
                 f"graph: give 'dataset' too (the directory that was "
                 f"partitioned), whose node and edge types the model is "
                 f"built from and whose graph validation reads")
+        if meta is not None:
+            self._check_parts(meta)
+
+    def _check_parts(self, meta: Dict[str, Any]) -> None:
+        r"""Refuses parts (their ``partition.json`` :obj:`meta`) that
+        cannot serve this run's task and sampling."""
 
     def _check_origin(self) -> None:
         r"""The dataset given for evaluation must be the partitioned one."""
@@ -90,22 +100,49 @@ class PaGraph(_Partitioned):
     r"""Rank ``r`` opens only PaGraph part ``r`` (relabelled to its own
     rows) and trains on its own seeds: sampling never leaves the part, so
     only gradients cross ranks. Evaluation reads :obj:`source` if given
-    (seeds sharded), else each part's own nodes."""
+    (seeds sharded), else each part's own nodes. Task ``'link'`` trains
+    the label edges into each part's own nodes, negatives drawn among the
+    nodes whose trees the part holds, on parts made for it
+    (:mod:`~pyg_fastload.partition.pagraph_link`)."""
     name = 'pagraph'
     partition_method = 'pagraph'
-    link_refusal = ("PaGraph's parts hold the L-hop in-neighbourhoods of "
-                    "the training nodes, while a link's two endpoints and "
-                    "its negatives are any nodes: use mode 'dsp' (or "
-                    "'replicated')")
+    #: The partition book (after :meth:`open`).
+    book: Optional[PartitionBook] = None
+
+    @property
+    def link_refusal(self) -> Optional[str]:  # type: ignore[override]
+        if self.hetero:
+            return ("PaGraph's link parts are of homogeneous graphs: use "
+                    "mode 'dsp' on a heterogeneous one")
+        return None
 
     @property
     def global_seeds(self) -> bool:
         return False
 
+    def _check_parts(self, meta: Dict[str, Any]) -> None:
+        spec, task = self.spec, self.task.name
+        depth = max(len(spec.num_neighbors), len(spec.eval_num_neighbors)
+                    if self.source is None else 0)
+        made_for, hops = meta.get('task', 'node'), meta.get('num_hops')
+        fix = (f"partition for it (pyg-fastload partition DATASET_DIR "
+               f"--method pagraph --task {task} --num-hops {depth} "
+               f"--num-parts {meta.get('num_parts')} --out PARTS_DIR)")
+        if made_for != task:
+            raise SettingError('partitions', f"'{self.partitions}' holds "
+                               f"PaGraph parts for task {made_for!r}, and "
+                               f"this run's task is {task!r}: {fix}")
+        if isinstance(hops, int) and depth > hops:
+            raise SettingError('num_neighbors', f"{depth} hops sampled from "
+                               f"the PaGraph parts in '{self.partitions}', "
+                               f"which hold {hops}-hop neighbourhoods: the "
+                               f"deeper hops would miss neighbours; sample "
+                               f"at most {hops} hops, or {fix}")
+
     def _open_parts(self, device: torch.device) -> None:
         spec = self.spec
         try:
-            features, graph, _, self.meta = open_rank_part(
+            features, graph, self.book, self.meta = open_rank_part(
                 self.partitions, self.collectives, spec.feature_cache,
                 method='pagraph', local=True, device=device,
                 scores=spec.scores(), verify=spec.verify)
@@ -113,6 +150,43 @@ class PaGraph(_Partitioned):
             raise SettingError('partitions', str(error)) from None
         self.data = (features, graph)
         self._check_origin()
+
+    def link_training(self, split: LinkSplit, graph: Any) -> LinkTraining:
+        r"""The training links into this part's own nodes, sampled inside
+        the part over the split's training edges, negatives drawn among
+        the nodes whose trees the part holds (``negative_weight``). Ids
+        are the part's rows (the split was drawn in the dataset's)."""
+        features, part_graph = self.data
+        book, part = self.book, self.collectives.rank
+        try:
+            new_id = read_new_ids(self.partitions, book)
+        except ValueError as error:
+            raise SettingError('partitions', str(error)) from None
+        start, end = book.part_range(part)
+        rows = features.get_tensor(group_name=None, attr_name='global_id',
+                                   index=None)
+        try:
+            links = part_links(
+                part_graph.topology, rows, end - start,
+                self.meta['num_hops'] + TASK_HOPS['link'],
+                len(self.spec.num_neighbors),
+                new_id[split.message_passing('train')],
+                new_id[split.supervision('train')[0]], book.num_nodes)
+        except ValueError as error:
+            raise SettingError('link', f"mode 'pagraph', part {part}: "
+                               f"{error}") from None
+        data = GraphView.of(self.data).with_edges({None: links.edge_index})
+        passing_time = split.passing_time('train')
+        if passing_time is not None:  # each kept edge's, in CSC order
+            store = data[1]
+            store.put_edge_array(split.time_attr, store.topology.csc_order(
+                passing_time[links.passing]))
+        label_time = split.label_time('train')
+        return LinkTraining(
+            data, links.label_index, shared=False,
+            label_time=None if label_time is None
+            else label_time[links.labels],
+            negative_weight=links.negative_weight)
 
 
 class DSP(_Partitioned):

@@ -185,12 +185,16 @@ class LinkTraining:
             (else each its own).
         label_time (torch.Tensor, optional): the time of every label edge
             of :attr:`label_index` (``time_attr``).
+        negative_weight (torch.Tensor, optional): the weight of every node
+            of :attr:`data` as a negative (PyG's ``NegativeSampling``
+            ``src_weight``/``dst_weight``; :obj:`None`: uniform over all).
     """
     data: Any
     label_index: Tensor
     neighbor_sampler: Optional[Any] = None
     shared: bool = True
     label_time: Optional[Tensor] = None
+    negative_weight: Optional[Tensor] = None
 
 
 class LinkTask(Task):
@@ -201,9 +205,9 @@ class LinkTask(Task):
     under :obj:`seed`), training links shared across the ranks as
     training seeds are, evaluation edges sharded with their negatives.
     With the spec's ``time_attr`` (an edge array of a homogeneous dataset
-    directory; modes ``'replicated'`` and ``'dsp'``) every label edge
-    carries its edge's time (``edge_label_time``; a negative its
-    positive's) and no sampled edge is later than it
+    directory; modes ``'replicated'``, ``'dsp'`` and ``'pagraph'``) every
+    label edge carries its edge's time (``edge_label_time``; a negative
+    its positive's) and no sampled edge is later than it
     (:meth:`LinkSplit.label_time`).
 
     Args:
@@ -325,7 +329,8 @@ class LinkTask(Task):
         kwargs = spec.loader_kwargs(train)
         kwargs['batch_size'] = batch
         if train:
-            kwargs.update(self.options.loader_kwargs())
+            kwargs.update(self.options.loader_kwargs(
+                self.training.negative_weight))
         if links.relation is not None:  # the supervised edge type's edges
             label_index = (links.relation[0], label_index)
         return FastLinkNeighborLoader(

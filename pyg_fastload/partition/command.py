@@ -12,6 +12,7 @@ from ..errors import UsageExit
 from .hetero import HeteroPartitionBook
 from .bounded import max_memory_type
 from .methods import METHODS
+from .pagraph_link import TASK_HOPS
 from .part_dirs import FEATURES, partition_dataset, read_partition_meta
 from .report import format_report, partition_report
 
@@ -31,6 +32,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--method', choices=METHODS, default='metis')
     parser.add_argument('--num-hops', type=int, default=2,
                         help='the sampling depth the parts are meant for')
+    parser.add_argument('--task', choices=list(TASK_HOPS), default='node',
+                        help="--method pagraph: what the self-reliant parts "
+                        "serve: node (the L-hop neighbourhoods of the "
+                        "training nodes) or link (every node's (L+1)-hop "
+                        "one, for mode pagraph with task link)")
     parser.add_argument('--seed', type=int, default=0)
     parser.add_argument('--max-memory', metavar='BYTES', type=max_memory_type,
                         default=None,
@@ -89,7 +95,7 @@ def run(args: argparse.Namespace) -> None:
         book = partition_dataset(args.dataset_dir, args.out, args.num_parts,
                                  args.method, args.num_hops, args.seed,
                                  args.overwrite, not args.no_progress,
-                                 args.max_memory, args.features)
+                                 args.max_memory, args.features, args.task)
     except (OSError, ValueError) as exc:  # incl. DatasetFormatError
         raise UsageExit('partition', str(exc)) from None
     if isinstance(book, HeteroPartitionBook):
@@ -113,7 +119,8 @@ def run(args: argparse.Namespace) -> None:
         if share > REPLICATION_WARNING:
             print(f"pyg-fastload partition: warning: a part holds "
                   f"{share:.1%} of the graph: PaGraph's self-reliant parts "
-                  f"pay off when each part's {args.num_hops}-hop "
+                  f"pay off when each part's "
+                  f"{args.num_hops + TASK_HOPS[args.task]}-hop "
                   f"neighbourhood is small; on this graph fewer hops "
                   f"(--num-hops) or a mode that shares one copy (dsp, "
                   f"hopgnn) fits better", file=sys.stderr)

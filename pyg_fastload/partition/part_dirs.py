@@ -50,6 +50,7 @@ from .book import BOOK_FILES, PartitionBook, renumber
 from .bounded import check_max_memory
 from .methods import METHODS, assign_parts, check_num_parts as _check_parts
 from .pagraph import message_flow_levels, pagraph_assign
+from .pagraph_link import TASK_HOPS, check_task
 
 if TYPE_CHECKING:  # pragma: no cover
     from .hetero import HeteroPartitionBook
@@ -124,6 +125,7 @@ def partition_dataset(
     progress: bool = True,
     max_memory: Union[None, int, str] = None,
     features: str = 'copy',
+    task: str = 'node',
 ) -> Union[PartitionBook, 'HeteroPartitionBook']:
     r"""Partitions a dataset directory (``pyg-fastload prepare``) into
     :obj:`num_parts` parts written under :obj:`out_dir`. A heterogeneous
@@ -155,9 +157,17 @@ def partition_dataset(
             parts, or leave them in the dataset (``'source'``: a
             ``source_id`` array per part; the dataset must stay where it
             is).
+        task (str): what PaGraph's self-reliant parts serve: ``'node'``
+            (the L-hop in-neighbourhoods of the training nodes) or
+            ``'link'`` (every node is a label edge's possible destination,
+            its part holding its (L+1)-hop in-neighbourhood: a label
+            edge's source is one hop further and its L-hop tree must be in
+            the part too). Disjoint parts serve either task as they are.
     """
     _check_features(features, dataset_dir)
-    if is_hetero_dataset_dir(Path(dataset_dir).expanduser()):
+    hetero = is_hetero_dataset_dir(Path(dataset_dir).expanduser())
+    check_task(task, method, hetero)
+    if hetero:
         from .hetero import partition_hetero_dataset
         return partition_hetero_dataset(dataset_dir, out_dir, num_parts,
                                         method, num_hops, seed, overwrite,
@@ -173,17 +183,21 @@ def partition_dataset(
     topo = dataset.topology
     train = dataset.arrays.get('train_mask')
     member: Optional[torch.Tensor] = None
+    reach = num_hops + TASK_HOPS[task]  # the hops the parts replicate
     if method == 'pagraph':
-        if train is None:
+        if train is None and task == 'node':
             raise ValueError(f"method 'pagraph' assigns training nodes, but "
-                             f"'{dataset.path}' has no 'train_mask'")
+                             f"'{dataset.path}' has no 'train_mask' (for "
+                             f"link prediction: --task link)")
         _check_parts(num_parts, topo.num_nodes)
-        train_nodes = train.bool().nonzero().view(-1)
+        # link: any node may be a label edge's destination
+        train_nodes = train.bool().nonzero().view(-1) if task == 'node' \
+            else torch.arange(topo.num_nodes)
         owner, member = pagraph_assign(topo, train_nodes, num_parts,
-                                       num_hops, progress)
+                                       reach, progress)
         level = [message_flow_levels(
             topo, train_nodes[torch.from_numpy(owner)[train_nodes] == k],
-            num_hops) for k in range(num_parts)]
+            reach) for k in range(num_parts)]
     else:
         masks = [dataset.arrays.get(f'{s}_mask') for s in
                  ('train', 'val', 'test')]
@@ -207,7 +221,7 @@ def partition_dataset(
                 owned = torch.from_numpy(owner) == part
                 halo = (member[part] & ~owned).nonzero().view(-1)
                 halo = halo[torch.argsort(new_of[halo])]
-                halo = (halo, level[part] < num_hops)
+                halo = (halo, level[part] < reach)
             _write_part(part_dir(tmp, part), dataset, topo, nodes, new_of,
                         part, num_parts, int(offsets[part]), run, halo,
                         features)
@@ -219,7 +233,7 @@ def partition_dataset(
         meta = {
             'format': PARTITION_FORMAT, 'format_version': PARTITION_VERSION,
             'method': method, 'num_parts': num_parts, 'num_hops': num_hops,
-            'seed': seed, 'max_memory': budget, 'run': run,
+            'task': task, 'seed': seed, 'max_memory': budget, 'run': run,
             'features': features,
             'dataset': {'name': dataset.name, 'num_nodes': topo.num_nodes,
                         'path': str(Path(dataset.path).resolve()),

@@ -107,7 +107,9 @@ def negative_nodes(count: int, num_nodes: int, neg: NegativeSampling,
                    endpoint: str, generator: torch.Generator) -> Tensor:
     r""":obj:`count` nodes drawn uniformly (or by ``neg.src_weight`` /
     ``neg.dst_weight`` for :obj:`endpoint` ``'src'`` / ``'dst'``) with
-    replacement; like PyG's default, a drawn pair may be a true edge."""
+    replacement; like PyG's default, a drawn pair may be a true edge.
+    Weighted draws invert the weights' running sum (no limit on the
+    nodes, where ``torch.multinomial`` takes at most 2^24)."""
     weight = neg.src_weight if endpoint == 'src' else neg.dst_weight
     if weight is not None:
         weight = weight.to(generator.device, torch.float64)
@@ -115,8 +117,13 @@ def negative_nodes(count: int, num_nodes: int, neg: NegativeSampling,
             raise ValueError(f"'neg_sampling.{endpoint}_weight' has "
                              f"{weight.numel()} entries, the graph "
                              f"{num_nodes} nodes: give one weight per node")
-        return torch.multinomial(weight, count, replacement=True,
-                                 generator=generator)
+        total = weight.cumsum(0)
+        drawn = torch.rand(count, generator=generator, dtype=torch.float64,
+                           device=generator.device) * total[-1]
+        # strictly below the sum (a product may round up to it): then a
+        # node of weight 0 spans no interval of the sum, never drawn
+        drawn = torch.minimum(drawn, total[-1].nextafter(total.new_zeros(())))
+        return torch.searchsorted(total, drawn, right=True)
     return torch.randint(num_nodes, (count, ), generator=generator,
                          device=generator.device)
 

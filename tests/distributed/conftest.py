@@ -14,6 +14,17 @@ def pagraph_parts(tmp_path_factory, tiny_dir):
 
 
 @pytest.fixture(scope='module')
+def pagraph_link_parts(tmp_path_factory, tiny_dir):
+    r"""``(dataset_dir, parts_dir)``: PaGraph's 2 parts for link
+    prediction (every node's 3-hop in-neighbourhood in its part)."""
+    dataset_dir, _ = tiny_dir
+    out = tmp_path_factory.mktemp('pagraph-link') / 'parts'
+    partition_dataset(dataset_dir, out, 2, 'pagraph', progress=False,
+                      task='link')
+    return dataset_dir, out
+
+
+@pytest.fixture(scope='module')
 def metis_parts(tmp_path_factory, tiny_dir):
     r"""2 disjoint METIS parts (DSP, HopGNN)."""
     dataset_dir, _ = tiny_dir

@@ -518,6 +518,39 @@ def test_a_two_rank_dsp_link_fit_samples_collectively(tiny_dir, metis_parts,
     assert 'val_mrr' in metrics.read_text().splitlines()[0]
 
 
+def test_a_two_rank_pagraph_link_fit_stays_in_its_parts(pagraph_link_parts,
+                                                       tmp_path):
+    r"""Task 'link' in mode 'pagraph': each rank trains the links into its
+    own nodes inside its part, negatives among the nodes whose trees it
+    holds; nothing but gradients crosses ranks; evaluation ranks the
+    held-out edges of the whole dataset (MRR)."""
+    from pyg_fastload.distributed.rank_part import read_new_ids
+    from pyg_fastload.modes.link_split import LinkOptions, LinkSplit
+    from pyg_fastload.partition import PartitionBook
+    dataset_dir, parts = pagraph_link_parts
+    options = {'eval_edges': 110, 'eval_negatives': 10}
+    _link_fit(tmp_path, {
+        'dataset': str(dataset_dir), 'partitions': str(parts),
+        'mode': 'pagraph', 'task': 'link', 'batch_size': 512,
+        'eval_batch_size': 1100, 'link': options})
+    topology = open_dataset_dir(dataset_dir).topology
+    split = LinkSplit(topology.to_edge_index(), topology.num_nodes,
+                      LinkOptions(**options), 0)
+    book = PartitionBook.load(parts)
+    labels = read_new_ids(parts, book)[split.supervision('train')[0]]
+    own = torch.bincount(book.owner(labels[1]), minlength=2)
+    assert int(own.min()) > 0 and int(own.sum()) == labels.size(1)
+    ranks = _stats(tmp_path)['epochs'][0]['ranks']
+    assert ranks[0]['steps'] == ranks[1]['steps'] == \
+        -(-int(own.max()) // 512)
+    for rank in ranks:  # self-reliant: no sampling nor rows from others
+        assert rank['sampling']['bytes_received'] == 0
+        assert rank['features']['bytes_received'] == 0
+        assert rank['gradients']['bytes_received'] > 0
+    [metrics] = (tmp_path / 'logs').rglob('metrics.csv')
+    assert 'val_mrr' in metrics.read_text().splitlines()[0]
+
+
 def test_a_two_rank_pagraph_fit_on_a_hetero_partition(hetero_pagraph_parts,
                                                        tmp_path):
     r"""Mode 'pagraph' on a heterogeneous graph: each rank trains its own

@@ -243,43 +243,56 @@ def test_a_two_rank_dsp_fit_trains_in_time(timed_dir,
 
 @pytest.fixture(scope='module')
 def timed_links(tmp_path_factory):
-    r"""``(dataset dir, Data, parts dir)``: a random directed graph whose
-    edges carry a ``time`` (some links again at other times), prepared from
-    a saved ``Data`` (the times an edge array), in 2 METIS parts (which
-    carry the edge array)."""
+    r"""``(dataset dir, Data, root)``: a random directed graph whose edges
+    carry a ``time`` (some links again at other times), prepared from a
+    saved ``Data`` (the times an edge array), in 2 METIS parts
+    (``root / 'parts'``) and 2 PaGraph parts for links (``root /
+    'pagraph'``), which carry the edge array."""
     root = tmp_path_factory.mktemp('timed-links')
     dataset, data = write_timed_links(root)
     partition_dataset(dataset, root / 'parts', 2, 'metis', progress=False)
-    return dataset, data, root / 'parts'
+    partition_dataset(dataset, root / 'pagraph', 2, 'pagraph',
+                      progress=False, task='link')
+    return dataset, data, root
 
 
-def _link_batches(rank, world, dataset, parts):
-    r"""``(sampler, batches)`` of a rank's training links in mode 'dsp'
-    with edge times (lists)."""
+def _link_batches(rank, world, dataset, parts, mode):
+    r"""``(sampler, negative weights, batches)`` of a rank's training
+    links in :obj:`mode` with edge times (lists; ``n_id`` in the
+    partition's new ids)."""
     from pyg_fastload.lightning import FastLoadDataModule, LinkOptions
     data = FastLoadDataModule(
-        str(dataset), mode='dsp', partitions=str(parts), task='link',
+        str(dataset), mode=mode, partitions=str(parts), task='link',
         time_attr='time', num_neighbors=[4, 4], batch_size=64,
         pipeline=False, progress=False,
         link=LinkOptions(eval_edges=60, eval_negatives=10))
     data.setup('fit')
-    sampler = type(data.loading.task.training.neighbor_sampler).__name__
-    keys = ('n_id', 'batch', 'edge_index', 'edge_label_index', 'edge_label',
+    training = data.loading.task.training
+    sampler = type(training.neighbor_sampler).__name__
+    keys = ('batch', 'edge_index', 'edge_label_index', 'edge_label',
             'edge_label_time', 'input_id')
-    batches = [{k: b[k].tolist() for k in keys}
+    batches = [dict({k: b[k].tolist() for k in keys},
+                    n_id=b.get('global_id', b.n_id).tolist(),
+                    rows=b.n_id.tolist())
                for b in data.train_dataloader()]
     data.teardown('fit')
-    return sampler, batches
+    weight = training.negative_weight
+    return sampler, None if weight is None else weight.tolist(), batches
 
 
-def test_two_dsp_ranks_sample_links_in_their_edges_time(timed_links):
-    r"""Task 'link' in mode 'dsp' with an edge array of times: each rank's
-    label edges carry their edges' times (negatives their positive's), and
-    the collective sampler draws no edge later than the label edge whose
-    tree it is in (each part's training edges with their times)."""
+@pytest.mark.parametrize('mode', ['dsp', 'pagraph'])
+def test_two_ranks_sample_links_in_their_edges_time(timed_links, mode):
+    r"""Task 'link' with an edge array of times, in mode 'dsp' (each part's
+    training edges with their times in the collective sampler) and
+    'pagraph' (each part's training edges into the nodes whose trees it
+    holds, with their times): each rank's label edges carry their edges'
+    times (negatives their positive's), no sampled edge is later than the
+    label edge whose tree it is in, and PaGraph's negatives are nodes whose
+    trees the part holds."""
     import numpy as np
-    dataset, data, parts = timed_links
-    results = run_ranks(_link_batches, 2, dataset, parts, timeout=180)
+    dataset, data, root = timed_links
+    parts = root / ('parts' if mode == 'dsp' else 'pagraph')
+    results = run_ranks(_link_batches, 2, dataset, parts, mode, timeout=180)
     order = torch.argsort(torch.from_numpy(np.load(parts / 'new_id.npy')))
     times: Dict[tuple, list] = {}  # every link's times
     for src, dst, time in zip(*data.edge_index.tolist(), data.time.tolist()):
@@ -288,14 +301,19 @@ def test_two_dsp_ranks_sample_links_in_their_edges_time(timed_links):
     for rank in range(2):
         status, value = results[rank]
         assert status == 'ok', value
-        sampler, batches = value
-        assert sampler == 'CollectiveSampler'
+        sampler, weight, batches = value
+        assert sampler == ('CollectiveSampler' if mode == 'dsp'
+                           else 'NoneType')
+        assert (weight is None) == (mode == 'dsp')
         assert batches
         for lists in batches:
             b = {k: torch.tensor(v) for k, v in lists.items()}
             n_id = order[b['n_id']]  # the dataset's ids
             label_time = b['edge_label_time']
             num_pos = b['input_id'].numel()
+            if weight is not None:  # negatives: rows with their trees
+                rows = b['rows'][b['edge_label_index'][:, num_pos:]]
+                assert all(weight[r] == 1 for r in rows.view(-1).tolist())
             src, dst = n_id[b['edge_label_index'][:, :num_pos]]
             assert all(time in times[(s, d)] for s, d, time in zip(
                 src.tolist(), dst.tolist(), label_time[:num_pos].tolist()))

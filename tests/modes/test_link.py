@@ -9,6 +9,7 @@ from torch_geometric.utils import to_undirected
 from pyg_fastload.config import SettingError
 from pyg_fastload.lightning import FastLoadDataModule, LinkOptions
 from pyg_fastload.modes.link_split import LinkSplit, is_undirected
+from pyg_fastload.partition import partition_dataset
 
 
 def undirected_graph(num_nodes=300, num_edges=1500, seed=0):
@@ -134,18 +135,49 @@ def test_link_options_are_checked():
                        "'dataset'"):
         FastLoadDataModule(None, task='link', mode='dsp',
                            partitions='parts', progress=False)
-    for mode, why in (('pagraph', "PaGraph's parts hold the L-hop"),
-                      ('hopgnn', 'HopGNN routes each seed node')):
-        with pytest.raises(Exception, match=f"task 'link' with mode "
-                           f"'{mode}': {why}"):
-            FastLoadDataModule(graph, task='link', mode=mode,
-                               partitions='parts', progress=False)
+    with pytest.raises(Exception, match="task 'link' with mode 'hopgnn': "
+                       "HopGNN routes each seed node"):
+        FastLoadDataModule(graph, task='link', mode='hopgnn',
+                           partitions='parts', progress=False)
     with pytest.raises(Exception, match="'dsp' draws negatives over the "
                        "whole graph.*leave it out") as info:
         FastLoadDataModule(graph, task='link', mode='dsp', partitions='parts',
                            link=LinkOptions(strict_negatives=True),
                            progress=False)
     assert info.value.config_key == 'data.link.strict_negatives'
+
+
+@pytest.mark.reliability(
+    fault='PaGraph parts made for node training (or for fewer hops) given '
+          'to a link fit; a heterogeneous graph',
+    behaviour='refused when the data module is made, naming '
+              'data.partitions (the partition command to run) or '
+              'data.num_neighbors')
+def test_pagraph_links_need_parts_made_for_them(tiny_dir, tmp_path,
+                                                 hetero_graph):
+    dataset_dir, _ = tiny_dir
+    made = {}
+    for task, hops in (('node', 2), ('link', 1)):
+        made[task] = tmp_path / task
+        partition_dataset(dataset_dir, made[task], 2, 'pagraph',
+                          num_hops=hops, progress=False, task=task)
+    for parts, task, key, match in (
+            ('node', 'link', 'partitions', "holds PaGraph parts for task "
+             "'node', and this run's task is 'link'.*--method pagraph "
+             "--task link --num-hops 2 --num-parts 2"),
+            ('link', 'node', 'partitions', "for task 'link', and this "
+             "run's task is 'node'"),
+            ('link', 'link', 'num_neighbors', "2 hops sampled from the "
+             "PaGraph parts .* which hold 1-hop neighbourhoods")):
+        with pytest.raises(Exception, match=match) as info:
+            FastLoadDataModule(str(dataset_dir), task=task, mode='pagraph',
+                               partitions=str(made[parts]),
+                               num_neighbors=[4, 3], progress=False)
+        assert info.value.config_key == f'data.{key}'
+    with pytest.raises(Exception, match="task 'link' with mode 'pagraph': "
+                       "PaGraph's link parts are of homogeneous graphs"):
+        FastLoadDataModule(hetero_graph, task='link', mode='pagraph',
+                           partitions='parts', progress=False)
 
 
 @pytest.mark.reliability(
