@@ -2,11 +2,15 @@ r"""PaGraph's self-reliant parts for link prediction (``pyg-fastload
 partition --method pagraph --task link``).
 
 A part trains the label edges whose destination it owns. Every node is a
-possible destination, so every node is a training node of the part it is
-streamed to, and the part replicates its ``L + 1``-hop in-neighbourhood: a
-label edge's source is one hop from its destination, and its ``L``-hop
-tree must be in the part too. Sampling from a label edge's endpoints then
-never leaves the part, as PaGraph's node training never does.
+possible destination, so every node is a training node of its part, and
+the part replicates its ``L + 1``-hop in-neighbourhood: a label edge's
+source is one hop from its destination, and its ``L``-hop tree must be in
+the part too. Sampling from a label edge's endpoints then never leaves the
+part, as PaGraph's node training never does. The owners come from METIS
+(balanced nodes, few cut edges: :func:`link_assign`): PaGraph's stream
+scores each training node against its neighbourhood, which with every node
+training is the sum of all ``L + 1``-hop neighbourhoods, out of reach on a
+large graph.
 
 Negatives are drawn from the part's *complete* nodes, those whose whole
 ``L``-hop in-neighbourhood it holds (its own nodes and their
@@ -19,15 +23,18 @@ edges and negative weights at run time from the link split.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict
+from typing import Dict, List, Tuple
 
+import numpy as np
 import torch
 from torch import Tensor
 
 from ..graph.topology import CSCTopology, index_dtype_for
+from .methods import assign_parts
 from .pagraph import message_flow_levels
 
-__all__ = ['TASK_HOPS', 'check_task', 'PartLinks', 'part_links']
+__all__ = ['TASK_HOPS', 'check_task', 'link_assign', 'PartLinks',
+           'part_links']
 
 #: The hops a self-reliant part replicates beyond the sampled ones, by the
 #: task it serves: a label edge's source is one hop from the destination
@@ -52,6 +59,22 @@ def check_task(task: str, method: str, hetero: bool) -> None:
         raise ValueError(f"--task {task} with --method pagraph is for "
                          f"homogeneous datasets (a heterogeneous one trains "
                          f"links in mode 'dsp' on --method metis parts)")
+
+
+def link_assign(topology: CSCTopology, num_parts: int, reach: int,
+                seed: int = 0, progress: bool = False
+                ) -> Tuple[np.ndarray, Tensor, List[Tensor]]:
+    r"""``(owner, member, level)`` of parts for link prediction: every
+    node's part (METIS), which nodes each part holds (``[num_parts,
+    num_nodes]``: its own and their :obj:`reach`-hop in-neighbourhoods)
+    and every node's hop distance from each part's own nodes (what
+    :func:`~pyg_fastload.partition.pagraph.message_flow_levels` gives)."""
+    owner = assign_parts(topology, num_parts, 'metis', seed=seed,
+                         progress=progress)
+    own = torch.from_numpy(owner)
+    level = [message_flow_levels(topology, (own == k).nonzero().view(-1),
+                                 reach) for k in range(num_parts)]
+    return owner, torch.stack([lv <= reach for lv in level]), level
 
 
 @dataclass
