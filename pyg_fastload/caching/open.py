@@ -55,8 +55,8 @@ def open_dataset(
     r"""Opens a directory written by ``pyg-fastload prepare``.
 
     Node arrays go into the feature store, edge arrays (one row per edge,
-    in CSC order) into the graph store
-    (:meth:`~pyg_fastload.storage.CSCGraphStore.edge_array`).
+    in CSC order; of a heterogeneous directory, per relation) into the
+    graph store (:meth:`~pyg_fastload.storage.CSCGraphStore.edge_array`).
     Feature matrices stay on disk (memory-mapped, read directly with
     ``cache.storage='direct'``, or into GPU memory with ``'gds'``) unless
     ``cache.in_memory``; smaller node
@@ -111,7 +111,9 @@ def open_dataset(
         for node_type, arrays in hetero.arrays.items():
             _put_arrays(feature_store, arrays, cache, node_type,
                         lambda name, t=node_type: hetero.array_path(t, name))
-        graph_store = CSCGraphStore(topology or hetero.topology)
+        # each relation's edge arrays are in the stored topology's order
+        graph_store = CSCGraphStore(topology) if topology is not None else \
+            CSCGraphStore(hetero.topology, hetero.edge_arrays)
         _configure(feature_store, graph_store, cache, scores,
                    target=hetero.target)
         return feature_store, graph_store

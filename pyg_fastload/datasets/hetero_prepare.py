@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import warnings
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Union
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 import torch
 from torch import Tensor
@@ -21,9 +21,34 @@ from ..io.staging import check_target
 from ..io.writer import label_classes
 from .hetero_synthetic import HETERO_PRESETS, generate_hetero
 
-__all__ = ['write_hetero_data', 'prepare_hetero_preset']
+__all__ = ['write_hetero_data', 'prepare_hetero_preset', 'attribute_level']
 
 PathLike = Union[str, 'os.PathLike[str]']
+
+
+def attribute_level(store: Any, key: str, value: Any,
+                    num_nodes: Optional[int], num_edges: Optional[int],
+                    where: str, attr: str) -> Optional[str]:
+    r"""Whether attribute :obj:`key` of :obj:`store` (a ``Data``, or a
+    ``HeteroData``'s node or edge store) is stored, and as what:
+    ``'node'`` for a node-level tensor (:obj:`num_nodes` rows,
+    ``is_node_attr``), ``'edge'`` for an edge-level one (:obj:`num_edges`
+    rows, one per column of ``edge_index``, ``is_edge_attr``), else
+    :obj:`None` (not stored). A sparse tensor of either length is refused
+    naming :obj:`where` (the file) and :obj:`attr` (how to reach it, e.g.
+    ``data.time``)."""
+    if not isinstance(value, Tensor) or value.dim() == 0:
+        return None
+    rows = value.size(0)
+    if value.layout != torch.strided and rows in (num_nodes, num_edges):
+        raise DatasetFormatError(
+            f"{where}: '{key}' is a sparse tensor ({value.layout}); store it "
+            f"dense ({attr} = {attr}.to_dense()) and save the file again")
+    if rows == num_nodes and store.is_node_attr(key):
+        return 'node'
+    if rows == num_edges and store.is_edge_attr(key):
+        return 'edge'
+    return None
 
 
 def _node_arrays(data: HeteroData, num_nodes: Dict[str, int], where: str,
@@ -50,14 +75,16 @@ def _node_arrays(data: HeteroData, num_nodes: Dict[str, int], where: str,
 
 
 def _relations(data: HeteroData, num_nodes: Dict[str, int], where: str,
-               skipped: List[str]) -> Dict[Any, CSCTopology]:
-    relations = {}
+               skipped: List[str]
+               ) -> Tuple[Dict[Any, CSCTopology],
+                          Dict[Any, Dict[str, Tensor]]]:
+    r"""Every relation's CSC, and its edge-level tensors (one row per
+    column of its ``edge_index``, :func:`attribute_level`) permuted into
+    its CSC order."""
+    relations, edge_arrays = {}, {}
     for edge_type in data.edge_types:
         src, _, dst = edge_type
         store = data[edge_type]
-        for key in store.keys():
-            if key != 'edge_index':
-                skipped.append(f"{'__'.join(edge_type)}.{key}")
         if 'edge_index' not in store:
             raise DatasetFormatError(
                 f"{where}: edge type {edge_type} has no 'edge_index' (an "
@@ -73,13 +100,23 @@ def _relations(data: HeteroData, num_nodes: Dict[str, int], where: str,
                     f"{end!r}, which has no nodes; set "
                     f"data[{end!r}].num_nodes or drop the edge type")
         try:
-            relations[edge_type] = CSCTopology.from_edge_index(
+            relations[edge_type] = csc = CSCTopology.from_edge_index(
                 store.edge_index, num_nodes[dst],
                 num_sources=num_nodes[src])
         except (TypeError, ValueError) as error:
             raise DatasetFormatError(f"{where}: edge type {edge_type}: "
                                      f"{error}") from None
-    return relations
+        edge_arrays[edge_type] = {}
+        for key, value in store.items():
+            if key == 'edge_index':
+                continue
+            if attribute_level(store, key, value, None, csc.num_edges,
+                               f'{where}: edge type {edge_type}',
+                               f'data[{edge_type!r}].{key}') == 'edge':
+                edge_arrays[edge_type][key] = csc.csc_order(value)
+            else:
+                skipped.append(f"{'__'.join(edge_type)}.{key}")
+    return relations, edge_arrays
 
 
 def write_hetero_data(
@@ -96,8 +133,11 @@ def write_hetero_data(
     r"""Writes :obj:`data` as a heterogeneous dataset directory: every node
     type with its node-level tensors (``x``, ``y``, masks, ...; a type
     without any is declared by its node count), every edge type's
-    ``edge_index`` as a CSC with ``edge_id`` mapping back to its columns.
-    Edge attributes and non-tensor attributes are not stored (warned
+    ``edge_index`` as a CSC with ``edge_id`` mapping back to its columns,
+    and its edge-level tensors (one row per column of its ``edge_index``:
+    ``time``, ``edge_attr``, ...; :func:`attribute_level`) as its edge
+    arrays, their rows permuted into its CSC order
+    (:meth:`CSCTopology.csc_order`). Anything else is not stored (warned
     about; an ``edge_*`` tensor must still have one row per edge). The one
     node type with labels ``y`` is the ``target``; an integer ``y`` gives
     ``num_classes``. Errors name :obj:`where` (default: :obj:`name`)."""
@@ -134,16 +174,18 @@ def write_hetero_data(
             num_classes = label_classes(int(y.min()), int(y.max()),
                                         num_nodes[target],
                                         f'{where}: data[{target!r}].y')
-    relations = _relations(data, num_nodes, where, skipped)
+    relations, edge_arrays = _relations(data, num_nodes, where, skipped)
     if skipped:
-        warnings.warn(f"{where}: {', '.join(map(repr, skipped))} are not "
-                      f"node-level tensors or edge_index and are not "
-                      f"stored", UserWarning, stacklevel=2)
+        warnings.warn(f"{where}: {', '.join(map(repr, skipped))} are "
+                      f"neither node-level tensors nor edge-level tensors "
+                      f"of their edge type's edge_index and are not stored",
+                      UserWarning, stacklevel=2)
     extra = dict(extra_meta or {})
     extra['skipped_attributes'] = skipped
     return write_hetero_dataset_dir(
         out_dir, num_nodes=num_nodes, relations=relations, node_arrays=arrays,
-        name=name, source=source, num_classes=num_classes, target=target,
+        edge_arrays=edge_arrays, name=name, source=source,
+        num_classes=num_classes, target=target,
         overwrite=overwrite, progress=progress, extra_meta=extra)
 
 

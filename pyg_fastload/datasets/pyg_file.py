@@ -25,7 +25,7 @@ from ..io.reader import OnDiskDataset
 from ..io.safe_load import safe_torch_load
 from ..io.staging import check_target
 from ..io.writer import label_classes, write_dataset_dir
-from .hetero_prepare import write_hetero_data
+from .hetero_prepare import attribute_level, write_hetero_data
 
 __all__ = ['load_data_file', 'load_graph_file', 'prepare_pyg']
 
@@ -191,26 +191,16 @@ def prepare_pyg(
     for key, value in data.items():
         if key in skip:
             continue
-        rows = value.size(0) if isinstance(value, Tensor) and \
-            value.dim() >= 1 else None
-        if rows is not None and value.layout != torch.strided and \
-                rows in (num_nodes, num_edges):
-            raise DatasetFormatError(
-                f"{data_path}: '{key}' is a sparse tensor ({value.layout}); "
-                f"store it dense (data.{key} = data.{key}.to_dense()) and "
-                f"save the file again")
+        level = attribute_level(data, key, value, num_nodes, num_edges,
+                                str(data_path), f'data.{key}')
         if (key in ('x', 'y') or key.endswith('_mask')) and \
-                rows is not None and rows != num_nodes:
+                isinstance(value, Tensor) and value.dim() >= 1 and \
+                value.size(0) != num_nodes:
             raise DatasetFormatError(
-                f"{data_path}: '{key}' has {rows} rows but the "
+                f"{data_path}: '{key}' has {value.size(0)} rows but the "
                 f"graph has num_nodes = {num_nodes}; give every node one "
                 f"row of '{key}' (or fix data.num_nodes)")
-        if rows == num_nodes and data.is_node_attr(key):
-            level = 'node'
-        elif rows is not None and rows == num_edges and \
-                data.is_edge_attr(key):
-            level = 'edge'
-        else:
+        if level is None:
             skipped.append(key)
             continue
         check_name(key, 'attribute name', f"'{data_path}'")

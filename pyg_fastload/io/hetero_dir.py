@@ -24,11 +24,21 @@ memory-mapped as it is): node ``i`` of type ``t`` has the global id
 (global ids of ``s`` nodes) at ``indices[indptr[seg]:indptr[seg + 1]]``;
 ``edge_id`` gives every CSC edge's position in the relation's own edge
 list.
+
+Edge arrays (e.g. a ``time`` per edge) belong to one relation: edge array
+``a`` of relation ``(s, rel, d)`` is the file ``s__rel__d.a.bin``
+(:func:`edge_array_key`), one row per edge of the relation **in the
+relation's CSC order** (row ``k`` for the relation's ``k``-th CSC edge,
+originally its ``edge_id[edge_offset[r] + k]``-th), its ``meta.json`` entry
+marked ``"level": "edge"`` as in a homogeneous directory
+(:mod:`~pyg_fastload.io.format`), and the relation's ``edge_types`` entry
+lists it in its ``"arrays"`` (an entry without ``"arrays"`` has none, so
+older directories read as before).
 """
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple, Union
 
@@ -52,6 +62,7 @@ from .format import (
     HETERO_FORMAT_VERSION,
     META_KEYS,
     TOPOLOGY_ARRAYS,
+    array_level,
     build_meta,
     check_name,
     int_arg,
@@ -69,10 +80,11 @@ from .reader import (
     verify_files,
 )
 from .staging import Staging
-from .writer import cast_labels
+from .writer import cast_labels, write_edge_array
 
-__all__ = ['OnDiskHeteroDataset', 'Relation', 'open_hetero_dataset_dir',
-           'write_hetero_dataset_dir', 'open_node_arrays']
+__all__ = ['OnDiskHeteroDataset', 'Relation', 'edge_array_key',
+           'open_hetero_dataset_dir', 'write_hetero_dataset_dir',
+           'open_node_arrays']
 
 PathLike = Union[str, 'os.PathLike[str]']
 
@@ -88,11 +100,16 @@ class OnDiskHeteroDataset:
         topology (HeteroTopology): every relation, memory-mapped.
         arrays (dict): per node type, its node arrays by name (empty for a
             type without features).
+        edge_arrays (dict): per edge type, its edge arrays by name (e.g.
+            ``time``; empty for a relation without any), one row per edge
+            of the relation in its CSC order.
     """
     path: Path
     meta: Dict[str, Any]
     topology: HeteroTopology
     arrays: Dict[str, Dict[str, Tensor]]
+    edge_arrays: Dict[EdgeType, Dict[str, Tensor]] = field(
+        default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -150,7 +167,7 @@ class OnDiskHeteroDataset:
     def to_hetero_data(self) -> Any:
         r"""The dataset as an in-memory
         :class:`~torch_geometric.data.HeteroData` (edges in each relation's
-        original order)."""
+        original order, and so the rows of its edge arrays)."""
         from torch_geometric.data import HeteroData
         data = HeteroData()
         for node_type in self.node_types:
@@ -165,6 +182,10 @@ class OnDiskHeteroDataset:
             edge_index[0, rel.edge_id] = rel.indices.long()
             edge_index[1, rel.edge_id] = dst
             data[edge_type].edge_index = edge_index
+            for key, value in self.edge_arrays.get(edge_type, {}).items():
+                rows = torch.empty_like(value)
+                rows[rel.edge_id] = value
+                data[edge_type][key] = rows
         return data
 
     def __repr__(self) -> str:
@@ -181,9 +202,17 @@ class OnDiskHeteroDataset:
 Relation = Union[CSCTopology, EdgeChunks]
 
 
+def edge_array_key(edge_type: EdgeType, name: str) -> str:
+    r"""The ``meta.json`` key of edge array :obj:`name` of relation
+    :obj:`edge_type`, and its file's name less ``.bin``:
+    ``src__rel__dst.name``."""
+    return f"{'__'.join(edge_type)}.{name}"
+
+
 def _check_types(num_nodes: Dict[str, int],
                  relations: Dict[EdgeType, Relation],
-                 node_arrays: Dict[str, Dict[str, Source]]) -> None:
+                 node_arrays: Dict[str, Dict[str, Source]],
+                 edge_arrays: Dict[EdgeType, Dict[str, Source]]) -> None:
     if not isinstance(num_nodes, dict) or not num_nodes:
         raise ValueError("'num_nodes' must be a non-empty dict of node type "
                          "-> node count")
@@ -228,6 +257,26 @@ def _check_types(num_nodes: Dict[str, int],
                              f"which is not in 'num_nodes'")
         for key in arrays:
             check_name(key, 'node array name', f"'node_arrays[{node_type!r}]'")
+    keys = {f'{t}.{k}' for t, arrays in node_arrays.items() for k in arrays}
+    for edge_type, arrays in edge_arrays.items():
+        where = f"'edge_arrays[{edge_type!r}]'"
+        if edge_type not in relations:
+            raise ValueError(f"{where}: {edge_type!r} is not an edge type "
+                             f"of 'relations'; give every edge array to "
+                             f"its (source, relation, destination) triple")
+        if not isinstance(arrays, dict):
+            raise TypeError(f"{where} must be a dict of name -> array, got "
+                            f"{type(arrays).__name__}")
+        for key in arrays:
+            check_name(key, 'edge array name', where)
+            # the file's name: the relation's names must fit one too
+            stored = check_name(edge_array_key(edge_type, key),
+                                'edge array file name', where)
+            if stored in keys:
+                raise ValueError(f"{where}: edge array {key!r} would be "
+                                 f"stored as {stored!r}, a node array's "
+                                 f"name too; rename the array")
+            keys.add(stored)
 
 
 def _copy_csc(rel: CSCTopology, indices: np.ndarray, edge_id: np.ndarray,
@@ -302,6 +351,7 @@ def write_hetero_dataset_dir(
     num_nodes: Dict[str, int],
     relations: Dict[EdgeType, Relation],
     node_arrays: Dict[str, Dict[str, Source]],
+    edge_arrays: Optional[Dict[EdgeType, Dict[str, Source]]] = None,
     name: str,
     source: str,
     num_classes: Optional[int] = None,
@@ -339,6 +389,15 @@ def write_hetero_dataset_dir(
             arrays (``x``, ``y``, masks, ...), one row per node of the type,
             each a tensor, an array or a callable returning row chunks;
             types without features are left out or given ``{}``.
+        edge_arrays (Dict[EdgeType, Dict[str, Source]], optional): per
+            edge type its edge arrays (e.g. ``time``, ``edge_attr``), each
+            with one row per edge of the relation **in the relation's CSC
+            order** (permute rows in its edge list's order with its
+            :meth:`CSCTopology.csc_order`; a relation given as chunks is
+            sorted stably by destination, so a list already sorted by
+            destination is in CSC order), marked ``"level": "edge"`` and
+            stored as ``src__rel__dst.name.bin``
+            (:func:`edge_array_key`).
         name, source: the dataset's name and where it came from.
         num_classes (int, optional): classes of the target's labels.
         target (str, optional): the node type a model classifies.
@@ -350,7 +409,8 @@ def write_hetero_dataset_dir(
             count; the ids become ``offset[t] + i`` over these counts, and
             ``meta.json`` records them as ``index_space``).
     """
-    _check_types(num_nodes, relations, node_arrays)
+    edge_arrays = dict(edge_arrays or {})
+    _check_types(num_nodes, relations, node_arrays, edge_arrays)
     if target is not None and target not in num_nodes:
         raise ValueError(f"'target' = {target!r} is not a node type "
                          f"({', '.join(num_nodes)})")
@@ -388,10 +448,19 @@ def write_hetero_dataset_dir(
             declared.append({'name': node_type,
                              'num_nodes': int(num_nodes[node_type]),
                              'arrays': list(arrays)})
+        edge_counts = dict(zip(relations, counts))
+        for edge_type, arrays in edge_arrays.items():
+            for key, value in arrays.items():
+                write_edge_array(
+                    st, edge_array_key(edge_type, key), value,
+                    edge_counts[edge_type],
+                    f"edge array '{key}' of edge type {edge_type}",
+                    holder='the edge type')
         extra = dict(extra_meta or {})
         extra['kind'] = 'hetero'
         extra['node_types'] = declared
-        extra['edge_types'] = [{'type': list(e), 'num_edges': n}
+        extra['edge_types'] = [{'type': list(e), 'num_edges': n,
+                                'arrays': list(edge_arrays.get(e, {}))}
                                for e, n in zip(relations, counts)]
         if target is not None:
             extra['target'] = target
@@ -421,11 +490,17 @@ def _check_index_space(index_space: Optional[Dict[str, int]],
 # ---------------------------------------------------------------- reading --
 def _declared(meta: Dict[str, Any], meta_file: Path, fix: str
               ) -> Tuple[Dict[str, int], Dict[str, List[str]],
-                         List[EdgeType], List[int]]:
-    r"""The node types (counts, arrays) and edge types (edge counts) that
-    ``meta.json`` declares, checked."""
+                         List[EdgeType], List[int], List[List[str]]]:
+    r"""The node types (counts, arrays) and edge types (edge counts, edge
+    arrays) that ``meta.json`` declares, checked."""
     def bad(what: str) -> Exception:
         return fail(meta_file, what, fix)
+
+    def names_of(names: Any, owner: str) -> List[str]:
+        if not isinstance(names, list) or not all(
+                isinstance(n, str) for n in names):
+            raise bad(f"{owner}: 'arrays' is not a list of names")
+        return names
 
     if meta.get('kind') != 'hetero':
         raise bad(f"'kind' is {meta.get('kind')!r}, expected 'hetero' for "
@@ -447,14 +522,11 @@ def _declared(meta: Dict[str, Any], meta_file: Path, fix: str
             raise bad(f'node type {node_type!r} is declared twice')
         num_nodes[node_type] = count_field(entry, 'num_nodes', meta_file,
                                            fix)
-        names = entry.get('arrays')
-        if not isinstance(names, list) or not all(
-                isinstance(n, str) for n in names):
-            raise bad(f"node type {node_type!r}: 'arrays' is not a list of "
-                      f"names")
-        arrays[node_type] = names
+        arrays[node_type] = names_of(entry.get('arrays'),
+                                     f'node type {node_type!r}')
     edge_types: List[EdgeType] = []
     counts: List[int] = []
+    edge_arrays: List[List[str]] = []
     entries = meta.get('edge_types')
     if not isinstance(entries, list):
         raise bad("'edge_types' is missing or not a list")
@@ -473,7 +545,10 @@ def _declared(meta: Dict[str, Any], meta_file: Path, fix: str
             raise bad(f'edge type {edge_type} is declared twice')
         edge_types.append(edge_type)
         counts.append(count_field(entry, 'num_edges', meta_file, fix))
-    return num_nodes, arrays, edge_types, counts
+        # no 'arrays': written before relations had edge arrays
+        edge_arrays.append(names_of(entry.get('arrays', []),
+                                    f'edge type {edge_type}'))
+    return num_nodes, arrays, edge_types, counts, edge_arrays
 
 
 def open_hetero_dataset_dir(path: PathLike, verify: str = 'size',
@@ -484,12 +559,15 @@ def open_hetero_dataset_dir(path: PathLike, verify: str = 'size',
     (:func:`write_hetero_dataset_dir`), memory-mapping every array, with
     the checks of :func:`~pyg_fastload.io.open_dataset_dir` (``verify``:
     ``'none'``, ``'size'``, ``'checksum'``) and, unless ``'none'``, every
-    relation's source ids within its source type."""
+    relation's source ids within its source type; every node array has one
+    row per node of its type, every edge array one per edge of its
+    relation (in ``edge_arrays``)."""
     check_verify(verify)
     path = Path(path).expanduser()
     meta_file = path / 'meta.json'
     meta, fix = read_meta(path, follow_symlinks, HETERO_FORMAT_VERSION)
-    num_nodes, names, edge_types, counts = _declared(meta, meta_file, fix)
+    num_nodes, names, edge_types, counts, edge_names = _declared(
+        meta, meta_file, fix)
     node_types = list(num_nodes)
     total = count_field(meta, 'num_nodes', meta_file, fix)
     num_edges = count_field(meta, 'num_edges', meta_file, fix)
@@ -515,11 +593,32 @@ def open_hetero_dataset_dir(path: PathLike, verify: str = 'size',
                 'indices': ([num_edges], ('int32', 'int64') if
                             id_total <= 2**31 else ('int64', )),
                 'edge_id': ([num_edges], ('int64', ))}
+    # every declared array: its key, level, what it is and its rows
+    declared: Dict[str, Tuple[str, str, int, str]] = {}
+
+    def declare(owner: str, name: str, key: str,
+                entry: Tuple[str, str, int, str]) -> None:
+        if key not in specs:
+            raise fail(meta_file, f"{owner} declares array {name!r}, "
+                       f"which 'arrays' lacks", fix)
+        if key in declared:
+            raise fail(meta_file, f"{owner} declares array {name!r} as "
+                       f"{key!r}, the {declared[key][1]}'s key", fix)
+        declared[key] = entry
+
     for node_type, keys in names.items():
         for key in keys:
-            if f'{node_type}.{key}' not in specs:
-                raise fail(meta_file, f"node type {node_type!r} declares "
-                           f"array {key!r}, which 'arrays' lacks", fix)
+            declare(f'node type {node_type!r}', key, f'{node_type}.{key}', (
+                'node', f'node array {key!r} of type {node_type!r}',
+                num_nodes[node_type],
+                f'the type has {num_nodes[node_type]} nodes'))
+    for edge_type, count, keys in zip(edge_types, counts, edge_names):
+        for key in keys:
+            declare(f'edge type {edge_type}', key,
+                    edge_array_key(edge_type, key), (
+                        'edge', f'edge array {key!r} of edge type '
+                        f'{edge_type}', count,
+                        f'the edge type has {count} edges'))
     for key, spec in specs.items():
         file = path / spec['file']
         if key in TOPOLOGY_ARRAYS:
@@ -529,14 +628,17 @@ def open_hetero_dataset_dir(path: PathLike, verify: str = 'size',
                            f"{spec['shape']}, expected {' or '.join(dtypes)}"
                            f' {shape}', fix)
             continue
-        node_type, _, array = key.partition('.')
-        if array not in names.get(node_type, ()):
+        if key not in declared:
             raise fail(file, f"array {key!r} belongs to no declared node "
-                       f"type's 'arrays'", fix)
-        if spec['shape'][0] != num_nodes[node_type]:
-            raise fail(file, f"node array {array!r} of type {node_type!r} "
-                       f"has {spec['shape'][0]} rows but the type has "
-                       f"{num_nodes[node_type]} nodes", fix)
+                       f"type's or edge type's 'arrays'", fix)
+        level, what, rows, whose = declared[key]
+        if array_level(spec) != level:
+            raise fail(file, f"{what} has \"level\": "
+                       f"{array_level(spec)!r} in meta.json, expected "
+                       f"{level!r}", fix)
+        if spec['shape'][0] != rows:
+            raise fail(file, f"{what} has {spec['shape'][0]} rows but "
+                       f"{whose}", fix)
     if 'edge_id' not in specs:
         raise fail(meta_file, "no 'edge_id' array", fix)
     verify_files(path, specs, verify, progress, fix)
@@ -552,8 +654,10 @@ def open_hetero_dataset_dir(path: PathLike, verify: str = 'size',
                      path / specs['indices']['file'], verify, fix)
     arrays = {t: {k: mapped[f'{t}.{k}'] for k in names[t]}
               for t in node_types}
+    edge_arrays = {e: {k: mapped[edge_array_key(e, k)] for k in keys}
+                   for e, keys in zip(edge_types, edge_names)}
     return OnDiskHeteroDataset(path=path, meta=meta, topology=topology,
-                               arrays=arrays)
+                               arrays=arrays, edge_arrays=edge_arrays)
 
 
 def _check_relations(topo: HeteroTopology, indptr_file: Path,

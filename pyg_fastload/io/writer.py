@@ -22,7 +22,7 @@ from .format import (
 from .reader import OnDiskDataset, open_dataset_dir
 from .staging import Staging
 
-__all__ = ['label_classes', 'write_dataset_dir']
+__all__ = ['label_classes', 'write_dataset_dir', 'write_edge_array']
 
 PathLike = Union[str, 'os.PathLike[str]']
 
@@ -59,6 +59,21 @@ def label_classes(low: int, high: int, num_nodes: int,
             f'{num_nodes:,} nodes; labels are class indices 0..C-1: relabel '
             f'them (torch.unique(y, return_inverse=True))')
     return high + 1 if high >= 0 else None
+
+
+def write_edge_array(st: Staging, key: str, value: Source, num_edges: int,
+                     what: str, holder: str = 'the graph') -> None:
+    r"""Writes edge array :obj:`key` (one row per edge, in CSC order) into
+    :obj:`st`, marked ``"level": "edge"``, refusing it (the directory is
+    not written) where it has not :obj:`num_edges` rows: the edges of
+    :obj:`holder` (the graph, or one relation of a heterogeneous one)."""
+    spec = st.write_array(key, value, what=what)
+    if spec['shape'][0] != num_edges:
+        raise ValueError(
+            f"{what} ({spec['file']}) has {spec['shape'][0]} rows but "
+            f"{holder} has {num_edges} edges; pass one row per edge, in CSC "
+            f"order")
+    spec['level'] = 'edge'
 
 
 def write_dataset_dir(
@@ -218,13 +233,7 @@ def write_dataset_dir(
                            what=f"node array '{key}'",
                            cast=cast_labels if key == 'y' else None)
         for key, value in edge_arrays.items():
-            spec = st.write_array(key, value, what=f"edge array '{key}'")
-            if spec['shape'][0] != num_edges:
-                raise ValueError(
-                    f"edge array '{key}' ({spec['file']}) has "
-                    f"{spec['shape'][0]} rows but the graph has {num_edges} "
-                    f"edges; pass one row per edge, in CSC order")
-            spec['level'] = 'edge'
+            write_edge_array(st, key, value, num_edges, f"edge array '{key}'")
         extra = dict(extra_meta or {})
         if index_space is not None:
             extra['index_space'] = id_space

@@ -22,12 +22,14 @@ heterogeneous dataset directory per part, ``part-K``: the part's nodes of
 every type (their rows of every node array, in new-id order) and the
 in-edges of every relation into them (CSC over the part's rows of the
 destination type; source ids are global new ids of the whole graph,
-recorded as its ``index_space``, so a sampler sees which are remote).
+recorded as its ``index_space``, so a sampler sees which are remote), with
+the rows of every relation's edge arrays of the edges it keeps.
 PaGraph's parts (``--method pagraph``) overlap and are written in their own
 row ids instead (:mod:`~pyg_fastload.partition.hetero_pagraph`).
 """
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import resource
@@ -322,14 +324,14 @@ def partition_hetero_dataset(
                                                part), new_of,
                         topo.node_offset), new_of)
             sizes = {t: v.numel() for t, v in held.items()}
-            relations, arrays = _part(dataset, held, ids, None if member is
-                                      None else expand[part])
+            relations, arrays, edge_arrays = _part(
+                dataset, held, ids, None if member is None else expand[part])
             for node_type, more in extra.items():
                 arrays[node_type].update(more)
             write_hetero_dataset_dir(
                 part_dir(tmp, part), num_nodes=sizes,
                 relations=relations, node_arrays=arrays,
-                name=f'{dataset.name}-part{part}',
+                edge_arrays=edge_arrays, name=f'{dataset.name}-part{part}',
                 source=f"{'PaGraph ' if member is not None else ''}part "
                        f"{part} of {num_parts} of '{dataset.path}'",
                 num_classes=dataset.num_classes, target=dataset.target,
@@ -392,35 +394,45 @@ def _with_replicas(nodes: Dict[str, Tensor], replica: Tensor,
 
 def _part(dataset: Any, nodes: Dict[str, Tensor], ids: Tensor,
           expand: Optional[Tensor] = None
-          ) -> Tuple[Dict[Any, Any], Dict[str, Dict[str, Any]]]:
-    r"""``(relations, arrays)`` of a part holding :obj:`nodes` (per type,
-    original type-local ids in the part's row order), as chunk sources the
-    writer streams (the part's edges and rows never whole in memory): every
-    relation's in-edges into them (only of the nodes :obj:`expand` marks,
-    over global original ids, where given), in CSC order, sources mapped by
-    :obj:`ids` (:func:`_part_edges`), and their rows of every node
-    array."""
+          ) -> Tuple[Dict[Any, Any], Dict[str, Dict[str, Any]],
+                     Dict[Any, Dict[str, Any]]]:
+    r"""``(relations, arrays, edge_arrays)`` of a part holding :obj:`nodes`
+    (per type, original type-local ids in the part's row order), as chunk
+    sources the writer streams (the part's edges and rows never whole in
+    memory): every relation's in-edges into them (only of the nodes
+    :obj:`expand` marks, over global original ids, where given), in CSC
+    order, sources mapped by :obj:`ids` (:func:`_part_edges`), their rows
+    of every node array, and the rows of every relation's edge arrays of
+    the edges it keeps."""
     topo = dataset.topology
-    relations = {edge_type: _part_edges(topo, r, nodes[edge_type[2]], ids,
-                                        expand)
-                 for r, edge_type in enumerate(topo.edge_types)}
+    relations, edge_arrays = {}, {}
+    for r, edge_type in enumerate(topo.edge_types):
+        relations[edge_type], edge_arrays[edge_type] = _part_edges(
+            topo, r, nodes[edge_type[2]], ids, expand,
+            dataset.edge_arrays.get(edge_type, {}))
     arrays = {t: {key: row_chunks(value, nodes[t])
                   for key, value in a.items()}
               for t, a in dataset.arrays.items()}
-    return relations, arrays
+    return relations, arrays, edge_arrays
 
 
 def _part_edges(topo: HeteroTopology, r: int, rows: Tensor, ids: Tensor,
-                expand: Optional[Tensor] = None
-                ) -> Callable[[], Iterator[Tuple[Tensor, Tensor]]]:
+                expand: Optional[Tensor] = None,
+                edge_arrays: Optional[Dict[str, Tensor]] = None
+                ) -> Tuple[Callable[[], Iterator[Tuple[Tensor, Tensor]]],
+                           Dict[str, Callable[[], Iterator[Tensor]]]]:
     r"""Relation :obj:`r`'s in-edges into :obj:`rows` (of the nodes
     :obj:`expand` marks, over global original ids, where given) as
     ``(source, row)`` chunks: source ``s`` as ``ids[s]`` less its type's
     ``node_offset`` (the global new ids give type-local new ids; a PaGraph
     part's ids its rows), rows the positions in :obj:`rows` (one ``int64``
-    per row held, the edges chunk by chunk)."""
+    per row held, the edges chunk by chunk); and the same edges' rows of
+    each of the relation's :obj:`edge_arrays`, chunk by chunk. The edges
+    come sorted by row, so their order is the part's CSC order (the writer
+    sorts stably) and the rows follow them."""
     first = int(topo.segment_offset[r])
     shift = topo.node_offset[int(topo.src_type[r])]
+    start = int(topo.edge_offset[r])  # the relation's edge arrays' row 0
     begin = topo.indptr[first + rows]
     degree = topo.indptr[first + rows + 1] - begin
     if expand is not None:
@@ -429,14 +441,26 @@ def _part_edges(topo: HeteroTopology, r: int, rows: Tensor, ids: Tensor,
     indptr = torch.zeros(rows.numel() + 1, dtype=torch.long)
     torch.cumsum(degree, 0, out=indptr[1:])
 
-    def chunks() -> Iterator[Tuple[Tensor, Tensor]]:
+    def positions() -> Iterator[Tuple[int, int, Tensor]]:
+        # the part's edges by chunk: their rows, their positions in indices
         for at, end in edge_chunks(indptr):
-            size = int(indptr[end]) - int(indptr[at])
-            edges = expand_ranges(begin[at:end], degree[at:end], size)
+            yield at, end, expand_ranges(begin[at:end], degree[at:end],
+                                         int(indptr[end]) - int(indptr[at]))
+
+    def chunks() -> Iterator[Tuple[Tensor, Tensor]]:
+        for at, end, edges in positions():
             yield (ids[topo.indices[edges].long()] - shift,
                    torch.repeat_interleave(torch.arange(at, end),
-                                           degree[at:end], output_size=size))
-    return chunks
+                                           degree[at:end],
+                                           output_size=edges.numel()))
+
+    def edge_rows(value: Tensor) -> Callable[[], Iterator[Tensor]]:
+        # an empty chunk first: a part without edges still has their type
+        return lambda: itertools.chain(
+            [value[:0]], (value[edges - start] for _, _, edges in
+                          positions()))
+    return chunks, {key: edge_rows(value)
+                    for key, value in (edge_arrays or {}).items()}
 
 
 def load_hetero_book(parts_dir: Path,
@@ -503,7 +527,8 @@ def open_hetero_partition(
     r"""Opens part :obj:`part` of a heterogeneous partition alone: its
     feature store (per node type, the rows of the part's nodes in new-id
     order), its graph store (every relation's in-edges into them; source
-    ids are global new ids of the whole graph) and the typed book.
+    ids are global new ids of the whole graph; with each relation's edge
+    arrays, one row per edge of the part) and the typed book.
 
     A PaGraph part (``--method pagraph``) is stored in its own row ids and
     opens with :obj:`local` only: per node type its own rows, then its
@@ -560,4 +585,6 @@ def open_hetero_partition(
     feature_store, _ = open_dataset(path, cache, device=device,
                                     verify=verify, scores=scores,
                                     topology=ranked)
-    return feature_store, CSCGraphStore(dataset.topology), book
+    # the part's edges as stored, with their rows of the edge arrays
+    return feature_store, CSCGraphStore(dataset.topology,
+                                        dataset.edge_arrays), book

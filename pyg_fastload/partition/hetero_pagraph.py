@@ -8,7 +8,8 @@ type, its own nodes and replicas of the rest of its training nodes'
 A part is a heterogeneous dataset directory in its own row ids (per node
 type: its own nodes in new-id order, then its replicas in new-id order),
 keeping the in-edges of every relation into its message-flow rows (those
-fewer than ``num_hops`` hops from its training nodes), so sampling from its
+fewer than ``num_hops`` hops from its training nodes, with their rows of the
+relation's edge arrays), so sampling from its
 training nodes never leaves it; ``global_id`` (per node type) gives every
 row's type-local new id, and replicas are never training, validation or
 test nodes there.

@@ -38,55 +38,96 @@ class CSCGraphStore(GraphStore):
     ``edge_attributes``. The feature store holds node rows only (its
     attributes are gathered by node id); PyG's own remote backend has no
     homogeneous edge attributes (it tells node from edge times by the
-    name alone). Putting new edges drops the arrays of the old ones.
+    name alone). A heterogeneous graph's edge arrays belong to one
+    relation each (:obj:`edge_type`): one row per edge of the relation, in
+    its CSC order (:meth:`HeteroTopology.relation_topology`'s). Putting
+    new edges drops the arrays of the old ones.
 
     Args:
         topology (CSCTopology or HeteroTopology, optional): the graph; or
             put its edges later with :meth:`put_edge_index`.
         edge_arrays (dict, optional): edge arrays of a homogeneous
-            :obj:`topology` by name (:meth:`put_edge_array`).
+            :obj:`topology` by name, or of a heterogeneous one by edge type
+            and name (:meth:`put_edge_array`).
     """
     def __init__(self, topology: Union[CSCTopology, HeteroTopology,
                                        None] = None,
-                 edge_arrays: Optional[Dict[str, Tensor]] = None):
+                 edge_arrays: Union[Dict[str, Tensor],
+                                    Dict[EdgeType, Dict[str, Tensor]],
+                                    None] = None):
         super().__init__()
         self._topology = topology
         # Relations put one by one: (COO edge index, (num_src, num_dst)).
         self._pending: Dict[EdgeType, Tuple[Tensor, Tuple[int, int]]] = {}
-        self._edge_arrays: Dict[str, Tensor] = {}
-        for name, values in (edge_arrays or {}).items():
-            self.put_edge_array(name, values)
+        # By edge type (None: the homogeneous graph's), then by name.
+        self._edge_arrays: Dict[Optional[EdgeType], Dict[str, Tensor]] = {}
+        if isinstance(topology, HeteroTopology):
+            for edge_type, arrays in (edge_arrays or {}).items():
+                for name, values in arrays.items():
+                    self.put_edge_array(name, values, edge_type)
+        else:
+            for name, values in (edge_arrays or {}).items():
+                self.put_edge_array(name, values)
 
     # Edge arrays #############################################################
 
-    def put_edge_array(self, name: str, values: Tensor) -> None:
+    def put_edge_array(self, name: str, values: Tensor,
+                       edge_type: Optional[EdgeType] = None) -> None:
         r"""Holds :obj:`values`, one row per edge of the homogeneous
         topology in CSC order (row ``k``: the edge at CSC position ``k``;
         :meth:`CSCTopology.csc_order` permutes rows in the original edge
-        order), as edge array :obj:`name`."""
+        order), as edge array :obj:`name`; or with :obj:`edge_type`, one
+        row per edge of that relation of the heterogeneous topology, in
+        the relation's CSC order."""
         topo = self.topology
-        if not isinstance(topo, CSCTopology):
-            raise ValueError(f"edge array {name!r}: the store holds no "
-                             f"homogeneous topology to index it by; put "
-                             f"the edges first (edge arrays of typed "
-                             f"relations are not supported)")
+        if edge_type is None:
+            if not isinstance(topo, CSCTopology):
+                raise ValueError(
+                    f"edge array {name!r}: the store holds no homogeneous "
+                    f"topology to index it by; put the edges first" + (
+                        ' (a heterogeneous one: name the edge_type whose '
+                        'edges it describes)' if isinstance(
+                            topo, HeteroTopology) else ''))
+            count, what = topo.num_edges, 'edge'
+        else:
+            edge_type = tuple(edge_type)
+            if not isinstance(topo, HeteroTopology) or \
+                    edge_type not in topo.edge_types:
+                held = topo.edge_types if isinstance(
+                    topo, HeteroTopology) else []
+                raise ValueError(
+                    f"edge array {name!r} of edge type {edge_type}: the "
+                    f"store holds no such relation (it holds {held}); put "
+                    f"its edges first, or give a homogeneous graph's edge "
+                    f"arrays without an edge_type")
+            count = topo.num_edges_of(edge_type)
+            what = f'edge of {edge_type}'
         if not isinstance(values, Tensor) or values.dim() == 0 or \
-                values.size(0) != topo.num_edges:
+                values.size(0) != count:
             shape = list(values.shape) if isinstance(values, Tensor) else \
                 type(values).__name__
             raise ValueError(f"edge array {name!r} is {shape}; give one row "
-                             f"per edge ({topo.num_edges}), in CSC order")
-        self._edge_arrays[name] = values
+                             f"per {what} ({count}), in CSC order")
+        self._edge_arrays.setdefault(edge_type, {})[name] = values
 
-    def edge_array(self, name: str) -> Optional[Tensor]:
-        r"""Edge array :obj:`name` (one row per edge, in CSC order), or
-        :obj:`None` where the store holds none of that name."""
-        return self._edge_arrays.get(name)
+    def edge_array(self, name: str, edge_type: Optional[EdgeType] = None
+                   ) -> Optional[Tensor]:
+        r"""Edge array :obj:`name` (one row per edge, in CSC order) of the
+        homogeneous graph, or of relation :obj:`edge_type`; :obj:`None`
+        where the store holds none of that name."""
+        key = None if edge_type is None else tuple(edge_type)
+        return self._edge_arrays.get(key, {}).get(name)
 
     @property
     def edge_array_names(self) -> List[str]:
-        r"""The names of the edge arrays held."""
-        return sorted(self._edge_arrays)
+        r"""The names of the homogeneous graph's edge arrays held."""
+        return self.edge_array_names_of(None)
+
+    def edge_array_names_of(self, edge_type: Optional[EdgeType]) -> List[str]:
+        r"""The names of relation :obj:`edge_type`'s edge arrays held (of
+        the homogeneous graph's where it is :obj:`None`)."""
+        key = None if edge_type is None else tuple(edge_type)
+        return sorted(self._edge_arrays.get(key, {}))
 
     @property
     def topology(self) -> Union[CSCTopology, HeteroTopology, None]:
