@@ -132,12 +132,14 @@ class FastLoadDataModule(pl.LightningDataModule):
             ``'replicated'`` and ``'pagraph'``, and ``'dsp'`` on a
             homogeneous partition (its collective sampler gets each part's
             times); :obj:`eval` ``'sampled'``. Task ``'link'``: the name
-            of an edge array of a homogeneous dataset directory holding one
-            time per edge (a ``Data``'s edge-level ``time``, kept by
-            ``prepare --pyg-data``); every label edge (training,
+            of an edge array of a dataset directory holding one time per
+            edge (a ``Data``'s edge-level ``time``, kept by ``prepare
+            --pyg-data``; of the supervised relation on a heterogeneous
+            graph, ``data[edge_type].time``); every label edge (training,
             validation, test) is sampled at its edge's time, its negatives
-            at the same, with no sampled edge later than it; modes
-            ``'replicated'``, ``'dsp'`` and ``'pagraph'``.
+            at the same, with no sampled edge later than it; mode
+            ``'replicated'``, and on homogeneous graphs ``'dsp'`` and
+            ``'pagraph'``.
         temporal_strategy (str): ``'uniform'`` (default) among the
             neighbours not later than the seed, or ``'last'``: the most
             recent ones (needs :obj:`time_attr`).

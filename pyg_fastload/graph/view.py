@@ -176,12 +176,20 @@ class _StoresView(GraphView):
                                 index=index)
 
     def with_edges(self, edges: Edges) -> Any:
-        if self.kind.hetero:
-            topology: Any = HeteroTopology.from_relations(
-                {t: self.num_nodes(t) for t in self.topology.node_types},
-                {e: edges.get(e, self.edges(e)) for e in self.edge_types()})
-        else:
+        if not self.kind.hetero:
             topology = CSCTopology.from_edge_index(edges[None],
                                                    self.num_nodes())
-        # a graph store of the same class, over the new topology
-        return self.feature_store, type(self.graph_store)(topology)
+            # a graph store of the same class, over the new topology
+            return self.feature_store, type(self.graph_store)(topology)
+        kept = [e for e in self.edge_types() if e not in edges]
+        store = type(self.graph_store)(HeteroTopology.from_relations(
+            {t: self.num_nodes(t) for t in self.topology.node_types},
+            {e: edges.get(e, self.edges(e)) for e in self.edge_types()}))
+        # a kept relation's edges come back in its CSC order (a stable
+        # sort of edges sorted by destination), so its edge arrays hold
+        names_of = getattr(self.graph_store, 'edge_array_names_of', None)
+        for e in kept if names_of is not None else ():
+            for name in names_of(e):
+                store.put_edge_array(name, self.graph_store.edge_array(
+                    name, e), e)
+        return self.feature_store, store

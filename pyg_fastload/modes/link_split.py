@@ -20,7 +20,8 @@ from ..graph.kind import graph_input, stores_of
 from ..graph.topology import CSCTopology
 from ..graph.view import GraphView
 from ..sampling.link import EdgeKeys
-from ..sampling.temporal import read_time
+from ..graph.hetero_topology import EdgeType
+from ..sampling.temporal import check_times, read_time
 from .link_relation import Relation, hetero_with, relation_of
 
 __all__ = ['LinkOptions', 'LinkSplit', 'is_undirected',
@@ -143,9 +144,10 @@ def link_split(data: Any, options: LinkOptions, seed: int,
     r"""The :class:`LinkSplit` of :obj:`data`'s links: all its edges, or on
     a heterogeneous graph (``HeteroData`` or heterogeneous stores) the
     relation ``options.edge_type``; with :obj:`time_attr`, the edge times
-    of that name (a homogeneous graph's, read by
-    :func:`~pyg_fastload.sampling.temporal.read_time`: a dataset
-    directory's edge array) go with the edges."""
+    of that name go with the edges (a dataset directory's edge array: a
+    homogeneous graph's read by
+    :func:`~pyg_fastload.sampling.temporal.read_time`, a heterogeneous
+    one's of the supervised relation)."""
     if not graph_input(data).hetero:
         if options.edge_type is not None or options.rev_edge_type is not \
                 None:
@@ -155,18 +157,53 @@ def link_split(data: Any, options: LinkOptions, seed: int,
             return _timed_split(data, options, seed, time_attr)
         view = GraphView.of(data)
         return LinkSplit(view.edges(), view.num_nodes(), options, seed)
-    if time_attr is not None:
-        raise SettingError('time_attr', f"{time_attr!r}: task 'link' samples "
-                           f"in time on a homogeneous graph only (a "
-                           f"heterogeneous one's relations keep no edge "
-                           f"times yet): leave time_attr out")
     if options.undirected:
         raise SettingError('link.undirected', "a heterogeneous relation's "
                            "links are held out with their reverse relation "
                            "(link.rev_edge_type): leave it out")
     relation, edges, num_dst, num_src = relation_of(
         data, options.edge_type, options.rev_edge_type)
-    return LinkSplit(edges, num_dst, options, seed, num_src, relation)
+    if time_attr is None:
+        return LinkSplit(edges, num_dst, options, seed, num_src, relation)
+    return LinkSplit(edges, num_dst, options, seed, num_src, relation,
+                     _relation_time(data, relation[0], time_attr),
+                     time_attr)
+
+
+def _relation_time(data: Any, edge_type: EdgeType, time_attr: str) -> Tensor:
+    r"""The time of every edge of relation :obj:`edge_type` of the
+    heterogeneous stores :obj:`data` (edge array :obj:`time_attr` of its
+    graph store, in the relation's CSC order: the order of its edges
+    there)."""
+    graph_store = _graph_store(data, time_attr)
+    time = graph_store.edge_array(time_attr, edge_type)
+    if time is None:
+        held = graph_store.edge_array_names_of(edge_type)
+        raise SettingError('time_attr', f"{time_attr!r} is no edge array of "
+                           f"relation {list(edge_type)} (it has {held}); "
+                           f"task 'link' samples by the times of the "
+                           f"supervised relation's edges: name one (a "
+                           f"HeteroData's data[edge_type].time, kept by "
+                           f"'pyg-fastload prepare --pyg-data FILE.pt "
+                           f"DIR'), or leave time_attr out")
+    try:
+        return check_times(time.reshape(-1), f"'time_attr={time_attr!r}'")
+    except (TypeError, ValueError) as error:
+        raise SettingError('time_attr', str(error)) from None
+
+
+def _graph_store(data: Any, time_attr: str) -> Any:
+    r"""The graph store of :obj:`data`, which holds edge arrays; else a
+    :class:`SettingError` naming ``time_attr``."""
+    stores = stores_of(data)
+    if stores is None or not hasattr(stores[1], 'put_edge_array'):
+        raise SettingError('time_attr', f"{time_attr!r}: task 'link' samples "
+                           f"in time from a dataset directory (its graph "
+                           f"store holds the edge times); write the graph "
+                           f"with 'pyg-fastload prepare --pyg-data FILE.pt "
+                           f"DIR' and give DIR as the dataset, or leave "
+                           f"time_attr out")
+    return stores[1]
 
 
 def _timed_split(data: Any, options: LinkOptions, seed: int,
@@ -207,8 +244,9 @@ class LinkSplit:
     its destination type's node count and :obj:`num_sources` its source
     type's; the reverse relation holds the flipped edges of each split.
 
-    In time (:obj:`edge_time`: the time of every edge of a homogeneous
-    :obj:`edge_index`): the links are split as without times, and every
+    In time (:obj:`edge_time`: the time of every edge of
+    :obj:`edge_index`; a heterogeneous graph's reverse relation takes its
+    relation's times): the links are split as without times, and every
     edge follows its link, with its own time (a link may be an edge at
     several times). Message passing then holds the graph's own edges of
     the split's links, carrying their times as edge array
@@ -405,22 +443,19 @@ class LinkSplit:
         :obj:`split` (in time: a pair whose graph store carries their
         times as edge array :attr:`time_attr`)."""
         edges, times = self._passing(split)
-        if self.relation is not None:
-            return hetero_with(data, self.relation, edges)
-        graph = GraphView.of(data).with_edges({None: edges})
+        if self.relation is not None:  # the relation and its reverse
+            graph = hetero_with(data, self.relation, edges)
+            timed = [e for e in self.relation if e is not None]
+        else:
+            graph = GraphView.of(data).with_edges({None: edges})
+            timed = [None]
         if times is None:
             return graph
-        stores = stores_of(graph)
-        if stores is None:
-            raise SettingError('time_attr', f"{self.time_attr!r}: task "
-                               f"'link' samples in time from a dataset "
-                               f"directory (its graph store holds the edge "
-                               f"times); write the graph with "
-                               f"'pyg-fastload prepare --pyg-data FILE.pt "
-                               f"DIR' and give DIR as the dataset, or leave "
-                               f"time_attr out")
-        graph_store = stores[1]
-        graph_store.put_edge_array(self.time_attr,
-                                   graph_store.topology.csc_order(times))
+        graph_store = _graph_store(graph, self.time_attr)
+        for edge_type in timed:  # (a reverse's edges: the same order)
+            topology = graph_store.topology if edge_type is None else \
+                graph_store.topology.relation_topology(edge_type)
+            graph_store.put_edge_array(self.time_attr,
+                                       topology.csc_order(times), edge_type)
         return graph
 

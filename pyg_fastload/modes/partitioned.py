@@ -212,6 +212,14 @@ class DSP(_Partitioned):
 
     def _check_workload(self) -> None:
         super()._check_workload()
+        if self.hetero and self.spec.time_attr is not None and \
+                self.task.timed == 'edge':
+            raise SettingError('time_attr', f"{self.spec.time_attr!r} with "
+                               f"mode {self.name!r}: edge times are taken "
+                               f"by the collective sampler of a homogeneous "
+                               f"partition; links in time on a "
+                               f"heterogeneous graph train in mode "
+                               f"'replicated'")
         if self.hetero and self.spec.mode_options.sampling == 'layer':
             raise SettingError('mode_options', "sampling: layer (DSP's "
                                "layer-wise draw) is for homogeneous graphs; "

@@ -204,8 +204,10 @@ class LinkTask(Task):
     ``RandomLinkSplit`` does (:class:`LinkSplit`, the same on every rank
     under :obj:`seed`), training links shared across the ranks as
     training seeds are, evaluation edges sharded with their negatives.
-    With the spec's ``time_attr`` (an edge array of a homogeneous dataset
-    directory; modes ``'replicated'``, ``'dsp'`` and ``'pagraph'``) every
+    With the spec's ``time_attr`` (an edge array of a dataset directory,
+    of the supervised relation on a heterogeneous one; modes
+    ``'replicated'``, and on homogeneous graphs ``'dsp'`` and
+    ``'pagraph'``) every
     label edge carries its edge's time (``edge_label_time``; a negative
     its positive's) and no sampled edge is later than it
     (:meth:`LinkSplit.label_time`).

@@ -80,18 +80,30 @@ def hetero_temporal_index(data: Any, time_attr: str, topo: HeteroTopology
     r"""The :class:`TemporalIndex` of :obj:`topo` with the times named
     :obj:`time_attr`: node-level (a tensor of node types, in a
     ``HeteroData`` or a feature store) or edge-level (of edge types, in a
-    ``HeteroData``); and the node types without node times."""
+    ``HeteroData``, or edge arrays of a
+    :class:`~pyg_fastload.storage.CSCGraphStore`'s relations: a
+    heterogeneous dataset directory's); and the node types without node
+    times."""
     name = f"'time_attr={time_attr!r}'"
-    edge: Dict[Any, Tensor] = {}
+    edge: Dict[Any, Tensor] = {}  # each timed relation's, in CSC order
     if isinstance(data, HeteroData):
         node = _node_times(lambda t: data[t].get(time_attr), topo, time_attr)
-        for e in topo.edge_types:
+        for r, e in enumerate(topo.edge_types):
             if time_attr in data[e]:
                 edge[e] = checked_times(
                     data[e][time_attr], topo.num_edges_of(e),
-                    f"data[{e}].{time_attr}", f"edges of {e}")
+                    f"data[{e}].{time_attr}", f"edges of {e}").to(
+                    topo.device).index_select(0, topo.edge_id[
+                        int(topo.edge_offset[r]):int(topo.edge_offset[r + 1])])
     elif stores_of(data) is not None:
         node = _node_times(_store_time(data[0], time_attr), topo, time_attr)
+        edge_array = getattr(data[1], 'edge_array', None)
+        for e in topo.edge_types if edge_array is not None else ():
+            rows = edge_array(time_attr, e)
+            if rows is not None:  # (held in the relation's CSC order)
+                edge[e] = checked_times(
+                    rows, topo.num_edges_of(e), f"edge array {time_attr!r} "
+                    f"of {e}", f"edges of {e}")
     else:
         raise NotImplementedError(f"{name} needs a HeteroData or a "
                                   f"(FeatureStore, GraphStore) tuple, got "
@@ -105,12 +117,7 @@ def hetero_temporal_index(data: Any, time_attr: str, topo: HeteroTopology
                          f"data[node_type].{time_attr}")
     if node:
         return node_time_index(topo, node)
-    csc = {}  # each relation's times in its CSC order
-    for r, e in enumerate(topo.edge_types):
-        if e in edge:
-            csc[e] = edge[e].to(topo.device).index_select(0, topo.edge_id[
-                int(topo.edge_offset[r]):int(topo.edge_offset[r + 1])])
-    return edge_time_index(topo, csc), list(topo.node_types)
+    return edge_time_index(topo, edge), list(topo.node_types)
 
 
 def node_time_index(topo: HeteroTopology, node: Dict[str, Tensor]
