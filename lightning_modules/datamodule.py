@@ -137,8 +137,8 @@ class FastLoadDataModule(pl.LightningDataModule):
             --pyg-data``; of the supervised relation on a heterogeneous
             graph, ``data[edge_type].time``); every label edge (training,
             validation, test) is sampled at its edge's time, its negatives
-            at the same, with no sampled edge later than it; mode
-            ``'replicated'``, and on homogeneous graphs ``'dsp'`` and
+            at the same, with no sampled edge later than it; modes
+            ``'replicated'`` and ``'dsp'``, and on homogeneous graphs
             ``'pagraph'``.
         temporal_strategy (str): ``'uniform'`` (default) among the
             neighbours not later than the seed, or ``'last'``: the most

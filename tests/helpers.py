@@ -184,3 +184,42 @@ def timed_links(root, labelled: bool = False):
     torch.save(data, root / 'graph.pt')
     return prepare_pyg(root / 'graph.pt', root / 'ds', progress=False).path, \
         data
+
+
+#: The relations of :func:`timed_hetero_links`.
+BUYS = ('user', 'buys', 'item')
+REV = ('item', 'rev_buys', 'user')
+SIMILAR = ('item', 'similar', 'item')
+
+
+def _unique_edges(num_src: int, num_dst: int, count: int, gen):
+    keys = torch.randperm(num_src * num_dst, generator=gen)[:count]
+    return torch.stack([keys // num_dst, keys % num_dst])
+
+
+def timed_hetero_links(root):
+    r"""``(dataset dir, {relation: {(src, dst): time}})``: users buying
+    items at times (relation :data:`REV` the same edges reversed, at the
+    same times), items similar to items at times of their own; no repeated
+    edge; saved and prepared in :obj:`root` (``prepare --pyg-data``: the
+    times become edge arrays)."""
+    from torch_geometric.data import HeteroData
+
+    from pyg_fastload.datasets.pyg_file import prepare_pyg
+    gen = torch.Generator().manual_seed(0)
+    data = HeteroData()
+    data['user'].x = torch.randn(120, 6, generator=gen)
+    data['item'].x = torch.randn(90, 6, generator=gen)
+    buys = _unique_edges(120, 90, 1500, gen)
+    data[BUYS].edge_index = buys
+    data[BUYS].time = torch.randint(0, 1000, (1500, ), generator=gen)
+    data[REV].edge_index = buys.flip(0)
+    data[REV].time = data[BUYS].time.clone()
+    data[SIMILAR].edge_index = _unique_edges(90, 90, 700, gen)
+    data[SIMILAR].time = torch.randint(0, 1000, (700, ), generator=gen)
+    torch.save(data, root / 'graph.pt')
+    path = prepare_pyg(root / 'graph.pt', root / 'ds', progress=False).path
+    times = {e: {(s, d): t for s, d, t in zip(
+        *data[e].edge_index.tolist(), data[e].time.tolist())}
+        for e in (BUYS, REV, SIMILAR)}
+    return path, times

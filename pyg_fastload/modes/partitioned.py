@@ -212,14 +212,6 @@ class DSP(_Partitioned):
 
     def _check_workload(self) -> None:
         super()._check_workload()
-        if self.hetero and self.spec.time_attr is not None and \
-                self.task.timed == 'edge':
-            raise SettingError('time_attr', f"{self.spec.time_attr!r} with "
-                               f"mode {self.name!r}: edge times are taken "
-                               f"by the collective sampler of a homogeneous "
-                               f"partition; links in time on a "
-                               f"heterogeneous graph train in mode "
-                               f"'replicated'")
         if self.hetero and self.spec.mode_options.sampling == 'layer':
             raise SettingError('mode_options', "sampling: layer (DSP's "
                                "layer-wise draw) is for homogeneous graphs; "
@@ -301,7 +293,10 @@ class DSP(_Partitioned):
         relation and its reverse hold those, the other relations every
         edge), their features from the partitioned cache; negatives are
         drawn over the whole graph. Ids are the partition's new ids (the
-        split was drawn in the dataset's, the same on every rank)."""
+        split was drawn in the dataset's, the same on every rank). In time,
+        the collective sampler holds the part's edges with their times:
+        the split's for the supervised relation (and its reverse), every
+        other relation's edge array of that name."""
         dsp = self.dsp
         book, part = dsp.book, dsp.part
         try:
@@ -313,16 +308,22 @@ class DSP(_Partitioned):
                                edge_type)
         options = self._sampler_options()
         passing_time = split.passing_time('train')
-        if passing_time is not None:  # (homogeneous) this part's, timed
-            start, end = book.part_range(part)
-            mine = (passing[1] >= start) & (passing[1] < end)
-            passing, passing_time = passing[:, mine], passing_time[mine]
-        replaced = {edge_type: passing}
+        relations = [(edge_type, passing)]
         if reverse is not None:
-            replaced[reverse] = passing.flip(0)
+            relations.append((reverse, passing.flip(0)))
+        replaced: Dict[Any, Tensor] = {}
+        times: Dict[Any, Tensor] = {}  # of the edges this part keeps
+        for relation, edges in relations:
+            if passing_time is not None:
+                start, end = book.of_group(
+                    None if relation is None else relation[2]).part_range(
+                    part)
+                mine = (edges[1] >= start) & (edges[1] < end)
+                edges, times[relation] = edges[:, mine], passing_time[mine]
+            replaced[relation] = edges
         topology = dsp.topology_with(replaced)
-        if passing_time is not None:  # each edge's time in the CSC order
-            options.update(edge_time=topology.csc_order(passing_time),
+        if passing_time is not None:
+            options.update(edge_time=self._edge_times(topology, times),
                            temporal_strategy=self.spec.temporal_strategy)
         sampler = dsp.sampler(self.spec.num_neighbors, topology, **options)
         labels = new_edge_ids(new_id, book, split.supervision('train')[0],
@@ -333,6 +334,22 @@ class DSP(_Partitioned):
         return LinkTraining(self.data, labels[:, own], sampler, shared=False,
                             label_time=None if label_time is None
                             else label_time[own])
+
+    def _edge_times(self, topology: Any, times: Dict[Any, Tensor]) -> Any:
+        r"""The collective sampler's ``edge_time``: :obj:`times` (the
+        replaced relations' edges' times, by relation: :obj:`None` on a
+        homogeneous graph) in :obj:`topology`'s CSC order, and on a
+        heterogeneous graph every other relation's edge array
+        ``time_attr`` of the part, where it has one (else no time
+        constraint, as in pyg-lib)."""
+        if None in times:
+            return topology.csc_order(times[None])
+        stored = self.dsp.graph.edge_array
+        out = {e: stored(self.spec.time_attr, e) for e in topology.edge_types
+               if e not in times}
+        out.update({e: topology.relation_topology(e).csc_order(t)
+                    for e, t in times.items()})
+        return {e: t for e, t in out.items() if t is not None}
 
     def neighbor_sampler(self, train: bool) -> Optional[Any]:
         return self.samplers['train' if train else 'eval']

@@ -206,7 +206,7 @@ class LinkTask(Task):
     training seeds are, evaluation edges sharded with their negatives.
     With the spec's ``time_attr`` (an edge array of a dataset directory,
     of the supervised relation on a heterogeneous one; modes
-    ``'replicated'``, and on homogeneous graphs ``'dsp'`` and
+    ``'replicated'`` and ``'dsp'``, and on homogeneous graphs
     ``'pagraph'``) every
     label edge carries its edge's time (``edge_label_time``; a negative
     its positive's) and no sampled edge is later than it

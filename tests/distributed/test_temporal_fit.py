@@ -11,6 +11,7 @@ from pyg_fastload.io import open_dataset_dir, open_hetero_dataset_dir
 from pyg_fastload.partition import partition_dataset
 
 from ..modes.test_temporal_modes import later_neighbours, write_timed_dir
+from ..helpers import BUYS, REV, SIMILAR, timed_hetero_links
 from ..helpers import timed_links as write_timed_links
 from .ranks import run_ranks
 from .test_lightning_ddp import _config, _fit, _stats
@@ -325,4 +326,88 @@ def test_two_ranks_sample_links_in_their_edges_time(timed_links, mode):
                                   tree_time.tolist()):
                 assert min(times[(s, d)]) <= time, (s, d, time)
                 checked += 1
+    assert checked >= 1000  # many sampled edges were checked
+
+
+@pytest.fixture(scope='module')
+def timed_hetero_parts(tmp_path_factory):
+    r"""``(dataset dir, times, parts dir)``: :func:`timed_hetero_links`'s
+    users and items (every relation's edges timed) in 2 METIS parts."""
+    root = tmp_path_factory.mktemp('timed-hetero')
+    dataset, times = timed_hetero_links(root)
+    partition_dataset(dataset, root / 'parts', 2, 'metis', progress=False)
+    return dataset, times, root / 'parts'
+
+
+def _hetero_link_batches(rank, world, dataset, parts):
+    r"""``(sampler, batches)`` of a rank's training links of relation
+    :data:`BUYS` in mode 'dsp' with edge times (lists, typed new ids)."""
+    from pyg_fastload.lightning import FastLoadDataModule, LinkOptions
+    data = FastLoadDataModule(
+        str(dataset), mode='dsp', partitions=str(parts), task='link',
+        time_attr='time', num_neighbors=[4, 4], batch_size=64,
+        pipeline=False, progress=False,
+        link=LinkOptions(edge_type=list(BUYS), rev_edge_type=list(REV),
+                         eval_edges=40, eval_negatives=10))
+    data.setup('fit')
+    sampler = type(data.loading.task.training.neighbor_sampler).__name__
+    batches = [{
+        'num_pos': b[BUYS].input_id.numel(),
+        'label_time': b[BUYS].edge_label_time.tolist(),
+        'label_index': b[BUYS].edge_label_index.tolist(),
+        'label': b[BUYS].edge_label.tolist(),
+        'n_id': {t: b[t].n_id.tolist() for t in ('user', 'item')},
+        'tree': {t: b[t].batch.tolist() for t in ('user', 'item')},
+        'edges': {e: b[e].edge_index.tolist() for e in (BUYS, REV, SIMILAR)},
+    } for b in data.train_dataloader()]
+    data.teardown('fit')
+    return sampler, batches
+
+
+def test_two_dsp_ranks_sample_hetero_links_in_their_edges_time(
+        timed_hetero_parts):
+    r"""Task 'link' in time on a heterogeneous partition in mode 'dsp':
+    each rank's collective sampler holds its part's edges with their times
+    (the split's for the supervised relation and its reverse, the part's
+    edge array for the other); every label edge is at its edge's time and
+    no sampled edge of any relation is later than its tree's label."""
+    import numpy as np
+
+    from pyg_fastload.partition import HeteroPartitionBook
+    dataset, times, parts = timed_hetero_parts
+    results = run_ranks(_hetero_link_batches, 2, dataset, parts, timeout=180)
+    book = HeteroPartitionBook.load(parts)
+    order = torch.argsort(torch.from_numpy(np.load(parts / 'new_id.npy')))
+    first = {t: int(book.global_ids(torch.zeros(1, dtype=torch.long), t))
+             for t in ('user', 'item')}
+
+    def original(node_type, ids):  # the dataset's ids of typed new ids
+        return (order[torch.tensor(ids) + first[node_type]] -
+                first[node_type]).tolist()
+
+    checked = 0
+    for rank in range(2):
+        status, value = results[rank]
+        assert status == 'ok', value
+        sampler, batches = value
+        assert sampler == 'HeteroCollectiveSampler'
+        assert batches
+        for b in batches:
+            n_id = {t: original(t, ids) for t, ids in b['n_id'].items()}
+            label_time, num_pos = b['label_time'], b['num_pos']
+            for (u, i), y, t in zip(zip(*b['label_index']), b['label'],
+                                    label_time):
+                if y == 1:  # a positive: its edge's time
+                    assert times[BUYS][(n_id['user'][u],
+                                        n_id['item'][i])] == t
+            assert label_time[num_pos:] == [
+                label_time[k % num_pos]
+                for k in range(num_pos, len(label_time))]
+            for relation, (src, dst) in b['edges'].items():
+                src_type, _, dst_type = relation
+                for s, d in zip(src, dst):
+                    when = times[relation][(n_id[src_type][s],
+                                            n_id[dst_type][d])]
+                    assert when <= label_time[b['tree'][dst_type][d]]
+                    checked += 1
     assert checked >= 1000  # many sampled edges were checked

@@ -4,45 +4,16 @@ label edge carries its edge's time, and no sampled edge of a timed
 relation is later than the label edge whose tree it is in."""
 import pytest
 import torch
-from torch_geometric.data import HeteroData
 
 from pyg_fastload.lightning.errors import ConfigError
-from pyg_fastload.datasets import prepare_pyg
 from pyg_fastload.lightning import FastLoadDataModule, LinkOptions
 
-BUYS = ('user', 'buys', 'item')
-REV = ('item', 'rev_buys', 'user')
-SIMILAR = ('item', 'similar', 'item')
-
-
-def _unique_edges(num_src, num_dst, count, gen):
-    keys = torch.randperm(num_src * num_dst, generator=gen)[:count]
-    return torch.stack([keys // num_dst, keys % num_dst])
+from ..helpers import BUYS, REV, SIMILAR, timed_hetero_links
 
 
 @pytest.fixture(scope='module')
 def timed_hetero(tmp_path_factory):
-    r"""``(dataset dir, {relation: {(src, dst): time}})``: users buying
-    items at times (the reverse relation at the same), items similar to
-    items at times of their own; no repeated edge."""
-    root = tmp_path_factory.mktemp('hetero-link-time')
-    gen = torch.Generator().manual_seed(0)
-    data = HeteroData()
-    data['user'].x = torch.randn(120, 6, generator=gen)
-    data['item'].x = torch.randn(90, 6, generator=gen)
-    buys = _unique_edges(120, 90, 1500, gen)
-    data[BUYS].edge_index = buys
-    data[BUYS].time = torch.randint(0, 1000, (1500, ), generator=gen)
-    data[REV].edge_index = buys.flip(0)
-    data[REV].time = data[BUYS].time.clone()
-    data[SIMILAR].edge_index = _unique_edges(90, 90, 700, gen)
-    data[SIMILAR].time = torch.randint(0, 1000, (700, ), generator=gen)
-    torch.save(data, root / 'graph.pt')
-    path = prepare_pyg(root / 'graph.pt', root / 'ds', progress=False).path
-    times = {e: {(s, d): t for s, d, t in zip(
-        *data[e].edge_index.tolist(), data[e].time.tolist())}
-        for e in (BUYS, REV, SIMILAR)}
-    return path, times
+    return timed_hetero_links(tmp_path_factory.mktemp('hetero-link-time'))
 
 
 def _module(path, **kwargs):

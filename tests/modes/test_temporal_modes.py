@@ -151,8 +151,7 @@ def test_a_replicated_hetero_dataset_samples_in_time():
 
 @pytest.mark.reliability(
     fault="time_attr with task 'link' naming a node array, no array, an "
-          "in-memory Data's times, or with DSP's layer-wise draw or a "
-          "heterogeneous partition in mode dsp",
+          "in-memory Data's times, or with DSP's layer-wise draw",
     behaviour="refused naming data.time_attr, the value and the fix (an "
               "edge array of a dataset directory, 'pyg-fastload prepare "
               "--pyg-data', sampling: node): the layer-wise draw when the "
@@ -191,12 +190,4 @@ def test_link_times_that_cannot_be_sampled_are_refused(timed_dir,
                            partitions=str(parts), progress=False,
                            time_attr='time',
                            mode_options={'sampling': 'layer'})
-    assert info.value.config_key == 'data.time_attr'
-    hetero, parts = partitions['heterogeneous']
-    with pytest.raises(ConfigError, match=r"'time' with mode 'dsp': edge "
-                       r"times are taken by the collective sampler of a "
-                       r"homogeneous partition.*in mode 'replicated'") as info:
-        FastLoadDataModule(str(hetero), task='link', mode='dsp',
-                           partitions=str(parts), progress=False,
-                           time_attr='time')
     assert info.value.config_key == 'data.time_attr'
