@@ -204,6 +204,20 @@ def int_arg(value: Any, name: str, minimum: int = 0) -> int:
     return int(value)
 
 
+def classes_arg(value: Any) -> Optional[int]:
+    r"""``num_classes`` as ``meta.json`` holds it: :obj:`None` or an int of
+    at least 1 (what the readers accept; a dataset without labels gives
+    none)."""
+    if value is None:
+        return None
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool) \
+            and value < 1:
+        raise ValueError(f"invalid 'num_classes' = {value}: pass the number "
+                         f"of classes (>= 1), or None for a dataset without "
+                         f"labels")
+    return int_arg(value, 'num_classes')
+
+
 def package_version() -> str:
     try:
         from importlib.metadata import version

@@ -65,6 +65,7 @@ from .format import (
     array_level,
     build_meta,
     check_name,
+    classes_arg,
     int_arg,
     is_hetero_dataset_dir,
 )
@@ -410,6 +411,7 @@ def write_hetero_dataset_dir(
             ``meta.json`` records them as ``index_space``).
     """
     edge_arrays = dict(edge_arrays or {})
+    num_classes = classes_arg(num_classes)
     _check_types(num_nodes, relations, node_arrays, edge_arrays)
     if target is not None and target not in num_nodes:
         raise ValueError(f"'target' = {target!r} is not a node type "

@@ -17,6 +17,7 @@ from .format import (
     DatasetFormatError,
     build_meta,
     check_name,
+    classes_arg,
     int_arg,
 )
 from .reader import OnDiskDataset, open_dataset_dir
@@ -146,8 +147,7 @@ def write_dataset_dir(
     if not isinstance(source, str):
         raise TypeError(f"'source' must be a str, got "
                         f'{type(source).__name__}')
-    if num_classes is not None:
-        num_classes = int_arg(num_classes, 'num_classes')
+    num_classes = classes_arg(num_classes)
     if not isinstance(node_arrays, dict):
         raise TypeError(f"'node_arrays' must be a dict of name -> array, "
                         f'got {type(node_arrays).__name__}')

@@ -298,6 +298,14 @@ def test_write_argument_errors(tmp_path):
                           indices=torch.tensor([], dtype=torch.long),
                           node_arrays={'../x': torch.zeros(1)},
                           name='a', source='t', progress=False)
+    # a count the readers refuse is refused before anything is written
+    with pytest.raises(ValueError, match=r"invalid 'num_classes' = 0: pass "
+                       r"the number of classes \(>= 1\), or None"):
+        write_dataset_dir(tmp_path / 'a', num_nodes=1,
+                          indptr=torch.tensor([0, 0]),
+                          indices=torch.tensor([], dtype=torch.long),
+                          node_arrays={}, num_classes=0, name='a',
+                          source='t', progress=False)
     assert os.listdir(tmp_path) == []
 
 

@@ -13,6 +13,7 @@ from pyg_fastload.io import (
     DatasetFormatError,
     open_dataset_dir,
     open_hetero_dataset_dir,
+    write_hetero_dataset_dir,
 )
 
 from ..helpers import edit_meta, small_dataset
@@ -138,4 +139,11 @@ def test_bad_input_to_the_writer_is_named(tmp_path):
                        r"'cites', 'paper'\).*10000"):
         write_hetero_data(data, tmp_path / 'b', name='t', source='t',
                           progress=False)
-    assert not (tmp_path / 'a').exists() and not (tmp_path / 'b').exists()
+    with pytest.raises(ValueError, match="invalid 'num_classes' = 0"):
+        write_hetero_dataset_dir(
+            tmp_path / 'c', num_nodes={'a': 2},
+            relations={('a', 'to', 'a'): lambda: iter(
+                [(torch.tensor([0]), torch.tensor([1]))])},
+            node_arrays={}, name='t', source='t', num_classes=0,
+            progress=False)
+    assert not any((tmp_path / d).exists() for d in 'abc')
