@@ -24,7 +24,7 @@ from ..graph.hetero_topology import EdgeType
 from ..sampling.temporal import check_times, read_time
 from .link_relation import Relation, hetero_with, relation_of
 
-__all__ = ['LinkOptions', 'LinkSplit', 'is_undirected',
+__all__ = ['LinkOptions', 'LinkSplit', 'is_undirected', 'put_edge_times',
            'link_split']
 
 #: Offset of the evaluation negatives' seed from the run's seed.
@@ -190,6 +190,20 @@ def _relation_time(data: Any, edge_type: EdgeType, time_attr: str) -> Tensor:
         return check_times(time.reshape(-1), f"'time_attr={time_attr!r}'")
     except (TypeError, ValueError) as error:
         raise SettingError('time_attr', str(error)) from None
+
+
+def put_edge_times(graph: Any, times: Dict[Optional[EdgeType], Tensor],
+                   time_attr: str) -> None:
+    r"""Puts the time of every edge of each relation of :obj:`times`
+    (:obj:`None`: a homogeneous graph's edges), given in the order of its
+    edge list, into :obj:`graph`'s graph store as edge array
+    :obj:`time_attr` (in the relation's CSC order)."""
+    graph_store = _graph_store(graph, time_attr)
+    for edge_type, time in times.items():
+        topology = graph_store.topology if edge_type is None else \
+            graph_store.topology.relation_topology(edge_type)
+        graph_store.put_edge_array(time_attr, topology.csc_order(time),
+                                   edge_type)
 
 
 def _graph_store(data: Any, time_attr: str) -> Any:
@@ -449,13 +463,7 @@ class LinkSplit:
         else:
             graph = GraphView.of(data).with_edges({None: edges})
             timed = [None]
-        if times is None:
-            return graph
-        graph_store = _graph_store(graph, self.time_attr)
-        for edge_type in timed:  # (a reverse's edges: the same order)
-            topology = graph_store.topology if edge_type is None else \
-                graph_store.topology.relation_topology(edge_type)
-            graph_store.put_edge_array(self.time_attr,
-                                       topology.csc_order(times), edge_type)
+        if times is not None:  # (a reverse's edges: the same order)
+            put_edge_times(graph, {e: times for e in timed}, self.time_attr)
         return graph
 

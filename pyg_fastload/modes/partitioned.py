@@ -23,7 +23,7 @@ from ..partition.pagraph_link import TASK_HOPS, part_links
 from ..partition.part_dirs import (is_hetero_partition,
                                    read_partition_meta)
 from .base import LoadingMode
-from .link_split import LinkSplit
+from .link_split import LinkSplit, put_edge_times
 from .task import LinkTraining, node_times
 
 __all__ = ['PaGraph', 'DSP', 'HopGNN', 'LossNorm']
@@ -177,10 +177,9 @@ class PaGraph(_Partitioned):
                                f"{error}") from None
         data = GraphView.of(self.data).with_edges({None: links.edge_index})
         passing_time = split.passing_time('train')
-        if passing_time is not None:  # each kept edge's, in CSC order
-            store = data[1]
-            store.put_edge_array(split.time_attr, store.topology.csc_order(
-                passing_time[links.passing]))
+        if passing_time is not None:  # each kept edge's
+            put_edge_times(data, {None: passing_time[links.passing]},
+                           split.time_attr)
         label_time = split.label_time('train')
         return LinkTraining(
             data, links.label_index, shared=False,
