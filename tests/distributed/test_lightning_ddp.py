@@ -482,6 +482,20 @@ def test_two_ranks_write_one_set_of_predictions(tmp_path):
     assert torch.allclose(two['embeddings'], one['embeddings'], atol=1e-5)
 
 
+def _training_links(dataset_dir, parts, options: dict):
+    r"""``(labels, book)``: the training label edges every rank drew over
+    the dataset (its link split under seed 0, :obj:`options`), in the new
+    ids of the partition :obj:`parts`, and its book."""
+    from pyg_fastload.distributed.rank_part import read_new_ids
+    from pyg_fastload.modes.link_split import LinkOptions, LinkSplit
+    from pyg_fastload.partition import PartitionBook
+    topology = open_dataset_dir(dataset_dir).topology
+    split = LinkSplit(topology.to_edge_index(), topology.num_nodes,
+                      LinkOptions(**options), 0)
+    book = PartitionBook.load(parts)
+    return read_new_ids(parts, book)[split.supervision('train')[0]], book
+
+
 @pytest.mark.parametrize('pipeline', [True, False])
 def test_a_two_rank_dsp_link_fit_samples_collectively(tiny_dir, metis_parts,
                                                       tmp_path, pipeline):
@@ -489,10 +503,6 @@ def test_a_two_rank_dsp_link_fit_samples_collectively(tiny_dir, metis_parts,
     it owns, sampled collectively over the parts' training edges, features
     from the partitioned cache; evaluation ranks the held-out edges of the
     whole dataset (MRR)."""
-    from pyg_fastload.distributed.rank_part import read_new_ids
-    from pyg_fastload.io import open_dataset_dir
-    from pyg_fastload.modes.link_split import LinkOptions, LinkSplit
-    from pyg_fastload.partition import PartitionBook
     dataset_dir, _ = tiny_dir
     options = {'eval_edges': 110, 'eval_negatives': 10}
     _link_fit(tmp_path, {
@@ -501,11 +511,7 @@ def test_a_two_rank_dsp_link_fit_samples_collectively(tiny_dir, metis_parts,
         'eval_batch_size': 1100, 'pipeline': pipeline, 'link': options})
     # the steps: each rank's own training links (by their source's part),
     # as many batches on both (the shorter rank revisits some)
-    topology = open_dataset_dir(dataset_dir).topology
-    split = LinkSplit(topology.to_edge_index(), topology.num_nodes,
-                      LinkOptions(**options), 0)
-    book = PartitionBook.load(metis_parts)
-    labels = read_new_ids(metis_parts, book)[split.supervision('train')[0]]
+    labels, book = _training_links(dataset_dir, metis_parts, options)
     own = torch.bincount(book.owner(labels[0]), minlength=2)
     assert int(own.min()) > 0
     ranks = _stats(tmp_path)['epochs'][0]['ranks']
@@ -524,20 +530,13 @@ def test_a_two_rank_pagraph_link_fit_stays_in_its_parts(pagraph_link_parts,
     own nodes inside its part, negatives among the nodes whose trees it
     holds; nothing but gradients crosses ranks; evaluation ranks the
     held-out edges of the whole dataset (MRR)."""
-    from pyg_fastload.distributed.rank_part import read_new_ids
-    from pyg_fastload.modes.link_split import LinkOptions, LinkSplit
-    from pyg_fastload.partition import PartitionBook
     dataset_dir, parts = pagraph_link_parts
     options = {'eval_edges': 110, 'eval_negatives': 10}
     _link_fit(tmp_path, {
         'dataset': str(dataset_dir), 'partitions': str(parts),
         'mode': 'pagraph', 'task': 'link', 'batch_size': 512,
         'eval_batch_size': 1100, 'link': options})
-    topology = open_dataset_dir(dataset_dir).topology
-    split = LinkSplit(topology.to_edge_index(), topology.num_nodes,
-                      LinkOptions(**options), 0)
-    book = PartitionBook.load(parts)
-    labels = read_new_ids(parts, book)[split.supervision('train')[0]]
+    labels, book = _training_links(dataset_dir, parts, options)
     own = torch.bincount(book.owner(labels[1]), minlength=2)
     assert int(own.min()) > 0 and int(own.sum()) == labels.size(1)
     ranks = _stats(tmp_path)['epochs'][0]['ranks']
