@@ -22,6 +22,7 @@ from ..graph.view import GraphView
 from ..sampling.link import EdgeKeys
 from ..graph.hetero_topology import EdgeType
 from ..sampling.temporal import check_times, read_time
+from ..storage import CSCGraphStore
 from .link_relation import Relation, hetero_with, relation_of
 
 __all__ = ['LinkOptions', 'LinkSplit', 'is_undirected', 'put_edge_times',
@@ -210,7 +211,7 @@ def _graph_store(data: Any, time_attr: str) -> Any:
     r"""The graph store of :obj:`data`, which holds edge arrays; else a
     :class:`SettingError` naming ``time_attr``."""
     stores = stores_of(data)
-    if stores is None or not hasattr(stores[1], 'put_edge_array'):
+    if stores is None or not isinstance(stores[1], CSCGraphStore):
         raise SettingError('time_attr', f"{time_attr!r}: task 'link' samples "
                            f"in time from a dataset directory (its graph "
                            f"store holds the edge times); write the graph "

@@ -15,6 +15,7 @@ from torch_geometric.data import FeatureStore, HeteroData
 
 from ..graph.hetero_topology import EdgeType, HeteroTopology
 from ..graph.kind import stores_of
+from ..storage import CSCGraphStore
 from .temporal import TemporalIndex, check_times
 
 __all__ = ['checked_times', 'edge_time_index', 'hetero_temporal_index',
@@ -97,9 +98,10 @@ def hetero_temporal_index(data: Any, time_attr: str, topo: HeteroTopology
                         int(topo.edge_offset[r]):int(topo.edge_offset[r + 1])])
     elif stores_of(data) is not None:
         node = _node_times(_store_time(data[0], time_attr), topo, time_attr)
-        edge_array = getattr(data[1], 'edge_array', None)
-        for e in topo.edge_types if edge_array is not None else ():
-            rows = edge_array(time_attr, e)
+        graph_store = data[1]  # (a CSCGraphStore holds edge arrays)
+        for e in topo.edge_types if isinstance(graph_store,
+                                               CSCGraphStore) else ():
+            rows = graph_store.edge_array(time_attr, e)
             if rows is not None:  # (held in the relation's CSC order)
                 edge[e] = checked_times(
                     rows, topo.num_edges_of(e), f"edge array {time_attr!r} "
