@@ -10,12 +10,22 @@ from torch import Tensor
 from .hetero_topology import HeteroTopology, offsets_of
 from .topology import CSCTopology, index_dtype_for
 
-__all__ = ['local_topology', 'local_hetero_topology']
+__all__ = ['row_lookup', 'local_topology', 'local_hetero_topology']
 
 
 #: Edges relabelled at a time by :func:`local_topology` (module attribute:
 #: read at call time, so tests can shrink it).
 RELABEL_CHUNK = 2**24
+
+
+def row_lookup(rows: Tensor, index_space: int) -> Tensor:
+    r"""The row of every global id of ``[0, index_space)`` (``-1``: no row
+    holds it), where ``rows[j]`` is the global id of row ``j``; ``int32``
+    where the rows fit."""
+    dtype = index_dtype_for(rows.numel())
+    lookup = torch.full((index_space, ), -1, dtype=dtype)
+    lookup[rows] = torch.arange(rows.numel(), dtype=dtype)
+    return lookup
 
 
 def local_topology(topology: CSCTopology, rows: Tensor,
@@ -39,9 +49,7 @@ def local_topology(topology: CSCTopology, rows: Tensor,
     if rows.numel() != topology.num_nodes:
         raise ValueError(f"'rows' has {rows.numel()} ids for a topology of "
                          f"{topology.num_nodes} nodes")
-    dtype = index_dtype_for(topology.num_nodes)
-    lookup = torch.full((index_space, ), -1, dtype=dtype)
-    lookup[rows] = torch.arange(rows.numel(), dtype=dtype)
+    lookup = row_lookup(rows, index_space)
     indptr = topology.indptr
     num_edges = int(indptr[-1])
     # kept edges before each list's start, counted chunk by chunk
@@ -62,7 +70,7 @@ def local_topology(topology: CSCTopology, rows: Tensor,
         kept.append(ids[keep])
     kept_before[indptr == num_edges] = total
     indices = torch.cat(kept) if kept else \
-        torch.empty(0, dtype=dtype)
+        torch.empty(0, dtype=lookup.dtype)
     return CSCTopology(kept_before, indices, topology.num_nodes), \
         num_edges - total
 

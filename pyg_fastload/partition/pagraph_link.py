@@ -29,7 +29,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from ..graph.topology import CSCTopology, index_dtype_for
+from ..graph.local import row_lookup
+from ..graph.topology import CSCTopology
 from .methods import assign_parts
 from .pagraph import message_flow_levels
 
@@ -126,9 +127,7 @@ def part_links(topology: CSCTopology, rows: Tensor, owned: int, reach: int,
     level = message_flow_levels(topology, torch.arange(owned), reach)
     keeps_in_edges = level < reach
     complete = level <= reach - depth
-    lookup = torch.full((index_space, ), -1,
-                        dtype=index_dtype_for(rows.numel()))
-    lookup[rows] = torch.arange(rows.numel(), dtype=lookup.dtype)
+    lookup = row_lookup(rows, index_space)
     src, dst = lookup[passing[0]].long(), lookup[passing[1]].long()
     into = dst >= 0
     into[into.clone()] = keeps_in_edges[dst[into]]
