@@ -176,6 +176,12 @@ def test_prepare_keeps_every_relations_edge_level_tensors(tmp_path):
     assert set(dataset.edge_arrays[CITES]) == {'time'}
 
 
+@pytest.mark.reliability(
+    fault="a heterogeneous relation's edge array with a row count other "
+          "than the relation's edges, given to the writer or found on disk",
+    behaviour='the writer refuses it before writing anything; the reader '
+              'raises DatasetFormatError naming the file, the rows and the '
+              'edges')
 def test_a_wrong_length_edge_array_is_refused(tmp_path):
     with pytest.raises(ValueError, match=re.escape(
             "edge array 'time' of edge type ('author', 'writes', 'paper') "
@@ -197,6 +203,11 @@ def test_a_wrong_length_edge_array_is_refused(tmp_path):
         open_hetero_dataset_dir(path, verify='none')
 
 
+@pytest.mark.reliability(
+    fault="a heterogeneous directory's meta.json declaring its edge arrays "
+          "inconsistently (no level, undeclared, missing, not a list)",
+    behaviour='DatasetFormatError naming the file or meta.json, the edge '
+              'type and what is wrong')
 @pytest.mark.parametrize('edit,match', [
     # read as a node array it would not be one of a relation
     (lambda m: m['arrays']['author__writes__paper.pair'].pop('level'),
@@ -224,6 +235,10 @@ def test_inconsistent_edge_array_declarations_are_named(tmp_path, edit,
         open_hetero_dataset_dir(path, verify='none')
 
 
+@pytest.mark.reliability(
+    fault='edge arrays given to the heterogeneous writer for an unknown '
+          'relation, under a bad name, or not as a dict',
+    behaviour="refused naming 'edge_arrays[...]', the relation or the name")
 def test_edge_arrays_of_unknown_relations_or_bad_names_are_refused(tmp_path):
     for arrays, match in (
             ({('paper', 'x', 'paper'): {'code': torch.zeros(1)}},

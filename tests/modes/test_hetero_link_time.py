@@ -5,6 +5,7 @@ relation is later than the label edge whose tree it is in."""
 import pytest
 import torch
 
+from pyg_fastload.io import open_hetero_dataset_dir
 from pyg_fastload.lightning.errors import ConfigError
 from pyg_fastload.lightning import FastLoadDataModule, LinkOptions
 
@@ -66,8 +67,31 @@ def test_hetero_link_batches_in_time_hold_no_edge_later_than_their_label(
         assert sampled >= 500, name  # the check saw many edges
 
 
+@pytest.mark.reliability(
+    fault="time_attr with task 'link' on a heterogeneous graph naming no "
+          "edge array of the supervised relation, times that are NaN, or "
+          "an in-memory HeteroData's times",
+    behaviour="refused naming data.time_attr, the relation's arrays and the "
+              "fix (an edge array of a dataset directory, 'pyg-fastload "
+              "prepare --pyg-data')")
 def test_hetero_link_times_that_cannot_be_sampled_are_refused(timed_hetero):
+    from pyg_fastload import open_dataset
+    from pyg_fastload.config import SettingError
+    from pyg_fastload.modes.link_split import link_split
     path, _ = timed_hetero
+    stores = open_dataset(str(path))
+    time = stores[1].edge_array('time', BUYS).double()
+    time[7] = float('nan')
+    stores[1].put_edge_array('nan_time', time, BUYS)
+    options = LinkOptions(edge_type=list(BUYS))
+    with pytest.raises(SettingError, match=r"'time_attr='nan_time'' holds "
+                       r"NaN") as info:
+        link_split(stores, options, 0, 'nan_time')
+    assert info.value.key == 'time_attr'
+    with pytest.raises(SettingError, match=r"'time': task 'link' samples in "
+                       r"time from a dataset directory"):
+        link_split(open_hetero_dataset_dir(path).to_hetero_data(), options,
+                   0, 'time')
     dm = FastLoadDataModule(
         str(path), task='link', time_attr='when', progress=False,
         link=LinkOptions(edge_type=list(BUYS)))
