@@ -207,10 +207,9 @@ class LinkTask(Task):
     With the spec's ``time_attr`` (an edge array of a dataset directory,
     of the supervised relation on a heterogeneous one; modes
     ``'replicated'`` and ``'dsp'``, and on homogeneous graphs
-    ``'pagraph'``) every
-    label edge carries its edge's time (``edge_label_time``; a negative
-    its positive's) and no sampled edge is later than it
-    (:meth:`LinkSplit.label_time`).
+    ``'pagraph'``) every label edge carries its edge's time
+    (``edge_label_time``; a negative its positive's) and no sampled edge
+    is later than it (:meth:`LinkSplit.label_time`).
 
     Args:
         options (LinkOptions): negatives, split ratios and evaluation.
