@@ -44,6 +44,7 @@ from torch_geometric.data import Data, HeteroData
 from torch_geometric.sampler import (HeteroSamplerOutput, NodeSamplerInput,
                                      SamplerOutput)
 
+from ..graph.hetero_topology import end_types
 from ..partition import HeteroPartitionBook, PartitionBook
 from ..sampling import FastNeighborSampler, HeteroNeighborSampler
 from ..sampling.hetero_temporal import node_time_index
@@ -124,7 +125,7 @@ def split_time_steps(batch: Union[Data, HeteroData]
                 out.batch_size = int(ptr[j + 1] - ptr[j])
     for store in batch.edge_stores:
         key = store._key
-        src, dst = (None, None) if key is None else (key[0], key[-1])
+        src, dst = end_types(key)
         counts = torch.as_tensor(store.num_sampled_edges)
         hops = torch.repeat_interleave(torch.arange(counts.numel()), counts)
         edge_index = store.edge_index

@@ -21,9 +21,18 @@ from .ranges import expand_ranges
 from .topology import (CSCTopology, device_copy, index_dtype_for,
                        moved_arrays)
 
-__all__ = ['HeteroTopology', 'EdgeType', 'offsets_of']
+__all__ = ['HeteroTopology', 'EdgeType', 'end_types', 'offsets_of']
 
 EdgeType = Tuple[str, str, str]
+
+
+def end_types(edge_type: Optional[EdgeType]
+              ) -> Tuple[Optional[str], Optional[str]]:
+    r"""The source and destination node types of :obj:`edge_type`
+    (:obj:`None` for both: a homogeneous graph's edges)."""
+    if edge_type is None:
+        return None, None
+    return edge_type[0], edge_type[-1]
 
 
 def offsets_of(sizes: List[int]) -> Tensor:
@@ -155,6 +164,21 @@ class HeteroTopology:
             edge_id=self.edge_id[edges],
             edge_weight=None if self.edge_weight is None
             else self.edge_weight[edges])
+
+    def homogeneous_view(self) -> CSCTopology:
+        r"""Every relation's in-edges merged per node: the CSC of the
+        homogeneous graph over all global ids (node ``v``'s in-neighbours
+        along each relation into its type, relation by relation), what
+        partitioners run on (as PyG's and DistDGL's do)."""
+        segment, _, owner = self.segments(torch.arange(self.num_nodes))
+        begin = self.indptr[segment]
+        degree = self.indptr[segment + 1] - begin
+        indptr = torch.zeros(self.num_nodes + 1, dtype=torch.long)
+        indptr[1:].index_add_(0, owner, degree)
+        torch.cumsum(indptr, 0, out=indptr)
+        del segment, owner
+        indices = self.indices[expand_ranges(begin, degree)]
+        return CSCTopology(indptr, indices, self.num_nodes)
 
     def share_memory_(self) -> 'HeteroTopology':
         r"""Moves every array to shared memory (for worker processes), the

@@ -119,15 +119,17 @@ class LinkOptions:
             if value is not None:
                 object.__setattr__(self, key, tuple(value))
 
-    def loader_kwargs(self, weight: Optional[Tensor] = None
+    def loader_kwargs(self, weight: Optional[Tuple[Tensor, Tensor]] = None
                       ) -> Dict[str, Any]:
         r"""The training loader's negative sampling arguments, negatives
-        drawn by node :obj:`weight` where given (else uniformly)."""
+        drawn by :obj:`weight` where given (the weight of every node of
+        the label edges' source and destination types; else
+        uniformly)."""
         amount = int(self.neg_ratio) if self.neg_sampling == 'triplet' \
             else float(self.neg_ratio)
         sampling: Dict[str, Any] = dict(mode=self.neg_sampling, amount=amount)
         if weight is not None:
-            sampling.update(src_weight=weight, dst_weight=weight)
+            sampling.update(src_weight=weight[0], dst_weight=weight[1])
         return dict(neg_sampling=sampling,
                     strict_negatives=self.strict_negatives)
 

@@ -19,7 +19,7 @@ from ..distributed.seeds import RankSeedSampler
 from ..graph.view import GraphView
 from ..io.format import sha256_file
 from ..partition import PartitionBook
-from ..partition.pagraph_link import TASK_HOPS, part_links
+from ..partition.pagraph_link import TASK_HOPS, PartRows, part_links
 from ..partition.part_dirs import (is_hetero_partition,
                                    read_partition_meta)
 from .base import LoadingMode
@@ -110,13 +110,6 @@ class PaGraph(_Partitioned):
     book: Optional[PartitionBook] = None
 
     @property
-    def link_refusal(self) -> Optional[str]:  # type: ignore[override]
-        if self.hetero:
-            return ("PaGraph's link parts are of homogeneous graphs: use "
-                    "mode 'dsp' on a heterogeneous one")
-        return None
-
-    @property
     def global_seeds(self) -> bool:
         return False
 
@@ -153,33 +146,43 @@ class PaGraph(_Partitioned):
 
     def link_training(self, split: LinkSplit, graph: Any) -> LinkTraining:
         r"""The training links into this part's own nodes, sampled inside
-        the part over the split's training edges, negatives drawn among
-        the nodes whose trees the part holds (``negative_weight``). Ids
-        are the part's rows (the split was drawn in the dataset's)."""
+        the part over the split's training edges (on a heterogeneous graph
+        those of the supervised relation and its reverse, every other
+        relation as the part holds it), negatives drawn among the nodes
+        whose trees the part holds (``negative_weight``). Ids are the
+        part's rows (the split was drawn in the dataset's)."""
         features, part_graph = self.data
         book, part = self.book, self.collectives.rank
         try:
             new_id = read_new_ids(self.partitions, book)
         except ValueError as error:
             raise SettingError('partitions', str(error)) from None
-        start, end = book.part_range(part)
-        rows = features.get_tensor(group_name=None, attr_name='global_id',
-                                   index=None)
+        edge_type = None if split.relation is None else split.relation[0]
+        types = [None] if edge_type is None else book.node_types
+        books = {t: book.of_group(t) for t in types}
+        rows = PartRows(
+            part_graph.topology,
+            {t: features.get_tensor(group_name=t, attr_name='global_id',
+                                    index=None) for t in types},
+            {t: b.part_range(part)[1] - b.part_range(part)[0]
+             for t, b in books.items()},
+            {t: b.num_nodes for t, b in books.items()})
         try:
             links = part_links(
-                part_graph.topology, rows, end - start,
-                self.meta['num_hops'] + TASK_HOPS['link'],
-                len(self.spec.num_neighbors),
-                new_id[split.message_passing('train')],
-                new_id[split.supervision('train')[0]], book.num_nodes)
+                rows, self.meta['num_hops'] + TASK_HOPS['link'],
+                len(self.spec.num_neighbors), split.relation,
+                new_edge_ids(new_id, book, split.message_passing('train'),
+                             edge_type),
+                new_edge_ids(new_id, book, split.supervision('train')[0],
+                             edge_type))
         except ValueError as error:
             raise SettingError('link', f"mode 'pagraph', part {part}: "
                                f"{error}") from None
-        data = GraphView.of(self.data).with_edges({None: links.edge_index})
+        data = GraphView.of(self.data).with_edges(links.edge_index)
         passing_time = split.passing_time('train')
         if passing_time is not None:  # each kept edge's
-            put_edge_times(data, {None: passing_time[links.passing]},
-                           split.time_attr)
+            put_edge_times(data, {e: passing_time[kept] for e, kept in
+                                  links.passing.items()}, split.time_attr)
         label_time = split.label_time('train')
         return LinkTraining(
             data, links.label_index, shared=False,

@@ -8,7 +8,8 @@ rank sampler). Nothing outside these classes asks which task a run has."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Dict, Optional, Type, Union
+from typing import (TYPE_CHECKING, Any, ClassVar, Dict, Optional, Tuple,
+                    Type, Union)
 
 import torch
 from torch import Tensor
@@ -185,16 +186,18 @@ class LinkTraining:
             (else each its own).
         label_time (torch.Tensor, optional): the time of every label edge
             of :attr:`label_index` (``time_attr``).
-        negative_weight (torch.Tensor, optional): the weight of every node
-            of :attr:`data` as a negative (PyG's ``NegativeSampling``
-            ``src_weight``/``dst_weight``; :obj:`None`: uniform over all).
+        negative_weight (tuple, optional): the weight of every node of the
+            label edges' source and of their destination type in
+            :attr:`data` as a negative (PyG's ``NegativeSampling``
+            ``src_weight``, ``dst_weight``; :obj:`None`: uniform over
+            all).
     """
     data: Any
     label_index: Tensor
     neighbor_sampler: Optional[Any] = None
     shared: bool = True
     label_time: Optional[Tensor] = None
-    negative_weight: Optional[Tensor] = None
+    negative_weight: Optional[Tuple[Tensor, Tensor]] = None
 
 
 class LinkTask(Task):
@@ -206,10 +209,10 @@ class LinkTask(Task):
     training seeds are, evaluation edges sharded with their negatives.
     With the spec's ``time_attr`` (an edge array of a dataset directory,
     of the supervised relation on a heterogeneous one; modes
-    ``'replicated'`` and ``'dsp'``, and on homogeneous graphs
-    ``'pagraph'``) every label edge carries its edge's time
-    (``edge_label_time``; a negative its positive's) and no sampled edge
-    is later than it (:meth:`LinkSplit.label_time`).
+    ``'replicated'``, ``'dsp'`` and ``'pagraph'``) every label edge
+    carries its edge's time (``edge_label_time``; a negative its
+    positive's) and no sampled edge is later than it
+    (:meth:`LinkSplit.label_time`).
 
     Args:
         options (LinkOptions): negatives, split ratios and evaluation.

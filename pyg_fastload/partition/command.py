@@ -105,16 +105,16 @@ def run(args: argparse.Namespace) -> None:
               f'graph; nodes per part: ' + ', '.join(
                   f'{t} {row.min():,} to {row.max():,}'
                   for t, row in zip(book.node_types, sizes)))
-        return
-    sizes = np.diff(book.offsets.numpy())
-    print(f"wrote '{args.out}' in {time.perf_counter() - start:.1f}s: "
-          f'{book.num_parts} parts ({args.method}) of '
-          f'{book.num_nodes:,} nodes, {sizes.min():,} to {sizes.max():,} '
-          f'nodes per part')
+    else:
+        sizes = np.diff(book.offsets.numpy())
+        print(f"wrote '{args.out}' in {time.perf_counter() - start:.1f}s: "
+              f'{book.num_parts} parts ({args.method}) of '
+              f'{book.num_nodes:,} nodes, {sizes.min():,} to '
+              f'{sizes.max():,} nodes per part')
     held = read_partition_meta(args.out).get('held_nodes', [])
-    if sum(held) > book.num_nodes:
-        share = max(held) / max(book.num_nodes, 1)
-        print(f'replicas: the parts hold {sum(held) / book.num_nodes:.2f}x '
+    if sum(held) > book.num_ids:  # (nodes of every type)
+        share = max(held) / max(book.num_ids, 1)
+        print(f'replicas: the parts hold {sum(held) / book.num_ids:.2f}x '
               f"the graph's nodes, up to {share:.1%} of them in one part")
         if share > REPLICATION_WARNING:
             print(f"pyg-fastload partition: warning: a part holds "

@@ -47,7 +47,6 @@ from tqdm.auto import tqdm
 from ..graph.hetero_topology import HeteroTopology, offsets_of
 from ..graph.local import local_hetero_topology
 from ..graph.ranges import expand_ranges
-from ..graph.topology import CSCTopology
 from ..caching import Scores, open_dataset
 from ..config import FeatureCache
 from ..io import open_hetero_dataset_dir, write_hetero_dataset_dir
@@ -58,12 +57,13 @@ from .book import BOOK_FILES, PartitionBook, renumber
 from .hetero_pagraph import hetero_pagraph_assign, pagraph_part
 from .bounded import check_max_memory
 from .methods import METHODS, assign_parts, check_num_parts
+from .pagraph_link import TASK_HOPS, link_assign
 from .part_dirs import (PARTITION_DIR, PARTITION_FORMAT, PARTITION_VERSION,
                         _fail, checked_part, concat_csc, edge_chunks,
                         is_hetero_partition, part_dir, read_partition_meta,
                         row_chunks, save_book)
 
-__all__ = ['HeteroPartitionBook', 'renumber_hetero', 'homogeneous_view',
+__all__ = ['HeteroPartitionBook', 'renumber_hetero',
            'partition_hetero_dataset', 'open_hetero_partition',
            'load_hetero_book', 'full_hetero_topology']
 
@@ -197,22 +197,6 @@ def renumber_hetero(owner: np.ndarray, node_offset: Tensor,
     return new_id, offsets
 
 
-def homogeneous_view(topology: HeteroTopology) -> CSCTopology:
-    r"""Every relation's in-edges merged per node: the CSC of the
-    homogeneous graph over all global ids (node ``v``'s in-neighbours along
-    each relation into its type, relation by relation)."""
-    nodes = torch.arange(topology.num_nodes)
-    segment, _, owner = topology.segments(nodes)
-    begin = topology.indptr[segment]
-    degree = topology.indptr[segment + 1] - begin
-    indptr = torch.zeros(topology.num_nodes + 1, dtype=torch.long)
-    indptr[1:].index_add_(0, owner, degree)
-    torch.cumsum(indptr, 0, out=indptr)
-    del nodes, segment, owner
-    indices = topology.indices[expand_ranges(begin, degree)]
-    return CSCTopology(indptr, indices, topology.num_nodes)
-
-
 def _global_mask(dataset: Any, node_type: Optional[str],
                  key: str) -> Optional[Tensor]:
     r"""Mask :obj:`key` of :obj:`node_type` over all global ids (false for
@@ -237,6 +221,7 @@ def partition_hetero_dataset(
     overwrite: bool = False,
     progress: bool = True,
     max_memory: Union[None, int, str] = None,
+    task: str = 'node',
 ) -> HeteroPartitionBook:
     r"""Partitions a heterogeneous dataset directory into :obj:`num_parts`
     parts written under :obj:`out_dir` (see the module docstring; called by
@@ -250,7 +235,9 @@ def partition_hetero_dataset(
     ``'pagraph'`` streams the target's training nodes to parts and
     replicates their L-hop in-neighbourhoods over every relation
     (:mod:`~pyg_fastload.partition.hetero_pagraph`: parts in their own row
-    ids). ``'metis'`` runs within :obj:`max_memory` bytes where given
+    ids); for :obj:`task` ``'link'`` every node is owned by its METIS part,
+    which replicates its (L+1)-hop in-neighbourhood
+    (:mod:`~pyg_fastload.partition.pagraph_link`). ``'metis'`` runs within :obj:`max_memory` bytes where given
     (recorded in ``partition.json``).
     """
     started = time.perf_counter()
@@ -280,14 +267,20 @@ def partition_hetero_dataset(
             f"--method bytegnn grows its blocks around the train/val/test "
             f"nodes, but the labelled type {target!r} of '{dataset.path}' "
             f"has no masks; use --method metis")
-    if method == 'pagraph' and masks[0] is None:
+    if method == 'pagraph' and task == 'node' and masks[0] is None:
         raise ValueError(
             f"--method pagraph streams the training nodes of the labelled "
             f"type {target!r} of '{dataset.path}' to parts, but it has no "
-            f"'train_mask'; use --method metis")
-    view = homogeneous_view(topo)
+            f"'train_mask'; use --method metis (or, to train links, "
+            f"--task link)")
+    view = topo.homogeneous_view()
     member = None
-    if method == 'pagraph':
+    reach = num_hops + TASK_HOPS[task]  # the hops the parts replicate
+    if method == 'pagraph' and task == 'link':  # every node a destination
+        owner, member, level = link_assign(view, num_parts, reach, seed,
+                                           progress)
+        expand = [lv < reach for lv in level]
+    elif method == 'pagraph':
         owner, member, expand = hetero_pagraph_assign(
             view, masks[0].nonzero().view(-1), num_parts, num_hops,
             progress)
@@ -349,7 +342,7 @@ def partition_hetero_dataset(
             'format': PARTITION_FORMAT, 'format_version': PARTITION_VERSION,
             'kind': 'hetero',
             'method': method, 'num_parts': num_parts, 'num_hops': num_hops,
-            'seed': seed, 'max_memory': budget, 'run': run,
+            'task': task, 'seed': seed, 'max_memory': budget, 'run': run,
             'node_types': [{'name': t, 'num_nodes': counts[t]}
                            for t in node_types],
             'edge_types': [list(e) for e in topo.edge_types],

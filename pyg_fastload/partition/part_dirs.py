@@ -166,12 +166,12 @@ def partition_dataset(
     """
     _check_features(features, dataset_dir)
     hetero = is_hetero_dataset_dir(Path(dataset_dir).expanduser())
-    check_task(task, method, hetero)
+    check_task(task, method)
     if hetero:
         from .hetero import partition_hetero_dataset
         return partition_hetero_dataset(dataset_dir, out_dir, num_parts,
                                         method, num_hops, seed, overwrite,
-                                        progress, max_memory)
+                                        progress, max_memory, task)
     started = time.perf_counter()
     budget = check_max_memory(max_memory, method)
     if isinstance(num_hops, bool) or not isinstance(num_hops, int) or \

@@ -76,3 +76,14 @@ def hetero_pagraph_parts(hetero_dataset):
     if not out.exists():
         partition_dataset(hetero_dataset, out, 2, 'pagraph', progress=False)
     return hetero_dataset, out
+
+
+@pytest.fixture(scope='module')
+def hetero_pagraph_link_parts(hetero_dataset):
+    r"""``(dataset_dir, parts_dir)``: ``hetero-tiny`` in PaGraph's 2 parts
+    for link prediction."""
+    out = hetero_dataset.parent / 'pagraph-link'
+    if not out.exists():
+        partition_dataset(hetero_dataset, out, 2, 'pagraph', progress=False,
+                          task='link')
+    return hetero_dataset, out

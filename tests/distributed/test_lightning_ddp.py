@@ -636,27 +636,22 @@ def test_a_two_rank_hopgnn_fit_on_a_hetero_partition(hetero_parts,
     assert 'val_acc' in metrics.read_text().splitlines()[0]
 
 
-def test_a_two_rank_dsp_link_fit_on_a_hetero_partition(hetero_parts,
-                                                       tmp_path):
-    r"""Task 'link' in mode 'dsp' on a heterogeneous partition: the
-    relation's training links split by their source's part, sampled
-    collectively (the relation and its reverse holding only training
-    edges), negatives over the whole graph; MRR over the whole dataset."""
+#: The relation the heterogeneous link fits supervise, and their options.
+WRITES = ('author', 'writes', 'paper')
+HETERO_LINK = {'edge_type': list(WRITES), 'eval_edges': 20,
+               'eval_negatives': 10}
+
+
+def _hetero_training_links(dataset_dir, parts):
+    r"""``(labels, book)``: the training label edges of :data:`WRITES`
+    every rank drew over the heterogeneous dataset (its link split under
+    seed 0, :data:`HETERO_LINK`), in the typed new ids of the partition
+    :obj:`parts`, and its book."""
     from pyg_fastload.distributed.rank_part import new_edge_ids, read_new_ids
     from pyg_fastload.io import open_hetero_dataset_dir
     from pyg_fastload.modes.link_split import LinkOptions, link_split
     from pyg_fastload.partition import HeteroPartitionBook
     from pyg_fastload.storage import CSCGraphStore, TieredFeatureStore
-    dataset_dir, parts = hetero_parts
-    edge_type = ('author', 'writes', 'paper')
-    link = {'edge_type': list(edge_type), 'eval_edges': 20,
-            'eval_negatives': 10}
-    _link_fit(tmp_path, {
-        'dataset': str(dataset_dir), 'partitions': str(parts), 'mode': 'dsp',
-        'task': 'link', 'batch_size': 64, 'eval_batch_size': 110,
-        'num_neighbors': [4, 3], 'link': link})
-    # the split the ranks drew over the dataset, in the partition's ids:
-    # each rank trains the links whose source author its part owns
     dataset = open_hetero_dataset_dir(dataset_dir)
     store = TieredFeatureStore()
     for node_type, arrays in dataset.arrays.items():
@@ -664,10 +659,25 @@ def test_a_two_rank_dsp_link_fit_on_a_hetero_partition(hetero_parts,
             store.put_tensor(value, group_name=node_type, attr_name=key,
                              index=None)
     split = link_split((store, CSCGraphStore(dataset.topology)),
-                       LinkOptions(**link), 0)
+                       LinkOptions(**HETERO_LINK), 0)
     book = HeteroPartitionBook.load(parts)
-    labels = new_edge_ids(read_new_ids(parts, book), book,
-                          split.supervision('train')[0], edge_type)
+    return new_edge_ids(read_new_ids(parts, book), book,
+                        split.supervision('train')[0], WRITES), book
+
+
+def test_a_two_rank_dsp_link_fit_on_a_hetero_partition(hetero_parts,
+                                                       tmp_path):
+    r"""Task 'link' in mode 'dsp' on a heterogeneous partition: the
+    relation's training links split by their source's part, sampled
+    collectively (the relation and its reverse holding only training
+    edges), negatives over the whole graph; MRR over the whole dataset."""
+    dataset_dir, parts = hetero_parts
+    _link_fit(tmp_path, {
+        'dataset': str(dataset_dir), 'partitions': str(parts), 'mode': 'dsp',
+        'task': 'link', 'batch_size': 64, 'eval_batch_size': 110,
+        'num_neighbors': [4, 3], 'link': HETERO_LINK})
+    # each rank trains the links whose source author its part owns
+    labels, book = _hetero_training_links(dataset_dir, parts)
     own = torch.bincount(book.owner(labels[0], 'author'), minlength=2)
     assert int(own.min()) > 0
     ranks = _stats(tmp_path)['epochs'][0]['ranks']
@@ -676,5 +686,32 @@ def test_a_two_rank_dsp_link_fit_on_a_hetero_partition(hetero_parts,
     for rank in ranks:  # frontiers pushed to their owners
         assert rank['sampling']['bytes_received'] > 0
     assert ranks[0]['gradients'] == ranks[1]['gradients']
+    [metrics] = (tmp_path / 'logs').rglob('metrics.csv')
+    assert 'val_mrr' in metrics.read_text().splitlines()[0]
+
+
+def test_a_two_rank_pagraph_link_fit_on_a_hetero_partition(
+        hetero_pagraph_link_parts, tmp_path):
+    r"""Task 'link' in mode 'pagraph' on a heterogeneous graph: each rank
+    trains the relation's links into its own papers inside its part (every
+    relation's (L+1)-hop in-neighbourhood replicated there), negatives
+    among the nodes whose trees it holds; only gradients cross ranks; MRR
+    over the whole dataset."""
+    dataset_dir, parts = hetero_pagraph_link_parts
+    _link_fit(tmp_path, {
+        'dataset': str(dataset_dir), 'partitions': str(parts),
+        'mode': 'pagraph', 'task': 'link', 'batch_size': 64,
+        'eval_batch_size': 110, 'num_neighbors': [4, 3],
+        'link': HETERO_LINK})
+    labels, book = _hetero_training_links(dataset_dir, parts)
+    own = torch.bincount(book.owner(labels[1], 'paper'), minlength=2)
+    assert int(own.min()) > 0 and int(own.sum()) == labels.size(1)
+    ranks = _stats(tmp_path)['epochs'][0]['ranks']
+    assert ranks[0]['steps'] == ranks[1]['steps'] == \
+        -(-int(own.max()) // 64)
+    for rank in ranks:  # self-reliant: no sampling nor rows from others
+        assert rank['sampling']['bytes_received'] == 0
+        assert rank['features']['bytes_received'] == 0
+        assert rank['gradients']['bytes_received'] > 0
     [metrics] = (tmp_path / 'logs').rglob('metrics.csv')
     assert 'val_mrr' in metrics.read_text().splitlines()[0]

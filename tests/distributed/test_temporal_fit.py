@@ -278,7 +278,8 @@ def _link_batches(rank, world, dataset, parts, mode):
                for b in data.train_dataloader()]
     data.teardown('fit')
     weight = training.negative_weight
-    return sampler, None if weight is None else weight.tolist(), batches
+    return sampler, None if weight is None else \
+        [w.tolist() for w in weight], batches
 
 
 @pytest.mark.parametrize('mode', ['dsp', 'pagraph'])
@@ -314,7 +315,8 @@ def test_two_ranks_sample_links_in_their_edges_time(timed_links, mode):
             num_pos = b['input_id'].numel()
             if weight is not None:  # negatives: rows with their trees
                 rows = b['rows'][b['edge_label_index'][:, num_pos:]]
-                assert all(weight[r] == 1 for r in rows.view(-1).tolist())
+                for end, end_rows in zip(weight, rows.tolist()):
+                    assert all(end[r] == 1 for r in end_rows)
             src, dst = n_id[b['edge_label_index'][:, :num_pos]]
             assert all(time in times[(s, d)] for s, d, time in zip(
                 src.tolist(), dst.tolist(), label_time[:num_pos].tolist()))
@@ -331,26 +333,33 @@ def test_two_ranks_sample_links_in_their_edges_time(timed_links, mode):
 
 @pytest.fixture(scope='module')
 def timed_hetero_parts(tmp_path_factory):
-    r"""``(dataset dir, times, parts dir)``: :func:`timed_hetero_links`'s
-    users and items (every relation's edges timed) in 2 METIS parts."""
+    r"""``(dataset dir, times, {mode: parts dir})``:
+    :func:`timed_hetero_links`'s users and items (every relation's edges
+    timed) in 2 METIS parts and in 2 PaGraph parts for links."""
     root = tmp_path_factory.mktemp('timed-hetero')
     dataset, times = timed_hetero_links(root)
     partition_dataset(dataset, root / 'parts', 2, 'metis', progress=False)
-    return dataset, times, root / 'parts'
+    partition_dataset(dataset, root / 'pagraph', 2, 'pagraph',
+                      progress=False, task='link')
+    return dataset, times, {'dsp': root / 'parts',
+                            'pagraph': root / 'pagraph'}
 
 
-def _hetero_link_batches(rank, world, dataset, parts):
-    r"""``(sampler, batches)`` of a rank's training links of relation
-    :data:`BUYS` in mode 'dsp' with edge times (lists, typed new ids)."""
+def _hetero_link_batches(rank, world, dataset, parts, mode):
+    r"""``(sampler, negative weights, batches)`` of a rank's training links
+    of relation :data:`BUYS` in :obj:`mode` with edge times (lists; typed
+    new ids in mode 'dsp', the part's rows in 'pagraph')."""
     from pyg_fastload.lightning import FastLoadDataModule, LinkOptions
     data = FastLoadDataModule(
-        str(dataset), mode='dsp', partitions=str(parts), task='link',
+        str(dataset), mode=mode, partitions=str(parts), task='link',
         time_attr='time', num_neighbors=[4, 4], batch_size=64,
         pipeline=False, progress=False,
         link=LinkOptions(edge_type=list(BUYS), rev_edge_type=list(REV),
                          eval_edges=40, eval_negatives=10))
     data.setup('fit')
-    sampler = type(data.loading.task.training.neighbor_sampler).__name__
+    training = data.loading.task.training
+    sampler = type(training.neighbor_sampler).__name__
+    weight = training.negative_weight
     batches = [{
         'num_pos': b[BUYS].input_id.numel(),
         'label_time': b[BUYS].edge_label_time.tolist(),
@@ -361,45 +370,61 @@ def _hetero_link_batches(rank, world, dataset, parts):
         'edges': {e: b[e].edge_index.tolist() for e in (BUYS, REV, SIMILAR)},
     } for b in data.train_dataloader()]
     data.teardown('fit')
-    return sampler, batches
+    return sampler, None if weight is None else \
+        [w.tolist() for w in weight], batches
 
 
-def test_two_dsp_ranks_sample_hetero_links_in_their_edges_time(
-        timed_hetero_parts):
-    r"""Task 'link' in time on a heterogeneous partition in mode 'dsp':
-    each rank's collective sampler holds its part's edges with their times
-    (the split's for the supervised relation and its reverse, the part's
-    edge array for the other); every label edge is at its edge's time and
-    no sampled edge of any relation is later than its tree's label."""
+@pytest.mark.parametrize('mode', ['dsp', 'pagraph'])
+def test_two_ranks_sample_hetero_links_in_their_edges_time(
+        timed_hetero_parts, mode):
+    r"""Task 'link' in time on a heterogeneous partition, in mode 'dsp'
+    (each rank's collective sampler holds its part's edges with their
+    times: the split's for the supervised relation and its reverse, the
+    part's edge array for the other) and 'pagraph' (each part's training
+    edges into the nodes whose trees it holds, over every relation, with
+    their times): every label edge is at its edge's time, no sampled edge
+    of any relation is later than its tree's label, and PaGraph's
+    negatives are nodes whose trees the part holds."""
     import numpy as np
 
+    from pyg_fastload.io import open_hetero_dataset_dir
     from pyg_fastload.partition import HeteroPartitionBook
     dataset, times, parts = timed_hetero_parts
-    results = run_ranks(_hetero_link_batches, 2, dataset, parts, timeout=180)
+    parts = parts[mode]
+    results = run_ranks(_hetero_link_batches, 2, dataset, parts, mode,
+                        timeout=180)
     book = HeteroPartitionBook.load(parts)
     order = torch.argsort(torch.from_numpy(np.load(parts / 'new_id.npy')))
     first = {t: int(book.global_ids(torch.zeros(1, dtype=torch.long), t))
              for t in ('user', 'item')}
 
-    def original(node_type, ids):  # the dataset's ids of typed new ids
-        return (order[torch.tensor(ids) + first[node_type]] -
-                first[node_type]).tolist()
+    def original(rank, node_type, ids):  # the dataset's ids of batch ids
+        ids = torch.tensor(ids, dtype=torch.long)
+        if mode == 'pagraph':  # the part's rows: their typed new ids
+            ids = open_hetero_dataset_dir(parts / f'part-{rank}').arrays[
+                node_type]['global_id'][ids]
+        return (order[ids + first[node_type]] - first[node_type]).tolist()
 
     checked = 0
     for rank in range(2):
         status, value = results[rank]
         assert status == 'ok', value
-        sampler, batches = value
-        assert sampler == 'HeteroCollectiveSampler'
+        sampler, weight, batches = value
+        assert sampler == ('HeteroCollectiveSampler' if mode == 'dsp'
+                           else 'NoneType')
+        assert (weight is None) == (mode == 'dsp')
         assert batches
         for b in batches:
-            n_id = {t: original(t, ids) for t, ids in b['n_id'].items()}
+            n_id = {t: original(rank, t, ids) for t, ids in b['n_id'].items()}
             label_time, num_pos = b['label_time'], b['num_pos']
             for (u, i), y, t in zip(zip(*b['label_index']), b['label'],
                                     label_time):
                 if y == 1:  # a positive: its edge's time
                     assert times[BUYS][(n_id['user'][u],
                                         n_id['item'][i])] == t
+                elif weight is not None:  # rows with their trees
+                    user, item = b['n_id']['user'][u], b['n_id']['item'][i]
+                    assert weight[0][user] == weight[1][item] == 1
             assert label_time[num_pos:] == [
                 label_time[k % num_pos]
                 for k in range(num_pos, len(label_time))]

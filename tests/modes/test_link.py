@@ -149,12 +149,11 @@ def test_link_options_are_checked():
 
 @pytest.mark.reliability(
     fault='PaGraph parts made for node training (or for fewer hops) given '
-          'to a link fit; a heterogeneous graph',
+          'to a link fit (homogeneous or heterogeneous graphs)',
     behaviour='refused when the data module is made, naming '
               'data.partitions (the partition command to run) or '
               'data.num_neighbors')
-def test_pagraph_links_need_parts_made_for_them(tiny_dir, tmp_path,
-                                                 hetero_graph):
+def test_pagraph_links_need_parts_made_for_them(tiny_dir, tmp_path):
     dataset_dir, _ = tiny_dir
     made = {}
     for task, hops in (('node', 2), ('link', 1)):
@@ -174,10 +173,23 @@ def test_pagraph_links_need_parts_made_for_them(tiny_dir, tmp_path,
                                partitions=str(made[parts]),
                                num_neighbors=[4, 3], progress=False)
         assert info.value.config_key == f'data.{key}'
-    with pytest.raises(Exception, match="task 'link' with mode 'pagraph': "
-                       "PaGraph's link parts are of homogeneous graphs"):
-        FastLoadDataModule(hetero_graph, task='link', mode='pagraph',
-                           partitions='parts', progress=False)
+    from pyg_fastload.datasets import generate_hetero
+    from pyg_fastload.datasets.pyg_file import prepare_pyg
+    torch.save(generate_hetero('hetero-tiny'), tmp_path / 'hetero.pt')
+    hetero_dir = prepare_pyg(tmp_path / 'hetero.pt', tmp_path / 'hetero',
+                             progress=False).path
+    partition_dataset(hetero_dir, tmp_path / 'hetero-node', 2, 'pagraph',
+                      progress=False)
+    with pytest.raises(Exception, match="holds PaGraph parts for task "
+                       "'node', and this run's task is 'link'") as info:
+        FastLoadDataModule(str(hetero_dir), task='link', mode='pagraph',
+                           partitions=str(tmp_path / 'hetero-node'),
+                           link=LinkOptions(
+                               edge_type=['author', 'writes', 'paper'],
+                               rev_edge_type=['paper', 'rev_writes',
+                                              'author']),
+                           progress=False)
+    assert info.value.config_key == 'data.partitions'
 
 
 @pytest.mark.reliability(

@@ -130,26 +130,37 @@ def test_partition_command(tiny_dir, tmp_path, capsys):
 
 
 @pytest.mark.reliability(
-    fault='PaGraph parts that each replicate most of the graph',
+    fault='PaGraph parts that each replicate most of the graph '
+          '(homogeneous or heterogeneous, for nodes or links)',
     behaviour='the replication factor printed, and a warning naming the '
               'share and the alternatives')
+@pytest.mark.parametrize('hetero', [False, True])
 def test_partition_command_reports_pagraph_replicas(tiny_dir, tmp_path,
-                                                    capsys):
+                                                    capsys, hetero):
     from pyg_fastload.lightning.command import main
     from pyg_fastload.partition.part_dirs import read_partition_meta
     dataset_dir, _ = tiny_dir
+    task = ['--num-hops', '2']
+    if hetero:  # link parts: every node's 3-hop neighbourhood
+        from pyg_fastload.datasets.hetero_prepare import \
+            prepare_hetero_preset
+        dataset_dir = prepare_hetero_preset('hetero-tiny', tmp_path / 'ds',
+                                            progress=False).path
+        task += ['--task', 'link']
     main(['partition', str(dataset_dir), '--num-parts', '2', '--method',
-          'pagraph', '--num-hops', '2', '--out', str(tmp_path / 'p'),
-          '--no-progress'])
+          'pagraph', '--out', str(tmp_path / 'p'), '--no-progress', *task])
     captured = capsys.readouterr()
-    held = read_partition_meta(tmp_path / 'p')['held_nodes']
-    factor = sum(held) / 2000
+    meta = read_partition_meta(tmp_path / 'p')
+    held, nodes = meta['held_nodes'], meta['dataset']['num_nodes']
+    assert nodes == (742 if hetero else 2000)
+    factor = sum(held) / nodes
     assert factor > 1.0
     assert f"replicas: the parts hold {factor:.2f}x the graph's nodes, up " \
-        f"to {max(held) / 2000:.1%}" in captured.out
-    assert max(held) / 2000 > 0.5  # 2 hops reach most of this graph
-    assert f'warning: a part holds {max(held) / 2000:.1%} of the graph' in \
+        f"to {max(held) / nodes:.1%}" in captured.out
+    assert max(held) / nodes > 0.5  # 2 hops reach most of this graph
+    assert f'warning: a part holds {max(held) / nodes:.1%} of the graph' in \
         captured.err and 'dsp, hopgnn' in captured.err
+    assert f"{2 + hetero}-hop neighbourhood" in captured.err
 
 
 def test_report_measures_cut_and_balance(parts, capsys):
