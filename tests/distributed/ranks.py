@@ -1,8 +1,15 @@
 r"""Runs a function on several gloo (or NCCL, one GPU per rank) ranks on
-127.0.0.1 (spawned processes), every wait bounded."""
+127.0.0.1, every wait bounded.
+
+The ranks are forked by a forkserver that imported :data:`PRELOAD` once
+per test session: a spawned rank would import torch, PyG and Lightning
+again (about 10 s of CPU each), for every call. The forkserver runs no
+torch op, so each rank starts as fresh as a spawned one, and gets the
+caller's environment as it is at the call."""
 import os
 import queue
 import socket
+import subprocess
 import time
 from datetime import timedelta
 from typing import Any, Callable, Dict, Tuple
@@ -18,8 +25,23 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+#: What the forkserver imports before forking ranks.
+PRELOAD = ['torch', 'torch.distributed', 'torch_geometric',
+           'pytorch_lightning', 'pyg_fastload', 'pyg_fastload.lightning',
+           'tests.distributed.ranks']
+
+
+def _context() -> Any:
+    ctx = mp.get_context('forkserver')
+    ctx.set_forkserver_preload(PRELOAD)
+    return ctx
+
+
 def _entry(target: Callable, rank: int, world_size: int, port: int,
-           results: Any, args: Tuple, backend: str = 'gloo') -> None:
+           results: Any, args: Tuple, backend: str,
+           env: Dict[str, str]) -> None:
+    os.environ.clear()  # the caller's, not the forkserver's
+    os.environ.update(env)
     os.environ.update(MASTER_ADDR='127.0.0.1', MASTER_PORT=str(port),
                       RANK=str(rank), WORLD_SIZE=str(world_size),
                       LOCAL_RANK=str(rank))
@@ -39,11 +61,12 @@ def run_ranks(target: Callable, world_size: int, *args: Any,
     r"""``{rank: ('ok', value) or (exception name, message)}``; ranks that
     report nothing within :obj:`timeout` are killed and missing. With
     :obj:`backend` ``'nccl'`` rank ``r`` uses GPU ``r``."""
-    ctx = mp.get_context('spawn')
+    ctx = _context()
     results = ctx.Queue()
     port = free_port()
+    env = dict(os.environ)
     procs = [ctx.Process(target=_entry, args=(target, rank, world_size, port,
-                                              results, args, backend))
+                                              results, args, backend, env))
              for rank in range(world_size)]
     for proc in procs:
         proc.start()
@@ -72,3 +95,77 @@ def run_ranks(target: Callable, world_size: int, *args: Any,
                 proc.kill()
                 proc.join(timeout=5)
     return out
+
+
+def _command_entry(args: Tuple[str, ...], cwd: str, env: Dict[str, str],
+                   out: str, rank: int) -> None:
+    r"""Rank :obj:`rank` of ``pyg-fastload ARGS`` in this process, its
+    output in ``OUT.RANK.out`` and ``.err``; exits with the command's
+    status."""
+    import sys
+    import traceback
+    os.chdir(cwd)
+    os.environ.clear()
+    os.environ.update(env)
+    for fd, suffix in ((1, 'out'), (2, 'err')):
+        file = os.open(f'{out}.{rank}.{suffix}',
+                       os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+        os.dup2(file, fd)
+        os.close(file)
+    code: Any = 1
+    try:
+        from pyg_fastload.lightning.command import main
+        code = main(list(args))
+    except SystemExit as exit:
+        code = exit.code
+    except BaseException:  # as the interpreter would print it
+        traceback.print_exc()
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    os._exit(code if isinstance(code, int) else int(code is not None))
+
+
+def command_ranks(args: Tuple[str, ...], cwd: Any, env: Dict[str, str],
+                  world_size: int = 2, timeout: float = 300
+                  ) -> subprocess.CompletedProcess:
+    r"""``pyg-fastload ARGS`` (``fit ...``, ``predict ...``) on
+    :obj:`world_size` ranks forked with
+    :obj:`env` (what a launcher sets: ``LOCAL_RANK``, ``MASTER_PORT``,
+    ..., so Lightning starts no process of its own), as
+    ``subprocess.run`` would report it: the first failing rank's status,
+    the ranks' outputs one after another. Raises
+    ``subprocess.TimeoutExpired`` (the ranks killed) past
+    :obj:`timeout` seconds. What launching itself does is tested through
+    the command (``python -m pyg_fastload fit``)."""
+    ctx = _context()
+    out = os.path.join(str(cwd), 'rank')
+    procs = []
+    for rank in range(world_size):
+        rank_env = dict(env, MASTER_ADDR='127.0.0.1', RANK=str(rank),
+                        LOCAL_RANK=str(rank), WORLD_SIZE=str(world_size),
+                        NODE_RANK='0')
+        procs.append(ctx.Process(target=_command_entry, args=(
+            tuple(args), str(cwd), rank_env, out, rank)))
+    for proc in procs:
+        proc.start()
+    deadline = time.monotonic() + timeout
+    try:
+        for proc in procs:
+            proc.join(max(0.0, deadline - time.monotonic()))
+        if any(proc.is_alive() for proc in procs):
+            raise subprocess.TimeoutExpired(['pyg-fastload', *args],
+                                            timeout)
+    finally:
+        for proc in procs:
+            if proc.is_alive():
+                proc.kill()
+                proc.join(timeout=5)
+    codes = [proc.exitcode for proc in procs]
+
+    def read(suffix: str) -> str:
+        return ''.join(open(f'{out}.{rank}.{suffix}').read()
+                       for rank in range(world_size))
+    return subprocess.CompletedProcess(
+        ['pyg-fastload', *args],
+        next((c for c in codes if c != 0), 0), read('out'), read('err'))

@@ -11,7 +11,7 @@ import yaml
 
 from pyg_fastload.io import open_dataset_dir
 
-from .ranks import free_port
+from .ranks import command_ranks, free_port
 
 pytestmark = pytest.mark.timeout(420)
 
@@ -39,9 +39,17 @@ def _config(tmp_path: Path, data: dict, devices: int = 2) -> Path:
     return path
 
 
-def _fit(args, tmp_path, env=None, timeout=300):
+def _fit(args, tmp_path, env=None, timeout=300, launch=False):
+    r"""A 2-rank ``pyg-fastload fit ARGS`` run in :obj:`tmp_path`: ranks
+    forked as a launcher starts them (:func:`command_ranks`: torch, PyG and
+    Lightning imported once per session), or with :obj:`launch` the
+    command as users run it (``python -m pyg_fastload fit``: Lightning
+    starts the second rank), for what launching itself does."""
     env = dict(os.environ, **(env or {}))
     env['MASTER_PORT'] = str(free_port())
+    if not launch:
+        return command_ranks(['fit', *args], tmp_path, env,
+                             timeout=timeout)
     return subprocess.run([sys.executable, '-m', 'pyg_fastload', 'fit',
                            *args], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=timeout)
@@ -106,8 +114,10 @@ def test_ddp_fit_runs_equal_steps_and_counts_traffic(pagraph_parts,
         data['partitions'] = str(parts if mode == 'pagraph' else metis_parts)
     if mode in ('dsp', 'hopgnn') and variant != 'sequential':
         data['pipeline'] = True  # stages with collectives concurrently
+    # the command as users run it once, the other modes' ranks forked
     result = _fit(['--config', str(_config(tmp_path, data)),
-                   '--trainer.max_epochs', str(epochs)], tmp_path)
+                   '--trainer.max_epochs', str(epochs)], tmp_path,
+                  launch=mode == 'replicated')
     assert result.returncode == 0, result.stderr[-3000:]
     assert 'validation accuracy' in result.stdout
     # no warning from this package's use of Lightning (nor Lightning's own
@@ -228,7 +238,8 @@ def test_a_failing_rank_ends_the_run(pagraph_parts, tmp_path, kill):
     started = time.monotonic()
     result = _fit(['--config', str(config)], tmp_path,
                   env={'PYTHONPATH': root, 'PYG_FASTLOAD_ALLOW_IMPORTS':
-                       'tests.distributed.faults'}, timeout=200)
+                       'tests.distributed.faults'}, timeout=200,
+                  launch=True)
     assert result.returncode != 0
     assert time.monotonic() - started < 150  # well within the timeouts
     if kill:  # the survivor names the silent rank
@@ -266,7 +277,8 @@ def test_a_frozen_rank_is_named_and_ended_early(pagraph_parts, tmp_path):
     started = time.monotonic()
     result = _fit(['--config', str(config)], tmp_path,
                   env={'PYTHONPATH': root, 'PYG_FASTLOAD_ALLOW_IMPORTS':
-                       'tests.distributed.faults'}, timeout=200)
+                       'tests.distributed.faults'}, timeout=200,
+                  launch=True)
     elapsed = time.monotonic() - started
     assert result.returncode != 0
     found = re.search(r'pyg-fastload: rank 0 stopping: rank 1: last heard '
@@ -347,7 +359,8 @@ def test_a_dataset_mismatch_is_one_line_per_rank(metis_parts, tiny_dir,
                               cache_root=tmp_path / 'cache', progress=False)
     config = _config(tmp_path, {'dataset': str(other.path), 'mode': 'dsp',
                                 'partitions': str(metis_parts)})
-    result = _fit(['--config', str(config)], tmp_path, timeout=200)
+    result = _fit(['--config', str(config)], tmp_path, timeout=200,
+                  launch=True)
     assert result.returncode == 2, result.stderr[-3000:]
     assert 'Traceback' not in result.stderr, result.stderr[-3000:]
     ours = sorted(line for line in result.stderr.splitlines()
@@ -462,13 +475,12 @@ def test_two_ranks_write_one_set_of_predictions(tmp_path):
         config.write_text(yaml.safe_dump(spec))
         out = tmp_path / f'preds-{devices}'
         env['MASTER_PORT'] = str(free_port())
-        result = subprocess.run(
-            [sys.executable, '-m', 'pyg_fastload', 'predict', '--config',
-             str(config), '--trainer.callbacks+=pyg_fastload.lightning.'
-             'PredictionWriter', '--trainer.callbacks.out_dir', str(out),
-             '--trainer.callbacks.logits', 'true'],
-            cwd=tmp_path, env=dict(os.environ, **env), capture_output=True,
-            text=True, timeout=300)
+        result = command_ranks(
+            ['predict', '--config', str(config), '--trainer.callbacks+='
+             'pyg_fastload.lightning.PredictionWriter',
+             '--trainer.callbacks.out_dir', str(out),
+             '--trainer.callbacks.logits', 'true'], tmp_path,
+            dict(os.environ, **env), world_size=devices)
         assert result.returncode == 0, result.stderr[-3000:]
         assert result.stdout.count('wrote the predicted classes of 2,000 '
                                    'nodes') == 1  # the first rank only

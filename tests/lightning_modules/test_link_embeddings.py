@@ -3,8 +3,6 @@ embedding written (kind ``'embeddings'``; one table per node type on a
 heterogeneous graph) by the ``PredictionWriter``, from one rank or two, and
 pairs scored from them with the model's decoder."""
 import os
-import subprocess
-import sys
 
 import pytest
 import pytorch_lightning as pl
@@ -17,7 +15,7 @@ from pyg_fastload.inference import read_predictions, write_predictions
 from pyg_fastload.lightning import (ConfigError, FastLoadDataModule,
                                     LinkPredictor, PredictionWriter)
 
-from ..distributed.ranks import free_port
+from ..distributed.ranks import command_ranks, free_port
 from ..helpers import cli_succeeds
 
 pytestmark = [
@@ -230,12 +228,11 @@ def test_two_ranks_write_the_embeddings_one_rank_writes(tmp_path, data,
         path.write_text(yaml.safe_dump(config))
         out = tmp_path / f'emb-{devices}'
         env['MASTER_PORT'] = str(free_port())
-        result = subprocess.run(
-            [sys.executable, '-m', 'pyg_fastload', 'predict', '--config',
-             str(path), '--trainer.callbacks+=pyg_fastload.lightning.'
-             'PredictionWriter', '--trainer.callbacks.out_dir', str(out)],
-            cwd=tmp_path, env=env, capture_output=True, text=True,
-            timeout=300)
+        result = command_ranks(
+            ['predict', '--config', str(path), '--trainer.callbacks+='
+             'pyg_fastload.lightning.PredictionWriter',
+             '--trainer.callbacks.out_dir', str(out)], tmp_path, env,
+            world_size=devices)
         assert result.returncode == 0, result.stderr[-3000:]
         assert result.stdout.count(f'wrote the embeddings of {nodes} '
                                    f'nodes') == 1  # the first rank only
