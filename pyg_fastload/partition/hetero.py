@@ -54,10 +54,10 @@ from ..io.format import sha256_file
 from ..io.staging import StagedDirectory, check_target
 from ..storage import CSCGraphStore
 from .book import BOOK_FILES, PartitionBook, renumber
-from .hetero_pagraph import hetero_pagraph_assign, pagraph_part
+from .hetero_pagraph import pagraph_part
 from .bounded import check_max_memory
 from .methods import METHODS, assign_parts, check_num_parts
-from .pagraph_link import TASK_HOPS, link_assign
+from .pagraph_link import TASK_HOPS, check_task, task_assign
 from .part_dirs import (PARTITION_DIR, PARTITION_FORMAT, PARTITION_VERSION,
                         _fail, checked_part, concat_csc, edge_chunks,
                         is_hetero_partition, part_dir, read_partition_meta,
@@ -237,8 +237,8 @@ def partition_hetero_dataset(
     (:mod:`~pyg_fastload.partition.hetero_pagraph`: parts in their own row
     ids); for :obj:`task` ``'link'`` every node is owned by its METIS part,
     which replicates its (L+1)-hop in-neighbourhood
-    (:mod:`~pyg_fastload.partition.pagraph_link`). ``'metis'`` runs within :obj:`max_memory` bytes where given
-    (recorded in ``partition.json``).
+    (:mod:`~pyg_fastload.partition.pagraph_link`). ``'metis'`` runs within
+    :obj:`max_memory` bytes where given (recorded in ``partition.json``).
     """
     started = time.perf_counter()
     if isinstance(num_hops, bool) or not isinstance(num_hops, int) or \
@@ -247,6 +247,7 @@ def partition_hetero_dataset(
     if method not in METHODS:
         raise ValueError(f"unknown partitioning --method {method!r}: pass "
                          f"one of {', '.join(METHODS)}")
+    check_task(task, method)
     budget = check_max_memory(max_memory, method)
     dataset = open_hetero_dataset_dir(dataset_dir, verify='size')
     out = Path(out_dir).expanduser()
@@ -276,14 +277,11 @@ def partition_hetero_dataset(
     view = topo.homogeneous_view()
     member = None
     reach = num_hops + TASK_HOPS[task]  # the hops the parts replicate
-    if method == 'pagraph' and task == 'link':  # every node a destination
-        owner, member, level = link_assign(view, num_parts, reach, seed,
-                                           progress)
-        expand = [lv < reach for lv in level]
-    elif method == 'pagraph':
-        owner, member, expand = hetero_pagraph_assign(
-            view, masks[0].nonzero().view(-1), num_parts, num_hops,
-            progress)
+    if method == 'pagraph':
+        owner, member, level = task_assign(
+            view, None if masks[0] is None else masks[0].nonzero().view(-1),
+            num_parts, num_hops, task, seed, progress)
+        expand = [lv < reach for lv in level]  # nodes keeping in-edges
     else:
         owner = assign_parts(view, num_parts, method, masks, num_hops, seed,
                              progress, budget)

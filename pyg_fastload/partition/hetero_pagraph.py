@@ -1,51 +1,33 @@
 r"""PaGraph's self-reliant parts of a heterogeneous graph: the training
 nodes of the labelled type are streamed to parts on the homogeneous view of
-all node types (:func:`~pyg_fastload.partition.pagraph.pagraph_assign`:
-every relation counts as an in-edge), and each part holds, of every node
-type, its own nodes and replicas of the rest of its training nodes'
-``num_hops``-hop in-neighbourhood over every relation.
+all node types (:func:`~pyg_fastload.partition.pagraph_link.task_assign`:
+every relation counts as an in-edge; for task ``'link'`` every node is
+trained), and each part holds, of every node type, its own nodes and
+replicas of the rest of its trained nodes' in-neighbourhood over every
+relation.
 
 A part is a heterogeneous dataset directory in its own row ids (per node
 type: its own nodes in new-id order, then its replicas in new-id order),
 keeping the in-edges of every relation into its message-flow rows (those
-fewer than ``num_hops`` hops from its training nodes, with their rows of the
-relation's edge arrays), so sampling from its
-training nodes never leaves it; ``global_id`` (per node type) gives every
+fewer hops from its trained nodes than it replicates, with their rows of
+the relation's edge arrays), so sampling from its trained nodes never
+leaves it; ``global_id`` (per node type) gives every
 row's type-local new id, and replicas are never training, validation or
 test nodes there.
 """
 from __future__ import annotations
 
 from itertools import chain
-from typing import Any, Callable, Dict, Iterator, List, Tuple
+from typing import Any, Callable, Dict, Iterator, Tuple
 
-import numpy as np
 import torch
 from torch import Tensor
 
-from ..graph.topology import CSCTopology
-from .pagraph import message_flow_levels, pagraph_assign
 from .part_dirs import row_chunks
 
-__all__ = ['hetero_pagraph_assign', 'pagraph_part']
+__all__ = ['pagraph_part']
 
 _SPLITS = ('train_mask', 'val_mask', 'test_mask')
-
-
-def hetero_pagraph_assign(view: CSCTopology, train_nodes: Tensor,
-                          num_parts: int, num_hops: int, progress: bool
-                          ) -> Tuple[np.ndarray, Tensor, List[Tensor]]:
-    r"""``(owner, member, expand)`` on the homogeneous view of all node
-    types (global ids): the part of every node, the ``[K, N]`` membership
-    of every part (replicas included) and, per part, which nodes keep their
-    in-edges (fewer than :obj:`num_hops` hops from its training nodes)."""
-    owner, member = pagraph_assign(view, train_nodes, num_parts, num_hops,
-                                   progress)
-    owned = torch.from_numpy(owner)[train_nodes]
-    expand = [message_flow_levels(view, train_nodes[owned == k],
-                                  num_hops) < num_hops
-              for k in range(num_parts)]
-    return owner, member, expand
 
 
 def pagraph_part(dataset: Any, rows: Dict[str, Tuple[Tensor, Tensor]],

@@ -7,7 +7,7 @@ the part replicates its ``L + 1``-hop in-neighbourhood: a label edge's
 source is one hop from its destination, and its ``L``-hop tree must be in
 the part too. Sampling from a label edge's endpoints then never leaves the
 part, as PaGraph's node training never does. The owners come from METIS
-(balanced nodes, few cut edges: :func:`link_assign`): PaGraph's stream
+(balanced nodes, few cut edges: :func:`task_assign`): PaGraph's stream
 scores each training node against its neighbourhood, which with every node
 training is the sum of all ``L + 1``-hop neighbourhoods, out of reach on a
 large graph.
@@ -40,9 +40,9 @@ from ..graph.hetero_topology import EdgeType, HeteroTopology, end_types
 from ..graph.local import row_lookup
 from ..graph.topology import CSCTopology
 from .methods import assign_parts
-from .pagraph import message_flow_levels
+from .pagraph import message_flow_levels, pagraph_assign
 
-__all__ = ['TASK_HOPS', 'check_task', 'link_assign', 'PartLinks',
+__all__ = ['TASK_HOPS', 'check_task', 'task_assign', 'PartLinks',
            'PartRows', 'part_links']
 
 #: The hops a self-reliant part replicates beyond the sampled ones, by the
@@ -64,20 +64,39 @@ def check_task(task: str, method: str) -> None:
                          f"leave --task out")
 
 
-def link_assign(topology: CSCTopology, num_parts: int, reach: int,
-                seed: int = 0, progress: bool = False
+def task_assign(topology: CSCTopology, train_nodes: Optional[Tensor],
+                num_parts: int, num_hops: int, task: str, seed: int = 0,
+                progress: bool = False
                 ) -> Tuple[np.ndarray, Tensor, List[Tensor]]:
-    r"""``(owner, member, level)`` of parts for link prediction: every
-    node's part (METIS), which nodes each part holds (``[num_parts,
-    num_nodes]``: its own and their :obj:`reach`-hop in-neighbourhoods)
-    and every node's hop distance from each part's own nodes (what
-    :func:`~pyg_fastload.partition.pagraph.message_flow_levels` gives)."""
-    owner = assign_parts(topology, num_parts, 'metis', seed=seed,
-                         progress=progress)
-    own = torch.from_numpy(owner)
-    level = [message_flow_levels(topology, (own == k).nonzero().view(-1),
-                                 reach) for k in range(num_parts)]
-    return owner, torch.stack([lv <= reach for lv in level]), level
+    r"""``(owner, member, level)`` of PaGraph's self-reliant parts for
+    :obj:`task`: every node's part, which nodes each part holds
+    (``[num_parts, num_nodes]``: its own and their replicas) and every
+    node's hop distance from each part's trained nodes (what
+    :func:`~pyg_fastload.partition.pagraph.message_flow_levels` gives; a
+    part keeps the in-edges of the nodes below ``num_hops +
+    TASK_HOPS[task]``).
+
+    Task ``'node'`` streams :obj:`train_nodes` to parts (PaGraph's
+    :func:`~pyg_fastload.partition.pagraph.pagraph_assign`), task
+    ``'link'`` takes every node's METIS part, each part then holding its
+    nodes' ``num_hops + 1``-hop in-neighbourhoods."""
+    reach = num_hops + TASK_HOPS[task]
+    if task == 'link':  # every node trained: a label edge's destination
+        owner = assign_parts(topology, num_parts, 'metis', seed=seed,
+                             progress=progress)
+        own = torch.from_numpy(owner)
+        trained = [(own == k).nonzero().view(-1) for k in range(num_parts)]
+        member = None
+    else:
+        owner, member = pagraph_assign(topology, train_nodes, num_parts,
+                                       reach, progress)
+        own = torch.from_numpy(owner)[train_nodes]
+        trained = [train_nodes[own == k] for k in range(num_parts)]
+    level = [message_flow_levels(topology, nodes, reach)
+             for nodes in trained]
+    if member is None:
+        member = torch.stack([lv <= reach for lv in level])
+    return owner, member, level
 
 
 @dataclass

@@ -49,8 +49,7 @@ from ..storage import CSCGraphStore, TieredFeatureStore
 from .book import BOOK_FILES, PartitionBook, renumber
 from .bounded import check_max_memory
 from .methods import METHODS, assign_parts, check_num_parts as _check_parts
-from .pagraph import message_flow_levels, pagraph_assign
-from .pagraph_link import TASK_HOPS, check_task, link_assign
+from .pagraph_link import TASK_HOPS, check_task, task_assign
 
 if TYPE_CHECKING:  # pragma: no cover
     from .hetero import HeteroPartitionBook
@@ -184,22 +183,15 @@ def partition_dataset(
     train = dataset.arrays.get('train_mask')
     member: Optional[torch.Tensor] = None
     reach = num_hops + TASK_HOPS[task]  # the hops the parts replicate
-    if method == 'pagraph' and task == 'link':  # every node a destination
-        _check_parts(num_parts, topo.num_nodes)
-        owner, member, level = link_assign(topo, num_parts, reach, seed,
-                                           progress)
-    elif method == 'pagraph':
-        if train is None:
+    if method == 'pagraph':
+        if train is None and task == 'node':
             raise ValueError(f"method 'pagraph' assigns training nodes, but "
                              f"'{dataset.path}' has no 'train_mask' (for "
                              f"link prediction: --task link)")
         _check_parts(num_parts, topo.num_nodes)
-        train_nodes = train.bool().nonzero().view(-1)
-        owner, member = pagraph_assign(topo, train_nodes, num_parts,
-                                       reach, progress)
-        level = [message_flow_levels(
-            topo, train_nodes[torch.from_numpy(owner)[train_nodes] == k],
-            reach) for k in range(num_parts)]
+        owner, member, level = task_assign(
+            topo, None if train is None else train.bool().nonzero().view(-1),
+            num_parts, num_hops, task, seed, progress)
     else:
         masks = [dataset.arrays.get(f'{s}_mask') for s in
                  ('train', 'val', 'test')]
