@@ -175,6 +175,13 @@ class PartRows:
         return values[first:first + self.count[node_type]]
 
 
+def _refuse(bad: Tensor, what: str) -> None:
+    r"""Raises if any of :obj:`bad` is set, counting them: ``N WHAT``."""
+    if bool(bad.any()):
+        raise ValueError(f"{int(bad.sum())} {what} (a directed graph "
+                         f"declared undirected?)")
+
+
 def part_links(part: PartRows, reach: int, depth: int,
                relation: Optional[Tuple[EdgeType, Optional[EdgeType]]],
                passing: Tensor, labels: Tensor) -> PartLinks:
@@ -207,12 +214,9 @@ def part_links(part: PartRows, reach: int, depth: int,
     for key, (src, dst) in given:
         into = dst >= 0
         into[into.clone()] = keeps_in_edges[dst[into]]
-        stray = into & (src < 0)
-        if bool(stray.any()):
-            raise ValueError(f"{int(stray.sum())} training message-passing "
-                             f"edges come from nodes the part does not "
-                             f"hold: the split passes edges the graph lacks "
-                             f"(a directed graph declared undirected?)")
+        _refuse(into & (src < 0), "training message-passing edges come "
+                "from nodes the part does not hold: the split passes edges "
+                "the graph lacks")
         types = end_types(key)
         edge_index[key] = torch.stack([part.local(src[into], types[0]),
                                        part.local(dst[into], types[1])])
@@ -221,13 +225,10 @@ def part_links(part: PartRows, reach: int, depth: int,
     is_own = torch.zeros(level.numel(), dtype=torch.bool)
     is_own[part.own] = True
     mine = (label_dst >= 0) & is_own[label_dst.clamp(min=0)]
-    lacking = mine & ((label_src < 0) |
-                      ~complete[label_src.clamp(min=0)])
-    if bool(lacking.any()):
-        raise ValueError(f"{int(lacking.sum())} training label edges come "
-                         f"from nodes whose {depth}-hop trees the part does "
-                         f"not hold: label edges that are not edges of the "
-                         f"graph (a directed graph declared undirected?)")
+    _refuse(mine & ((label_src < 0) | ~complete[label_src.clamp(min=0)]),
+            f"training label edges come from nodes whose {depth}-hop trees "
+            f"the part does not hold: label edges that are not edges of the "
+            f"graph")
     types = end_types(edge_type)
     weight = complete.float()
     return PartLinks(

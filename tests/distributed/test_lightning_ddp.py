@@ -536,24 +536,36 @@ def test_a_two_rank_dsp_link_fit_samples_collectively(tiny_dir, metis_parts,
     assert 'val_mrr' in metrics.read_text().splitlines()[0]
 
 
-def test_a_two_rank_pagraph_link_fit_stays_in_its_parts(pagraph_link_parts,
-                                                       tmp_path):
+@pytest.mark.parametrize('hetero', [False, True],
+                         ids=['homogeneous', 'hetero'])
+def test_a_two_rank_pagraph_link_fit_stays_in_its_parts(
+        pagraph_link_parts, hetero_pagraph_link_parts, tmp_path, hetero):
     r"""Task 'link' in mode 'pagraph': each rank trains the links into its
-    own nodes inside its part, negatives among the nodes whose trees it
-    holds; nothing but gradients crosses ranks; evaluation ranks the
-    held-out edges of the whole dataset (MRR)."""
-    dataset_dir, parts = pagraph_link_parts
-    options = {'eval_edges': 110, 'eval_negatives': 10}
-    _link_fit(tmp_path, {
-        'dataset': str(dataset_dir), 'partitions': str(parts),
-        'mode': 'pagraph', 'task': 'link', 'batch_size': 512,
-        'eval_batch_size': 1100, 'link': options})
-    labels, book = _training_links(dataset_dir, parts, options)
-    own = torch.bincount(book.owner(labels[1]), minlength=2)
+    own nodes inside its part (on a heterogeneous graph the relation's
+    links into its own papers, every relation's (L+1)-hop
+    in-neighbourhood replicated there), negatives among the nodes whose
+    trees it holds; nothing but gradients crosses ranks; evaluation ranks
+    the held-out edges of the whole dataset (MRR)."""
+    if hetero:
+        dataset_dir, parts = hetero_pagraph_link_parts
+        data, batch = {'num_neighbors': [4, 3], 'link': HETERO_LINK,
+                       'eval_batch_size': 110}, 64
+        labels, book = _hetero_training_links(dataset_dir, parts)
+        own = book.owner(labels[1], 'paper')
+    else:
+        dataset_dir, parts = pagraph_link_parts
+        options = {'eval_edges': 110, 'eval_negatives': 10}
+        data, batch = {'link': options, 'eval_batch_size': 1100}, 512
+        labels, book = _training_links(dataset_dir, parts, options)
+        own = book.owner(labels[1])
+    _link_fit(tmp_path, dict(data, dataset=str(dataset_dir),
+                             partitions=str(parts), mode='pagraph',
+                             task='link', batch_size=batch))
+    own = torch.bincount(own, minlength=2)
     assert int(own.min()) > 0 and int(own.sum()) == labels.size(1)
     ranks = _stats(tmp_path)['epochs'][0]['ranks']
     assert ranks[0]['steps'] == ranks[1]['steps'] == \
-        -(-int(own.max()) // 512)
+        -(-int(own.max()) // batch)
     for rank in ranks:  # self-reliant: no sampling nor rows from others
         assert rank['sampling']['bytes_received'] == 0
         assert rank['features']['bytes_received'] == 0
@@ -698,32 +710,5 @@ def test_a_two_rank_dsp_link_fit_on_a_hetero_partition(hetero_parts,
     for rank in ranks:  # frontiers pushed to their owners
         assert rank['sampling']['bytes_received'] > 0
     assert ranks[0]['gradients'] == ranks[1]['gradients']
-    [metrics] = (tmp_path / 'logs').rglob('metrics.csv')
-    assert 'val_mrr' in metrics.read_text().splitlines()[0]
-
-
-def test_a_two_rank_pagraph_link_fit_on_a_hetero_partition(
-        hetero_pagraph_link_parts, tmp_path):
-    r"""Task 'link' in mode 'pagraph' on a heterogeneous graph: each rank
-    trains the relation's links into its own papers inside its part (every
-    relation's (L+1)-hop in-neighbourhood replicated there), negatives
-    among the nodes whose trees it holds; only gradients cross ranks; MRR
-    over the whole dataset."""
-    dataset_dir, parts = hetero_pagraph_link_parts
-    _link_fit(tmp_path, {
-        'dataset': str(dataset_dir), 'partitions': str(parts),
-        'mode': 'pagraph', 'task': 'link', 'batch_size': 64,
-        'eval_batch_size': 110, 'num_neighbors': [4, 3],
-        'link': HETERO_LINK})
-    labels, book = _hetero_training_links(dataset_dir, parts)
-    own = torch.bincount(book.owner(labels[1], 'paper'), minlength=2)
-    assert int(own.min()) > 0 and int(own.sum()) == labels.size(1)
-    ranks = _stats(tmp_path)['epochs'][0]['ranks']
-    assert ranks[0]['steps'] == ranks[1]['steps'] == \
-        -(-int(own.max()) // 64)
-    for rank in ranks:  # self-reliant: no sampling nor rows from others
-        assert rank['sampling']['bytes_received'] == 0
-        assert rank['features']['bytes_received'] == 0
-        assert rank['gradients']['bytes_received'] > 0
     [metrics] = (tmp_path / 'logs').rglob('metrics.csv')
     assert 'val_mrr' in metrics.read_text().splitlines()[0]
