@@ -160,7 +160,10 @@ class HeteroNet(torch.nn.Module):
     def embed(self, batch: HeteroData) -> Dict[str, Tensor]:
         r"""The last layer's output of every node type a relation leads
         into (the seeds of each type first)."""
-        x = {t: self.node_inputs(t, batch[t].get('n_id'), batch[t].get('x'))
+        # the dataset's ids where n_id is a partition's (DatasetIds)
+        x = {t: self.node_inputs(t, batch[t].get('dataset_id',
+                                                 batch[t].get('n_id')),
+                                 batch[t].get('x'))
              for t in [*self.encoders, *self.featureless]}
         edge_index = batch.edge_index_dict
         nodes = _hops(batch, 'num_sampled_nodes', self.num_layers + 1)

@@ -100,7 +100,8 @@ def split_time_steps(batch: Union[Data, HeteroData]
                      ) -> List[Union[Data, HeteroData]]:
     r"""A root router's batch (homogeneous or heterogeneous) as one batch
     per time step: the micrographs of roots ``[step_ptr[j], step_ptr[j +
-    1])`` with every node type's ``x``, ``y`` and ``n_id``, every
+    1])`` with every node type's ``x``, ``y``, ``n_id`` and
+    ``dataset_id``, every
     relation's ``edge_index``, the seeds' ``batch_size`` and the per-hop
     counts (the trees are disjoint, so no edge crosses two steps)."""
     ptr = batch.step_ptr
@@ -115,7 +116,7 @@ def split_time_steps(batch: Union[Data, HeteroData]
             mask = node_step[key] == j
             local[key, j] = torch.cumsum(mask, 0) - 1
             out = _store(step, key)
-            for name in ('x', 'y', 'n_id'):
+            for name in ('x', 'y', 'n_id', 'dataset_id'):
                 if name in store:
                     out[name] = store[name][mask]
             out.num_nodes = int(mask.sum())

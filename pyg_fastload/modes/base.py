@@ -210,6 +210,12 @@ class LoadingMode:
 
     # Seeds and loaders ######################################################
 
+    def on_parts(self, transform: Optional[Any]) -> Optional[Any]:
+        r"""The transform of the loaders reading this rank's own data
+        (:attr:`data`): :obj:`transform`, or for a heterogeneous partition
+        one that first sets the dataset's ids of the batch's nodes."""
+        return transform
+
     def _own_seeds(self, split: str) -> Tensor:
         r"""The seeds of :obj:`split` in the mode's own data."""
         return split_seeds(self.data, split)

@@ -42,11 +42,70 @@ class LossNorm:
         return batch if self.inner is None else self.inner(batch)
 
 
+class DatasetIds:
+    r"""A batch transform of the loaders reading a heterogeneous
+    partition: sets every node type's ``dataset_id``, the dataset's
+    type-local id of each node of ``n_id`` (which is in the partition's
+    ids), then applies :obj:`inner`. What a model's learnt per-node
+    embeddings are looked up by, so that training on the parts and
+    evaluating on the dataset read the same rows.
+
+    Args:
+        ids (dict): per node type, the dataset id of every id ``n_id``
+            holds.
+        inner (callable, optional): the transform to apply after.
+    """
+    def __init__(self, ids: Dict[str, Tensor], inner: Optional[Any] = None):
+        self.ids = ids
+        self.inner = inner
+
+    def __call__(self, batch: Any) -> Any:
+        for node_type, ids in self.ids.items():
+            store = batch[node_type]
+            if 'n_id' in store:
+                store.dataset_id = ids[store.n_id.to(ids.device)].to(
+                    store.n_id.device)
+        return batch if self.inner is None else self.inner(batch)
+
+
 class _Partitioned(LoadingMode):
     r"""A mode over one part per rank of :obj:`partitions`."""
     meta: Dict[str, Any]
     #: Whether the partition is of a heterogeneous graph.
     hetero = False
+    _dataset_ids: Optional[Dict[str, Tensor]] = None
+
+    @property
+    def book(self) -> Any:
+        r"""The partition book (after :meth:`open`)."""
+        raise NotImplementedError
+
+    def on_parts(self, transform: Optional[Any]) -> Optional[Any]:
+        r"""A heterogeneous partition's batches carry every node type's
+        ``dataset_id`` (:class:`DatasetIds`): the dataset's ids of their
+        nodes."""
+        if not self.hetero:
+            return transform  # (no learnt embeddings to look up)
+        if self._dataset_ids is None:
+            book = self.book
+            try:
+                order = torch.argsort(read_new_ids(self.partitions, book))
+            except ValueError as error:
+                raise SettingError('partitions', str(error)) from None
+            self._dataset_ids = {}
+            for node_type in book.node_types:
+                first = int(book.global_ids(torch.zeros(1, dtype=torch.long),
+                                            node_type))
+                ids = order[first:first + book.num_nodes[node_type]] - first
+                rows = self._row_ids(node_type)
+                self._dataset_ids[node_type] = ids if rows is None \
+                    else ids[rows]
+        return DatasetIds(self._dataset_ids, transform)
+
+    def _row_ids(self, node_type: str) -> Optional[Tensor]:
+        r"""The (type-local) new id of every row of :obj:`node_type` that
+        batches' ``n_id`` name, where they are not new ids."""
+        return None
 
     def _check_workload(self) -> None:
         spec = self.spec
@@ -106,8 +165,15 @@ class PaGraph(_Partitioned):
     (:mod:`~pyg_fastload.partition.pagraph_link`)."""
     name = 'pagraph'
     partition_method = 'pagraph'
-    #: The partition book (after :meth:`open`).
-    book: Optional[PartitionBook] = None
+    _book: Optional[PartitionBook] = None
+
+    @property
+    def book(self) -> Any:
+        return self._book
+
+    def _row_ids(self, node_type: str) -> Optional[Tensor]:
+        return self.data[0].get_tensor(group_name=node_type,
+                                       attr_name='global_id', index=None)
 
     @property
     def global_seeds(self) -> bool:
@@ -135,7 +201,7 @@ class PaGraph(_Partitioned):
     def _open_parts(self, device: torch.device) -> None:
         spec = self.spec
         try:
-            features, graph, self.book, self.meta = open_rank_part(
+            features, graph, self._book, self.meta = open_rank_part(
                 self.partitions, self.collectives, spec.feature_cache,
                 method='pagraph', local=True, device=device,
                 scores=spec.scores(), verify=spec.verify)
@@ -203,6 +269,10 @@ class DSP(_Partitioned):
     #: HopGNN: the whole topology on every rank, a root router.
     feature_centric = False
     dsp: Optional[DSPRank] = None
+
+    @property
+    def book(self) -> Any:
+        return self.dsp.book
 
     @classmethod
     def accepts_partition(cls, method: str) -> bool:

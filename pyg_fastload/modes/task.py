@@ -152,6 +152,8 @@ class NodeTask(Task):
             extra['sampler'] = sampler
         spec = mode.spec
         transform = spec.transform()
+        if data is mode.data:  # (the dataset's own ids are its n_id)
+            transform = mode.on_parts(transform)
         neighbor_sampler = mode.neighbor_sampler(train) \
             if data is mode.data else None
         if neighbor_sampler is not None:  # the mode's (times of its own)
@@ -342,7 +344,8 @@ class LinkTask(Task):
             edge_label_time=label_time,
             shuffle=train and 'sampler' not in extra,
             drop_last=train and spec.drop_last and 'sampler' not in extra,
-            generator=generator, transform=spec.transform(),
+            generator=generator, transform=mode.on_parts(spec.transform())
+            if train else spec.transform(),
             device=placement.batches, sampling_device=placement.sampling,
             **kwargs, **extra)
 

@@ -144,8 +144,9 @@ def _hetero_batches(rank, world, mode, dataset, parts, time_attrs):
         target = data.hetero_schema.target
         out[str(time_attr)] = sampler, [{
             'batch_size': b[target].batch_size, 'target': target,
-            'nodes': {t: {k: b[t][k].tolist() for k in ('n_id', 'batch')
-                          if k in b[t]} for t in b.node_types},
+            'nodes': {t: {k: b[t][k].tolist() for k in
+                          ('n_id', 'batch', 'dataset_id') if k in b[t]}
+                      for t in b.node_types},
             'edges': {e: b[e].edge_index.tolist() for e in b.edge_types}}
             for b in data.train_dataloader()]
         data.teardown('fit')
@@ -210,6 +211,15 @@ def test_two_ranks_sample_a_heterogeneous_partition_in_time(
                    for b in batches) > 0
         _, untimed = value['None']  # the same data without times: later
         assert sum(later_typed(b, times) for b in untimed) > 0
+        # every node's dataset id (what learnt embeddings are looked up
+        # by) names the dataset's node of that time
+        whole = open_hetero_dataset_dir(dataset).arrays
+        for b in batches:
+            for node_type in TIMED:
+                nodes = b['nodes'][node_type]
+                assert torch.equal(
+                    whole[node_type]['time'][nodes['dataset_id']],
+                    times[node_type][nodes['n_id']])
         if mode == 'dsp':  # the seeds' type must hold the array
             key, message = value['stamp']
             assert key == 'data.time_attr'
@@ -366,6 +376,7 @@ def _hetero_link_batches(rank, world, dataset, parts, mode):
         'label_index': b[BUYS].edge_label_index.tolist(),
         'label': b[BUYS].edge_label.tolist(),
         'n_id': {t: b[t].n_id.tolist() for t in ('user', 'item')},
+        'dataset_id': {t: b[t].dataset_id.tolist() for t in ('user', 'item')},
         'tree': {t: b[t].batch.tolist() for t in ('user', 'item')},
         'edges': {e: b[e].edge_index.tolist() for e in (BUYS, REV, SIMILAR)},
     } for b in data.train_dataloader()]
@@ -416,6 +427,7 @@ def test_two_ranks_sample_hetero_links_in_their_edges_time(
         assert batches
         for b in batches:
             n_id = {t: original(rank, t, ids) for t, ids in b['n_id'].items()}
+            assert b['dataset_id'] == n_id  # what embeddings look up
             label_time, num_pos = b['label_time'], b['num_pos']
             for (u, i), y, t in zip(zip(*b['label_index']), b['label'],
                                     label_time):

@@ -203,3 +203,28 @@ def test_fit_on_a_hetero_directory_with_windows_and_read_ahead(tmp_path):
     epoch = json.loads(stats.read_text())['epochs'][0]
     paper = epoch['cache']['paper.x']
     assert 0 < paper['device']['hits'] <= paper['device']['requests']
+
+
+def test_learnt_embeddings_are_looked_up_by_the_dataset_ids():
+    r"""A batch of a heterogeneous partition carries ``dataset_id`` (its
+    ``n_id`` being the partition's ids): the featureless types' learnt
+    embeddings are those rows, as a batch of the dataset reads them."""
+    from pyg_fastload import FastNeighborLoader
+    from pyg_fastload.lightning.hetero_net import HeteroNet
+    from pyg_fastload.modes import hetero_schema
+    data = generate_hetero('hetero-tiny')
+    batch = next(iter(FastNeighborLoader(
+        data, num_neighbors=[4, 3], input_nodes=('paper', torch.arange(30)),
+        batch_size=30)))
+    torch.manual_seed(0)
+    net = HeteroNet(hetero_schema(data), 'sage', 16, 2, 0.0).eval()
+    expected = net(batch)
+    shift = {t: torch.randperm(data[t].num_nodes) for t in data.node_types}
+    for node_type, perm in shift.items():  # n_id in other ids
+        store = batch[node_type]
+        store.dataset_id = store.n_id
+        store.n_id = torch.argsort(perm)[store.n_id]
+    assert torch.allclose(net(batch), expected, atol=1e-6)
+    for node_type in shift:
+        del batch[node_type].dataset_id
+    assert not torch.allclose(net(batch), expected, atol=1e-3)
