@@ -29,7 +29,6 @@ row ids instead (:mod:`~pyg_fastload.partition.hetero_pagraph`).
 """
 from __future__ import annotations
 
-import itertools
 import json
 import os
 import resource
@@ -60,6 +59,7 @@ from .methods import METHODS, assign_parts, check_num_parts
 from .pagraph_link import TASK_HOPS, check_task, task_assign
 from .part_dirs import (PARTITION_DIR, PARTITION_FORMAT, PARTITION_VERSION,
                         _fail, checked_part, concat_csc, edge_chunks,
+                        edge_row_chunks,
                         is_hetero_partition, part_dir, read_partition_meta,
                         row_chunks, save_book)
 
@@ -445,12 +445,9 @@ def _part_edges(topo: HeteroTopology, r: int, rows: Tensor, ids: Tensor,
                                            degree[at:end],
                                            output_size=edges.numel()))
 
-    def edge_rows(value: Tensor) -> Callable[[], Iterator[Tensor]]:
-        # an empty chunk first: a part without edges still has their type
-        return lambda: itertools.chain(
-            [value[:0]], (value[edges - start] for _, _, edges in
-                          positions()))
-    return chunks, {key: edge_rows(value)
+    def edge_positions() -> Iterator[Tensor]:
+        return (edges - start for _, _, edges in positions())
+    return chunks, {key: edge_row_chunks(value, edge_positions)
                     for key, value in (edge_arrays or {}).items()}
 
 

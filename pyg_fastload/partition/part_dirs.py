@@ -310,12 +310,6 @@ def _write_part(path: Path, dataset: Any, topo: Any, nodes: torch.Tensor,
             yield expand_ranges(begin[at:end], degree[at:end],
                                 int(indptr[end]) - int(indptr[at]))
 
-    def edge_rows(value: torch.Tensor
-                  ) -> Callable[[], Iterator[torch.Tensor]]:
-        # an empty chunk first: a part without edges still has their type
-        return lambda: itertools.chain(
-            [value[:0]], (value[at] for at in positions()))
-
     def edges() -> Iterator[torch.Tensor]:
         yield ids[:0]
         for at in positions():
@@ -334,8 +328,8 @@ def _write_part(path: Path, dataset: Any, topo: Any, nodes: torch.Tensor,
     write_dataset_dir(
         path, num_nodes=rows.numel(), indptr=indptr, indices=edges,
         node_arrays=arrays, name=f'{dataset.name}-part{part}',
-        edge_arrays={key: edge_rows(value) for key, value in
-                     dataset.edge_arrays.items()},
+        edge_arrays={key: edge_row_chunks(value, positions)
+                     for key, value in dataset.edge_arrays.items()},
         source=f"part {part} of {num_parts} of '{dataset.path}'",
         num_classes=dataset.num_classes, progress=False, verify='size',
         index_space=topo.num_nodes,
@@ -358,6 +352,16 @@ def edge_chunks(indptr: torch.Tensor) -> Iterator[Tuple[int, int]]:
             indptr, int(indptr[at]) + WRITE_CHUNK_EDGES, right=True)) - 1))
         yield at, end
         at = end
+
+
+def edge_row_chunks(value: torch.Tensor,
+                    positions: Callable[[], Iterator[torch.Tensor]]
+                    ) -> Callable[[], Iterator[torch.Tensor]]:
+    r"""The chunks of edge array :obj:`value`'s rows at each of
+    :obj:`positions`' chunks of edge positions (an empty chunk first: a
+    part without edges still has the array's type), for the writer."""
+    return lambda: itertools.chain([value[:0]],
+                                   (value[at] for at in positions()))
 
 
 def row_chunks(value: Any, rows: torch.Tensor
