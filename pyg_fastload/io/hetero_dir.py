@@ -252,13 +252,21 @@ def _check_types(num_nodes: Dict[str, int],
                 f"edge type {edge_type}: its CSC's indptr ends at "
                 f"{int(rel.indptr[-1])} for {rel.num_edges} indices (and "
                 f"edge ids); pass a consistent CSCTopology")
+    stored_as: Dict[str, Tuple[str, str]] = {}  # stored name -> (type, key)
     for node_type, arrays in node_arrays.items():
         if node_type not in num_nodes:
             raise ValueError(f"'node_arrays' has arrays of {node_type!r}, "
                              f"which is not in 'num_nodes'")
         for key in arrays:
             check_name(key, 'node array name', f"'node_arrays[{node_type!r}]'")
-    keys = {f'{t}.{k}' for t, arrays in node_arrays.items() for k in arrays}
+            other = stored_as.setdefault(f'{node_type}.{key}',
+                                         (node_type, key))
+            if other != (node_type, key):  # a '.' in a type's name
+                raise ValueError(
+                    f"'node_arrays': array {key!r} of {node_type!r} and "
+                    f"array {other[1]!r} of {other[0]!r} would both be "
+                    f"stored as '{node_type}.{key}'; rename one of them")
+    keys = set(stored_as)
     for edge_type, arrays in edge_arrays.items():
         where = f"'edge_arrays[{edge_type!r}]'"
         if edge_type not in relations:

@@ -126,6 +126,13 @@ def test_node_array_rows_must_match_their_type(tmp_path):
         open_hetero_dataset_dir(ds.path)
 
 
+@pytest.mark.reliability(
+    fault="a heterogeneous dataset written with arrays of the wrong length, "
+          "edges out of range, num_classes 0, or two node arrays that would "
+          "share one stored name (a '.' in a node type's name)",
+    behaviour="refused before anything is written, naming the array, the "
+              "edge type or the two arrays (was: written, then refused "
+              "by the reader as a key declared twice)")
 def test_bad_input_to_the_writer_is_named(tmp_path):
     data = generate_hetero('hetero-tiny')
     data['paper'].x = data['paper'].x[:-1]
@@ -146,4 +153,14 @@ def test_bad_input_to_the_writer_is_named(tmp_path):
                 [(torch.tensor([0]), torch.tensor([1]))])},
             node_arrays={}, name='t', source='t', num_classes=0,
             progress=False)
-    assert not any((tmp_path / d).exists() for d in 'abc')
+    # a '.' in a type's name: two arrays of one stored name (one file)
+    with pytest.raises(ValueError, match="array 'x' of 'a.b' and array "
+                       "'b.x' of 'a' would both be stored as 'a.b.x'"):
+        write_hetero_dataset_dir(
+            tmp_path / 'd', num_nodes={'a': 2, 'a.b': 2},
+            relations={('a', 'to', 'a.b'): lambda: iter(
+                [(torch.tensor([0]), torch.tensor([1]))])},
+            node_arrays={'a': {'b.x': torch.zeros(2)},
+                         'a.b': {'x': torch.ones(2)}},
+            name='t', source='t', progress=False)
+    assert not any((tmp_path / d).exists() for d in 'abcd')
