@@ -56,6 +56,10 @@ class DistributedMonitor(Callback):
     caches served and it read from storage, for itself and under DSP for
     the other ranks, and the other parts' cold rows it read from their
     files) and per-kind bytes and messages (the epoch's deltas).
+    ``negative_pool`` (link training where a mode draws negatives among
+    some nodes only, PaGraph's parts) gives per rank the nodes it draws
+    them among, of the label edges' source and destination types:
+    ``{'src': [pool, nodes], 'dst': [pool, nodes]}``.
     """
     def __init__(self) -> None:
         self.records: List[Dict[str, Any]] = []
@@ -67,6 +71,7 @@ class DistributedMonitor(Callback):
         self._rows_before = (0.0, 0.0)
         self._store: Optional[Any] = None
         self._router: Optional[Any] = None
+        self._negative_pool: Optional[List[Dict[str, List[int]]]] = None
 
     def on_fit_start(self, trainer: pl.Trainer,
                      pl_module: pl.LightningModule) -> None:
@@ -84,6 +89,7 @@ class DistributedMonitor(Callback):
         loading = getattr(datamodule, 'loading', None)
         router = getattr(loading, 'samplers', {}).get('train')
         self._router = router if hasattr(router, 'load') else None
+        self._negative_pool = self._negative_pools(loading)
         model = trainer.strategy.model
         if isinstance(model, DistributedDataParallel):
             try:
@@ -91,6 +97,22 @@ class DistributedMonitor(Callback):
                     self._traffic, trainer.world_size))
             except RuntimeError as exc:  # a user's hook is registered
                 warnings.warn(f'gradient bytes are not counted: {exc}')
+
+    def _negative_pools(self, loading: Any
+                        ) -> Optional[List[Dict[str, List[int]]]]:
+        r"""Every rank's negative pools (see the class docstring), or
+        :obj:`None` where negatives are drawn among all nodes."""
+        task = getattr(loading, 'task', None)
+        if getattr(task, 'name', None) != 'link':  # (the same on all ranks)
+            return None
+        weight = getattr(task.training, 'negative_weight', None)
+        mine = [0] * 4 if weight is None else \
+            [v for w in weight for v in (int((w > 0).sum()), w.numel())]
+        table = self._collectives.all_gather_ints(
+            mine, 'gather the negative pools').tolist()
+        if not any(any(row) for row in table):
+            return None
+        return [{'src': row[:2], 'dst': row[2:]} for row in table]
 
     def on_train_epoch_start(self, trainer: pl.Trainer,
                              pl_module: pl.LightningModule) -> None:
@@ -218,6 +240,9 @@ class DistributedMonitor(Callback):
         path = log_dir / DIST_STATS_FILENAME
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix('.tmp')
-        tmp.write_text(json.dumps({'world_size': world_size,
-                                   'epochs': self.records}, indent=2))
+        stats: Dict[str, Any] = {'world_size': world_size}
+        if self._negative_pool is not None:
+            stats['negative_pool'] = self._negative_pool
+        stats['epochs'] = self.records
+        tmp.write_text(json.dumps(stats, indent=2))
         tmp.replace(path)

@@ -572,6 +572,48 @@ def test_a_two_rank_pagraph_link_fit_stays_in_its_parts(
         assert rank['gradients']['bytes_received'] > 0
     [metrics] = (tmp_path / 'logs').rglob('metrics.csv')
     assert 'val_mrr' in metrics.read_text().splitlines()[0]
+    # each rank's negatives: among its own nodes and their in-neighbours
+    # (the nodes whose 2-hop trees its part holds), of each endpoint type
+    assert _stats(tmp_path)['negative_pool'] == _negative_pools(
+        dataset_dir, parts, hetero)
+
+
+def _negative_pools(dataset_dir, parts, hetero: bool) -> list:
+    r"""Per part of PaGraph's link parts :obj:`parts` (2 hops sampled):
+    ``{'src': [pool, rows], 'dst': [pool, rows]}``, the part's own nodes
+    and their in-neighbours (a breadth-first oracle on the dataset) among
+    its rows of the label edges' end types (:data:`WRITES` on a
+    heterogeneous graph)."""
+    import numpy as np
+
+    from pyg_fastload.io import open_hetero_dataset_dir
+
+    from ..helpers import in_neighbourhood
+    owner = torch.from_numpy(np.load(parts / 'owner.npy'))
+    if hetero:
+        topology = open_hetero_dataset_dir(dataset_dir).topology
+        view = topology.homogeneous_view()
+        first = dict(zip(topology.node_types, topology.node_offset.tolist()))
+        ends = [(WRITES[0], first[WRITES[0]]), (WRITES[2], first[WRITES[2]])]
+    else:
+        view = open_dataset_dir(dataset_dir).topology
+        ends = [(None, 0), (None, 0)]
+    pools = []
+    for part in range(2):
+        own = (owner == part).nonzero().view(-1)
+        pool = torch.cat([own, in_neighbourhood(view, own, 1)]).unique()
+        held = open_hetero_dataset_dir(parts / f'part-{part}').num_nodes \
+            if hetero else {None: open_dataset_dir(
+                parts / f'part-{part}').topology.num_nodes}
+        counts = []
+        for node_type, start in ends:
+            size = view.num_nodes if node_type is None else \
+                topology.num_nodes_of(node_type)
+            counts.append([int(((pool >= start) &
+                                (pool < start + size)).sum()),
+                           held[node_type]])
+        pools.append(dict(zip(('src', 'dst'), counts)))
+    return pools
 
 
 def test_a_two_rank_pagraph_fit_on_a_hetero_partition(hetero_pagraph_parts,
