@@ -152,10 +152,10 @@ class NodeTask(Task):
             extra['sampler'] = sampler
         spec = mode.spec
         transform = spec.transform()
-        if data is mode.data:  # (the dataset's own ids are its n_id)
+        neighbor_sampler = None
+        if data is mode.data:  # the rank's own (the dataset's: its n_id)
             transform = mode.on_parts(transform)
-        neighbor_sampler = mode.neighbor_sampler(train) \
-            if data is mode.data else None
+            neighbor_sampler = mode.neighbor_sampler(train)
         if neighbor_sampler is not None:  # the mode's (times of its own)
             extra['neighbor_sampler'] = neighbor_sampler
             transform = mode.train_transform(train, sampler, transform)
