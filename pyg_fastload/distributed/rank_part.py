@@ -149,7 +149,6 @@ def new_edge_ids(new_id: Tensor, book: Union[PartitionBook,
         return new_id[edges]
     rows = []
     for row, node_type in zip(edges, (edge_type[0], edge_type[2])):
-        first = int(book.global_ids(torch.zeros(1, dtype=torch.long),
-                                    node_type))
+        first = book.first_id(node_type)
         rows.append(new_id[row + first] - first)
     return torch.stack(rows)

@@ -94,8 +94,7 @@ class _Partitioned(LoadingMode):
                 raise SettingError('partitions', str(error)) from None
             self._dataset_ids = {}
             for node_type in book.node_types:
-                first = int(book.global_ids(torch.zeros(1, dtype=torch.long),
-                                            node_type))
+                first = book.first_id(node_type)
                 ids = order[first:first + book.num_nodes[node_type]] - first
                 rows = self._row_ids(node_type)
                 self._dataset_ids[node_type] = ids if rows is None \
@@ -171,7 +170,7 @@ class PaGraph(_Partitioned):
     def book(self) -> Any:
         return self._book
 
-    def _row_ids(self, node_type: str) -> Optional[Tensor]:
+    def _row_ids(self, node_type: Optional[str]) -> Optional[Tensor]:
         return self.data[0].get_tensor(group_name=node_type,
                                        attr_name='global_id', index=None)
 
@@ -217,7 +216,7 @@ class PaGraph(_Partitioned):
         relation as the part holds it), negatives drawn among the nodes
         whose trees the part holds (``negative_weight``). Ids are the
         part's rows (the split was drawn in the dataset's)."""
-        features, part_graph = self.data
+        part_graph = self.data[1]
         book, part = self.book, self.collectives.rank
         try:
             new_id = read_new_ids(self.partitions, book)
@@ -228,8 +227,7 @@ class PaGraph(_Partitioned):
         books = {t: book.of_group(t) for t in types}
         rows = PartRows(
             part_graph.topology,
-            {t: features.get_tensor(group_name=t, attr_name='global_id',
-                                    index=None) for t in types},
+            {t: self._row_ids(t) for t in types},
             {t: b.part_range(part)[1] - b.part_range(part)[0]
              for t, b in books.items()},
             {t: b.num_nodes for t, b in books.items()})

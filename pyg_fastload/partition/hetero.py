@@ -161,9 +161,14 @@ class HeteroPartitionBook:
         part :obj:`part` owns."""
         return self[node_type].part_range(part)
 
+    def first_id(self, node_type: str) -> int:
+        r"""The global new id of :obj:`node_type`'s first node (its
+        type-local ids start there)."""
+        return int(self.node_offset[self.node_types.index(node_type)])
+
     def global_ids(self, ids: Tensor, node_type: str) -> Tensor:
         r"""The global new ids of type-local new ids of :obj:`node_type`."""
-        return ids + self.node_offset[self.node_types.index(node_type)]
+        return ids + self.first_id(node_type)
 
     @classmethod
     def load(cls, parts_dir: PathLike) -> 'HeteroPartitionBook':

@@ -3,7 +3,9 @@ r"""Runs a function on several gloo (or NCCL, one GPU per rank) ranks on
 
 The ranks are forked by a forkserver that imported :data:`PRELOAD` once
 per test session: a spawned rank would import torch, PyG and Lightning
-again (about 10 s of CPU each), for every call. The forkserver runs no
+again, for every call (``python -c "import torch_geometric,
+pytorch_lightning, pyg_fastload.lightning"``: 10.3 s wall, 8.2 s user on
+the 2-core machine). The forkserver runs no
 torch op, so each rank starts as fresh as a spawned one, and gets the
 caller's environment as it is at the call."""
 import os

@@ -406,8 +406,7 @@ def test_two_ranks_sample_hetero_links_in_their_edges_time(
                         timeout=180)
     book = HeteroPartitionBook.load(parts)
     order = torch.argsort(torch.from_numpy(np.load(parts / 'new_id.npy')))
-    first = {t: int(book.global_ids(torch.zeros(1, dtype=torch.long), t))
-             for t in ('user', 'item')}
+    first = {t: book.first_id(t) for t in ('user', 'item')}
 
     def original(rank, node_type, ids):  # the dataset's ids of batch ids
         ids = torch.tensor(ids, dtype=torch.long)

@@ -207,8 +207,7 @@ def test_a_hetero_parts_links_sample_as_the_whole_graph(hetero_grid):
     whole = []  # the training graph over every relation, global new ids
     for part in range(3):
         features, graph, book = open_partition(parts, part, local=True)
-        first = {t: int(book.global_ids(torch.zeros(1, dtype=torch.long),
-                                        t)) for t in book.node_types}
+        first = {t: book.first_id(t) for t in book.node_types}
         if part == 0:
             passing = new_edge_ids(new_id, book,
                                    split.message_passing('train'), BUYS)
