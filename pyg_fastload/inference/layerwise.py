@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+import tempfile
 from pathlib import Path
 from typing import (Any, Callable, Iterator, List, Optional, Sequence,
                     Union)
@@ -18,7 +19,6 @@ from ..distributed.collectives import Collectives
 from ..graph.view import GraphView
 from .layer_run import LayerRun, Rows
 from .layers import AUTO, is_gcn, model_layers
-from .outputs import HIDDEN_FILE, OUTPUT_FILE
 from .typed_layerwise import TypedRun, typed_layers
 
 __all__ = ['layerwise_inference']
@@ -77,9 +77,13 @@ def layerwise_inference(
     is never whole in memory. An intermediate layer's file is removed as
     soon as the next layer is computed (and on any error or Ctrl-C). The
     model's outputs, when they do not fit the budget, are kept as
-    ``work_dir/output.bin`` (written under a temporary name and renamed
-    when complete; raw, row-major, the returned tensor's dtype and shape)
-    and returned memory-mapped copy-on-write.
+    ``output.bin`` in a directory of the run's own, ``work_dir/layerwise-*``
+    (written under a temporary name and renamed when complete; raw,
+    row-major, the returned tensor's dtype and shape), and returned
+    memory-mapped copy-on-write. Each run writes only in its own directory
+    (removed at its end if nothing is kept in it): two runs in one
+    :obj:`work_dir`, at once or one after the other, never touch each
+    other's files or any other file there.
 
     **The model contract**: :obj:`model` exposes its message-passing layers
     as ``model.convs`` (a list of ``torch_geometric.nn.MessagePassing``
@@ -115,8 +119,8 @@ def layerwise_inference(
     type's ``x``; :obj:`between` ``'auto'`` is the model's
     ``between(i, x)`` method, applied to every type's rows. The result is a
     dict of every type a last-layer relation leads into; outputs over the
-    budget are kept as ``work_dir/output-<k>.bin`` (``k``: the type's index
-    in the graph's node types).
+    budget are kept as ``output-<k>.bin`` in the run's directory (``k``: the
+    type's index in the graph's node types).
 
     Args:
         model (torch.nn.Module): the model (see the contract above).
@@ -137,9 +141,10 @@ def layerwise_inference(
             memory at once: bytes, a size (``'8GiB'``), a fraction of the
             memory available when called, or ``'auto'`` (half of it).
             ``0`` puts every layer in :obj:`work_dir`.
-        work_dir (str or pathlib.Path, optional): the directory of the
-            layers that do not fit the budget (made if missing). Without
-            it, a layer over the budget is an error.
+        work_dir (str or pathlib.Path, optional): where the layers that do
+            not fit the budget go (made if missing), in a directory of this
+            run's own in it. Without it, a layer over the budget is an
+            error.
         device (torch.device, optional): where chunks are computed
             (default: where the model's parameters are); outputs are
             stored on the CPU.
@@ -152,8 +157,8 @@ def layerwise_inference(
             activation and norm: every node's embedding). Not for a model
             with ``jk``, whose output reads every layer.
         with_hidden (bool): both, from one pass: ``(outputs, hidden)``
-            (the last hidden layer kept as ``work_dir/hidden.bin`` when it
-            does not fit the budget).
+            (the last hidden layer kept as ``hidden.bin`` beside
+            ``output.bin`` when it does not fit the budget).
         collectives (Collectives, optional): the ranks that share the work
             (every rank calls with the same arguments): each computes every
             ``world_size``-th chunk of every layer and receives the other
@@ -240,11 +245,11 @@ def layerwise_inference(
     if device is None:
         param = next(model.parameters(), None)
         device = param.device if param is not None else torch.device('cpu')
-    options = (fanouts, seed, chunk_size, budget, work, torch.device(device),
-               prefetch, progress,
-               layers.num_layers - 1 if hidden else layers.num_layers,
-               with_hidden, collectives)
-    with torch.no_grad(), _eval(model):
+    with torch.no_grad(), _eval(model), _run_dir(work) as own:
+        options = (fanouts, seed, chunk_size, budget, own,
+                   torch.device(device), prefetch, progress,
+                   layers.num_layers - 1 if hidden else layers.num_layers,
+                   with_hidden, collectives)
         if typed:
             return TypedRun(layers, topology, GraphView.of(data),
                             *options, reduce=reduce).run()
@@ -294,14 +299,23 @@ def _work_dir(work_dir: Union[str, Path, None]) -> Optional[Path]:
         raise NotADirectoryError(
             f"'work_dir' {str(path)!r} is a file, not a directory: give a "
             f"directory for the layers' outputs (it is made if missing)")
-    for name in (OUTPUT_FILE, HIDDEN_FILE):
-        if (path / name).exists():
-            raise FileExistsError(
-                f"'work_dir' {str(path)!r} already holds {name} (the "
-                f"outputs of an earlier run?): move or remove it, or give "
-                f"another directory")
-    path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+@contextlib.contextmanager
+def _run_dir(work: Optional[Path]) -> Iterator[Optional[Path]]:
+    r"""The run's own directory in :obj:`work` (:obj:`None` without one),
+    removed at the end if the run kept nothing in it."""
+    if work is None:
+        yield None
+        return
+    work.mkdir(parents=True, exist_ok=True)
+    own = Path(tempfile.mkdtemp(prefix='layerwise-', dir=work))
+    try:
+        yield own
+    finally:
+        if not any(own.iterdir()):
+            own.rmdir()
 
 
 def _features(data: Any, num_nodes: int) -> Rows:

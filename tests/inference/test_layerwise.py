@@ -105,12 +105,10 @@ def test_with_hidden_gives_both_from_one_pass(tmp_path):
         memory_budget=0, work_dir=work)
     close(out_file, out)
     close(hidden_file, hidden)
-    assert sorted(p.name for p in work.iterdir()) == ['hidden.bin',
-                                                      'output.bin']
-    with pytest.raises(FileExistsError, match='hidden.bin'):
-        (work / 'output.bin').unlink()
-        layerwise_inference(model, data, with_hidden=True, memory_budget=0,
-                            work_dir=work, progress=False)
+    [own] = work.iterdir()  # the run's own directory
+    assert own.name.startswith('layerwise-')
+    assert sorted(p.name for p in own.iterdir()) == ['hidden.bin',
+                                                     'output.bin']
     with pytest.raises(ValueError, match='give one'):
         layerwise_inference(model, data, hidden=True, with_hidden=True,
                             progress=False)
@@ -240,13 +238,15 @@ def test_a_zero_budget_puts_every_layer_in_a_file_and_removes_them(
                               memory_budget=0, work_dir=work)
     close(out, model(data.x, data.edge_index))
     assert len(files) == 3  # every layer read back from a file
-    # the intermediate files are gone; the outputs stay as output.bin
-    assert sorted(p.name for p in work.iterdir()) == ['output.bin']
-    kept = np.fromfile(work / 'output.bin', dtype=np.float32)
+    # the intermediate files are gone; the outputs stay as output.bin, in
+    # the run's own directory
+    [own] = work.iterdir()
+    assert sorted(p.name for p in own.iterdir()) == ['output.bin']
+    kept = np.fromfile(own / 'output.bin', dtype=np.float32)
     assert torch.equal(torch.from_numpy(kept).view(out.shape), out)
     out[0] = 0  # copy-on-write: the file stays as written
     assert torch.equal(torch.from_numpy(np.fromfile(
-        work / 'output.bin', dtype=np.float32)).view(out.shape)[0],
+        own / 'output.bin', dtype=np.float32)).view(out.shape)[0],
         torch.from_numpy(kept).view(out.shape)[0])
 
 
@@ -411,22 +411,46 @@ def test_an_empty_graph_is_refused():
 
 
 @pytest.mark.reliability(
-    fault='a layer-wise inference `work_dir` that is a file, or that holds '
-    'an earlier run\'s `output.bin`',
-    behaviour='`NotADirectoryError` / `FileExistsError` naming the path, '
-    'before any layer is computed (nothing is overwritten)')
-def test_a_work_dir_that_is_a_file_or_holds_outputs_is_refused(tmp_path):
+    fault='a layer-wise inference `work_dir` that is a file',
+    behaviour='`NotADirectoryError` naming the path, before any layer is '
+    'computed')
+def test_a_work_dir_that_is_a_file_is_refused(tmp_path):
     path = tmp_path / 'a-file'
     path.write_text('not a directory')
     with pytest.raises(NotADirectoryError, match=r"'work_dir' .*a-file' is "
                        r"a file"):
         layerwise_inference(build('sage', 2), graph(), work_dir=path,
                             progress=False)
-    (tmp_path / 'output.bin').write_bytes(b'earlier')
-    with pytest.raises(FileExistsError, match='already holds output.bin'):
-        layerwise_inference(build('sage', 2), graph(), work_dir=tmp_path,
-                            progress=False)
-    assert (tmp_path / 'output.bin').read_bytes() == b'earlier'
+    assert path.read_text() == 'not a directory'
+
+
+@pytest.mark.reliability(
+    fault="a layer-wise inference `work_dir` holding a user's `output.bin`, "
+    "or an earlier run's outputs; two runs in one `work_dir`",
+    behaviour="each run writes in a directory of its own "
+    "(`work_dir/layerwise-*`, removed if it keeps nothing): no other file "
+    "is written or removed (was: the user's `output.bin` refused, a "
+    "heterogeneous run's `output-<k>.bin` overwritten)")
+def test_runs_in_one_work_dir_never_touch_other_files(tmp_path):
+    (tmp_path / 'output.bin').write_bytes(b'mine')
+    model, data = build('sage', 2), graph()
+    first = layerwise_inference(model, data, work_dir=tmp_path,
+                                memory_budget=0, progress=False)
+    runs = sorted(tmp_path.glob('layerwise-*'))
+    other = build('sage', 2)
+    with torch.no_grad():  # other weights, other outputs
+        for param in other.parameters():
+            param.add_(0.5)
+    second = layerwise_inference(other, data, work_dir=tmp_path,
+                                 memory_budget=0, progress=False)
+    assert (tmp_path / 'output.bin').read_bytes() == b'mine'
+    assert len(runs) == 1 and len(list(tmp_path.glob('layerwise-*'))) == 2
+    # the first run's file was not overwritten by the second's
+    close(first, model(data.x, data.edge_index))
+    close(second, other(data.x, data.edge_index))
+    # a run that keeps nothing in a file leaves no directory behind
+    layerwise_inference(model, data, work_dir=tmp_path, progress=False)
+    assert len(list(tmp_path.glob('layerwise-*'))) == 2
 
 
 @pytest.mark.reliability(
@@ -458,7 +482,8 @@ def test_reduce_stores_each_chunk_reduced(tmp_path, stream):
     assert torch.equal(out, logits.argmax(dim=-1))
     assert max(chunks) <= CHUNK and sum(chunks) == data.num_nodes
     # what is kept is the reduced rows: 8 bytes per node, not 5 floats
-    assert (work / 'output.bin').stat().st_size == 8 * data.num_nodes
+    [own] = work.iterdir()
+    assert (own / 'output.bin').stat().st_size == 8 * data.num_nodes
     # the hidden rows of with_hidden are not reduced
     out, hidden = layerwise_inference(model, data, chunk_size=CHUNK,
                                       progress=False, with_hidden=True,

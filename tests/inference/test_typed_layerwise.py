@@ -58,17 +58,32 @@ def test_stores_and_files_give_the_same_rows(tmp_path):
     data = random_hetero_graph()
     net = _net('sage', data)
     expected = _full_batch(net, data)
+    mine = tmp_path / typed_output_file(0)  # a user's file of that name
+    mine.write_bytes(b'mine')
     out = layerwise_inference(net, stores_from_data(data), chunk_size=50,
                               memory_budget=0, work_dir=tmp_path,
                               progress=False)
+    [own] = tmp_path.glob('layerwise-*')  # the run's own directory
     for node_type, rows in out.items():
         assert torch.allclose(rows, expected[node_type], atol=1e-5)
         index = data.node_types.index(node_type)
-        assert (tmp_path / typed_output_file(index)).stat().st_size == \
+        assert (own / typed_output_file(index)).stat().st_size == \
             rows.numel() * rows.element_size()  # kept in its file
-    leftovers = sorted(p.name for p in tmp_path.iterdir())
+    leftovers = sorted(p.name for p in own.iterdir())
     assert leftovers == sorted(typed_output_file(data.node_types.index(t))
                                for t in out)  # the layers' files removed
+    assert mine.read_bytes() == b'mine'
+    # a second run (other weights) keeps its own files: the first's stand
+    with torch.no_grad():
+        for param in net.parameters():
+            param.add_(0.5)
+    again = layerwise_inference(net, stores_from_data(data), chunk_size=50,
+                                memory_budget=0, work_dir=tmp_path,
+                                progress=False)
+    assert len(list(tmp_path.glob('layerwise-*'))) == 2
+    for node_type, rows in out.items():
+        assert torch.allclose(rows, expected[node_type], atol=1e-5)
+        assert not torch.allclose(again[node_type], rows, atol=1e-3)
 
 
 def test_hidden_rows_are_what_the_last_layer_reads():
