@@ -49,6 +49,33 @@ TIMEOUTS = {'environment': 60, 'install-wheels': 90, 'install-project': 90,
 GRAPHS = {'gpu': ('arxiv-like', 40, 1024), 'dry-run': ('tiny', 3, 64)}
 #: Steps whose failure leaves the check passed: the PyG baseline's build.
 OPTIONAL_STEPS = ('build-pyg-backend', )
+#: What the check writes in OUT_DIR, and the mark its summary carries.
+KIT_FILES = ('summary.json', 'log.txt', 'junit.xml', 'build.log')
+KIT_MARK = 'pyg-fastload gpu_check'
+
+
+def check_out_dir(out: Path) -> Optional[str]:
+    r"""Why the check may not write into :obj:`out` (:obj:`None`: it may):
+    a directory holding anything but an earlier check's files (its
+    ``summary.json`` carrying the kit's mark) is never written into."""
+    if not out.exists():
+        return None
+    if not out.is_dir():
+        return f"'{out}' is a file: give a directory for the check's files"
+    found = sorted(p.name for p in out.iterdir())
+    if not found:
+        return None
+    foreign = [name for name in found if name not in KIT_FILES]
+    earlier = None
+    with contextlib.suppress(OSError, ValueError):
+        earlier = json.loads((out / 'summary.json').read_text())
+    if not foreign and isinstance(earlier, dict) and \
+            earlier.get('kit') == KIT_MARK:
+        return None  # an earlier check's files, replaced
+    shown = ', '.join(foreign or found)
+    return (f"'{out}' holds files the GPU check did not write ({shown}): "
+            f"give an empty or new directory (or one an earlier check "
+            f"wrote); nothing in it was changed")
 
 
 def install_commands(python: str, wheels: List[Path], dry_run: bool,
@@ -78,15 +105,25 @@ class Check:
     def __init__(self, args: argparse.Namespace):
         self.args = args
         self.out = Path(args.out_dir).resolve()
+        refused = check_out_dir(self.out)
+        if refused is not None:
+            print(f'gpu_check: {refused}', file=sys.stderr, flush=True)
+            raise SystemExit(2)
         self.out.mkdir(parents=True, exist_ok=True)
-        self.work = Path(tempfile.mkdtemp(prefix='gpu_check-'))
-        self.log_file = open(self.out / 'log.txt', 'w', buffering=1)
         self.started = time.monotonic()
         self.deadline = self.started + args.budget - RESERVE_S
         self.groups: List[int] = []
         self.summary: Dict[str, Any] = {
-            'status': 'running', 'budget_s': args.budget,
+            'kit': KIT_MARK, 'status': 'running', 'budget_s': args.budget,
             'steps': {}, 'benchmarks': {}}
+        # marked first: a check killed early leaves files a rerun may replace
+        self.write_summary()
+        self.work = Path(tempfile.mkdtemp(prefix='gpu_check-'))
+        self.log_file = open(self.out / 'log.txt', 'w', buffering=1)
+
+    def write_summary(self) -> None:
+        text = json.dumps(self.summary, indent=1, sort_keys=True, default=str)
+        (self.out / 'summary.json').write_text(text + '\n')
 
     def log(self, text: str) -> None:
         line = f'[{time.monotonic() - self.started:6.1f}s] {text}'
@@ -296,8 +333,7 @@ class Check:
         self.summary['leftover_processes'] = leftovers(self.groups)
         self.summary['status'] = status
         self.summary['seconds'] = round(time.monotonic() - self.started, 1)
-        text = json.dumps(self.summary, indent=1, sort_keys=True, default=str)
-        (self.out / 'summary.json').write_text(text + '\n')
+        self.write_summary()
         self.log(f'status {status} in {self.summary["seconds"]}s; '
                  f'{self.out / "summary.json"}')
         for name, step in self.summary['steps'].items():

@@ -173,3 +173,34 @@ def marked_processes(mark: str) -> list:
         except OSError:  # ended meanwhile, or not ours
             pass
     return found
+
+
+@pytest.mark.reliability(
+    fault="`bash scripts/gpu_check.sh OUT` where OUT holds a user's "
+          "`log.txt` and `summary.json` (or any file the kit did not write)",
+    behaviour='refused before any step, exit status 2, naming the files; '
+              'nothing in OUT changed (was: both overwritten). A directory '
+              "holding only an earlier check's files is reused")
+def test_an_out_dir_of_other_files_is_refused(tmp_path):
+    out = tmp_path / 'out'
+    out.mkdir()
+    (out / 'log.txt').write_text('my notes')
+    (out / 'summary.json').write_text('{"mine": true}')
+    done = subprocess.run(
+        ['bash', 'scripts/gpu_check.sh', str(out), '--dry-run'], cwd=ROOT,
+        capture_output=True, text=True, timeout=60,
+        env={**os.environ, 'PYTHON': sys.executable})
+    assert done.returncode == 2, done.stderr
+    assert 'holds files the GPU check did not write (log.txt, ' \
+        'summary.json)' in done.stderr
+    assert (out / 'log.txt').read_text() == 'my notes'
+    assert (out / 'summary.json').read_text() == '{"mine": true}'
+    assert sorted(p.name for p in out.iterdir()) == ['log.txt',
+                                                     'summary.json']
+    # an earlier check's files (its summary marked) are replaced
+    check = gpu_check.Check(gpu_check.parse_args([str(tmp_path / 'kit')]))
+    check.close('failed')
+    assert gpu_check.check_out_dir(tmp_path / 'kit') is None
+    (tmp_path / 'kit' / 'notes.md').write_text('mine')
+    assert 'notes.md' in gpu_check.check_out_dir(tmp_path / 'kit')
+    assert gpu_check.check_out_dir(tmp_path / 'new') is None
