@@ -43,7 +43,7 @@ from ..graph.ranges import expand_ranges
 from ..io import (DatasetFormatError, is_hetero_dataset_dir,
                   open_dataset_dir, write_dataset_dir)
 from ..io.format import is_sha256, sha256_file
-from ..io.reader import MAX_META_BYTES
+from ..io.reader import MAX_META_BYTES, verify_files
 from ..io.staging import DirectoryFormat, StagedDirectory, check_target
 from ..storage import CSCGraphStore, TieredFeatureStore
 from .book import BOOK_FILES, PartitionBook, renumber
@@ -523,14 +523,15 @@ def feature_source(meta: Dict[str, Any]) -> Optional[Path]:
     return Path(str(meta['dataset'].get('path')))
 
 
-def source_rows(parts_dir: Path, meta: Dict[str, Any], part: int
-                ) -> Optional[Tuple[Any, torch.Tensor]]:
+def source_rows(parts_dir: Path, meta: Dict[str, Any], part: int,
+                verify: str = 'size') -> Optional[Tuple[Any, torch.Tensor]]:
     r"""Where part :obj:`part` of a ``features='source'`` partition reads
     its feature rows: the partitioned dataset (opened, and checked to be
     the one partitioned) and the part's rows of it (its ``source_id.npy``,
     checked against ``partition.json``); :obj:`None` for a partition whose
-    parts hold their rows. The dataset's topology is not read, and its
-    feature files are checked by size when mapped."""
+    parts hold their rows. The dataset's topology is not read; its feature
+    files are checked by size when mapped and, with :obj:`verify`
+    ``'checksum'``, by their SHA-256 first."""
     where = feature_source(meta)
     if where is None:
         return None
@@ -545,6 +546,11 @@ def source_rows(parts_dir: Path, meta: Dict[str, Any], part: int
         raise DatasetFormatError(f"'{where}' is not the dataset that was "
                                  f"partitioned (prepared again?); {fix}")
     dataset = open_dataset_dir(where, verify='none')
+    if verify == 'checksum':  # the feature matrices the parts read
+        specs = dataset.meta['arrays']
+        verify_files(where, {key: specs[key] for key, array in
+                             dataset.arrays.items() if array.dim() >= 2},
+                     verify, False, fix)
     name = f'{part_dir(parts_dir, part).name}/{SOURCE_ID}'
     file = parts_dir / name
     if not file.is_file() or sha256_file(file) != meta['files'].get(name):
@@ -623,7 +629,7 @@ def open_partition(
     feature_store, graph_store = open_dataset(
         path, cache, device=device, verify=verify, scores=scores,
         topology=dataset.topology if topology is None else topology,
-        rows_from=source_rows(parts_dir, meta, part))
+        rows_from=source_rows(parts_dir, meta, part, verify))
     if not local:  # the part's edges, with their edge arrays
         graph_store = CSCGraphStore(dataset.topology, dataset.edge_arrays)
     elif 'global_id' not in {

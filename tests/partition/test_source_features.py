@@ -181,3 +181,31 @@ def test_rows_from_another_count_of_rows_is_refused(source_parts):
                      rows_from=(dataset, torch.arange(3)),
                      topology=open_dataset_dir(
                          paths['metis', 'source'] / 'part-0').topology)
+
+
+@pytest.mark.reliability(
+    fault="the dataset of a `--features source` partition edited in place "
+          "(its `x.bin` rewritten, same size), opened with "
+          "`open_partition(..., verify='checksum')`",
+    behaviour="`DatasetFormatError` naming the file and its checksum, with "
+              "the fix (was: every row served wrong, nothing said)")
+def test_a_source_edited_in_place_fails_its_checksum(source_parts, tmp_path):
+    dataset_dir, paths = source_parts
+    source = tmp_path / 'ds'
+    shutil.copytree(dataset_dir, source)
+    parts = tmp_path / 'parts'
+    partition_dataset(source, parts, 2, 'metis', progress=False,
+                      features='source')
+    x_file = source / open_dataset_dir(source).meta['arrays']['x']['file']
+    before = open_partition(parts, 0, verify='checksum')[0]
+    rows = before.get_tensor_size(group_name=None, attr_name='x')[0]
+    kept = _rows(before, rows)
+    edited = np.fromfile(x_file, dtype=np.uint8)
+    (255 - edited).tofile(x_file)  # same size, every byte other
+    for part in range(2):
+        with pytest.raises(DatasetFormatError, match=r"x\.bin: sha256 .* "
+                           r"does not match .*partition again"):
+            open_partition(parts, part, verify='checksum')
+    # by size alone it opens (and reads the edited rows)
+    served = _rows(open_partition(parts, 0)[0], rows)
+    assert not torch.equal(served, kept)
