@@ -125,6 +125,9 @@ def write_predictions(out_dir: PathLike, node_ids: Tensor,
         if rows is not None and (rows.dim() != 2 or rows.size(0) != count):
             raise ValueError(f"'{name}' has shape {list(rows.shape)}, "
                              f"expected [{count}, width]")
+    if count and int(node_ids.min()) < 0:
+        raise ValueError(f"'node_ids' holds {int(node_ids.min())}: node ids "
+                         f"are >= 0 (give each node's row in the graph)")
     order = torch.argsort(node_ids)
     node_ids = node_ids[order]
     if count > 1 and bool((node_ids[1:] == node_ids[:-1]).any()):
@@ -242,14 +245,25 @@ def read_predictions(path: PathLike, mmap: bool = False,
                          f"{node_type!r} (it is not a directory of one "
                          f"table per node type): leave node_type out")
     out: Dict[str, Any] = {'manifest': manifest}
+    count = manifest.get('num_nodes')
+    if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+        raise ValueError(f"'{path / _MANIFEST}': 'num_nodes' is {count!r}, "
+                         f"not a count of nodes; re-write the predictions")
     for name, spec in manifest['files'].items():
         array_file = path / Path(name).name  # never outside the directory
         if sha256_file(array_file) != spec['sha256']:
             raise ValueError(f"'{array_file}' does not match its checksum "
                              f"in {_MANIFEST}: the directory was changed "
                              f"after it was written")
-        out[Path(name).stem] = torch.from_numpy(np.load(
-            array_file, allow_pickle=False, mmap_mode='c' if mmap else None))
+        array = np.load(array_file, allow_pickle=False,
+                        mmap_mode='c' if mmap else None)
+        if array.ndim == 0 or array.shape[0] != count or \
+                list(array.shape) != spec.get('shape'):
+            raise ValueError(f"'{array_file}' has shape {list(array.shape)} "
+                             f"but {_MANIFEST} gives 'shape' "
+                             f"{spec.get('shape')!r} and 'num_nodes' "
+                             f"{count}: re-write the predictions")
+        out[Path(name).stem] = torch.from_numpy(array)
     return out
 
 

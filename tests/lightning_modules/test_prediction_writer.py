@@ -85,6 +85,34 @@ def test_existing_directories_and_changed_files_are_refused(tmp_path):
         _trainer(PredictionWriter(str(path))).predict(model, data)
 
 
+@pytest.mark.reliability(
+    fault='`write_predictions` given negative node ids; a predictions '
+          "manifest whose 'num_nodes' disagrees with its arrays (or is not "
+          'a count)',
+    behaviour="`ValueError` naming 'node_ids' and the id, before anything "
+              "is written; reading names the file, 'num_nodes' and the "
+              'shapes (was: written; read as if whole)')
+def test_negative_ids_and_a_wrong_node_count_are_refused(tmp_path):
+    with pytest.raises(ValueError, match="'node_ids' holds -3: node ids are "
+                                         ">= 0"):
+        write_predictions(tmp_path / 'neg', torch.tensor([0, -3]),
+                          torch.tensor([1, 2]))
+    assert not (tmp_path / 'neg').exists()
+    path = write_predictions(tmp_path / 'p', torch.tensor([0, 1, 2]),
+                             torch.tensor([1, 0, 1]))
+    manifest = json.loads((path / 'predictions.json').read_text())
+    for count, error in ((5, r"node_ids\.npy' has shape \[3\] but "
+                          r"predictions\.json gives 'shape' \[3\] and "
+                          r"'num_nodes' 5"),
+                         ('3', r"'num_nodes' is '3', not a count")):
+        (path / 'predictions.json').write_text(json.dumps(
+            {**manifest, 'num_nodes': count}))
+        with pytest.raises(ValueError, match=error):
+            read_predictions(path)
+    (path / 'predictions.json').write_text(json.dumps(manifest))
+    assert read_predictions(path)['node_ids'].tolist() == [0, 1, 2]
+
+
 def test_the_writer_keeps_what_the_model_predicted(cache_env):
     data = FastLoadDataModule('tiny', num_neighbors=[5, 5], batch_size=256,
                               progress=False)
