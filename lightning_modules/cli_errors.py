@@ -90,12 +90,17 @@ class ConciseParser(LightningArgumentParser):
     r"""LightningCLI's parser, printing a config error as one line naming
     the key (``error: config key 'data.batch_size': ...``) instead of the
     usage text and jsonargparse's nested report."""
+    #: The last error a parser exited with (what a failed start-up tells
+    #: the other ranks).
+    last_error: Optional[str] = None
 
     def error(self, message: str, ex: Optional[Exception] = None
               ) -> NoReturn:
         # Nested parsers raise the full message for the outer one to read.
-        super().error(concise(message) if self.exit_on_error else message,
-                      ex)
+        if self.exit_on_error:
+            message = concise(message)
+            ConciseParser.last_error = message
+        super().error(message, ex)
 
     def print_usage(self, file: Optional[IO[str]] = None) -> None:
         r"""Nothing: errors come without the usage text (``--help``)."""

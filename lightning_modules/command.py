@@ -163,28 +163,56 @@ def main(argv: Optional[List[str]] = None) -> None:
         import torch.distributed as dist
         from pytorch_lightning.utilities.exceptions import SIGTERMException
 
+        from pyg_fastload.distributed.startup import StartupWatch
+
         from .cli import run_cli
+        from .cli_errors import ConciseParser
         from .errors import ConfigError
+
+        # ranks of other machines stop when this one fails before they
+        # connect (else they wait for the process group's whole timeout)
+        watch = StartupWatch.from_env()
+        if watch is not None:
+            watch.start()
+
+        def tell(failure: str) -> None:
+            if watch is not None and not dist.is_initialized():
+                watch.fail(failure)
 
         interrupted = _watch_ctrl_c()
         try:
-            cli = run_cli(None if argv is None else words)
-            stopped = cli.trainer.received_sigterm
-        except SIGTERMException:  # a SystemExit whose code is 0
-            stopped = True
-        except (KeyboardInterrupt, SystemExit):
-            if not interrupted:
-                raise
-            # Ctrl-C is not a failure (Lightning exits 1 after it): one
-            # line, status 130 as a shell reports SIGINT
-            _finish('interrupted', INTERRUPT_EXIT)
-        except ConfigError as error:  # found while setting up (every rank)
-            where = ''
-            if dist.is_available() and dist.is_initialized() and \
-                    dist.get_world_size() > 1:
-                where = f'rank {dist.get_rank()}: '
-            _finish(f"{where}error: config key '{error.config_key}': "
-                    f"{error.detail}", 2)
+            try:
+                cli = run_cli(None if argv is None else words)
+                stopped = cli.trainer.received_sigterm
+            except SIGTERMException:  # a SystemExit whose code is 0
+                stopped = True
+            except (KeyboardInterrupt, SystemExit):
+                if not interrupted:
+                    raise
+                # Ctrl-C is not a failure (Lightning exits 1 after it): one
+                # line, status 130 as a shell reports SIGINT
+                tell('interrupted')
+                _finish('interrupted', INTERRUPT_EXIT)
+            except ConfigError as error:  # found while setting up
+                where = ''
+                if dist.is_available() and dist.is_initialized() and \
+                        dist.get_world_size() > 1:
+                    where = f'rank {dist.get_rank()}: '
+                line = (f"error: config key '{error.config_key}': "
+                        f"{error.detail}")
+                tell(line)
+                _finish(f'{where}{line}', 2)
+        except SystemExit as end:
+            if end.code not in (None, 0):  # e.g. an argument refused
+                refused = ConciseParser.last_error
+                tell(f'error: {refused}' if refused else
+                     f'exited with status {end.code} (its output says why)')
+            raise
+        except BaseException as error:
+            tell(f'{type(error).__name__}: {error}')
+            raise
+        if watch is not None:
+            watch.stop()
         if dist.is_available() and dist.is_initialized():
             # Lightning leaves the process group up; shut it down before the
             # interpreter does (a gloo group torn down at exit can abort).

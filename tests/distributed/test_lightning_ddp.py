@@ -330,6 +330,45 @@ def test_two_torchrun_machines_train_an_epoch(pagraph_parts, hetero_parts,
     assert all(pushed) == (mode == 'dsp-hetero'), pushed
 
 
+@pytest.mark.reliability(
+    fault='two torchrun machines where one rank\'s `--data.dataset` does '
+          'not exist (it fails before the process group forms)',
+    behaviour='that rank exits with its one-line error, and tells the '
+              'others through the launcher\'s store: rank 0 stops within '
+              'seconds naming rank 1 and its error (was: it waited at '
+              '"Initializing distributed" for the whole timeout, naming '
+              'nobody)')
+def test_a_rank_failing_before_the_group_forms_stops_the_others(
+        pagraph_parts, tmp_path):
+    dataset_dir, _ = pagraph_parts
+    config = _config(tmp_path, {'dataset': str(dataset_dir)}, devices=1)
+    # a timeout far longer than the wait below: only being told ends rank 0
+    config.write_text(config.read_text().replace("'0:01:00'", "'0:10:00'"))
+    port = str(free_port())
+    machines = [subprocess.Popen(
+        [sys.executable, '-m', 'torch.distributed.run', '--nnodes', '2',
+         '--node_rank', str(node), '--nproc_per_node', '1',
+         '--master_addr', '127.0.0.1', '--master_port', port,
+         '-m', 'pyg_fastload', 'fit', '--config', str(config),
+         '--trainer.num_nodes', '2',
+         *(['--data.dataset', str(tmp_path / 'missing')] if node else [])],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True) for node in (0, 1)]
+    try:
+        outputs = [m.communicate(timeout=150) for m in machines]
+    finally:
+        for machine in machines:
+            machine.kill()
+    assert machines[1].returncode != 0
+    assert "error: config key 'data.dataset'" in outputs[1][1], \
+        outputs[1][1][-3000:]
+    assert machines[0].returncode != 0
+    found = re.search(r"pyg-fastload: rank 0 stopping: rank 1 failed before "
+                      r"the ranks connected: error: config key "
+                      r"'data.dataset': .*missing", outputs[0][1])
+    assert found, outputs[0][1][-3000:]
+
+
 def test_a_hetero_directory_trains_on_two_replicated_ranks(tmp_path):
     from pyg_fastload.datasets.hetero_prepare import prepare_hetero_preset
     prepare_hetero_preset('hetero-tiny', tmp_path / 'tiny', progress=False)
