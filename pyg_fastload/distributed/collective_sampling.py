@@ -69,6 +69,12 @@ class CollectiveHops:
         self.collectives = collectives
         self.dtype = index_dtype_for(num_ids)
         self.edge_ids = edge_ids
+        self._batches = 0
+        self._base_seed = self._seed = 0
+        if self.shared_variates:  # one seed for them: rank 0's (collective)
+            self._base_seed = int(collectives.all_gather_ints(
+                [torch.initial_seed() % 2**62],
+                'agree on the sampling seed')[0, 0])
 
     def sample(self, seeds: Tensor,
                generator: Optional[torch.Generator] = None,
@@ -76,7 +82,16 @@ class CollectiveHops:
         r"""As :meth:`HopSampler.sample`; also starts the batch's ordered
         launches."""
         self.collectives.begin_batch()
+        self._seed = (self._base_seed + self._batches) % 2**63
+        self._batches += 1  # the ranks sample their batches in lockstep
         return super().sample(seeds, generator, seed_time)  # type: ignore
+
+    def batch_seed(self, generator: Optional[torch.Generator]) -> int:
+        r"""The seed of a batch's shared variates (a hop-wise sampler that
+        draws one variate per vertex, such as LABOR): the same on every
+        rank for the batch the ranks sample together, so each owner draws
+        a vertex's edges with the variate every other rank would."""
+        return self._seed
 
     def _edge_ids(self, pos: Tensor) -> Tensor:
         r"""The owners already sent each edge's global id (or ``-1``)."""
@@ -231,7 +246,7 @@ class CollectiveSampler(CollectiveHops, FastNeighborSampler):
                  layer_wise: bool = False,
                  node_time: Optional[Tensor] = None,
                  edge_time: Optional[Tensor] = None,
-                 temporal_strategy: str = 'uniform'):
+                 temporal_strategy: str = 'uniform', **options: Any):
         if subgraph_type == 'induced':
             raise ValueError("collective sampling draws 'directional' or "
                              "'bidirectional' subgraphs, not 'induced'")
@@ -241,7 +256,8 @@ class CollectiveSampler(CollectiveHops, FastNeighborSampler):
         self._join(book, part, collectives, book.num_nodes, edge_ids)
         super().__init__(topology, num_neighbors, replace=replace,
                          subgraph_type=subgraph_type,
-                         disjoint=disjoint or timed, weight_attr=weight_attr)
+                         disjoint=disjoint or timed, weight_attr=weight_attr,
+                         **options)
         self.start, self.end = book.part_range(part)
         if topology.num_nodes != self.end - self.start:
             raise ValueError(f'the topology has {topology.num_nodes} rows, '
@@ -389,7 +405,7 @@ class HeteroCollectiveSampler(CollectiveHops, HeteroNeighborSampler):
                  layer_wise: bool = False,
                  node_time: Optional[Dict[str, Tensor]] = None,
                  edge_time: Optional[Dict[EdgeType, Tensor]] = None,
-                 temporal_strategy: str = 'uniform'):
+                 temporal_strategy: str = 'uniform', **options: Any):
         if node_time is not None and edge_time is not None:
             raise ValueError("give 'node_time' or 'edge_time', not both")
         timed = node_time is not None or edge_time is not None
@@ -412,7 +428,7 @@ class HeteroCollectiveSampler(CollectiveHops, HeteroNeighborSampler):
         self._join(book, part, collectives, topology.num_nodes, True)
         super().__init__(topology, num_neighbors, replace=replace,
                          subgraph_type=subgraph_type,
-                         disjoint=disjoint or timed)
+                         disjoint=disjoint or timed, **options)
         #: Where each type's rows of this part start, in type-local ids.
         self.starts = book.offsets[:, part].clone()
         owned = {t: b.part_range(part)[1] - b.part_range(part)[0]
@@ -475,8 +491,8 @@ class HeteroCollectiveSampler(CollectiveHops, HeteroNeighborSampler):
             _, per_node, pos = HeteroNeighborSampler.expand_in_time(
                 self, hop, ids - self.starts[types], time, generator)
             return pos, per_node, degree
-        pos, counts = self._draw(start, deg, self.fanout[relation, hop],
-                                 self.hop_fanouts[hop], generator)
+        pos, counts = self.pick(hop, start, deg, self.fanout[relation, hop],
+                                topo.indices, generator)
         per_node = ids.new_zeros(ids.numel()).index_add_(0, owner, counts)
         return pos, per_node, degree
 

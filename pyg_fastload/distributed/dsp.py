@@ -23,6 +23,7 @@ from ..graph import CSCTopology, HeteroTopology
 from ..graph.hetero_topology import EdgeType
 from ..partition import HeteroPartitionBook, PartitionBook
 from ..partition.part_dirs import full_topology, is_hetero_partition
+from ..sampling import SamplerChoice
 from ..storage import CSCGraphStore
 from .cold_rows import ColdRows
 from .collectives import Collectives
@@ -69,14 +70,20 @@ class DSPRank:
 
     def sampler(self, num_neighbors: List[int],
                 topology: Optional[CSCTopology] = None,
+                choice: Optional[SamplerChoice] = None,
                 **kwargs: object) -> Union[CollectiveHops, RootRouting]:
         r"""A collective sampler, or HopGNN's root router (a collective:
         every rank builds its samplers in the same order), over the rank's
         part or over :obj:`topology` (the part with fewer edges, e.g. a
-        link split's message-passing ones)."""
-        return self.sampler_kind(
-            self.graph.topology if topology is None else topology,
-            self.book, self.part, self.sampling, num_neighbors, **kwargs)
+        link split's message-passing ones), drawing each hop with the
+        ``pick`` of :obj:`choice` (a hop-wise sampler; default: node-wise
+        neighbour sampling)."""
+        choice = SamplerChoice.of(choice)
+        kind = choice.compose(self.sampler_kind,
+                              isinstance(self.book, HeteroPartitionBook))
+        return kind(self.graph.topology if topology is None else topology,
+                    self.book, self.part, self.sampling, num_neighbors,
+                    **kwargs, **choice.options)
 
     def topology_with(self, edges: Dict[Optional[EdgeType], Tensor]
                       ) -> Union[CSCTopology, HeteroTopology]:

@@ -221,7 +221,7 @@ class RootRouting:
                  part: int, collectives: Collectives, num_neighbors: Any,
                  replace: bool = False, merges: int = 0,
                  merge_search: bool = False, node_time: Any = None,
-                 temporal_strategy: str = 'uniform'):
+                 temporal_strategy: str = 'uniform', **options: Any):
         if collectives.world_size != book.num_parts:
             raise ValueError(f'{book.num_parts} parts but world size '
                              f'{collectives.world_size}')
@@ -230,7 +230,7 @@ class RootRouting:
             raise ValueError(f"'merges' = {merges} must lie in [0, "
                              f"{world - 1}] with {world} ranks")
         super().__init__(topology, num_neighbors,  # type: ignore
-                         replace=replace, disjoint=True)
+                         replace=replace, disjoint=True, **options)
         self.book = book
         self.part = part
         self.collectives = collectives

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import copy
 import time
-from typing import Dict, List
+from typing import Any, Dict, List
 
 import torch
 from torch import Tensor
@@ -19,7 +19,7 @@ from ..storage import FeatureSource
 from ..storage.buffer_pool import BufferPool
 from ..storage.rows import gather_rows
 
-__all__ = ['FeatureJoin', 'pooled_attrs', 'on_host']
+__all__ = ['FeatureJoin', 'pooled_attrs', 'on_host', 'with_edge_weight']
 
 #: The id fields of a sampler's output.
 _ID_FIELDS = ('node', 'row', 'col', 'edge', 'batch')
@@ -37,6 +37,19 @@ def on_host(out: SamplerOutput) -> SamplerOutput:
         if value is not None:
             setattr(host, name, value.cpu())
     return host
+
+
+def with_edge_weight(data: Any, out: Any) -> Any:
+    r""":obj:`data` (a batch) with the sampler's estimator weight of every
+    sampled edge, when it gave any (LABOR-*'s ``edge_weight``; per edge
+    type on a heterogeneous batch)."""
+    weight = getattr(out, 'edge_weight', None)
+    if isinstance(weight, dict):
+        for edge_type, rows in weight.items():
+            data[edge_type].edge_weight = rows
+    elif weight is not None:
+        data.edge_weight = weight
+    return data
 
 
 def pooled_attrs(data: Data) -> List[str]:

@@ -11,6 +11,7 @@ from torch import Tensor
 from torch_geometric.data import Data, FeatureStore, HeteroData
 
 from ..graph.convert import check_data_edge_rows
+from ..sampling import SamplerChoice
 
 __all__ = ['check_input_nodes', 'check_hetero_input_nodes',
            'check_has_features', 'check_hetero_features',
@@ -180,11 +181,19 @@ def _check_ids(input_nodes: Any, num_nodes: int, what: str) -> Tensor:
     return input_nodes.reshape(-1).long()
 
 
+def built(neighbor_sampler: Any) -> bool:
+    r"""Whether a loader's :obj:`neighbor_sampler` is a sampler object (to
+    reuse) rather than the choice of one to build (a name, a class, a
+    ``class_path`` dict or :obj:`None`)."""
+    return neighbor_sampler is not None and not isinstance(
+        neighbor_sampler, (str, dict, type, SamplerChoice))
+
+
 def check_temporal(input_time: Any, time_attr: Optional[str],
-                   neighbor_sampler: Any) -> None:
-    r"""Temporal arguments that agree with each other (PyG's rules)."""
-    if input_time is not None and time_attr is None and \
-            neighbor_sampler is None:
+                   builds_sampler: bool) -> None:
+    r"""Temporal arguments that agree with each other (PyG's rules; a given
+    sampler brings its own times)."""
+    if input_time is not None and time_attr is None and builds_sampler:
         raise ValueError("'input_time' was given but 'time_attr' was not: "
                          "name the node or edge attribute holding the "
                          "graph's times (e.g. time_attr='time')")

@@ -1,11 +1,11 @@
 r"""``FastLinkNeighborLoader``: a drop-in replacement for PyG's
 ``LinkNeighborLoader``, sampling with
-:class:`~pyg_fastload.FastNeighborSampler` (or the heterogeneous sampler;
-neither pyg-lib nor torch-sparse) and drawing negatives from the loader's
-generator."""
+:class:`~pyg_fastload.FastNeighborSampler` or any sampler of
+:data:`~pyg_fastload.sampling.SAMPLERS` (neither pyg-lib nor torch-sparse)
+and drawing negatives from the loader's generator."""
 from __future__ import annotations
 
-from typing import Any, Callable, List, Optional, Union
+from typing import Any, Callable, Dict, List, Optional, Union
 
 import torch
 from torch import Tensor
@@ -17,9 +17,9 @@ from torch_geometric.sampler.base import NegativeSampling, SubgraphType
 
 from ..graph.kind import graph_input
 from ..placement import Placement
-from ..sampling import FastNeighborSampler, HeteroNeighborSampler
-from .feature_join import on_host, pooled_attrs
-from .inputs import check_has_features, check_hetero_features
+from ..sampling import GraphSampler, HeteroNeighborSampler, SamplerChoice
+from .feature_join import on_host, pooled_attrs, with_edge_weight
+from .inputs import built, check_has_features, check_hetero_features
 from .link_inputs import (
     check_label_edges,
     check_label_time,
@@ -85,11 +85,13 @@ class FastLinkNeighborLoader(PipelinedLoader, LinkLoader):
         strict_negatives (bool): never draw a true edge as a negative
             (drawn pairs checked against the sorted edge keys and redrawn;
             an error names a source node linked to every node).
-        neighbor_sampler (FastNeighborSampler, optional): the sampler to
-            draw with (e.g. DSP's collective sampler over a rank's part), a
-            :class:`~pyg_fastload.sampling.HeteroNeighborSampler` for a
-            heterogeneous graph, instead of one built over :obj:`data`;
-            :obj:`num_neighbors` and the sampling options are then its own.
+        neighbor_sampler (str, dict or sampler, optional): a sampler's name
+            (``'neighbor'``, the default, ``'labor'``) or ``{'class_path':
+            ..., 'init_args': {...}}``, built over :obj:`data` as
+            :class:`~pyg_fastload.FastNeighborLoader` builds it; or the
+            sampler to draw with (e.g. DSP's collective sampler over a
+            rank's part; of :obj:`data`'s kind of graph), whose
+            :obj:`num_neighbors` and sampling options are then its own.
         **kwargs: :class:`torch.utils.data.DataLoader` arguments
             (``batch_size``, ``shuffle``, ``num_workers``, ``generator``).
 
@@ -131,7 +133,8 @@ class FastLinkNeighborLoader(PipelinedLoader, LinkLoader):
         transform_sampler_output: Optional[Callable] = None,
         filter_per_worker: Optional[bool] = None,
         directed: bool = True,
-        neighbor_sampler: Optional[FastNeighborSampler] = None,
+        neighbor_sampler: Union[str, Dict[str, Any], GraphSampler,
+                                None] = None,
         pipeline: Union[bool, str] = 'auto',
         queue_capacity: int = 2,
         run_ahead: Union[str, int] = 'adaptive',
@@ -154,11 +157,14 @@ class FastLinkNeighborLoader(PipelinedLoader, LinkLoader):
                 f"time of every label edge) and 'time_attr' (the graph's "
                 f"node or edge times); got only {given!r}")
         num_workers = kwargs.get('num_workers', 0)
+        given = neighbor_sampler if built(neighbor_sampler) else None
+        choice = SamplerChoice.of(None if given is not None
+                                  else neighbor_sampler)
         placement = Placement.of_loader(
             device, sampling_device, num_workers,
-            given_sampler=neighbor_sampler is not None)
-        if neighbor_sampler is not None and \
-                isinstance(neighbor_sampler, HeteroNeighborSampler) != hetero:
+            given_sampler=given is not None)
+        if given is not None and \
+                isinstance(given, HeteroNeighborSampler) != hetero:
             kinds = ('homogeneous', 'heterogeneous')
             raise ValueError(
                 f"'neighbor_sampler' ({type(neighbor_sampler).__name__}) "
@@ -175,16 +181,15 @@ class FastLinkNeighborLoader(PipelinedLoader, LinkLoader):
         if hetero:
             if not stores:
                 check_hetero_features(data)
-            sampler: Any = neighbor_sampler or HeteroNeighborSampler(
-                data, **common)
+            sampler: Any = given or choice.build(data, **common)
             edge_label_index = hetero_label_edges(
                 edge_label_index, edge_label, sampler.topology)
             check_label_time(edge_label_time, edge_label_index, sampler)
         else:
             if not stores:
                 check_has_features(data, need_x=False)
-            sampler = neighbor_sampler or FastNeighborSampler(
-                data, **common, device=placement.sampling)
+            sampler = given or choice.build(data, **common,
+                                            device=placement.sampling)
             if edge_label_index is None:
                 if stores:
                     raise ValueError("'edge_label_index' is needed with a "
@@ -247,7 +252,7 @@ class FastLinkNeighborLoader(PipelinedLoader, LinkLoader):
         pooled = pooled_attrs(self.data) if isinstance(self.data,
                                                        Data) else []
         if get_worker_info() is not None or (store is None and not pooled):
-            return super().filter_fn(on_host(out))
+            return with_edge_weight(super().filter_fn(on_host(out)), out)
         if self.transform_sampler_output:
             out = self.transform_sampler_output(out)
         if store is not None:
@@ -256,6 +261,7 @@ class FastLinkNeighborLoader(PipelinedLoader, LinkLoader):
             data = self._join.from_data(self.data, pooled, out,
                                         self.time_breakdown)
         data.n_id, data.e_id, data.batch = out.node, out.edge, out.batch
+        with_edge_weight(data, out)
         data.num_sampled_nodes = out.num_sampled_nodes
         data.num_sampled_edges = out.num_sampled_edges
         data.input_id = out.metadata[0]
@@ -272,10 +278,10 @@ class FastLinkNeighborLoader(PipelinedLoader, LinkLoader):
 
     def _hetero_filter(self, out: HeteroSamplerOutput) -> HeteroData:
         if get_worker_info() is not None:
-            return super().filter_fn(out)
+            return with_edge_weight(super().filter_fn(out), out)
         if self.transform_sampler_output:
             out = self.transform_sampler_output(out)
-        data = self.join_hetero(out)
+        data = with_edge_weight(self.join_hetero(out), out)
         input_type = self.input_data.input_type
         data[input_type].input_id = out.metadata[0]
         if self.neg_sampling is None or self.neg_sampling.is_binary():

@@ -1,9 +1,9 @@
 r"""``FastNeighborLoader``: PyG's ``NeighborLoader`` API over the vectorized
-:class:`~pyg_fastload.sampling.FastNeighborSampler` (and
-:class:`~pyg_fastload.sampling.HeteroNeighborSampler` on ``HeteroData``)."""
+samplers (:class:`~pyg_fastload.sampling.FastNeighborSampler` by default,
+any of :data:`~pyg_fastload.sampling.SAMPLERS` by name)."""
 from __future__ import annotations
 
-from typing import Any, Callable, List, Optional, Union
+from typing import Any, Callable, Dict, List, Optional, Union
 
 import torch
 from torch import Tensor
@@ -16,10 +16,11 @@ from torch_geometric.sampler.base import SubgraphType
 from ..config import check_hops
 from ..graph.kind import graph_input
 from ..placement import Placement
-from ..sampling import FastNeighborSampler, HeteroNeighborSampler, HopSampler
+from ..sampling import GraphSampler, SamplerChoice
 from ..storage import FeatureSource
-from .feature_join import on_host, pooled_attrs
+from .feature_join import on_host, pooled_attrs, with_edge_weight
 from .inputs import (
+    built,
     check_has_features,
     check_hetero_features,
     check_hetero_input_nodes,
@@ -80,8 +81,15 @@ class FastNeighborLoader(PipelinedLoader, NodeLoader):
             skips its sort (and samples wrongly if the claim is false); the
             claim is checked here (``ValueError`` if false) and batches are
             the same either way. Needs a ``Data``.
-        neighbor_sampler (HopSampler, optional): a sampler to reuse (e.g.
-            one shared by the train/val/test loaders).
+        neighbor_sampler (str, dict or sampler, optional): how batches are
+            drawn: a name (``'neighbor'``, the default: node-wise
+            neighbour sampling; ``'labor'``: layer-neighbour sampling,
+            :class:`~pyg_fastload.sampling.LaborSampler`, far fewer
+            distinct nodes for the same fan-outs), ``{'class_path': name or
+            'module.Class', 'init_args': {...}}`` (a class with its own
+            options, built with this loader's arguments), or a sampler to
+            reuse (e.g. one shared by the train/val/test loaders; see
+            :class:`~pyg_fastload.sampling.GraphSampler`).
         directed (bool): deprecated, ``False`` means ``'induced'``.
         pipeline (bool or str): sample and load features in background
             threads while the model trains. ``'auto'`` (default) decides
@@ -175,7 +183,8 @@ class FastNeighborLoader(PipelinedLoader, NodeLoader):
         transform_sampler_output: Optional[Callable] = None,
         is_sorted: bool = False,
         filter_per_worker: Optional[bool] = None,
-        neighbor_sampler: Optional[HopSampler] = None,
+        neighbor_sampler: Union[str, Dict[str, Any], GraphSampler,
+                                None] = None,
         directed: bool = True,
         pipeline: Union[bool, str] = 'auto',
         queue_capacity: int = 2,
@@ -188,11 +197,13 @@ class FastNeighborLoader(PipelinedLoader, NodeLoader):
         check_not_link(kwargs)
         kind = graph_input(data)
         hetero = kind.hetero
-        check_temporal(input_time, time_attr, neighbor_sampler)
+        choice = None if built(neighbor_sampler) else \
+            SamplerChoice.of(neighbor_sampler)
+        check_temporal(input_time, time_attr, choice is not None)
         num_workers = kwargs.get('num_workers', 0)
         placement = Placement.of_loader(
             device, sampling_device, num_workers,
-            given_sampler=neighbor_sampler is not None)
+            given_sampler=choice is None)
         if is_sorted and not hetero:
             check_sorted_by_destination(data)
         batch_size = kwargs.get('batch_size', 1)
@@ -208,12 +219,11 @@ class FastNeighborLoader(PipelinedLoader, NodeLoader):
             # Join in the main process, where the store's caches live; the
             # sampling still runs in worker processes if there are any.
             filter_per_worker = not isinstance(data[0], FeatureSource)
-        if neighbor_sampler is None:
-            kind = HeteroNeighborSampler if hetero else FastNeighborSampler
+        if choice is not None:
             on_device = {} if hetero else {'device': placement.sampling}
-            neighbor_sampler = kind(
+            neighbor_sampler = choice.build(
                 data,
-                num_neighbors=num_neighbors,
+                num_neighbors,
                 replace=replace,
                 subgraph_type=subgraph_type,
                 disjoint=disjoint,
@@ -257,7 +267,7 @@ class FastNeighborLoader(PipelinedLoader, NodeLoader):
         tiers directly (main process only: worker processes write into
         shared memory as in PyG)."""
         if get_worker_info() is not None:
-            return super().filter_fn(out)
+            return with_edge_weight(super().filter_fn(out), out)
         if isinstance(out, HeteroSamplerOutput):
             return self._hetero_filter(out)
         store = self._feature_source
@@ -265,7 +275,7 @@ class FastNeighborLoader(PipelinedLoader, NodeLoader):
         pooled = pooled_attrs(self.data) if isinstance(self.data,
                                                        Data) else []
         if store is None and not pooled:
-            return super().filter_fn(on_host(out))
+            return with_edge_weight(super().filter_fn(on_host(out)), out)
         if self.transform_sampler_output:
             out = self.transform_sampler_output(out)
         if store is not None:
@@ -297,7 +307,9 @@ class FastNeighborLoader(PipelinedLoader, NodeLoader):
 
     def _finish(self, data: Any, out: Any) -> Any:
         r"""A sampler's own batch attributes (``metadata[2]``, e.g. HopGNN's
-        ``step_ptr``) on the batch, then the transform."""
+        ``step_ptr``; its edges' weights) on the batch, then the
+        transform."""
+        with_edge_weight(data, out)
         if len(out.metadata) > 2:
             for key, value in out.metadata[2].items():
                 data[key] = value

@@ -20,6 +20,7 @@ from ..graph.view import GraphView
 from ..io.format import sha256_file
 from ..partition import PartitionBook
 from ..partition.pagraph_link import TASK_HOPS, PartRows, part_links
+from ..sampling import FastNeighborSampler, SamplerChoice
 from ..partition.part_dirs import (is_hetero_partition,
                                    read_partition_meta)
 from .base import LoadingMode
@@ -287,6 +288,31 @@ class DSP(_Partitioned):
                                "layer-wise draw) is for homogeneous graphs; "
                                "a heterogeneous one is sampled node-wise "
                                "(sampling: node)")
+        refusal = self._sampler_refusal(self.spec.sampler)
+        if refusal is not None:
+            raise SettingError('sampler', f"{self.spec.sampler.describe()} "
+                               f"with mode {self.name!r}: {refusal}")
+
+    def _sampler_refusal(self, choice: SamplerChoice) -> Optional[str]:
+        r"""Why this mode's own hops (DSP's collective sampling, HopGNN's
+        routing) cannot draw with :obj:`choice`, if they cannot."""
+        if not choice.hop_wise:
+            return (f"{self.name}'s ranks sample hop by hop together, "
+                    f"which a sampler that is not hop-wise (a "
+                    f"FastNeighborSampler subclass drawing through pick) "
+                    f"cannot join: use mode 'replicated' or 'pagraph'")
+        if choice.options.get('importance_sampling'):
+            return ("LABOR-*'s vertex probabilities come from iterations "
+                    "over a hop's whole frontier, which the ranks split "
+                    "between them (each sees its share): use "
+                    "importance_sampling: 0 (LABOR-0), or mode "
+                    "'replicated' or 'pagraph'")
+        if self.spec.mode_options.sampling == 'layer' and \
+                choice.kind is not FastNeighborSampler:
+            return ("mode_options.sampling: layer draws DSP's layer-wise "
+                    "picks itself: use sampler: neighbor, or sampling: "
+                    "node")
+        return None
 
     @property
     def temporal_refusal(self) -> Optional[str]:
@@ -339,7 +365,7 @@ class DSP(_Partitioned):
                 cold_rows=spec.mode_options.cold_rows)
             self.meta = self.dsp.meta
             self.data = self.dsp.data
-            options = self._sampler_options()
+            options = dict(self._sampler_options(), choice=spec.sampler)
             self.samplers = {
                 'train': self.dsp.sampler(spec.num_neighbors, **options,
                                           **self._train_options()),
@@ -395,7 +421,8 @@ class DSP(_Partitioned):
         if passing_time is not None:
             options.update(edge_time=self._edge_times(topology, times),
                            temporal_strategy=self.spec.temporal_strategy)
-        sampler = dsp.sampler(self.spec.num_neighbors, topology, **options)
+        sampler = dsp.sampler(self.spec.num_neighbors, topology,
+                              choice=self.spec.sampler, **options)
         labels = new_edge_ids(new_id, book, split.supervision('train')[0],
                               edge_type)
         source_type = None if edge_type is None else edge_type[0]

@@ -19,6 +19,7 @@ from ..distributed.dsp import LAUNCH_ORDERS
 from ..inference import InferenceOptions
 from ..io.format import VERIFY_MODES
 from ..placement import Placement, check_run_sampling, require_run_gpu
+from ..sampling import SamplerChoice
 from ..sampling.temporal import TEMPORAL_STRATEGIES
 from .link_split import LinkOptions
 from .task import TASKS, Task
@@ -129,7 +130,10 @@ class LoadingSpec:
     (:obj:`time_attr`: the node array holding one time per node, every seed
     sampled at its own time; with task ``'link'``, the edge array holding
     one time per edge, every label edge sampled at its edge's time;
-    :obj:`temporal_strategy`). Built once (checked in
+    :obj:`temporal_strategy`), and the :obj:`sampler` drawing every batch
+    (a name of :data:`~pyg_fastload.sampling.SAMPLERS` or ``{class_path,
+    init_args}``, kept as a :class:`~pyg_fastload.sampling.SamplerChoice`).
+    Built once (checked in
     :meth:`__post_init__`, which also fills the evaluation defaults and
     accepts dicts for the nested settings); the modes, openers and loaders
     read it, never their own copies of its fields."""
@@ -158,6 +162,7 @@ class LoadingSpec:
     inference: InferenceOptions = field(default_factory=InferenceOptions)
     time_attr: Optional[str] = None
     temporal_strategy: str = 'uniform'
+    sampler: Any = None
 
     def __post_init__(self) -> None:
         put = object.__setattr__  # frozen: normalised once, here
@@ -224,6 +229,10 @@ class LoadingSpec:
                                "edge array with task 'link'), or use "
                                "'uniform'")
         put(self, 'link', TASKS[self.task].settings(self.link))
+        try:
+            put(self, 'sampler', SamplerChoice.of(self.sampler, 'sampler'))
+        except ValueError as error:
+            raise SettingError('sampler', str(error)) from None
 
     def digests(self) -> Dict[str, int]:
         r"""A 63-bit digest of every setting the ranks of a run must share
@@ -288,4 +297,5 @@ class LoadingSpec:
                     sampling_workers=self.sampling_workers,
                     num_workers=self.num_workers, time_attr=self.time_attr,
                     temporal_strategy=self.temporal_strategy,
+                    neighbor_sampler=self.sampler,
                     persistent_workers=self.num_workers > 0)

@@ -170,7 +170,7 @@ class NodeTask(Task):
             drop_last=train and spec.drop_last and sampler is None,
             generator=generator, transform=transform,
             device=placement.batches, sampling_device=placement.sampling,
-            **spec.loader_kwargs(train), **extra)
+            **{**spec.loader_kwargs(train), **extra})
 
 
 @dataclass
@@ -347,7 +347,7 @@ class LinkTask(Task):
             generator=generator, transform=mode.on_parts(spec.transform())
             if train else spec.transform(),
             device=placement.batches, sampling_device=placement.sampling,
-            **kwargs, **extra)
+            **{**kwargs, **extra})
 
 
 #: Every task by the name configs use (``data.task``).

@@ -1,9 +1,13 @@
-r"""Samplers: node-wise (homogeneous and heterogeneous), weighted, disjoint
-and layer-wise, all vectorized and plugged into PyG through the
-``BaseSampler`` contract."""
+r"""Samplers: node-wise (homogeneous and heterogeneous), weighted, disjoint,
+layer-wise and layer-neighbour (LABOR), all vectorized and plugged into PyG
+through the ``BaseSampler`` contract; :mod:`~pyg_fastload.sampling.seam`
+chooses one by name."""
 from .hetero_sampler import HeteroNeighborSampler
+from .labor import LaborSampler
 from .layer_sampler import LayerWiseSampler
 from .neighbor_sampler import FastNeighborSampler, HopSampler
+from .seam import SAMPLERS, GraphSampler, SamplerChoice
 
 __all__ = ['FastNeighborSampler', 'HeteroNeighborSampler', 'HopSampler',
-           'LayerWiseSampler']
+           'LaborSampler', 'LayerWiseSampler', 'SAMPLERS', 'GraphSampler',
+           'SamplerChoice']

@@ -164,8 +164,7 @@ class HeteroNeighborSampler(FastNeighborSampler):
         start = topo.indptr.index_select(0, segment)
         deg = topo.indptr.index_select(0, segment + 1) - start
         k = self.fanout[relation, hop]
-        pos, counts = self._draw(start, deg, k, self.hop_fanouts[hop],
-                                 generator)
+        pos, counts = self.pick(hop, start, deg, k, topo.indices, generator)
         per_node = frontier.new_zeros(frontier.numel(), dtype=torch.long)
         per_node.index_add_(0, owner, counts)
         return topo.indices.index_select(0, pos).long(), per_node, pos
@@ -185,8 +184,8 @@ class HeteroNeighborSampler(FastNeighborSampler):
             counts = torch.where(k < 0, valid, torch.minimum(valid, k))
             pos = expand_ranges(start + valid - counts, counts)
         else:
-            pos, counts = self._draw(start, valid, k,
-                                     self.hop_fanouts[hop], generator)
+            pos, counts = self.pick(hop, start, valid, k, index.indices,
+                                    generator)
         per_node = frontier.new_zeros(frontier.numel(), dtype=torch.long)
         per_node.index_add_(0, owner, counts)
         return (index.indices.index_select(0, pos), per_node,
@@ -204,36 +203,6 @@ class HeteroNeighborSampler(FastNeighborSampler):
                                  f"{self.time_attr!r} times: give every "
                                  f"seed its time with {name!r}")
         return super().seed_time(seeds, time, name)
-
-    def _draw(self, start: Tensor, deg: Tensor, k: Tensor,
-              values: List[int], generator: Optional[torch.Generator]
-              ) -> Tuple[Tensor, Tensor]:
-        r"""Draws for every segment with its own fan-out :obj:`k` (one of
-        :obj:`values`): one vectorized call per value, positions grouped
-        by segment."""
-        if len(values) == 1 and values[0] != 0:  # one fan-out everywhere
-            return self._draw_all(start, deg, values[0], generator)
-        counts = torch.zeros_like(deg)
-        draws = []
-        for value in values:
-            if value == 0:
-                continue
-            idx = (k == value).nonzero().view(-1)
-            if idx.numel() == 0:
-                continue
-            pos, cnt = self._draw_all(start[idx], deg[idx], value, generator)
-            counts[idx] = cnt
-            draws.append((idx, pos, cnt))
-        offsets = torch.cumsum(counts, 0) - counts
-        out = start.new_empty(int(counts.sum()))
-        for idx, pos, cnt in draws:
-            out[expand_ranges(offsets[idx], cnt)] = pos
-        return out, counts
-
-    def _draw_all(self, start: Tensor, deg: Tensor, k: int,
-                  generator: Optional[torch.Generator]
-                  ) -> Tuple[Tensor, Tensor]:
-        return self._sample(start, deg, int(k), self.replace, generator)
 
     def _induced_edges(self, node: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
         topo: HeteroTopology = self.topology
@@ -350,13 +319,21 @@ class HeteroNeighborSampler(FastNeighborSampler):
                   (edge_ids, edge_at))]
         row, col, edge = ({e: p[r] for r, e in enumerate(topo.edge_types)}
                           for p in parts)
-        return HeteroSamplerOutput(
+        hetero = HeteroSamplerOutput(
             node=node, row=row, col=col, edge=edge,
             batch=batch if out.batch is not None else None,
             num_sampled_nodes=None if out.num_sampled_nodes is None else
             dict(zip(topo.node_types, nodes_per_hop.tolist())),
             num_sampled_edges=None if out.num_sampled_edges is None else
             dict(zip(topo.edge_types, edges_per_hop.tolist())))
+        weight = getattr(out, 'edge_weight', None)
+        if weight is not None:  # the draw's estimator weights, per relation
+            hetero.edge_weight = dict(zip(topo.edge_types, weight.index_select(
+                0, by_relation).split(sizes.tolist())))
+        return hetero
+
+
+FastNeighborSampler.typed_class = HeteroNeighborSampler
 
 
 def _narrow(keys: Tensor, count: int) -> Tensor:

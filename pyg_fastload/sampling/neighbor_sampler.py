@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import warnings
-from typing import Any, Callable, List, Optional, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 import torch
 from torch import Tensor
@@ -18,6 +18,9 @@ from torch_geometric.sampler.base import NegativeSampling, SubgraphType
 
 from ..config import check_fanouts
 from ..graph.convert import topology_of
+from ..graph.hetero_topology import HeteroTopology
+from ..graph.kind import graph_input
+from ..graph.topology import CSCTopology
 from ..graph.ranges import expand_ranges
 from ..placement import check_shared_memory
 from .link import EdgeKeys, sample_edges
@@ -42,6 +45,28 @@ def _seed_generator(generator: Optional[torch.Generator],
 def _device_of(generator: Optional[torch.Generator]) -> torch.device:
     r"""Where :obj:`generator` draws (torch's global RNG: the CPU)."""
     return torch.device('cpu') if generator is None else generator.device
+
+
+_TWINS: Dict[type, type] = {}
+
+
+def _twin(cls: type, typed: type) -> type:
+    r"""The heterogeneous class of :obj:`cls`, a subclass of a sampler
+    whose heterogeneous class is :obj:`typed`: ``cls`` before ``typed``
+    (made once)."""
+    if cls not in _TWINS:
+        _TWINS[cls] = type(cls.__name__, (cls, typed),
+                           {'__module__': cls.__module__,
+                            '__qualname__': cls.__qualname__})
+    return _TWINS[cls]
+
+
+def _is_typed(data: Any) -> bool:
+    r"""Whether :obj:`data` (a graph, stores or a topology) is
+    heterogeneous."""
+    if isinstance(data, (CSCTopology, HeteroTopology)):
+        return isinstance(data, HeteroTopology)
+    return graph_input(data).hetero
 
 
 class HopSampler(BaseSampler):
@@ -364,6 +389,17 @@ class HopSampler(BaseSampler):
     #: its own relabelling state; a sampler issuing collectives may not).
     concurrent_batches = True
 
+    @classmethod
+    def gives_edge_weight(cls, **options: Any) -> bool:
+        r"""Whether the sampler built with :obj:`options` puts estimator
+        weights on its batches' edges (``edge_weight``), which a model
+        must aggregate with."""
+        return False
+
+    #: Whether a hop's draw reads one variate per source vertex, which the
+    #: ranks of a collective sampler must share (their ``batch_seed``).
+    shared_variates = False
+
     #: Whether :meth:`sample` adds the reverse of every sampled edge for
     #: ``subgraph_type='bidirectional'`` (a subclass may do it later).
     adds_reverse_edges = True
@@ -394,7 +430,8 @@ class FastNeighborSampler(HopSampler):
     uniformly or in proportion to :obj:`weight_attr`, with or without
     replacement. A drop-in for PyG's
     :class:`~torch_geometric.sampler.NeighborSampler` on homogeneous graphs
-    that needs neither pyg-lib nor torch-sparse.
+    that needs neither pyg-lib nor torch-sparse. Given a heterogeneous
+    graph it is a :class:`~pyg_fastload.sampling.HeteroNeighborSampler`.
 
     Randomness comes from torch's global RNG (or a given ``generator``), so
     ``torch.manual_seed`` makes the batches reproducible.
@@ -416,6 +453,19 @@ class FastNeighborSampler(HopSampler):
             streams differ from the CPU's, so batches are equal in
             distribution, not draw for draw.
     """
+    #: The class a heterogeneous graph gets when this class is named (the
+    #: heterogeneous engine of the same draw; set beside that class). A
+    #: subclass that names none gets its own: the subclass before it.
+    typed_class: Optional[type] = None
+
+    def __new__(cls, data: Any = None, *args: Any,
+                **kwargs: Any) -> 'FastNeighborSampler':
+        typed = cls.typed_class
+        if typed is not None and not issubclass(cls, typed) and \
+                data is not None and _is_typed(data):
+            cls = typed if 'typed_class' in cls.__dict__ else _twin(cls, typed)
+        return super().__new__(cls)
+
     def __init__(
         self,
         data: Any,
@@ -468,15 +518,59 @@ class FastNeighborSampler(HopSampler):
             counts = valid if k < 0 else valid.clamp(max=k)
             pos = expand_ranges(start + valid - counts, counts)
         else:
-            pos, counts = sample_uniform(start, valid, k, self.replace,
-                                         generator)
+            pos, counts = self.pick(hop, start, valid, k, index.indices,
+                                    generator)
         return (index.indices.index_select(0, pos), counts,
                 index.positions.index_select(0, pos))
 
     def draw(self, hop: int, start: Tensor, deg: Tensor,
              generator: torch.Generator) -> Tuple[Tensor, Tensor]:
-        return self._sample(start, deg, self.num_neighbors[hop],
-                            self.replace, generator)
+        return self.pick(hop, start, deg, self.num_neighbors[hop],
+                         self.topology.indices, generator)
+
+    def pick(self, hop: int, start: Tensor, deg: Tensor,
+             k: Union[int, Tensor], indices: Tensor,
+             generator: Optional[torch.Generator]
+             ) -> Tuple[Tensor, Tensor]:
+        r"""What hop :obj:`hop` draws: ``(positions, counts)``, up to
+        :obj:`k` (one fan-out, or one per segment) of the in-edges
+        ``[start, start + deg)`` of every segment (a frontier node, or a
+        node and one of its relations), grouped by segment; the sources
+        of the positions are in :obj:`indices`. Node-wise neighbour
+        sampling here; another hop-wise sampler overrides it (the one
+        method the homogeneous and heterogeneous engines, temporal or
+        not, local or collective, call to draw)."""
+        if isinstance(k, int):
+            return self._sample(start, deg, k, self.replace, generator)
+        return self._pick_each(start, deg, k, self.hop_fanouts[hop],
+                               generator)
+
+    def _pick_each(self, start: Tensor, deg: Tensor, k: Tensor,
+                   values: List[int], generator: Optional[torch.Generator]
+                   ) -> Tuple[Tensor, Tensor]:
+        r"""Draws for every segment with its own fan-out :obj:`k` (one of
+        :obj:`values`): one vectorized call per value, positions grouped
+        by segment."""
+        if len(values) == 1 and values[0] != 0:  # one fan-out everywhere
+            return self._sample(start, deg, int(values[0]), self.replace,
+                                generator)
+        counts = torch.zeros_like(deg)
+        draws = []
+        for value in values:
+            if value == 0:
+                continue
+            idx = (k == value).nonzero().view(-1)
+            if idx.numel() == 0:
+                continue
+            pos, cnt = self._sample(start[idx], deg[idx], int(value),
+                                    self.replace, generator)
+            counts[idx] = cnt
+            draws.append((idx, pos, cnt))
+        offsets = torch.cumsum(counts, 0) - counts
+        out = start.new_empty(int(counts.sum()))
+        for idx, pos, cnt in draws:
+            out[expand_ranges(offsets[idx], cnt)] = pos
+        return out, counts
 
     def __repr__(self) -> str:
         return (f'{self.__class__.__name__}(num_neighbors='

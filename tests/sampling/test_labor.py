@@ -1,0 +1,219 @@
+r"""Layer-neighbour sampling (LABOR) against the paper's definition: each
+destination expects its fan-out of in-neighbours, each as likely as
+neighbour sampling makes it, with one variate per source vertex shared by
+the hop's destinations (fewer distinct vertices); LABOR-*'s weighted
+aggregate is unbiased."""
+import pytest
+import torch
+from scipy.stats import chi2, chisquare
+from torch_geometric.data import Data
+
+from pyg_fastload import FastNeighborLoader, FastNeighborSampler
+from pyg_fastload.sampling import (HeteroNeighborSampler, LaborSampler,
+                                   SamplerChoice)
+from pyg_fastload.sampling import labor
+from pyg_fastload.sampling.labor import labor_key, uniform_variates
+
+from ..helpers import random_graph, random_hetero_graph
+
+DRAWS = 3000
+
+
+def _star_graph():
+    r"""Destinations 0..3 with in-degrees 3, 8, 20 and 40 from sources
+    10.. (shared between destinations), as one Data."""
+    gen = torch.Generator().manual_seed(5)
+    src, dst = [], []
+    for node, degree in enumerate((3, 8, 20, 40)):
+        chosen = torch.randperm(60, generator=gen)[:degree] + 10
+        src.append(chosen)
+        dst.append(torch.full((degree, ), node))
+    edge_index = torch.stack([torch.cat(src), torch.cat(dst)])
+    return Data(x=torch.randn(70, 4, generator=gen), edge_index=edge_index,
+                num_nodes=70)
+
+
+def test_variates_are_uniform_and_a_function_of_key_and_id():
+    ids = torch.arange(200_000)
+    r = uniform_variates(ids, labor_key(11, 0))
+    assert r.dtype == torch.float64 and bool((r >= 0).all() & (r < 1).all())
+    counts = torch.histc(r.float(), bins=50, min=0, max=1)
+    assert chisquare(counts.numpy()).pvalue > 1e-3
+    again = uniform_variates(ids[[5, 17, 5]], labor_key(11, 0))
+    assert torch.equal(again, r[[5, 17, 5]])
+    other = uniform_variates(ids[:1000], labor_key(11, 1))
+    assert not torch.equal(other, r[:1000])  # another hop, other variates
+    # neighbouring ids are not correlated
+    assert abs(float(torch.corrcoef(torch.stack([r[:-1], r[1:]]))[0, 1])) \
+        < 0.01
+
+
+@pytest.mark.parametrize('fanout', [5, 12])
+def test_each_destination_expects_its_fanout_each_edge_as_likely(fanout):
+    data = _star_graph()
+    sampler = LaborSampler(data, [fanout])
+    seeds = torch.arange(4)
+    degree = torch.bincount(data.edge_index[1], minlength=4)
+    counts = torch.zeros(DRAWS, 4)
+    per_edge = torch.zeros(data.edge_index.size(1))
+    for draw in range(DRAWS):
+        out = sampler.sample(seeds, torch.Generator().manual_seed(draw))
+        counts[draw] = torch.bincount(out.col, minlength=4).float()
+        per_edge[out.edge] += 1
+    expected = degree.clamp(max=fanout).float()
+    # count of destination t ~ Binomial(d_t, k / d_t): mean k, variance
+    # k (1 - k / d_t); a chi-square of the mean counts over destinations
+    variance = expected * (1 - expected / degree)
+    sampled = variance > 0
+    z = (counts.mean(0) - expected)[sampled] / (
+        variance[sampled] / DRAWS).sqrt()
+    assert float((z ** 2).sum()) < chi2.ppf(0.999, int(sampled.sum()))
+    assert torch.equal(counts[:, ~sampled], expected[~sampled].expand(
+        DRAWS, -1))  # every in-edge where d_t <= k
+    # every in-edge of t taken with probability min(1, k / d_t)
+    for node in range(4):
+        edges = (data.edge_index[1] == node).nonzero().view(-1)
+        if degree[node] > fanout:
+            assert chisquare(per_edge[edges].numpy()).pvalue > 1e-3
+
+
+def test_labor_samples_no_more_vertices_than_neighbour_sampling():
+    data = random_graph(num_nodes=2000, num_edges=60_000, seed=3)
+    fanouts = [10, 5, 3]
+    nodes = {'neighbor': [], 'labor': [], 'layer': []}
+    samplers = {'neighbor': FastNeighborSampler(data, fanouts),
+                'labor': LaborSampler(data, fanouts),
+                'layer': LaborSampler(data, fanouts, layer_dependency=True)}
+    for draw in range(20):
+        seeds = torch.randperm(2000, generator=torch.Generator()
+                               .manual_seed(draw))[:128]
+        for name, sampler in samplers.items():
+            out = sampler.sample(seeds, torch.Generator().manual_seed(draw))
+            nodes[name].append(out.node.numel())
+    mean = {k: sum(v) / len(v) for k, v in nodes.items()}
+    assert mean['labor'] < 0.8 * mean['neighbor'], mean
+    assert mean['layer'] <= mean['labor'], mean
+
+
+def test_layer_dependency_reuses_the_variates_of_every_hop(monkeypatch):
+    keys = []
+    real = labor.uniform_variates
+    monkeypatch.setattr(labor, 'uniform_variates',
+                        lambda ids, key: keys.append(key) or real(ids, key))
+    data = random_graph(num_nodes=300, num_edges=3000, seed=1)
+    LaborSampler(data, [5, 5, 5], layer_dependency=True).sample(
+        torch.arange(20), torch.Generator().manual_seed(4))
+    assert len(keys) == 3 and len(set(keys)) == 1
+    keys.clear()
+    LaborSampler(data, [5, 5, 5]).sample(
+        torch.arange(20), torch.Generator().manual_seed(4))
+    assert len(keys) == 3 and len(set(keys)) == 3
+
+
+@pytest.mark.parametrize('iterations', [1, -1])
+def test_importance_sampling_weights_give_an_unbiased_mean(iterations):
+    data = _star_graph()
+    value = torch.randn(70, generator=torch.Generator().manual_seed(9))
+    fanout = 4
+    sampler = LaborSampler(data, [fanout], importance_sampling=iterations)
+    zero = LaborSampler(data, [fanout])
+    seeds = torch.arange(4)
+    estimates = torch.zeros(DRAWS, 4)
+    vertices = {'labor-*': 0, 'labor-0': 0}
+    for draw in range(DRAWS):
+        gen = torch.Generator().manual_seed(draw)
+        out = sampler.sample(seeds, gen)
+        assert out.edge_weight.numel() == out.row.numel()
+        estimates[draw] = torch.zeros(4).index_add_(
+            0, out.col, out.edge_weight.double().float() *
+            value[out.node[out.row]])
+        vertices['labor-*'] += out.node.numel()
+        vertices['labor-0'] += zero.sample(
+            seeds, torch.Generator().manual_seed(draw)).node.numel()
+    truth = torch.stack([value[data.edge_index[0, data.edge_index[1] == t]]
+                         .mean() for t in range(4)])
+    error = (estimates.mean(0) - truth) / (estimates.std(0) /
+                                           DRAWS ** 0.5).clamp(min=1e-6)
+    assert float((error ** 2).sum()) < chi2.ppf(0.999, 4), error
+    # the iterations lower the expected number of distinct vertices
+    assert vertices['labor-*'] < vertices['labor-0']
+
+
+def test_a_hetero_graph_gets_the_typed_engine_with_weights_per_relation():
+    data = random_hetero_graph()
+    sampler = LaborSampler(data, [4, 3], importance_sampling=1)
+    assert isinstance(sampler, LaborSampler) and \
+        isinstance(sampler, HeteroNeighborSampler)
+    assert isinstance(FastNeighborSampler(data, [4, 3]),
+                      HeteroNeighborSampler)  # one name for both kinds
+    loader = FastNeighborLoader(data, [4, 3], input_nodes=('paper', None),
+                                batch_size=32, neighbor_sampler=sampler)
+    batch = next(iter(loader))
+    for edge_type in batch.edge_types:
+        store = batch[edge_type]
+        assert store.edge_weight.numel() == store.edge_index.size(1)
+        assert bool((store.edge_weight > 0).all())
+
+
+def test_the_loader_builds_labor_by_name_and_weights_reach_the_batch():
+    data = random_graph(num_nodes=400, num_edges=8000, seed=2)
+    kwargs = dict(num_neighbors=[6, 4], batch_size=50,
+                  input_nodes=torch.arange(100), pipeline=False)
+    batch = next(iter(FastNeighborLoader(data, neighbor_sampler='labor',
+                                         **kwargs)))
+    assert 'edge_weight' not in batch  # LABOR-0 needs no weights
+    weighted = FastNeighborLoader(data, neighbor_sampler={
+        'class_path': 'labor', 'init_args': {'importance_sampling': 2}},
+        **kwargs)
+    assert isinstance(weighted.node_sampler, LaborSampler)
+    assert weighted.node_sampler.importance_sampling == 2
+    batch = next(iter(weighted))
+    assert batch.edge_weight.numel() == batch.edge_index.size(1)
+    # the same batches pipelined (the weights follow their edges)
+    gen = torch.Generator().manual_seed(0)
+    plain = next(iter(FastNeighborLoader(
+        data, neighbor_sampler='labor', generator=gen, **kwargs)))
+    gen = torch.Generator().manual_seed(0)
+    piped = next(iter(FastNeighborLoader(
+        data, neighbor_sampler='labor', generator=gen,
+        **{**kwargs, 'pipeline': True})))
+    assert torch.equal(plain.n_id, piped.n_id)
+    assert torch.equal(plain.edge_index, piped.edge_index)
+
+
+def test_labor_in_time_takes_no_later_neighbour():
+    data = random_graph(num_nodes=300, num_edges=6000, seed=4)
+    data.time = torch.randint(0, 100, (300, ),
+                              generator=torch.Generator().manual_seed(1))
+    loader = FastNeighborLoader(data, [5, 5], batch_size=30,
+                                input_nodes=torch.arange(60),
+                                time_attr='time', neighbor_sampler='labor')
+    for batch in loader:
+        seed_time = batch.time[:batch.batch_size][batch.batch]
+        assert bool((batch.time <= seed_time).all())
+
+
+@pytest.mark.reliability(
+    fault="LABOR given `replace=True`, `temporal_strategy='last'`, "
+          "`importance_sampling` with an induced subgraph or of -2, or an "
+          "unknown sampler name",
+    behaviour='`ValueError` naming the argument, the value and the fix')
+def test_bad_labor_arguments_are_named():
+    data = random_graph(num_nodes=50, num_edges=300, seed=0)
+    with pytest.raises(ValueError, match="'replace=True': LABOR"):
+        LaborSampler(data, [3], replace=True)
+    with pytest.raises(ValueError, match="temporal_strategy='last'"):
+        LaborSampler(data, [3], temporal_strategy='last', time_attr='x')
+    with pytest.raises(ValueError, match="'importance_sampling=1' weighs .*"
+                       "directional"):
+        LaborSampler(data, [3], importance_sampling=1,
+                     subgraph_type='induced')
+    with pytest.raises(ValueError, match="'importance_sampling' must be an "
+                       "int >= -1"):
+        LaborSampler(data, [3], importance_sampling=-2)
+    with pytest.raises(ValueError, match="'neighbor_sampler' = 'labour' is "
+                       "not a sampler: give one of neighbor, labor"):
+        FastNeighborLoader(data, [3], neighbor_sampler='labour')
+    with pytest.raises(ValueError, match="'sampler' = 'os.system' is not a "
+                       "sampler class"):
+        SamplerChoice.of('os.system', 'sampler')
