@@ -18,6 +18,7 @@ from pytorch_lightning.cli import LightningCLI
 from pyg_fastload.config import FeatureCache, SettingError
 from pyg_fastload.modes import ModeOptions
 from pyg_fastload.modes.link_split import LinkOptions
+from pyg_fastload.sampling import SAMPLERS
 
 from .cli_errors import ConciseParser
 from .datamodule import FastLoadDataModule
@@ -45,11 +46,9 @@ ALLOW_ENV = 'PYG_FASTLOAD_ALLOW_IMPORTS'
 _DOTTED = re.compile(r'^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$')
 
 
-def restrict_imports() -> None:
-    r"""Lets parsed values import only from :data:`IMPORT_ALLOWLIST` and
-    the packages the operator names in ``$PYG_FASTLOAD_ALLOW_IMPORTS``
-    (jsonargparse otherwise instantiates any ``class_path`` given for a
-    parameter typed ``Any`` or a class, and imports any module named)."""
+def allowed_packages() -> List[str]:
+    r""":data:`IMPORT_ALLOWLIST` and the packages the operator names in
+    ``$PYG_FASTLOAD_ALLOW_IMPORTS`` (each checked)."""
     extra = [p.strip() for p in os.environ.get(ALLOW_ENV, '').split(',')
              if p.strip()]
     for entry in extra:
@@ -57,8 +56,15 @@ def restrict_imports() -> None:
             raise SystemExit(f"pyg-fastload: ${ALLOW_ENV} names {entry!r}, "
                              f"which is not a package path such as "
                              f"'my_project.callbacks'")
+    return [*IMPORT_ALLOWLIST, *extra]
+
+
+def restrict_imports() -> None:
+    r"""Lets parsed values import only from :func:`allowed_packages`
+    (jsonargparse otherwise instantiates any ``class_path`` given for a
+    parameter typed ``Any`` or a class, and imports any module named)."""
     set_parsing_settings(import_path_denylist=['*'],
-                         import_path_allowlist=[*IMPORT_ALLOWLIST, *extra])
+                         import_path_allowlist=allowed_packages())
 
 
 #: The model a config that names none trains.
@@ -143,6 +149,7 @@ class FastLoadCLI(LightningCLI):
         match."""
         config = self.config[self.subcommand] if self.subcommand else \
             self.config
+        self._check_sampler(config.get('data.sampler'))
         for section, cls in (('feature_cache', FeatureCache),
                              ('link', LinkOptions),
                              ('mode_options', ModeOptions)):
@@ -156,6 +163,23 @@ class FastLoadCLI(LightningCLI):
                     f'{section}.{error.key}'
                 self.parser.error(f"config key 'data.{key}': "
                                   f"{error.detail}")
+
+
+    def _check_sampler(self, value: Any) -> None:
+        r"""``data.sampler`` names a registered sampler, or a class of a
+        package a config may import (as every ``class_path``)."""
+        if hasattr(value, 'as_dict'):
+            value = value.as_dict()
+        path = value.get('class_path') if isinstance(value, dict) else value
+        if not isinstance(path, str) or path in SAMPLERS:
+            return
+        if not any(path == p or path.startswith(f'{p}.')
+                   for p in allowed_packages()):
+            self.parser.error(
+                f"config key 'data.sampler': {path!r} is neither a sampler "
+                f"of {', '.join(SAMPLERS)} nor a class a config may import "
+                f"(from {', '.join(IMPORT_ALLOWLIST)}, or a package named "
+                f"in ${ALLOW_ENV})")
 
 
 def _class_in(value: Any) -> Optional[str]:

@@ -143,6 +143,17 @@ class FastLoadDataModule(pl.LightningDataModule):
         temporal_strategy (str): ``'uniform'`` (default) among the
             neighbours not later than the seed, or ``'last'``: the most
             recent ones (needs :obj:`time_attr`).
+        sampler (str or dict, optional): what draws every batch:
+            ``'neighbor'`` (default: node-wise neighbour sampling),
+            ``'labor'`` (layer-neighbour sampling,
+            :class:`~pyg_fastload.sampling.LaborSampler`: the same
+            fan-outs, far fewer distinct nodes per batch), or
+            ``{class_path: NAME or module.Class, init_args: {...}}`` (a
+            sampler class with its own options, e.g. ``{class_path: labor,
+            init_args: {importance_sampling: 1}}``; a user's own class from
+            a package the config may import). Every mode takes a hop-wise
+            sampler (``'dsp'`` and ``'hopgnn'`` draw its hops together:
+            LABOR-0 there).
 
     Example:
         >>> from pyg_fastload.lightning import FastLoadDataModule
@@ -186,6 +197,7 @@ class FastLoadDataModule(pl.LightningDataModule):
         inference: Optional[InferenceOptions] = None,
         time_attr: Optional[str] = None,
         temporal_strategy: Literal['uniform', 'last'] = 'uniform',
+        sampler: Union[str, Dict[str, Any], None] = None,
     ):
         super().__init__()
         if mode not in MODES:
@@ -204,7 +216,8 @@ class FastLoadDataModule(pl.LightningDataModule):
             launch_order=launch_order,
             mode_options=mode_options or ModeOptions(),
             dist_timeout=dist_timeout, task=task, link=link, eval=eval,
-            inference=inference, time_attr=time_attr, temporal_strategy=temporal_strategy)
+            inference=inference, time_attr=time_attr,
+            temporal_strategy=temporal_strategy, sampler=sampler)
         source = None
         if dataset is not None or partitions is None:
             source = DatasetSource.of('arxiv-like' if dataset is None
@@ -293,6 +306,13 @@ class FastLoadDataModule(pl.LightningDataModule):
     def task(self) -> str:
         r"""``'node'`` or ``'link'`` (the name of the mode's task)."""
         return self.loading.task.name
+
+    @property
+    def edge_weights(self) -> bool:
+        r"""Whether the batches carry the sampler's estimator weights on
+        their edges (``edge_weight``: LABOR with ``importance_sampling``),
+        which a model must aggregate with."""
+        return self.spec.sampler.gives_edge_weight
 
     def features_only(self) -> None:
         r"""Batches of the seeds alone (fan-out 0), for a model that reads

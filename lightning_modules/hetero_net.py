@@ -15,13 +15,14 @@ from typing import Dict, List, Optional
 import torch
 from torch import Tensor
 from torch_geometric.data import HeteroData
-from torch_geometric.nn import GATConv, HeteroConv, SAGEConv
+from torch_geometric.nn import GATConv, HeteroConv
 from torch_geometric.utils import trim_to_layer
 
 from pyg_fastload.config import available_memory, format_bytes
 from pyg_fastload.modes import HeteroSchema
 
 from .errors import ConfigError
+from .sage import WeightedSAGEConv
 
 __all__ = ['HeteroNet', 'HETERO_MODELS', 'MAX_LAYERS', 'check_sizes',
            'unused']
@@ -80,7 +81,7 @@ def _conv(model: str, hidden: int, out: int, last: bool, heads: int,
     r"""One relation's convolution, as PyG's ``GraphSAGE`` / ``GAT`` build
     their layers (GAT: heads concatenated, averaged in the last layer)."""
     if model == 'sage':
-        return SAGEConv((hidden, hidden), out)
+        return WeightedSAGEConv((hidden, hidden), out)
     return GATConv((hidden, hidden), out if last else out // heads,
                    heads=heads, concat=not last, dropout=dropout,
                    add_self_loops=False)
@@ -134,8 +135,9 @@ class HeteroNet(torch.nn.Module):
                                 dropout)
                 for e in schema.edge_types}, aggr='sum'))
 
-    def forward(self, batch: HeteroData) -> Tensor:
-        x = self.embed(batch)
+    def forward(self, batch: HeteroData, edge_weights: bool = False
+                ) -> Tensor:
+        x = self.embed(batch, edge_weights)
         # The other types' outputs enter with weight 0: every relation's
         # weights are then part of the loss, as DDP requires of parameters.
         return x[self.target] + 0.0 * unused(x, [self.target])
@@ -157,9 +159,12 @@ class HeteroNet(torch.nn.Module):
         return torch.nn.functional.dropout(x.relu(), self.dropout,
                                            self.training)
 
-    def embed(self, batch: HeteroData) -> Dict[str, Tensor]:
+    def embed(self, batch: HeteroData,
+              edge_weights: bool = False) -> Dict[str, Tensor]:
         r"""The last layer's output of every node type a relation leads
-        into (the seeds of each type first)."""
+        into (the seeds of each type first); with :obj:`edge_weights`, each
+        relation aggregates with its edges' ``edge_weight`` (a sampler's
+        estimator weights; ``'sage'``)."""
         # the dataset's ids where n_id is a partition's (DatasetIds)
         x = {t: self.node_inputs(t, batch[t].get('dataset_id',
                                                  batch[t].get('n_id')),
@@ -169,11 +174,13 @@ class HeteroNet(torch.nn.Module):
         nodes = _hops(batch, 'num_sampled_nodes', self.num_layers + 1)
         edges = _hops(batch, 'num_sampled_edges', self.num_layers)
         trim = self.trim and nodes is not None and edges is not None
+        weight = batch.collect('edge_weight') if edge_weights else None
         for layer, conv in enumerate(self.convs):
             if trim:
-                x, edge_index, _ = trim_to_layer(layer, nodes, edges, x,
-                                                 edge_index)
-            out = conv(x, edge_index)
+                x, edge_index, weight = trim_to_layer(
+                    layer, nodes, edges, x, edge_index, weight)
+            out = conv(x, edge_index) if weight is None else \
+                conv(x, edge_index, edge_weight_dict=weight)
             if layer < self.num_layers - 1:
                 out = {t: self.between(layer, v) for t, v in out.items()}
                 # a type no relation leads into keeps its representation

@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 from torch_geometric.data import Data, HeteroData
-from torch_geometric.nn import GAT, GCN, MLP, GraphSAGE
+from torch_geometric.nn import GAT, GCN, MLP
 from torchmetrics import MeanMetric
 from torchmetrics.classification import BinaryAUROC
 
@@ -23,6 +23,7 @@ from pyg_fastload.modes import HeteroSchema
 
 from .errors import ConfigError, config_section
 from .hetero_net import HETERO_MODELS, HeteroNet, check_sizes, unused
+from .sage import WeightedGraphSAGE, edge_weights_of
 
 __all__ = ['LinkPredictor', 'ENCODERS', 'ranking_metrics']
 
@@ -138,6 +139,9 @@ class LinkPredictor(pl.LightningModule):
                            or k < 1 for k in hits):
             raise ConfigError('hits', f"{hits!r} must be positive ints")
         self.save_hyperparameters()
+        #: Whether the batches' ``edge_weight`` are estimator weights to
+        #: aggregate with (set from the data module's sampler).
+        self.edge_weights = False
         self.encoder: Optional[torch.nn.Module] = None
         #: The scored relation on a heterogeneous graph.
         self.edge_type: Optional[Tuple[str, str, str]] = None
@@ -176,7 +180,7 @@ class LinkPredictor(pl.LightningModule):
                       out_channels=hp.hidden_channels,
                       num_layers=hp.num_layers, dropout=hp.dropout)
         if hp.encoder == 'sage':
-            self.encoder = GraphSAGE(**kwargs)
+            self.encoder = WeightedGraphSAGE(**kwargs)
         elif hp.encoder == 'gcn':
             self.encoder = GCN(**kwargs)
         else:
@@ -223,6 +227,8 @@ class LinkPredictor(pl.LightningModule):
             raise ConfigError('data.task', "LinkPredictor trains on link "
                               "batches: set data.task: link")
         link = getattr(getattr(datamodule, 'spec', None), 'link', None)
+        self.edge_weights = edge_weights_of(datamodule, self.hparams.encoder,
+                                            'encoder')
         if self.hparams.loss == 'bpr' and link is not None and \
                 link.neg_sampling != 'triplet':
             raise ConfigError('loss', "'bpr' ranks each positive above its "
@@ -255,10 +261,11 @@ class LinkPredictor(pl.LightningModule):
             raise RuntimeError("LinkPredictor has no encoder yet: pass "
                                "'in_channels', or fit it with a data module")
         if not isinstance(batch, HeteroData):
-            h = self.encoder(batch.x, batch.edge_index)
+            weight = batch.edge_weight if self.edge_weights else None
+            h = self.encoder(batch.x, batch.edge_index, edge_weight=weight)
             return h, h
         src, _, dst = self.edge_type
-        h = self.encoder.embed(batch)
+        h = self.encoder.embed(batch, self.edge_weights)
         rest = 0.0 * unused(h, [src, dst])  # every parameter in the loss
         return h[src] + rest, h[dst]
 

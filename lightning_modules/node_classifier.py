@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 from torch_geometric.data import Data, HeteroData
-from torch_geometric.nn import GAT, GCN, MLP, GraphSAGE
+from torch_geometric.nn import GAT, GCN, MLP
 from torchmetrics.classification import MulticlassAccuracy
 
 from pyg_fastload.inference import WholeGraph
@@ -21,6 +21,7 @@ from pyg_fastload.modes.contract import seed_loss, time_steps
 
 from .errors import ConfigError, config_section
 from .hetero_net import HETERO_MODELS, HeteroNet, check_sizes
+from .sage import WeightedGraphSAGE, edge_weights_of
 
 __all__ = ['NodeClassifier', 'MODELS']
 
@@ -134,6 +135,9 @@ class NodeClassifier(pl.LightningModule):
                               f"outputs; use it with {TRIMMABLE}")
         self.save_hyperparameters()
         self.trim = model in TRIMMABLE if trim is None else trim
+        #: Whether the batches' ``edge_weight`` are estimator weights to
+        #: aggregate with (set from the data module's sampler).
+        self.edge_weights = False
         self.net: Optional[torch.nn.Module] = None
         if schema is not None:
             try:
@@ -154,7 +158,7 @@ class NodeClassifier(pl.LightningModule):
                       out_channels=num_classes, num_layers=hp.num_layers,
                       dropout=hp.dropout)
         if hp.model == 'sage':
-            self.net = GraphSAGE(**kwargs)
+            self.net = WeightedGraphSAGE(**kwargs)
         elif hp.model == 'gcn':
             self.net = GCN(**kwargs)
         elif hp.model == 'gat':
@@ -187,6 +191,8 @@ class NodeClassifier(pl.LightningModule):
         if self.hparams.model == 'mlp' and hasattr(datamodule,
                                                    'features_only'):
             datamodule.features_only()  # no neighbourhood to sample
+        self.edge_weights = edge_weights_of(datamodule, self.hparams.model,
+                                            'model')
         if self.net is not None:
             return
         schema = getattr(datamodule, 'hetero_schema', None)
@@ -227,7 +233,7 @@ class NodeClassifier(pl.LightningModule):
                                "'in_channels' and 'num_classes', or fit it "
                                "with a data module")
         if isinstance(batch, HeteroData):  # the target type's logits
-            return self.net(batch)
+            return self.net(batch, self.edge_weights)
         if self.hparams.model == 'mlp':
             size = batch.get('batch_size')
             return self.net(batch.x if size is None else batch.x[:size])
@@ -241,6 +247,8 @@ class NodeClassifier(pl.LightningModule):
             kwargs = dict(num_sampled_nodes_per_hop=list(hops),
                           num_sampled_edges_per_hop=list(
                               batch.num_sampled_edges))
+        if self.edge_weights:
+            kwargs['edge_weight'] = batch.edge_weight
         return self.net(batch.x, batch.edge_index, **kwargs)
 
     def _seed_outputs(self, batch: Any, embed: bool = False,

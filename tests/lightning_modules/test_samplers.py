@@ -1,0 +1,149 @@
+r"""The data module's ``sampler`` (the sampler seam in configs): by name or
+``{class_path, init_args}``, through every model, and the weighted SAGE
+layers LABOR-*'s batches need."""
+import pytest
+import pytorch_lightning as pl
+import torch
+from torch_geometric.nn import SAGEConv
+
+from pyg_fastload.config import SettingError
+from pyg_fastload.lightning import (ConfigError, FastLoadDataModule,
+                                    LinkPredictor, NodeClassifier)
+from pyg_fastload.lightning.command import main
+from pyg_fastload.lightning.sage import WeightedGraphSAGE, WeightedSAGEConv
+from pyg_fastload.modes import LoadingSpec
+from pyg_fastload.partition import partition_dataset
+from pyg_fastload.sampling import FastNeighborSampler, LaborSampler
+
+
+pytestmark = [
+    pytest.mark.filterwarnings("ignore:LightningCLI's args parameter"),
+    pytest.mark.filterwarnings('ignore::DeprecationWarning'),
+]
+
+IMPORTANCE = {'class_path': 'labor', 'init_args': {'importance_sampling': 1}}
+
+
+def _trainer(steps=2):
+    return pl.Trainer(max_steps=steps, limit_val_batches=1, logger=False,
+                      accelerator='cpu', enable_checkpointing=False,
+                      enable_progress_bar=False, enable_model_summary=False,
+                      num_sanity_val_steps=0)
+
+
+def test_a_weighted_sage_layer_sums_the_weighted_rows():
+    torch.manual_seed(0)
+    conv = WeightedSAGEConv(4, 3)
+    plain = SAGEConv(4, 3)
+    plain.load_state_dict(conv.state_dict())  # the same parameters
+    x = torch.randn(6, 4)
+    edge_index = torch.tensor([[1, 2, 3, 4, 5, 1], [0, 0, 0, 1, 1, 2]])
+    torch.testing.assert_close(conv(x, edge_index), plain(x, edge_index))
+    weight = torch.tensor([0.5, 0.25, 0.25, 2.0, 1.0, 3.0])
+    aggregate = torch.zeros(6, 4).index_add_(
+        0, edge_index[1], x[edge_index[0]] * weight.view(-1, 1))
+    want = conv.lin_l(aggregate) + conv.lin_r(x)
+    torch.testing.assert_close(conv(x, edge_index, edge_weight=weight), want)
+    net = WeightedGraphSAGE(4, 8, num_layers=2, out_channels=3)
+    assert isinstance(net.convs[0], WeightedSAGEConv)
+    assert not torch.allclose(net(x, edge_index, edge_weight=weight),
+                              net(x, edge_index))
+
+
+def test_the_data_module_builds_the_named_sampler_for_every_loader():
+    data = FastLoadDataModule('tiny', num_neighbors=[5, 5], batch_size=256,
+                              progress=False, sampler='labor')
+    data.setup('fit')
+    for loader in (data.train_dataloader(), data.val_dataloader()):
+        assert type(loader.node_sampler) is LaborSampler
+    assert data.edge_weights is False
+    default = FastLoadDataModule('tiny', progress=False).spec.sampler
+    assert default.kind is FastNeighborSampler and not default.options
+
+
+@pytest.mark.parametrize('hetero', [False, True])
+def test_importance_weights_reach_the_model(hetero, monkeypatch):
+    dataset = 'hetero-tiny' if hetero else 'tiny'
+    data = FastLoadDataModule(dataset, num_neighbors=[4, 3], batch_size=64,
+                              progress=False, sampler=IMPORTANCE)
+    assert data.edge_weights is True
+    seen = []
+    real = WeightedSAGEConv.forward
+
+    def spy(self, x, edge_index, size=None, edge_weight=None):
+        seen.append(edge_weight is not None)
+        return real(self, x, edge_index, size, edge_weight)
+    monkeypatch.setattr(WeightedSAGEConv, 'forward', spy)
+    model = NodeClassifier(hidden_channels=16, num_layers=2)
+    _trainer().fit(model, data)
+    assert model.edge_weights is True
+    assert seen and all(seen)  # every layer, every step aggregated weighted
+
+
+def test_models_that_cannot_weigh_are_refused():
+    data = FastLoadDataModule('tiny', num_neighbors=[4, 3], batch_size=64,
+                              progress=False, sampler=IMPORTANCE)
+    with pytest.raises(ConfigError, match=r"data\.sampler.*model 'gat' "
+                       r"cannot aggregate"):
+        _trainer().fit(NodeClassifier(model='gat', hidden_channels=16,
+                                      num_layers=2), data)
+    links = FastLoadDataModule('tiny', num_neighbors=[4, 3], batch_size=64,
+                               progress=False, sampler=IMPORTANCE,
+                               task='link')
+    with pytest.raises(ConfigError, match="encoder 'gcn' cannot"):
+        _trainer().fit(LinkPredictor(encoder='gcn', hidden_channels=16,
+                                     num_layers=2), links)
+
+
+def test_a_link_predictor_trains_on_labor_batches():
+    links = FastLoadDataModule('tiny', num_neighbors=[4, 3], batch_size=64,
+                               progress=False, sampler=IMPORTANCE,
+                               task='link')
+    model = LinkPredictor(hidden_channels=16, num_layers=2)
+    _trainer().fit(model, links)
+    assert model.edge_weights is True
+    batch = next(iter(links.train_dataloader()))
+    assert batch.edge_weight.numel() == batch.edge_index.size(1)
+
+
+@pytest.mark.reliability(
+    fault='`data.sampler` naming no sampler, a class of a package a config '
+          'may not import, or LABOR-* (`importance_sampling`) in mode dsp',
+    behaviour="one line naming `data.sampler` (or `SettingError('sampler')`"
+              ") and the fix, before anything trains")
+def test_bad_sampler_settings_are_named(cache_env, capsys, tiny_dir):
+    metis_parts = cache_env / 'parts'
+    partition_dataset(tiny_dir[0], metis_parts, 2, 'metis', progress=False)
+    with pytest.raises(SettingError, match="'sampler' = 'labour' is not a "
+                       "sampler"):
+        LoadingSpec(sampler='labour')
+    with pytest.raises(SystemExit):
+        main(['fit', '--data.dataset', 'tiny', '--data.sampler',
+              'os.path.join', '--trainer.max_steps', '1'])
+    err = capsys.readouterr().err
+    assert "config key 'data.sampler': 'os.path.join' is neither a sampler" \
+        in err
+    assert 'Traceback' not in err and [
+        line for line in err.splitlines() if line.startswith('error')] == [
+        line for line in err.splitlines() if 'data.sampler' in line], err
+    with pytest.raises(ConfigError, match="sampler.*mode 'dsp'.*LABOR-\\*"):
+        FastLoadDataModule(partitions=str(metis_parts), mode='dsp',
+                           sampler=IMPORTANCE, progress=False)
+    with pytest.raises(ConfigError, match="sampling: layer draws DSP's"):
+        FastLoadDataModule(partitions=str(metis_parts), mode='dsp',
+                           sampler='labor', progress=False,
+                           mode_options={'sampling': 'layer'})
+
+
+def test_a_config_names_the_sampler(cache_env):
+    config = cache_env / 'labor.yaml'
+    config.write_text(
+        'data:\n  dataset: tiny\n  num_neighbors: [4, 3]\n  batch_size: 256\n'
+        '  progress: false\n  sampler:\n    class_path: labor\n'
+        '    init_args:\n      importance_sampling: 1\n'
+        '      layer_dependency: true\n'
+        'model:\n  hidden_channels: 16\n  num_layers: 2\n'
+        'trainer:\n  max_steps: 2\n  limit_val_batches: 1\n'
+        '  accelerator: cpu\n  logger: false\n'
+        '  enable_checkpointing: false\n')
+    main(['fit', '-c', str(config)])
