@@ -9,13 +9,13 @@ import math
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Optional
+from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 import pytorch_lightning as pl
 from pytorch_lightning.callbacks import Callback
 from pytorch_lightning.utilities import CombinedLoader
 from torch.utils.data import DataLoader
-from torch_geometric.data import HeteroData
+from torch_geometric.data import Data, HeteroData
 
 from pyg_fastload.graph import stores_of
 from pyg_fastload.storage import FeatureSource, process_memory
@@ -110,6 +110,26 @@ def _seeds(batch: Any) -> Optional[int]:
     return sum(known) if known else None
 
 
+def _sampled(batch: Any) -> Tuple[int, int]:
+    r"""``(nodes, edges)`` of a PyG mini-batch (every type's, summed), of
+    the batches of several loaders together; ``(0, 0)`` for anything
+    else."""
+    if isinstance(batch, (Data, HeteroData)):
+        return int(batch.num_nodes or 0), int(batch.num_edges or 0)
+    values = batch.values() if isinstance(batch, Mapping) else \
+        batch if isinstance(batch, (list, tuple)) else ()
+    counts = [_sampled(value) for value in values]
+    return sum(c[0] for c in counts), sum(c[1] for c in counts)
+
+
+def _sampler_name(loader: Optional[Any]) -> Optional[str]:
+    r"""The class name of the sampler a loader draws with, if it has
+    one."""
+    sampler = getattr(loader, 'node_sampler', None) or \
+        getattr(loader, 'link_sampler', None)
+    return None if sampler is None else type(sampler).__name__
+
+
 class _EpochState:
     r"""What :class:`LoaderMonitor` gathers during one training epoch.  The
     epoch is split into training segments; validation runs between them
@@ -127,6 +147,8 @@ class _EpochState:
         self.smooth_seeds = 0.0
         self.smooth_time = 0.0
         self.peak_anon = 0
+        self.nodes = 0
+        self.edges = 0
 
     def open_segment(self) -> None:
         if self.store is not None:
@@ -201,7 +223,9 @@ class LoaderMonitor(Callback):
         records (List[Dict]): one dict per training epoch: ``epoch``,
             ``global_step``, ``batches``, ``seeds`` (:obj:`None` without
             ``batch_size``), ``train_time_s``, ``seeds_per_s``,
-            ``batches_per_s``, ``loader`` (class name), ``time`` (the
+            ``batches_per_s``, ``loader`` (class name), ``sampler`` (its
+            sampler's class name), ``sampled_nodes`` and ``sampled_edges``
+            (summed over the batches, every type's), ``time`` (the
             loader's timings in seconds; empty without a ``time_breakdown``),
             ``loader_counts`` (its :obj:`NOT_SECONDS` entries), ``cache``
             (``{attr: {tier: {'requests', 'hits', 'bytes', 'pages',
@@ -268,6 +292,9 @@ class LoaderMonitor(Callback):
         state.batches += 1
         state.peak_anon = max(state.peak_anon,
                               process_memory().get('anon', 0))
+        nodes, edges = _sampled(batch)
+        state.nodes += nodes
+        state.edges += edges
         seeds = _seeds(batch)
         if seeds is None:
             return
@@ -359,6 +386,10 @@ class LoaderMonitor(Callback):
             'batches_per_s': rate(state.batches, state.train_time),
             'loader': (None if state.loader is None else
                        type(state.loader).__name__),
+            'sampler': _sampler_name(state.loader),
+            # what the batches held, every type's (the sampler's work)
+            'sampled_nodes': state.nodes,
+            'sampled_edges': state.edges,
             'time': times,
             'loader_counts': counts,
             # resident memory the process allocated, sampled after every

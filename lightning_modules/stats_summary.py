@@ -134,10 +134,11 @@ def _mean(values: List[float]) -> float:
 
 
 def _combine_epoch(parts: List[Record]) -> Record:
-    r"""One epoch of every rank as one record: batches, seeds and the
-    tiers' counters summed; the training time of the slowest rank (the
-    epoch lasts that long), so the rates are of all ranks together; the
-    loader's timings averaged over the ranks; the largest peak memory."""
+    r"""One epoch of every rank as one record: batches, seeds, sampled
+    nodes and edges and the tiers' counters summed; the training time of
+    the slowest rank (the epoch lasts that long), so the rates are of all
+    ranks together; the loader's timings averaged over the ranks; the
+    largest peak memory."""
     train_time = max(p['train_time_s'] for p in parts)
     seeds: Optional[int] = None
     if any(p['seeds'] is not None for p in parts):
@@ -157,6 +158,9 @@ def _combine_epoch(parts: List[Record]) -> Record:
         'seeds_per_s': None if seeds is None else rate(seeds, train_time),
         'batches_per_s': rate(batches, train_time),
         'loader': parts[0]['loader'],
+        'sampler': parts[0].get('sampler'),
+        'sampled_nodes': sum(p.get('sampled_nodes', 0) for p in parts),
+        'sampled_edges': sum(p.get('sampled_edges', 0) for p in parts),
         'time': {k: _mean([p['time'].get(k, 0.0) for p in parts])
                  for k in keys},
         'loader_counts': {

@@ -68,6 +68,29 @@ def _link_fit(tmp_path, data: dict, env=None):
     return result
 
 
+def _torchrun_machines(config: Path, tmp_path: Path, second: tuple = (),
+                       timeout: float = 300) -> tuple:
+    r"""``(processes, [(stdout, stderr)])`` of ``pyg-fastload fit
+    --config CONFIG`` on two torchrun "machines" of one rank each
+    (``--nnodes 2``), the second given :obj:`second` too; each bounded by
+    :obj:`timeout` seconds."""
+    port = str(free_port())
+    machines = [subprocess.Popen(
+        [sys.executable, '-m', 'torch.distributed.run', '--nnodes', '2',
+         '--node_rank', str(node), '--nproc_per_node', '1',
+         '--master_addr', '127.0.0.1', '--master_port', port,
+         '-m', 'pyg_fastload', 'fit', '--config', str(config),
+         '--trainer.num_nodes', '2', *(second if node else ())],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True) for node in (0, 1)]
+    try:
+        outputs = [m.communicate(timeout=timeout) for m in machines]
+    finally:
+        for machine in machines:
+            machine.kill()
+    return machines, outputs
+
+
 def _stats(tmp_path):
     files = list((tmp_path / 'logs').rglob('dist_stats.json'))
     assert len(files) == 1, files
@@ -220,6 +243,40 @@ def test_ddp_fit_on_two_gpus_over_nccl(pagraph_parts, metis_parts, tmp_path,
         assert all(r['sampling']['bytes_received'] > 0 for r in ranks)
 
 
+@pytest.mark.parametrize('mode', ['replicated', 'pagraph', 'dsp',
+                                  'hopgnn'])
+def test_every_mode_trains_on_labor_batches(pagraph_parts, metis_parts,
+                                            tmp_path, mode):
+    r"""The sampler seam in every mode: ``data.sampler: labor`` draws every
+    rank's batches (DSP's collective hops and HopGNN's micrographs with
+    LABOR's draw), equal steps, fewer nodes per batch than neighbour
+    sampling's on the same seeds."""
+    dataset_dir, parts = pagraph_parts
+    data = {'dataset': str(dataset_dir), 'mode': mode,
+            'num_neighbors': [8, 8]}
+    if mode != 'replicated':
+        data['partitions'] = str(parts if mode == 'pagraph' else metis_parts)
+    nodes = {}
+    for sampler in ('neighbor', 'labor'):
+        run = tmp_path / sampler
+        run.mkdir()
+        result = _fit(['--config', str(_config(run, dict(
+            data, sampler=sampler)))], run)
+        assert result.returncode == 0, result.stderr[-3000:]
+        [own] = (run / 'logs').rglob('fastload_stats.json')
+        written = json.loads(own.read_text())
+        for rank in written['ranks']:
+            epoch = rank['epochs'][0]
+            assert (epoch['sampler'] == 'LaborSampler' if mode in (
+                'replicated', 'pagraph') else 'LaborSampler' in
+                epoch['sampler']) == (sampler == 'labor'), epoch['sampler']
+        epoch = written['epochs'][0]
+        nodes[sampler] = epoch['sampled_nodes'] / epoch['batches']
+        ranks = _stats(run)['epochs'][0]['ranks']
+        assert ranks[0]['steps'] == ranks[1]['steps'] > 0
+    assert nodes['labor'] < nodes['neighbor'], nodes
+
+
 @pytest.mark.reliability(
     fault='a rank raises or is killed mid-epoch (Lightning DDP)',
     behaviour='every rank stops; the others name the failed rank (its error, '
@@ -302,20 +359,7 @@ def test_two_torchrun_machines_train_an_epoch(pagraph_parts, hetero_parts,
     config = _config(tmp_path, {'dataset': str(dataset_dir),
                                 'mode': mode.split('-')[0],
                                 'partitions': str(parts)}, devices=1)
-    port = str(free_port())
-    machines = [subprocess.Popen(
-        [sys.executable, '-m', 'torch.distributed.run', '--nnodes', '2',
-         '--node_rank', str(node), '--nproc_per_node', '1',
-         '--master_addr', '127.0.0.1', '--master_port', port,
-         '-m', 'pyg_fastload', 'fit', '--config', str(config),
-         '--trainer.num_nodes', '2'],
-        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True) for node in (0, 1)]
-    try:
-        outputs = [m.communicate(timeout=300) for m in machines]
-    finally:
-        for machine in machines:
-            machine.kill()
+    machines, outputs = _torchrun_machines(config, tmp_path)
     for machine, (_, err) in zip(machines, outputs):
         assert machine.returncode == 0, err[-3000:]
     assert_training_loop_timed(outputs[0][0])
@@ -344,21 +388,9 @@ def test_a_rank_failing_before_the_group_forms_stops_the_others(
     config = _config(tmp_path, {'dataset': str(dataset_dir)}, devices=1)
     # a timeout far longer than the wait below: only being told ends rank 0
     config.write_text(config.read_text().replace("'0:01:00'", "'0:10:00'"))
-    port = str(free_port())
-    machines = [subprocess.Popen(
-        [sys.executable, '-m', 'torch.distributed.run', '--nnodes', '2',
-         '--node_rank', str(node), '--nproc_per_node', '1',
-         '--master_addr', '127.0.0.1', '--master_port', port,
-         '-m', 'pyg_fastload', 'fit', '--config', str(config),
-         '--trainer.num_nodes', '2',
-         *(['--data.dataset', str(tmp_path / 'missing')] if node else [])],
-        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True) for node in (0, 1)]
-    try:
-        outputs = [m.communicate(timeout=150) for m in machines]
-    finally:
-        for machine in machines:
-            machine.kill()
+    machines, outputs = _torchrun_machines(
+        config, tmp_path, ['--data.dataset', str(tmp_path / 'missing')],
+        timeout=150)
     assert machines[1].returncode != 0
     assert "error: config key 'data.dataset'" in outputs[1][1], \
         outputs[1][1][-3000:]
