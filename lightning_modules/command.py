@@ -73,6 +73,9 @@ _BENCHMARKS = {
                         'FastLoadDataModule vs PyG'),
     'link-accuracy': ('.bench.link_accuracy',
                       'arxiv-like/Cora link MRR: FastLoadDataModule vs PyG'),
+    'time-to-accuracy': ('.bench.time_to_accuracy',
+                         "validation accuracy over training time: PyG's "
+                         'NeighborLoader vs our samplers (LABOR, ...)'),
 }
 
 #: The commands listed after ``bench``, as in :data:`_BENCHMARKS`.
