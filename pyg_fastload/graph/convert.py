@@ -48,8 +48,13 @@ def _from_data(data: Data) -> CSCTopology:
             raise NotImplementedError(
                 "'data.adj_t' (SparseTensor) input is not supported yet: "
                 "store the graph as 'data.edge_index'")
-        raise ValueError("the data object has no 'edge_index': neighbour "
-                         "sampling needs the graph's edges")
+        if data.num_nodes is None:
+            raise ValueError("the data object has neither 'edge_index' nor "
+                             "a node count: set 'data.edge_index' (or "
+                             "'data.num_nodes' for a graph without edges)")
+        # a graph without edges, as PyG samples it: the seeds alone
+        return CSCTopology.from_edge_index(
+            torch.empty(2, 0, dtype=torch.long), data.num_nodes)
     topology = _cached(data, _key(data))
     if topology is None:
         topology = CSCTopology.from_edge_index(data.edge_index,

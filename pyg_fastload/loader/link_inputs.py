@@ -10,7 +10,7 @@ from typing import Any, List, Optional, Tuple
 import numpy as np
 import torch
 from torch import Tensor
-from torch_geometric.typing import EdgeType
+from torch_geometric.typing import DEFAULT_REL, EdgeType
 from torch_geometric.sampler.base import (
     NegativeSampling,
     NegativeSamplingMode,
@@ -127,9 +127,13 @@ def hetero_label_edges(edge_label_index: Any, edge_label: Any,
                          f"edge type: ('author', 'writes', 'paper') or "
                          f"(edge_type, [2, num_edges] tensor), got "
                          f"{type(edge_label_index).__name__}")
+    # two node types no relation joins: PyG's default relation, whose
+    # label edges are given (the graph has none of them)
+    unjoined = len(edge_type) == 2 and index is not None
     if len(edge_type) == 2:
-        edge_type = _edge_type_between(edge_type, topology.edge_types)
-    if edge_type not in topology.edge_types:
+        edge_type = _edge_type_between(edge_type, topology.edge_types,
+                                       topology.node_types)
+    if edge_type not in topology.edge_types and not unjoined:
         raise ValueError(f"'edge_label_index' names edge type {edge_type}, "
                          f"which the graph does not have (edge types: "
                          f"{topology.edge_types})")
@@ -143,11 +147,15 @@ def hetero_label_edges(edge_label_index: Any, edge_label: Any,
     return edge_type, index
 
 
-def _edge_type_between(ends: Tuple[str, str], edge_types: List[EdgeType]
-                       ) -> EdgeType:
+def _edge_type_between(ends: Tuple[str, str], edge_types: List[EdgeType],
+                       node_types: List[str]) -> EdgeType:
     r"""The one edge type from ``ends[0]`` to ``ends[1]`` (PyG's reading of
-    ``(source type, destination type)``)."""
+    ``(source type, destination type)``); where no relation joins two node
+    types, PyG's default ``(ends[0], 'to', ends[1])`` (label edges of a
+    graph without such edges)."""
     found = [e for e in edge_types if (e[0], e[-1]) == ends]
+    if not found and set(ends) <= set(node_types):
+        return (ends[0], DEFAULT_REL, ends[1])
     if len(found) != 1:
         raise ValueError(f"'edge_label_index' names {ends}, but the graph "
                          f"has {len(found)} edge types from {ends[0]!r} to "

@@ -48,13 +48,18 @@ def _untyped_nodes() -> HeteroData:
 @pytest.mark.parametrize('data, weight_attr, error, match', [
     (_untyped_nodes(), None, ValueError, "node type 'a' has no node count"),
     ('graph', None, TypeError, "'data' must be"),
-    (Data(x=torch.zeros(2, 1)), None, ValueError, "no 'edge_index'"),
+    (Data(), None, ValueError, "neither 'edge_index' nor a node count"),
     (random_graph(), 'missing', ValueError, "'weight_attr='missing''"),
     (random_graph(), 'edge_attr', ValueError, 'one per edge'),
 ])
 def test_errors_name_the_argument(data, weight_attr, error, match):
     with pytest.raises(error, match=match):
         topology_of(data, weight_attr)
+
+
+def test_a_graph_without_edges_has_an_empty_topology():
+    topology = topology_of(Data(x=torch.zeros(3, 1)))  # as PyG samples it
+    assert (topology.num_nodes, topology.num_edges) == (3, 0)
 
 
 def test_negative_weights_are_refused():

@@ -2,6 +2,7 @@ r"""``FastLinkNeighborLoader``: PyG's ``LinkNeighborLoader`` contract on
 homogeneous graphs."""
 import pytest
 import torch
+from torch_geometric.data import Data, HeteroData
 from torch_geometric.sampler import NegativeSampling
 from torch_geometric.testing import MyFeatureStore, MyGraphStore
 
@@ -378,3 +379,40 @@ def test_a_given_sampler_is_used_and_refused_on_a_hetero_graph():
                        r"\(FastNeighborSampler\)"):
         FastLinkNeighborLoader(data, num_neighbors=[2],
                                neighbor_sampler=typed, batch_size=16)
+
+
+@pytest.mark.reliability(
+    fault='`LinkNeighborLoader` on a graph with no edges '
+          '(`Data(num_nodes=100)`, or `HeteroData(paper=dict(num_nodes=100))` '
+          "with label edges `(('paper', 'paper'), index)`), `num_neighbors=[]`",
+    behaviour="served as PyG serves it: batches of the label edges' "
+              "endpoints alone (was: refused for lack of 'edge_index' or of "
+              'a paper-to-paper relation)')
+def test_link_batches_of_a_graph_without_edges():
+    index = torch.randint(0, 100, (2, 100),
+                          generator=torch.Generator().manual_seed(0))
+    loader = FastLinkNeighborLoader(Data(num_nodes=100), num_neighbors=[],
+                                    batch_size=20, edge_label_index=index)
+    batches = list(loader)
+    assert len(batches) == 5
+    for batch in batches:
+        assert batch.input_id.numel() == 20
+        assert batch.edge_label_index.size(1) == 20
+        assert batch.num_nodes == batch.edge_label_index.unique().numel()
+    loader = FastLinkNeighborLoader(
+        HeteroData(paper=dict(num_nodes=100)), num_neighbors=[],
+        edge_label_index=(('paper', 'paper'), index), batch_size=20)
+    batches = list(loader)
+    assert len(batches) == 5
+    for batch in batches:
+        store = batch['paper', 'to', 'paper']
+        assert store.input_id.numel() == 20
+        assert store.edge_label_index.size(1) == 20
+        assert batch['paper'].num_nodes == \
+            store.edge_label_index.unique().numel()
+    # a relation the graph lacks, named in full, is still a typo
+    with pytest.raises(ValueError, match="names edge type .*'cites'"):
+        FastLinkNeighborLoader(
+            HeteroData(paper=dict(num_nodes=100)), num_neighbors=[],
+            edge_label_index=(('paper', 'cites', 'paper'), index),
+            batch_size=20)
