@@ -32,7 +32,8 @@ from pyg_fastload.datasets import generate_hetero
 from pyg_fastload.modes.schema import hetero_schema
 
 from .accuracy import mean_std
-from .lightning_setup import quiet_lightning, quiet_trainer_kwargs
+from .lightning_setup import (pyg_hetero_module, quiet_lightning,
+                              quiet_trainer_kwargs)
 
 __all__ = ['add_arguments', 'run', 'main', 'fake_hetero', 'fit_once']
 
@@ -79,24 +80,6 @@ def fake_hetero(seed: int = 0) -> HeteroData:
     return data
 
 
-def _pyg_module(data: HeteroData, args: argparse.Namespace) -> Any:
-    r"""PyG's ``LightningNodeData`` over the labelled type's masks, telling
-    the model the schema as our data module does."""
-    from torch_geometric.data.lightning import LightningNodeData
-    schema = hetero_schema(data)
-    store = data[schema.target]
-
-    class NodeData(LightningNodeData):
-        hetero_schema = schema
-
-    return NodeData(
-        data, input_train_nodes=(schema.target, store.train_mask),
-        input_val_nodes=(schema.target, store.val_mask),
-        input_test_nodes=(schema.target, store.test_mask), loader='neighbor',
-        num_neighbors=args.fanout, batch_size=args.batch_size,
-        num_workers=0, pin_memory=False)
-
-
 def fit_once(data: HeteroData, side: str, seed: int,
              args: argparse.Namespace) -> Dict[str, float]:
     r"""Trains for ``args.epochs`` epochs through the loader of :obj:`side`
@@ -113,7 +96,7 @@ def fit_once(data: HeteroData, side: str, seed: int,
                 data, num_neighbors=args.fanout, batch_size=args.batch_size,
                 seed=seed, progress=False)
         else:
-            datamodule = _pyg_module(data, args)
+            datamodule = pyg_hetero_module(data, args)
         model = NodeClassifier(model=args.model, hidden_channels=args.hidden,
                                num_layers=args.layers, dropout=args.dropout,
                                lr=args.lr, node_embeddings=False)

@@ -1,16 +1,21 @@
-r"""Lightning set-up shared by the ``bench accuracy`` and ``bench fit``
-benchmarks: the two data modules compared, and a quiet trainer."""
+r"""Lightning set-up shared by the Lightning benchmarks (``accuracy``,
+``hetero-accuracy``, ``fit``, ``time-to-accuracy``): PyG's data modules
+they compare against, and a quiet trainer."""
 from __future__ import annotations
 
+import argparse
 import contextlib
 import logging
 import warnings
 from typing import Any, Dict, Iterator, List, Optional
 
 import pytorch_lightning as pl
-from torch_geometric.data import Data
+from torch_geometric.data import Data, HeteroData
 
-__all__ = ['node_data_module', 'quiet_lightning', 'quiet_trainer_kwargs']
+from pyg_fastload.modes.schema import hetero_schema
+
+__all__ = ['node_data_module', 'pyg_hetero_module', 'quiet_lightning',
+           'quiet_trainer_kwargs']
 
 
 def node_data_module(data: Data, num_neighbors: List[int], batch_size: int,
@@ -34,6 +39,27 @@ def node_data_module(data: Data, num_neighbors: List[int], batch_size: int,
                              num_neighbors=num_neighbors,
                              batch_size=batch_size, num_workers=pyg_workers,
                              pin_memory=False, eval_loader_kwargs=eval_kwargs)
+
+
+def pyg_hetero_module(data: HeteroData, args: argparse.Namespace,
+                      workers: int = 0) -> pl.LightningDataModule:
+    r"""PyG's ``LightningNodeData`` (``NeighborLoader`` with
+    :obj:`workers` processes) over a heterogeneous graph's labelled type's
+    masks, with ``args.fanout`` on every relation and ``args.batch_size``,
+    telling the model the schema as our data module does."""
+    from torch_geometric.data.lightning import LightningNodeData
+    schema = hetero_schema(data)
+    store = data[schema.target]
+
+    class NodeData(LightningNodeData):
+        hetero_schema = schema
+
+    return NodeData(
+        data, input_train_nodes=(schema.target, store.train_mask),
+        input_val_nodes=(schema.target, store.val_mask),
+        input_test_nodes=(schema.target, store.test_mask), loader='neighbor',
+        num_neighbors=args.fanout, batch_size=args.batch_size,
+        num_workers=workers, pin_memory=False)
 
 
 @contextlib.contextmanager

@@ -15,10 +15,13 @@ nodes on neighbourhoods drawn by one fixed neighbour-sampling loader
 same untrimmed network on every side (``trim=False``); LABOR-*'s sides
 aggregate with their batches' estimator weights (its weighted mean).
 
-``--nodes N`` shrinks a preset to ``N`` nodes keeping its mean degree,
-feature width, classes and split fractions (the 2-core machine cannot fit
-products-like's 2.4M nodes many times): the default, products-like at 200K
-nodes, is the graph the issue measured. Run ``pyg-fastload bench
+``--nodes N`` shrinks a homogeneous preset to ``N`` nodes keeping its mean
+degree, feature width, classes and split fractions (the 2-core machine
+cannot fit products-like's 2.4M nodes many times): the default,
+products-like at 200K nodes, is the graph the issue measured. ``--preset
+mag-like`` trains the heterogeneous network (``HeteroNet``, types without
+features entering as zeros) on mag-like scaled by ``--scale``, PyG's side
+through ``LightningNodeData`` over the paper type. Run ``pyg-fastload bench
 time-to-accuracy --epochs 10`` (about an hour on 2 cores).
 """
 from __future__ import annotations
@@ -30,13 +33,13 @@ import importlib.util
 import json
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 import pytorch_lightning as pl
 import torch
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
-from torch_geometric.data import Data
+from torch_geometric.data import HeteroData
 
 from pyg_fastload import FastNeighborLoader
 from pyg_fastload.bench.common import (
@@ -46,12 +49,14 @@ from pyg_fastload.bench.common import (
     cpu_count,
     positive_int,
 )
-from pyg_fastload.datasets import PRESETS, load_synthetic
+from pyg_fastload.datasets import PRESETS, generate_hetero, load_synthetic
+from pyg_fastload.modes.schema import hetero_schema
 
 from ..datamodule import FastLoadDataModule
 from ..node_classifier import NodeClassifier
 from .lightning_setup import (
     node_data_module,
+    pyg_hetero_module,
     quiet_lightning,
     quiet_trainer_kwargs,
 )
@@ -68,7 +73,9 @@ SIDES: Dict[str, Any] = {
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_graph_arguments(parser)
+    add_graph_arguments(parser, more_presets=['mag-like'])
+    parser.add_argument('--scale', type=float, default=0.05,
+                        help='mag-like node and edge counts times this')
     parser.add_argument('--nodes', type=int, default=200_000,
                         help='shrink the preset to this many nodes, keeping '
                         'its mean degree and fractions (0: as it is)')
@@ -136,14 +143,18 @@ class Progress(pl.Callback):
         self.accuracy.append(self.evaluate(module))
 
 
-def _evaluator(data: Data, args: argparse.Namespace) -> Any:
+def _evaluator(data: Any, target: Optional[str],
+               args: argparse.Namespace) -> Any:
     r"""The accuracy (%) of a model on the same ``--val-nodes`` validation
-    nodes, their neighbourhoods drawn the same way for every side."""
-    nodes = data.val_mask.nonzero().view(-1)[:args.val_nodes]
+    nodes (of the :obj:`target` type of a heterogeneous graph), their
+    neighbourhoods drawn the same way for every side."""
+    store = data if target is None else data[target]
+    nodes = store.val_mask.nonzero().view(-1)[:args.val_nodes]
 
     def evaluate(module: pl.LightningModule) -> float:
         loader = FastNeighborLoader(
-            data, args.fanout, input_nodes=nodes, batch_size=args.batch_size,
+            data, args.fanout, batch_size=args.batch_size,
+            input_nodes=nodes if target is None else (target, nodes),
             generator=torch.Generator().manual_seed(args.seed),
             pipeline=False)
         training = module.training
@@ -152,36 +163,51 @@ def _evaluator(data: Data, args: argparse.Namespace) -> Any:
         correct = 0
         with torch.no_grad():
             for batch in loader:
-                logits = module(batch)[:batch.batch_size]
+                seeds = batch if target is None else batch[target]
+                logits = module(batch)[:seeds.batch_size]
                 correct += int((logits.argmax(-1) ==
-                                batch.y[:batch.batch_size]).sum())
+                                seeds.y[:seeds.batch_size]).sum())
         module.edge_weights = weights
         module.train(training)
         return 100.0 * correct / nodes.numel()
     return evaluate
 
 
-def fit_side(data: Data, args: argparse.Namespace,
+def _model(data: Any, args: argparse.Namespace) -> NodeClassifier:
+    r"""The same network for every side (untrimmed; a heterogeneous graph's
+    featureless types enter as zeros)."""
+    if isinstance(data, HeteroData):
+        return NodeClassifier(schema=hetero_schema(data).to_dict(),
+                              hidden_channels=args.hidden,
+                              num_layers=args.layers, lr=args.lr,
+                              trim=False, node_embeddings=False)
+    return NodeClassifier(in_channels=data.num_features,
+                          num_classes=int(data.y.max()) + 1,
+                          hidden_channels=args.hidden,
+                          num_layers=args.layers, lr=args.lr, trim=False)
+
+
+def fit_side(data: Any, args: argparse.Namespace,
              initial: Dict[str, torch.Tensor], sampler: Any = None,
              pyg_workers: Optional[int] = None) -> Dict[str, Any]:
     r"""One side's fit of ``args.epochs`` epochs from :obj:`initial`."""
+    hetero = isinstance(data, HeteroData)
     with quiet_lightning():
         pl.seed_everything(args.seed, verbose=False)
         if pyg_workers is None:
             datamodule = FastLoadDataModule(
                 data, num_neighbors=args.fanout, batch_size=args.batch_size,
                 seed=args.seed, progress=False, sampler=sampler)
+        elif hetero:
+            datamodule = pyg_hetero_module(data, args, pyg_workers)
         else:
             datamodule = node_data_module(data, args.fanout,
                                           args.batch_size, args.seed,
                                           pyg_workers)
-        model = NodeClassifier(in_channels=data.num_features,
-                               num_classes=int(data.y.max()) + 1,
-                               hidden_channels=args.hidden,
-                               num_layers=args.layers, lr=args.lr,
-                               trim=False)
+        model = _model(data, args)
         model.load_state_dict(initial)
-        progress = Progress(_evaluator(data, args))
+        progress = Progress(_evaluator(
+            data, hetero_schema(data).target if hetero else None, args))
         limit = {'limit_train_batches': args.batches} if args.batches else {}
         trainer = pl.Trainer(max_epochs=args.epochs, limit_val_batches=0,
                              callbacks=[progress], **limit,
@@ -205,20 +231,27 @@ def time_to_target(seconds: List[float], accuracy: List[float],
     return None
 
 
-def run(args: argparse.Namespace) -> Dict[str, Any]:
+def _graph(args: argparse.Namespace) -> Tuple[Any, str]:
+    r"""The graph the sides train on, and its description."""
+    if args.preset == 'mag-like':
+        data = generate_hetero('mag-like', scale=args.scale)
+        return data, (f'mag-like scaled by {args.scale} ({data.num_nodes:,} '
+                      f'nodes, {data.num_edges:,} edges)')
     cfg = shrunk(args.preset, args.nodes)
-    print(f'# time to accuracy: {args.preset} at {cfg.num_nodes:,} nodes, '
-          f'{2 * cfg.num_edges:,} edges; GraphSAGE {args.layers}x'
+    return load_synthetic(cfg, root=args.cache_dir).to_data(), (
+        f'{args.preset} at {cfg.num_nodes:,} nodes, {2 * cfg.num_edges:,} '
+        f'edges')
+
+
+def run(args: argparse.Namespace) -> Dict[str, Any]:
+    data, described = _graph(args)
+    print(f'# time to accuracy: {described}; GraphSAGE {args.layers}x'
           f'{args.hidden}, fanout={args.fanout}, batch_size='
           f'{args.batch_size}, {args.epochs} epochs of '
           f"{args.batches or 'every'} batches; cpus={cpu_count()} "
           f'torch_threads={torch.get_num_threads()}')
-    data = load_synthetic(cfg, root=args.cache_dir).to_data()
     torch.manual_seed(args.seed)
-    initial = NodeClassifier(in_channels=data.num_features,
-                             num_classes=int(data.y.max()) + 1,
-                             hidden_channels=args.hidden,
-                             num_layers=args.layers).state_dict()
+    initial = _model(data, args).state_dict()
     sides: Dict[str, Dict[str, Any]] = {
         name: dict(sampler=SIDES[name]) for name in args.sides}
     if args.pyg_workers and importlib.util.find_spec('torch_sparse'):
@@ -272,7 +305,7 @@ def run(args: argparse.Namespace) -> Dict[str, Any]:
     out.mkdir(parents=True, exist_ok=True)
     (out / 'time_to_accuracy.json').write_text(json.dumps(
         {'args': {k: v for k, v in vars(args).items() if k != 'run'},
-         'nodes': cfg.num_nodes, 'results': results, 'summary': summary},
+         'graph': described, 'results': results, 'summary': summary},
         indent=1, default=str) + '\n')
     _plot(results, target, out / 'time_to_accuracy.png')
     print(f'wrote {out / "time_to_accuracy.json"} and '

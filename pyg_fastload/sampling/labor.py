@@ -228,11 +228,12 @@ class LaborSampler(FastNeighborSampler):
                                  device=deg.device).expand(num)
         degree = deg.double()
         mass = degree if base is None else _segment_sum(base, segment, num)
-        # every edge of a destination with k < 0 or k >= its degree
+        # every edge of a destination with k < 0 or k >= its degree (its
+        # c_t: k_t / A_t with k_t its degree at most, so that its sources
+        # raise LABOR-*'s vertex probabilities no more than any other's)
         whole = (fanout < 0) | (fanout >= degree)
-        c = torch.where(whole, torch.inf,
-                        fanout / mass.clamp(min=torch.finfo(
-                            torch.float64).tiny))
+        c = torch.where(fanout < 0, degree, fanout.clamp(max=degree)) / \
+            mass.clamp(min=torch.finfo(torch.float64).tiny)
         source = indices.index_select(0, pos).long()
         if self.importance_sampling:
             prob = _importance(c, segment, source, base, fanout, degree,
@@ -241,7 +242,10 @@ class LaborSampler(FastNeighborSampler):
             prob = c.index_select(0, segment)
             if base is not None:
                 prob = prob * base
-        prob = prob.clamp(max=1.0)
+        taken = torch.ones_like(prob) if base is None else \
+            (base > 0).double()  # (zero-weight edges never)
+        prob = torch.where(whole.index_select(0, segment), taken,
+                           prob.clamp(max=1.0))
         keep = uniform_variates(source, key) < prob
         counts = torch.bincount(segment[keep], minlength=num)
         weight = None
