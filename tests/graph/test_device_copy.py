@@ -1,8 +1,6 @@
-r"""A topology's copy to a GPU, with a stand-in for the device: made once
-however many threads ask, and refused where it would leave sampling no
-room."""
-import threading
-
+r"""A topology's copy to a GPU, with a stand-in for the device: refused
+where it would leave sampling no room (made once however many threads ask:
+``tests/sampling/test_device.py``)."""
 import pytest
 import torch
 
@@ -17,41 +15,6 @@ def small_topology() -> CSCTopology:
     edge_index = torch.randint(0, 50, (2, 400),
                                generator=torch.Generator().manual_seed(0))
     return CSCTopology.from_edge_index(edge_index, 50)
-
-
-@pytest.mark.reliability(
-    fault="several threads (loaders of one graph) moving one topology to "
-          "the same GPU at once",
-    behaviour="one copy is made and every thread gets it (was: each made "
-              "its own, the extra ones thrown away after taking the GPU's "
-              "memory)")
-def test_a_topology_is_copied_to_a_device_once_from_several_threads(
-        monkeypatch):
-    monkeypatch.setattr(topology, 'free_cuda_memory', lambda device: 2**40)
-    topo = small_topology()
-    made = []
-    all_in = threading.Event()
-
-    def make(device):
-        made.append(device)
-        if len(made) == 4:
-            all_in.set()
-        all_in.wait(timeout=2)  # gives the other threads time to come in
-        return object()
-
-    got = [None] * 4
-
-    def ask(i):
-        got[i] = device_copy(topo, GPU, make)
-    threads = [threading.Thread(target=ask, args=(i, )) for i in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=60)
-    assert not any(thread.is_alive() for thread in threads)
-    assert made == [GPU]
-    assert got[0] is not None and all(copy is got[0] for copy in got)
-    assert device_copy(topo, GPU, make) is got[0]  # kept
 
 
 @pytest.mark.reliability(
