@@ -18,8 +18,8 @@ from torch_geometric.sampler.base import NegativeSampling, SubgraphType
 
 from ..config import check_fanouts
 from ..graph.convert import topology_of
-from ..graph.topology import index_dtype_for
 from ..graph.ranges import expand_ranges
+from ..graph.topology import index_dtype_for
 from ..placement import check_shared_memory
 from .link import EdgeKeys, sample_edges
 from .ops import arange_as, sample_uniform, sample_weighted
