@@ -14,6 +14,11 @@ benchmarks run on the CPU, so CI keeps the plumbing and the JSON working.
 Standard library only (it runs before the install). Each step is a
 subprocess in a process group of its own, bounded by its timeout and by the
 whole check's budget, and killed with its children; none outlives the check.
+Every step's status says whether it ran (then its outcome) or why it was
+skipped; the check's status is ``ok`` only when every required step ran and
+passed. The required steps' timeouts add up to the budget; the optional
+ones (torch_sparse's CPU build for PyG's baseline, then that baseline) run
+last, in whatever time is left.
 """
 from __future__ import annotations
 
@@ -41,14 +46,22 @@ TARGET_PLATFORMS = ('manylinux_2_28_x86_64', 'manylinux_2_27_x86_64',
 #: Seconds the whole check may take, and those kept to write the summary.
 BUDGET_S = 480
 RESERVE_S = 10
-#: Each step's own bound, in seconds.
-TIMEOUTS = {'environment': 60, 'install-wheels': 90, 'install-project': 90,
-            'imports': 60, 'build-pyg-backend': 240, 'select-tests': 90,
-            'tests': 240, 'seps': 120, 'train': 180, 'gds': 90}
+#: Each required step's bound in seconds, in the order they run; together
+#: within the budget less the reserve (tests/test_gpu_check.py checks it),
+#: so none is skipped for want of time.
+REQUIRED_TIMEOUTS = {'environment': 20, 'install-wheels': 30,
+                     'install-project': 30, 'imports': 30,
+                     'select-tests': 45, 'tests': 120, 'seps': 55,
+                     'train': 100, 'gds': 40}
+#: The optional steps' bounds, run after the required ones in the time
+#: left: torch_sparse built for the CPU, then PyG's NeighborLoader trained
+#: beside ours (the baseline). Their outcome leaves the status as it is.
+OPTIONAL_TIMEOUTS = {'build-pyg-backend': 240, 'pyg-baseline': 90}
+TIMEOUTS = {**REQUIRED_TIMEOUTS, **OPTIONAL_TIMEOUTS}
+#: Seconds one CUDA test may take (pytest-timeout, where installed).
+TEST_TIMEOUT_S = 60
 #: What the benchmarks run on: the graph, batches and batch size per mode.
 GRAPHS = {'gpu': ('arxiv-like', 40, 1024), 'dry-run': ('tiny', 3, 64)}
-#: Steps whose failure leaves the check passed: the PyG baseline's build.
-OPTIONAL_STEPS = ('build-pyg-backend', )
 #: What the check writes in OUT_DIR, and the mark its summary carries.
 KIT_FILES = ('summary.json', 'log.txt', 'junit.xml', 'build.log')
 KIT_MARK = 'pyg-fastload gpu_check'
@@ -150,30 +163,38 @@ class Check:
 
     def finish(self, name: str, process: subprocess.Popen,
                started: float) -> str:
+        r"""Waits for step :obj:`name` within its time and the budget's;
+        records that it ran and its outcome (``ok``, ``failed``,
+        ``timeout``, ``interrupted``), which it returns."""
         now = time.monotonic()
         limit = max(min(TIMEOUTS[name] - (now - started),
                         self.deadline - now), 0)
-        code, status = None, 'interrupted'
+        code, outcome = None, 'interrupted'
         try:
             code = process.wait(timeout=limit)
-            status = 'ok' if code == 0 else 'failed'
+            outcome = 'ok' if code == 0 else 'failed'
         except subprocess.TimeoutExpired:
-            status = 'timeout'
+            outcome = 'timeout'
         finally:  # also when the check itself is stopped
             self._kill(process.pid)
             record = self.summary['steps'].setdefault(name, {})
-            record.update(status=status, returncode=code,
+            record.update(status='ran', outcome=outcome, returncode=code,
                           timeout_s=TIMEOUTS[name],
                           seconds=round(time.monotonic() - started, 1))
-            self.log(f'{name}: {status} ({record["seconds"]}s)')
-        return status
+            self.log(f'{name}: {outcome} ({record["seconds"]}s)')
+        return outcome
 
     def run(self, name: str, argv: List[str],
-            env: Optional[Dict[str, str]] = None) -> str:
+            env: Optional[Dict[str, str]] = None,
+            output: Optional[Path] = None) -> str:
+        r"""Runs step :obj:`name` (its output to the log, or to
+        :obj:`output`); its outcome, or ``'skipped'`` when the budget has
+        less than 5 s left."""
         if self.deadline - time.monotonic() < 5:
             return self.skip(name, 'out of time')
         started = time.monotonic()
-        return self.finish(name, self.start(name, argv, env), started)
+        return self.finish(name, self.start(name, argv, env, output),
+                           started)
 
     def step(self, name: str, verb: str, *argv: str,
              env: Optional[Dict[str, str]] = None) -> Dict[str, Any]:
@@ -186,7 +207,7 @@ class Check:
         return json.loads(result.read_text()) if result.exists() else {}
 
     def skip(self, name: str, why: str) -> str:
-        self.summary['steps'][name] = {'status': 'skipped', 'why': why}
+        self.summary['steps'][name] = {'status': f'skipped: {why}'}
         self.log(f'{name}: skipped ({why})')
         return 'skipped'
 
@@ -223,11 +244,9 @@ class Check:
         torch_after = self.summary['imports'].get('torch')
         self.summary['install']['torch_untouched'] = (
             torch_after is not None and torch_after == env.get('torch'))
-        build = self.build_pyg_backend(dry)
         self.tests()
-        if build is not None:
-            self.finish('build-pyg-backend', *build)
         self.benchmarks(dry, graph)
+        self.pyg_baseline(dry, graph)
         return 0 if self.passed() else 1
 
     def install(self, dry: bool) -> None:
@@ -250,27 +269,24 @@ class Check:
                 break
         self.summary['install']['status'] = status
 
-    def build_pyg_backend(self, dry: bool) -> Optional[tuple]:
-        r"""Starts building torch_sparse for PyG's NeighborLoader (the
-        baseline; what ``pip install torch_sparse`` gives a pip user) from
-        the carried sources, for the CPU, beside the tests."""
+    def build_pyg_backend(self, dry: bool) -> str:
+        r"""Builds torch_sparse for PyG's NeighborLoader (the baseline;
+        what ``pip install torch_sparse`` gives a pip user) from the
+        carried sources, for the CPU, after the required steps."""
         sources = sorted(Path(self.args.wheels).glob('torch_s*.tar.gz'))
         if dry:
-            self.skip('build-pyg-backend', 'dry run: built on the lent '
-                      'machine only')
-            return None
+            return self.skip('build-pyg-backend', 'dry run: built on the '
+                             'lent machine only')
         if not sources:
-            self.skip('build-pyg-backend', f'no torch_scatter/torch_sparse '
-                      f'sources in {self.args.wheels}')
-            return None
+            return self.skip('build-pyg-backend', f'no torch_scatter/'
+                             f'torch_sparse sources in {self.args.wheels}')
         argv = [sys.executable, '-m', 'pip', 'install', '--no-index',
                 '--no-deps', '--no-cache-dir', '--no-build-isolation',
                 *map(str, sources)]
         env = {'PIP_CONFIG_FILE': os.devnull, 'FORCE_ONLY_CPU': '1',
-               'MAX_JOBS': str(max((os.cpu_count() or 2) // 2, 1))}
-        return ('build-pyg-backend', self.start(
-            'build-pyg-backend', argv, env, self.out / 'build.log'),
-            time.monotonic())
+               'MAX_JOBS': str(os.cpu_count() or 1)}  # nothing beside it
+        return self.run('build-pyg-backend', argv, env,
+                        self.out / 'build.log')
 
     def tests(self) -> None:
         hidden = {'CUDA_VISIBLE_DEVICES': ''}  # what skips without CUDA
@@ -286,7 +302,7 @@ class Check:
             return
         options = ['--junitxml', str(self.out / 'junit.xml')]
         if importlib.util.find_spec('pytest_timeout'):
-            options.append('--timeout=150')
+            options.append(f'--timeout={TEST_TIMEOUT_S}')
         results = self.step('tests', 'tests', *options, *ids)
         report['results'] = results
         counts: Dict[str, int] = {}
@@ -295,22 +311,24 @@ class Check:
         report['counts'] = counts
         report['not_run'] = sorted(set(ids) - set(results))
 
+    def common(self, graph: Dict[str, Any]) -> List[str]:
+        r"""The benchmarks' options: the graph, batches, cache."""
+        return ['--preset', graph['preset'], '--batch-size',
+                str(graph['batch_size']), '--batches', str(graph['batches']),
+                '--cache-dir', str(self.work / 'cache')]
+
     def benchmarks(self, dry: bool, graph: Dict[str, Any]) -> None:
-        common = ['--preset', graph['preset'], '--batch-size',
-                  str(graph['batch_size']), '--batches',
-                  str(graph['batches']), '--cache-dir',
-                  str(self.work / 'cache')]
+        r"""Our sampler and loaders on the GPU (PyG's NeighborLoader is
+        left to :meth:`pyg_baseline`)."""
+        common = self.common(graph)
         cuda = [] if dry else ['--sampling-device', 'cuda']
-        # PyG's NeighborLoader where torch_sparse is there (else skipped)
-        workers = ['0'] if dry else ['0', '4']
         benches = self.summary['benchmarks']
         benches['seps'] = self.step('seps', 'bench', 'loader', *common,
                                     '--rounds', '1', '--warmup', '2',
-                                    '--pyg-workers', '0', *cuda)
+                                    '--pyg-workers', *cuda)
         benches['train'] = self.step(
             'train', 'bench', 'train', *common, '--rounds', '1', '--disk',
-            '--pyg-workers', *workers, '--device', 'cpu' if dry else 'cuda',
-            *cuda)
+            '--pyg-workers', '--device', 'cpu' if dry else 'cuda', *cuda)
         if dry:
             benches['gds'] = {'skipped': 'needs CUDA and kvikio'}
             self.skip('gds', 'dry run')
@@ -318,12 +336,48 @@ class Check:
             benches['gds'] = self.step('gds', 'gds', *common,
                                        env={'KVIKIO_COMPAT_MODE': 'ON'})
 
+    def pyg_baseline(self, dry: bool, graph: Dict[str, Any]) -> None:
+        r"""The optional steps, in the time the required ones left:
+        torch_sparse built, then PyG's NeighborLoader trained beside our
+        loader on the same device."""
+        built = self.build_pyg_backend(dry)
+        importlib.invalidate_caches()  # see what the build installed
+        if importlib.util.find_spec('torch_sparse') is None:
+            self.skip('pyg-baseline', f'torch_sparse does not import '
+                      f'(build-pyg-backend: {built})')
+            return
+        self.summary['benchmarks']['pyg-baseline'] = self.step(
+            'pyg-baseline', 'bench', 'train', *self.common(graph),
+            '--rounds', '1', '--pyg-workers', *(['0'] if dry else ['0', '4']),
+            *([] if dry else ['--device', 'cuda', '--sampling-device',
+                              'cuda']))
+
+    def required(self) -> List[str]:
+        r"""The steps that must run and pass for the status ``ok``: all
+        but the optional ones, less those the options or the mode leave
+        out (the install with ``--no-install``, ``gds`` in a dry run)."""
+        install = [] if self.args.no_install else list(
+            self.summary['install']['commands'])
+        steps = ['environment', *install, 'imports', 'select-tests',
+                 'tests', 'seps', 'train']
+        return steps + (['gds'] if self.summary['mode'] == 'gpu' else [])
+
     def passed(self) -> bool:
-        steps = [step for name, step in self.summary['steps'].items()
-                 if name not in OPTIONAL_STEPS]
+        r"""Whether every required step ran and passed and no CUDA test
+        failed; ``summary['not_ok']`` names each required step that did
+        not, with its status or outcome."""
+        steps = self.summary['steps']
+        not_ok = {}
+        for name in self.required():
+            step = steps.get(name, {'status': 'not reached'})
+            if step.get('outcome') != 'ok':
+                not_ok[name] = step.get('outcome', step['status'])
         counts = self.summary.get('tests', {}).get('counts', {})
-        return all(s['status'] in ('ok', 'skipped') for s in steps) and \
-            not counts.get('failed') and not counts.get('error')
+        for outcome in ('failed', 'error'):
+            if counts.get(outcome):
+                not_ok[f'tests {outcome}'] = counts[outcome]
+        self.summary['not_ok'] = not_ok
+        return not not_ok
 
     def close(self, status: str) -> None:
         r"""Kills every step still running, checks that none is left and

@@ -81,13 +81,55 @@ def test_a_step_past_its_time_is_killed_with_its_children(tmp_path,
     monkeypatch.setitem(gpu_check.TIMEOUTS, 'gds', 1)
     started = time.monotonic()
     # a child that starts a grandchild, both outliving the step's time
-    status = check.run('gds', ['bash', '-c', 'sleep 60 & sleep 60'])
-    assert status == 'timeout' and time.monotonic() - started < 10
+    outcome = check.run('gds', ['bash', '-c', 'sleep 60 & sleep 60'])
+    assert outcome == 'timeout' and time.monotonic() - started < 10
     assert gpu_check.leftovers(check.groups) == []
     check.close('failed')
     summary = json.loads((tmp_path / 'out' / 'summary.json').read_text())
-    assert summary['steps']['gds']['status'] == 'timeout'
+    assert summary['steps']['gds']['status'] == 'ran'
+    assert summary['steps']['gds']['outcome'] == 'timeout'
     assert summary['leftover_processes'] == []
+
+
+def test_the_required_steps_fit_the_budget_and_the_optional_run_last():
+    required = gpu_check.REQUIRED_TIMEOUTS
+    assert sum(required.values()) <= gpu_check.BUDGET_S - gpu_check.RESERVE_S
+    assert set(required).isdisjoint(gpu_check.OPTIONAL_TIMEOUTS)
+    assert list(gpu_check.TIMEOUTS)[len(required):] == [
+        'build-pyg-backend', 'pyg-baseline']
+    assert gpu_check.TEST_TIMEOUT_S < required['tests']
+
+
+@pytest.mark.reliability(
+    fault="the GPU kit runs out of its budget before a required step "
+          "(`train`, `gds`)",
+    behaviour="that step's status says `skipped: out of time`, the "
+              "summary names it in `not_ok` and its status is `failed` "
+              "(was: `ok`); an optional step skipped so leaves it `ok`")
+@pytest.mark.parametrize('late, passes', [('train', False), ('gds', False),
+                                          ('pyg-baseline', True)])
+def test_only_a_check_whose_required_steps_all_ran_is_ok(tmp_path, late,
+                                                         passes):
+    check = gpu_check.Check(gpu_check.parse_args([str(tmp_path / 'out')]))
+    check.summary.update(mode='gpu',
+                         install={'commands': {'install-project': []}})
+    for name in check.required() + ['pyg-baseline']:
+        if name == late:
+            check.deadline = time.monotonic()  # the budget is spent
+        assert check.run(name, ['true']) == ('skipped' if name == late
+                                             else 'ok')
+        check.deadline = time.monotonic() + 60
+    steps = check.summary['steps']
+    assert steps[late] == {'status': 'skipped: out of time'}
+    assert steps['seps']['status'] == 'ran' and \
+        steps['seps']['outcome'] == 'ok'
+    assert check.passed() == passes
+    assert check.summary['not_ok'] == ({} if passes else
+                                       {late: 'skipped: out of time'})
+    del steps['imports']  # never reached
+    assert not check.passed() and check.summary['not_ok']['imports'] == \
+        'not reached'
+    check.close('failed')
 
 
 def test_the_dry_run_reports_every_step_and_figure(tmp_path):
@@ -101,13 +143,23 @@ def test_the_dry_run_reports_every_step_and_figure(tmp_path):
     summary = json.loads((out / 'summary.json').read_text())
     assert done.returncode == 0, (done.stdout[-3000:], summary['steps'])
     assert summary['mode'] == 'dry-run' and summary['status'] == 'ok'
+    assert summary['not_ok'] == {}
     assert summary['environment']['torch'] == torch.__version__
-    steps = {name: step['status'] for name, step in summary['steps'].items()}
+    steps = {name: step.get('outcome', step['status'])
+             for name, step in summary['steps'].items()}
+    baseline = 'ok' if importlib.util.find_spec('torch_sparse') else \
+        'skipped: torch_sparse does not import (build-pyg-backend: skipped)'
     assert steps == {
         'environment': 'ok', 'install-wheels': 'ok', 'install-project': 'ok',
-        'imports': 'ok', 'build-pyg-backend': 'skipped',
-        'select-tests': 'ok', 'tests': 'ok', 'seps': 'ok', 'train': 'ok',
-        'gds': 'skipped'}
+        'imports': 'ok', 'select-tests': 'ok', 'tests': 'ok', 'seps': 'ok',
+        'train': 'ok', 'gds': 'skipped: dry run',
+        'build-pyg-backend': 'skipped: dry run: built on the lent machine '
+                             'only', 'pyg-baseline': baseline}
+    assert all(step['status'] == 'ran' for step in summary['steps'].values()
+               if 'outcome' in step)
+    log = (out / 'log.txt').read_text()  # the optional steps come last
+    assert log.index('gds: skipped') < log.index('build-pyg-backend: ') < \
+        log.index('pyg-baseline: ')
     install = summary['install']
     assert install['wheels'] == [wheel.name] and install['torch_untouched']
     assert all('--dry-run' in c for c in install['commands'].values())
@@ -137,6 +189,10 @@ def test_the_dry_run_reports_every_step_and_figure(tmp_path):
     assert 0 <= train['FastNeighborLoader waiting_share'] <= 1
     assert 0 <= train[f'{disk} device_hit_ratio'] <= 1
     assert benches['gds'] == {'skipped': 'needs CUDA and kvikio'}
+    assert not any(key.startswith('PyG') for key in train)  # left for last
+    if baseline == 'ok':
+        assert any(key.startswith('PyG NeighborLoader') for key in
+                   benches['pyg-baseline'])
     assert summary['leftover_processes'] == []
 
 
@@ -157,7 +213,7 @@ def test_a_stopped_check_writes_its_summary_and_leaves_nothing(tmp_path):
     assert check.wait(timeout=60) == 143
     summary = json.loads((out / 'summary.json').read_text())
     assert summary['status'] == 'interrupted'
-    assert summary['steps']['imports']['status'] == 'interrupted'
+    assert summary['steps']['imports']['outcome'] == 'interrupted'
     assert summary['leftover_processes'] == []
     assert marked_processes(str(tmp_path)) == []
 

@@ -371,7 +371,8 @@ def _sample_on(data: Data, args: argparse.Namespace,
     device synchronised before the clock is read) and the edges
     sampled."""
     device = check_device(args.sampling_device, 0, '--sampling-device')
-    sampler = FastNeighborSampler(data, args.fanout, device=device)
+    sampler = FastNeighborSampler(data, args.fanout, device=device,
+                                  batch_size=args.batch_size)
     gen = torch.Generator(device).manual_seed(args.seed)
 
     def sync() -> None:

@@ -94,7 +94,8 @@ def configure_caches(
     host_rows = budget_rows(cache.host_budget, num_rows, row_bytes,
                             'host_budget')
     if not cache.exceed_memory:
-        _check_fits(store, host_rows * row_bytes, device_rows * row_bytes)
+        _check_fits(store, store.host_buffer_bytes(keys, host_rows),
+                    device_rows * row_bytes)
     static_device = cache.device_cache == 'static'
     needed = host_rows + (device_rows if static_device else 0)
     order = torch.empty(0, dtype=torch.long)
@@ -164,8 +165,10 @@ class AutoDeviceBudget:
 def _check_fits(store: TieredFeatureStore, host_bytes: int,
                 device_bytes: int) -> None:
     r"""Refuses caches larger than the memory the machine has: the host
-    buffer (and, on the CPU, the device cache too) against the available
-    host memory, a CUDA device cache against the free device memory."""
+    buffer (:obj:`host_bytes`, what it takes pinned:
+    :meth:`~pyg_fastload.storage.TieredFeatureStore.host_buffer_bytes`;
+    on the CPU with the device cache) against the available host memory, a
+    CUDA device cache against the free device memory."""
     on_cuda = store.device.type == 'cuda'
     in_host = host_bytes + (0 if on_cuda else device_bytes)
     checks = [('host_budget' if host_bytes else 'device_budget', in_host,
@@ -249,8 +252,6 @@ def _configure_types(store: TieredFeatureStore, cache: FeatureCache,
     device = 0 if auto else _budget_bytes(cache.device_budget, total,
                                           'device_budget')
     host = _budget_bytes(cache.host_budget, total, 'host_budget')
-    if not cache.exceed_memory:
-        _check_fits(store, host, device)
     device_pos = host_pos = torch.empty(0, dtype=torch.long)
     if host or device or auto:
         scores = _scores(scores, topology, cache, train_nodes,
@@ -265,17 +266,24 @@ def _configure_types(store: TieredFeatureStore, cache: FeatureCache,
         if window:  # the window fills itself: the host takes the hottest
             host_pos = order[:int(torch.searchsorted(used, host,
                                                      right=True))]
+    held = {}  # per type: the rows of its host buffer and device cache
+    for group, (keys, rows, _) in by_type.items():
+        start, first = spans[group]
+        held[group] = [ids[pos[(pos >= start) & (pos < start + rows)]] - first
+                       for pos in (host_pos, device_pos)]
+    if not cache.exceed_memory:  # a host buffer per type and attribute
+        _check_fits(store, sum(
+            store.host_buffer_bytes(by_type[group][0], host_ids.numel())
+            for group, (host_ids, _) in held.items()), device)
     if auto:
         store.size_after_first_step(AutoDeviceBudget(
             cache, topology, attrs, scores, seed, reserve_bytes))
-    for group, (keys, rows, _) in by_type.items():
-        start, first = spans[group]
-        mine = [pos[(pos >= start) & (pos < start + rows)]
-                for pos in (host_pos, device_pos)]
+    for group, (host_ids, device_ids) in held.items():
+        keys = by_type[group][0]
         if window:
-            store.fill_caches(keys, host_ids=ids[mine[0]] - first,
-                              window_rows=mine[1].numel(),
+            store.fill_caches(keys, host_ids=host_ids,
+                              window_rows=device_ids.numel(),
                               window_size=cache.window, seed=seed)
         else:
-            store.fill_caches(keys, host_ids=ids[mine[0]] - first,
-                              device_ids=ids[mine[1]] - first, seed=seed)
+            store.fill_caches(keys, host_ids=host_ids, device_ids=device_ids,
+                              seed=seed)

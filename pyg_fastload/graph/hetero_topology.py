@@ -103,14 +103,16 @@ class HeteroTopology:
                    getattr(self, name).element_size() for name in self.ARRAYS
                    if getattr(self, name) is not None)
 
-    def to(self, device: Union[str, torch.device]) -> 'HeteroTopology':
+    def to(self, device: Union[str, torch.device],
+           reserve_bytes: int = 0) -> 'HeteroTopology':
         r"""This topology on :obj:`device`, as
-        :meth:`CSCTopology.to <pyg_fastload.CSCTopology.to>` copies one:
-        a sampler of the copy samples there."""
+        :meth:`CSCTopology.to <pyg_fastload.CSCTopology.to>` copies one
+        (keeping :obj:`reserve_bytes` free): a sampler of the copy samples
+        there."""
         return device_copy(self, device, lambda to: HeteroTopology(
             node_types=list(self.node_types),
             edge_types=list(self.edge_types),
-            **moved_arrays(self, to, self.ARRAYS)))
+            **moved_arrays(self, to, self.ARRAYS)), reserve_bytes)
 
     def num_nodes_of(self, node_type: str) -> int:
         t = self.node_types.index(node_type)

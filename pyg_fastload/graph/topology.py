@@ -8,6 +8,7 @@ In CSC form the in-neighbours of node ``v`` are
 """
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, Optional, TypeVar, Union
 
@@ -20,31 +21,45 @@ __all__ = ['CSCTopology', 'device_copy', 'index_dtype_for', 'moved_arrays']
 
 Topology = TypeVar('Topology')
 
+#: Held while a topology is copied to a device: one copy per device, even
+#: when several threads ask at once.
+_COPYING = threading.Lock()
+
 
 def device_copy(topology: Topology, device: Union[str, torch.device],
-                make: Callable[[torch.device], Topology]) -> Topology:
+                make: Callable[[torch.device], Topology],
+                reserve_bytes: int = 0) -> Topology:
     r""":obj:`topology` (homogeneous or typed) on :obj:`device`: itself if
     it is there, else its copy there, made by :obj:`make` once per device
-    and kept in its ``_copies``; a copy larger than a GPU's free memory is
-    refused."""
+    (under a lock) and kept in its ``_copies``; a copy that would leave
+    less than :obj:`reserve_bytes` of a GPU's free memory (sampling's
+    scratch) is refused."""
     device = torch.device(device)
     if device.type == 'cuda' and device.index is None:
         device = torch.device('cuda', torch.cuda.current_device())
     if device == topology.device:
         return topology
-    copy = topology._copies.get(device)
-    if copy is None:
-        if device.type == 'cuda':
-            free = free_cuda_memory(device)
-            if topology.nbytes() > free:
-                raise ValueError(
-                    f"the graph's topology takes "
-                    f"{topology.nbytes() / 2**20:,.0f} MiB, more than the "
-                    f"{free / 2**20:,.0f} MiB free on {device}: sample "
-                    f"on the CPU")
-        # Two threads copying at once keep the first copy stored.
-        copy = topology._copies.setdefault(device, make(device))
+    with _COPYING:
+        copy = topology._copies.get(device)
+        if copy is None:
+            if device.type == 'cuda':
+                _check_room(topology.nbytes(), reserve_bytes,
+                            free_cuda_memory(device), device)
+            copy = topology._copies[device] = make(device)
     return copy
+
+
+def _check_room(nbytes: int, reserve_bytes: int, free: int,
+                device: torch.device) -> None:
+    r"""Refuses a topology of :obj:`nbytes` that would leave less than
+    :obj:`reserve_bytes` of :obj:`free` bytes on :obj:`device`."""
+    if nbytes + reserve_bytes > free:
+        raise ValueError(
+            f"the graph's topology takes {nbytes / 2**20:,.0f} MiB and "
+            f"sampling's scratch {reserve_bytes / 2**20:,.0f} MiB, more "
+            f"than the {free / 2**20:,.0f} MiB free on {device}: sample on "
+            f"the CPU (sampling_device='cpu'), or use a smaller batch_size "
+            f"or fan-out")
 
 
 def moved_arrays(topology: Any, device: torch.device,
@@ -105,16 +120,21 @@ class CSCTopology:
             self.indptr, self.indices, self.edge_id, self.edge_weight)
             if value is not None)
 
-    def to(self, device: Union[str, torch.device]) -> 'CSCTopology':
+    def to(self, device: Union[str, torch.device],
+           reserve_bytes: int = 0) -> 'CSCTopology':
         r"""This topology with every array on :obj:`device`: itself if they
         are there already, else a copy, made once per device and kept
         with this topology (the loaders of one graph share it). A sampler
         given a topology on a CUDA device samples there: its batches' ids
-        come back on that device. A copy that would not fit in the
-        device's free memory is refused."""
+        come back on that device. A copy that would leave less than
+        :obj:`reserve_bytes` of the device's free memory (what sampling
+        allocates there:
+        :meth:`~pyg_fastload.sampling.HopSampler.scratch_bytes`) is
+        refused."""
         return device_copy(self, device, lambda to: CSCTopology(
             num_nodes=self.num_nodes, **moved_arrays(self, to, (
-                'indptr', 'indices', 'edge_id', 'edge_weight'))))
+                'indptr', 'indices', 'edge_id', 'edge_weight'))),
+            reserve_bytes)
 
     @classmethod
     def from_edge_index(

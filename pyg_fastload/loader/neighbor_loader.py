@@ -141,10 +141,13 @@ class FastNeighborLoader(PipelinedLoader, NodeLoader):
             sampling): :obj:`None` (default) or ``'cpu'``, or a CUDA device,
             which gets a copy of the topology (``CSCTopology.nbytes()``: 4
             bytes per edge with 32-bit ids, 4 more if the edges were not
-            sorted by destination, 8 per node) and returns batches
-            there (:obj:`device` defaults to it). The random streams of a
-            GPU differ from the CPU's: batches are equal in distribution,
-            and reproducible under a seed on the same device.
+            sorted by destination, 8 per node) if it leaves the free memory
+            sampling a batch of ``batch_size`` seeds takes there
+            (:meth:`~pyg_fastload.sampling.HopSampler.scratch_bytes`), and
+            returns batches there (:obj:`device` defaults to it). The
+            random streams of a GPU differ from the CPU's: batches are
+            equal in distribution, and reproducible under a seed on the
+            same device.
             Homogeneous or heterogeneous graphs, ``num_workers=0``.
         **kwargs: :class:`torch.utils.data.DataLoader` arguments such as
             ``batch_size``, ``shuffle``, ``drop_last``, ``num_workers`` and
@@ -220,7 +223,8 @@ class FastNeighborLoader(PipelinedLoader, NodeLoader):
             # sampling still runs in worker processes if there are any.
             filter_per_worker = not isinstance(data[0], FeatureSource)
         if choice is not None:
-            on_device = {} if hetero else {'device': placement.sampling}
+            on_device = {} if hetero else {'device': placement.sampling,
+                                           'batch_size': batch_size}
             neighbor_sampler = choice.build(
                 data,
                 num_neighbors,

@@ -21,7 +21,8 @@ from ..graph.hetero_topology import EdgeType, HeteroTopology
 from ..graph.ranges import expand_ranges
 from .hetero_link import sample_hetero_edges
 from .hetero_temporal import hetero_temporal_index
-from .neighbor_sampler import FastNeighborSampler, _seed_generator
+from .neighbor_sampler import (SCRATCH_BATCH_SIZE, FastNeighborSampler,
+                               _seed_generator)
 from .ops import arange_as
 
 __all__ = ['HeteroNeighborSampler', 'hetero_fanouts']
@@ -93,6 +94,8 @@ class HeteroNeighborSampler(FastNeighborSampler):
         device (torch.device or str, optional): the CPU (heterogeneous
             graphs are sampled there; their batches can still go to a
             GPU).
+        batch_size (int): seeds of one batch, whose sampling scratch a
+            move to a GPU leaves room for (:class:`HopSampler`).
     """
     adds_reverse_edges = False  # per type, in the hetero output
     #: Node types without node times (their seeds need input times).
@@ -111,11 +114,13 @@ class HeteroNeighborSampler(FastNeighborSampler):
         share_memory: bool = False,
         directed: bool = True,
         device: Optional[Union[str, torch.device]] = None,
+        batch_size: int = SCRATCH_BATCH_SIZE,
     ):
         super().__init__(data, num_neighbors, replace, subgraph_type,
                          disjoint, temporal_strategy, time_attr, weight_attr,
                          share_memory=share_memory, directed=directed,
-                         device=device)
+                         device=device, batch_size=batch_size)
+        self.fanout = self.fanout.to(self.device)
         #: Each relation's edge keys, built on first use (strict negatives).
         self.relation_keys: Dict[EdgeType, Any] = {}
 
@@ -135,8 +140,15 @@ class HeteroNeighborSampler(FastNeighborSampler):
         #: The distinct fan-outs of every hop (one draw call each).
         self.hop_fanouts = [sorted(set(fanout[:, hop].tolist()))
                             for hop in range(num_hops)]
-        self.fanout = fanout.to(topo.device)
+        self.fanout = fanout  # moved with the topology
         return num_hops
+
+    def _hop_fanout(self, hop: int) -> int:
+        fanouts = [self.num_neighbors[e][hop] for e in self.edge_types]
+        return -1 if min(fanouts, default=0) < 0 else sum(fanouts)
+
+    def _most_in_edges(self) -> int:
+        return super()._most_in_edges() * len(self.edge_types)
 
     def _temporal_index(self, data: Any, time_attr: str) -> Any:
         index, self.untimed_types = hetero_temporal_index(

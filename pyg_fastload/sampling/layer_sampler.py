@@ -9,7 +9,7 @@ from torch import Tensor
 from torch_geometric.sampler.base import SubgraphType
 
 from ..config import check_fanouts
-from .neighbor_sampler import HopSampler
+from .neighbor_sampler import SCRATCH_BATCH_SIZE, HopSampler
 from .ops import arange_as, first_occurrence_mask, sample_uniform
 
 __all__ = ['LayerWiseSampler']
@@ -35,6 +35,8 @@ class LayerWiseSampler(HopSampler):
         share_memory (bool): move the topology to shared memory.
         device (torch.device or str, optional): where sampling runs
             (:class:`~pyg_fastload.sampling.HopSampler`).
+        batch_size (int): seeds of one batch, whose sampling scratch a
+            move to a GPU leaves room for.
     """
     def __init__(
         self,
@@ -44,14 +46,19 @@ class LayerWiseSampler(HopSampler):
         weight_attr: Optional[str] = None,
         share_memory: bool = False,
         device: Optional[Union[str, torch.device]] = None,
+        batch_size: int = SCRATCH_BATCH_SIZE,
     ):
         super().__init__(data, layer_sizes, subgraph_type, disjoint=False,
                          weight_attr=weight_attr, share_memory=share_memory,
-                         device=device)
+                         device=device, batch_size=batch_size)
 
     def _take_fanouts(self, fanouts: Any) -> int:
         self.layer_sizes = check_fanouts(fanouts)
         return len(self.layer_sizes)
+
+    def _hop_edges(self, hop: int, frontier: int, in_edges: int) -> int:
+        size = self.layer_sizes[hop]
+        return in_edges if size < 0 else min(size, in_edges)
 
     hop_tasks = False  # one draw over the whole frontier per layer
 

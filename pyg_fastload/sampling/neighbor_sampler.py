@@ -22,6 +22,7 @@ from ..graph.hetero_topology import HeteroTopology
 from ..graph.kind import graph_input
 from ..graph.topology import CSCTopology
 from ..graph.ranges import expand_ranges
+from ..graph.topology import index_dtype_for
 from ..placement import check_shared_memory
 from .link import EdgeKeys, sample_edges
 from .ops import arange_as, sample_uniform, sample_weighted
@@ -30,6 +31,32 @@ from .tasks import CHUNK_NODES, chunk_bounds, current_runner
 from .temporal import TemporalIndex, check_strategy, read_time, seed_times
 
 __all__ = ['FastNeighborSampler', 'HopSampler']
+
+#: Seeds of the batch whose sampling scratch a topology moved to a GPU
+#: leaves free memory for, unless the sampler is told its batch size.
+SCRATCH_BATCH_SIZE = 1024
+#: Bytes a batch's sampling holds at once per edge it draws (or weighs)
+#: and per node it reaches, at most: positions, neighbours, counts, keys
+#: and local ids in ``int64``, the rows, columns and edge ids kept across
+#: hops and joined at the end (with their reverses for a bidirectional
+#: subgraph). Measured on the CPU (``tests/sampling/test_scratch.py``,
+#: with torch's profiler): at most 100 bytes, for a bidirectional subgraph
+#: of disjoint trees; the rest is room for the GPU's caching allocator,
+#: which rounds every block up to 512 bytes.
+SCRATCH_BYTES_PER_EDGE = 160
+#: Index entries whose differences are taken at once to find the widest
+#: in-edge list.
+_WIDEST_CHUNK = 2**24
+
+
+def _widest(indptr: Tensor) -> int:
+    r"""The most in-edges one segment of :obj:`indptr` has (in chunks:
+    no copy of the whole index)."""
+    most = 0
+    for start in range(0, indptr.numel() - 1, _WIDEST_CHUNK):
+        part = indptr[start:start + _WIDEST_CHUNK + 1]
+        most = max(most, int(part.diff().max()))
+    return most
 
 
 def _seed_generator(generator: Optional[torch.Generator],
@@ -90,6 +117,9 @@ class HopSampler(BaseSampler):
             sampling runs (default: where :obj:`data`'s topology is, the
             CPU unless a :class:`~pyg_fastload.CSCTopology` on a GPU was
             given); batches' ids are returned there.
+        batch_size (int): seeds of one batch: a topology moved to a GPU
+            leaves the free memory its sampling takes
+            (:meth:`scratch_bytes`), or is refused.
     """
     def __init__(
         self,
@@ -100,13 +130,9 @@ class HopSampler(BaseSampler):
         weight_attr: Optional[str] = None,
         share_memory: bool = False,
         device: Optional[Union[str, torch.device]] = None,
+        batch_size: int = SCRATCH_BATCH_SIZE,
     ):
         self.topology = topology_of(data, weight_attr)
-        if device is not None and torch.device(device).type != 'cpu':
-            self.topology = self.topology.to(device)
-        if share_memory:
-            check_shared_memory(self.topology.device)
-            self.topology.share_memory_()
         self.num_hops = self._take_fanouts(fanouts)
         try:
             self.subgraph_type = SubgraphType(subgraph_type)
@@ -118,6 +144,12 @@ class HopSampler(BaseSampler):
             raise ValueError("'disjoint=True' cannot be combined with "
                              "'subgraph_type=\"induced\"'")
         self.disjoint = bool(disjoint)
+        if device is not None and torch.device(device).type != 'cpu':
+            self.topology = self.topology.to(device,
+                                             self.scratch_bytes(batch_size))
+        if share_memory:
+            check_shared_memory(self.topology.device)
+            self.topology.share_memory_()
         self.weight_attr = weight_attr
         self.cum_weight: Optional[Tensor] = None
         if self.topology.edge_weight is not None:
@@ -132,6 +164,52 @@ class HopSampler(BaseSampler):
         r"""Checks and keeps what every hop draws (the topology is
         built); returns the number of hops."""
         raise NotImplementedError
+
+    def _hop_edges(self, hop: int, frontier: int, in_edges: int) -> int:
+        r"""The most edges hop :obj:`hop` draws or weighs for
+        :obj:`frontier` frontier nodes, which have at most :obj:`in_edges`
+        in-edges."""
+        raise NotImplementedError
+
+    def _most_in_edges(self) -> int:
+        r"""The most in-edges one node has."""
+        return _widest(self.topology.indptr)
+
+    def scratch_bytes(self, batch_size: int) -> int:
+        r"""An upper estimate of what sampling one batch of
+        :obj:`batch_size` seeds allocates where the topology is:
+        :data:`SCRATCH_BYTES_PER_EDGE` for every edge its hops may draw or
+        weigh and every node they may reach (hop by hop from the seeds,
+        :meth:`_hop_edges`: a hop reaches at most the graph's nodes unless
+        trees are disjoint, where nodes repeat; :obj:`n` frontier nodes
+        have at most :obj:`n` times the largest in-degree in-edges, and
+        distinct ones at most the graph's edges; an induced subgraph adds
+        the in-edges of every node reached, a bidirectional one the
+        reverse of every edge), the relabelling arrays (two ids per node
+        of the graph, non-disjoint) and a weighted sampler's cumulative
+        weights."""
+        topo = self.topology
+        most = self._most_in_edges()
+
+        def in_edges(nodes: int) -> int:
+            return nodes * most if self.disjoint else \
+                min(nodes * most, topo.num_edges)
+        frontier = nodes = batch_size
+        edges = 0
+        for hop in range(self.num_hops):
+            drawn = self._hop_edges(hop, frontier, in_edges(frontier))
+            frontier = drawn if self.disjoint else min(drawn, self.num_nodes)
+            edges += drawn
+            nodes += frontier
+        if self.subgraph_type == SubgraphType.induced:
+            edges += in_edges(nodes)
+        elif self.subgraph_type == SubgraphType.bidirectional:
+            edges *= 2
+        relabel = 0 if self.disjoint else 2 * self.num_nodes * \
+            index_dtype_for(self.num_nodes).itemsize
+        weights = 0 if topo.edge_weight is None else \
+            topo.edge_weight.numel() * topo.edge_weight.element_size()
+        return (edges + nodes) * SCRATCH_BYTES_PER_EDGE + relabel + weights
 
     def _sample(self, start: Tensor, deg: Tensor, k: Union[int, Tensor],
                 replace: bool, generator: Optional[torch.Generator]
@@ -452,6 +530,8 @@ class FastNeighborSampler(HopSampler):
             sampling runs (:class:`HopSampler`); on a GPU the random
             streams differ from the CPU's, so batches are equal in
             distribution, not draw for draw.
+        batch_size (int): seeds of one batch, whose sampling scratch a
+            move to a GPU leaves room for (:class:`HopSampler`).
     """
     #: The class a heterogeneous graph gets when this class is named (the
     #: heterogeneous engine of the same draw; set beside that class). A
@@ -480,6 +560,7 @@ class FastNeighborSampler(HopSampler):
         share_memory: bool = False,
         directed: bool = True,
         device: Optional[Union[str, torch.device]] = None,
+        batch_size: int = SCRATCH_BATCH_SIZE,
     ):
         self.temporal_strategy, disjoint = check_strategy(
             temporal_strategy, time_attr, disjoint, weight_attr)
@@ -491,13 +572,25 @@ class FastNeighborSampler(HopSampler):
             subgraph_type = SubgraphType.induced
         self.replace = bool(replace)
         super().__init__(data, num_neighbors, subgraph_type, disjoint,
-                         weight_attr, share_memory, device)
+                         weight_attr, share_memory, device, batch_size)
         if time_attr is not None:
             self.temporal = self._temporal_index(data, time_attr)
 
     def _take_fanouts(self, fanouts: Any) -> int:
         self.num_neighbors = check_fanouts(fanouts, zero_hops=True)
         return len(self.num_neighbors)
+
+    def _hop_fanout(self, hop: int) -> int:
+        r"""The most in-edges one node draws at :obj:`hop` (``-1``: all)."""
+        return self.num_neighbors[hop]
+
+    def _hop_edges(self, hop: int, frontier: int, in_edges: int) -> int:
+        fanout = self._hop_fanout(hop)
+        if fanout < 0 or (self.topology.edge_weight is not None
+                          and not self.replace):
+            return in_edges  # all, or every candidate weighed
+        return frontier * fanout if self.replace else \
+            min(frontier * fanout, in_edges)
 
     def _temporal_index(self, data: Any, time_attr: str) -> TemporalIndex:
         r"""The topology's in-edges sorted by the times :obj:`time_attr`

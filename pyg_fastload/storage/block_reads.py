@@ -13,7 +13,7 @@ import mmap
 import os
 import warnings
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Dict, List, Optional, Protocol, Tuple
+from typing import Any, Callable, Dict, List, Optional, Protocol, Tuple
 
 import torch
 from torch import Tensor
@@ -127,6 +127,13 @@ class BlockReads(Protocol):
         :obj:`device`, up to :obj:`in_flight` at once; returns the buffer
         (``uint8``)."""
 
+    def read_out(self, work: Callable[[], None],
+                 device: torch.device) -> None:
+        r"""Runs :obj:`work`, which reads the buffer the last :meth:`fetch`
+        returned (on a GPU: queues it on :obj:`device`'s current stream);
+        the next :meth:`fetch` writes the buffer only after that work has
+        run."""
+
     def close(self) -> None:
         r"""Releases the reader's files, threads and buffers."""
 
@@ -187,6 +194,12 @@ class HostReads:
 
     def set_threads(self, count: int) -> None:
         r"""Nothing to set: the thread pool grows at the next wave."""
+
+    def read_out(self, work: Callable[[], None],
+                 device: torch.device) -> None:
+        r"""Runs :obj:`work` now: the host's gather is done when it
+        returns."""
+        work()
 
     def fetch(self, reads: Reads, total: int, device: torch.device,
               in_flight: int) -> Tensor:

@@ -286,10 +286,14 @@ class DirectStorage(FileStorageTier):
             windows = raw.view(self.dtype).unfold(0, elems, 1)
             target = out.view(rows.numel(), elems) if out.is_contiguous() \
                 else None
-            picked = torch.index_select(
-                windows, 0, (place // itemsize).to(raw.device), out=target)
-            if target is None:
-                out.copy_(picked.view(out.shape))
+            index = (place // itemsize).to(raw.device)
+
+            def gather() -> None:
+                picked = torch.index_select(windows, 0, index, out=target)
+                if target is None:
+                    out.copy_(picked.view(out.shape))
+            # on a GPU queued: the next wave's reads wait for it
+            self.reads.read_out(gather, raw.device)
         self.read_calls += len(reads)
         self.counters.add(rows.numel(), rows.numel(), self.row_bytes,
                           total // BLOCK_BYTES)

@@ -29,6 +29,24 @@ __all__ = ['TieredFeatureStore', 'attr_label']
 
 Key = Tuple[Optional[str], str]
 
+#: Bytes of rows a cache is filled with at a time: all that filling it
+#: takes beyond the cache itself.
+FILL_CHUNK_BYTES = 64 * 2**20
+
+
+def pinned_bytes(nbytes: int) -> int:
+    r"""Host memory a pinned block of :obj:`nbytes` takes: torch's caching
+    host allocator rounds every block up to a power of two
+    (``CachingHostAllocator.h``), so a 5 GiB host buffer pins 8 GiB."""
+    return 1 << (nbytes - 1).bit_length() if nbytes > 1 else nbytes
+
+
+def empty_host(shape: Sequence[int], dtype: torch.dtype,
+               pinned: bool) -> Tensor:
+    r"""An uninitialised tensor in host memory, pinned (page-locked, from
+    the caching host allocator) or not."""
+    return torch.empty(shape, dtype=dtype, pin_memory=pinned)
+
 
 def _key(attr: TensorAttr) -> Key:
     return (attr.group_name, attr.attr_name)
@@ -224,6 +242,18 @@ class TieredFeatureStore(FeatureStore):
             return free_cuda_memory(self.device)
         return available_memory()
 
+    @property
+    def pinned(self) -> bool:
+        r"""Whether host buffers are pinned: batches go to a GPU."""
+        return Placement(batches=self.device).pinned
+
+    def host_buffer_bytes(self, keys: Sequence[Key], rows: int) -> int:
+        r"""Host memory a host buffer of :obj:`rows` rows of each attribute
+        :obj:`keys` takes: one block per attribute, each rounded up as
+        pinning rounds it (:func:`pinned_bytes`) where :attr:`pinned`."""
+        sizes = [rows * self._entries[key].storage.row_bytes for key in keys]
+        return sum(map(pinned_bytes, sizes)) if self.pinned else sum(sizes)
+
     # Caches (what they hold is decided by pyg_fastload.caching) ##########
 
     def cacheable(self, attrs: Optional[Sequence[str]] = None
@@ -267,7 +297,7 @@ class TieredFeatureStore(FeatureStore):
             top = chain.base
             if host_ids.numel():  # pinned where a GPU cache reads it
                 top = self._fill(chain, top, host_ids, torch.device('cpu'),
-                                 'host', Placement(batches=self.device).pinned)
+                                 'host', self.pinned)
             if device_ids is not None and device_ids.numel():
                 top = self._fill(chain, top, device_ids, self.device,
                                  'device')
@@ -281,18 +311,30 @@ class TieredFeatureStore(FeatureStore):
               pinned: bool = False) -> StaticCache:
         r"""A static cache of rows :obj:`ids` in front of
         :obj:`fallback`, read from the chain's base (not counted), on
-        :obj:`device` (host memory: :obj:`pinned` or not)."""
+        :obj:`device` (host memory: :obj:`pinned` or not), filled in place
+        :data:`FILL_CHUNK_BYTES` of rows at a time (to a GPU through a
+        host chunk of that size)."""
         ids = torch.unique(ids)  # sorted: read in file order, no staging
         base = chain.base
-        values = torch.empty((ids.numel(), *base.shape[1:]),
-                             dtype=base.dtype)
-        base.gather(ids, values)
+        shape = (ids.numel(), *base.shape[1:])
+        step = max(1, FILL_CHUNK_BYTES // max(base.row_bytes, 1))
+        if device.type == 'cpu':
+            values = empty_host(shape, base.dtype, pinned)
+            chunk = None
+        else:
+            values = torch.empty(shape, dtype=base.dtype, device=device)
+            chunk = empty_host((min(step, ids.numel()), *shape[1:]),
+                               base.dtype, False)
+        for start in range(0, ids.numel(), step):
+            part = ids[start:start + step]
+            into = values[start:start + part.numel()]
+            if chunk is None:
+                base.gather(part, into)
+            else:
+                base.gather(part, chunk[:part.numel()])
+                into.copy_(chunk[:part.numel()])
         for link in base.links():
             link.reset_counters()
-        if device.type == 'cuda':
-            values = values.to(device)
-        elif pinned:
-            values = values.pin_memory()
         return StaticCache(fallback, ids, values, name)
 
     def cached_ids(self, attr_name: str,

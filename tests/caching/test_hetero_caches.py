@@ -63,6 +63,31 @@ def test_one_budget_takes_the_hottest_rows_of_any_type():
     assert cached_rows(store, 'author') == [5]
 
 
+def test_pinned_host_buffers_of_several_types_are_counted_rounded(
+        monkeypatch):
+    from pyg_fastload.caching import planner
+    from pyg_fastload.config import SettingError
+    monkeypatch.setattr(planner, 'available_memory', lambda: 120)
+    data = two_types()
+    scores = torch.zeros(17)
+    scores[[12, 3, 15, 0, 9]] = torch.tensor([5.0, 4.0, 3.0, 2.0, 1.0])
+    # 112 bytes: authors 2 and 5 (64), papers 3, 0 and 9 (48, pinned 64)
+    for device, fits in (('cpu', True), ('cuda', False)):
+        store = TieredFeatureStore(device=device)
+        store.free_device_bytes = lambda: 2**30
+        for t in data.node_types:
+            store.put_tensor(data[t].x, group_name=t, attr_name='x',
+                             index=None)
+        cache = FeatureCache(host_budget=112)
+        if fits:
+            configure_caches(store, cache, topology_of(data), scores=scores)
+            assert cached_rows(store, 'paper') == [0, 3, 9]
+            continue
+        with pytest.raises(SettingError, match="need 128 B, more than the "
+                                               "120 B of memory"):
+            configure_caches(store, cache, topology_of(data), scores=scores)
+
+
 def test_a_fraction_is_one_of_the_bytes_of_every_type():
     data = two_types()
     store = TieredFeatureStore()

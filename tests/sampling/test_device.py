@@ -136,22 +136,24 @@ def test_topology_moves_every_array_and_keeps_missing_ones():
 @pytest.mark.reliability(
     fault='two loaders of one graph copying its topology to a device at '
           'once (threads)',
-    behaviour='both get the same copy: one copy per device is kept, never '
-              'two')
+    behaviour='one copy is made, under a lock, and both get it (was: each '
+              'made its own, the second thrown away after taking the '
+              "device's memory)")
 def test_a_topology_copied_from_two_threads_at_once_is_copied_once(
         monkeypatch):
     import threading
 
     from pyg_fastload.graph import topology as module
     topo = CSCTopology.from_edge_index(torch.tensor([[2, 0, 1], [1, 2, 0]]))
-    both_copying = threading.Barrier(2, timeout=5)
+    made = []
+    both_copying = threading.Event()
     real = module.CSCTopology
 
     def made_together(**arrays):  # each copy waits for the other's
-        try:
-            both_copying.wait()
-        except threading.BrokenBarrierError:  # copies made one at a time
-            pass
+        made.append(arrays['indptr'].device)
+        if len(made) == 2:
+            both_copying.set()
+        both_copying.wait(timeout=2)  # in vain: one copy at a time
         return real(**arrays)
     monkeypatch.setattr(module, 'CSCTopology', made_together)
     got = [None, None]
@@ -164,6 +166,7 @@ def test_a_topology_copied_from_two_threads_at_once_is_copied_once(
     for thread in threads:
         thread.join(timeout=10)
     assert got[0] is got[1] is topo._copies[torch.device('meta')]
+    assert made == [torch.device('meta')]
 
 
 def test_sampler_refuses_shared_memory_off_the_cpu(graph):

@@ -510,6 +510,88 @@ def test_caches_larger_than_memory_are_refused(monkeypatch):
     assert store.tiers('x').get('host').capacity == 80
 
 
+def pinning_faked(monkeypatch):
+    r"""Pinned host tensors as plain ones (no CUDA here), each recorded;
+    pinning a finished copy (``Tensor.pin_memory``) is an error."""
+    from pyg_fastload.storage import feature_store
+    made = []
+
+    def empty_host(shape, dtype, pinned):
+        made.append((torch.empty(shape, dtype=dtype), pinned))
+        return made[-1][0]
+
+    def pin_memory(self, *args):
+        raise AssertionError('a full copy was pinned afterwards')
+    monkeypatch.setattr(feature_store, 'empty_host', empty_host)
+    monkeypatch.setattr(torch.Tensor, 'pin_memory', pin_memory)
+    return made
+
+
+@pytest.mark.reliability(
+    fault="the host buffer of a loader whose batches go to a GPU (pinned) "
+          "filled as a whole unpinned copy, pinned afterwards",
+    behaviour="filled in place in the pinned buffer, `FILL_CHUNK_BYTES` of "
+              "rows at a time: no temporary of the buffer's size (was: "
+              "twice the buffer at once)")
+def test_a_pinned_host_buffer_is_filled_in_place_chunk_by_chunk(
+        monkeypatch):
+    from pyg_fastload.storage import feature_store
+    from pyg_fastload.storage.memory_storage import MemoryStorage
+    made = pinning_faked(monkeypatch)
+    monkeypatch.setattr(feature_store, 'FILL_CHUNK_BYTES', 10 * 24)
+    gathers = []
+    gather = MemoryStorage.gather
+
+    def recorded(self, ids, out, *args, **kwargs):
+        gathers.append((ids.numel(), out.data_ptr(), out.nbytes))
+        gather(self, ids, out, *args, **kwargs)
+    monkeypatch.setattr(MemoryStorage, 'gather', recorded)
+    x = make_tensor(torch.float32, rows=100)  # 24 B rows
+    store = TieredFeatureStore(device='cuda')  # batches go to a GPU
+    store.put_tensor(x, group_name=None, attr_name='x', index=None)
+    store.free_device_bytes = lambda: 2**30
+    configure(store, scores=-torch.arange(100).double(), host_budget=0.55)
+    buffer, pinned = made[0]
+    assert pinned and len(made) == 1 and buffer.shape == (55, 6)
+    host = store.tiers('x').get('host')
+    assert host.values is buffer  # the pinned buffer itself serves
+    assert torch.equal(buffer, x[:55])
+    start, end = buffer.data_ptr(), buffer.data_ptr() + buffer.nbytes
+    assert [rows for rows, _, _ in gathers] == [10] * 5 + [5]
+    assert all(start <= ptr and ptr + nbytes <= end
+               for _, ptr, nbytes in gathers)  # each chunk in place
+
+
+@pytest.mark.reliability(
+    fault="a pinned host buffer whose size the caching host allocator "
+          "rounds up to a power of two (a 5 GiB buffer pins 8 GiB)",
+    behaviour="the fit check counts the rounded bytes: `SettingError` "
+              "naming `host_budget` where they exceed the memory")
+def test_the_fit_check_counts_what_pinning_takes(monkeypatch):
+    from pyg_fastload.caching import planner
+    from pyg_fastload.config import SettingError
+    from pyg_fastload.storage.feature_store import pinned_bytes
+    assert [pinned_bytes(n) for n in (0, 1, 2, 3, 1680, 2**20 + 1)] == \
+        [0, 1, 2, 4, 2048, 2**21]
+    pinning_faked(monkeypatch)
+    monkeypatch.setattr(planner, 'available_memory', lambda: 1900)
+    x = make_tensor(torch.float32, rows=100)  # 70 rows of 24 B: 1680 B
+    for device, fits in (('cpu', True), ('cuda', False)):
+        store = TieredFeatureStore(device=device)
+        store.put_tensor(x, group_name=None, attr_name='x', index=None)
+        store.free_device_bytes = lambda: 2**30
+        assert store.host_buffer_bytes([(None, 'x')], 70) == \
+            (1680 if fits else 2048)
+        if fits:
+            configure(store, scores=-torch.arange(100).double(),
+                      host_budget=0.7)
+            continue
+        with pytest.raises(SettingError, match=r"'host_budget': the caches "
+                           r"need 2\.0 KiB, more than the 1\.9 KiB"):
+            configure(store, scores=-torch.arange(100).double(),
+                      host_budget=0.7)
+
+
 def test_caches_over_several_node_types_need_their_topology():
     store = TieredFeatureStore()
     store.put_tensor(torch.randn(10, 4), group_name='paper', attr_name='x',

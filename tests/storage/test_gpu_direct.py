@@ -1,5 +1,6 @@
 import os
 import sys
+import threading
 import types
 
 import numpy as np
@@ -10,6 +11,7 @@ from hypothesis import strategies as st
 
 from pyg_fastload.caching import open_dataset
 from pyg_fastload.storage import GpuDirectStorage, TieredFeatureStore
+from pyg_fastload.storage import direct
 from pyg_fastload.storage.direct import DirectStorageError
 from pyg_fastload.storage.gpu_direct import load_kvikio
 
@@ -82,6 +84,85 @@ def test_kvikio_reads_return_exactly_the_files_rows(table, data):
         assert size <= 2**20
     assert storage.counters.requests == ids.numel()
     assert storage.counters.hits == torch.unique(ids).numel()
+
+
+class LateStream:
+    r"""A CUDA stream as late as CUDA may be: queued work runs, in order,
+    only when an event recorded after it is waited on, or at :meth:`drain`
+    (where the batch's consumer reads it on the stream); :attr:`queued` is
+    set each time work is queued."""
+    def __init__(self):
+        self.pending = []
+        self.queued = threading.Event()
+
+    def queue(self, work, device):
+        self.pending.append(work)
+        self.queued.set()
+        upto = len(self.pending)
+        stream = self
+
+        class Done:
+            def synchronize(self):
+                stream.run(upto)
+        return Done()
+
+    def run(self, upto):
+        for i in range(upto):
+            work, self.pending[i] = self.pending[i], None
+            if work is not None:
+                work()
+
+    def drain(self):
+        self.run(len(self.pending))
+
+
+@pytest.mark.reliability(
+    fault="`storage='gds'`: a second gather's kvikio reads write the read "
+          "buffer while the first gather's copy out of it is still queued "
+          "on the GPU",
+    behaviour="every row is the file's: a wave's reads wait for the event "
+              "recorded after the previous gather (was: the queued copy "
+              "could read the next reads' bytes)")
+def test_a_buffer_is_written_again_only_after_its_gather_ran(table):
+    x, path = table
+    stream = LateStream()
+    storage = GpuDirectStorage(path, x.dtype, x.shape, in_flight=2,
+                               kvikio=FakeKvikio(), stream=stream)
+    # the second's 30 blocks fit in the first's 40: one buffer
+    ids = [torch.arange(0, 400, 7), torch.arange(500, 800, 5)]
+    outs = [torch.zeros(i.numel(), 100) for i in ids]
+    errors = []
+
+    def second():  # its reads start as soon as the first frees the lock
+        try:
+            assert stream.queued.wait(timeout=60)
+            storage.gather(ids[1], outs[1])
+        except Exception as error:  # reported below, not lost in a thread
+            errors.append(error)
+
+    thread = threading.Thread(target=second)
+    thread.start()
+    storage.gather(ids[0], outs[0])
+    thread.join(timeout=60)
+    assert not thread.is_alive() and not errors, errors
+    stream.drain()
+    for rows, out in zip(ids, outs):
+        assert torch.equal(out, x[rows])
+
+
+def test_the_waves_of_one_gather_wait_for_each_others_gathers(
+        table, monkeypatch):
+    x, path = table
+    monkeypatch.setattr(direct, 'WAVE_BYTES', 8 * 2 * 4096)  # 8 rows a wave
+    stream = LateStream()
+    storage = GpuDirectStorage(path, x.dtype, x.shape, in_flight=2,
+                               kvikio=FakeKvikio(), stream=stream)
+    ids = torch.arange(3, 1001, 11)
+    out = torch.zeros(ids.numel(), 100)
+    storage.gather(ids, out)
+    stream.drain()
+    assert len(stream.pending) == -(-ids.numel() // 8)  # a gather a wave
+    assert torch.equal(out, x[ids])
 
 
 def test_auto_reads_in_flight_set_kvikio_threads(table):
