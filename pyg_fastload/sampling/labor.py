@@ -30,7 +30,7 @@ seed (what DSP's collective sampling needs).
 from __future__ import annotations
 
 import threading
-from typing import Any, List, Optional, Tuple, Union
+from typing import Any, List, NamedTuple, Optional, Tuple, Union
 
 import torch
 from torch import Tensor
@@ -94,6 +94,20 @@ def uniform_variates(ids: Tensor, key: int) -> Tensor:
 
 def _segment_sum(values: Tensor, segment: Tensor, count: int) -> Tensor:
     return values.new_zeros(count).index_add_(0, segment, values)
+
+
+class Candidates(NamedTuple):
+    r"""A hop's candidate in-edges (:meth:`LaborSampler.inclusion`)."""
+    #: CSC position of every candidate edge, grouped by segment.
+    pos: Tensor
+    #: The segment (destination) of every candidate.
+    segment: Tensor
+    #: Its source vertex (the id its variate is hashed from).
+    source: Tensor
+    #: Its inclusion probability.
+    prob: Tensor
+    #: Its estimator weight if taken (``a_ut / (A_t * prob)``).
+    weight: Tensor
 
 
 class LaborSampler(FastNeighborSampler):
@@ -216,6 +230,19 @@ class LaborSampler(FastNeighborSampler):
         deg)`` of every segment taken for fan-out :obj:`k` with the
         variates of :obj:`key`; ``weights`` (each taken edge's estimator
         weight) with :attr:`importance_sampling`, else :obj:`None`."""
+        edges = self.inclusion(start, deg, k, indices)
+        keep = uniform_variates(edges.source, key) < edges.prob
+        counts = torch.bincount(edges.segment[keep], minlength=deg.numel())
+        weight = edges.weight[keep].float() if self.importance_sampling \
+            else None
+        return edges.pos[keep], counts, weight
+
+    def inclusion(self, start: Tensor, deg: Tensor, k: Union[int, Tensor],
+                  indices: Tensor) -> 'Candidates':
+        r"""Every candidate in-edge ``[start, start + deg)`` of every
+        segment with its inclusion probability for fan-out :obj:`k` and its
+        estimator weight (what a draw takes does not change them; the
+        variates decide)."""
         num = deg.numel()
         total = int(deg.sum())
         pos = expand_ranges(start, deg, total)
@@ -246,15 +273,10 @@ class LaborSampler(FastNeighborSampler):
             (base > 0).double()  # (zero-weight edges never)
         prob = torch.where(whole.index_select(0, segment), taken,
                            prob.clamp(max=1.0))
-        keep = uniform_variates(source, key) < prob
-        counts = torch.bincount(segment[keep], minlength=num)
-        weight = None
-        if self.importance_sampling:
-            kept = prob[keep]
-            top = 1.0 if base is None else base[keep]
-            weight = (top / (mass.index_select(0, segment[keep]) * kept)
-                      ).float()
-        return pos[keep], counts, weight
+        top = torch.ones_like(prob) if base is None else base
+        weight = top / (mass.index_select(0, segment) *
+                        prob.clamp(min=torch.finfo(torch.float64).tiny))
+        return Candidates(pos, segment, source, prob, weight)
 
     # Weights on the batches ##################################################
 

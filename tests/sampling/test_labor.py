@@ -48,18 +48,33 @@ def test_variates_are_uniform_and_a_function_of_key_and_id():
         < 0.01
 
 
+def _candidates(sampler, seeds):
+    topo = sampler.topology
+    start = topo.indptr[seeds]
+    return sampler.inclusion(start, topo.indptr[seeds + 1] - start,
+                             sampler.num_neighbors[0], topo.indices)
+
+
+def _draws(edges, count):
+    r"""``[count, candidates]``: which candidates each of :obj:`count`
+    batches (keys) takes."""
+    return torch.stack([uniform_variates(edges.source, labor_key(i, 0)) <
+                        edges.prob for i in range(count)])
+
+
 @pytest.mark.parametrize('fanout', [5, 12])
 def test_each_destination_expects_its_fanout_each_edge_as_likely(fanout):
     data = _star_graph()
     sampler = LaborSampler(data, [fanout])
     seeds = torch.arange(4)
     degree = torch.bincount(data.edge_index[1], minlength=4)
-    counts = torch.zeros(DRAWS, 4)
-    per_edge = torch.zeros(data.edge_index.size(1))
-    for draw in range(DRAWS):
-        out = sampler.sample(seeds, torch.Generator().manual_seed(draw))
-        counts[draw] = torch.bincount(out.col, minlength=4).float()
-        per_edge[out.edge] += 1
+    edges = _candidates(sampler, seeds)
+    # LABOR-0: every in-edge of t with probability min(1, k / d_t)
+    torch.testing.assert_close(edges.prob, (fanout / degree.double())
+                               .clamp(max=1)[edges.segment])
+    taken = _draws(edges, DRAWS)
+    counts = torch.zeros(DRAWS, 4).index_add_(1, edges.segment,
+                                              taken.float())
     expected = degree.clamp(max=fanout).float()
     # count of destination t ~ Binomial(d_t, k / d_t): mean k, variance
     # k (1 - k / d_t); a chi-square of the mean counts over destinations
@@ -70,11 +85,15 @@ def test_each_destination_expects_its_fanout_each_edge_as_likely(fanout):
     assert float((z ** 2).sum()) < chi2.ppf(0.999, int(sampled.sum()))
     assert torch.equal(counts[:, ~sampled], expected[~sampled].expand(
         DRAWS, -1))  # every in-edge where d_t <= k
-    # every in-edge of t taken with probability min(1, k / d_t)
-    for node in range(4):
-        edges = (data.edge_index[1] == node).nonzero().view(-1)
+    per_edge = taken.sum(0)
+    for node in range(4):  # each in-edge of t as likely as the others
         if degree[node] > fanout:
-            assert chisquare(per_edge[edges].numpy()).pvalue > 1e-3
+            at = edges.segment == node
+            assert chisquare(per_edge[at].numpy()).pvalue > 1e-3
+    # the sampler takes what the variates of its batch's key decide
+    out = sampler.sample(seeds, torch.Generator().manual_seed(7))
+    want = uniform_variates(edges.source, labor_key(7, 0)) < edges.prob
+    assert sorted(out.edge.tolist()) == sorted(edges.pos[want].tolist())
 
 
 def test_labor_samples_no_more_vertices_than_neighbour_sampling():
@@ -113,30 +132,41 @@ def test_layer_dependency_reuses_the_variates_of_every_hop(monkeypatch):
 @pytest.mark.parametrize('iterations', [1, -1])
 def test_importance_sampling_weights_give_an_unbiased_mean(iterations):
     data = _star_graph()
-    value = torch.randn(70, generator=torch.Generator().manual_seed(9))
-    fanout = 4
-    sampler = LaborSampler(data, [fanout], importance_sampling=iterations)
-    zero = LaborSampler(data, [fanout])
+    value = torch.randn(70, dtype=torch.float64,
+                        generator=torch.Generator().manual_seed(9))
     seeds = torch.arange(4)
-    estimates = torch.zeros(DRAWS, 4)
-    vertices = {'labor-*': 0, 'labor-0': 0}
-    for draw in range(DRAWS):
-        gen = torch.Generator().manual_seed(draw)
-        out = sampler.sample(seeds, gen)
-        assert out.edge_weight.numel() == out.row.numel()
-        estimates[draw] = torch.zeros(4).index_add_(
-            0, out.col, out.edge_weight.double().float() *
-            value[out.node[out.row]])
-        vertices['labor-*'] += out.node.numel()
-        vertices['labor-0'] += zero.sample(
-            seeds, torch.Generator().manual_seed(draw)).node.numel()
+    edges = _candidates(LaborSampler(data, [4],
+                                     importance_sampling=iterations), seeds)
+    zero = _candidates(LaborSampler(data, [4]), seeds)
     truth = torch.stack([value[data.edge_index[0, data.edge_index[1] == t]]
                          .mean() for t in range(4)])
+    # E[sum of the taken edges' w * x] = sum of prob * w * x: the mean
+    exact = torch.zeros(4, dtype=torch.float64).index_add_(
+        0, edges.segment, edges.prob * edges.weight * value[edges.source])
+    torch.testing.assert_close(exact, truth)
+    taken = _draws(edges, DRAWS).double()
+    estimates = torch.zeros(DRAWS, 4, dtype=torch.float64).index_add_(
+        1, edges.segment, taken * edges.weight * value[edges.source])
     error = (estimates.mean(0) - truth) / (estimates.std(0) /
-                                           DRAWS ** 0.5).clamp(min=1e-6)
+                                           DRAWS ** 0.5).clamp(min=1e-9)
     assert float((error ** 2).sum()) < chi2.ppf(0.999, 4), error
-    # the iterations lower the expected number of distinct vertices
-    assert vertices['labor-*'] < vertices['labor-0']
+    # the iterations lower the expected number of distinct vertices (a
+    # vertex is taken when its one variate is below its largest probability)
+    def expected_vertices(candidates):
+        vertex, inverse = candidates.source.unique(return_inverse=True)
+        return float(torch.zeros(vertex.numel(), dtype=torch.float64)
+                     .scatter_reduce_(0, inverse, candidates.prob, 'amax')
+                     .sum())
+    assert expected_vertices(edges) < expected_vertices(zero)
+    # and a batch carries the weights of the edges it took
+    out = LaborSampler(data, [4], importance_sampling=iterations).sample(
+        seeds, torch.Generator().manual_seed(3))
+    want = uniform_variates(edges.source, labor_key(3, 0)) < edges.prob
+    assert sorted(out.edge.tolist()) == sorted(edges.pos[want].tolist())
+    order = torch.argsort(edges.pos[want])
+    torch.testing.assert_close(
+        out.edge_weight[torch.argsort(out.edge)],
+        edges.weight[want][order].float())
 
 
 def test_a_hetero_graph_gets_the_typed_engine_with_weights_per_relation():
