@@ -96,6 +96,33 @@ def test_each_destination_expects_its_fanout_each_edge_as_likely(fanout):
     assert sorted(out.edge.tolist()) == sorted(edges.pos[want].tolist())
 
 
+def test_weighted_edges_are_taken_in_proportion_to_their_weight():
+    data = _star_graph()
+    gen = torch.Generator().manual_seed(2)
+    data.w = torch.rand(data.edge_index.size(1), generator=gen)
+    data.w[::7] = 0  # never taken
+    sampler = LaborSampler(data, [5], weight_attr='w')
+    edges = _candidates(sampler, torch.arange(4))
+    weight = sampler.topology.edge_weight[edges.pos].double()
+    mass = torch.zeros(4, dtype=torch.float64).index_add_(
+        0, edges.segment, weight)
+    degree = torch.bincount(edges.segment, minlength=4)
+    whole = (degree <= 5)[edges.segment]
+    want = torch.where(whole, (weight > 0).double(),
+                       (5 * weight / mass[edges.segment]).clamp(max=1))
+    torch.testing.assert_close(edges.prob, want)
+    assert not bool(_draws(edges, 200)[:, weight == 0].any())
+    # LABOR-*'s weights on a weighted graph: the weighted mean, exactly
+    star = _candidates(LaborSampler(data, [5], weight_attr='w',
+                                    importance_sampling=2), torch.arange(4))
+    value = torch.randn(70, dtype=torch.float64, generator=gen)
+    exact = torch.zeros(4, dtype=torch.float64).index_add_(
+        0, star.segment, star.prob * star.weight * value[star.source])
+    torch.testing.assert_close(exact, torch.zeros(
+        4, dtype=torch.float64).index_add_(0, edges.segment, weight *
+                                           value[edges.source]) / mass)
+
+
 def test_labor_samples_no_more_vertices_than_neighbour_sampling():
     data = random_graph(num_nodes=2000, num_edges=60_000, seed=3)
     fanouts = [10, 5, 3]
