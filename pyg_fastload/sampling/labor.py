@@ -205,11 +205,14 @@ class LaborSampler(FastNeighborSampler):
 
     def batch_seed(self, generator: Optional[torch.Generator]) -> int:
         r"""The seed of the batch's variates: the batch's generator's own
-        (a collective sampler shares one across its ranks instead)."""
+        (without one, a draw of torch's global RNG; a collective sampler
+        shares one across its ranks instead)."""
         if generator is None:
-            raise ValueError("LABOR draws from the batch's generator: pass "
-                             "one")
+            return int(torch.randint(0, 2**62, (1, )))
         return generator.initial_seed()
+
+    def _hop_edges(self, hop: int, frontier: int, in_edges: int) -> int:
+        return in_edges  # every candidate in-edge is weighed
 
     def pick(self, hop: int, start: Tensor, deg: Tensor,
              k: Union[int, Tensor], indices: Tensor,

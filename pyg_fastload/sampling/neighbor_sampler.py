@@ -20,9 +20,8 @@ from ..config import check_fanouts
 from ..graph.convert import topology_of
 from ..graph.hetero_topology import HeteroTopology
 from ..graph.kind import graph_input
-from ..graph.topology import CSCTopology
 from ..graph.ranges import expand_ranges
-from ..graph.topology import index_dtype_for
+from ..graph.topology import CSCTopology, index_dtype_for
 from ..placement import check_shared_memory
 from .link import EdgeKeys, sample_edges
 from .ops import arange_as, sample_uniform, sample_weighted

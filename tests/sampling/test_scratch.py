@@ -12,6 +12,7 @@ from pyg_fastload.graph.topology import CSCTopology
 from pyg_fastload.sampling import (
     FastNeighborSampler,
     HeteroNeighborSampler,
+    LaborSampler,
     LayerWiseSampler,
 )
 
@@ -60,6 +61,9 @@ def samplers(device=None):
         'weighted replace': (FastNeighborSampler, weighted, [15, 10],
                              dict(replace=True)),
         'layer-wise': (LayerWiseSampler, plain, [4000, 4000], {}),
+        'labor': (LaborSampler, plain, [15, 10, 5], {}),
+        'labor-1': (LaborSampler, weighted, [15, 10],
+                    dict(importance_sampling=1)),
     }
     seeds = torch.randperm(NODES, generator=gen)[:BATCH]
     for name, (kind, topology, fanouts, options) in kinds.items():
@@ -95,7 +99,7 @@ def test_the_scratch_estimate_covers_what_sampling_allocates():
                           sampler.scratch_bytes(BATCH))
     assert all(0 < peak <= estimate for peak, estimate in
                measured.values()), measured
-    assert len(measured) == 11
+    assert len(measured) == 13
 
 
 def test_the_scratch_estimate_grows_with_the_fanouts_and_the_batch():
