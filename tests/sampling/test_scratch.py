@@ -2,7 +2,6 @@ r"""The sampling scratch a topology moved to a GPU leaves room for
 (:meth:`~pyg_fastload.sampling.HopSampler.scratch_bytes`) against what
 sampling one batch allocates: on the CPU, the peak of the allocations torch's
 profiler records; on a GPU, the caching allocator's peak."""
-import pytest
 import torch
 from torch.profiler import ProfilerActivity, profile
 from torch_geometric.data import HeteroData
