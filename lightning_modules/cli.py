@@ -9,10 +9,11 @@ import re
 import sys
 import warnings
 from pathlib import Path
-from typing import Any, List, Optional
+from typing import Any, Dict, List, Optional
 
 import pytorch_lightning as pl
 from jsonargparse import set_parsing_settings
+from pytorch_lightning.callbacks import ModelCheckpoint
 from pytorch_lightning.cli import LightningCLI
 
 from pyg_fastload.config import FeatureCache, SettingError
@@ -113,6 +114,42 @@ class FastLoadCLI(LightningCLI):
                               f"checkpoint ({what}); give a .ckpt file "
                               f"written by pyg-fastload fit "
                               f"(lightning_logs/version_N/checkpoints/)")
+
+    def _instantiate_trainer(self, config: Dict[str, Any],
+                             callbacks: List[pl.Callback]) -> pl.Trainer:
+        r"""``predict`` logs nothing and saves no checkpoint, so it gets no
+        logger, no checkpoint callback and no copy of its config: a fit's
+        config (the command a fit prints) would otherwise make a
+        ``version_N`` directory holding only ``config.yaml`` and
+        ``hparams.yaml`` (which ``report`` takes for a fit stopped before its
+        first batch), and the checkpoint callback restored there warns that
+        its directory changed."""
+        if self.subcommand != 'predict':
+            return super()._instantiate_trainer(config, callbacks)
+        config = {**config, 'logger': False, 'enable_checkpointing': False}
+        if isinstance(config.get('callbacks'), list):
+            config['callbacks'] = [c for c in config['callbacks']
+                                   if not isinstance(c, ModelCheckpoint)]
+        callbacks = [c for c in callbacks
+                     if not isinstance(c, ModelCheckpoint)]
+        save_config, self.save_config_callback = \
+            self.save_config_callback, None
+        try:
+            return super()._instantiate_trainer(config, callbacks)
+        finally:
+            self.save_config_callback = save_config
+
+    def _run_subcommand(self, subcommand: str) -> None:
+        r"""Runs :obj:`subcommand`; ``predict`` without Lightning's note
+        that the checkpoint's callbacks (its checkpoint callback, left out
+        above) are missing: their state only matters to training."""
+        if subcommand != 'predict':
+            return super()._run_subcommand(subcommand)
+        with warnings.catch_warnings():
+            warnings.filterwarnings('ignore', message=(
+                'Be aware that when using `ckpt_path`, callbacks used to '
+                'create the checkpoint'))
+            return super()._run_subcommand(subcommand)
 
     def instantiate_classes(self) -> None:
         self._check_nested()
