@@ -17,6 +17,7 @@ from pytorch_lightning.callbacks import ModelCheckpoint
 from pytorch_lightning.cli import LightningCLI
 
 from pyg_fastload.config import FeatureCache, SettingError
+from pyg_fastload.inference import InferenceOptions
 from pyg_fastload.modes import ModeOptions
 from pyg_fastload.modes.link_split import LinkOptions
 
@@ -62,6 +63,9 @@ def restrict_imports() -> None:
                          import_path_allowlist=[*IMPORT_ALLOWLIST, *extra])
 
 
+#: What ``--ckpt_path`` may be besides a file: Lightning's own names.
+_CKPT_NAMES = ('last', 'best', 'hpc', 'registry')
+
 #: The model a config that names none trains.
 DEFAULT_MODEL = 'pyg_fastload.lightning.NodeClassifier'
 #: The models of this package by the short names configs use.
@@ -97,7 +101,18 @@ class FastLoadCLI(LightningCLI):
     def _parse_ckpt_path(self) -> None:
         r"""Lightning's reading of ``--ckpt_path``'s hyper-parameters, its
         failures (a plain pickle, a file of other bytes, ``hyper_parameters``
-        that is not a mapping) in one line naming the file."""
+        that is not a mapping) in one line naming the file, as is a path
+        that names no file (Lightning's names of a checkpoint, ``last``,
+        ``best``, ``hpc``, ``registry``, are left to it)."""
+        subcommand = self.config.get('subcommand')
+        path = self.config[subcommand].get('ckpt_path') if subcommand \
+            else None
+        if isinstance(path, str) and path not in _CKPT_NAMES and \
+                not path.startswith('registry:') and '://' not in path and \
+                not Path(path).expanduser().is_file():
+            self.parser.error(f"--ckpt_path '{path}' names no file; give a "
+                              f".ckpt file written by pyg-fastload fit (its "
+                              f"'written: ... checkpoint PATH' line)")
         try:
             with warnings.catch_warnings():  # torch's note on a pickle's
                 warnings.filterwarnings(  # protocol: not the error
@@ -175,14 +190,16 @@ class FastLoadCLI(LightningCLI):
 
     def _check_nested(self) -> None:
         r"""Validates the data module's nested settings first
-        (``data.feature_cache``, ``data.link``, ``data.mode_options``), so
+        (``data.feature_cache``, ``data.link``, ``data.mode_options``,
+        ``data.inference``), so
         their errors name the key instead of coming back as a failed type
         match."""
         config = self.config[self.subcommand] if self.subcommand else \
             self.config
         for section, cls in (('feature_cache', FeatureCache),
                              ('link', LinkOptions),
-                             ('mode_options', ModeOptions)):
+                             ('mode_options', ModeOptions),
+                             ('inference', InferenceOptions)):
             value = config.get(f'data.{section}')
             if value is None:
                 continue

@@ -42,8 +42,8 @@ from .reader import MAX_META_BYTES
 
 __all__ = ['DATASET_DIR', 'DirectoryFormat', 'DiskFullError',
            'ScratchDirectory', 'StagedDirectory', 'Staging',
-           'TargetExistsError', 'check_target', 'recover',
-           'replace_directory']
+           'TargetExistsError', 'check_target', 'file_in_the_way',
+           'recover', 'replace_directory']
 
 PathLike = Union[str, 'os.PathLike[str]']
 _Self = TypeVar('_Self', bound='ScratchDirectory')
@@ -254,6 +254,16 @@ class TargetExistsError(FileExistsError):
         return TargetExistsError(self.path, switch)
 
 
+def file_in_the_way(path: Path) -> Optional[Path]:
+    r"""The file (anything but a directory) at :obj:`path` or at the
+    nearest of its parents that exists, which keeps a directory from being
+    made at :obj:`path`; :obj:`None` where a directory can be made."""
+    for place in (path, *path.parents):
+        if os.path.lexists(place):
+            return None if place.is_dir() else place
+    return None
+
+
 def check_target(path: Path, overwrite: bool,
                  kind: DirectoryFormat = DATASET_DIR) -> List[str]:
     r"""Fails early when :obj:`path` exists and may not be replaced: only
@@ -261,6 +271,11 @@ def check_target(path: Path, overwrite: bool,
     manifest of :obj:`kind`. Returns the entries there that the manifest
     does not own, which replacing the directory keeps."""
     if not os.path.lexists(path):
+        blocker = file_in_the_way(path.parent)
+        if blocker is not None:
+            raise NotADirectoryError(
+                f"output path '{path}' lies under '{blocker}', which is a "
+                f"file, not a directory; choose another output directory")
         return []
     if not path.is_dir():
         raise FileExistsError(
