@@ -20,7 +20,8 @@ from pyg_fastload.modes import HeteroSchema
 from pyg_fastload.modes.contract import seed_loss, time_steps
 
 from .errors import ConfigError, config_section
-from .hetero_net import HETERO_MODELS, HeteroNet, check_sizes
+from .hetero_net import (HETERO_MODELS, HeteroNet, check_graph_kind,
+                         check_sizes)
 
 __all__ = ['NodeClassifier', 'MODELS']
 
@@ -188,6 +189,7 @@ class NodeClassifier(pl.LightningModule):
                                                    'features_only'):
             datamodule.features_only()  # no neighbourhood to sample
         if self.net is not None:
+            check_graph_kind(self.net, datamodule)
             return
         schema = getattr(datamodule, 'hetero_schema', None)
         if schema is not None:

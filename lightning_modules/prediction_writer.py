@@ -116,7 +116,7 @@ class PredictionWriter(BasePredictionWriter):
                 check_target(self.out_dir, self.overwrite, PREDICTIONS_DIR)
             except TargetExistsError as error:
                 problem = str(error.naming(OVERWRITE))
-            except (FileExistsError, ValueError) as error:
+            except (FileExistsError, NotADirectoryError, ValueError) as error:
                 problem = str(error)
         if trainer.world_size > 1:  # every rank stops, not only the first
             problem = trainer.strategy.broadcast(problem, src=0)
