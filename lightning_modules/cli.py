@@ -17,6 +17,7 @@ from pytorch_lightning.callbacks import ModelCheckpoint
 from pytorch_lightning.cli import LightningCLI
 
 from pyg_fastload.config import FeatureCache, SettingError
+from pyg_fastload.errors import USAGE_EXIT
 from pyg_fastload.inference import InferenceOptions
 from pyg_fastload.modes import ModeOptions
 from pyg_fastload.modes.link_split import LinkOptions
@@ -26,7 +27,8 @@ from .datamodule import FastLoadDataModule
 from .errors import ConfigError, config_section
 
 __all__ = ['FastLoadCLI', 'SUBCOMMANDS', 'IMPORT_ALLOWLIST', 'ALLOW_ENV',
-           'run_cli', 'restrict_imports']
+           'run_cli', 'restrict_imports', 'configs_dir', 'resolve_configs',
+           'shipped_configs']
 
 #: The trainer entry points that go through LightningCLI.
 SUBCOMMANDS = ('fit', 'validate', 'test', 'predict')
@@ -249,6 +251,51 @@ def named_model_class(words: List[str]) -> str:
     return _SHORT_NAMES.get(found, found) if found else DEFAULT_MODEL
 
 
+def configs_dir() -> Path:
+    r"""The configs that ship with the package: ``pyg_fastload/lightning/
+    configs/`` of an installed wheel, ``configs/`` of a checkout."""
+    here = Path(__file__).resolve().parent
+    packaged = here / 'configs'
+    return packaged if packaged.is_dir() else here.parent / 'configs'
+
+
+def shipped_configs() -> List[str]:
+    r"""The names of the shipped configs (``'quickstart'``, ...)."""
+    return sorted(p.stem for p in configs_dir().glob('*.yaml'))
+
+
+def resolve_configs(words: List[str]) -> List[str]:
+    r""":obj:`words` with every ``-c NAME`` / ``--config NAME`` that names
+    no file but a shipped config (``quickstart`` or ``quickstart.yaml``)
+    replaced by that config's path; a name that is neither ends the
+    command in one line listing the shipped ones."""
+    out = list(words)
+    for index, word in enumerate(out):
+        key, eq, value = word.partition('=')
+        if key not in ('-c', '--config'):
+            continue
+        if not eq:
+            if index + 1 >= len(out):
+                continue
+            value = out[index + 1]
+        if not value or Path(value).expanduser().exists() or \
+                value.lstrip().startswith(('{', '[')):  # a file, inline
+            continue
+        name = value[:-5] if value.endswith('.yaml') else value
+        found = configs_dir() / f'{name}.yaml'
+        if '/' in name or not found.is_file():
+            print(f"pyg-fastload: error: {key} '{value}': no such file, "
+                  f"and no config of that name ships with pyg-fastload "
+                  f"(one of: {', '.join(shipped_configs())})",
+                  file=sys.stderr, flush=True)
+            raise SystemExit(USAGE_EXIT)
+        if eq:
+            out[index] = f'{key}={found}'
+        else:
+            out[index + 1] = str(found)
+    return out
+
+
 def run_cli(args: Optional[List[str]] = None) -> FastLoadCLI:
     r"""Runs ``pyg-fastload <subcommand> ...`` with :obj:`args` (default:
     the command line after the program name, read by LightningCLI)."""
@@ -257,6 +304,10 @@ def run_cli(args: Optional[List[str]] = None) -> FastLoadCLI:
     from .run_end import RunEnd
 
     restrict_imports()
+    if args is None:  # the command line (also what DDP's ranks re-run)
+        sys.argv[1:] = resolve_configs(sys.argv[1:])
+    else:
+        args = resolve_configs(args)
     return FastLoadCLI(
         pl.LightningModule, FastLoadDataModule, subclass_mode_model=True,
         # RunEnd after LoaderMonitor, whose stats it plots
