@@ -130,7 +130,8 @@ def test_rejects_bad_arguments(kwargs):
 
 def test_the_summary_names_where_each_tier_lives(tiered_run):
     r"""A CPU run's summary: each tier named with where its rows live (the
-    device cache is CPU memory, storage a memory-mapped file), hit ratios
+    device cache, in CPU memory, is named an in-memory cache: not 'device
+    cache (CPU memory)'; storage a memory-mapped file), hit ratios
     of the caches only, and the rows storage served as many as the rows
     asked of it."""
     text = tiered_run['stdout']
@@ -147,7 +148,8 @@ def test_the_summary_names_where_each_tier_lives(tiered_run):
                   if c.strip()]
         return header, lines[at + 1].split()[1:]
     header, _ = table('cache hit ratio')
-    assert header == ['device cache (CPU memory)', 'host buffer (CPU memory)']
+    assert header == ['in-memory cache (device_budget)',
+                      'host buffer (CPU memory)']
     header, cells = table('rows served (bytes)')
     assert header[-1] == 'storage (file, memory-mapped)'
     storage = summary['storage_read']['x']['rows']
