@@ -114,12 +114,11 @@ def test_a_huge_hidden_width_is_named_not_the_input_width():
 
 
 @pytest.mark.reliability(
-    fault='`pyg-fastload predict` (or fit) with `--data.inference.chunk_size '
-          '0` or `-1`, `--data.inference.memory_budget lots`, `=-1GiB` or '
-          '`-1GiB` (no `=`), `chunk_size: 0` in a config, a `work_dir` that '
-          'is a file or lies under one, `memory_budget 0` without '
-          '`work_dir`, a `--ckpt_path` naming no file, `--data.num_neighbors '
-          '10,5`',
+    fault='`pyg-fastload predict` (or fit) with the data.inference options '
+          '`chunk_size` 0 or -1, `memory_budget` lots, -1GiB (with `=` or '
+          'without) or 0 without a `work_dir`, `chunk_size: 0` in a config, '
+          'a `work_dir` that is a file or lies under one; a `--ckpt_path` '
+          'naming no file; `--data.num_neighbors 10,5`',
     behaviour="exit status 2 and one line naming the key (`data.inference."
               "<key>`, `--ckpt_path`, ...) and what to give, before anything "
               "is set up (was: a ~60-line traceback with the message buried "
