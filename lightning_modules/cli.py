@@ -9,7 +9,7 @@ import re
 import sys
 import warnings
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Sequence
 
 import pytorch_lightning as pl
 from jsonargparse import set_parsing_settings
@@ -193,9 +193,8 @@ class FastLoadCLI(LightningCLI):
     def _check_nested(self) -> None:
         r"""Validates the data module's nested settings first
         (``data.feature_cache``, ``data.link``, ``data.mode_options``,
-        ``data.inference``), so
-        their errors name the key instead of coming back as a failed type
-        match."""
+        ``data.inference``), so their errors name the key instead of coming
+        back as a failed type match."""
         config = self.config[self.subcommand] if self.subcommand else \
             self.config
         for section, cls in (('feature_cache', FeatureCache),
@@ -296,9 +295,11 @@ def resolve_configs(words: List[str]) -> List[str]:
     return out
 
 
-def run_cli(args: Optional[List[str]] = None) -> FastLoadCLI:
+def run_cli(args: Optional[List[str]] = None,
+            callbacks: Sequence[pl.Callback] = ()) -> FastLoadCLI:
     r"""Runs ``pyg-fastload <subcommand> ...`` with :obj:`args` (default:
-    the command line after the program name, read by LightningCLI)."""
+    the command line after the program name, read by LightningCLI), with
+    :obj:`callbacks` after the command's own (a caller's measurements)."""
     from .callbacks import LoaderMonitor
     from .dist_monitor import DistributedMonitor
     from .run_end import RunEnd
@@ -312,7 +313,8 @@ def run_cli(args: Optional[List[str]] = None) -> FastLoadCLI:
         pl.LightningModule, FastLoadDataModule, subclass_mode_model=True,
         # RunEnd after LoaderMonitor, whose stats it plots
         trainer_defaults={'callbacks': [LoaderMonitor(),
-                                        DistributedMonitor(), RunEnd()]},
+                                        DistributedMonitor(), RunEnd(),
+                                        *callbacks]},
         seed_everything_default=0,
         save_config_kwargs={'overwrite': True},
         parser_kwargs={'prog': 'pyg-fastload'},
