@@ -90,7 +90,7 @@ def train():
         loss = F.cross_entropy(out, batch.y[:batch.batch_size])
         loss.backward()
         optimizer.step()
-        total_loss += float(loss) * batch.batch_size
+        total_loss += loss.item() * batch.batch_size
         total_examples += batch.batch_size
     return total_loss / total_examples
 

@@ -30,6 +30,7 @@ import torch.nn.functional as F
 
 from torch_geometric import seed_everything
 from torch_geometric.nn import GraphSAGE
+from tqdm import tqdm
 
 # was: from torch_geometric.loader import NeighborLoader
 from pyg_fastload import FastNeighborLoader
@@ -121,10 +122,10 @@ def train():
 
 
 @torch.no_grad()
-def test(loader):
+def test(loader, desc):
     model.eval()
     total_correct = total_examples = 0
-    for batch in loader:
+    for batch in tqdm(loader, desc=desc, leave=False):
         out = model(batch.x, batch.edge_index)[:batch.batch_size]
         pred = out.argmax(dim=-1)
         total_correct += int((pred == batch.y[:batch.batch_size]).sum())
@@ -139,14 +140,13 @@ for epoch in range(1, args.epochs + 1):
     start = time.perf_counter()
     loss, train_acc = train()
     train_time = time.perf_counter() - start
-    val_acc = test(val_loader)
+    val_acc = test(val_loader, 'Validating')
     best_val = max(best_val, val_acc)
     print(f'Epoch: {epoch:02d}, Loss: {loss:.4f}, Approx. Train: '
           f'{train_acc:.4f}, Val: {val_acc:.4f}, Train time: '
           f'{train_time:.1f}s')
 
-print('Testing...')
-test_acc = test(test_loader)
+test_acc = test(test_loader, 'Testing')  # 90% of the nodes: the longest
 print(f'Best Validation Accuracy: {100.0 * best_val:.2f}%')
 print(f'Test Accuracy: {100.0 * test_acc:.2f}% (chance: '
       f'{100.0 / num_classes:.2f}%)')

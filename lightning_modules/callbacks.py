@@ -214,7 +214,9 @@ class LoaderMonitor(Callback):
             progress-bar ``seeds/s`` (an exponential moving average of seeds
             and seconds per batch, in :math:`[0, 1)`). (default: :obj:`0.9`)
         print_summary (bool, optional): print the summary table when fit
-            ends. (default: :obj:`True`)
+            ends (and, before a loader's first epoch with ``pipeline=
+            'auto'``, that this epoch decides it and is slower than the
+            next). (default: :obj:`True`)
         filename (str, optional): the JSON file written into the log
             directory; :obj:`None` writes none.
             (default: :obj:`'fastload_stats.json'`)
@@ -266,6 +268,8 @@ class LoaderMonitor(Callback):
         self.filename = filename
         self.records: List[Dict[str, Any]] = []
         self._epoch: Optional[_EpochState] = None
+        #: The loaders with pipeline 'auto' whose first epoch was announced.
+        self._auto_loaders: List[Any] = []
 
     # Hooks ###################################################################
 
@@ -273,13 +277,30 @@ class LoaderMonitor(Callback):
                      pl_module: pl.LightningModule) -> None:
         self.records = []
         self._epoch = None
+        self._auto_loaders = []
 
     def on_train_epoch_start(self, trainer: pl.Trainer,
                              pl_module: pl.LightningModule) -> None:
         loaders = list(_leaf_loaders(trainer.train_dataloader))
         self._epoch = _EpochState(_timed_loader(loaders),
                                   _feature_store(loaders))
+        self._announce_auto(trainer, self._epoch.loader)
         self._epoch.open_segment()
+
+    def _announce_auto(self, trainer: pl.Trainer, loader: Any) -> None:
+        r"""Says, before a loader's first epoch with ``pipeline='auto'``,
+        that this epoch is slower than the next: it runs its first batches
+        both ways to decide (a user timing epoch 1 is told)."""
+        if getattr(loader, 'pipeline', None) != 'auto' or any(
+                loader is seen for seen in self._auto_loaders):
+            return
+        self._auto_loaders.append(loader)
+        if self.print_summary and trainer.is_global_zero:
+            print("pyg-fastload: pipeline 'auto' runs this epoch's first "
+                  f"batches both ways (in the training loop, then in the "
+                  f"loader's threads) and keeps the faster, so this epoch "
+                  f"is slower than the next ones: time a later epoch, or "
+                  f"set data.pipeline true or false", flush=True)
 
     def on_train_batch_end(self, trainer: pl.Trainer,
                            pl_module: pl.LightningModule, outputs: Any,

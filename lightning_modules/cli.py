@@ -9,13 +9,16 @@ import re
 import sys
 import warnings
 from pathlib import Path
-from typing import Any, List, Optional
+from typing import Any, Dict, List, Optional, Sequence
 
 import pytorch_lightning as pl
 from jsonargparse import set_parsing_settings
+from pytorch_lightning.callbacks import ModelCheckpoint
 from pytorch_lightning.cli import LightningCLI
 
 from pyg_fastload.config import FeatureCache, SettingError
+from pyg_fastload.errors import USAGE_EXIT
+from pyg_fastload.inference import InferenceOptions
 from pyg_fastload.modes import ModeOptions
 from pyg_fastload.modes.link_split import LinkOptions
 from pyg_fastload.sampling import SAMPLERS
@@ -25,7 +28,8 @@ from .datamodule import FastLoadDataModule
 from .errors import ConfigError, config_section
 
 __all__ = ['FastLoadCLI', 'SUBCOMMANDS', 'IMPORT_ALLOWLIST', 'ALLOW_ENV',
-           'run_cli', 'restrict_imports']
+           'run_cli', 'restrict_imports', 'configs_dir', 'resolve_configs',
+           'shipped_configs']
 
 #: The trainer entry points that go through LightningCLI.
 SUBCOMMANDS = ('fit', 'validate', 'test', 'predict')
@@ -67,6 +71,9 @@ def restrict_imports() -> None:
                          import_path_allowlist=allowed_packages())
 
 
+#: What ``--ckpt_path`` may be besides a file: Lightning's own names.
+_CKPT_NAMES = ('last', 'best', 'hpc', 'registry')
+
 #: The model a config that names none trains.
 DEFAULT_MODEL = 'pyg_fastload.lightning.NodeClassifier'
 #: The models of this package by the short names configs use.
@@ -102,7 +109,18 @@ class FastLoadCLI(LightningCLI):
     def _parse_ckpt_path(self) -> None:
         r"""Lightning's reading of ``--ckpt_path``'s hyper-parameters, its
         failures (a plain pickle, a file of other bytes, ``hyper_parameters``
-        that is not a mapping) in one line naming the file."""
+        that is not a mapping) in one line naming the file, as is a path
+        that names no file (Lightning's names of a checkpoint, ``last``,
+        ``best``, ``hpc``, ``registry``, are left to it)."""
+        subcommand = self.config.get('subcommand')
+        path = self.config[subcommand].get('ckpt_path') if subcommand \
+            else None
+        if isinstance(path, str) and path not in _CKPT_NAMES and \
+                not path.startswith('registry:') and '://' not in path and \
+                not Path(path).expanduser().is_file():
+            self.parser.error(f"--ckpt_path '{path}' names no file; give a "
+                              f".ckpt file written by pyg-fastload fit (its "
+                              f"'written: ... checkpoint PATH' line)")
         try:
             with warnings.catch_warnings():  # torch's note on a pickle's
                 warnings.filterwarnings(  # protocol: not the error
@@ -119,6 +137,42 @@ class FastLoadCLI(LightningCLI):
                               f"checkpoint ({what}); give a .ckpt file "
                               f"written by pyg-fastload fit "
                               f"(lightning_logs/version_N/checkpoints/)")
+
+    def _instantiate_trainer(self, config: Dict[str, Any],
+                             callbacks: List[pl.Callback]) -> pl.Trainer:
+        r"""``predict`` logs nothing and saves no checkpoint, so it gets no
+        logger, no checkpoint callback and no copy of its config: a fit's
+        config (the command a fit prints) would otherwise make a
+        ``version_N`` directory holding only ``config.yaml`` and
+        ``hparams.yaml`` (which ``report`` takes for a fit stopped before its
+        first batch), and the checkpoint callback restored there warns that
+        its directory changed."""
+        if self.subcommand != 'predict':
+            return super()._instantiate_trainer(config, callbacks)
+        config = {**config, 'logger': False, 'enable_checkpointing': False}
+        if isinstance(config.get('callbacks'), list):
+            config['callbacks'] = [c for c in config['callbacks']
+                                   if not isinstance(c, ModelCheckpoint)]
+        callbacks = [c for c in callbacks
+                     if not isinstance(c, ModelCheckpoint)]
+        save_config, self.save_config_callback = \
+            self.save_config_callback, None
+        try:
+            return super()._instantiate_trainer(config, callbacks)
+        finally:
+            self.save_config_callback = save_config
+
+    def _run_subcommand(self, subcommand: str) -> None:
+        r"""Runs :obj:`subcommand`; ``predict`` without Lightning's note
+        that the checkpoint's callbacks (its checkpoint callback, left out
+        above) are missing: their state only matters to training."""
+        if subcommand != 'predict':
+            return super()._run_subcommand(subcommand)
+        with warnings.catch_warnings():
+            warnings.filterwarnings('ignore', message=(
+                'Be aware that when using `ckpt_path`, callbacks used to '
+                'create the checkpoint'))
+            return super()._run_subcommand(subcommand)
 
     def instantiate_classes(self) -> None:
         self._check_nested()
@@ -144,15 +198,16 @@ class FastLoadCLI(LightningCLI):
 
     def _check_nested(self) -> None:
         r"""Validates the data module's nested settings first
-        (``data.feature_cache``, ``data.link``, ``data.mode_options``), so
-        their errors name the key instead of coming back as a failed type
-        match."""
+        (``data.feature_cache``, ``data.link``, ``data.mode_options``,
+        ``data.inference``), so their errors name the key instead of coming
+        back as a failed type match."""
         config = self.config[self.subcommand] if self.subcommand else \
             self.config
         self._check_sampler(config.get('data.sampler'))
         for section, cls in (('feature_cache', FeatureCache),
                              ('link', LinkOptions),
-                             ('mode_options', ModeOptions)):
+                             ('mode_options', ModeOptions),
+                             ('inference', InferenceOptions)):
             value = config.get(f'data.{section}')
             if value is None:
                 continue
@@ -219,19 +274,71 @@ def named_model_class(words: List[str]) -> str:
     return _SHORT_NAMES.get(found, found) if found else DEFAULT_MODEL
 
 
-def run_cli(args: Optional[List[str]] = None) -> FastLoadCLI:
+def configs_dir() -> Path:
+    r"""The configs that ship with the package: ``pyg_fastload/lightning/
+    configs/`` of an installed wheel, ``configs/`` of a checkout."""
+    here = Path(__file__).resolve().parent
+    packaged = here / 'configs'
+    return packaged if packaged.is_dir() else here.parent / 'configs'
+
+
+def shipped_configs() -> List[str]:
+    r"""The names of the shipped configs (``'quickstart'``, ...)."""
+    return sorted(p.stem for p in configs_dir().glob('*.yaml'))
+
+
+def resolve_configs(words: List[str]) -> List[str]:
+    r""":obj:`words` with every ``-c NAME`` / ``--config NAME`` that names
+    no file but a shipped config (``quickstart`` or ``quickstart.yaml``)
+    replaced by that config's path; a name that is neither ends the
+    command in one line listing the shipped ones."""
+    out = list(words)
+    for index, word in enumerate(out):
+        key, eq, value = word.partition('=')
+        if key not in ('-c', '--config'):
+            continue
+        if not eq:
+            if index + 1 >= len(out):
+                continue
+            value = out[index + 1]
+        if not value or Path(value).expanduser().exists() or \
+                value.lstrip().startswith(('{', '[')):  # a file, inline
+            continue
+        name = value[:-5] if value.endswith('.yaml') else value
+        found = configs_dir() / f'{name}.yaml'
+        if '/' in name or not found.is_file():
+            print(f"pyg-fastload: error: {key} '{value}': no such file, "
+                  f"and no config of that name ships with pyg-fastload "
+                  f"(one of: {', '.join(shipped_configs())})",
+                  file=sys.stderr, flush=True)
+            raise SystemExit(USAGE_EXIT)
+        if eq:
+            out[index] = f'{key}={found}'
+        else:
+            out[index + 1] = str(found)
+    return out
+
+
+def run_cli(args: Optional[List[str]] = None,
+            callbacks: Sequence[pl.Callback] = ()) -> FastLoadCLI:
     r"""Runs ``pyg-fastload <subcommand> ...`` with :obj:`args` (default:
-    the command line after the program name, read by LightningCLI)."""
+    the command line after the program name, read by LightningCLI), with
+    :obj:`callbacks` after the command's own (a caller's measurements)."""
     from .callbacks import LoaderMonitor
     from .dist_monitor import DistributedMonitor
     from .run_end import RunEnd
 
     restrict_imports()
+    if args is None:  # the command line (also what DDP's ranks re-run)
+        sys.argv[1:] = resolve_configs(sys.argv[1:])
+    else:
+        args = resolve_configs(args)
     return FastLoadCLI(
         pl.LightningModule, FastLoadDataModule, subclass_mode_model=True,
         # RunEnd after LoaderMonitor, whose stats it plots
         trainer_defaults={'callbacks': [LoaderMonitor(),
-                                        DistributedMonitor(), RunEnd()]},
+                                        DistributedMonitor(), RunEnd(),
+                                        *callbacks]},
         seed_everything_default=0,
         save_config_kwargs={'overwrite': True},
         parser_kwargs={'prog': 'pyg-fastload'},

@@ -30,6 +30,10 @@ _CLASS = re.compile(r"Problem with given class_path '([^']+)':")
 _OPTION = re.compile(r"Option '([^']+)' is not accepted")
 _UNKNOWN = re.compile(r"does not accept option '([^']+)'|"
                       r"unrecognized arguments: --([\w.]+)")
+#: argparse's word for a flag followed by no value: also a value that
+#: starts with '-' (``--data.inference.memory_budget -1GiB``), which
+#: argparse takes for another flag.
+_NO_VALUE = re.compile(r"argument (--[\w.]+): expected one argument")
 
 
 def _arguments(path: str) -> List[str]:
@@ -61,6 +65,12 @@ def concise(message: str) -> str:
     unknown = _UNKNOWN.search(message)
     if unknown:
         return _unknown(unknown.group(1) or unknown.group(2))
+    no_value = _NO_VALUE.search(message)
+    if no_value:
+        return (f"{no_value.group(1)}: expected a value (one that starts "
+                f"with '-' is written after '=', as in "
+                f"--data.inference.memory_budget=-1GiB: else it reads as a "
+                f"flag)")
     keys = _KEY.findall(message)
     key = keys[0] if keys else None
     cls = _CLASS.search(message)
@@ -82,8 +92,22 @@ def concise(message: str) -> str:
         plain = [line for line in lines if not line.startswith(
             ('Does not validate', 'Subtypes:', 'Errors:', 'Given value'))]
         detail = (refused or after_class or plain or lines or [''])[0]
-        return f"config key '{key}': {detail}"
+        return f"config key '{key}': {detail}{_list_hint(detail)}"
     return message.strip().splitlines()[0] if message.strip() else message
+
+
+_NOT_A_LIST = re.compile(r"Expected a <class 'list'>\. Got value: "
+                         r"([^\[\]{}]*,[^\[\]{}]*)$")
+
+
+def _list_hint(detail: str) -> str:
+    r"""How to write a list, where :obj:`detail` says a list was expected
+    and got comma-separated values (``10,5`` on the command line)."""
+    found = _NOT_A_LIST.search(detail)
+    if found is None:
+        return ''
+    items = ', '.join(part.strip() for part in found.group(1).split(','))
+    return f"; write a list: '[{items}]'"
 
 
 class ConciseParser(LightningArgumentParser):

@@ -10,7 +10,7 @@ every model of :class:`~pyg_fastload.lightning.NodeClassifier` and
 (:func:`check_sizes`)."""
 from __future__ import annotations
 
-from typing import Dict, List, Optional
+from typing import Any, Dict, List, Optional
 
 import torch
 from torch import Tensor
@@ -24,7 +24,8 @@ from pyg_fastload.modes import HeteroSchema
 from .errors import ConfigError
 from .sage import WeightedSAGEConv
 
-__all__ = ['HeteroNet', 'HETERO_MODELS', 'MAX_LAYERS', 'check_sizes',
+__all__ = ['HeteroNet', 'HETERO_MODELS', 'MAX_LAYERS', 'check_graph_kind',
+           'check_sizes',
            'unused']
 
 #: The models a ``HeteroData`` can be trained with.
@@ -188,6 +189,31 @@ class HeteroNet(torch.nn.Module):
                        **out}
             x = out
         return x
+
+
+def check_graph_kind(net: Optional[torch.nn.Module], datamodule: Any
+                     ) -> None:
+    r"""Refuses a network built before the data module was known (from a
+    checkpoint's hyper-parameters) for the other kind of graph than the
+    data module's dataset: a heterogeneous model given a homogeneous
+    dataset or the reverse, named in one line instead of a ``TypeError``
+    from the network's ``forward``. A data module without a dataset
+    (partitions only) is not checked."""
+    if net is None or getattr(getattr(datamodule, 'loading', None),
+                              'source', None) is None:
+        return
+    model = isinstance(net, HeteroNet)
+    schema = datamodule.hetero_schema
+    if model == (schema is not None):
+        return
+    data = 'homogeneous' if model else \
+        f"heterogeneous (node types {', '.join(schema.node_types)})"
+    raise ConfigError('dataset', f"the model is "
+                      f"{'heterogeneous' if model else 'homogeneous'} (as "
+                      f"its arguments built it: a checkpoint's "
+                      f"hyper-parameters, or the widths given) and the "
+                      f"dataset {data}: give the dataset the model was "
+                      f"trained on", section='data')
 
 
 def unused(x: Dict[str, Tensor], used: List[str]) -> Tensor:

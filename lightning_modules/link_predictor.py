@@ -22,7 +22,8 @@ from pyg_fastload.inference import WholeGraph, encoder_embeddings, score_pairs
 from pyg_fastload.modes import HeteroSchema
 
 from .errors import ConfigError, config_section
-from .hetero_net import HETERO_MODELS, HeteroNet, check_sizes, unused
+from .hetero_net import (HETERO_MODELS, HeteroNet, check_graph_kind,
+                         check_sizes, unused)
 from .sage import WeightedGraphSAGE, edge_weights_of
 
 __all__ = ['LinkPredictor', 'ENCODERS', 'ranking_metrics']
@@ -235,6 +236,7 @@ class LinkPredictor(pl.LightningModule):
                               "own negatives: set data.link.neg_sampling: "
                               "triplet (or loss: bce)")
         if self.encoder is not None:
+            check_graph_kind(self.encoder, datamodule)
             return
         schema = getattr(datamodule, 'hetero_schema', None)
         if schema is not None:

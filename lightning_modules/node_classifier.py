@@ -20,7 +20,8 @@ from pyg_fastload.modes import HeteroSchema
 from pyg_fastload.modes.contract import seed_loss, time_steps
 
 from .errors import ConfigError, config_section
-from .hetero_net import HETERO_MODELS, HeteroNet, check_sizes
+from .hetero_net import (HETERO_MODELS, HeteroNet, check_graph_kind,
+                         check_sizes)
 from .sage import WeightedGraphSAGE, edge_weights_of
 
 __all__ = ['NodeClassifier', 'MODELS']
@@ -194,6 +195,7 @@ class NodeClassifier(pl.LightningModule):
         self.edge_weights = edge_weights_of(datamodule, self.hparams.model,
                                             'model')
         if self.net is not None:
+            check_graph_kind(self.net, datamodule)
             return
         schema = getattr(datamodule, 'hetero_schema', None)
         if schema is not None:

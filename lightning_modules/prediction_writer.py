@@ -17,13 +17,21 @@ from torch import Tensor
 from pyg_fastload.config import format_bytes
 from pyg_fastload.inference import write_embedding_tables, write_predictions
 from pyg_fastload.inference.prediction_files import PREDICTIONS_DIR
-from pyg_fastload.io.staging import check_target
+from pyg_fastload.io.staging import TargetExistsError, check_target
 from pyg_fastload.storage import MemoryWatch
 
 from .errors import ConfigError
 from .link_predictor import LinkPredictor
 
 __all__ = ['PredictionWriter']
+
+
+#: How a user of the writer asks it to replace an existing directory: the
+#: command line's key (the writer being the callback last added, as the
+#: ``next`` line of a fit adds it), a config's, Python's.
+OVERWRITE = ("`--trainer.callbacks.overwrite true` (after the writer's "
+             "`--trainer.callbacks+=`; in a config, `overwrite: true` in its "
+             "init_args; in Python, PredictionWriter(..., overwrite=True))")
 
 
 class PredictionWriter(BasePredictionWriter):
@@ -106,7 +114,9 @@ class PredictionWriter(BasePredictionWriter):
         if trainer.global_rank == 0:  # the rank that writes
             try:  # before any work: an existing directory is refused now
                 check_target(self.out_dir, self.overwrite, PREDICTIONS_DIR)
-            except (FileExistsError, ValueError) as error:
+            except TargetExistsError as error:
+                problem = str(error.naming(OVERWRITE))
+            except (FileExistsError, NotADirectoryError, ValueError) as error:
                 problem = str(error)
         if trainer.world_size > 1:  # every rank stops, not only the first
             problem = trainer.strategy.broadcast(problem, src=0)

@@ -82,14 +82,13 @@ def _short(value: Any) -> str:
 
 
 def _finite(value: Any) -> bool:
-    r"""Whether :obj:`value` is an int or float that a float holds and
-    that is neither infinite nor NaN."""
+    r"""Whether :obj:`value` is an int that a 64-bit array holds or a
+    float that is neither infinite nor NaN."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return False
-    try:
-        return math.isfinite(value)
-    except OverflowError:  # an int beyond any float
-        return False
+    if isinstance(value, int):  # beyond 64 bits numpy holds no array
+        return -2**63 <= value < 2**63
+    return math.isfinite(value)
 
 
 def _bad_leaf(value: Any, key: str, depth: int) -> Optional[str]:

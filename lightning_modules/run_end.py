@@ -97,13 +97,24 @@ class RunEnd(Callback):
                                              for what, path in written))
         config = Path(log_dir) / 'config.yaml'  # LightningCLI's copy
         if checkpoint and config.is_file():
-            lines.append(f"next, every node's prediction: pyg-fastload "
+            # a link predictor predicts no class: it writes embeddings
+            what = ("every node's embedding (a LinkPredictor writes "
+                    "embeddings)" if _predicts_embeddings(trainer) else
+                    "every node's prediction")
+            lines.append(f"next, {what}: pyg-fastload "
                          f"predict -c {shlex.quote(str(config))} "
                          f"--ckpt_path {shlex.quote(checkpoint)} "
                          f"--trainer.callbacks+={WRITER} "
                          f"--trainer.callbacks.out_dir predictions "
                          f"(docs/guide/inference.md)")
         print('\n'.join(lines), flush=True)
+
+
+def _predicts_embeddings(trainer: pl.Trainer) -> bool:
+    r"""Whether ``predict`` with the trained model writes embeddings alone
+    (a :class:`~pyg_fastload.lightning.LinkPredictor`)."""
+    from .link_predictor import LinkPredictor
+    return isinstance(trainer.lightning_module, LinkPredictor)
 
 
 def _plots(stats: Path) -> List[Path]:

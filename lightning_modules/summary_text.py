@@ -35,9 +35,18 @@ TIER_LABEL = {'device': 'device cache', 'host': 'host buffer',
               'remote_disk': "owners' part files"}
 
 
+#: The device cache of a run on the CPU, named for what it is there: a
+#: cache in memory beside the host buffer, sized by ``device_budget``.
+CPU_DEVICE_CACHE = 'in-memory cache (device_budget)'
+
+
 def tier_label(tier: str, place: Optional[str] = None) -> str:
     r"""A tier in words, with where its rows live if known: ``'device
-    cache (CPU memory)'``, ``'storage (file, memory-mapped)'``."""
+    cache (GPU memory, cuda:0)'``, ``'storage (file, memory-mapped)'``; a
+    device cache in CPU memory (a run on the CPU) is
+    :data:`CPU_DEVICE_CACHE`."""
+    if tier == 'device' and place == 'CPU memory':
+        return CPU_DEVICE_CACHE
     label = TIER_LABEL.get(tier, tier)
     return f'{label} ({place})' if place else label
 

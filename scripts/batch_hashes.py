@@ -610,6 +610,23 @@ def _field_diff(a: Dict, b: Dict) -> str:
     return ''
 
 
+def _hashes_file(parser: argparse.ArgumentParser,
+                 path: str) -> Dict[str, Any]:
+    r"""The hashes a ``--compare`` file holds, or the parser's one-line
+    error naming the file and what is wrong with it."""
+    try:
+        hashes = json.loads(Path(path).read_text())
+    except OSError as error:
+        parser.error(f"--compare: cannot read '{path}': {error.strerror}")
+    except ValueError as error:
+        parser.error(f"--compare: '{path}' is not JSON ({error})")
+    if not isinstance(hashes, dict):
+        parser.error(f"--compare: '{path}' holds a {type(hashes).__name__}, "
+                     f"not the object of hashes by combination that this "
+                     f"script writes (--out)")
+    return hashes
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(
         description='Hash the first training/validation batches of every '
@@ -630,13 +647,24 @@ def main(argv: Optional[List[str]] = None) -> int:
     if args.rank_worker:
         return rank_worker(args.rank_worker)
     if args.compare:
-        before, after = (json.loads(Path(p).read_text())
-                         for p in args.compare)
-        return compare(before, after)
+        return compare(*(_hashes_file(parser, path)
+                         for path in args.compare))
     if args.list:
         for combo in combinations():
             print(combo.name)
         return 0
+    # every argument checked before the first combination is hashed
+    if args.only and not any(fnmatch.fnmatchcase(c.name, p)
+                             for c in combinations() for p in args.only):
+        parser.error(f"--only {' '.join(args.only)}: matches no "
+                     f"combination (--list prints their names)")
+    if args.out and not Path(args.out).parent.is_dir():
+        parser.error(f"--out '{args.out}': the directory "
+                     f"'{Path(args.out).parent}' does not exist; make it "
+                     f"first")
+    if args.out and Path(args.out).is_dir():
+        parser.error(f"--out '{args.out}' is a directory; name the JSON "
+                     f"file to write")
     import pyg_fastload
     log(f'pyg_fastload from {Path(pyg_fastload.__file__).parent}')
     root = Path(args.workdir or tempfile.mkdtemp(prefix='batch_hashes-'))

@@ -4,6 +4,7 @@ twice, and ``--compare`` fails on a changed hash only."""
 import copy
 import importlib.util
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -64,3 +65,40 @@ def test_one_combination_hashes_the_same_twice(tmp_path, capsys):
     assert batch_hashes.main(['--compare', str(a), str(b)]) == 0
     assert 'newly supported' in capsys.readouterr().out
     assert batch_hashes.main(['--compare', str(b), str(a)]) == 1
+
+
+@pytest.mark.reliability(
+    fault='`scripts/batch_hashes.py --compare` given a missing, non-JSON or '
+          'list file; `--only` matching no combination; `--out` into a '
+          'missing directory',
+    behaviour='exit status 2 and one line naming the argument and the file '
+              'or pattern, before anything is hashed (was: tracebacks; '
+              '`--only` exited 0 printing {}; `--out` crashed after hashing '
+              'every combination)')
+def test_bad_arguments_are_one_line_before_any_hashing(tmp_path, capsys,
+                                                       monkeypatch):
+    hashed = []
+    monkeypatch.setattr(batch_hashes, 'run_all',
+                        lambda *args: hashed.append(args) or {})
+    good = tmp_path / 'good.json'
+    good.write_text('{}')
+    (tmp_path / 'list.json').write_text('[1, 2]')
+    (tmp_path / 'text.json').write_text('not json')
+    for argv, expected in (
+            (['--compare', str(tmp_path / 'missing.json'), str(good)],
+             "--compare: cannot read '.*missing.json': No such file"),
+            (['--compare', str(good), str(tmp_path / 'text.json')],
+             "--compare: '.*text.json' is not JSON"),
+            (['--compare', str(tmp_path / 'list.json'), str(good)],
+             "--compare: '.*list.json' holds a list, not the object of "
+             "hashes"),
+            (['--only', 'no-such-*'],
+             '--only no-such-\\*: matches no combination'),
+            (['--only', NAME, '--out', str(tmp_path / 'no' / 'out.json')],
+             "--out '.*out.json': the directory '.*no' does not exist")):
+        with pytest.raises(SystemExit) as info:
+            batch_hashes.main(argv)
+        assert info.value.code == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert re.search(expected, err[-1]), err
+    assert hashed == []  # refused before any combination was hashed

@@ -50,6 +50,12 @@ CASES = {
 }
 
 
+#: What a script shows on stderr while it runs, beyond its final metric:
+#: products_sage.py's test pass over 90% of the nodes takes about 95 s at
+#: full size, so it shows a progress bar (at the tiny size, a moment).
+PROGRESS = {'products_sage.py': r'Testing: +\d+%'}
+
+
 def _scripts():
     return sorted(str(path.relative_to(EXAMPLES))
                   for path in EXAMPLES.rglob('*.py'))
@@ -114,6 +120,11 @@ def test_an_example_runs_at_its_tiny_size(script, tmp_path):
                     f'{(stdout + stderr)[-4000:]}')
     output = stdout + stderr
     assert run.returncode == 0, f'{script} failed:\n{output[-4000:]}'
+    # a script copied by users warns about none of its own lines
+    own = re.findall(rf'{re.escape(script)}:\d+: \w*Warning.*', stderr)
+    assert not own, f'{script} warns about its own code: {own}'
+    if script in PROGRESS:
+        assert re.search(PROGRESS[script], stderr), stderr[-2000:]
     found = re.findall(pattern, stdout)
     assert found, f'{script} printed no final metric:\n{output[-4000:]}'
     figures = found[-1] if isinstance(found[-1], tuple) else (found[-1], )

@@ -1,7 +1,8 @@
 r"""What ``pip install`` puts in place: one top-level package,
 ``pyg_fastload``, holding the library and the Lightning application
 (``pyg_fastload.lightning`` from the ``lightning_modules/`` folder), every
-module of both, and the ``pyg-fastload`` command."""
+module of both, the configs (``pyg_fastload/lightning/configs/`` from
+``configs/``), and the ``pyg-fastload`` command."""
 import shutil
 import subprocess
 import sys
@@ -16,7 +17,7 @@ def test_the_wheel_installs_one_top_level_package(tmp_path):
     source.mkdir()
     for name in ('pyproject.toml', 'README.md'):
         shutil.copy(ROOT / name, source / name)
-    for name in ('pyg_fastload', 'lightning_modules'):
+    for name in ('pyg_fastload', 'lightning_modules', 'configs'):
         shutil.copytree(ROOT / name, source / name,
                         ignore=shutil.ignore_patterns('__pycache__'))
     done = subprocess.run(
@@ -33,6 +34,9 @@ def test_the_wheel_installs_one_top_level_package(tmp_path):
     expected |= {'pyg_fastload/lightning/' + str(p.relative_to(
         ROOT / 'lightning_modules')) for p in
         (ROOT / 'lightning_modules').rglob('*.py')}
+    # the configs, found by name (`pyg-fastload fit -c quickstart`)
+    expected |= {f'pyg_fastload/lightning/configs/{p.name}'
+                 for p in (ROOT / 'configs').glob('*.yaml')}
     assert expected - set(names) == set()  # a new subpackage is listed
     [entry] = [n for n in names if n.endswith('entry_points.txt')]
     text = zipfile.ZipFile(wheel).read(entry).decode()

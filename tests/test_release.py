@@ -4,11 +4,12 @@ check`` passes; the wheel holds the package's modules and its metadata
 only: no tests, data, caches, logs or other files a development checkout
 holds, even when the checkout it is built from has them. Installed (not
 editable) in a fresh virtual environment, the wheel runs ``pyg-fastload
---help`` and a tiny fit from a folder outside the checkout, and the package
-imported there is the installed one. The version is written once
+--help`` and a few steps of the quickstart by its name (``-c quickstart``,
+the config shipped in the wheel) from a folder outside the checkout, and
+the package imported there is the installed one. The version is written once
 (``pyg_fastload.__version__``) and read everywhere else.
 
-The tests marked ``release`` build, install and train (about half a minute
+The tests marked ``release`` build, install and train (about a minute
 on 2 cores): ``python -m pytest -m 'not release'`` leaves them out. No
 network is needed: the build uses the installed setuptools
 (``--no-isolation``) and the virtual environment sees this one's packages.
@@ -157,6 +158,9 @@ def test_the_wheel_holds_the_modules_and_nothing_else(artifacts):
     expected |= {'pyg_fastload/lightning/' + str(
         p.relative_to(ROOT / 'lightning_modules'))
         for p in (ROOT / 'lightning_modules').rglob('*.py')}
+    # and the configs, by name (`pyg-fastload fit -c quickstart`)
+    expected |= {f'pyg_fastload/lightning/configs/{p.name}'
+                 for p in (ROOT / 'configs').glob('*.yaml')}
     assert {n for n in names if n.startswith('pyg_fastload/')} == expected
     archive = zipfile.ZipFile(wheel)
     metadata = archive.read(info + 'METADATA').decode()
@@ -243,14 +247,16 @@ print(json.dumps({'library': pyg_fastload.__file__,
     for name in ('fit', 'validate', 'test', 'predict', 'bench', 'prepare',
                  'partition', 'report'):
         assert name in usage
-    done = _run([command, 'fit', '--data.dataset', 'tiny',
-                 '--data.num_neighbors', '[5, 5]', '--data.batch_size', '256',
-                 '--data.progress', 'false', '--model.hidden_channels', '16',
-                 '--model.num_layers', '2', '--trainer.max_epochs', '1',
-                 '--trainer.accelerator', 'cpu',
-                 '--trainer.enable_progress_bar', 'false',
-                 '--trainer.default_root_dir', elsewhere / 'runs'],
-                timeout=300, **run)
+    # the quickstart by its name, from the config in the wheel, a few steps
+    done = _run([command, 'fit', '-c', 'quickstart',
+                 '--trainer.max_steps', '3', '--trainer.val_check_interval',
+                 '3', '--trainer.limit_val_batches', '1',
+                 '--trainer.num_sanity_val_steps', '0',
+                 '--trainer.accelerator', 'cpu', '--data.progress', 'false',
+                 '--trainer.enable_progress_bar', 'false'],
+                timeout=600, **run)
+    print(done.stdout[-3000:])  # the closing note of the run (pytest -s)
     assert 'validation accuracy:' in done.stdout
-    assert list((elsewhere / 'runs').rglob('*.ckpt'))
-    assert list((elsewhere / 'runs').rglob('fastload_stats.json'))
+    assert list((elsewhere / 'logs' / 'quickstart').rglob('*.ckpt'))
+    assert list((elsewhere / 'logs' / 'quickstart').rglob(
+        'fastload_stats.json'))

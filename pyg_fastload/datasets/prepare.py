@@ -14,7 +14,7 @@ from ..config import format_bytes
 from ..errors import UsageExit
 from ..io.hetero_dir import OnDiskHeteroDataset
 from ..io.reader import OnDiskDataset
-from ..io.staging import check_target
+from ..io.staging import TargetExistsError, check_target
 from ..io.writer import write_dataset_dir
 from .disk_synthetic import DISK_PRESETS, prepare_disk_synthetic
 from .hetero_disk_synthetic import (DEFAULT_SCALE, HETERO_DISK_PRESETS,
@@ -202,6 +202,8 @@ def run(args: argparse.Namespace) -> Union[OnDiskDataset,
                                   progress=progress, overwrite=args.overwrite,
                                   symmetrize=args.symmetrize,
                                   split=args.split)
+    except TargetExistsError as exc:
+        raise UsageExit('prepare', str(exc.naming('--overwrite'))) from None
     except (OSError, ValueError) as exc:  # incl. DatasetFormatError
         raise UsageExit('prepare', str(exc)) from exc
     total = sum(spec['bytes'] for spec in dataset.meta['arrays'].values())

@@ -16,6 +16,7 @@ from torch import Tensor
 
 from ..config import SettingError, parse_budget
 from ..graph.view import GraphView
+from ..io.staging import file_in_the_way
 from .layerwise import layerwise_inference
 
 __all__ = ['WholeGraph', 'WholeGraphLoader', 'InferenceOptions']
@@ -57,8 +58,8 @@ class InferenceOptions:
             raise SettingError('inference.chunk_size', f"{self.chunk_size!r} "
                                f"must be a positive int")
         try:
-            parse_budget(self.memory_budget, 'inference.memory_budget',
-                         allow_auto=True)
+            budget = parse_budget(self.memory_budget,
+                                  'inference.memory_budget', allow_auto=True)
         except (TypeError, ValueError) as error:
             raise SettingError('inference.memory_budget', str(error)) \
                 from None
@@ -66,6 +67,21 @@ class InferenceOptions:
                 not isinstance(self.work_dir, str) or not self.work_dir):
             raise SettingError('inference.work_dir', f"{self.work_dir!r} "
                                f"must be a directory path")
+        if budget == 0 and self.work_dir is None:  # refused now, not when
+            # the first layer is computed
+            raise SettingError('inference.memory_budget', f"{budget} holds "
+                               f"no layer in memory, and no work_dir is "
+                               f"given for the layers to go to files: give "
+                               f"inference.work_dir, or a budget above 0")
+        if self.work_dir is not None:
+            work_dir = Path(self.work_dir).expanduser()
+            blocker = file_in_the_way(work_dir)
+            if blocker is not None:
+                where = 'is a file' if blocker == work_dir else \
+                    f"lies under '{blocker}', a file"
+                raise SettingError('inference.work_dir', f"'{self.work_dir}' "
+                                   f"{where}, not a directory: name a "
+                                   f"directory (made if missing)")
         if not isinstance(self.stream, bool):
             raise SettingError('inference.stream', f"{self.stream!r} must "
                                f"be true or false")

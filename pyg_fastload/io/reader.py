@@ -268,8 +268,9 @@ def read_meta(path: Path, follow_symlinks: bool, version: int
     and of format :obj:`version`, and the fix its errors suggest."""
     meta_file = path / 'meta.json'
     generic_fix = f're-create the dataset with `{PREPARE_HINT} {path}`'
-    if not path.is_dir():
-        raise fail(path, 'no such dataset directory', generic_fix)
+    if not path.is_dir():  # maybe never made: not 're-create'
+        raise fail(path, 'no such dataset directory', f'check the path, or '
+                   f'create the dataset with `{PREPARE_HINT} {path}`')
     if not meta_file.is_file():
         raise fail(meta_file, 'missing, so this is not a complete '
                     'pyg-fastload dataset directory', generic_fix)

@@ -41,7 +41,8 @@ from .format import (
 from .reader import MAX_META_BYTES
 
 __all__ = ['DATASET_DIR', 'DirectoryFormat', 'DiskFullError',
-           'ScratchDirectory', 'StagedDirectory', 'Staging', 'check_target',
+           'ScratchDirectory', 'StagedDirectory', 'Staging',
+           'TargetExistsError', 'check_target', 'file_in_the_way',
            'recover', 'replace_directory']
 
 PathLike = Union[str, 'os.PathLike[str]']
@@ -233,6 +234,36 @@ DATASET_DIR = DirectoryFormat('meta.json', FORMAT_NAME,
                               'pyg-fastload dataset', _dataset_files)
 
 
+class TargetExistsError(FileExistsError):
+    r"""An output directory that exists, written without ``overwrite``.
+    The message names the library's argument (``overwrite=True``); a
+    caller that takes the switch under another name (a command's
+    ``--overwrite``, a callback's config key) names its own with
+    :meth:`naming`."""
+
+    def __init__(self, path: Path, switch: str = 'overwrite=True'):
+        self.path = path
+        self.switch = switch
+        super().__init__(
+            f"output directory '{path}' already exists; pass {switch} to "
+            f"replace it, or choose another directory")
+
+    def naming(self, switch: str) -> 'TargetExistsError':
+        r"""The same error, its message naming :obj:`switch` (how the
+        caller's user asks to replace the directory)."""
+        return TargetExistsError(self.path, switch)
+
+
+def file_in_the_way(path: Path) -> Optional[Path]:
+    r"""The file (anything but a directory) at :obj:`path` or at the
+    nearest of its parents that exists, which keeps a directory from being
+    made at :obj:`path`; :obj:`None` where a directory can be made."""
+    for place in (path, *path.parents):
+        if os.path.lexists(place):
+            return None if place.is_dir() else place
+    return None
+
+
 def check_target(path: Path, overwrite: bool,
                  kind: DirectoryFormat = DATASET_DIR) -> List[str]:
     r"""Fails early when :obj:`path` exists and may not be replaced: only
@@ -240,16 +271,18 @@ def check_target(path: Path, overwrite: bool,
     manifest of :obj:`kind`. Returns the entries there that the manifest
     does not own, which replacing the directory keeps."""
     if not os.path.lexists(path):
+        blocker = file_in_the_way(path.parent)
+        if blocker is not None:
+            raise NotADirectoryError(
+                f"output path '{path}' lies under '{blocker}', which is a "
+                f"file, not a directory; choose another output directory")
         return []
     if not path.is_dir():
         raise FileExistsError(
             f"output path '{path}' exists and is not a directory; remove it "
             f"or choose another output directory")
     if not overwrite:
-        raise FileExistsError(
-            f"output directory '{path}' already exists; pass "
-            f"overwrite=True (`--overwrite` on the command line) to replace "
-            f"it, or choose another directory")
+        raise TargetExistsError(path)
     entries = sorted(os.listdir(path))
     if not entries:
         return []

@@ -148,9 +148,13 @@ def write_dataset_dir(
         raise TypeError(f"'source' must be a str, got "
                         f'{type(source).__name__}')
     num_classes = classes_arg(num_classes)
-    if not isinstance(node_arrays, dict):
-        raise TypeError(f"'node_arrays' must be a dict of name -> array, "
-                        f'got {type(node_arrays).__name__}')
+    for arrays, key in ((node_arrays, 'node_arrays'),
+                        (edge_arrays, 'edge_arrays')):
+        if not isinstance(arrays, dict) and (
+                key == 'node_arrays' or arrays is not None):
+            raise TypeError(f"'{key}' must be a dict of name -> array "
+                            f"(e.g. {{'time': times}}), got "
+                            f'{type(arrays).__name__}')
     edge_arrays = dict(edge_arrays or {})
     for arrays, level in ((node_arrays, 'node'), (edge_arrays, 'edge')):
         for key in arrays:

@@ -9,6 +9,7 @@ import time
 import numpy as np
 
 from ..errors import UsageExit
+from ..io.staging import TargetExistsError
 from .hetero import HeteroPartitionBook
 from .bounded import max_memory_type
 from .methods import METHODS
@@ -96,6 +97,9 @@ def run(args: argparse.Namespace) -> None:
                                  args.method, args.num_hops, args.seed,
                                  args.overwrite, not args.no_progress,
                                  args.max_memory, args.features, args.task)
+    except TargetExistsError as exc:
+        raise UsageExit('partition', str(exc.naming('--overwrite'))) \
+            from None
     except (OSError, ValueError) as exc:  # incl. DatasetFormatError
         raise UsageExit('partition', str(exc)) from None
     if isinstance(book, HeteroPartitionBook):

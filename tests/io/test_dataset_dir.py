@@ -247,7 +247,7 @@ def test_existing_out_dir(tmp_path):
     small_dataset(tmp_path / 'ds')
     with pytest.raises(FileExistsError,
                        match=r"'.*ds' already exists; pass overwrite=True "
-                       r'\(`--overwrite`'):
+                       r'to replace it'):
         small_dataset(tmp_path / 'ds')
     dataset = small_dataset(tmp_path / 'ds', overwrite=True)
     assert dataset.num_nodes == 6

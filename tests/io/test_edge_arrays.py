@@ -89,6 +89,11 @@ def test_a_wrong_length_edge_array_is_refused(tmp_path):
         open_dataset_dir(path, verify='none')
 
 
+@pytest.mark.reliability(
+    fault="`write_dataset_dir(..., edge_arrays=[array])` (a list, not a "
+          "dict by name)",
+    behaviour="`TypeError` naming 'edge_arrays' and the dict it takes; "
+              "nothing written (was: 'invalid edge array name tensor(0)')")
 def test_an_edge_array_name_is_checked(tmp_path):
     topo = CSCTopology.from_edge_index(EDGES, num_nodes=6)
     common = dict(num_nodes=6, indptr=topo.indptr, indices=topo.indices,
@@ -101,4 +106,10 @@ def test_an_edge_array_name_is_checked(tmp_path):
                        r" in 'edge_arrays'"):
         write_dataset_dir(tmp_path / 'a', node_arrays={},
                           edge_arrays={'edge_id': torch.ones(7)}, **common)
+    for arrays in ([torch.arange(7)], (torch.arange(7), ), torch.arange(7)):
+        with pytest.raises(TypeError, match=r"'edge_arrays' must be a dict "
+                           r"of name -> array \(e\.g\. \{'time': times\}\), "
+                           r"got (list|tuple|Tensor)"):
+            write_dataset_dir(tmp_path / 'a', node_arrays={},
+                              edge_arrays=arrays, **common)
     assert os.listdir(tmp_path) == []

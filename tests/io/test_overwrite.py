@@ -106,3 +106,30 @@ def test_a_foreign_meta_json_is_refused(tmp_path, meta):
     assert (path / 'train.py').read_text() == 'print(1)'
     assert (path / 'meta.json').read_text() == meta
     assert os.listdir(tmp_path) == ['project']
+
+
+@pytest.mark.reliability(
+    fault='an output directory that exists, written again without '
+          'overwriting: by `prepare`, `partition`, the library',
+    behaviour=("each names its own switch: `--overwrite` for the commands, "
+               "`overwrite=True` for the library (was: one message for all, "
+               "naming both)"))
+def test_each_caller_names_its_own_overwrite_switch(tiny_dir, tmp_path,
+                                                    capsys):
+    from pyg_fastload.lightning.command import main
+    dataset_dir, cache = tiny_dir
+    with pytest.raises(FileExistsError) as info:
+        write(dataset_dir, {'x': torch.ones(2, 3)})
+    assert 'pass overwrite=True to replace it' in str(info.value)
+    assert '--overwrite' not in str(info.value)
+    prepare = ['prepare', '--preset', 'tiny', '--cache-dir', str(cache),
+               '--no-progress', str(dataset_dir)]
+    partition = ['partition', str(dataset_dir), '--num-parts', '2',
+                 '--method', 'hash', '--out', str(tmp_path / 'parts'),
+                 '--no-progress']
+    main(partition)
+    capsys.readouterr()
+    for argv in (prepare, partition):
+        with usage_exit(capsys, r"already exists; pass --overwrite to "
+                                r"replace it, or choose another directory"):
+            main(argv)

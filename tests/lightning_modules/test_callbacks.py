@@ -109,6 +109,31 @@ def test_no_logger_early_stop_and_fast_dev_run(tmp_path):
     assert not (tmp_path / 'dev').exists()  # debugging runs write nothing
 
 
+@pytest.mark.parametrize('pipeline', ['auto', False])
+def test_pipeline_auto_says_its_first_epoch_is_slower(pipeline, tmp_path,
+                                                      capsys):
+    graph = load_synthetic('tiny', root=tmp_path / 'cache', progress=False)
+    data = graph.to_data()
+    loaders = Loaders(data, data.train_mask, data.val_mask, 128)
+    loaders.train_dataloader = lambda: FastNeighborLoader(
+        data, [4, 4], input_nodes=data.train_mask, batch_size=128,
+        shuffle=True, pipeline=pipeline)
+    trainer(max_epochs=3, logger=False, limit_val_batches=0,
+            callbacks=[LoaderMonitor(filename=None)],
+            default_root_dir=tmp_path).fit(TinyGNN(), datamodule=loaders)
+    said = [line for line in capsys.readouterr().out.splitlines()
+            if "pipeline 'auto'" in line]
+    if pipeline == 'auto':  # once, before the first epoch: not every epoch
+        assert said == ["pyg-fastload: pipeline 'auto' runs this epoch's "
+                        "first batches both ways (in the training loop, "
+                        "then in the loader's threads) and keeps the "
+                        "faster, so this epoch is slower than the next "
+                        "ones: time a later epoch, or set data.pipeline "
+                        "true or false"]
+    else:
+        assert said == []
+
+
 def test_finds_the_loader_inside_wrappers(graph):
     loader = FastNeighborLoader(graph, [2], batch_size=50)
 
@@ -130,7 +155,8 @@ def test_rejects_bad_arguments(kwargs):
 
 def test_the_summary_names_where_each_tier_lives(tiered_run):
     r"""A CPU run's summary: each tier named with where its rows live (the
-    device cache is CPU memory, storage a memory-mapped file), hit ratios
+    device cache, in CPU memory, is named an in-memory cache: not 'device
+    cache (CPU memory)'; storage a memory-mapped file), hit ratios
     of the caches only, and the rows storage served as many as the rows
     asked of it."""
     text = tiered_run['stdout']
@@ -147,7 +173,8 @@ def test_the_summary_names_where_each_tier_lives(tiered_run):
                   if c.strip()]
         return header, lines[at + 1].split()[1:]
     header, _ = table('cache hit ratio')
-    assert header == ['device cache (CPU memory)', 'host buffer (CPU memory)']
+    assert header == ['in-memory cache (device_budget)',
+                      'host buffer (CPU memory)']
     header, cells = table('rows served (bytes)')
     assert header[-1] == 'storage (file, memory-mapped)'
     storage = summary['storage_read']['x']['rows']

@@ -58,6 +58,32 @@ def test_shipped_configs_parse(config, cache_env, capsys):
     assert 'model:' in capsys.readouterr().out
 
 
+def test_a_shipped_config_is_found_by_its_name(cache_env, capsys):
+    from pyg_fastload.lightning.cli import resolve_configs, shipped_configs
+    assert 'quickstart' in shipped_configs()
+    assert set(shipped_configs()) == {p.stem for p in CONFIGS.glob('*.yaml')}
+    for words in (['fit', '-c', 'quickstart'], ['fit', '--config',
+                                                'quickstart.yaml'],
+                  ['fit', '--config=quickstart']):
+        resolved = resolve_configs(words)
+        assert Path(resolved[-1].rpartition('=')[2]).resolve() == \
+            (CONFIGS / 'quickstart.yaml').resolve(), resolved
+    with pytest.raises(SystemExit):  # the name as the command takes it
+        main(['fit', '-c', 'quickstart', '--print_config'])
+    printed = yaml.safe_load(capsys.readouterr().out)
+    assert printed['data']['dataset'] == 'arxiv-like'
+    # a file of that name in the working directory comes first
+    (cache_env / 'quickstart').write_text('data:\n  batch_size: 7\n')
+    assert resolve_configs(['fit', '-c', 'quickstart']) == \
+        ['fit', '-c', 'quickstart']
+    with pytest.raises(SystemExit) as info:
+        main(['fit', '-c', 'quickstrat'])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert ("-c 'quickstrat': no such file, and no config of that name "
+            "ships with pyg-fastload (one of: ") in err and 'quickstart' in err
+
+
 @pytest.mark.reliability(
     fault="a config naming 'model: class_path: LinkPredictor' without "
           "dropout or node_embeddings",

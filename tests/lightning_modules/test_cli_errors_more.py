@@ -111,3 +111,63 @@ def test_a_huge_hidden_width_is_named_not_the_input_width():
         NodeClassifier(hidden_channels=4, num_layers=1, in_channels=10**11,
                        num_classes=3)
     assert info.value.config_key == 'model.in_channels'
+
+
+@pytest.mark.reliability(
+    fault='`pyg-fastload predict` (or fit) with the data.inference options '
+          '`chunk_size` 0 or -1, `memory_budget` lots, -1GiB (with `=` or '
+          'without) or 0 without a `work_dir`, `chunk_size: 0` in a config, '
+          'a `work_dir` that is a file or lies under one; a `--ckpt_path` '
+          'naming no file; `--data.num_neighbors 10,5`',
+    behaviour="exit status 2 and one line naming the key (`data.inference."
+              "<key>`, `--ckpt_path`, ...) and what to give, before anything "
+              "is set up (was: a ~60-line traceback with the message buried "
+              "in it; memory_budget 0 refused only mid-prediction; a raw "
+              "FileExistsError or FileNotFoundError; `Expected a <class "
+              "'list'>` without the `[10, 5]` to write)")
+@pytest.mark.parametrize('args, expected', [
+    (['--data.inference.chunk_size', '0'],
+     "config key 'data.inference.chunk_size': 0 must be a positive int"),
+    (['--data.inference.chunk_size', '-1'],
+     "config key 'data.inference.chunk_size': -1 must be a positive int"),
+    (['--data.inference.memory_budget', 'lots'],
+     "config key 'data.inference.memory_budget': .*'lots'.* is not a size"),
+    (['--data.inference.memory_budget=-1GiB'],
+     "config key 'data.inference.memory_budget': .*'-1gib'.* is not a size"),
+    (['--data.inference.memory_budget', '-1GiB'],
+     "expected a value \\(one that starts with '-' is written after '='"),
+    (['-c', 'CONFIG'],
+     "config key 'data.inference.chunk_size': 0 must be a positive int"),
+    (['--data.inference.work_dir', 'FILE'],
+     "config key 'data.inference.work_dir': '.*afile' is a file, not a "
+     "directory"),
+    (['--data.inference.work_dir', 'FILE/layers'],
+     "config key 'data.inference.work_dir': '.*afile/layers' lies under "
+     "'.*afile', a file, not a directory"),
+    (['--data.inference.memory_budget', '0'],
+     "config key 'data.inference.memory_budget': 0 holds no layer in "
+     "memory, and no work_dir is given"),
+    (['--ckpt_path', 'missing.ckpt'],
+     "--ckpt_path 'missing.ckpt' names no file; give a .ckpt file"),
+    (['--data.num_neighbors', '10,5'],
+     "config key 'data.num_neighbors': .*; write a list: '\\[10, 5\\]'"),
+], ids=['chunk_size-0', 'chunk_size--1', 'budget-lots', 'budget-=-1GiB',
+        'budget--1GiB', 'chunk_size-in-config', 'work_dir-file',
+        'work_dir-under-file', 'budget-0', 'ckpt_path-missing',
+        'num_neighbors-10,5'])
+def test_predict_errors_are_one_line_naming_the_key(args, expected,
+                                                    cache_env, capsys):
+    import re
+    (cache_env / 'afile').write_text('not a directory')
+    config = cache_env / 'layerwise.yaml'
+    config.write_text('data:\n  eval: layerwise\n  inference:\n'
+                      '    chunk_size: 0\n')
+    args = [str(config) if a == 'CONFIG' else
+            a.replace('FILE', str(cache_env / 'afile')) for a in args]
+    with pytest.raises(SystemExit) as info:
+        main(['predict', *TINY[:-2], '--data.eval', 'layerwise', *args])
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if 'error:' in line]
+    assert info.value.code == 2, err
+    assert len(lines) == 1 and 'Traceback' not in err, err
+    assert re.search(expected, lines[0]), lines[0]

@@ -9,12 +9,14 @@ from ..helpers import usage_exit
     fault='a bad argument or input to `prepare`, `partition` or `bench` '
           '(a missing dataset directory, an option of another source, a '
           'bad value)',
-    behaviour="one line naming the command and the fix, exit status 2 as "
-              "argparse's own errors and `fit`'s config errors (was: 1, "
-              "the status of a crash)")
+    behaviour="one line naming the command and the fix (a dataset never "
+              "made: check the path or create it, not 're-create'), exit "
+              "status 2 as argparse's own errors and `fit`'s config errors "
+              "(was: 1, the status of a crash)")
 @pytest.mark.parametrize('words, match', [
     (['partition', '{tmp}/none', '--num-parts', '2', '--out', '{tmp}/p'],
-     r"^pyg-fastload partition: error: .*none: no such dataset directory"),
+     r"^pyg-fastload partition: error: .*none: no such dataset directory; "
+     r"check the path, or create the dataset with `pyg-fastload prepare"),
     (['prepare', '--preset', 'tiny', '--raw-dir', '{tmp}', '{tmp}/ds'],
      r'^pyg-fastload prepare: error: --raw-dir only applies to --ogb'),
     (['bench', 'loader', '--preset', 'tiny', '--warmup', '0',

@@ -173,6 +173,9 @@ def test_pyg_fastload_predict_writes_a_link_predictors_embeddings(
                '256', '--trainer.max_epochs', '1',
                '--trainer.limit_train_batches', '2',
                '--trainer.limit_val_batches', '1'])
+    # the fit's closing line says what predict writes for a link predictor
+    assert ("next, every node's embedding (a LinkPredictor writes "
+            "embeddings): pyg-fastload predict -c ") in capsys.readouterr().out
     ckpt = next((cache_env / 'runs').rglob('*.ckpt'))
     # the same config as the fit: task link predicts every node's embedding
     cli_succeeds(['predict', *common, '--data.task', 'link', '--ckpt_path',

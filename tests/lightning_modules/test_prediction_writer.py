@@ -1,4 +1,5 @@
 import json
+import re
 
 import pytest
 import pytorch_lightning as pl
@@ -311,3 +312,60 @@ def test_streamed_inference_of_a_hetero_dataset_is_refused_at_once(
                        "homogeneous graph's layers"):
         FastLoadDataModule(hetero_graph, eval='layerwise', progress=False,
                            inference={'stream': True})
+
+
+@pytest.mark.reliability(
+    fault="a heterogeneous model's checkpoint given to a homogeneous dataset, "
+          "or the reverse (NodeClassifier, LinkPredictor); a PredictionWriter "
+          "`out_dir` under a file",
+    behaviour="one line naming `data.dataset` and both kinds of graph, exit "
+              "status 2 (was: TypeError: HeteroNet.forward() takes 2 "
+              "positional arguments); naming `trainer.callbacks` and the file "
+              "in the way, before anything is predicted (was: a raw "
+              "FileExistsError)")
+def test_a_model_of_the_other_kind_of_graph_is_named(cache_env):
+    import subprocess
+    import sys
+    from pyg_fastload.lightning import LinkPredictor
+    hetero = FastLoadDataModule('hetero-tiny', num_neighbors=[3, 3],
+                                batch_size=64, progress=False)
+    homo = FastLoadDataModule('tiny', num_neighbors=[3, 3], batch_size=512,
+                              progress=False)
+    schema = hetero.hetero_schema.to_dict()
+    for model, data, kinds in (
+            (NodeClassifier(schema=schema, hidden_channels=8, num_layers=2),
+             homo, ('heterogeneous', 'homogeneous')),
+            (NodeClassifier(in_channels=16, num_classes=4, hidden_channels=8,
+                            num_layers=2), hetero,
+             ('homogeneous', 'heterogeneous (node types paper')),
+            (LinkPredictor(schema=schema, hidden_channels=8,
+                           edge_type=['author', 'writes', 'paper']), homo,
+             ('heterogeneous', 'homogeneous'))):
+        with pytest.raises(ConfigError, match=f'the model is {kinds[0]} .* '
+                           f'and the dataset {re.escape(kinds[1])}') as info:
+            _trainer().predict(model, data)
+        assert info.value.config_key == 'data.dataset'
+    (cache_env / 'afile').write_text('mine')
+    model = NodeClassifier(in_channels=16, num_classes=4, hidden_channels=8,
+                           num_layers=2)
+    with pytest.raises(ConfigError, match="PredictionWriter: output path "
+                       "'afile/preds' lies under 'afile', which is a file"):
+        _trainer(PredictionWriter('afile/preds')).predict(model, homo)
+    assert (cache_env / 'afile').read_text() == 'mine'
+    # the command: one line (a process of its own: the error ends it)
+    hetero_model = NodeClassifier(schema=schema, hidden_channels=8,
+                                  num_layers=2)
+    torch.save({'pytorch-lightning_version': pl.__version__,
+                'state_dict': hetero_model.state_dict(),
+                'hyper_parameters': dict(hetero_model.hparams)},
+               cache_env / 'hetero.ckpt')
+    done = subprocess.run(
+        [sys.executable, '-m', 'pyg_fastload', 'predict', '--data.dataset',
+         'tiny', '--data.progress', 'false', '--trainer.accelerator', 'cpu',
+         '--ckpt_path', 'hetero.ckpt'], capture_output=True, text=True,
+        timeout=300)
+    assert done.returncode == 2, done.stderr[-3000:]
+    assert 'Traceback' not in done.stderr, done.stderr[-3000:]
+    assert done.stderr.strip().splitlines()[-1].startswith(
+        "pyg-fastload: error: config key 'data.dataset': the model is "
+        "heterogeneous"), done.stderr[-3000:]

@@ -109,12 +109,14 @@ def test_the_records_and_bytes_read_are_bounded(tmp_path, capsys):
 
 @pytest.mark.reliability(
     fault='a `fastload_stats.json` nested 100,000 deep, with `epoch` '
-          'infinite or a number beyond any float; a `metrics.csv` with '
+          'infinite, 1e30 (a float, or a whole number beyond 64 bits) or a '
+          'number beyond any float; a `metrics.csv` with '
           '`epoch` inf, a 200 KB field or more fields than columns (given '
           'to `pyg-fastload report`)',
     behaviour='exit status 2 and one line naming the file and the field or '
-              'line (was: RecursionError, OverflowError or csv.Error '
-              'tracebacks, or a matplotlib message naming neither)')
+              'line (was: RecursionError, OverflowError, csv.Error or, for a '
+              'whole-number epoch of 1e30, numpy TypeError tracebacks, or a '
+              'matplotlib message naming neither)')
 @pytest.mark.parametrize('name, text, parts', [
     ('fastload_stats.json', '{"epochs": ' + '[' * 100_000 + ']' * 100_000
      + '}', ['nests its values deeper than a stats file']),
@@ -123,6 +125,15 @@ def test_the_records_and_bytes_read_are_bounded(tmp_path, capsys):
     ('fastload_stats.json', stats_text([record(0), record(1)]).replace(
         '"epoch": 1,', '"epoch": Infinity,'),
      ["epoch record 1: 'epoch' is inf, not an epoch number"]),
+    ('fastload_stats.json', stats_text([record(0), record(1)]).replace(
+        '"epoch": 1,', '"epoch": 1e30,'),
+     ["epoch record 1: 'epoch' is 1e+30, not an epoch number"]),
+    ('fastload_stats.json', stats_text([record(0), record(1)]).replace(
+        '"epoch": 1,', '"epoch": 1' + '0' * 30 + ','),
+     ["epoch record 1: 'epoch' is 1" + '0' * 30 + ", not an epoch number"]),
+    ('fastload_stats.json', stats_text([record(0)]).replace(
+        '"seeds_per_s": 100.0', '"seeds_per_s": 1' + '0' * 30),
+     ["'seeds_per_s' is 1" + '0' * 30, 'not a finite number']),
     ('fastload_stats.json', stats_text([record(0)]).replace(
         '"seeds_per_s": 100.0', '"seeds_per_s": 1' + '0' * 400),
      ["'seeds_per_s' is 1000000", 'not a finite number']),

@@ -128,19 +128,55 @@ def test_an_interrupted_fit_keeps_what_ran(cache_env):
         "version_9': no 'fastload_stats.json'" in done.stderr
 
 
+@pytest.mark.reliability(
+    fault="the predict command a fit prints, run once, then again over its "
+          "own predictions",
+    behaviour=("the run leaves nothing but the predictions (was: a logs "
+               "version_N of config.yaml and hparams.yaml, which report "
+               "called a fit stopped before its first batch, and Lightning's "
+               "'dirpath has changed' warning); run again, one line naming "
+               "the writer's key `--trainer.callbacks.overwrite true`, which "
+               "then replaces them (was: `--overwrite`, an unknown key)"))
 def test_a_fit_ends_with_the_command_that_predicts_every_node(cache_env,
                                                               capsys):
     import shlex
+    import warnings
     from pyg_fastload.inference import read_predictions
+    runs = cache_env / 'runs'
     main(['fit', *TINY, '--model.hidden_channels', '16',
           '--model.num_layers', '2', '--trainer.max_epochs', '1',
-          '--trainer.default_root_dir', str(cache_env / 'runs')])
+          '--trainer.default_root_dir', str(runs)])
     out = capsys.readouterr().out
     [line] = [line for line in out.splitlines()
               if line.startswith("next, every node's prediction: ")]
     command = shlex.split(line.split(': ', 1)[1].rsplit(' (', 1)[0])
     assert command[:2] == ['pyg-fastload', 'predict']
     assert _written(out)['checkpoint'] in command
-    main(command[1:])  # the printed command runs as it is
+    fitted = sorted(runs.rglob('*'))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter('always')
+        main(command[1:])  # the printed command runs as it is
     assert read_predictions('predictions')['node_ids'].tolist() == list(
         range(2000))
+    # no clutter: no new log directory, no warning about the checkpoint's
+    assert sorted(runs.rglob('*')) == fitted
+    said = [str(w.message) for w in caught]
+    assert not [w for w in said if 'dirpath has changed' in w
+                or 'callbacks used to create the checkpoint' in w], said
+    report = subprocess.run([sys.executable, '-m', 'pyg_fastload', 'report',
+                             str(runs)], capture_output=True, text=True,
+                            timeout=120)
+    assert report.returncode == 0 and 'skipped' not in report.stderr, \
+        report.stderr
+    # again (a process of its own: a config error ends the process): the
+    # writer's own key, which then replaces the predictions
+    again = subprocess.run([sys.executable, '-m', 'pyg_fastload',
+                            *command[1:]], capture_output=True, text=True,
+                           timeout=300)
+    assert again.returncode == 2, again.stderr[-2000:]
+    assert "already exists; pass `--trainer.callbacks.overwrite true`" in \
+        again.stderr.strip().splitlines()[-1], again.stderr[-2000:]
+    capsys.readouterr()
+    main([*command[1:], '--trainer.callbacks.overwrite', 'true'])
+    assert "wrote the predicted classes of 2,000 nodes" in \
+        capsys.readouterr().out
