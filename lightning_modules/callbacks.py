@@ -297,10 +297,10 @@ class LoaderMonitor(Callback):
         self._auto_loaders.append(loader)
         if self.print_summary and trainer.is_global_zero:
             print("pyg-fastload: pipeline 'auto' runs this epoch's first "
-                  f"batches both ways (in the training loop, then in the "
-                  f"loader's threads) and keeps the faster, so this epoch "
-                  f"is slower than the next ones: time a later epoch, or "
-                  f"set data.pipeline true or false", flush=True)
+                  "batches both ways (in the training loop, then in the "
+                  "loader's threads) and keeps the faster, so this epoch "
+                  "is slower than the next ones: time a later epoch, or "
+                  "set data.pipeline true or false", flush=True)
 
     def on_train_batch_end(self, trainer: pl.Trainer,
                            pl_module: pl.LightningModule, outputs: Any,
