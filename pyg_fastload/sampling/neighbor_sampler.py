@@ -304,6 +304,11 @@ class HopSampler(BaseSampler):
                 node_keys.append(new)
                 num_sampled_nodes.append(new.numel())
                 num_sampled_edges.append(pos.numel())
+                if self.walks:  # every walker goes on from where it is
+                    frontier_local, frontier = row, nbr
+                    if self.disjoint:
+                        frontier_batch = tree
+                    continue
                 frontier_local = torch.arange(
                     relabeler.num_local - new.numel(), relabeler.num_local,
                     device=device)
@@ -329,6 +334,9 @@ class HopSampler(BaseSampler):
         if self.subgraph_type == SubgraphType.induced:
             row, col, pos = self._induced_edges(node)
             num_sampled_edges = None
+        if self.walks:  # a revisited node was expanded at several hops,
+            # which per-hop trimming (``trim_to_layer``) cannot tell
+            num_sampled_nodes = num_sampled_edges = None
         edge = self._edge_ids(pos)
         out = SamplerOutput(node=node, row=row, col=col, edge=edge,
                             batch=batch, num_sampled_nodes=num_sampled_nodes,
@@ -374,6 +382,11 @@ class HopSampler(BaseSampler):
             [task(i, part) for i, part in enumerate(parts)],
             [float(len(part)) for part in parts])
         return tuple(torch.cat(x) for x in zip(*out))  # type: ignore
+
+    #: Whether every sampled neighbour is the next hop's frontier (a
+    #: walker's next position, a node seen before included), rather than
+    #: only the nodes reached for the first time.
+    walks = False
 
     #: Whether a hop's frontier may be split into tasks drawn apart (every
     #: frontier node draws alone; a layer-wise draw spans the frontier).

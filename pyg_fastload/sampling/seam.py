@@ -25,14 +25,16 @@ from torch_geometric.sampler import BaseSampler
 
 from .labor import LaborSampler
 from .neighbor_sampler import FastNeighborSampler
+from .random_walk import RandomWalkSampler
 
 __all__ = ['SAMPLERS', 'GraphSampler', 'SamplerChoice']
 
 #: The samplers known by name: each class serves homogeneous and
-#: heterogeneous graphs.
+#: heterogeneous graphs (random walks homogeneous ones).
 SAMPLERS: Dict[str, Type[FastNeighborSampler]] = {
     'neighbor': FastNeighborSampler,
     'labor': LaborSampler,
+    'random_walk': RandomWalkSampler,
 }
 
 
