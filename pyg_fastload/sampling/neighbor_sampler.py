@@ -409,6 +409,14 @@ class HopSampler(BaseSampler):
         must aggregate with."""
         return False
 
+    @classmethod
+    def reach(cls, num_hops: int, **options: Any) -> Optional[int]:
+        r"""How many hops of in-edges from its seeds a batch of
+        :obj:`num_hops` hops reads, built with :obj:`options`: the
+        frontiers of its hops (:obj:`None`: a batch drawn anywhere in the
+        graph)."""
+        return num_hops
+
     #: Whether a hop's draw reads one variate per source vertex, which the
     #: ranks of a collective sampler must share (their ``batch_seed``).
     shared_variates = False
