@@ -42,6 +42,7 @@ SAMPLERS: Dict[str, Type[BaseSampler]] = {
     'labor': LaborSampler,
     'random_walk': RandomWalkSampler,
     'saint_node': saint.SaintNodeSampler,
+    'saint_edge': saint.SaintEdgeSampler,
     'saint_rw': saint.SaintRandomWalkSampler,
 }
 

@@ -14,14 +14,15 @@ from torch_geometric.nn import GraphConv
 from pyg_fastload import FastLinkNeighborLoader, FastNeighborLoader
 from pyg_fastload.modes.contract import edge_weight, seed_loss
 from pyg_fastload.sampling import SamplerChoice, saint
-from pyg_fastload.sampling.saint import (SaintNodeSampler,
+from pyg_fastload.sampling.saint import (SaintEdgeSampler, SaintNodeSampler,
                                          SaintRandomWalkSampler)
 
 from ..helpers import random_graph, random_hetero_graph, requires_torch_sparse
 
 DRAWS = 2000
 ALPHA = 1e-3  # chi-square at 0.999
-KINDS = {'saint_node': SaintNodeSampler, 'saint_rw': SaintRandomWalkSampler}
+KINDS = {'saint_node': SaintNodeSampler, 'saint_edge': SaintEdgeSampler,
+         'saint_rw': SaintRandomWalkSampler}
 
 
 def _loader(data, name, batch_size=20, **options):
@@ -92,6 +93,26 @@ def test_the_node_sampler_draws_nodes_by_out_degree():
     assert counts[~seen].sum() == 0
     expected = counts.sum() * degree[seen] / degree.sum()
     assert chisquare(counts[seen].numpy(), expected.numpy()).pvalue > ALPHA
+
+
+def test_the_edge_sampler_draws_edges_by_inverse_degrees():
+    r"""Edge ``(u, v)`` as likely as ``1 / deg_out(u) + 1 / deg_in(v)``
+    (the paper's probability), both endpoints in the subgraph."""
+    data = random_graph(num_nodes=30, num_edges=120, seed=4)
+    sampler = SaintEdgeSampler(data, [1], sample_coverage=0)
+    src, dst = data.edge_index
+    index = {(int(u), int(v)): e for e, (u, v) in enumerate(zip(src, dst))}
+    counts = torch.zeros(120)
+    for draw in range(DRAWS // 5):
+        nodes = sampler.subgraph_nodes(torch.arange(5),
+                                       torch.Generator().manual_seed(draw))
+        for u, v in zip(nodes[:5].tolist(), nodes[5:].tolist()):
+            counts[index[u, v]] += 1
+    deg_out = torch.bincount(src, minlength=30).double()
+    deg_in = torch.bincount(dst, minlength=30).double()
+    prob = 1 / deg_out[src] + 1 / deg_in[dst]
+    expected = counts.sum() * prob / prob.sum()
+    assert chisquare(counts.numpy(), expected.numpy()).pvalue > ALPHA
 
 
 def test_a_walk_subgraph_is_every_edge_between_the_walks_nodes():
