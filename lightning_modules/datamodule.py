@@ -149,10 +149,10 @@ class FastLoadDataModule(pl.LightningDataModule):
             :class:`~pyg_fastload.sampling.LaborSampler`: the same
             fan-outs, far fewer distinct nodes per batch),
             ``'random_walk'`` (a walk of one step per hop from every seed,
-            :obj:`num_neighbors` all 1), GraphSAINT's ``'saint_node'`` or
-            ``'saint_rw'`` (training on subgraphs, the loss weighed by
-            their normalisation, evaluation on neighbourhoods sampled with
-            :obj:`eval_num_neighbors`;
+            :obj:`num_neighbors` all 1), GraphSAINT's ``'saint_node'``,
+            ``'saint_edge'`` or ``'saint_rw'`` (training on subgraphs, the
+            loss weighed by their normalisation, evaluation on
+            neighbourhoods sampled with :obj:`eval_num_neighbors`;
             :mod:`pyg_fastload.sampling.saint`), or ``{class_path: NAME
             or module.Class, init_args: {...}}`` (a sampler class with its
             own options, e.g. ``{class_path: labor, init_args:

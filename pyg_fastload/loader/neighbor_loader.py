@@ -90,9 +90,10 @@ class FastNeighborLoader(PipelinedLoader, NodeLoader):
             distinct nodes for the same fan-outs; ``'random_walk'``: a
             walk of one step per hop from every seed,
             :class:`~pyg_fastload.sampling.RandomWalkSampler`;
-            GraphSAINT's subgraphs ``'saint_node'``, ``'saint_rw'``,
-            :mod:`~pyg_fastload.sampling.saint`, whose normalisation is
-            estimated here for this loader's seeds and batch size),
+            GraphSAINT's subgraphs ``'saint_node'``, ``'saint_edge'``,
+            ``'saint_rw'``, :mod:`~pyg_fastload.sampling.saint`, whose
+            normalisation is estimated here for this loader's seeds and
+            batch size),
             ``{'class_path': name or 'module.Class', 'init_args': {...}}``
             (a class with its own options, built with this loader's
             arguments), or a sampler to reuse (e.g. one shared by the
