@@ -40,8 +40,9 @@ class NodeClassifier(pl.LightningModule):
     Loss and accuracy are computed on the first ``batch.batch_size`` nodes
     (the seeds; of a GraphSAINT subgraph, its nodes among the training
     nodes, their loss weighed by ``node_norm`` and its aggregation by
-    ``edge_norm``: :mod:`~pyg_fastload.modes.contract`). :obj:`in_channels` and :obj:`num_classes` may be left out
-    when training with a data module that knows them
+    ``edge_norm``: :mod:`~pyg_fastload.modes.contract`). :obj:`in_channels`
+    and :obj:`num_classes` may be left out when training with a data
+    module that knows them
     (:class:`~pyg_fastload.lightning.FastLoadDataModule`); they are then read
     from it before the model is built and saved in the checkpoint.
 

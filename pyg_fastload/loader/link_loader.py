@@ -91,10 +91,10 @@ class FastLinkNeighborLoader(PipelinedLoader, LinkLoader):
             GraphSAINT's subgraphs are for node losses and refused) or
             ``{'class_path': ..., 'init_args': {...}}``, built over
             :obj:`data` as :class:`~pyg_fastload.FastNeighborLoader`
-            builds it; or the
-            sampler to draw with (e.g. DSP's collective sampler over a
-            rank's part; of :obj:`data`'s kind of graph), whose
-            :obj:`num_neighbors` and sampling options are then its own.
+            builds it; or the sampler to draw with (e.g. DSP's collective
+            sampler over a rank's part; of :obj:`data`'s kind of graph),
+            whose :obj:`num_neighbors` and sampling options are then its
+            own.
         **kwargs: :class:`torch.utils.data.DataLoader` arguments
             (``batch_size``, ``shuffle``, ``num_workers``, ``generator``).
 

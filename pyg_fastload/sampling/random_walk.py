@@ -59,23 +59,21 @@ class RandomWalkSampler(FastNeighborSampler):
         >>> import torch
         >>> from torch_geometric.data import Data
         >>> from pyg_fastload import FastNeighborLoader
-        >>> gen = torch.Generator().manual_seed(0)
-        >>> data = Data(x=torch.randn(100, 8, generator=gen),
-        ...             edge_index=torch.randint(0, 100, (2, 1000),
-        ...                                      generator=gen))
-        >>> loader = FastNeighborLoader(data, num_neighbors=[1, 1, 1],
-        ...                             batch_size=16, disjoint=True,
+        >>> ring = Data(x=torch.randn(6, 4), edge_index=torch.tensor(
+        ...     [[1, 2, 3, 4, 5, 0], [0, 1, 2, 3, 4, 5]]))  # i + 1 -> i
+        >>> loader = FastNeighborLoader(ring, num_neighbors=[1, 1, 1],
+        ...                             batch_size=2, disjoint=True,
         ...                             neighbor_sampler='random_walk')
-        >>> batch = next(iter(loader))  # 16 walks of 3 steps
-        >>> batch.batch_size, batch.num_edges
-        (16, 48)
+        >>> batch = next(iter(loader))  # 0 <- 1 <- 2 <- 3, 1 <- 2 <- 3 <- 4
+        >>> batch.n_id.tolist(), batch.batch.tolist()
+        ([0, 1, 1, 2, 2, 3, 3, 4], [0, 1, 0, 1, 0, 1, 0, 1])
     """
     walks = True
     typed_class = None  # no heterogeneous engine: such a graph is refused
 
     def __init__(self, data: Any, num_neighbors: Any, *,
                  stop_prob: float = 0.0, **options: Any):
-        if data is not None and _is_typed(data):
+        if _is_typed(data):
             raise ValueError("'data' is a heterogeneous graph: a random walk "
                              "there follows a metapath, which "
                              "neighbor_sampler='random_walk' does not take; "

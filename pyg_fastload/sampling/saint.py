@@ -100,7 +100,7 @@ class SaintSampler(HopSampler):
                  share_memory: bool = False, directed: bool = True,
                  device: Optional[Union[str, torch.device]] = None):
         name = type(self).__name__
-        if data is not None and _is_typed(data):
+        if _is_typed(data):
             raise ValueError(f"'data' is a heterogeneous graph: {name} "
                              f"samples homogeneous ones (as PyG's GraphSAINT "
                              f"samplers, which take a Data); sample it with "
@@ -308,19 +308,13 @@ class SaintNodeSampler(SaintSampler):
         >>> import torch
         >>> from torch_geometric.data import Data
         >>> from pyg_fastload import FastNeighborLoader
-        >>> gen = torch.Generator().manual_seed(0)
-        >>> data = Data(x=torch.randn(100, 8, generator=gen),
-        ...             edge_index=torch.randint(0, 100, (2, 1000),
-        ...                                      generator=gen))
-        >>> loader = FastNeighborLoader(  # the loss on nodes 0..49
-        ...     data, [1, 1], batch_size=20, input_nodes=torch.arange(50),
-        ...     neighbor_sampler={'class_path': 'saint_node', 'init_args': {
-        ...         'sample_coverage': 10, 'progress': False}})
-        >>> batch = next(iter(loader))  # nodes 0..49 of it first
-        >>> bool((batch.n_id[:batch.batch_size] < 50).all())
-        True
-        >>> batch.node_norm.shape == (batch.num_nodes, )
-        True
+        >>> star = Data(x=torch.randn(5, 4), edge_index=torch.tensor(
+        ...     [[0, 0, 0, 0], [1, 2, 3, 4]]))  # 0 -> 1, 2, 3, 4
+        >>> loader = FastNeighborLoader(star, [1], batch_size=3,
+        ...                             neighbor_sampler='saint_node')
+        >>> batch = next(iter(loader))  # 3 draws: 0, the only source
+        >>> batch.n_id.tolist(), batch.num_edges, batch.node_norm.numel()
+        ([0], 0, 1)
     """
     def __init__(self, data: Any, num_neighbors: Any, **options: Any):
         super().__init__(data, num_neighbors, **options)
@@ -346,18 +340,13 @@ class SaintEdgeSampler(SaintSampler):
     Example:
         >>> import torch
         >>> from torch_geometric.data import Data
-        >>> from pyg_fastload import FastNeighborLoader
+        >>> from pyg_fastload.sampling.saint import SaintEdgeSampler
+        >>> ring = Data(num_nodes=4, edge_index=torch.tensor(
+        ...     [[0, 1, 2, 3], [1, 2, 3, 0]]))
+        >>> sampler = SaintEdgeSampler(ring, [1], sample_coverage=0)
         >>> gen = torch.Generator().manual_seed(0)
-        >>> data = Data(x=torch.randn(100, 8, generator=gen),
-        ...             edge_index=torch.randint(0, 100, (2, 1000),
-        ...                                      generator=gen))
-        >>> loader = FastNeighborLoader(
-        ...     data, [1, 1], batch_size=20, neighbor_sampler={
-        ...         'class_path': 'saint_edge', 'init_args': {
-        ...             'sample_coverage': 10, 'progress': False}})
-        >>> batch = next(iter(loader))  # 20 edges' endpoints, induced
-        >>> batch.num_nodes <= 40, batch.edge_norm.numel() == batch.num_edges
-        (True, True)
+        >>> sampler.subgraph_nodes(torch.arange(2), gen).numel()  # 2 edges
+        4
     """
     def __init__(self, data: Any, num_neighbors: Any, **options: Any):
         super().__init__(data, num_neighbors, **options)
@@ -400,18 +389,15 @@ class SaintRandomWalkSampler(SaintSampler):
         >>> import torch
         >>> from torch_geometric.data import Data
         >>> from pyg_fastload import FastNeighborLoader
-        >>> gen = torch.Generator().manual_seed(0)
-        >>> data = Data(x=torch.randn(100, 8, generator=gen),
-        ...             edge_index=torch.randint(0, 100, (2, 1000),
-        ...                                      generator=gen))
-        >>> loader = FastNeighborLoader(
-        ...     data, [1, 1], batch_size=20, neighbor_sampler={
-        ...         'class_path': 'saint_rw',
-        ...         'init_args': {'sample_coverage': 10,
-        ...                       'progress': False}})
-        >>> batch = next(iter(loader))  # every node is a seed here
-        >>> batch.batch_size == batch.num_nodes > 20, 'edge_norm' in batch
-        (True, True)
+        >>> ring = Data(x=torch.randn(8, 4), edge_index=torch.tensor(
+        ...     [[1, 2, 3, 4, 5, 6, 7, 0], [0, 1, 2, 3, 4, 5, 6, 7]]))
+        >>> loader = FastNeighborLoader(  # walks 0 <- 1 <- 2, 4 <- 5 <- 6
+        ...     ring, [1, 1], batch_size=2, input_nodes=torch.tensor([0, 4]),
+        ...     neighbor_sampler={'class_path': 'saint_rw', 'init_args': {
+        ...         'sample_coverage': 10, 'progress': False}})
+        >>> batch = next(iter(loader))  # the loader's seeds first
+        >>> batch.n_id.tolist(), batch.batch_size, batch.num_edges
+        ([0, 4, 1, 2, 5, 6], 2, 4)
     """
     from_seeds = True
 
