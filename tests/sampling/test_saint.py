@@ -145,8 +145,9 @@ def test_the_normalised_loss_is_an_unbiased_mean_over_the_seeds(name):
     over them would not)."""
     gen = torch.Generator().manual_seed(6)
     skew = 1.0 / torch.arange(1, 121).double()
-    edge_index = torch.stack([torch.multinomial(skew, 700, True, generator=gen),
-                              torch.randint(0, 120, (700, ), generator=gen)])
+    edge_index = torch.stack([
+        torch.multinomial(skew, 700, True, generator=gen),
+        torch.randint(0, 120, (700, ), generator=gen)])
     data = Data(x=torch.randn(120, 4), edge_index=edge_index)
     seeds = torch.arange(0, 120, 2)
     loader = _loader(data, name, sample_coverage=200, input_nodes=seeds)
@@ -233,8 +234,8 @@ def test_the_normalisation_is_reproducible_and_shown_when_asked(
 @pytest.mark.reliability(
     fault='a GraphSAINT sampler given a heterogeneous graph, link label '
           'edges, `replace`, `disjoint`, `time_attr`, `weight_attr`, a '
-          "bidirectional subgraph, a bad `sample_coverage` or "
-          "`walk_length`, or shared by loaders with different seeds",
+          "bidirectional subgraph, a bad `sample_coverage`, `walk_length`, "
+          "`seed` or `progress`, or shared by loaders with different seeds",
     behaviour='`ValueError` naming the argument, the value and the fix')
 def test_bad_graphsaint_arguments_are_named():
     data = random_graph(num_nodes=60, num_edges=400, seed=0)
@@ -263,6 +264,10 @@ def test_bad_graphsaint_arguments_are_named():
     with pytest.raises(ValueError, match="'walk_length' must be a positive "
                        "int"):
         SaintRandomWalkSampler(data, [1], walk_length=0)
+    with pytest.raises(ValueError, match="'seed' must be an int, got 'x'"):
+        SaintNodeSampler(data, [1], seed='x')
+    with pytest.raises(ValueError, match="'progress' must be True or False"):
+        SaintNodeSampler(data, [1], progress='yes')
     shared = SaintRandomWalkSampler(data, [1], sample_coverage=2,
                                     progress=False)
     FastNeighborLoader(data, [1], batch_size=8, neighbor_sampler=shared,
