@@ -231,6 +231,22 @@ def test_the_normalisation_is_reproducible_and_shown_when_asked(
     assert bars == [True, True, False]  # a bar where progress is on
 
 
+def test_batches_from_worker_processes_carry_the_normalisation():
+    data = random_graph(num_nodes=100, num_edges=800, seed=9)
+    torch.manual_seed(0)
+    loader = FastNeighborLoader(data, [1, 1], batch_size=25, num_workers=1,
+                                neighbor_sampler={
+                                    'class_path': 'saint_rw', 'init_args': {
+                                        'sample_coverage': 5,
+                                        'progress': False}})
+    sampler = loader.node_sampler
+    for batch in loader:  # (the workers' own random streams)
+        assert batch.batch_size == batch.num_nodes  # every node a seed
+        torch.testing.assert_close(batch.node_norm,
+                                   sampler.node_norm[batch.n_id])
+        assert batch.loss_norm == 1.0
+
+
 @pytest.mark.reliability(
     fault='a GraphSAINT sampler given a heterogeneous graph, link label '
           'edges, `replace`, `disjoint`, `time_attr`, `weight_attr`, a '
