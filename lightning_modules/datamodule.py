@@ -147,13 +147,22 @@ class FastLoadDataModule(pl.LightningDataModule):
             ``'neighbor'`` (default: node-wise neighbour sampling),
             ``'labor'`` (layer-neighbour sampling,
             :class:`~pyg_fastload.sampling.LaborSampler`: the same
-            fan-outs, far fewer distinct nodes per batch), or
-            ``{class_path: NAME or module.Class, init_args: {...}}`` (a
-            sampler class with its own options, e.g. ``{class_path: labor,
-            init_args: {importance_sampling: 1}}``; a user's own class from
-            a package the config may import). Every mode takes a hop-wise
-            sampler (``'dsp'`` and ``'hopgnn'`` draw its hops together:
-            LABOR-0 there).
+            fan-outs, far fewer distinct nodes per batch),
+            ``'random_walk'`` (a walk of one step per hop from every seed,
+            :obj:`num_neighbors` all 1), GraphSAINT's ``'saint_node'``,
+            ``'saint_edge'`` or ``'saint_rw'`` (training on subgraphs, the
+            loss weighed by their normalisation, evaluation on
+            neighbourhoods sampled with :obj:`eval_num_neighbors`;
+            :mod:`pyg_fastload.sampling.saint`), or ``{class_path: NAME
+            or module.Class, init_args: {...}}`` (a sampler class with its
+            own options, e.g. ``{class_path: labor, init_args:
+            {importance_sampling: 1}}``; a user's own class from a package
+            the config may import). Every mode takes a hop-wise sampler
+            (``'dsp'`` and ``'hopgnn'`` draw its hops together: LABOR-0
+            there; random walks in ``'dsp'``); GraphSAINT runs in
+            ``'replicated'`` (and its walks in ``'pagraph'``), on
+            homogeneous graphs, for task ``'node'``; a mode that cannot
+            take a sampler says why.
 
     Example:
         >>> from pyg_fastload.lightning import FastLoadDataModule

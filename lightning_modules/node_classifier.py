@@ -17,7 +17,7 @@ from torchmetrics.classification import MulticlassAccuracy
 
 from pyg_fastload.inference import WholeGraph
 from pyg_fastload.modes import HeteroSchema
-from pyg_fastload.modes.contract import seed_loss, time_steps
+from pyg_fastload.modes.contract import edge_weight, seed_loss, time_steps
 
 from .errors import ConfigError, config_section
 from .hetero_net import (HETERO_MODELS, HeteroNet, check_graph_kind,
@@ -39,8 +39,11 @@ class NodeClassifier(pl.LightningModule):
     :class:`~pyg_fastload.FastNeighborLoader` or PyG's ``NeighborLoader``.
 
     Loss and accuracy are computed on the first ``batch.batch_size`` nodes
-    (the seeds). :obj:`in_channels` and :obj:`num_classes` may be left out
-    when training with a data module that knows them
+    (the seeds; of a GraphSAINT subgraph, its nodes among the training
+    nodes, their loss weighed by ``node_norm`` and its aggregation by
+    ``edge_norm``: :mod:`~pyg_fastload.modes.contract`). :obj:`in_channels`
+    and :obj:`num_classes` may be left out when training with a data
+    module that knows them
     (:class:`~pyg_fastload.lightning.FastLoadDataModule`); they are then read
     from it before the model is built and saved in the checkpoint.
 
@@ -250,7 +253,7 @@ class NodeClassifier(pl.LightningModule):
                           num_sampled_edges_per_hop=list(
                               batch.num_sampled_edges))
         if self.edge_weights:
-            kwargs['edge_weight'] = batch.edge_weight
+            kwargs['edge_weight'] = edge_weight(batch)
         return self.net(batch.x, batch.edge_index, **kwargs)
 
     def _seed_outputs(self, batch: Any, embed: bool = False,

@@ -31,9 +31,10 @@ def edge_weights_of(datamodule: Any, model: str, key: str) -> bool:
     weighs = bool(getattr(datamodule, 'edge_weights', False))
     if weighs and model not in WEIGHTED_MODELS:
         raise ConfigError('data.sampler', f"its batches weigh their edges "
-                          f"(importance_sampling), which {key} {model!r} "
-                          f"cannot aggregate with: use {key}: sage, or "
-                          f"importance_sampling: 0")
+                          f"(LABOR's importance_sampling, GraphSAINT's "
+                          f"edge_norm), which {key} {model!r} cannot "
+                          f"aggregate with: use {key}: sage (or "
+                          f"importance_sampling: 0)")
     return weighs
 
 

@@ -3,10 +3,10 @@ r"""Time to accuracy: Lightning fits of the same
 optimiser, seeds and batch size) fed by PyG's ``NeighborLoader``
 (``LightningNodeData``, each ``--pyg-workers``) and by
 :class:`~pyg_fastload.lightning.FastLoadDataModule` with each sampler of
-``--sides`` (neighbour sampling, LABOR-0, LABOR-1, ...): the validation
-accuracy after every epoch, the training time until a target accuracy
-(``--target``, else 98% of the best side's final accuracy), and the nodes
-and edges per batch (the sampler's work).
+``--sides`` (neighbour sampling, LABOR-0, LABOR-1, GraphSAINT-RW): the
+validation accuracy after every epoch, the training time until a target
+accuracy (``--target``, else 98% of the best side's final accuracy), and
+the nodes and edges per batch (the sampler's work).
 
 Every side's accuracy is measured the same way, outside its timed training:
 after each epoch the model classifies the same ``--val-nodes`` validation
@@ -63,12 +63,16 @@ from .lightning_setup import (
 
 __all__ = ['add_arguments', 'run', 'main', 'SIDES', 'time_to_target']
 
-#: Our sides: the data module's ``sampler`` of each.
+#: Our sides: the data module's ``sampler`` of each (GraphSAINT-RW: a walk
+#: of one step per hop from each of a batch's roots, the subgraph they
+#: induce, its normalisation estimated before the first epoch, outside
+#: the timed training).
 SIDES: Dict[str, Any] = {
     'neighbor': 'neighbor',
     'labor-0': 'labor',
     'labor-1': {'class_path': 'labor',
                 'init_args': {'importance_sampling': 1}},
+    'graphsaint-rw': 'saint_rw',
 }
 
 

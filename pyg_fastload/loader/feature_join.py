@@ -19,7 +19,8 @@ from ..storage import FeatureSource
 from ..storage.buffer_pool import BufferPool
 from ..storage.rows import gather_rows
 
-__all__ = ['FeatureJoin', 'pooled_attrs', 'on_host', 'with_edge_weight']
+__all__ = ['FeatureJoin', 'pooled_attrs', 'on_host', 'with_edge_weight',
+           'with_sampled']
 
 #: The id fields of a sampler's output.
 _ID_FIELDS = ('node', 'row', 'col', 'edge', 'batch')
@@ -49,6 +50,18 @@ def with_edge_weight(data: Any, out: Any) -> Any:
             data[edge_type].edge_weight = rows
     elif weight is not None:
         data.edge_weight = weight
+    return data
+
+
+def with_sampled(data: Any, out: Any) -> Any:
+    r""":obj:`data` (a node batch) with what its sampler adds to PyG's
+    attributes: its edges' weights (:func:`with_edge_weight`) and the
+    attributes in ``out.metadata[2]`` (e.g. HopGNN's ``step_ptr``,
+    GraphSAINT's ``node_norm`` and ``edge_norm``)."""
+    with_edge_weight(data, out)
+    if len(out.metadata) > 2:
+        for key, value in out.metadata[2].items():
+            data[key] = value
     return data
 
 

@@ -16,7 +16,7 @@ from ..sampling import SamplerChoice
 __all__ = ['check_input_nodes', 'check_hetero_input_nodes',
            'check_has_features', 'check_hetero_features',
            'check_sorted_by_destination', 'check_temporal',
-           'check_input_time']
+           'check_input_time', 'prepare_sampler']
 
 
 def check_input_nodes(input_nodes: Any, num_nodes: int) -> Optional[Tensor]:
@@ -187,6 +187,15 @@ def built(neighbor_sampler: Any) -> bool:
     ``class_path`` dict or :obj:`None`)."""
     return neighbor_sampler is not None and not isinstance(
         neighbor_sampler, (str, dict, type, SamplerChoice))
+
+
+def prepare_sampler(sampler: Any, inputs: Any, batch_size: int) -> None:
+    r"""Hands a loader's seeds (its ``input_data``) and batch size to its
+    sampler, if the sampler takes them (``prepare``: GraphSAINT estimates
+    its normalisation for them; other samplers need nothing)."""
+    prepare = getattr(sampler, 'prepare', None)
+    if prepare is not None:
+        prepare(inputs, batch_size)
 
 
 def check_temporal(input_time: Any, time_attr: Optional[str],

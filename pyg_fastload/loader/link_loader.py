@@ -19,7 +19,8 @@ from ..graph.kind import graph_input
 from ..placement import Placement
 from ..sampling import GraphSampler, HeteroNeighborSampler, SamplerChoice
 from .feature_join import on_host, pooled_attrs, with_edge_weight
-from .inputs import built, check_has_features, check_hetero_features
+from .inputs import (built, check_has_features, check_hetero_features,
+                     prepare_sampler)
 from .link_inputs import (
     check_label_edges,
     check_label_time,
@@ -86,12 +87,14 @@ class FastLinkNeighborLoader(PipelinedLoader, LinkLoader):
             (drawn pairs checked against the sorted edge keys and redrawn;
             an error names a source node linked to every node).
         neighbor_sampler (str, dict or sampler, optional): a sampler's name
-            (``'neighbor'``, the default, ``'labor'``) or ``{'class_path':
-            ..., 'init_args': {...}}``, built over :obj:`data` as
-            :class:`~pyg_fastload.FastNeighborLoader` builds it; or the
-            sampler to draw with (e.g. DSP's collective sampler over a
-            rank's part; of :obj:`data`'s kind of graph), whose
-            :obj:`num_neighbors` and sampling options are then its own.
+            (``'neighbor'``, the default, ``'labor'``, ``'random_walk'``;
+            GraphSAINT's subgraphs are for node losses and refused) or
+            ``{'class_path': ..., 'init_args': {...}}``, built over
+            :obj:`data` as :class:`~pyg_fastload.FastNeighborLoader`
+            builds it; or the sampler to draw with (e.g. DSP's collective
+            sampler over a rank's part; of :obj:`data`'s kind of graph),
+            whose :obj:`num_neighbors` and sampling options are then its
+            own.
         **kwargs: :class:`torch.utils.data.DataLoader` arguments
             (``batch_size``, ``shuffle``, ``num_workers``, ``generator``).
 
@@ -216,6 +219,7 @@ class FastLinkNeighborLoader(PipelinedLoader, LinkLoader):
         check_negatives(self.neg_sampling, self.batch_size or 1,
                         'neg_sampling.amount' if neg_sampling is not None
                         else 'neg_sampling_ratio')
+        prepare_sampler(sampler, self.input_data, self.batch_size or 1)
         self.setup_pipeline(pipeline, queue_capacity, run_ahead, placement,
                             sampling_workers)
 

@@ -18,7 +18,7 @@ from ..graph.kind import graph_input
 from ..placement import Placement
 from ..sampling import GraphSampler, SamplerChoice
 from ..storage import FeatureSource
-from .feature_join import on_host, pooled_attrs, with_edge_weight
+from .feature_join import on_host, pooled_attrs, with_sampled
 from .inputs import (
     built,
     check_has_features,
@@ -29,6 +29,7 @@ from .inputs import (
     check_input_time,
     check_sorted_by_destination,
     check_temporal,
+    prepare_sampler,
 )
 from .pipelined import PIPELINE_MIN_LOAD_SHARE, PipelinedLoader, SampleFn
 
@@ -82,13 +83,21 @@ class FastNeighborLoader(PipelinedLoader, NodeLoader):
             claim is checked here (``ValueError`` if false) and batches are
             the same either way. Needs a ``Data``.
         neighbor_sampler (str, dict or sampler, optional): how batches are
-            drawn: a name (``'neighbor'``, the default: node-wise
-            neighbour sampling; ``'labor'``: layer-neighbour sampling,
+            drawn: a name of :data:`~pyg_fastload.sampling.SAMPLERS`
+            (``'neighbor'``, the default: node-wise neighbour sampling;
+            ``'labor'``: layer-neighbour sampling,
             :class:`~pyg_fastload.sampling.LaborSampler`, far fewer
-            distinct nodes for the same fan-outs), ``{'class_path': name or
-            'module.Class', 'init_args': {...}}`` (a class with its own
-            options, built with this loader's arguments), or a sampler to
-            reuse (e.g. one shared by the train/val/test loaders; see
+            distinct nodes for the same fan-outs; ``'random_walk'``: a
+            walk of one step per hop from every seed,
+            :class:`~pyg_fastload.sampling.RandomWalkSampler`;
+            GraphSAINT's subgraphs ``'saint_node'``, ``'saint_edge'``,
+            ``'saint_rw'``, :mod:`~pyg_fastload.sampling.saint`, whose
+            normalisation is estimated here for this loader's seeds and
+            batch size),
+            ``{'class_path': name or 'module.Class', 'init_args': {...}}``
+            (a class with its own options, built with this loader's
+            arguments), or a sampler to reuse (e.g. one shared by the
+            train/val/test loaders; see
             :class:`~pyg_fastload.sampling.GraphSampler`).
         directed (bool): deprecated, ``False`` means ``'induced'``.
         pipeline (bool or str): sample and load features in background
@@ -261,6 +270,7 @@ class FastNeighborLoader(PipelinedLoader, NodeLoader):
             filter_per_worker=filter_per_worker,
             **kwargs,
         )
+        prepare_sampler(neighbor_sampler, self.input_data, batch_size)
         self.setup_pipeline(pipeline, queue_capacity, run_ahead, placement,
                             sampling_workers)
 
@@ -271,7 +281,7 @@ class FastNeighborLoader(PipelinedLoader, NodeLoader):
         tiers directly (main process only: worker processes write into
         shared memory as in PyG)."""
         if get_worker_info() is not None:
-            return with_edge_weight(super().filter_fn(out), out)
+            return with_sampled(super().filter_fn(out), out)
         if isinstance(out, HeteroSamplerOutput):
             return self._hetero_filter(out)
         store = self._feature_source
@@ -279,7 +289,7 @@ class FastNeighborLoader(PipelinedLoader, NodeLoader):
         pooled = pooled_attrs(self.data) if isinstance(self.data,
                                                        Data) else []
         if store is None and not pooled:
-            return with_edge_weight(super().filter_fn(on_host(out)), out)
+            return with_sampled(super().filter_fn(on_host(out)), out)
         if self.transform_sampler_output:
             out = self.transform_sampler_output(out)
         if store is not None:
@@ -310,13 +320,9 @@ class FastNeighborLoader(PipelinedLoader, NodeLoader):
         return self._finish(data, out)
 
     def _finish(self, data: Any, out: Any) -> Any:
-        r"""A sampler's own batch attributes (``metadata[2]``, e.g. HopGNN's
-        ``step_ptr``; its edges' weights) on the batch, then the
-        transform."""
-        with_edge_weight(data, out)
-        if len(out.metadata) > 2:
-            for key, value in out.metadata[2].items():
-                data[key] = value
+        r"""A sampler's own batch attributes (:func:`with_sampled`) on the
+        batch, then the transform."""
+        with_sampled(data, out)
         return data if self.transform is None else self.transform(data)
 
     def batch_sampling(self) -> SampleFn:

@@ -19,6 +19,7 @@ from ..distributed.seeds import (RankSeedSampler, in_order,
 from ..graph.view import GraphView
 from ..partition.part_dirs import feature_source, read_partition_meta
 from ..placement import Placement
+from ..sampling import SamplerChoice
 from .schema import target_of
 from .source import DatasetSource, directory_metadata, split_seeds
 from .spec import LoadingSpec, ModeOptions
@@ -80,6 +81,10 @@ class LoadingMode:
         self.task: Task = spec.make_task()
         if source is not None:
             source.check(spec)
+        refusal = self._sampler_refusal(spec.sampler)
+        if refusal is not None:
+            raise SettingError('sampler', f"{spec.sampler.describe()} with "
+                               f"mode {self.name!r}: {refusal}")
         self._check_workload()
         self.task.check(self)
         self.collectives: Optional[Collectives] = None
@@ -96,6 +101,16 @@ class LoadingMode:
         r"""Refuses the dataset and settings this mode cannot serve (each
         refusal where its combination is decided; the whole dataset on
         every rank takes any)."""
+
+    def _sampler_refusal(self, choice: SamplerChoice) -> Optional[str]:
+        r"""Why this mode cannot draw its batches with :obj:`choice`, if it
+        cannot: the whole dataset on every rank takes any sampler of its
+        kind of graph."""
+        if choice.homogeneous_only and self.source is not None and \
+                self.source.is_hetero:
+            return ("it samples homogeneous graphs, and 'dataset' is "
+                    "heterogeneous: use sampler: neighbor or labor")
+        return None
 
     @classmethod
     def accepts_partition(cls, method: str) -> bool:

@@ -179,9 +179,18 @@ class PaGraph(_Partitioned):
     def global_seeds(self) -> bool:
         return False
 
+    def _sampler_refusal(self, choice: SamplerChoice) -> Optional[str]:
+        if choice.reach(len(self.spec.num_neighbors)) is None:
+            return ("it draws its batches anywhere in the graph, and a "
+                    "PaGraph part holds its training nodes' neighbourhoods "
+                    "alone: use mode 'replicated' (or sampler: saint_rw, "
+                    "whose walks stay within them)")
+        return super()._sampler_refusal(choice)
+
     def _check_parts(self, meta: Dict[str, Any]) -> None:
         spec, task = self.spec, self.task.name
-        depth = max(len(spec.num_neighbors), len(spec.eval_num_neighbors)
+        train = spec.sampler.reach(len(spec.num_neighbors))
+        depth = max(train, len(spec.eval_num_neighbors)
                     if self.source is None else 0)
         made_for, hops = meta.get('task', 'node'), meta.get('num_hops')
         fix = (f"partition for it (pyg-fastload partition DATASET_DIR "
@@ -192,11 +201,15 @@ class PaGraph(_Partitioned):
                                f"PaGraph parts for task {made_for!r}, and "
                                f"this run's task is {task!r}: {fix}")
         if isinstance(hops, int) and depth > hops:
-            raise SettingError('num_neighbors', f"{depth} hops sampled from "
-                               f"the PaGraph parts in '{self.partitions}', "
-                               f"which hold {hops}-hop neighbourhoods: the "
-                               f"deeper hops would miss neighbours; sample "
-                               f"at most {hops} hops, or {fix}")
+            walk = '' if train == len(spec.num_neighbors) else (
+                f" ({spec.sampler.describe()}: a walk's steps and the "
+                f"in-edges of its last node)")
+            raise SettingError('num_neighbors' if not walk else 'sampler',
+                               f"{depth} hops sampled from the PaGraph "
+                               f"parts in '{self.partitions}'{walk}, which "
+                               f"hold {hops}-hop neighbourhoods: the deeper "
+                               f"hops would miss neighbours; sample at most "
+                               f"{hops} hops, or {fix}")
 
     def _open_parts(self, device: torch.device) -> None:
         spec = self.spec
@@ -288,19 +301,20 @@ class DSP(_Partitioned):
                                "layer-wise draw) is for homogeneous graphs; "
                                "a heterogeneous one is sampled node-wise "
                                "(sampling: node)")
-        refusal = self._sampler_refusal(self.spec.sampler)
-        if refusal is not None:
-            raise SettingError('sampler', f"{self.spec.sampler.describe()} "
-                               f"with mode {self.name!r}: {refusal}")
 
     def _sampler_refusal(self, choice: SamplerChoice) -> Optional[str]:
         r"""Why this mode's own hops (DSP's collective sampling, HopGNN's
         routing) cannot draw with :obj:`choice`, if they cannot."""
         if not choice.hop_wise:
+            elsewhere = "mode 'replicated'" if choice.reach(
+                len(self.spec.num_neighbors)) is None else \
+                "mode 'replicated' or 'pagraph'"
             return (f"{self.name}'s ranks sample hop by hop together, "
                     f"which a sampler that is not hop-wise (a "
-                    f"FastNeighborSampler subclass drawing through pick) "
-                    f"cannot join: use mode 'replicated' or 'pagraph'")
+                    f"FastNeighborSampler subclass drawing through pick; "
+                    f"GraphSAINT draws whole subgraphs) cannot join: use "
+                    f"{elsewhere}, or sampler: random_walk, whose walks "
+                    f"the ranks draw together")
         if choice.options.get('importance_sampling'):
             return ("LABOR-*'s vertex probabilities come from iterations "
                     "over a hop's whole frontier, which the ranks split "
@@ -312,7 +326,7 @@ class DSP(_Partitioned):
             return ("mode_options.sampling: layer draws DSP's layer-wise "
                     "picks itself: use sampler: neighbor, or sampling: "
                     "node")
-        return None
+        return super()._sampler_refusal(choice)
 
     @property
     def temporal_refusal(self) -> Optional[str]:
@@ -475,6 +489,14 @@ class HopGNN(DSP):
     @property
     def global_seeds(self) -> bool:
         return True
+
+    def _sampler_refusal(self, choice: SamplerChoice) -> Optional[str]:
+        if getattr(choice.kind, 'walks', False):
+            return ("HopGNN's time steps split a batch by its per-hop node "
+                    "counts, which a random walk's batch does not keep (a "
+                    "walker revisits nodes): use mode 'dsp' or "
+                    "'replicated'")
+        return super()._sampler_refusal(choice)
 
     def _sampler_options(self) -> Dict[str, Any]:
         return self._time_options()  # (micrographs: node-wise)

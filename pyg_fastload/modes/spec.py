@@ -289,7 +289,15 @@ class LoadingSpec:
 
     def loader_kwargs(self, train: bool) -> Dict[str, Any]:
         r"""The :class:`~pyg_fastload.FastNeighborLoader` arguments this
-        spec fixes for a training or evaluation loader."""
+        spec fixes for a training or evaluation loader: the :obj:`sampler`
+        draws training batches (a subgraph sampler's estimate drawn with
+        the run's ``seed``, its bar shown with ``progress``) and the
+        evaluation ones if it is hop-wise; GraphSAINT's subgraphs are for
+        training: evaluation samples neighbourhoods
+        (``eval_num_neighbors``)."""
+        sampler = self.sampler.with_defaults(
+            progress=self.progress, seed=self.seed) if train else \
+            self.sampler if self.sampler.hop_wise else None
         return dict(num_neighbors=self.fanouts(train),
                     batch_size=self.batch(train), pipeline=self.pipeline,
                     queue_capacity=self.queue_capacity,
@@ -297,5 +305,5 @@ class LoadingSpec:
                     sampling_workers=self.sampling_workers,
                     num_workers=self.num_workers, time_attr=self.time_attr,
                     temporal_strategy=self.temporal_strategy,
-                    neighbor_sampler=self.sampler,
+                    neighbor_sampler=sampler,
                     persistent_workers=self.num_workers > 0)

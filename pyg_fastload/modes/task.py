@@ -262,6 +262,13 @@ class LinkTask(Task):
         if mode.link_refusal is not None:
             raise SettingError('mode', f"task 'link' with mode "
                                f"{mode.name!r}: {mode.link_refusal}")
+        if not mode.spec.sampler.hop_wise:
+            raise SettingError('sampler', f"{mode.spec.sampler.describe()} "
+                               f"with task 'link': it draws subgraphs whose "
+                               f"nodes carry the loss, and a link batch is "
+                               f"the neighbourhood of its label edges, drawn "
+                               f"hop by hop: use sampler: neighbor, labor or "
+                               f"random_walk")
         if mode.partition_method is not None and mode.source is None:
             raise SettingError('dataset', f"task 'link' with mode "
                                f"{mode.name!r} draws the link split over "

@@ -381,6 +381,11 @@ class HopSampler(BaseSampler):
                 node_keys.append(new)
                 num_sampled_nodes.append(new.numel())
                 num_sampled_edges.append(pos.numel())
+                if self.walks:  # every walker goes on from where it is
+                    frontier_local, frontier = row, nbr
+                    if self.disjoint:
+                        frontier_batch = tree
+                    continue
                 frontier_local = torch.arange(
                     relabeler.num_local - new.numel(), relabeler.num_local,
                     device=device)
@@ -406,6 +411,9 @@ class HopSampler(BaseSampler):
         if self.subgraph_type == SubgraphType.induced:
             row, col, pos = self._induced_edges(node)
             num_sampled_edges = None
+        if self.walks:  # a revisited node was expanded at several hops,
+            # which per-hop trimming (``trim_to_layer``) cannot tell
+            num_sampled_nodes = num_sampled_edges = None
         edge = self._edge_ids(pos)
         out = SamplerOutput(node=node, row=row, col=col, edge=edge,
                             batch=batch, num_sampled_nodes=num_sampled_nodes,
@@ -452,6 +460,11 @@ class HopSampler(BaseSampler):
             [float(len(part)) for part in parts])
         return tuple(torch.cat(x) for x in zip(*out))  # type: ignore
 
+    #: Whether every sampled neighbour is the next hop's frontier (a
+    #: walker's next position, a node seen before included), rather than
+    #: only the nodes reached for the first time.
+    walks = False
+
     #: Whether a hop's frontier may be split into tasks drawn apart (every
     #: frontier node draws alone; a layer-wise draw spans the frontier).
     hop_tasks = True
@@ -472,6 +485,14 @@ class HopSampler(BaseSampler):
         weights on its batches' edges (``edge_weight``), which a model
         must aggregate with."""
         return False
+
+    @classmethod
+    def reach(cls, num_hops: int, **options: Any) -> Optional[int]:
+        r"""How many hops of in-edges from its seeds a batch of
+        :obj:`num_hops` hops reads, built with :obj:`options`: the
+        frontiers of its hops (:obj:`None`: a batch drawn anywhere in the
+        graph)."""
+        return num_hops
 
     #: Whether a hop's draw reads one variate per source vertex, which the
     #: ranks of a collective sampler must share (their ``batch_seed``).

@@ -11,28 +11,39 @@ one hop draws for every frontier node): one such class samples ``Data``
 and ``HeteroData`` alike, in time, for links, and the partitioned modes put
 their own hops in front of it (DSP's collective sampling pushes frontiers
 to their owners, which draw with its ``pick``; HopGNN's routing samples
-micrographs with it). Adding one is one module, its tests and one line in
-:data:`SAMPLERS`.
+micrographs with it). A **subgraph** sampler (GraphSAINT's) draws a batch
+as a whole: the loaders and ``replicated`` run it, and it may estimate
+what it needs from a loader's seeds (``prepare``). Adding one is one
+module, its tests and one line in :data:`SAMPLERS`.
 """
 from __future__ import annotations
 
 import importlib
+import inspect
 from dataclasses import dataclass, field
-from typing import Any, Dict, Mapping, Optional, Protocol, Type, Union
+from typing import (Any, Dict, Mapping, Optional, Protocol, Set, Type,
+                    Union)
 
 import torch
 from torch_geometric.sampler import BaseSampler
 
+from . import saint
 from .labor import LaborSampler
 from .neighbor_sampler import FastNeighborSampler
+from .random_walk import RandomWalkSampler
 
 __all__ = ['SAMPLERS', 'GraphSampler', 'SamplerChoice']
 
-#: The samplers known by name: each class serves homogeneous and
-#: heterogeneous graphs.
-SAMPLERS: Dict[str, Type[FastNeighborSampler]] = {
+#: The samplers known by name: hop-wise ones (each class serves
+#: homogeneous and heterogeneous graphs, random walks homogeneous ones),
+#: then GraphSAINT's subgraph samplers (homogeneous, as PyG's).
+SAMPLERS: Dict[str, Type[BaseSampler]] = {
     'neighbor': FastNeighborSampler,
     'labor': LaborSampler,
+    'random_walk': RandomWalkSampler,
+    'saint_node': saint.SaintNodeSampler,
+    'saint_edge': saint.SaintEdgeSampler,
+    'saint_rw': saint.SaintRandomWalkSampler,
 }
 
 
@@ -52,6 +63,11 @@ class GraphSampler(Protocol):
     def sample_from_edges(self, inputs: Any, neg_sampling: Any = None,
                           **kwargs: Any) -> Any:
         r"""A batch around label edges (``EdgeSamplerInput``)."""
+
+    # Optional: ``prepare(inputs, batch_size)``, which a loader calls once
+    # with all its seeds (its ``input_data``) and its batch size before
+    # its first batch, for a sampler that estimates something from them
+    # (GraphSAINT's normalisation).
 
 
 @dataclass(frozen=True)
@@ -126,9 +142,34 @@ class SamplerChoice:
     @property
     def gives_edge_weight(self) -> bool:
         r"""Whether its batches carry estimator weights on their edges
-        (``edge_weight``), which the model must aggregate with."""
-        return issubclass(self.kind, FastNeighborSampler) and \
-            self.kind.gives_edge_weight(**self.options)
+        (LABOR-*'s ``edge_weight``, GraphSAINT's ``edge_norm``), which the
+        model must aggregate with."""
+        weighs = getattr(self.kind, 'gives_edge_weight', None)
+        return weighs is not None and weighs(**self.options)
+
+    @property
+    def homogeneous_only(self) -> bool:
+        r"""Whether it refuses heterogeneous graphs (a sampler class whose
+        ``typed_class`` is :obj:`None`: random walks, GraphSAINT)."""
+        return getattr(self.kind, 'typed_class', FastNeighborSampler) is None
+
+    def reach(self, num_hops: int) -> Optional[int]:
+        r"""How many hops of in-edges from its seeds a batch reads, drawn
+        with :obj:`num_hops` fan-outs (:obj:`None`: anywhere in the graph,
+        e.g. GraphSAINT's node sampler)."""
+        reach = getattr(self.kind, 'reach', None)
+        return num_hops if reach is None else reach(num_hops,
+                                                    **self.options)
+
+    def with_defaults(self, **values: Any) -> 'SamplerChoice':
+        r"""This choice with :obj:`values` for the options its class takes
+        by name and that were not given (a run's ``progress`` and ``seed``
+        for GraphSAINT's normalisation)."""
+        takes = _parameters(self.kind)
+        extra = {k: v for k, v in values.items()
+                 if k in takes and k not in self.options}
+        return SamplerChoice(self.kind, {**self.options, **extra}) \
+            if extra else self
 
     def build(self, data: Any, num_neighbors: Any, **common: Any) -> Any:
         r"""The sampler of :obj:`data`: ``kind(data, num_neighbors,
@@ -153,6 +194,21 @@ class SamplerChoice:
             return self.name
         args = ', '.join(f'{k}={v!r}' for k, v in self.options.items())
         return f'{self.name}({args})'
+
+
+def _parameters(kind: type) -> Set[str]:
+    r"""The names of the keyword arguments :obj:`kind` takes: its
+    ``__init__``'s, and its bases' while each passes ``**options`` on."""
+    names: Set[str] = set()
+    for klass in kind.__mro__:
+        init = klass.__dict__.get('__init__')
+        if init is None:
+            continue
+        params = inspect.signature(init).parameters.values()
+        names.update(p.name for p in params)
+        if all(p.kind is not p.VAR_KEYWORD for p in params):
+            break
+    return names
 
 
 def _named(name: str, key: str) -> type:

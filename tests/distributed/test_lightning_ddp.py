@@ -277,6 +277,30 @@ def test_every_mode_trains_on_labor_batches(pagraph_parts, metis_parts,
     assert nodes['labor'] < nodes['neighbor'], nodes
 
 
+@pytest.mark.parametrize('mode,sampler', [('replicated', 'saint_rw'),
+                                          ('dsp', 'random_walk')])
+def test_graphsaint_and_random_walks_train_on_two_ranks(
+        pagraph_parts, metis_parts, tmp_path, mode, sampler):
+    r"""GraphSAINT's random-walk subgraphs in mode replicated (each rank
+    walks from its share of the roots) and random walks through DSP's
+    collective sampling, in a 2-rank fit."""
+    dataset_dir, _ = pagraph_parts
+    data = {'dataset': str(dataset_dir), 'mode': mode, 'sampler': sampler,
+            'num_neighbors': [1, 1]}
+    if mode == 'dsp':
+        data['partitions'] = str(metis_parts)
+    result = _fit(['--config', str(_config(tmp_path, data))], tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    [own] = (tmp_path / 'logs').rglob('fastload_stats.json')
+    name = 'SaintRandomWalkSampler' if mode == 'replicated' else \
+        'CollectiveSampler[RandomWalkSampler]'
+    for rank in json.loads(own.read_text())['ranks']:
+        assert rank['epochs'][0]['sampler'] == name, rank['epochs'][0]
+    ranks = _stats(tmp_path)['epochs'][0]['ranks']
+    assert ranks[0]['steps'] == ranks[1]['steps'] > 0
+    assert 'validation accuracy' in result.stdout
+
+
 @pytest.mark.reliability(
     fault='a rank raises or is killed mid-epoch (Lightning DDP)',
     behaviour='every rank stops; the others name the failed rank (its error, '

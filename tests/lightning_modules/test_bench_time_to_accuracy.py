@@ -45,13 +45,14 @@ def test_every_side_reports_its_accuracy_time_and_work(tmp_path, capsys):
                           'time_to_accuracy.json').read_text())
     results = written['results']
     assert set(results) == {'neighbor', 'labor-0', 'labor-1',
+                            'graphsaint-rw',
                             'PyG NeighborLoader(num_workers=0)'}
     for result in results.values():
         assert len(result['accuracy']) == len(result['seconds']) == 2
         assert result['seconds'][0] < result['seconds'][1]
         assert result['batches'] == 6 and result['nodes_per_batch'] > 64
     # a target of 0% is reached after the first epoch by every side
-    for side in ('neighbor', 'labor-0', 'labor-1'):
+    for side in ('neighbor', 'labor-0', 'labor-1', 'graphsaint-rw'):
         assert summary[f'{side} speedup'] == pytest.approx(
             results['PyG NeighborLoader(num_workers=0)']['seconds'][0] /
             results[side]['seconds'][0])

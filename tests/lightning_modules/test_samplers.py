@@ -9,11 +9,13 @@ from torch_geometric.nn import SAGEConv
 from pyg_fastload.config import SettingError
 from pyg_fastload.lightning import (ConfigError, FastLoadDataModule,
                                     LinkPredictor, NodeClassifier)
+from pyg_fastload.lightning import node_classifier
 from pyg_fastload.lightning.command import main
 from pyg_fastload.lightning.sage import WeightedGraphSAGE, WeightedSAGEConv
 from pyg_fastload.modes import LoadingSpec
 from pyg_fastload.partition import partition_dataset
 from pyg_fastload.sampling import FastNeighborSampler, LaborSampler
+from pyg_fastload.sampling.saint import SaintRandomWalkSampler
 
 
 pytestmark = [
@@ -22,6 +24,7 @@ pytestmark = [
 ]
 
 IMPORTANCE = {'class_path': 'labor', 'init_args': {'importance_sampling': 1}}
+SAINT = {'class_path': 'saint_rw', 'init_args': {'sample_coverage': 20}}
 
 
 def _trainer(steps=2):
@@ -80,6 +83,44 @@ def test_importance_weights_reach_the_model(hetero, monkeypatch):
     assert seen and all(seen)  # every layer, every step aggregated weighted
 
 
+def test_a_node_classifier_trains_on_graphsaint_subgraphs(monkeypatch):
+    r"""``data.sampler: saint_rw`` trains on subgraphs: each step's loss
+    over the subgraph's training nodes (its seeds) weighed by
+    ``node_norm`` (the batch contract's), every layer aggregating with
+    GraphSAINT's weights; validation on sampled neighbourhoods; accuracy
+    well above chance (4 classes) after 4 epochs."""
+    pl.seed_everything(0, verbose=False)
+    data = FastLoadDataModule('tiny', num_neighbors=[5, 5], batch_size=128,
+                              progress=False, sampler=SAINT)
+    assert data.edge_weights is True
+    losses, weighed = [], []
+    real_loss, real_conv = node_classifier.seed_loss, WeightedSAGEConv.forward
+
+    def loss_spy(logits, y, batch):
+        seeds = batch.train_mask[:batch.batch_size]
+        losses.append('node_norm' in batch and bool(seeds.all()))
+        return real_loss(logits, y, batch)
+
+    def conv_spy(self, x, edge_index, size=None, edge_weight=None):
+        if self.training:
+            weighed.append(edge_weight is not None)
+        return real_conv(self, x, edge_index, size, edge_weight)
+    monkeypatch.setattr(node_classifier, 'seed_loss', loss_spy)
+    monkeypatch.setattr(WeightedSAGEConv, 'forward', conv_spy)
+    model = NodeClassifier(hidden_channels=32, num_layers=2)
+    trainer = pl.Trainer(max_epochs=4, logger=False, accelerator='cpu',
+                         enable_checkpointing=False,
+                         enable_progress_bar=False,
+                         enable_model_summary=False, num_sanity_val_steps=0)
+    trainer.fit(model, data)
+    assert losses and all(losses)
+    assert weighed and all(weighed)
+    assert type(data.train_dataloader().node_sampler) is \
+        SaintRandomWalkSampler
+    assert type(data.val_dataloader().node_sampler) is FastNeighborSampler
+    assert float(trainer.callback_metrics['val_acc']) > 0.6
+
+
 def test_models_that_cannot_weigh_are_refused():
     data = FastLoadDataModule('tiny', num_neighbors=[4, 3], batch_size=64,
                               progress=False, sampler=IMPORTANCE)
@@ -133,6 +174,54 @@ def test_bad_sampler_settings_are_named(cache_env, capsys, tiny_dir):
         FastLoadDataModule(partitions=str(metis_parts), mode='dsp',
                            sampler='labor', progress=False,
                            mode_options={'sampling': 'layer'})
+
+
+@pytest.mark.reliability(
+    fault='`data.sampler` a GraphSAINT or random-walk sampler where it '
+          'cannot run: modes dsp and hopgnn (subgraphs), hopgnn (walks), '
+          'pagraph (nodes drawn anywhere, or walks deeper than the parts), '
+          'task link, a heterogeneous dataset, or a model that cannot weigh '
+          'edges',
+    behaviour="`ConfigError` naming `sampler` with the reason and what to "
+              "use instead, before anything trains")
+def test_samplers_a_mode_cannot_run_are_refused(cache_env, tiny_dir):
+    dataset = str(tiny_dir[0])
+    metis, pagraph = cache_env / 'metis', cache_env / 'pagraph'
+    partition_dataset(dataset, metis, 2, 'metis', progress=False)
+    partition_dataset(dataset, pagraph, 2, 'pagraph', progress=False,
+                      num_hops=2)
+    refused = [
+        ('dsp', metis, 'saint_rw', "sampler.*mode 'dsp'.*not hop-wise.*"
+         "use mode 'replicated' or 'pagraph', or sampler: random_walk"),
+        ('hopgnn', metis, 'saint_node', "mode 'hopgnn'.*use mode "
+         "'replicated', or sampler: random_walk"),
+        ('hopgnn', metis, 'random_walk', "HopGNN's time steps split a "
+         "batch by its per-hop node counts"),
+        ('pagraph', pagraph, 'saint_node', "mode 'pagraph': it draws its "
+         "batches anywhere in the graph"),
+        ('pagraph', pagraph, 'saint_rw', r"sampler.*3 hops sampled from the "
+         r"PaGraph parts.*saint_rw: a walk's steps and the in-edges of its "
+         r"last node.*--num-hops 3"),
+    ]
+    for mode, parts, sampler, message in refused:
+        with pytest.raises(ConfigError, match=message):
+            FastLoadDataModule(dataset, partitions=str(parts), mode=mode,
+                               num_neighbors=[1, 1], sampler=sampler,
+                               progress=False)
+    with pytest.raises(ConfigError, match="sampler.*task 'link'.*use "
+                       "sampler: neighbor, labor or random_walk"):
+        FastLoadDataModule('tiny', task='link', sampler='saint_rw',
+                           progress=False)
+    with pytest.raises(ConfigError, match="random_walk with mode "
+                       "'replicated': it samples homogeneous graphs"):
+        FastLoadDataModule('hetero-tiny', sampler='random_walk',
+                           progress=False)
+    with pytest.raises(ConfigError, match=r"data\.sampler.*GraphSAINT's "
+                       r"edge_norm\), which model 'gcn' cannot aggregate"):
+        _trainer().fit(NodeClassifier(model='gcn', hidden_channels=16,
+                                      num_layers=2), FastLoadDataModule(
+            'tiny', num_neighbors=[4, 3], batch_size=64, progress=False,
+            sampler=SAINT))
 
 
 def test_a_config_names_the_sampler(cache_env):
