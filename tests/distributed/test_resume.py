@@ -1,0 +1,132 @@
+r"""A fit killed mid-epoch and restarted from its last checkpoint
+(``ModelCheckpoint(every_n_train_steps=3, save_last=True)``, ``ckpt_path:
+last``) trains on the batches, and ends with the weights, of a run never
+interrupted, in one process with the pipeline on."""
+import os
+import subprocess
+from pathlib import Path
+from typing import Dict, List, Tuple
+
+import pytest
+import torch
+import yaml
+
+from .ranks import command_ranks, free_port
+
+pytestmark = pytest.mark.timeout(420)
+
+ROOT = str(Path(__file__).resolve().parents[2])
+#: The test callbacks the fits import.
+ENV = {'PYTHONPATH': ROOT,
+       'PYG_FASTLOAD_ALLOW_IMPORTS': 'tests.distributed.faults'}
+#: 2 epochs of 4 steps, a checkpoint every 3: the run is killed as step 7
+#: starts (epoch 1) and resumes at step 6, mid-epoch 1.
+KILLED_AT, RESUMED_AT = 7, 6
+
+
+def _config(run: Path, data: dict, devices: int) -> Path:
+    r"""A deterministic fit (no dropout, CPU) of 2 epochs in :obj:`run`,
+    checkpointed every 3 steps into ``run/checkpoints``, resumed from the
+    last checkpoint there if any; rank ``devices - 1`` is killed as step 7
+    starts unless ``run/killed`` exists; batches and weights recorded."""
+    config = {
+        'seed_everything': 0,
+        'ckpt_path': 'last',
+        'trainer': {
+            'accelerator': 'cpu', 'devices': devices, 'max_epochs': 2,
+            'enable_progress_bar': False, 'enable_model_summary': False,
+            'logger': False,
+            'callbacks': [
+                {'class_path': 'pytorch_lightning.callbacks.ModelCheckpoint',
+                 'init_args': {'dirpath': str(run / 'checkpoints'),
+                               'every_n_train_steps': 3,
+                               'save_last': True}},
+                {'class_path': 'tests.distributed.faults.RecordRun',
+                 'init_args': {'prefix': str(run / 'record')}},
+                {'class_path': 'tests.distributed.faults.KillOnce',
+                 'init_args': {'marker': str(run / 'killed'),
+                               'rank': devices - 1, 'step': KILLED_AT}}],
+        },
+        'model': {'model': 'sage', 'hidden_channels': 16, 'num_layers': 2,
+                  'dropout': 0.0},
+        'data': dict({'num_neighbors': [5, 5], 'progress': False,
+                      'pipeline': True, 'dist_timeout': 60}, **data),
+    }
+    if devices > 1:
+        config['trainer']['strategy'] = {
+            'class_path': 'pytorch_lightning.strategies.DDPStrategy',
+            'init_args': {'process_group_backend': 'gloo',
+                          'timeout': '0:01:00'}}
+    run.mkdir()
+    path = run / 'config.yaml'
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def _forked(run: Path, world_size: int, attempt: int = 0
+            ) -> subprocess.CompletedProcess:
+    r"""``pyg-fastload fit`` of :obj:`run`'s config on forked ranks, as
+    a launcher's :obj:`attempt`-th start would run it."""
+    env = dict(os.environ, MASTER_PORT=str(free_port()),
+               TORCHELASTIC_RESTART_COUNT=str(attempt), **ENV)
+    return command_ranks(['fit', '--config', str(run / 'config.yaml')], run,
+                         env, world_size=world_size, timeout=200)
+
+
+def _batches(run: Path, rank: int) -> Dict[int, List[Tuple[int, str]]]:
+    r"""``{attempt: [(global step, digest)]}`` of the batches rank
+    :obj:`rank` trained on, in order."""
+    lines = (run / f'record.{rank}.batches').read_text().split()
+    out: Dict[int, List[Tuple[int, str]]] = {}
+    for attempt, step, digest in zip(*[iter(lines)] * 3):
+        out.setdefault(int(attempt), []).append((int(step), digest))
+    return out
+
+
+def _resumed_as_uninterrupted(straight: Path, killed: Path,
+                              world_size: int) -> None:
+    r"""The killed run's ranks were killed after the checkpoint of step
+    :data:`RESUMED_AT`, resumed there and trained on the uninterrupted
+    run's batches from there, to its weights."""
+    assert (killed / 'killed').exists()  # the kill happened
+    for rank in range(world_size):
+        [expected] = _batches(straight, rank).values()
+        assert [s for s, _ in expected] == list(range(8))
+        attempts = _batches(killed, rank)
+        assert sorted(attempts) == [0, 1]
+        steps = [s for s, _ in attempts[0]]  # up to the kill
+        assert steps == list(range(len(steps))) and len(steps) > RESUMED_AT
+        if rank == world_size - 1:
+            assert len(steps) == KILLED_AT + 1  # killed as step 7 started
+        assert [s for s, _ in attempts[1]] == list(range(RESUMED_AT, 8))
+        for step, digest in attempts[0] + attempts[1]:
+            assert digest == expected[step][1], (rank, step)
+    weights: Dict[str, torch.Tensor] = torch.load(straight / 'record.pt')
+    resumed = torch.load(killed / 'record.pt')
+    assert weights.keys() == resumed.keys()
+    for key, value in weights.items():
+        assert torch.equal(value, resumed[key]), key
+
+
+@pytest.mark.reliability(
+    fault='a one-process fit with the pipeline on, killed (SIGKILL) '
+          'mid-epoch, started again with `ckpt_path: last`',
+    behaviour='it resumes from the last checkpoint (every 3 steps), '
+              'mid-epoch, and trains on the uninterrupted run\'s batches '
+              '(those the pipeline had sampled ahead drawn again) to its '
+              'weights (was: resumed only at an epoch boundary)')
+def test_a_killed_pipelined_fit_resumes_as_if_uninterrupted(tiny_dir,
+                                                             tmp_path):
+    data = {'dataset': str(tiny_dir[0]), 'batch_size': 256}
+    straight, killed = tmp_path / 'straight', tmp_path / 'killed'
+    for run in (straight, killed):
+        _config(run, data, devices=1)
+    (straight / 'killed').touch()  # never killed
+    result = _forked(straight, 1)
+    assert result.returncode == 0, result.stderr[-3000:]
+    result = _forked(killed, 1)
+    assert result.returncode == -9, result.stderr[-3000:]  # SIGKILL
+    assert (killed / 'checkpoints' / 'last.ckpt').exists()
+    result = _forked(killed, 1, attempt=1)  # again: from last.ckpt
+    assert result.returncode == 0, result.stderr[-3000:]
+    _resumed_as_uninterrupted(straight, killed, 1)
