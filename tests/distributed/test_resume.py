@@ -1,9 +1,12 @@
 r"""A fit killed mid-epoch and restarted from its last checkpoint
 (``ModelCheckpoint(every_n_train_steps=3, save_last=True)``, ``ckpt_path:
 last``) trains on the batches, and ends with the weights, of a run never
-interrupted, in one process with the pipeline on."""
+interrupted: in one process with the pipeline on, and on two ``dsp``
+ranks restarted by ``torchrun --max-restarts 1``."""
 import os
+import signal
 import subprocess
+import sys
 from pathlib import Path
 from typing import Dict, List, Tuple
 
@@ -130,3 +133,37 @@ def test_a_killed_pipelined_fit_resumes_as_if_uninterrupted(tiny_dir,
     result = _forked(killed, 1, attempt=1)  # again: from last.ckpt
     assert result.returncode == 0, result.stderr[-3000:]
     _resumed_as_uninterrupted(straight, killed, 1)
+
+
+@pytest.mark.reliability(
+    fault='rank 1 of a 2-rank `dsp` fit under `torchrun --max-restarts 1` '
+          'killed (SIGKILL) mid-epoch, the config holding `ckpt_path: last`',
+    behaviour='torchrun restarts both ranks, which resume from the last '
+              'checkpoint (every 3 steps), mid-epoch, with nobody acting, '
+              'and train on the uninterrupted run\'s batches on each rank '
+              'to its weights (was: a failed rank ended the job)')
+def test_torchrun_restarts_a_killed_dsp_rank_where_it_stopped(
+        tiny_dir, metis_parts, tmp_path):
+    data = {'dataset': str(tiny_dir[0]), 'mode': 'dsp',
+            'partitions': str(metis_parts), 'batch_size': 128}
+    straight, killed = tmp_path / 'straight', tmp_path / 'killed'
+    for run in (straight, killed):
+        _config(run, data, devices=2)
+    (straight / 'killed').touch()
+    result = _forked(straight, 2)
+    assert result.returncode == 0, result.stderr[-3000:]
+    launcher = subprocess.Popen(
+        [sys.executable, '-m', 'torch.distributed.run', '--nproc_per_node',
+         '2', '--max-restarts', '1', '--master_addr', '127.0.0.1',
+         '--master_port', str(free_port()), '-m', 'pyg_fastload', 'fit',
+         '--config', str(killed / 'config.yaml')],
+        cwd=killed, env=dict(os.environ, **ENV), stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        _, err = launcher.communicate(timeout=300)
+    finally:  # the launcher and its ranks
+        if launcher.poll() is None:
+            os.killpg(launcher.pid, signal.SIGKILL)
+            launcher.communicate()
+    assert launcher.returncode == 0, err[-5000:]
+    _resumed_as_uninterrupted(straight, killed, 2)
