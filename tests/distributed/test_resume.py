@@ -2,7 +2,9 @@ r"""A fit killed mid-epoch and restarted from its last checkpoint
 (``ModelCheckpoint(every_n_train_steps=3, save_last=True)``, ``ckpt_path:
 last``) trains on the batches, and ends with the weights, of a run never
 interrupted: in one process with the pipeline on, and on two ``dsp``
-ranks restarted by ``torchrun --max-restarts 1``."""
+ranks restarted by ``torchrun --max-restarts 1``; the data module of every
+mode resumes its training loader where rank 0's state says."""
+import itertools
 import os
 import signal
 import subprocess
@@ -14,7 +16,8 @@ import pytest
 import torch
 import yaml
 
-from .ranks import command_ranks, free_port
+from .faults import batch_digest
+from .ranks import command_ranks, free_port, run_ranks
 
 pytestmark = pytest.mark.timeout(420)
 
@@ -167,3 +170,51 @@ def test_torchrun_restarts_a_killed_dsp_rank_where_it_stopped(
             launcher.communicate()
     assert launcher.returncode == 0, err[-5000:]
     _resumed_as_uninterrupted(straight, killed, 2)
+
+
+def _resumed_modes(rank, world, dataset, modes):
+    r"""Per mode, whether a data module given rank 0's state 2 batches into
+    epoch 1 (as a checkpoint holds it) draws this rank's rest of epoch 1
+    as the uninterrupted one does."""
+    import torch.distributed as dist
+    from pyg_fastload.lightning import FastLoadDataModule
+    out = {}
+    for mode, partitions in modes:
+        def module():
+            data = FastLoadDataModule(
+                dataset, mode=mode, partitions=partitions,
+                num_neighbors=[4, 4], batch_size=64, pipeline=True,
+                progress=False, dist_timeout=60)
+            data.setup('fit')
+            return data
+
+        def digests(batches):
+            return [batch_digest(batch) for batch in batches]
+
+        data = module()
+        loader = data.train_dataloader()
+        digests(loader)  # epoch 0
+        iterator = iter(loader)
+        digests(itertools.islice(iterator, 2))
+        state = [data.state_dict()]
+        rest = digests(iterator)
+        data.teardown('fit')
+        dist.broadcast_object_list(state, src=0)  # rank 0's checkpoint
+        resumed = module()
+        resumed.load_state_dict(state[0])
+        out[mode] = (digests(resumed.train_dataloader()) == rest, len(rest))
+        resumed.teardown('fit')
+    return out
+
+
+def test_every_modes_data_module_resumes_each_rank_mid_epoch(
+        tiny_dir, pagraph_parts, metis_parts):
+    modes = [('replicated', None), ('pagraph', str(pagraph_parts[1])),
+             ('dsp', str(metis_parts)), ('hopgnn', str(metis_parts))]
+    results = run_ranks(_resumed_modes, 2, str(tiny_dir[0]), modes,
+                        timeout=300)
+    for rank in range(2):
+        status, value = results[rank]
+        assert status == 'ok', value
+        assert value == {mode: (True, value[mode][1]) for mode, _ in modes}
+        assert all(left > 0 for _, left in value.values())
