@@ -243,6 +243,7 @@ class PipelinedLoader:
 
     @property
     def _graph_sampler(self) -> Any:
+        r"""The sampler drawing every batch (node or link loader's)."""
         return getattr(self, 'node_sampler', None) or getattr(
             self, 'link_sampler', None)
 
@@ -253,7 +254,10 @@ class PipelinedLoader:
         the epochs and batches taken since
         (:class:`~pyg_fastload.loader.position.EpochPosition`), and the
         sampler's own state if it keeps one across batches (a
-        ``state_dict`` method: HopGNN's merge search). With
+        ``state_dict`` method: HopGNN's merge search). Without a
+        ``generator`` the stream is torch's global one, which other code
+        draws from between epochs: its state before the current epoch is
+        saved, and :meth:`load_state_dict` sets it. With
         ``num_workers > 0`` nothing is saved (the worker processes draw
         from streams of their own): such a loader resumes with a new
         epoch."""

@@ -57,7 +57,7 @@ class EpochPosition:
     def drawn(self, size: int, counts: Dict[str, float]) -> int:
         r"""The epoch holds :obj:`size` batches, whose consumer counts
         those it takes in :obj:`counts`; returns how many it skips."""
-        self.before += self.size if self.epochs else 0
+        self.before += self.size
         self.epochs += 1
         self.size, self.counts = size, counts
         self.skipped, self.resume_at = min(self.resume_at, size), 0

@@ -77,6 +77,25 @@ def test_a_loader_resumes_at_an_epoch_boundary_with_the_next_epoch(data):
     assert not all(torch.equal(a[0], b[0]) for a, b in zip(first, following))
 
 
+def test_a_loader_without_a_generator_resumes_from_the_global_one(data):
+    def loader():
+        return FastNeighborLoader(data, [4, 3], batch_size=32, shuffle=True,
+                                  pipeline=True)
+
+    torch.manual_seed(0)
+    straight = loader()
+    _take(straight)
+    torch.rand(5)  # the model draws between epochs
+    iterator = iter(straight)
+    _take(iterator, 3)
+    state = straight.state_dict()
+    rest = _take(iterator)
+    torch.manual_seed(7)  # a new process
+    resumed = loader()
+    resumed.load_state_dict(state)
+    _same(_take(resumed), rest)
+
+
 def _rank_loader(data, num_seeds, seed=0):
     r"""A rank's loader over its own :obj:`num_seeds` seeds, 4 batches an
     epoch whatever their number (as a partitioned mode's ranks)."""
