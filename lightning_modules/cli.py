@@ -15,8 +15,10 @@ import pytorch_lightning as pl
 from jsonargparse import set_parsing_settings
 from pytorch_lightning.callbacks import ModelCheckpoint
 from pytorch_lightning.cli import LightningCLI
+from pytorch_lightning.strategies import DDPStrategy
 
 from pyg_fastload.config import FeatureCache, SettingError
+from pyg_fastload.distributed.startup import form_restarted_group
 from pyg_fastload.errors import USAGE_EXIT
 from pyg_fastload.inference import InferenceOptions
 from pyg_fastload.modes import ModeOptions
@@ -195,6 +197,20 @@ class FastLoadCLI(LightningCLI):
                 raise
             self.parser.error(f"config key '{cause.config_key}': "
                               f"{cause.detail}")
+
+    def before_fit(self) -> None:
+        r"""A rank that ``torchrun --max-restarts`` restarted forms its
+        process group on keys of its attempt's own
+        (:func:`~pyg_fastload.distributed.startup.form_restarted_group`),
+        which Lightning's strategy then finds formed."""
+        strategy = self.trainer.strategy
+        if isinstance(strategy, DDPStrategy):
+            device = strategy.root_device
+            form_restarted_group(  # (the strategy keeps both private)
+                strategy._get_process_group_backend(), strategy._timeout,
+                None if device.type == 'cpu' else device)
+
+    before_validate = before_test = before_predict = before_fit
 
     def _check_nested(self) -> None:
         r"""Validates the data module's nested settings first

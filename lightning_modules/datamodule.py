@@ -37,7 +37,10 @@ class FastLoadDataModule(pl.LightningDataModule):
     :class:`~pyg_fastload.FastNeighborLoader`; the stores and caches are
     built once per process in :meth:`setup`, on the trainer's device. The
     loaders' random streams are seeded with :obj:`seed` and saved in
-    checkpoints (a run resumed at an epoch boundary draws the same batches).
+    checkpoints with the training loader's place in its epoch (a run
+    resumed from a checkpoint, taken mid-epoch or at an epoch's end, draws
+    the batches the uninterrupted run draws from there on, in every mode;
+    ``docs/guide/distributed.md``, "Resuming a killed run").
 
     Args:
         dataset: a synthetic preset name (``'tiny'``, ``'arxiv-like'``,
@@ -243,6 +246,10 @@ class FastLoadDataModule(pl.LightningDataModule):
         #: :meth:`setup` from the trainer's ``root_device``.
         self.placement = Placement()
         self._meta: Optional[Tuple[int, int]] = None
+        # The training loader made last, and a checkpoint's place of it
+        # (restored on the next one made).
+        self._train: Optional[FastNeighborLoader] = None
+        self._train_state: Optional[Dict[str, Any]] = None
 
     @property
     def num_features(self) -> int:
@@ -340,8 +347,14 @@ class FastLoadDataModule(pl.LightningDataModule):
                         f'limit_{split}_batches', None)
         if isinstance(limit, (int, float)):  # the epoch ends there
             self.loading.batch_limits[split] = limit
-        return self.loading.loader(split, self.generators[split],
-                                   self.placement)
+        loader = self.loading.loader(split, self.generators[split],
+                                     self.placement)
+        if split == 'train':
+            self._train = loader
+            if self._train_state is not None:
+                loader.load_state_dict(self._train_state)
+                self._train_state = None
+        return loader
 
     def teardown(self, stage: Optional[str] = None) -> None:
         r"""Stops what the mode runs beside the stores (DSP's launch
@@ -367,11 +380,19 @@ class FastLoadDataModule(pl.LightningDataModule):
     # Checkpointing ###########################################################
 
     def state_dict(self) -> Dict[str, Any]:
-        r"""The loaders' random-stream states."""
-        return {'generators': {split: gen.get_state()
-                               for split, gen in self.generators.items()}}
+        r"""The loaders' random-stream states and the training loader's
+        place in its epochs (its ``state_dict``, the same on every rank),
+        which the next training loader made resumes from: Lightning hands
+        a checkpoint's place to the loader itself only mid-epoch, and a
+        rank's stream at an epoch's end is its own."""
+        state: Dict[str, Any] = {'generators': {
+            split: gen.get_state() for split, gen in self.generators.items()}}
+        if self._train is not None:
+            state['train_loader'] = self._train.state_dict()
+        return state
 
     def load_state_dict(self, state_dict: Dict[str, Any]) -> None:
         for split, state in state_dict.get('generators', {}).items():
             if split in self.generators:
                 self.generators[split].set_state(state)
+        self._train_state = state_dict.get('train_loader')

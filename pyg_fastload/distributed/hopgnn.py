@@ -242,6 +242,8 @@ class RootRouting:
             ('rows', 'local', 'remote', 'remote_per_step', 'requests',
              'requests_per_step'), 0.0)
         self._calls = 0
+        # The epoch the search times (its first call, its last one so far).
+        self._epoch: Optional[int] = None
         self._epoch_started: Optional[float] = None
         self._last_call: Optional[float] = None
         if node_time is not None:
@@ -347,17 +349,43 @@ class RootRouting:
         now = time.perf_counter()
         if self.search is None or not self.batches_per_epoch:
             return
-        if self._calls and self._calls % self.batches_per_epoch == 0:
-            mine = torch.tensor([self._last_call - self._epoch_started])
-            seconds = torch.cat(self.collectives.exchange(
-                [mine] * self.collectives.world_size, 'control',
-                'agree on the epoch time')).max()
-            self.merges = self.search.epoch_done(float(seconds))
-            self._epoch_started = None
-        if self._epoch_started is None:
-            self._epoch_started = now
+        epoch = self._calls // self.batches_per_epoch
+        if epoch != self._epoch:  # the first call of an epoch
+            if self._epoch is not None:  # the one before has ended
+                mine = torch.tensor([self._last_call - self._epoch_started])
+                seconds = torch.cat(self.collectives.exchange(
+                    [mine] * self.collectives.world_size, 'control',
+                    'agree on the epoch time')).max()
+                self.merges = self.search.epoch_done(float(seconds))
+            self._epoch, self._epoch_started = epoch, now
         self._calls += 1
         self._last_call = now
+
+    def state_dict(self) -> Dict[str, Any]:
+        r"""What a resumed run continues from (saved with the loader's
+        place in its epochs): the merges, the merge search's epochs and
+        the time of the epoch it is timing so far."""
+        search = self.search
+        return {'merges': self.merges, 'epoch': self._epoch,
+                'seconds': 0.0 if self._epoch is None else
+                self._last_call - self._epoch_started,
+                'search': None if search is None else {
+                    'merges': search.merges, 'done': search.done,
+                    'history': [dict(h) for h in search.history]}}
+
+    def load_state_dict(self, state: Dict[str, Any], batches: int) -> None:
+        r"""Continues from :obj:`state` (:meth:`state_dict`'s) before the
+        training loader's :obj:`batches`-th batch (counted over its epochs:
+        calls sampled ahead of it are made again)."""
+        self.merges = state['merges']
+        if self.search is not None and state['search'] is not None:
+            self.search.merges = state['search']['merges']
+            self.search.done = state['search']['done']
+            self.search.history = [dict(h) for h in state['search'][
+                'history']]
+        self._calls, self._epoch = batches, state['epoch']
+        self._last_call = time.perf_counter()
+        self._epoch_started = self._last_call - state['seconds']
 
     def stats(self) -> Dict[str, Any]:
         r"""Per-iteration feature locality summed so far (rows of the

@@ -1,4 +1,6 @@
-r"""A rank that fails before the process group forms, told to the others.
+r"""A rank that fails before the process group forms, told to the others;
+the process group of a rank that ``torchrun --max-restarts`` restarted,
+formed on keys of its attempt's own (:func:`form_restarted_group`).
 
 Under ``torchrun`` the launcher's key-value store (``MASTER_ADDR``,
 ``MASTER_PORT``) is up before any rank starts; a rank that fails while it
@@ -14,11 +16,11 @@ import os
 import sys
 import threading
 from datetime import timedelta
-from typing import Callable, Mapping, Optional, Tuple
+from typing import Any, Callable, Mapping, Optional, Tuple
 
 import torch.distributed as dist
 
-__all__ = ['StartupWatch']
+__all__ = ['StartupWatch', 'form_restarted_group']
 
 _KEY = 'pyg_fastload/startup/{attempt}/failed/'
 
@@ -140,3 +142,45 @@ class StartupWatch:
 
 def _group_formed() -> bool:
     return dist.is_available() and dist.is_initialized()
+
+
+#: The prefix of the keys a restarted attempt's process group forms on.
+_GROUP_KEY = 'pyg_fastload/attempt/{attempt}'
+
+
+def form_restarted_group(backend: str, timeout: timedelta,
+                         device_id: Any = None,
+                         env: Optional[Mapping[str, str]] = None) -> bool:
+    r"""Forms the default process group of a rank that ``torchrun
+    --max-restarts`` restarted, on the launcher's store under a prefix of
+    the attempt's own; whether it did (not under torchrun's shared store,
+    or in its first attempt: the caller forms the group as usual).
+
+    torchrun keeps one key-value store across restarts, and ranks form
+    their group on it without a prefix (torch 2.13): a restarted rank may
+    read the address a killed rank of the attempt before wrote there and
+    wait for that process until the timeout (gloo: ``connectFullMesh
+    failed ... Connection refused``), and would read the failures and
+    heartbeats of that attempt too.
+
+    Args:
+        backend (str): the group's backend (``'gloo'``, ``'nccl'``).
+        timeout (timedelta): its collectives' timeout.
+        device_id (optional): ``init_process_group``'s ``device_id``.
+        env (mapping, optional): the environment (default: this
+            process's).
+    """
+    env = os.environ if env is None else env
+    attempt = env.get('TORCHELASTIC_RESTART_COUNT', '0')
+    if env.get('TORCHELASTIC_USE_AGENT_STORE') != 'True' or attempt == '0' \
+            or dist.is_initialized():
+        return False
+    world_size = int(env['WORLD_SIZE'])
+    store = dist.TCPStore(env['MASTER_ADDR'], int(env['MASTER_PORT']),
+                          world_size, False, timeout)
+    dist.init_process_group(
+        backend, store=dist.PrefixStore(_GROUP_KEY.format(attempt=attempt),
+                                        store),
+        rank=int(env['RANK']), world_size=world_size, timeout=timeout,
+        device_id=device_id)
+    return True

@@ -2,14 +2,16 @@ r"""What the node and link loaders share (:class:`PipelinedLoader`): the
 epoch's random draws made in the consumer's thread, then sampling and
 feature loading either in the consumer's thread or in the two-stage
 pipeline (:mod:`~pyg_fastload.loader.pipeline`), batches identical either
-way; ``pipeline='auto'``, the run-ahead scheduler, the device transfer and
-the stage threads' shutdown when the loader goes away."""
+way; ``pipeline='auto'``, the run-ahead scheduler, the device transfer, the
+stage threads' shutdown when the loader goes away, and the loader's place in
+its epochs saved and restored (:mod:`~pyg_fastload.loader.position`)."""
 from __future__ import annotations
 
 import functools
 import threading
+import warnings
 import weakref
-from typing import Any, Callable, Iterator, List, Optional, Union
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple, Union
 
 import torch
 from torch import Tensor
@@ -35,6 +37,7 @@ from .pipeline import (
     SequentialIterator,
     new_breakdown,
 )
+from .position import EpochPosition
 from .scheduler import RunAheadScheduler
 from .trainer_load import TrainerLoad
 
@@ -95,6 +98,7 @@ class PipelinedLoader:
         # The stop flags of this loader's running pipelines (set when the
         # loader is deleted; the loader holds no iterator).
         self._stops: List[threading.Event] = []
+        self._position = EpochPosition(self.generator is not None)
 
     def batch_sampling(self) -> SampleFn:
         r"""One batch's sampling, holding no reference to the loader (the
@@ -155,16 +159,21 @@ class PipelinedLoader:
             return super()._get_iterator()
         # Everything random is drawn here, in the consumer's thread and in
         # order, so pipelined and sequential iteration give the same batches.
-        batches = list(self.batch_sampler)
-        epoch_seed = int(torch.randint(0, 2**62, (1, ),
-                                       generator=self.generator))
+        self._position.begin(self._stream)
+        batches, epoch_seed = self._draw_epoch()
+        # This epoch's breakdown, also for the parts 'auto' starts later
+        # (another epoch of the loader may have started by then).
+        pipelined = self._use_pipeline()
+        breakdown = self.time_breakdown = new_breakdown()
+        # (a resumed epoch: the batches taken before the checkpoint)
+        skip = self._position.drawn(len(batches), breakdown)
         sample = self.batch_sampling()
 
         def tasks() -> Iterator[Callable[[], SamplerOutput]]:
-            for i, index in enumerate(batches):
+            for i in range(skip, len(batches)):
                 generator = torch.Generator().manual_seed(
                     (epoch_seed + i * 0x9E3779B97F4A7C15) % 2**63)
-                yield functools.partial(sample, index, generator)
+                yield functools.partial(sample, batches[i], generator)
 
         # One source of the epoch's batches, which `pipeline='auto'` hands
         # between the consumer's thread and the pipeline mid-epoch.
@@ -181,11 +190,6 @@ class PipelinedLoader:
             if depth and isinstance(out, (SamplerOutput,
                                           HeteroSamplerOutput)):
                 store.announce(out.node)
-
-        # This epoch's breakdown, also for the parts 'auto' starts later
-        # (another epoch of the loader may have started by then).
-        pipelined = self._use_pipeline()
-        breakdown = self.time_breakdown = new_breakdown()
 
         def start_pipeline() -> PipelineIterator:
             sample_capacity = max(self.queue_capacity, depth)
@@ -220,6 +224,72 @@ class PipelinedLoader:
         if store is not None:  # e.g. device_budget='auto' sizes then
             iterator.after_first_step = store.first_step_done
         return iterator
+
+    @property
+    def _stream(self) -> torch.Generator:
+        r"""The generator the epochs are drawn from (torch's global one
+        without :obj:`generator`)."""
+        return self.generator if self.generator is not None else \
+            torch.default_generator
+
+    def _draw_epoch(self) -> Tuple[List[Any], int]:
+        r"""An epoch's random draws, in order: every batch's indices into
+        the inputs (the index sampler's order) and the seed of the batches'
+        random streams."""
+        batches = list(self.batch_sampler)
+        epoch_seed = int(torch.randint(0, 2**62, (1, ),
+                                       generator=self.generator))
+        return batches, epoch_seed
+
+    @property
+    def _graph_sampler(self) -> Any:
+        r"""The sampler drawing every batch (node or link loader's)."""
+        return getattr(self, 'node_sampler', None) or getattr(
+            self, 'link_sampler', None)
+
+    def state_dict(self) -> Dict[str, Any]:
+        r"""Where the loader stands in its epochs, for Lightning's
+        stateful-loader protocol (a checkpoint, e.g. ``ModelCheckpoint(
+        every_n_train_steps=N)``, keeps it): the random stream's state,
+        the epochs and batches taken since
+        (:class:`~pyg_fastload.loader.position.EpochPosition`), and the
+        sampler's own state if it keeps one across batches (a
+        ``state_dict`` method: HopGNN's merge search). Without a
+        ``generator`` the stream is torch's global one, which other code
+        draws from between epochs: its state before the current epoch is
+        saved, and :meth:`load_state_dict` sets it. With
+        ``num_workers > 0`` nothing is saved (the worker processes draw
+        from streams of their own): such a loader resumes with a new
+        epoch."""
+        if self.num_workers > 0:  # (once per place it is called from)
+            warnings.warn(f"{type(self).__name__} with num_workers="
+                          f"{self.num_workers} does not save its place in "
+                          f"the epoch (PyG's worker processes draw from "
+                          f"streams of their own): a run resumed from a "
+                          f"checkpoint starts a new epoch; use "
+                          f"num_workers=0 to resume mid-epoch",
+                          stacklevel=2)
+            return {}
+        state = self._position.state(self._stream)
+        saver = getattr(self._graph_sampler, 'state_dict', None)
+        if saver is not None:
+            state['sampler'] = saver()
+        return state
+
+    def load_state_dict(self, state: Dict[str, Any]) -> None:
+        r"""Continues from :obj:`state` (:meth:`state_dict`'s): the next
+        epoch drawn is the one the state was saved in, without the batches
+        the consumer had taken (those sampled ahead are sampled again)."""
+        if not state:
+            return
+        stream = self._stream
+        stream.set_state(state['generator'])
+        for _ in range(state['epochs']):  # draws only: nothing is sampled
+            self._draw_epoch()
+        self._position.restore(state)
+        if 'sampler' in state:
+            self._graph_sampler.load_state_dict(state['sampler'],
+                                                state['sampled'])
 
     def _decide(self, pipelined: bool) -> None:
         self._auto_decision = pipelined

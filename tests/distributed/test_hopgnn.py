@@ -1,3 +1,4 @@
+import itertools
 from datetime import timedelta
 
 import pytest
@@ -248,3 +249,68 @@ def test_time_steps_and_merging_keep_the_data_parallel_update(metis_parts,
         mine = [sorted(results[r][1][2][0]) for r in range(2)]
         assert mine in ([sorted(drawn[0]), sorted(drawn[1])],
                         [sorted(drawn[1]), sorted(drawn[0])])
+
+
+# Resuming ###################################################################
+
+def _resumed_search(rank, world, parts_dir):
+    r"""A pipelined HopGNN loader with the merge search, whose epochs each
+    seem faster than the one before (a fake clock): stopped 2 batches into
+    epoch 2 and resumed from its state by a new loader and router."""
+    import types
+    from pyg_fastload.distributed import hopgnn
+    from pyg_fastload.distributed.seeds import RankSeedSampler
+    coll = Collectives(DistContext.current(timedelta(seconds=30)))
+    features, _, book, _ = open_rank_part(parts_dir, coll)
+    topo = full_topology(parts_dir)
+    # each pipelined stage on a process group of its own
+    sampling, fetching = coll.new_stage(), coll.new_stage()
+    data = (PartitionedFeatureStore(features, book, rank, fetching),
+            CSCGraphStore(topo))
+    now = [0.0]
+
+    def perf_counter():  # every call 1 s, then 0.9 s, 0.81 s, ... later
+        now.append(now[-1] + 0.9 ** len(now))
+        return now[-1]
+    hopgnn.time = types.SimpleNamespace(perf_counter=perf_counter)
+
+    def loader(seed):
+        router = RootRouter(topo, book, rank, sampling, [3, 2],
+                            merge_search=True)
+        router.batches_per_epoch = 4
+        generator = torch.Generator().manual_seed(seed)
+        sampler = RankSeedSampler(400, 4 * 16, generator, rank, world,
+                                  shard_across_ranks=True)
+        return router, FastNeighborLoader(
+            data, [3, 2], input_nodes=torch.arange(400), batch_size=16,
+            sampler=sampler, generator=generator, neighbor_sampler=router,
+            pipeline=True)
+
+    def ids(iterator):
+        return [batch.n_id.tolist() for batch in iterator]
+
+    router, straight = loader(0)
+    ids(straight), ids(straight)  # epochs 0 and 1
+    ended = straight.state_dict()  # (epoch 1's time not yet searched)
+    iterator = iter(straight)
+    first = ids(itertools.islice(iterator, 2))
+    state = straight.state_dict()
+    rest = ids(iterator)
+    out = []
+    for saved, expected in ((state, rest), (ended, first + rest)):
+        resumed_router, resumed = loader(7)
+        resumed.load_state_dict(saved)
+        out.append((ids(resumed) == expected, resumed_router.merges,
+                    resumed_router.search.history == router.search.history))
+    return router.merges, out
+
+
+def test_the_merge_search_resumes_where_it_stood(metis_parts):
+    results = run_ranks(_resumed_search, 2, metis_parts)
+    for rank in range(2):
+        status, value = results[rank]
+        assert status == 'ok', value
+        merges, resumed = value
+        assert merges == 1  # a merge, found faster
+        # resumed mid-epoch 2, and after epoch 1
+        assert resumed == [(True, 1, True), (True, 1, True)]

@@ -76,3 +76,44 @@ def test_a_formed_group_stops_the_watch():
     assert failing.fail('late')  # told, but nobody watches any more
     assert not ended.is_set()
     del server
+
+
+def _restarted_rank(env, results):
+    from pyg_fastload.compat import process_group_store
+    from pyg_fastload.distributed.startup import form_restarted_group
+    formed = form_restarted_group('gloo', timedelta(seconds=10), env=env)
+    process_group_store().set('probe', 'attempt 1')
+    dist.destroy_process_group()
+    results.put(formed)
+
+
+def test_a_restarted_rank_forms_its_group_on_its_attempts_keys():
+    r"""torchrun's store outlives a restart: the group of attempt 1 keeps
+    to keys of its own, where no address, failure or heartbeat of attempt
+    0 is (the launcher's store holds them unprefixed)."""
+    from pyg_fastload.distributed.startup import form_restarted_group
+    from .ranks import _context
+    for env in ({**TORCHRUN, 'TORCHELASTIC_RESTART_COUNT': '0'},
+                {k: v for k, v in TORCHRUN.items()
+                 if k != 'TORCHELASTIC_USE_AGENT_STORE'}):
+        assert not form_restarted_group('gloo', timedelta(seconds=1),
+                                        env=env)  # Lightning forms it
+    port = free_port()
+    server = dist.TCPStore('127.0.0.1', port, None, True,
+                           timedelta(seconds=10), wait_for_workers=False)
+    ctx = _context()
+    results = ctx.Queue()
+    env = {**TORCHRUN, 'RANK': '0', 'WORLD_SIZE': '1',
+           'MASTER_PORT': str(port), 'TORCHELASTIC_RESTART_COUNT': '1'}
+    rank = ctx.Process(target=_restarted_rank, args=(env, results))
+    rank.start()
+    try:
+        assert results.get(timeout=60) is True
+    finally:
+        rank.join(timeout=10)
+        if rank.is_alive():
+            rank.kill()
+    # the group's keys ('0/': torch's name of the default group), where
+    # torch would put them unprefixed: 'default_pg/0//probe'
+    assert server.get('pyg_fastload/attempt/1/0//probe') == b'attempt 1'
+    assert not server.check(['default_pg/0//probe'])
