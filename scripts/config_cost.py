@@ -186,6 +186,11 @@ def measure(config: str, steps: int = 20, val_steps: int = 3,
     own = os.environ.setdefault(ROOT_ENV, tempfile.mkdtemp(
         prefix='config-cost-'))
     clock = Clock()
+    # a config's own ModelCheckpoint stays (its cost is the config's);
+    # otherwise none is written
+    callbacks = _config(config).get('callbacks') or []
+    keeps = any('ModelCheckpoint' in str(c.get('class_path', ''))
+                for c in callbacks if isinstance(c, dict))
     cli = run_cli(['fit', '-c', config,
                    '--trainer.max_steps', str(steps),
                    '--trainer.val_check_interval', str(steps),
@@ -193,7 +198,8 @@ def measure(config: str, steps: int = 20, val_steps: int = 3,
                    '--trainer.limit_val_batches', str(val_steps),
                    '--trainer.num_sanity_val_steps', '0',
                    '--trainer.logger', 'false',
-                   '--trainer.enable_checkpointing', 'false',
+                   *([] if keeps else ['--trainer.enable_checkpointing',
+                                       'false']),
                    '--trainer.default_root_dir', own,
                    *(extra or [])], callbacks=[clock])
     trainer = cli.trainer
