@@ -9,9 +9,11 @@ accuracy (``--target``, else 98% of the best side's final accuracy), and
 the nodes and edges per batch (the sampler's work).
 
 Every side's accuracy is measured the same way, outside its timed training:
-after each epoch the model classifies the same ``--val-nodes`` validation
-nodes on neighbourhoods drawn by one fixed neighbour-sampling loader
-(``--fanout``, the same seed for every side and epoch). The model is the
+after each epoch (or every ``--eval-every`` steps) the model classifies the
+same ``--val-nodes`` validation nodes on neighbourhoods drawn by one fixed
+neighbour-sampling loader (``--fanout``, the same seed for every side and
+evaluation); the clock stops meanwhile (a loader that prefetches may draw
+its next batches then, as at every epoch's end). The model is the
 same untrimmed network on every side (``trim=False``); LABOR-*'s sides
 aggregate with their batches' estimator weights (its weighted mean).
 
@@ -90,7 +92,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help='training steps per epoch (0: every batch)')
     parser.add_argument('--lr', type=float, default=3e-3)
     parser.add_argument('--val-nodes', type=positive_int, default=5000,
-                        help='validation nodes classified after each epoch')
+                        help='validation nodes classified at each '
+                        'evaluation')
+    parser.add_argument('--eval-every', type=int, default=0,
+                        help='evaluate every this many steps (0: after '
+                        'every epoch)')
     parser.add_argument('--target', type=float, default=None,
                         help='validation accuracy (%%) to reach (default: '
                         "98%% of the best side's final accuracy)")
@@ -118,13 +124,16 @@ def shrunk(preset: str, nodes: int) -> Any:
 
 
 class Progress(pl.Callback):
-    r"""A side's training time (epoch start to epoch end, evaluation left
-    out), the nodes and edges of its batches, and the validation accuracy
-    after every epoch on the fixed evaluation batches."""
-    def __init__(self, evaluate: Any):
+    r"""A side's training time (evaluations left out), the nodes and edges
+    of its batches, and the validation accuracy on the fixed evaluation
+    batches after every :obj:`every` steps (:obj:`None`: after every
+    epoch) and at the end."""
+    def __init__(self, evaluate: Any, every: Optional[int] = None):
         self.evaluate = evaluate
+        self.every = every
         self.seconds: List[float] = []  # cumulative training time
         self.accuracy: List[float] = []
+        self.steps: List[int] = []
         self.nodes = self.edges = self.batches = 0
         self._start = 0.0
         self._total = 0.0
@@ -139,12 +148,27 @@ class Progress(pl.Callback):
         self.batches += 1
         self.nodes += int(batch.num_nodes)
         self.edges += int(batch.num_edges)
+        if self.every and self.batches % self.every == 0:
+            self._record(module)
 
     def on_train_epoch_end(self, trainer: pl.Trainer,
                            module: pl.LightningModule) -> None:
+        if self.every is None:
+            self._record(module)
+
+    def on_train_end(self, trainer: pl.Trainer,
+                     module: pl.LightningModule) -> None:
+        if not self.steps or self.steps[-1] != self.batches:
+            self._record(module)  # the end of training, as trained
+
+    def _record(self, module: pl.LightningModule) -> None:
+        r"""The accuracy now, at the training time so far (the clock
+        stops while it is measured)."""
         self._total += time.perf_counter() - self._start
         self.seconds.append(self._total)
+        self.steps.append(self.batches)
         self.accuracy.append(self.evaluate(module))
+        self._start = time.perf_counter()
 
 
 def _evaluator(data: Any, target: Optional[str],
@@ -211,7 +235,8 @@ def fit_side(data: Any, args: argparse.Namespace,
         model = _model(data, args)
         model.load_state_dict(initial)
         progress = Progress(_evaluator(
-            data, hetero_schema(data).target if hetero else None, args))
+            data, hetero_schema(data).target if hetero else None, args),
+            args.eval_every or None)
         limit = {'limit_train_batches': args.batches} if args.batches else {}
         trainer = pl.Trainer(max_epochs=args.epochs, limit_val_batches=0,
                              callbacks=[progress], **limit,
@@ -220,6 +245,7 @@ def fit_side(data: Any, args: argparse.Namespace,
     del trainer, datamodule
     gc.collect()
     return {'seconds': progress.seconds, 'accuracy': progress.accuracy,
+            'steps': progress.steps,
             'nodes_per_batch': progress.nodes / max(progress.batches, 1),
             'edges_per_batch': progress.edges / max(progress.batches, 1),
             'batches': progress.batches}
@@ -269,10 +295,10 @@ def run(args: argparse.Namespace) -> Dict[str, Any]:
     for name, options in sides.items():
         print(f'{name} ...', flush=True)
         results[name] = fit_side(data, args, initial, **options)
-        print('  accuracy by epoch: ' + ', '.join(
-            f'{a:.1f}% at {s:.0f}s' for a, s in zip(
-                results[name]['accuracy'], results[name]['seconds'])),
-              flush=True)
+        print('  accuracy by step: ' + ', '.join(
+            f'{a:.1f}% at step {n} ({s:.0f}s)' for a, n, s in zip(
+                results[name]['accuracy'], results[name]['steps'],
+                results[name]['seconds'])), flush=True)
     best_final = max(r['accuracy'][-1] for r in results.values())
     target = args.target if args.target is not None else 0.98 * best_final
     print(f'\n## validation accuracy target: {target:.2f}%')
@@ -286,7 +312,7 @@ def run(args: argparse.Namespace) -> Dict[str, Any]:
         table.row(name, f"{result['accuracy'][-1]:.2f}",
                   f"{max(result['accuracy']):.2f}",
                   '-' if reached[name] is None else f'{reached[name]:.0f}',
-                  f"{result['seconds'][-1] / len(result['seconds']):.1f}",
+                  f"{result['seconds'][-1] / args.epochs:.1f}",
                   f"{result['nodes_per_batch']:,.0f}",
                   f"{result['edges_per_batch']:,.0f}")
     pyg = {n: t for n, t in reached.items()

@@ -49,6 +49,7 @@ def test_every_side_reports_its_accuracy_time_and_work(tmp_path, capsys):
                             'PyG NeighborLoader(num_workers=0)'}
     for result in results.values():
         assert len(result['accuracy']) == len(result['seconds']) == 2
+        assert result['steps'] == [3, 6]  # after each epoch of 3 steps
         assert result['seconds'][0] < result['seconds'][1]
         assert result['batches'] == 6 and result['nodes_per_batch'] > 64
     # a target of 0% is reached after the first epoch by every side
@@ -61,3 +62,14 @@ def test_every_side_reports_its_accuracy_time_and_work(tmp_path, capsys):
         results['labor-0']['nodes_per_batch'])
     assert 'LABOR-0 samples' in out
     assert (tmp_path / 'out' / 'time_to_accuracy.png').stat().st_size > 1000
+
+
+def test_evaluations_every_few_steps_and_at_the_end(tmp_path):
+    _run(tmp_path, '--pyg-workers', '--sides', 'neighbor', '--eval-every',
+         '2')
+    result = json.loads((tmp_path / 'out' / 'time_to_accuracy.json')
+                        .read_text())['results']['neighbor']
+    # steps 2, 4, 6 of two epochs of 3 (6 is also the end)
+    assert result['steps'] == [2, 4, 6]
+    assert len(result['accuracy']) == len(result['seconds']) == 3
+    assert result['seconds'] == sorted(result['seconds'])
