@@ -52,7 +52,9 @@ from pyg_fastload.bench.common import (
     positive_int,
 )
 from pyg_fastload.datasets import PRESETS, generate_hetero, load_synthetic
+from pyg_fastload.graph import graph_input
 from pyg_fastload.modes.schema import hetero_schema
+from pyg_fastload.sampling import SamplerChoice
 
 from ..datamodule import FastLoadDataModule
 from ..node_classifier import NodeClassifier
@@ -282,8 +284,13 @@ def run(args: argparse.Namespace) -> Dict[str, Any]:
           f'torch_threads={torch.get_num_threads()}')
     torch.manual_seed(args.seed)
     initial = _model(data, args).state_dict()
-    sides: Dict[str, Dict[str, Any]] = {
-        name: dict(sampler=SIDES[name]) for name in args.sides}
+    sides: Dict[str, Dict[str, Any]] = {}
+    for name in args.sides:
+        if graph_input(data).hetero and \
+                SamplerChoice.of(SIDES[name]).homogeneous_only:
+            print(f'{name} skipped: it samples homogeneous graphs only')
+        else:
+            sides[name] = dict(sampler=SIDES[name])
     if args.pyg_workers and importlib.util.find_spec('torch_sparse'):
         for workers in args.pyg_workers:
             sides[f'PyG NeighborLoader(num_workers={workers})'] = dict(

@@ -73,3 +73,21 @@ def test_evaluations_every_few_steps_and_at_the_end(tmp_path):
     assert result['steps'] == [2, 4, 6]
     assert len(result['accuracy']) == len(result['seconds']) == 3
     assert result['seconds'] == sorted(result['seconds'])
+
+
+def test_a_heterogeneous_graph_skips_the_homogeneous_samplers(tmp_path,
+                                                               capsys):
+    parser = argparse.ArgumentParser()
+    bench.add_arguments(parser)
+    bench.run(parser.parse_args([
+        '--preset', 'mag-like', '--scale', '0.002', '--fanout', '4', '3',
+        '--layers', '2', '--hidden', '16', '--batch-size', '64',
+        '--batches', '2', '--epochs', '1', '--val-nodes', '50',
+        '--pyg-workers', '--sides', 'labor-0', 'graphsaint-rw',
+        '--cache-dir', str(tmp_path), '--out', str(tmp_path / 'out')]))
+    assert 'graphsaint-rw skipped: it samples homogeneous graphs only' in \
+        capsys.readouterr().out
+    results = json.loads((tmp_path / 'out' / 'time_to_accuracy.json')
+                         .read_text())['results']
+    assert set(results) == {'labor-0'}
+    assert results['labor-0']['batches'] == 2
