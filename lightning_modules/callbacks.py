@@ -15,9 +15,8 @@ import pytorch_lightning as pl
 from pytorch_lightning.callbacks import Callback
 from pytorch_lightning.utilities import CombinedLoader
 from torch.utils.data import DataLoader
-from torch_geometric.data import Data, HeteroData
 
-from pyg_fastload.graph import stores_of
+from pyg_fastload.graph import is_data, stores_of
 from pyg_fastload.storage import FeatureSource, process_memory
 
 from .stats_summary import (Stats, add_counters, combine_ranks,
@@ -94,7 +93,7 @@ def _feature_store(loaders: List[Any]) -> Optional[FeatureSource]:
 def _seeds(batch: Any) -> Optional[int]:
     r"""Seed nodes in a PyG mini-batch (``batch.batch_size``), summed over
     the batches of several loaders; :obj:`None` if there is none."""
-    if isinstance(batch, HeteroData):  # on the seeds' node type
+    if is_data(batch, hetero=True):  # on the seeds' node type
         parts = [batch[t].batch_size for t in batch.node_types
                  if 'batch_size' in batch[t]]
     elif isinstance(batch, Mapping):
@@ -114,7 +113,7 @@ def _sampled(batch: Any) -> Tuple[int, int]:
     r"""``(nodes, edges)`` of a PyG mini-batch (every type's, summed), of
     the batches of several loaders together; ``(0, 0)`` for anything
     else."""
-    if isinstance(batch, (Data, HeteroData)):
+    if is_data(batch):
         return int(batch.num_nodes or 0), int(batch.num_edges or 0)
     values = batch.values() if isinstance(batch, Mapping) else \
         batch if isinstance(batch, (list, tuple)) else ()

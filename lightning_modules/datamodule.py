@@ -18,6 +18,7 @@ from torch_geometric.data import Data, HeteroData
 from pyg_fastload import FastNeighborLoader
 from pyg_fastload.config import FeatureCache
 from pyg_fastload.distributed import Collectives, DistContext, TrafficCounters
+from pyg_fastload.graph import is_data
 from pyg_fastload.modes import MODES, DatasetSource, LoadingSpec, ModeOptions
 from pyg_fastload.modes.schema import HeteroSchema
 from pyg_fastload.inference import InferenceOptions
@@ -236,8 +237,8 @@ class FastLoadDataModule(pl.LightningDataModule):
                                       else dataset, cache_dir, progress)
         #: The loading mode object (``spec.mode``'s class).
         self.loading = MODES[mode](self.spec, source, partitions)
-        self.save_hyperparameters(ignore=['dataset'] if isinstance(
-            dataset, (Data, HeteroData)) else [])
+        self.save_hyperparameters(ignore=['dataset'] if is_data(dataset)
+                                  else [])
         self.generators = {split: torch.Generator().manual_seed(seed + i)
                            for i, split in enumerate(_SPLITS)}
         self.traffic = TrafficCounters()

@@ -18,6 +18,7 @@ from torchmetrics import MeanMetric
 from torchmetrics.classification import BinaryAUROC
 
 from pyg_fastload.distributed.seeds import shard
+from pyg_fastload.graph import is_hetero
 from pyg_fastload.inference import WholeGraph, encoder_embeddings, score_pairs
 from pyg_fastload.modes import HeteroSchema
 
@@ -262,7 +263,7 @@ class LinkPredictor(pl.LightningModule):
         if self.encoder is None:
             raise RuntimeError("LinkPredictor has no encoder yet: pass "
                                "'in_channels', or fit it with a data module")
-        if not isinstance(batch, HeteroData):
+        if not is_hetero(batch):
             weight = batch.edge_weight if self.edge_weights else None
             h = self.encoder(batch.x, batch.edge_index, edge_weight=weight)
             return h, h
@@ -344,7 +345,7 @@ class LinkPredictor(pl.LightningModule):
         r"""Where :obj:`batch` keeps its label edges (the scored
         relation's store on a heterogeneous batch), and the stores of the
         triplet indices (source type, destination type)."""
-        if not isinstance(batch, HeteroData):
+        if not is_hetero(batch):
             return batch, batch, batch
         src, _, dst = self.edge_type
         return batch[self.edge_type], batch[src], batch[dst]

@@ -11,10 +11,11 @@ import pytorch_lightning as pl
 import torch
 import torch.nn.functional as F
 from torch import Tensor
-from torch_geometric.data import Data, HeteroData
+from torch_geometric.data import Data
 from torch_geometric.nn import GAT, GCN, MLP
 from torchmetrics.classification import MulticlassAccuracy
 
+from pyg_fastload.graph import is_hetero
 from pyg_fastload.inference import WholeGraph
 from pyg_fastload.modes import HeteroSchema
 from pyg_fastload.modes.contract import edge_weight, seed_loss, time_steps
@@ -237,7 +238,7 @@ class NodeClassifier(pl.LightningModule):
             raise RuntimeError("NodeClassifier has no network yet: pass "
                                "'in_channels' and 'num_classes', or fit it "
                                "with a data module")
-        if isinstance(batch, HeteroData):  # the target type's logits
+        if is_hetero(batch):  # the target type's logits
             return self.net(batch, self.edge_weights)
         if self.hparams.model == 'mlp':
             size = batch.get('batch_size')
@@ -385,7 +386,7 @@ def _last_layer_input(net: Optional[torch.nn.Module]
 def _seed_store(batch: Any) -> Any:
     r"""Where a batch keeps its seeds' ``batch_size``, ``y`` and ``n_id``:
     the batch, or the node type of a heterogeneous batch that has them."""
-    if isinstance(batch, HeteroData):
+    if is_hetero(batch):
         return next(batch[t] for t in batch.node_types
                     if 'batch_size' in batch[t])
     return batch

@@ -31,6 +31,7 @@ from torch_geometric.data import Data
 
 from pyg_fastload.bench.common import Table, benchmark_main, positive_int
 from pyg_fastload.datasets import load_synthetic
+from pyg_fastload.graph import is_data
 
 from .accuracy import default_root, load_planetoid, mean_std
 from .lightning_setup import quiet_lightning, quiet_trainer_kwargs
@@ -116,7 +117,7 @@ def fit_once(data: Any, side: str, seed: int, epochs: int,
                 eval_edges=args.eval_edges,
                 eval_negatives=args.eval_negatives))
         module = ours if side == 'fastload' else PygLinkData(ours, args)
-        width = data.num_features if isinstance(data, Data) else \
+        width = data.num_features if is_data(data, hetero=False) else \
             ours.num_features
         model = LinkPredictor(hidden_channels=args.hidden,
                               num_layers=args.layers, lr=args.lr,

@@ -41,7 +41,6 @@ import pytorch_lightning as pl
 import torch
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
-from torch_geometric.data import HeteroData
 
 from pyg_fastload import FastNeighborLoader
 from pyg_fastload.bench.common import (
@@ -52,7 +51,7 @@ from pyg_fastload.bench.common import (
     positive_int,
 )
 from pyg_fastload.datasets import PRESETS, generate_hetero, load_synthetic
-from pyg_fastload.graph import graph_input
+from pyg_fastload.graph import is_hetero
 from pyg_fastload.modes.schema import hetero_schema
 from pyg_fastload.sampling import SamplerChoice
 
@@ -206,7 +205,7 @@ def _evaluator(data: Any, target: Optional[str],
 def _model(data: Any, args: argparse.Namespace) -> NodeClassifier:
     r"""The same network for every side (untrimmed; a heterogeneous graph's
     featureless types enter as zeros)."""
-    if isinstance(data, HeteroData):
+    if is_hetero(data):
         return NodeClassifier(schema=hetero_schema(data).to_dict(),
                               hidden_channels=args.hidden,
                               num_layers=args.layers, lr=args.lr,
@@ -221,7 +220,7 @@ def fit_side(data: Any, args: argparse.Namespace,
              initial: Dict[str, torch.Tensor], sampler: Any = None,
              pyg_workers: Optional[int] = None) -> Dict[str, Any]:
     r"""One side's fit of ``args.epochs`` epochs from :obj:`initial`."""
-    hetero = isinstance(data, HeteroData)
+    hetero = is_hetero(data)
     with quiet_lightning():
         pl.seed_everything(args.seed, verbose=False)
         if pyg_workers is None:
@@ -286,7 +285,7 @@ def run(args: argparse.Namespace) -> Dict[str, Any]:
     initial = _model(data, args).state_dict()
     sides: Dict[str, Dict[str, Any]] = {}
     for name in args.sides:
-        if graph_input(data).hetero and \
+        if is_hetero(data) and \
                 SamplerChoice.of(SIDES[name]).homogeneous_only:
             print(f'{name} skipped: it samples homogeneous graphs only')
         else:

@@ -34,6 +34,7 @@ from tqdm.auto import tqdm
 from ..config import POLICIES, check_fanouts, check_hops
 from ..graph.convert import topology_of
 from ..graph.hetero_topology import HeteroTopology
+from ..graph.kind import is_hetero, is_topology
 from ..graph.topology import CSCTopology
 from ..sampling import FastNeighborSampler, HeteroNeighborSampler, HopSampler
 from .hetero_hotness import (
@@ -69,7 +70,7 @@ __all__ = [
 
 
 def _as_topology(topology: Any) -> Union[CSCTopology, HeteroTopology]:
-    if isinstance(topology, (CSCTopology, HeteroTopology)):
+    if is_topology(topology):
         return topology
     try:
         return topology_of(topology)
@@ -92,7 +93,7 @@ def out_degree_scores(topology: CSCTopology) -> Tensor:
         topology (CSCTopology): the graph.
     """
     topo = _as_topology(topology)
-    if isinstance(topo, HeteroTopology):
+    if is_hetero(topo):
         return hetero_out_degree(topo)
     return topo.out_degree()
 
@@ -101,7 +102,7 @@ def _sampler(topo: Union[CSCTopology, HeteroTopology],
              num_neighbors: Any) -> HopSampler:
     r"""The loader's sampler of :obj:`topo` (heterogeneous or not)."""
     sampler: HopSampler = HeteroNeighborSampler(topo, num_neighbors) \
-        if isinstance(topo, HeteroTopology) else \
+        if is_hetero(topo) else \
         FastNeighborSampler(topo, list(num_neighbors))
     check_hops(sampler.num_hops)
     return sampler
@@ -149,7 +150,7 @@ def reverse_pagerank_scores(
         raise ValueError(f"'tol' = {tol!r}: pass a tolerance >= 0")
     if topo.num_nodes == 0:
         return torch.empty(0, dtype=torch.float64)
-    if isinstance(topo, HeteroTopology):
+    if is_hetero(topo):
         return hetero_reverse_pagerank(topo, float(alpha), max_iters,
                                        float(tol), progress=progress)
     return reverse_walk_ranks(topo, float(alpha), max_iters, float(tol),
@@ -179,7 +180,7 @@ def expected_access_scores(
     """
     topo = _as_topology(topology)
     train = node_ids('train_nodes', train_nodes, topo.num_nodes)
-    if isinstance(topo, HeteroTopology):
+    if is_hetero(topo):
         return hetero_expected_access(topo, train, num_neighbors)
     return expected_accesses(topo, train, check_fanouts(num_neighbors),
                              out_of_core)

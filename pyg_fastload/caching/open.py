@@ -14,6 +14,7 @@ from torch_geometric.data import Data, HeteroData
 from ..config import FeatureCache
 from ..graph.convert import topology_of
 from ..graph.hetero_topology import HeteroTopology
+from ..graph.kind import is_data, is_hetero, is_topology
 from ..graph.topology import CSCTopology
 from ..io import (
     OnDiskDataset,
@@ -101,7 +102,7 @@ def open_dataset(
     if is_hetero_dataset_dir(Path(path).expanduser()):
         hetero = open_hetero_dataset_dir(path, verify=verify)
         if topology is not None and (
-                not isinstance(topology, HeteroTopology) or
+                not is_topology(topology, hetero=True) or
                 {t: topology.num_nodes_of(t) for t in topology.node_types}
                 != hetero.num_nodes):
             raise ValueError(f"'topology' must be a HeteroTopology with the "
@@ -189,10 +190,11 @@ def stores_from_data(
     :func:`open_dataset`; ``read_ahead`` and ``in_memory`` do not apply.
     """
     cache = _cache_settings(cache, settings)
-    if not isinstance(data, (Data, HeteroData)):
+    if not is_data(data):
         raise TypeError(f"'data' must be a torch_geometric Data or "
                         f"HeteroData, got {type(data).__name__}")
-    stores = [data] if isinstance(data, Data) else data.edge_stores
+    hetero = is_hetero(data)
+    stores = data.edge_stores if hetero else [data]
     edge_attrs = sorted({key for store in stores for key in store.keys()
                          if key != 'edge_index' and store.is_edge_attr(key)})
     if edge_attrs:
@@ -203,8 +205,8 @@ def stores_from_data(
     topology = topology_of(data)
     feature_store = TieredFeatureStore(device)
     target = None
-    node_stores = [(None, data)] if isinstance(data, Data) else [
-        (t, data[t]) for t in data.node_types]
+    node_stores = [(t, data[t]) for t in data.node_types] if hetero else \
+        [(None, data)]
     for group, store in node_stores:
         for key, value in store.items():
             if isinstance(value, torch.Tensor) and store.is_node_attr(key):
@@ -222,7 +224,7 @@ def _configure(feature_store: TieredFeatureStore, graph_store: CSCGraphStore,
                cache: FeatureCache, scores: Optional[Scores],
                read_ahead: bool = True, target: Optional[str] = None) -> None:
     topology = graph_store.topology
-    hetero = isinstance(topology, HeteroTopology)
+    hetero = is_hetero(topology)
     if cache.enabled:
         names = {(a.group_name, a.attr_name)
                  for a in feature_store.get_all_tensor_attrs()}

@@ -18,6 +18,7 @@ from ..config import (
     parse_budget,
 )
 from ..graph.hetero_topology import HeteroTopology
+from ..graph.kind import is_topology
 from ..graph.topology import CSCTopology
 from ..storage import TieredFeatureStore
 from .hotness import Scores, hot_order, loader_scores
@@ -83,7 +84,7 @@ def configure_caches(
     device_budget = None if auto else cache.device_budget
     store.size_after_first_step(None)
     by_type = store.cacheable(attrs)
-    if len(by_type) > 1 or isinstance(topology, HeteroTopology):
+    if len(by_type) > 1 or is_topology(topology, hetero=True):
         _configure_types(store, cache, topology, by_type, attrs, scores,
                          train_nodes, seed, reserve_bytes)
         return
@@ -231,7 +232,7 @@ def _configure_types(store: TieredFeatureStore, cache: FeatureCache,
         return
     types = ', '.join(map(str, by_type))
     window = cache.device_cache == 'window'
-    if not isinstance(topology, HeteroTopology):
+    if not is_topology(topology, hetero=True):
         raise ValueError(f"caches over several node types ({types}) rank "
                          f"the rows of every type together: pass the graph's "
                          f"HeteroTopology as 'topology'")

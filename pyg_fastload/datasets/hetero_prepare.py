@@ -13,6 +13,7 @@ from torch import Tensor
 from torch_geometric.data import HeteroData
 
 from ..graph.convert import check_edge_rows
+from ..graph.kind import is_data
 from ..graph.topology import CSCTopology
 from ..io.csc_sort import check_node_count
 from ..io.format import DatasetFormatError, flat_labels, int_arg
@@ -141,7 +142,7 @@ def write_hetero_data(
     about; an ``edge_*`` tensor must still have one row per edge). The one
     node type with labels ``y`` is the ``target``; an integer ``y`` gives
     ``num_classes``. Errors name :obj:`where` (default: :obj:`name`)."""
-    if not isinstance(data, HeteroData):
+    if not is_data(data, hetero=True):
         raise TypeError(f"'data' must be a HeteroData, got "
                         f"{type(data).__name__}")
     where = name if where is None else where

@@ -11,6 +11,7 @@ import torch
 from torch import Tensor
 from torch_geometric.data import Data, HeteroData
 
+from ..graph.kind import is_data, is_hetero
 from ..graph.topology import CSCTopology
 from ..io.csc_sort import check_node_count
 from ..io.format import (
@@ -56,7 +57,7 @@ def load_data_file(path: Union[str, 'os.PathLike[str]']) -> Data:
     held by :obj:`path` (:func:`load_graph_file`; a ``HeteroData`` is an
     error)."""
     data = load_graph_file(path)
-    if isinstance(data, HeteroData):
+    if is_hetero(data):
         raise DatasetFormatError(
             f'{path}: holds a HeteroData where a homogeneous Data is '
             f'needed: load it with load_graph_file')
@@ -97,21 +98,19 @@ def _collated(obj: Any, file: Path) -> Union[Data, HeteroData]:
 
 def _as_graph(obj: Any, file: Path) -> Union[Data, HeteroData]:
     if isinstance(obj, (tuple, list)):
-        graphs = (Data, HeteroData)
-        if 2 <= len(obj) <= 3 and isinstance(obj[0], (*graphs, dict)) and \
+        if 2 <= len(obj) <= 3 and (is_data(obj[0]) or
+                                   isinstance(obj[0], dict)) and \
                 (obj[1] is None or isinstance(obj[1], dict)) and \
                 (len(obj) == 2 or isinstance(obj[2], type)):
             obj = _collated(obj, file)
-        elif len(obj) > 1 and all(isinstance(o, graphs) for o in obj):
+        elif len(obj) > 1 and all(is_data(o) for o in obj):
             raise DatasetFormatError(
                 f'{file}: holds a {type(obj).__name__} of {len(obj)} graphs; '
                 f'pyg-fastload prepares a single graph: save one with '
                 f'torch.save(graphs[i], path)')
         elif len(obj) == 1:
             obj = obj[0]
-    if isinstance(obj, HeteroData):
-        return obj
-    if not isinstance(obj, Data):
+    if not is_data(obj):
         raise DatasetFormatError(
             f'{file}: holds a {type(obj).__name__}, not a '
             f'torch_geometric.data.Data; save one with torch.save(data, '
@@ -156,7 +155,7 @@ def prepare_pyg(
             f'written with torch.save(data, path)')
     check_target(out_dir, overwrite)
     data = load_graph_file(data_path)
-    if isinstance(data, HeteroData):
+    if is_hetero(data):
         return write_hetero_data(
             data, out_dir, name=data_path.stem,
             source=f"torch_geometric HeteroData from "

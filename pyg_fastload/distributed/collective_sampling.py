@@ -23,6 +23,7 @@ from torch import Tensor
 from torch_geometric.sampler import SamplerOutput
 
 from ..graph.hetero_topology import EdgeType, HeteroTopology, offsets_of
+from ..graph.kind import is_topology
 from ..graph.ranges import expand_ranges
 from ..graph.topology import CSCTopology, index_dtype_for
 from ..partition import HeteroPartitionBook, PartitionBook
@@ -417,7 +418,7 @@ class HeteroCollectiveSampler(CollectiveHops, HeteroNeighborSampler):
         if subgraph_type == 'induced':
             raise ValueError("collective sampling draws 'directional' or "
                              "'bidirectional' subgraphs, not 'induced'")
-        if not isinstance(topology, HeteroTopology) or \
+        if not is_topology(topology, hetero=True) or \
                 list(topology.node_types) != book.node_types or \
                 not torch.equal(topology.node_offset.cpu(),
                                 book.node_offset):

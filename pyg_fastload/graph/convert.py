@@ -19,6 +19,7 @@ from torch_geometric.data import (
 )
 
 from .hetero_topology import EdgeType, HeteroTopology
+from .kind import is_data, is_topology, stores_of
 from .topology import CSCTopology, index_dtype_for
 
 __all__ = ['topology_of', 'attach_topology', 'check_edge_rows',
@@ -228,7 +229,7 @@ def _from_hetero_data(data: HeteroData,
 def _from_stores(feature_store: FeatureStore, graph_store: GraphStore
                  ) -> Union[CSCTopology, HeteroTopology]:
     own = getattr(graph_store, 'topology', None)
-    if isinstance(own, (CSCTopology, HeteroTopology)):
+    if is_topology(own):
         return own
     edge_attrs = graph_store.get_all_edge_attrs()
     if len(edge_attrs) == 0:
@@ -275,19 +276,14 @@ def topology_of(data: Any, weight_attr: Optional[str] = None
     ``HeteroData`` and kept while it lives, beside it: copies of it, such
     as PyG's batches, do not carry it), with :obj:`weight_attr` edge weights
     attached if given."""
-    if isinstance(data, HeteroData):
+    if is_data(data, hetero=True):
         return _from_hetero_data(data, weight_attr)
-    if isinstance(data, HeteroTopology):
+    if is_topology(data):
         if weight_attr is not None and data.edge_weight is None:
             raise ValueError(f"'weight_attr={weight_attr!r}' was given but "
                              f"the topology carries no edge weights")
         return data
-    if isinstance(data, CSCTopology):
-        if weight_attr is not None and data.edge_weight is None:
-            raise ValueError(f"'weight_attr={weight_attr!r}' was given but "
-                             f"the topology carries no edge weights")
-        return data
-    if isinstance(data, Data):
+    if is_data(data):
         topology = _from_data(data)
         if weight_attr is None:
             return topology
@@ -295,14 +291,13 @@ def topology_of(data: Any, weight_attr: Optional[str] = None
             raise ValueError(f"'weight_attr={weight_attr!r}' is not an "
                              f"attribute of the data object")
         return _weighted(topology, data[weight_attr], weight_attr)
-    if (isinstance(data, (tuple, list)) and len(data) == 2
-            and isinstance(data[0], FeatureStore)
-            and isinstance(data[1], GraphStore)):
+    stores = stores_of(data)
+    if stores is not None:
         if weight_attr is not None:
             raise NotImplementedError(
                 "'weight_attr' is not supported for (FeatureStore, "
                 "GraphStore) input yet: pass a Data object")
-        return _from_stores(*data)
+        return _from_stores(*stores)
     raise TypeError(f"'data' must be a torch_geometric.data.Data, a "
                     f"(FeatureStore, GraphStore) tuple or a CSCTopology, got "
                     f"{type(data).__name__}")

@@ -1,7 +1,16 @@
-r"""What kind of graph came in, answered once (:func:`graph_input`), as
-PyG's ``DataType.from_data`` answers it for its loaders: a ``Data``, a
-``HeteroData`` or a ``(FeatureStore, GraphStore)`` pair, and whether it is
-heterogeneous (several node or edge types)."""
+r"""What kind of graph this is, answered here and nowhere else: the
+input of a loader or sampler (:func:`graph_input`, as PyG's
+``DataType.from_data`` answers it for its loaders: a ``Data``, a
+``HeteroData`` or a ``(FeatureStore, GraphStore)`` pair), a graph in
+memory (:func:`is_data`), a topology (:func:`is_topology`), and whether
+any of them is heterogeneous (:func:`is_hetero`: several node or edge
+types).
+
+A dataset directory's kind is a question about the on-disk format, so
+the layer that owns it answers it, once:
+:func:`pyg_fastload.io.is_hetero_dataset_dir`. ``tests/
+test_architecture_kind.py`` fails on a data-kind ``isinstance`` anywhere
+else."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -9,7 +18,11 @@ from typing import Any, Optional, Tuple
 
 from torch_geometric.data import Data, FeatureStore, GraphStore, HeteroData
 
-__all__ = ['GraphInput', 'graph_input', 'stores_of']
+from .hetero_topology import HeteroTopology
+from .topology import CSCTopology
+
+__all__ = ['GraphInput', 'graph_input', 'stores_of', 'is_hetero', 'is_data',
+           'is_topology']
 
 
 @dataclass(frozen=True)
@@ -58,3 +71,62 @@ def graph_input(data: Any, name: str = 'data') -> GraphInput:
     typed = any(attr.edge_type is not None
                 for attr in stores[1].get_all_edge_attrs())
     return GraphInput(hetero=typed, stores=True)
+
+
+def _kind_matches(hetero: bool, wanted: Optional[bool]) -> bool:
+    return wanted is None or hetero == wanted
+
+
+def is_data(obj: Any, hetero: Optional[bool] = None) -> bool:
+    r"""Whether :obj:`obj` is a graph in memory: a ``Data`` or a
+    ``HeteroData`` (a batch of either included); of that kind only where
+    :obj:`hetero` is given.
+
+    Example:
+        >>> from torch_geometric.data import Data
+        >>> from pyg_fastload.graph import is_data
+        >>> is_data(Data()), is_data(Data(), hetero=True)
+        (True, False)
+    """
+    if isinstance(obj, HeteroData):
+        return _kind_matches(True, hetero)
+    return isinstance(obj, Data) and _kind_matches(False, hetero)
+
+
+def is_topology(obj: Any, hetero: Optional[bool] = None) -> bool:
+    r"""Whether :obj:`obj` is a :class:`CSCTopology` or a
+    :class:`HeteroTopology`; of that kind only where :obj:`hetero` is
+    given.
+
+    Example:
+        >>> import torch
+        >>> from pyg_fastload.graph import CSCTopology, is_topology
+        >>> topo = CSCTopology.from_edge_index(torch.tensor([[0], [1]]))
+        >>> is_topology(topo), is_topology(topo, hetero=True)
+        (True, False)
+    """
+    if isinstance(obj, HeteroTopology):
+        return _kind_matches(True, hetero)
+    return isinstance(obj, CSCTopology) and _kind_matches(False, hetero)
+
+
+def is_hetero(graph: Any, name: str = 'data') -> bool:
+    r"""Whether :obj:`graph` (a ``Data`` or ``HeteroData``, a
+    ``(FeatureStore, GraphStore)`` pair or a topology) has several node or
+    edge types; anything else is refused with a ``TypeError`` naming the
+    argument :obj:`name`.
+
+    Example:
+        >>> from torch_geometric.data import HeteroData
+        >>> from pyg_fastload.graph import is_hetero
+        >>> is_hetero(HeteroData())
+        True
+    """
+    if is_topology(graph):
+        return is_topology(graph, hetero=True)
+    if is_data(graph) or stores_of(graph) is not None:
+        return graph_input(graph).hetero
+    raise TypeError(f"'{name}' must be a torch_geometric.data.Data, a "
+                    f"HeteroData, a (FeatureStore, GraphStore) tuple, a "
+                    f"CSCTopology or a HeteroTopology, got "
+                    f"{type(graph).__name__}")

@@ -47,6 +47,7 @@ import torch
 from torch import Tensor
 
 from ..graph.hetero_topology import EdgeType, HeteroTopology, offsets_of
+from ..graph.kind import is_topology
 from ..graph.topology import CSCTopology
 from . import format as fmt
 from .arrays import Source
@@ -232,7 +233,7 @@ def _check_types(num_nodes: Dict[str, int],
                     f"edge type {edge_type}: its {role} node type {end!r} "
                     f"is not in 'num_nodes' ({', '.join(num_nodes)}); "
                     f"declare it with its node count")
-        if not isinstance(rel, CSCTopology):
+        if not is_topology(rel, hetero=False):
             if not callable(rel):
                 raise TypeError(
                     f"relations[{edge_type!r}] is a {type(rel).__name__}; "
@@ -322,13 +323,14 @@ def _write_relations(out: Path, relations: Dict[EdgeType, Relation],
         for edge_type, rel in relations.items():
             src, _, dst = edge_type
             try:
-                indptr = rel.indptr.numpy().astype(np.int64) if isinstance(
-                    rel, CSCTopology) else count_in_degrees(
+                csc = is_topology(rel, hetero=False)
+                indptr = rel.indptr.numpy().astype(np.int64) if csc else \
+                    count_in_degrees(
                         rel, num_nodes[dst], space[src], progress)
                 edges = int(indptr[-1])
                 indices = mapped_region(files[1], index_np, total, edges)
                 edge_id = mapped_region(files[2], np.int64, total, edges)
-                if isinstance(rel, CSCTopology):
+                if csc:
                     _copy_csc(rel, indices, edge_id, node_offset[src])
                 else:
                     scatter_edges(rel, indptr, space[src], indices, edge_id,

@@ -13,6 +13,7 @@ import torch
 from torch import Tensor
 from torch_geometric.data import Data, HeteroData
 
+from ..graph.kind import is_hetero
 from .format import FORMAT_VERSION, HETERO_FORMAT_VERSION, \
     is_hetero_dataset_dir
 from .reader import read_meta
@@ -61,7 +62,7 @@ def data_identity(data: Union[Data, HeteroData]) -> str:
     :data:`FULL_HASH_BYTES`, sampled rows) and node counts."""
     sha = hashlib.sha256(f'nodes {data.num_nodes}'.encode())
     stores = [*data.node_items(), *data.edge_items()] \
-        if isinstance(data, HeteroData) else [(None, data.to_dict())]
+        if is_hetero(data) else [(None, data.to_dict())]
     for key, store in stores:
         for name in sorted(store.keys()):
             value = store[name]

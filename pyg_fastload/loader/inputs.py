@@ -8,9 +8,10 @@ from typing import Any, Dict, Optional, Tuple
 import numpy as np
 import torch
 from torch import Tensor
-from torch_geometric.data import Data, FeatureStore, HeteroData
+from torch_geometric.data import FeatureStore, HeteroData
 
 from ..graph.convert import check_data_edge_rows
+from ..graph.kind import is_data
 from ..sampling import SamplerChoice
 
 __all__ = ['check_input_nodes', 'check_hetero_input_nodes',
@@ -257,7 +258,7 @@ def check_has_features(data: Any, need_x: bool = True) -> None:
     r"""The node features ``x`` (needed unless not :obj:`need_x`, as PyG's
     link loader samples a graph without them) are a dense tensor, and every
     node attribute has one row per node."""
-    if isinstance(data, Data):
+    if is_data(data, hetero=False):
         if ('x' not in data or data.x is None) and need_x:
             raise ValueError(
                 "the data object has no node features 'x': set 'data.x' "
@@ -321,7 +322,7 @@ def check_sorted_by_destination(data: Any) -> None:
     r"""Checks the ``is_sorted=True`` claim: ``edge_index`` of a ``Data`` is
     sorted by destination (its second row), as PyG assumes without
     checking."""
-    if not isinstance(data, Data):
+    if not is_data(data, hetero=False):
         raise ValueError("'is_sorted=True' describes a Data's 'edge_index'; "
                          "a (FeatureStore, GraphStore) tuple keeps its own "
                          "order: leave 'is_sorted' at False")

@@ -15,7 +15,7 @@ from torch_geometric.loader import LinkLoader
 from torch_geometric.sampler import HeteroSamplerOutput, SamplerOutput
 from torch_geometric.sampler.base import NegativeSampling, SubgraphType
 
-from ..graph.kind import graph_input
+from ..graph.kind import graph_input, is_data
 from ..placement import Placement
 from ..sampling import GraphSampler, HeteroNeighborSampler, SamplerChoice
 from .feature_join import on_host, pooled_attrs, with_edge_weight
@@ -253,8 +253,8 @@ class FastLinkNeighborLoader(PipelinedLoader, LinkLoader):
         if isinstance(out, HeteroSamplerOutput):
             return self._hetero_filter(out)
         store = self._feature_source
-        pooled = pooled_attrs(self.data) if isinstance(self.data,
-                                                       Data) else []
+        pooled = pooled_attrs(self.data) if is_data(
+            self.data, hetero=False) else []
         if get_worker_info() is not None or (store is None and not pooled):
             return with_edge_weight(super().filter_fn(on_host(out)), out)
         if self.transform_sampler_output:

@@ -14,7 +14,7 @@ from torch_geometric.sampler import HeteroSamplerOutput, SamplerOutput
 from torch_geometric.sampler.base import SubgraphType
 
 from ..config import check_hops
-from ..graph.kind import graph_input
+from ..graph.kind import graph_input, is_data
 from ..placement import Placement
 from ..sampling import GraphSampler, SamplerChoice
 from ..storage import FeatureSource
@@ -257,7 +257,7 @@ class FastNeighborLoader(PipelinedLoader, NodeLoader):
             input_nodes = check_input_nodes(input_nodes,
                                             neighbor_sampler.num_nodes)
         check_hops(neighbor_sampler.num_hops)
-        if input_nodes is None and not isinstance(data, Data):
+        if input_nodes is None and (kind.stores or hetero):
             input_nodes = torch.arange(neighbor_sampler.num_nodes)
         check_input_time(input_time, input_nodes, neighbor_sampler.num_nodes)
         super().__init__(
@@ -286,8 +286,8 @@ class FastNeighborLoader(PipelinedLoader, NodeLoader):
             return self._hetero_filter(out)
         store = self._feature_source
         # What `data` holds now: a replaced `x` or `y` is served at once.
-        pooled = pooled_attrs(self.data) if isinstance(self.data,
-                                                       Data) else []
+        pooled = pooled_attrs(self.data) if is_data(
+            self.data, hetero=False) else []
         if store is None and not pooled:
             return with_sampled(super().filter_fn(on_host(out)), out)
         if self.transform_sampler_output:

@@ -20,7 +20,7 @@ from torch_geometric.loader.utils import filter_custom_hetero_store
 from torch_geometric.sampler import HeteroSamplerOutput, SamplerOutput
 
 from ..config import ADAPTIVE_RUN_AHEAD, PipelineSettings, SettingError
-from ..graph.kind import stores_of
+from ..graph.kind import is_data, stores_of
 from ..placement import Placement
 from ..storage import FeatureSource
 from .auto_pipeline import (
@@ -134,7 +134,7 @@ class PipelinedLoader:
         matrices (a ``HeteroData``'s gathered into pooled buffers, stores'
         by PyG's join), ``n_id``, ``e_id``, ``batch`` and the per-hop
         counts (the loader adds its seeds')."""
-        if isinstance(self.data, HeteroData):
+        if is_data(self.data, hetero=True):
             data = self._join.from_hetero_data(self.data, out,
                                                self.time_breakdown)
         else:

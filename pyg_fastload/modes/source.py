@@ -21,6 +21,7 @@ from ..datasets import (
     load_synthetic,
 )
 from ..datasets.pyg_file import load_graph_file
+from ..graph.kind import is_data, is_hetero
 from ..graph.view import GraphView
 from ..io import (
     DatasetFormatError,
@@ -110,9 +111,9 @@ class DatasetSource:
         ``HeteroData``, a ``Data`` or a ``HeteroData``
         (:obj:`cache_dir`: the presets' cache root; :obj:`progress`: bars
         while generating one)."""
-        if isinstance(dataset, Data):
+        if is_data(dataset, hetero=False):
             return GraphSource(dataset)
-        if isinstance(dataset, HeteroData):
+        if is_data(dataset, hetero=True):
             return HeteroGraphSource(dataset)
         if not isinstance(dataset, (str, os.PathLike)):
             raise SettingError('dataset', f"must be a preset name, a dataset "
@@ -186,11 +187,11 @@ def _load(path: Path) -> DatasetSource:
     r"""The source of a ``.pt`` file's graph, loaded safely once."""
     try:
         data = load_graph_file(path)
-        if isinstance(data, Data):
+        if not is_hetero(data):
             check_has_features(data)  # before anything is sized by it
     except (DatasetFormatError, ValueError) as error:
         raise SettingError('dataset', f"'{path}': {error}") from None
-    if isinstance(data, HeteroData):
+    if is_hetero(data):
         return HeteroGraphSource(data)
     return GraphSource(data)
 

@@ -37,6 +37,7 @@ import torch
 from torch import Tensor
 
 from ..graph.hetero_topology import EdgeType, HeteroTopology, end_types
+from ..graph.kind import is_hetero
 from ..graph.local import row_lookup
 from ..graph.topology import CSCTopology
 from .methods import assign_parts
@@ -142,7 +143,7 @@ class PartRows:
                  rows: Dict[Optional[str], Tensor],
                  owned: Dict[Optional[str], int],
                  index_space: Dict[Optional[str], int]):
-        hetero = isinstance(topology, HeteroTopology)
+        hetero = is_hetero(topology)
         types = list(topology.node_types) if hetero else [None]
         self.view = topology.homogeneous_view() if hetero else topology
         self.first = dict(zip(types, topology.node_offset.tolist()

@@ -18,6 +18,7 @@ from torch_geometric.sampler.base import NegativeSampling, SubgraphType
 
 from ..config import check_fanouts
 from ..graph.hetero_topology import EdgeType, HeteroTopology
+from ..graph.kind import is_topology
 from ..graph.ranges import expand_ranges
 from .hetero_link import sample_hetero_edges
 from .hetero_temporal import hetero_temporal_index
@@ -126,7 +127,7 @@ class HeteroNeighborSampler(FastNeighborSampler):
 
     def _take_fanouts(self, fanouts: Any) -> int:
         topo = self.topology
-        if not isinstance(topo, HeteroTopology):
+        if not is_topology(topo, hetero=True):
             raise TypeError(f"'data' must be a HeteroData or a "
                             f"HeteroTopology, got {type(topo).__name__}")
         self.num_neighbors = hetero_fanouts(fanouts, topo.edge_types)

@@ -11,10 +11,10 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import torch
 from torch import Tensor
-from torch_geometric.data import FeatureStore, HeteroData
+from torch_geometric.data import FeatureStore
 
 from ..graph.hetero_topology import EdgeType, HeteroTopology
-from ..graph.kind import stores_of
+from ..graph.kind import is_data, stores_of
 from ..storage import CSCGraphStore
 from .temporal import TemporalIndex, check_times
 
@@ -87,7 +87,7 @@ def hetero_temporal_index(data: Any, time_attr: str, topo: HeteroTopology
     times."""
     name = f"'time_attr={time_attr!r}'"
     edge: Dict[Any, Tensor] = {}  # each timed relation's, in CSC order
-    if isinstance(data, HeteroData):
+    if is_data(data, hetero=True):
         node = _node_times(lambda t: data[t].get(time_attr), topo, time_attr)
         for r, e in enumerate(topo.edge_types):
             if time_attr in data[e]:

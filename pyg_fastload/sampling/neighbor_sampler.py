@@ -18,10 +18,9 @@ from torch_geometric.sampler.base import NegativeSampling, SubgraphType
 
 from ..config import check_fanouts
 from ..graph.convert import topology_of
-from ..graph.hetero_topology import HeteroTopology
-from ..graph.kind import graph_input
+from ..graph.kind import is_hetero
 from ..graph.ranges import expand_ranges
-from ..graph.topology import CSCTopology, index_dtype_for
+from ..graph.topology import index_dtype_for
 from ..placement import check_shared_memory
 from .link import EdgeKeys, sample_edges
 from .ops import arange_as, sample_uniform, sample_weighted
@@ -85,14 +84,6 @@ def _twin(cls: type, typed: type) -> type:
                            {'__module__': cls.__module__,
                             '__qualname__': cls.__qualname__})
     return _TWINS[cls]
-
-
-def _is_typed(data: Any) -> bool:
-    r"""Whether :obj:`data` (a graph, stores or a topology) is
-    heterogeneous."""
-    if isinstance(data, (CSCTopology, HeteroTopology)):
-        return isinstance(data, HeteroTopology)
-    return graph_input(data).hetero
 
 
 class HopSampler(BaseSampler):
@@ -562,7 +553,7 @@ class FastNeighborSampler(HopSampler):
                 **kwargs: Any) -> 'FastNeighborSampler':
         typed = cls.typed_class
         if typed is not None and not issubclass(cls, typed) and \
-                data is not None and _is_typed(data):
+                data is not None and is_hetero(data):
             cls = typed if 'typed_class' in cls.__dict__ else _twin(cls, typed)
         return super().__new__(cls)
 

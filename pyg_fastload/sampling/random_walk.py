@@ -20,7 +20,8 @@ import torch
 from torch import Tensor
 
 from ..config import check_fanouts
-from .neighbor_sampler import FastNeighborSampler, _is_typed
+from ..graph.kind import is_hetero
+from .neighbor_sampler import FastNeighborSampler
 
 __all__ = ['RandomWalkSampler']
 
@@ -73,7 +74,7 @@ class RandomWalkSampler(FastNeighborSampler):
 
     def __init__(self, data: Any, num_neighbors: Any, *,
                  stop_prob: float = 0.0, **options: Any):
-        if _is_typed(data):
+        if is_hetero(data):
             raise ValueError("'data' is a heterogeneous graph: a random walk "
                              "there follows a metapath, which "
                              "neighbor_sampler='random_walk' does not take; "

@@ -40,9 +40,9 @@ from torch_geometric.sampler.base import SubgraphType
 from tqdm.auto import tqdm
 
 from ..config import check_fanouts
+from ..graph.kind import is_hetero
 from .labor import labor_key
-from .neighbor_sampler import (SCRATCH_BATCH_SIZE, HopSampler, _device_of,
-                               _is_typed)
+from .neighbor_sampler import SCRATCH_BATCH_SIZE, HopSampler, _device_of
 from .random_walk import RandomWalkSampler
 
 __all__ = ['SaintSampler', 'SaintNodeSampler', 'SaintEdgeSampler',
@@ -102,7 +102,7 @@ class SaintSampler(HopSampler):
                  device: Optional[Union[str, torch.device]] = None,
                  batch_size: int = SCRATCH_BATCH_SIZE):
         name = type(self).__name__
-        if _is_typed(data):
+        if is_hetero(data):
             raise ValueError(f"'data' is a heterogeneous graph: {name} "
                              f"samples homogeneous ones (as PyG's GraphSAINT "
                              f"samplers, which take a Data); sample it with "

@@ -12,9 +12,9 @@ from typing import Any, Dict, Optional, Tuple
 
 import torch
 from torch import Tensor
-from torch_geometric.data import Data, FeatureStore, GraphStore
+from torch_geometric.data import FeatureStore, GraphStore
 
-from ..graph.kind import stores_of
+from ..graph.kind import is_data, stores_of
 from ..graph.topology import CSCTopology
 from ..storage import CSCGraphStore
 
@@ -87,7 +87,7 @@ def read_time(data: Any, time_attr: str,
     (:meth:`~pyg_fastload.storage.CSCGraphStore.edge_array`; a dataset
     directory's edge arrays are there), never a name that is both."""
     name = f"'time_attr={time_attr!r}'"
-    if isinstance(data, Data):
+    if is_data(data, hetero=False):
         if time_attr not in data:
             raise ValueError(f"{name} is not an attribute of the data "
                              f"object (it has {sorted(data.keys())})")

@@ -10,6 +10,7 @@ from torch_geometric.data import EdgeAttr, GraphStore
 from torch_geometric.data.graph_store import EdgeLayout
 
 from ..graph.hetero_topology import EdgeType, HeteroTopology
+from ..graph.kind import is_hetero, is_topology
 from ..graph.topology import CSCTopology
 
 __all__ = ['CSCGraphStore']
@@ -61,7 +62,7 @@ class CSCGraphStore(GraphStore):
         self._pending: Dict[EdgeType, Tuple[Tensor, Tuple[int, int]]] = {}
         # By edge type (None: the homogeneous graph's), then by name.
         self._edge_arrays: Dict[Optional[EdgeType], Dict[str, Tensor]] = {}
-        if isinstance(topology, HeteroTopology):
+        if is_topology(topology, hetero=True):
             for edge_type, arrays in (edge_arrays or {}).items():
                 for name, values in arrays.items():
                     self.put_edge_array(name, values, edge_type)
@@ -81,20 +82,20 @@ class CSCGraphStore(GraphStore):
         the relation's CSC order."""
         topo = self.topology
         if edge_type is None:
-            if not isinstance(topo, CSCTopology):
+            if not is_topology(topo, hetero=False):
                 raise ValueError(
                     f"edge array {name!r}: the store holds no homogeneous "
                     f"topology to index it by; put the edges first" + (
                         ' (a heterogeneous one: name the edge_type whose '
-                        'edges it describes)' if isinstance(
-                            topo, HeteroTopology) else ''))
+                        'edges it describes)' if is_topology(
+                            topo, hetero=True) else ''))
             count, what = topo.num_edges, 'edge'
         else:
             edge_type = tuple(edge_type)
-            if not isinstance(topo, HeteroTopology) or \
+            if not is_topology(topo, hetero=True) or \
                     edge_type not in topo.edge_types:
-                held = topo.edge_types if isinstance(
-                    topo, HeteroTopology) else []
+                held = topo.edge_types if is_topology(
+                    topo, hetero=True) else []
                 raise ValueError(
                     f"edge array {name!r} of edge type {edge_type}: the "
                     f"store holds no such relation (it holds {held}); put "
@@ -151,7 +152,7 @@ class CSCGraphStore(GraphStore):
     def _relation(self, edge_type: Optional[EdgeType]
                   ) -> Optional[CSCTopology]:
         topo = self.topology
-        if isinstance(topo, HeteroTopology):
+        if is_topology(topo, hetero=True):
             if edge_type is None or tuple(edge_type) not in topo.edge_types:
                 return None
             return topo.relation_topology(tuple(edge_type))
@@ -170,7 +171,7 @@ class CSCGraphStore(GraphStore):
                                  f"num_destination_nodes)")
             if layout != EdgeLayout.COO:
                 row, col = _to_coo(row, col, layout)
-            if isinstance(self._topology, HeteroTopology):
+            if is_topology(self._topology, hetero=True):
                 raise ValueError("this store's relations are already joined "
                                  "into one topology: build a new "
                                  "CSCGraphStore to change them")
@@ -219,7 +220,7 @@ class CSCGraphStore(GraphStore):
         topo = self.topology
         if topo is None:
             return []
-        if isinstance(topo, HeteroTopology):
+        if is_hetero(topo):
             return [EdgeAttr(e, EdgeLayout.COO, False,
                              (topo.num_nodes_of(e[0]),
                               topo.num_nodes_of(e[2])))

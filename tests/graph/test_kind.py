@@ -1,11 +1,13 @@
 r"""The kind of graph a loader gets is answered by one function, as PyG's
-``DataType.from_data`` does: in memory or stores, typed or not."""
+``DataType.from_data`` does: in memory or stores, typed or not; and the
+kind of a graph or topology anywhere else by the functions beside it."""
 import pytest
 import torch
 from torch_geometric.data import Data
 
 from pyg_fastload.caching import stores_from_data
-from pyg_fastload.graph import GraphInput, graph_input, stores_of
+from pyg_fastload.graph import (GraphInput, graph_input, is_data, is_hetero,
+                                 is_topology, stores_of, topology_of)
 
 from ..helpers import random_hetero_graph
 
@@ -32,3 +34,33 @@ def test_anything_else_is_refused_naming_the_argument(bad):
                        r"\.data\.Data, a HeteroData or a \(FeatureStore, "
                        r"GraphStore\) tuple, got "):
         graph_input(bad, 'graph')
+
+
+def test_each_kind_is_told_apart_by_one_function_per_question():
+    data = Data(x=torch.randn(3, 2), edge_index=torch.tensor([[0, 1],
+                                                              [1, 2]]))
+    hetero = random_hetero_graph()
+    topo, typed = topology_of(data), topology_of(hetero)
+    pair = stores_from_data(hetero)
+    assert [is_data(g) for g in (data, hetero, topo, pair)] == \
+        [True, True, False, False]
+    assert [is_data(g, hetero=True) for g in (data, hetero)] == [False, True]
+    assert [is_data(g, hetero=False) for g in (data, hetero)] == [True, False]
+    assert [is_topology(g) for g in (topo, typed, data, None)] == \
+        [True, True, False, False]
+    assert [is_topology(g, hetero=True) for g in (topo, typed)] == \
+        [False, True]
+    assert [is_topology(g, hetero=False) for g in (topo, typed)] == \
+        [True, False]
+    assert [is_hetero(g) for g in (data, hetero, topo, typed, pair,
+                                   stores_from_data(data))] == \
+        [False, True, False, True, True, False]
+
+
+@pytest.mark.parametrize('bad', [None, {'x': 1}, 'cora'])
+def test_is_hetero_refuses_what_is_no_graph_naming_the_argument(bad):
+    with pytest.raises(TypeError, match=r"^'graph' must be a torch_geometric"
+                       r"\.data\.Data, a HeteroData, a \(FeatureStore, "
+                       r"GraphStore\) tuple, a CSCTopology or a "
+                       r"HeteroTopology, got "):
+        is_hetero(bad, 'graph')
