@@ -5,9 +5,9 @@ fit``. Imported as ``pyg_fastload.lightning``; its source folder is
 working."""
 import importlib
 import sys
+import warnings
 
 if __name__ == 'lightning_modules':  # a checkout's folder, by its old name
-    import warnings
     warnings.warn("'lightning_modules' was renamed: import "
                   "'pyg_fastload.lightning'", DeprecationWarning,
                   stacklevel=2)

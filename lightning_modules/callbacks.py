@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 import pytorch_lightning as pl
+import torch.distributed as dist
 from pytorch_lightning.callbacks import Callback
 from pytorch_lightning.utilities import CombinedLoader
 from torch.utils.data import DataLoader
@@ -467,7 +468,6 @@ class LoaderMonitor(Callback):
 
     def _per_rank(self, trainer: pl.Trainer) -> List[List[Dict[str, Any]]]:
         r"""Every rank's records, rank by rank (collective in DDP)."""
-        import torch.distributed as dist
         if trainer.world_size == 1 or not (dist.is_available()
                                            and dist.is_initialized()):
             return [self.records]

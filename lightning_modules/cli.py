@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
 import pytorch_lightning as pl
+import yaml
 from jsonargparse import set_parsing_settings
 from pytorch_lightning.callbacks import ModelCheckpoint
 from pytorch_lightning.cli import LightningCLI
@@ -25,9 +26,12 @@ from pyg_fastload.modes import ModeOptions
 from pyg_fastload.modes.link_split import LinkOptions
 from pyg_fastload.sampling import SAMPLERS
 
+from .callbacks import LoaderMonitor
 from .cli_errors import ConciseParser
 from .datamodule import FastLoadDataModule
+from .dist_monitor import DistributedMonitor
 from .errors import ConfigError, config_section
+from .run_end import RunEnd
 
 __all__ = ['FastLoadCLI', 'SUBCOMMANDS', 'IMPORT_ALLOWLIST', 'ALLOW_ENV',
            'run_cli', 'restrict_imports', 'configs_dir', 'resolve_configs',
@@ -266,7 +270,6 @@ def named_model_class(words: List[str]) -> str:
     naming winning as in jsonargparse (``-c``/``--config`` files'
     ``model: class_path:``, ``--model CLASS``, ``--model.class_path
     CLASS``); :data:`DEFAULT_MODEL` if none does."""
-    import yaml
     found: Optional[str] = None
     for index, word in enumerate(words):
         key, eq, value = word.partition('=')
@@ -340,10 +343,6 @@ def run_cli(args: Optional[List[str]] = None,
     r"""Runs ``pyg-fastload <subcommand> ...`` with :obj:`args` (default:
     the command line after the program name, read by LightningCLI), with
     :obj:`callbacks` after the command's own (a caller's measurements)."""
-    from .callbacks import LoaderMonitor
-    from .dist_monitor import DistributedMonitor
-    from .run_end import RunEnd
-
     restrict_imports()
     if args is None:  # the command line (also what DDP's ranks re-run)
         sys.argv[1:] = resolve_configs(sys.argv[1:])

@@ -139,7 +139,7 @@ def _finish(what: str, status: int) -> NoReturn:
     shutdown after a signal aborts about one run in three here (a native
     thread left joinable: status -6, "terminate called without an active
     exception"), so the process exits without it."""
-    import torch.distributed as dist
+    import torch.distributed as dist  # lazy: --help starts without torch
     if dist.is_available() and dist.is_initialized():
         dist.destroy_process_group()
     sys.stdout.flush()
@@ -163,6 +163,8 @@ def main(argv: Optional[List[str]] = None) -> None:
     words = sys.argv[1:] if argv is None else list(argv)
     if words and words[0] in _TRAINER_HELP:
         _quiet_lightning()
+        # lazy: torch and Lightning take seconds to import, and
+        # `pyg-fastload --help` starts without them
         import torch.distributed as dist
         from pytorch_lightning.utilities.exceptions import SIGTERMException
 

@@ -15,6 +15,10 @@ import warnings
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
+
 from pyg_fastload.config import format_bytes
 from pyg_fastload.errors import USAGE_EXIT
 
@@ -266,9 +270,6 @@ def _find_runs(logdir: Path) -> List[Run]:
 def _new_figure(title: str) -> Tuple[Any, Any]:
     r"""A figure on its own Agg canvas (pyplot's global backend is left
     alone)."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-    from matplotlib.ticker import MaxNLocator
     figure = Figure(figsize=(7, 4), layout='constrained')
     FigureCanvasAgg(figure)
     axes = figure.add_subplot()
@@ -520,11 +521,6 @@ def make_report(logdir: PathLike,
             epoch records or is damaged; or naming :obj:`out_dir` where the
             plots cannot be written.
     """
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
-        raise ImportError("make_report needs matplotlib: pip install "
-                          "matplotlib") from None
     logdir = Path(logdir).expanduser()
     if not logdir.is_dir():
         raise FileNotFoundError(f"'logdir' {str(logdir)!r} is not a "

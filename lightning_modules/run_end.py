@@ -13,6 +13,8 @@ import pytorch_lightning as pl
 from pytorch_lightning.callbacks import Callback
 
 from .callbacks import STATS_FILENAME
+from .link_predictor import LinkPredictor
+from .report import plot_run
 
 __all__ = ['RunEnd', 'result_line']
 
@@ -113,16 +115,14 @@ class RunEnd(Callback):
 def _predicts_embeddings(trainer: pl.Trainer) -> bool:
     r"""Whether ``predict`` with the trained model writes embeddings alone
     (a :class:`~pyg_fastload.lightning.LinkPredictor`)."""
-    from .link_predictor import LinkPredictor
     return isinstance(trainer.lightning_module, LinkPredictor)
 
 
 def _plots(stats: Path) -> List[Path]:
     r"""The run's plots, drawn next to its :obj:`stats` file; none (with a
     warning saying why) where they cannot be drawn."""
-    from .report import plot_run
     try:
         return plot_run(stats)
-    except (ImportError, OSError, ValueError) as error:
+    except (OSError, ValueError) as error:
         warnings.warn(f'no plots drawn: {error}', stacklevel=2)
         return []

@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 import torch
+import torch.distributed as dist
 from torch import Tensor
 
 __all__ = ['CAN_COUNT_STORAGE_USES', 'storage_use_count',
@@ -38,7 +39,6 @@ def storage_use_count(tensor: Tensor) -> Optional[int]:
 def process_group_store() -> Any:
     r"""The default process group's store (``set``, ``get``, ``check``,
     ``add``); the group must be initialised."""
-    import torch.distributed as dist
     return dist.distributed_c10d._get_default_store()
 
 

@@ -32,12 +32,15 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
+import pytorch_lightning as pl
 import torch
 from torch_geometric.data import Data
+from torch_geometric.datasets import Planetoid
+from torch_geometric.transforms import NormalizeFeatures
 
 from pyg_fastload.bench.common import Table, benchmark_main, positive_int
 
-from ..node_classifier import MODELS
+from ..node_classifier import MODELS, NodeClassifier
 from .lightning_setup import (
     node_data_module,
     quiet_lightning,
@@ -118,8 +121,6 @@ def load_planetoid(root: str, name: str) -> Data:
             f"'--root {root}': no '{source}' with the Planetoid raw files "
             f"(ind.{name.lower()}.*); pass the folder holding {name}/raw, or "
             f"set ${ROOT_ENV}")
-    from torch_geometric.datasets import Planetoid
-    from torch_geometric.transforms import NormalizeFeatures
     with tempfile.TemporaryDirectory() as tmp:
         shutil.copytree(source, Path(tmp) / name / 'raw')
         with contextlib.redirect_stderr(io.StringIO()):  # 'Processing...'
@@ -138,9 +139,7 @@ def fit_once(data: Data, side: str, seed: int,
 
     Returns ``{'val_acc', 'test_acc', 'seconds'}`` (accuracies in %,
     seconds of ``trainer.fit``)."""
-    import pytorch_lightning as pl
 
-    from ..node_classifier import NodeClassifier
     if side not in ('fastload', 'pyg'):
         raise ValueError(f"'side' is {side!r}: pass 'fastload' or 'pyg'")
     fanouts = args.fanout or default_fanouts(args.model, args.layers)

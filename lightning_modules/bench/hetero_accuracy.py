@@ -24,13 +24,17 @@ import statistics
 import time
 from typing import Any, Dict, List, Optional
 
+import pytorch_lightning as pl
 import torch
 from torch_geometric.data import HeteroData
+from torch_geometric.datasets import FakeHeteroDataset
 
 from pyg_fastload.bench.common import Table, benchmark_main, positive_int
 from pyg_fastload.datasets import generate_hetero
 from pyg_fastload.modes.schema import hetero_schema
 
+from ..datamodule import FastLoadDataModule
+from ..node_classifier import NodeClassifier
 from .accuracy import mean_std
 from .lightning_setup import (pyg_hetero_module, quiet_lightning,
                               quiet_trainer_kwargs)
@@ -59,7 +63,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def fake_hetero(seed: int = 0) -> HeteroData:
     r"""PyG's ``FakeHeteroDataset`` graph with learnable labels (see the
     module docstring) and a seeded split of its labelled type."""
-    from torch_geometric.datasets import FakeHeteroDataset
     random.seed(seed)  # the types and sizes
     torch.manual_seed(seed)  # the tensors
     data = FakeHeteroDataset(num_graphs=1, num_node_types=3,
@@ -85,10 +88,7 @@ def fit_once(data: HeteroData, side: str, seed: int,
     r"""Trains for ``args.epochs`` epochs through the loader of :obj:`side`
     (``'fastload'`` or ``'pyg'``) after ``seed_everything(seed)``; returns
     ``{'val_acc', 'test_acc', 'seconds'}`` (accuracies in %)."""
-    import pytorch_lightning as pl
 
-    from ..datamodule import FastLoadDataModule
-    from ..node_classifier import NodeClassifier
     with quiet_lightning():
         pl.seed_everything(seed, verbose=False)
         if side == 'fastload':

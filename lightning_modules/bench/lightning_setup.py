@@ -11,8 +11,11 @@ from typing import Any, Dict, Iterator, List, Optional
 
 import pytorch_lightning as pl
 from torch_geometric.data import Data, HeteroData
+from torch_geometric.data.lightning import LightningNodeData
 
 from pyg_fastload.modes.schema import hetero_schema
+
+from ..datamodule import FastLoadDataModule
 
 __all__ = ['node_data_module', 'pyg_hetero_module', 'quiet_lightning',
            'quiet_trainer_kwargs']
@@ -27,12 +30,10 @@ def node_data_module(data: Data, num_neighbors: List[int], batch_size: int,
     is :obj:`None`, else PyG's ``LightningNodeData`` (``NeighborLoader``)
     with that many workers."""
     if pyg_workers is None:
-        from ..datamodule import FastLoadDataModule
         return FastLoadDataModule(data, num_neighbors=num_neighbors,
                                   batch_size=batch_size,
                                   eval_batch_size=eval_batch_size,
                                   seed=seed, progress=False)
-    from torch_geometric.data.lightning import LightningNodeData
     eval_kwargs = {} if eval_batch_size is None else dict(
         batch_size=eval_batch_size)
     return LightningNodeData(data, loader='neighbor',
@@ -47,7 +48,6 @@ def pyg_hetero_module(data: HeteroData, args: argparse.Namespace,
     :obj:`workers` processes) over a heterogeneous graph's labelled type's
     masks, with ``args.fanout`` on every relation and ``args.batch_size``,
     telling the model the schema as our data module does."""
-    from torch_geometric.data.lightning import LightningNodeData
     schema = hetero_schema(data)
     store = data[schema.target]
 

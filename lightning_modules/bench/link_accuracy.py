@@ -28,11 +28,14 @@ from typing import Any, Dict, List, Optional
 import pytorch_lightning as pl
 import torch
 from torch_geometric.data import Data
+from torch_geometric.loader import LinkNeighborLoader
 
 from pyg_fastload.bench.common import Table, benchmark_main, positive_int
 from pyg_fastload.datasets import load_synthetic
 from pyg_fastload.graph import is_data
 
+from ..datamodule import FastLoadDataModule
+from ..link_predictor import LinkPredictor
 from .accuracy import default_root, load_planetoid, mean_std
 from .lightning_setup import quiet_lightning, quiet_trainer_kwargs
 
@@ -74,7 +77,6 @@ class PygLinkData(pl.LightningDataModule):
         self.args = args
 
     def _loader(self, split: str) -> Any:
-        from torch_geometric.loader import LinkNeighborLoader
         label_index, label = self.links.supervision(split)
         train = split == 'train'
         group = self.links.group
@@ -106,8 +108,6 @@ def fit_once(data: Any, side: str, seed: int, epochs: int,
     r"""Trains for :obj:`epochs` through the loader of :obj:`side`
     (``'fastload'`` or ``'pyg'``) after ``seed_everything(seed)``; returns
     ``{'val_mrr', 'test_mrr', 'seconds'}`` (MRR in %)."""
-    from ..datamodule import FastLoadDataModule
-    from ..link_predictor import LinkPredictor
     with quiet_lightning():
         pl.seed_everything(seed, verbose=False)
         ours = FastLoadDataModule(

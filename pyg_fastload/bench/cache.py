@@ -38,6 +38,7 @@ from .common import (
     positive_int,
 )
 from .disk_tier import add_disk_arguments, disk_tier_section
+from .hetero_cache import run_hetero_cache
 
 __all__ = [
     'add_arguments',
@@ -217,7 +218,6 @@ def run(args: argparse.Namespace) -> Dict[str, Any]:
     if args.seed < 0:
         raise ValueError(f"'--seed' = {args.seed}: pass a seed >= 0")
     if args.preset in HETERO_PRESETS:
-        from .hetero_cache import run_hetero_cache
         return {'hit_ratio': run_hetero_cache(args)}
     if args.scale != 1.0 or args.max_batches:
         raise ValueError("'--scale' and '--max-batches' apply to the "

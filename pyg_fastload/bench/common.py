@@ -12,6 +12,7 @@ from typing import (Any, Callable, Dict, Iterable, Iterator, List, Optional,
 import torch
 
 from ..config import usable_cores
+from ..datasets import PRESETS
 from ..loader.pipeline import EXIT_JOIN_SECONDS
 from ..storage.io_stats import process_memory, reset_peak_rss
 
@@ -47,7 +48,6 @@ def add_graph_arguments(parser: argparse.ArgumentParser,
     homogeneous preset, or one of :obj:`more_presets` the benchmark also
     takes), the fan-outs, the batch size, the seed and the cache
     directory."""
-    from ..datasets import PRESETS
     parser.add_argument('--preset', default='products-like',
                         choices=sorted([*PRESETS, *more_presets]),
                         help='synthetic graph to load (generated once, then '

@@ -17,6 +17,7 @@ from statistics import median
 from typing import Callable, Dict, Iterable, List
 
 import torch
+from torch_geometric.loader import NeighborLoader
 
 from ..datasets import load_synthetic
 from ..loader import FastNeighborLoader
@@ -41,7 +42,6 @@ def _loaders(args: argparse.Namespace, data: object,
         'FastNeighborLoader': lambda: FastNeighborLoader(
             data, pipeline=True, **kwargs)}
     if args.pyg_workers and importlib.util.find_spec('torch_sparse'):
-        from torch_geometric.loader import NeighborLoader
         for workers in args.pyg_workers:
             def make(w: int = workers) -> Iterable:
                 with warnings.catch_warnings():  # "pyg-lib is recommended"

@@ -42,6 +42,7 @@ def main() -> None:
     parser.add_argument('--rounds', type=int, required=True)
     parser.add_argument('--num-workers', type=int, nargs='+', required=True)
     args = parser.parse_args()
+    # optional dependency: DGL, in the DGL environment this script runs in
     import dgl
     from dgl.dataloading import DataLoader, NeighborSampler
     arrays = _arrays(args.graph)

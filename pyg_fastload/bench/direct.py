@@ -25,6 +25,8 @@ from typing import Any, Dict, List, Optional
 
 import numpy as np
 import torch
+from torch_geometric.data import Data
+from torch_geometric.loader import NeighborLoader
 
 from ..caching import hot_order, hotness_scores, loader_scores, open_dataset
 from ..config import POLICIES
@@ -107,9 +109,7 @@ def _read_ahead_kb(path: str) -> Optional[int]:
 def _batches(args: argparse.Namespace, dataset: Any) -> List[torch.Tensor]:
     r"""``n_id`` of :obj:`args.batches` batches from PyG's NeighborLoader
     (the features are not touched)."""
-    from torch_geometric.data import Data
-    from torch_geometric.loader import NeighborLoader
-    from torch_sparse import SparseTensor
+    from torch_sparse import SparseTensor  # optional dependency
     topo = dataset.topology
     n = dataset.num_nodes
     adj_t = SparseTensor(rowptr=topo.indptr, col=topo.indices.long(),

@@ -14,6 +14,8 @@ import warnings
 from typing import Callable, Dict, Iterable, List, Optional
 
 import torch
+from torch_geometric.loader import NeighborLoader
+from torch_geometric.sampler import NeighborSampler
 
 from ..datasets import generate_hetero
 from ..loader import FastNeighborLoader
@@ -69,8 +71,6 @@ def run_hetero(args: argparse.Namespace) -> Dict[str, float]:
             data, neighbor_sampler=ours, pipeline=False, **kwargs),
     }
     if args.pyg_workers and importlib.util.find_spec('torch_sparse'):
-        from torch_geometric.loader import NeighborLoader
-        from torch_geometric.sampler import NeighborSampler
         start = time.perf_counter()
         with warnings.catch_warnings():  # "pyg-lib is recommended"
             warnings.simplefilter('ignore', UserWarning)

@@ -32,10 +32,12 @@ from typing import Any, Callable, Dict, List, Optional, Union
 
 import torch
 from torch import Tensor
+from torch_geometric.loader import NeighborLoader
+from torch_geometric.nn import GraphSAGE
 
 from ..caching import open_dataset
 from ..config import format_bytes
-from ..datasets import load_synthetic
+from ..datasets import PRESETS, load_synthetic
 from ..inference import layerwise_inference
 from ..io import open_dataset_dir
 from ..loader import FastNeighborLoader
@@ -51,7 +53,6 @@ ON_DISK = ('ours', 'streamed')
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from ..datasets import PRESETS
     parser.add_argument('--preset', default='products-like',
                         choices=sorted(PRESETS),
                         help='synthetic graph (generated once, then cached)')
@@ -85,7 +86,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _model(num_features: int, num_classes: int,
            args: argparse.Namespace) -> torch.nn.Module:
-    from torch_geometric.nn import GraphSAGE
     torch.manual_seed(args.seed)
     return GraphSAGE(num_features, args.hidden, args.layers,
                      out_channels=num_classes).eval()
@@ -115,7 +115,6 @@ def _pyg(model: torch.nn.Module, data: Any,
          args: argparse.Namespace) -> Tensor:
     r"""``examples/reddit.py``'s ``inference``: one hop of every
     in-neighbour per batch, layer by layer over all nodes."""
-    from torch_geometric.loader import NeighborLoader
     graph = copy.copy(data)
     del graph.x, graph.y  # the loop reads the previous layer's rows
     loader = NeighborLoader(graph, input_nodes=None, num_neighbors=[-1],

@@ -16,6 +16,7 @@ import warnings
 from typing import Any, Callable, Dict, Iterable, List
 
 import torch
+from torch_geometric.loader import LinkNeighborLoader
 
 from ..datasets import HETERO_PRESETS, generate_hetero, load_synthetic
 from ..loader import FastLinkNeighborLoader
@@ -70,7 +71,6 @@ def run_link(args: argparse.Namespace) -> Dict[str, float]:
                 data, generator=torch.Generator().manual_seed(args.seed),
                 pipeline=True, sampling_workers=pool, **kwargs))
     if args.pyg_workers and importlib.util.find_spec('torch_sparse'):
-        from torch_geometric.loader import LinkNeighborLoader
         for workers in args.pyg_workers:
             def make(w: int = workers) -> Iterable:
                 with warnings.catch_warnings():  # "pyg-lib is recommended"

@@ -30,6 +30,8 @@ from typing import Callable, Dict, Iterable, List, Optional, Tuple
 
 import torch
 from torch_geometric.data import Data
+from torch_geometric.loader import NeighborLoader
+from torch_geometric.sampler import NeighborSampler, NodeSamplerInput
 
 from ..datasets import HETERO_PRESETS, degree_stats, load_synthetic
 from ..loader import FastNeighborLoader
@@ -48,6 +50,10 @@ from .common import (
     rss_bytes,
     time_loader,
 )
+from .contention import run_contention
+from .hetero_loader import run_hetero
+from .link_loader import run_link
+from .temporal_loader import run_temporal
 
 __all__ = ['add_arguments', 'run', 'main']
 
@@ -109,16 +115,12 @@ def run(args: argparse.Namespace) -> Dict[str, float]:
         if args.task != 'node' or args.preset in HETERO_PRESETS:
             raise ValueError("'--contention' takes the node task on a "
                              "homogeneous preset")
-        from .contention import run_contention
         return run_contention(args)
     if args.task == 'link':
-        from .link_loader import run_link
         return run_link(args)
     if args.task == 'temporal':
-        from .temporal_loader import run_temporal
         return run_temporal(args)
     if args.preset in HETERO_PRESETS:
-        from .hetero_loader import run_hetero
         return run_hetero(args)
     torch.manual_seed(args.seed)
     print(f'# loader benchmark: preset={args.preset} fanout={args.fanout} '
@@ -177,8 +179,6 @@ def run(args: argparse.Namespace) -> Dict[str, float]:
                   "torch_scatter torch_sparse)")
         else:
             print(f"PyG NeighborLoader samples with {backend}")
-            from torch_geometric.loader import NeighborLoader
-            from torch_geometric.sampler import NeighborSampler
             start = time.perf_counter()
             with warnings.catch_warnings():  # "pyg-lib is recommended"
                 warnings.simplefilter('ignore', UserWarning)
@@ -301,7 +301,6 @@ def _breakdown(data: Data, seeds: torch.Tensor, args: argparse.Namespace,
         result['device_sampling_speedup'] = fast_sample / seconds
         result['device_sampled_edges_per_s'] = device_edges / seconds
     if pyg_sampler is not None:
-        from torch_geometric.sampler import NodeSamplerInput
         start = time.perf_counter()
         pyg_outs = [pyg_sampler.sample_from_nodes(
             NodeSamplerInput(input_id=None, node=b)) for b in batches]

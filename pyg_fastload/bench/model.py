@@ -57,7 +57,7 @@ def _layouts() -> Dict[str, Callable[[Any], Any]]:
         'EdgeIndex sorted by col': edge_index_sorted,
     }
     if importlib.util.find_spec('torch_sparse'):
-        from torch_sparse import SparseTensor
+        from torch_sparse import SparseTensor  # optional dependency
 
         def sparse_tensor(batch: Any) -> Any:
             n = batch.num_nodes

@@ -23,6 +23,7 @@ import time
 from typing import Any, Callable, Dict, Iterable, List, Tuple
 
 import torch
+from torch_geometric.loader import NeighborLoader
 
 from ..datasets import HETERO_PRESETS, generate_hetero, load_synthetic
 from ..loader import FastNeighborLoader
@@ -95,7 +96,6 @@ def run_temporal(args: argparse.Namespace) -> Dict[str, float]:
             temporal_strategy='last', **ours),
     }
     if pyg_lib:
-        from torch_geometric.loader import NeighborLoader
         for strategy, name in (('uniform', UNIFORM), ('last', LAST)):
             loaders[f'PyG {name}'] = (
                 lambda s=strategy: NeighborLoader(

@@ -25,8 +25,11 @@ from typing import Callable, Dict, Iterable, List, Optional, Tuple
 
 import torch
 import torch.nn.functional as F
+from torch_geometric.loader import NeighborLoader
+from torch_geometric.sampler import NeighborSampler
 from torch_geometric.nn import GraphSAGE
 
+from ..caching import loader_scores, open_dataset
 from ..datasets import load_synthetic
 from ..loader import FastNeighborLoader
 from ..placement import check_device
@@ -38,6 +41,7 @@ from .common import (
     median,
     stop_iterator,
 )
+from .disk_tier import prepared_dataset_dir
 
 __all__ = ['add_arguments', 'run', 'main']
 
@@ -165,8 +169,6 @@ def run(args: argparse.Namespace) -> Dict[str, float]:
     if args.trim:
         loaders[trimmed] = fast_loader(trimmed, data, pipeline=False)
     if args.disk:
-        from ..caching import loader_scores, open_dataset
-        from .disk_tier import prepared_dataset_dir
         stores = open_dataset(prepared_dataset_dir(args), host_budget=0.1,
                               device_budget=0.3, device_cache='window',
                               device=device,
@@ -174,8 +176,6 @@ def run(args: argparse.Namespace) -> Dict[str, float]:
         loaders['FastNeighborLoader, features on disk'] = fast_loader(
             'FastNeighborLoader, features on disk', stores, pipeline=True)
     if args.pyg_workers and importlib.util.find_spec('torch_sparse'):
-        from torch_geometric.loader import NeighborLoader
-        from torch_geometric.sampler import NeighborSampler
         with warnings.catch_warnings():
             warnings.simplefilter('ignore', UserWarning)
             pyg_sampler = NeighborSampler(data, args.fanout)

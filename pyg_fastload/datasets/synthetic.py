@@ -24,8 +24,10 @@ from typing import Any, Dict, Union
 import numpy as np
 import torch
 from torch import Tensor
+from torch_geometric.data import Data
 from tqdm.auto import tqdm
 
+from ..graph.convert import attach_topology
 from ..graph.topology import CSCTopology, index_dtype_for
 from .synthetic_config import SyntheticGraphConfig, preset_name, resolve_config
 
@@ -79,10 +81,6 @@ class SyntheticGraph:
         by destination).  The topology is attached
         (:func:`~pyg_fastload.graph.convert.attach_topology`) so a loader
         reuses it instead of rebuilding the CSC."""
-        from torch_geometric.data import Data
-
-        from ..graph.convert import attach_topology
-
         data = Data(x=self.x, y=self.y,
                     edge_index=self.topology.to_edge_index(),
                     train_mask=self.train_mask, val_mask=self.val_mask,

@@ -8,6 +8,9 @@ from __future__ import annotations
 import threading
 from typing import Any, Dict
 
+from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import (
+    allreduce_hook,
+)
 
 __all__ = ['TrafficCounters', 'KINDS', 'counting_allreduce_hook']
 
@@ -56,10 +59,6 @@ def counting_allreduce_hook(counters: TrafficCounters, world_size: int
     that all-reduces each gradient bucket as DDP's default does and counts
     it: a ring all-reduce sends and receives ``2 (W - 1) / W`` times the
     bucket's bytes per rank, in ``2 (W - 1)`` messages."""
-    from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import (
-        allreduce_hook,
-    )
-
     # No annotations: DDP compares them with dist.GradBucket at runtime, and
     # this module's are strings (postponed evaluation).
     def hook(state, bucket):  # type: ignore[no-untyped-def]

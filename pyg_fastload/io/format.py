@@ -45,6 +45,7 @@ import hashlib
 import json
 import os
 import re
+from importlib import metadata
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, Optional, Tuple, Union
 
@@ -220,8 +221,7 @@ def classes_arg(value: Any) -> Optional[int]:
 
 def package_version() -> str:
     try:
-        from importlib.metadata import version
-        return version('pyg-fastload')
+        return metadata.version('pyg-fastload')
     except Exception:  # not installed
         return 'unknown'
 

@@ -45,6 +45,7 @@ from typing import Any, Dict, List, Optional, Tuple, Union
 import numpy as np
 import torch
 from torch import Tensor
+from torch_geometric.data import HeteroData
 
 from ..graph.hetero_topology import EdgeType, HeteroTopology, offsets_of
 from ..graph.kind import is_topology
@@ -170,7 +171,6 @@ class OnDiskHeteroDataset:
         r"""The dataset as an in-memory
         :class:`~torch_geometric.data.HeteroData` (edges in each relation's
         original order, and so the rows of its edge arrays)."""
-        from torch_geometric.data import HeteroData
         data = HeteroData()
         for node_type in self.node_types:
             data[node_type].num_nodes = self.num_nodes[node_type]

@@ -18,6 +18,9 @@ from pathlib import Path
 from typing import Any, List, Union
 
 import torch
+from torch_geometric.data.data import DataEdgeAttr, DataTensorAttr
+from torch_geometric.data.storage import (BaseStorage, EdgeStorage,
+                                          GlobalStorage, NodeStorage)
 
 from .format import DatasetFormatError
 
@@ -32,15 +35,11 @@ class UnsafeFileError(DatasetFormatError):
     a plain container or a PyG data class, and loading it could run code."""
 
 
-def _pyg_records() -> List[type]:
-    r"""PyG's attribute records and storages, which a pickled ``Data``
-    refers to beside the classes PyG itself registers as safe; each only
-    holds a dictionary of values."""
-    from torch_geometric.data.data import DataEdgeAttr, DataTensorAttr
-    from torch_geometric.data.storage import (BaseStorage, EdgeStorage,
-                                              GlobalStorage, NodeStorage)
-    return [DataEdgeAttr, DataTensorAttr, BaseStorage, GlobalStorage,
-            NodeStorage, EdgeStorage]
+#: PyG's attribute records and storages, which a pickled ``Data`` refers
+#: to beside the classes PyG itself registers as safe; each only holds a
+#: dictionary of values.
+_PYG_RECORDS: List[type] = [DataEdgeAttr, DataTensorAttr, BaseStorage,
+                            GlobalStorage, NodeStorage, EdgeStorage]
 
 
 def safe_torch_load(path: Union[str, 'os.PathLike[str]']) -> Any:
@@ -54,7 +53,7 @@ def safe_torch_load(path: Union[str, 'os.PathLike[str]']) -> Any:
     """
     path = Path(path)
     try:
-        with torch.serialization.safe_globals(_pyg_records()):
+        with torch.serialization.safe_globals(_PYG_RECORDS):
             return torch.load(path, map_location='cpu', weights_only=True)
     except pickle.UnpicklingError as exc:
         match = _GLOBAL_RE.search(str(exc))

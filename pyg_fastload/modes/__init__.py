@@ -4,10 +4,11 @@ r"""Loading modes as library objects: one validated :class:`LoadingSpec`, a
 the graph across ranks (:class:`Replicated`, :class:`PaGraph`, :class:`DSP`,
 :class:`HopGNN`), each opening this rank's stores and samplers; the task
 makes the loader of a split. A new mode is one new class in :data:`MODES`,
-a new task one in :data:`TASKS`."""
+a new task one in :data:`TASKS` and its name in
+:data:`~pyg_fastload.modes.spec.TASK_NAMES`."""
 from typing import Dict, Type
 
-from .base import LoadingMode
+from .base import TASKS, LinkTask, LoadingMode, NodeTask, Task
 from .schema import HeteroSchema, hetero_schema
 from .partitioned import DSP, HopGNN, LossNorm, PaGraph
 from .replicated import Replicated
@@ -16,7 +17,6 @@ from .source import (DatasetSource, DirectorySource, GraphSource,
                      HeteroDirectorySource, HeteroGraphSource, PresetSource,
                      directory_metadata, split_seeds)
 from .spec import LoadingSpec, ModeOptions, feature_cache_from
-from .task import TASKS, LinkTask, NodeTask, Task
 
 #: Every mode by the name configs use.
 MODES: Dict[str, Type[LoadingMode]] = {

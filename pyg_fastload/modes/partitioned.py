@@ -23,9 +23,8 @@ from ..partition.pagraph_link import TASK_HOPS, PartRows, part_links
 from ..sampling import FastNeighborSampler, SamplerChoice
 from ..partition.part_dirs import (is_hetero_partition,
                                    read_partition_meta)
-from .base import LoadingMode
+from .base import LinkTraining, LoadingMode, node_times
 from .link_split import LinkSplit, put_edge_times
-from .task import LinkTraining, node_times
 
 __all__ = ['PaGraph', 'DSP', 'HopGNN', 'LossNorm']
 

@@ -1,12 +1,15 @@
-r"""What a model needs to know of a heterogeneous dataset
-(:class:`HeteroSchema`): its node and edge types, the node type whose labels
-it learns, each type's feature width or node count."""
+r"""What a model needs to know of a dataset: its number of classes
+(:func:`check_classes`) and, heterogeneous, its :class:`HeteroSchema`: its
+node and edge types, the node type whose labels it learns, each type's
+feature width or node count."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
+import torch
+from torch import Tensor
 from torch_geometric.data import HeteroData
 
 from ..config import SettingError
@@ -14,7 +17,37 @@ from ..graph.kind import graph_input
 from ..io import DatasetFormatError, open_hetero_dataset_dir
 
 __all__ = ['HeteroSchema', 'hetero_schema', 'directory_schema',
-           'target_of']
+           'target_of', 'check_classes']
+
+
+def check_classes(y: Optional[Tensor], num_nodes: int,
+                  num_classes: Optional[int], where: str,
+                  labelled: bool = True) -> int:
+    r"""The number of classes of node labels :obj:`y`, checked before a
+    model allocates one output per class: labels are class indices in
+    ``[0, num_classes)`` (default: up to the largest label), and there are
+    no more classes than nodes."""
+    if y is None or y.numel() == 0:
+        if not labelled:  # links: labels only if the dataset has them
+            return 0
+        raise SettingError('dataset', f"{where} has no node labels 'y'")
+    if y.dtype.is_floating_point or y.dtype == torch.bool:
+        raise SettingError('dataset', f"{where}: labels 'y' are {y.dtype}; "
+                           f"give class indices as integers")
+    low, high = int(y.min()), int(y.max())
+    if low < 0:
+        raise SettingError('dataset', f"{where}: label {low} is negative; "
+                           f"labels are class indices 0..C-1")
+    count = high + 1 if num_classes is None else num_classes
+    if high >= count:
+        raise SettingError('dataset', f"{where}: label {high} is not below "
+                           f"'num_classes' = {count}")
+    if count > max(num_nodes, 1):
+        raise SettingError('dataset', f"{where}: {count:,} classes (label "
+                           f"{high:,}) for {num_nodes:,} nodes; labels must "
+                           f"be class indices 0..C-1 (relabel them with "
+                           f"torch.unique(y, return_inverse=True))")
+    return count
 
 
 @dataclass(frozen=True)
@@ -77,7 +110,6 @@ def hetero_schema(data: HeteroData, labelled: bool = True) -> HeteroSchema:
     r"""The schema of :obj:`data`: its one labelled node type is the
     target (without :obj:`labelled`, a graph with no labelled type gets
     none: what link prediction needs)."""
-    from .source import check_classes
     types = [t for t in data.node_types if 'y' in data[t]]
     num_nodes = {t: int(data[t].num_nodes) for t in data.node_types}
     features = {t: int(data[t].x.size(-1)) for t in data.node_types
@@ -101,7 +133,6 @@ def directory_schema(path: Path, labelled: bool = True) -> HeteroSchema:
     r"""The schema of a heterogeneous dataset directory (read from its
     ``meta.json`` and array shapes; labels checked; without
     :obj:`labelled`, a directory without labels gets no target)."""
-    from .source import check_classes
     try:
         dataset = open_hetero_dataset_dir(path, verify='none')
         num_classes = dataset.num_classes

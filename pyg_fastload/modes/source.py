@@ -31,42 +31,13 @@ from ..io import (
     open_dataset_dir,
 )
 from ..loader.inputs import check_has_features
-from .schema import HeteroSchema, directory_schema, hetero_schema
+from .schema import (HeteroSchema, check_classes, directory_schema,
+                     hetero_schema)
 from .spec import LoadingSpec
 
 __all__ = ['DatasetSource', 'PresetSource', 'GraphSource',
            'HeteroGraphSource', 'DirectorySource', 'HeteroDirectorySource',
-           'check_classes', 'directory_metadata', 'split_seeds']
-
-
-def check_classes(y: Optional[Tensor], num_nodes: int,
-                  num_classes: Optional[int], where: str,
-                  labelled: bool = True) -> int:
-    r"""The number of classes of node labels :obj:`y`, checked before a
-    model allocates one output per class: labels are class indices in
-    ``[0, num_classes)`` (default: up to the largest label), and there are
-    no more classes than nodes."""
-    if y is None or y.numel() == 0:
-        if not labelled:  # links: labels only if the dataset has them
-            return 0
-        raise SettingError('dataset', f"{where} has no node labels 'y'")
-    if y.dtype.is_floating_point or y.dtype == torch.bool:
-        raise SettingError('dataset', f"{where}: labels 'y' are {y.dtype}; "
-                           f"give class indices as integers")
-    low, high = int(y.min()), int(y.max())
-    if low < 0:
-        raise SettingError('dataset', f"{where}: label {low} is negative; "
-                           f"labels are class indices 0..C-1")
-    count = high + 1 if num_classes is None else num_classes
-    if high >= count:
-        raise SettingError('dataset', f"{where}: label {high} is not below "
-                           f"'num_classes' = {count}")
-    if count > max(num_nodes, 1):
-        raise SettingError('dataset', f"{where}: {count:,} classes (label "
-                           f"{high:,}) for {num_nodes:,} nodes; labels must "
-                           f"be class indices 0..C-1 (relabel them with "
-                           f"torch.unique(y, return_inverse=True))")
-    return count
+           'directory_metadata', 'split_seeds']
 
 
 def split_seeds(data: Any, split: str) -> Tensor:

@@ -22,16 +22,20 @@ from ..placement import Placement, check_run_sampling, require_run_gpu
 from ..sampling import SamplerChoice
 from ..sampling.temporal import TEMPORAL_STRATEGIES
 from .link_split import LinkOptions
-from .task import TASKS, Task
 
 __all__ = ['LoadingSpec', 'ModeOptions', 'feature_cache_from', 'RANK_LOCAL',
-           'EVAL_METHODS']
+           'EVAL_METHODS', 'TASK_NAMES']
 
 #: Settings a rank may hold on its own (not compared across ranks).
 RANK_LOCAL = ('progress', )
 #: How validation, test and prediction compute their outputs: on sampled
 #: neighbourhoods, or layer-wise over every in-neighbour of every node.
 EVAL_METHODS = ('sampled', 'layerwise')
+
+#: What a run may train (``task``): the names of the task classes in
+#: :data:`~pyg_fastload.modes.TASKS`, which build on this spec; only
+#: ``'link'`` takes the ``link`` options.
+TASK_NAMES = ('node', 'link')
 
 
 @dataclass(frozen=True)
@@ -214,7 +218,7 @@ class LoadingSpec:
                                f'be a positive number of seconds')
         put(self, 'dist_timeout', float(self.dist_timeout))
         check_one_of('eval', self.eval, EVAL_METHODS)
-        check_one_of('task', self.task, list(TASKS))
+        check_one_of('task', self.task, TASK_NAMES)
         if self.time_attr is not None and (
                 not isinstance(self.time_attr, str) or not self.time_attr):
             raise SettingError('time_attr', f"{self.time_attr!r} must name "
@@ -228,7 +232,14 @@ class LoadingSpec:
                                "time_attr (a node array of the dataset; an "
                                "edge array with task 'link'), or use "
                                "'uniform'")
-        put(self, 'link', TASKS[self.task].settings(self.link))
+        if self.task == 'link':
+            put(self, 'link', _nested('link', LinkOptions, self.link)
+                or LinkOptions())
+        elif self.link is not None:
+            raise SettingError('link', f"options of task 'link', not of "
+                               f"task {self.task!r}: set task: link, or "
+                               f"leave 'link' out ('link' options need "
+                               f"task: link)")
         try:
             put(self, 'sampler', SamplerChoice.of(self.sampler, 'sampler'))
         except ValueError as error:
@@ -255,11 +266,6 @@ class LoadingSpec:
                             "'gds' reads rows into GPU memory",
                             'storage: direct')
         return placement
-
-    def make_task(self) -> Task:
-        r"""What the run trains: a :class:`~pyg_fastload.modes.NodeTask`,
-        or a :class:`~pyg_fastload.modes.LinkTask` with :obj:`link`."""
-        return TASKS[self.task].of(self)
 
     def fanouts(self, train: bool) -> List[int]:
         r"""The fan-outs of training or evaluation batches."""

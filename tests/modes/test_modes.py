@@ -237,10 +237,12 @@ def test_lightning_keeps_the_ranks_samplers():
 
 
 def test_the_task_is_one_object_named_by_the_spec():
-    from pyg_fastload.modes import LinkOptions, LinkTask, NodeTask
-    assert type(LoadingSpec().make_task()) is NodeTask
+    from pyg_fastload.modes import TASKS, LinkOptions, LinkTask, NodeTask
+    from pyg_fastload.modes.spec import TASK_NAMES
+    assert list(TASKS) == list(TASK_NAMES)  # the spec checks these names
+    assert type(TASKS['node'].of(LoadingSpec())) is NodeTask
     spec = LoadingSpec(task='link', link={'neg_ratio': 2.0}, seed=5)
-    task = spec.make_task()
+    task = TASKS[spec.task].of(spec)
     assert type(task) is LinkTask and not task.labelled
     assert (task.options, task.seed) == (LinkOptions(neg_ratio=2.0), 5)
     assert LoadingSpec(task='link').link == LinkOptions()  # the defaults
