@@ -17,7 +17,7 @@ from pyg_fastload.partition import (HeteroPartitionBook, open_hetero_partition,
                                     open_partition, partition_dataset,
                                     partition_report)
 from pyg_fastload.partition.hetero import renumber_hetero
-from pyg_fastload.partition.methods import balance_train
+from pyg_fastload.partition.balance import balance_train
 from pyg_fastload.partition.hetero_report import relation_key
 
 from ..helpers import random_hetero_graph, usage_exit
