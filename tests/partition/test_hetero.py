@@ -403,13 +403,13 @@ def test_pagraph_parts_are_streamed_to_the_writer(tmp_path, monkeypatch):
     (every relation's in-edges and every array's rows, never the part in
     memory), several chunks each when the chunks are small, and give the
     same files as with the usual chunks."""
-    from pyg_fastload.partition import hetero, part_dirs
+    from pyg_fastload.partition import hetero, part_format
     dataset = prepare_hetero_preset('hetero-tiny', tmp_path / 'ds',
                                     progress=False)
     partition_dataset(dataset.path, tmp_path / 'usual', 2, 'pagraph',
                       progress=False)
-    monkeypatch.setattr(part_dirs, 'WRITE_CHUNK_EDGES', 50)
-    monkeypatch.setattr(part_dirs, 'WRITE_CHUNK_BYTES', 256)
+    monkeypatch.setattr(part_format, 'WRITE_CHUNK_EDGES', 50)
+    monkeypatch.setattr(part_format, 'WRITE_CHUNK_BYTES', 256)
     write, chunks = hetero.write_hetero_dataset_dir, Counter()
 
     def spy(path, *, relations, node_arrays, **kwargs):
