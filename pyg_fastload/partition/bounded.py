@@ -16,7 +16,7 @@ would exceed the budget, :func:`bounded_partition`
 2. runs METIS (pymetis) on the coarse graph, symmetrised, each coarse node
    weighing the nodes it holds;
 3. projects the parts back to the nodes, balances the training nodes by
-   swaps (:func:`~pyg_fastload.partition.methods.balance_train`, its gains
+   swaps (:func:`~pyg_fastload.partition.balance.balance_train`, its gains
    counted in chunks) and refines the boundary: a few passes that move
    nodes to the part holding most of their neighbours while no part
    exceeds ``1.03x`` the mean of nodes or of training nodes.
@@ -54,6 +54,7 @@ from pathlib import Path
 from typing import BinaryIO, List, Optional, Tuple, Union
 
 import numpy as np
+import pymetis
 import torch
 from torch import Tensor
 from tqdm.auto import tqdm
@@ -61,7 +62,7 @@ from tqdm.auto import tqdm
 from ..config import format_bytes, parse_budget
 from ..graph.topology import CSCTopology, index_dtype_for
 from ..io.staging import ScratchDirectory
-from .methods import TRAIN_TOLERANCE, balance_train
+from .balance import TRAIN_TOLERANCE, balance_train
 
 __all__ = ['bounded_partition', 'BoundedPartition', 'check_budget',
            'check_max_memory', 'graph_metis_bytes', 'max_memory_type',
@@ -557,8 +558,6 @@ def bounded_partition(topology: CSCTopology, num_parts: int,
         progress (bool): show progress bars.
         name (str): the budget's name in error messages.
     """
-    import pymetis
-
     chunk_edges = check_budget(topology, max_memory, name)
     allowance = max_memory - _held_bytes(topology)
     n = topology.num_nodes

@@ -25,15 +25,15 @@ destination type; source ids are global new ids of the whole graph,
 recorded as its ``index_space``, so a sampler sees which are remote), with
 the rows of every relation's edge arrays of the edges it keeps.
 PaGraph's parts (``--method pagraph``) overlap and are written in their own
-row ids instead (:mod:`~pyg_fastload.partition.hetero_pagraph`).
+row ids instead (:func:`~pyg_fastload.partition.pagraph.pagraph_rows`).
+
+:func:`~pyg_fastload.partition.partition_dataset` partitions both kinds;
+:class:`HeteroParts` is what it reads and writes of this one.
 """
 from __future__ import annotations
 
 import json
 import os
-import resource
-import time
-import uuid
 from pathlib import Path
 from typing import (Any, Callable, Dict, Iterator, List, Optional, Tuple,
                     Union)
@@ -41,31 +41,24 @@ from typing import (Any, Callable, Dict, Iterator, List, Optional, Tuple,
 import numpy as np
 import torch
 from torch import Tensor
-from tqdm.auto import tqdm
 
 from ..graph.hetero_topology import HeteroTopology, offsets_of
 from ..graph.local import local_hetero_topology
 from ..graph.ranges import expand_ranges
+from ..graph.topology import CSCTopology
 from ..caching import Scores, open_dataset
 from ..config import FeatureCache
 from ..io import open_hetero_dataset_dir, write_hetero_dataset_dir
-from ..io.format import sha256_file
-from ..io.staging import StagedDirectory, check_target
 from ..storage import CSCGraphStore
-from .book import BOOK_FILES, PartitionBook, renumber
-from .hetero_pagraph import pagraph_part
-from .bounded import check_max_memory
-from .methods import METHODS, assign_parts, check_num_parts
-from .pagraph_link import TASK_HOPS, check_task, task_assign
-from .part_dirs import (PARTITION_DIR, PARTITION_FORMAT, PARTITION_VERSION,
-                        _fail, checked_part, concat_csc, edge_chunks,
-                        edge_row_chunks,
-                        is_hetero_partition, part_dir, read_partition_meta,
-                        row_chunks, save_book)
+from .book import PartitionBook, renumber
+from .pagraph import pagraph_rows
+from .part_format import (Assignment, checked_part, concat_csc, edge_chunks,
+                          edge_row_chunks, fail, is_hetero_partition,
+                          part_dir, read_partition_meta, row_chunks)
 
-__all__ = ['HeteroPartitionBook', 'renumber_hetero',
-           'partition_hetero_dataset', 'open_hetero_partition',
-           'load_hetero_book', 'full_hetero_topology']
+__all__ = ['HeteroPartitionBook', 'renumber_hetero', 'HeteroParts',
+           'open_hetero_partition', 'load_hetero_book',
+           'full_hetero_topology']
 
 PathLike = Union[str, 'os.PathLike[str]']
 
@@ -202,176 +195,135 @@ def renumber_hetero(owner: np.ndarray, node_offset: Tensor,
     return new_id, offsets
 
 
-def _global_mask(dataset: Any, node_type: Optional[str],
-                 key: str) -> Optional[Tensor]:
-    r"""Mask :obj:`key` of :obj:`node_type` over all global ids (false for
-    other types), or :obj:`None` when the type lacks it."""
-    if node_type is None or key not in dataset.arrays[node_type]:
-        return None
-    topo = dataset.topology
-    t = topo.node_types.index(node_type)
-    mask = torch.zeros(topo.num_nodes, dtype=torch.bool)
-    mask[int(topo.node_offset[t]):int(topo.node_offset[t + 1])] = \
-        dataset.arrays[node_type][key].bool()
-    return mask
+class HeteroParts:
+    r"""What :func:`~pyg_fastload.partition.partition_dataset` reads and
+    writes of a heterogeneous dataset directory: the masks of its labelled
+    (target) type over all nodes, its typed book (:func:`renumber_hetero`)
+    and its parts (heterogeneous dataset directories; see the module
+    docstring).
 
-
-def partition_hetero_dataset(
-    dataset_dir: PathLike,
-    out_dir: PathLike,
-    num_parts: int,
-    method: str = 'metis',
-    num_hops: int = 2,
-    seed: int = 0,
-    overwrite: bool = False,
-    progress: bool = True,
-    max_memory: Union[None, int, str] = None,
-    task: str = 'node',
-) -> HeteroPartitionBook:
-    r"""Partitions a heterogeneous dataset directory into :obj:`num_parts`
-    parts written under :obj:`out_dir` (see the module docstring; called by
-    :func:`~pyg_fastload.partition.partition_dataset` for such a
-    directory).
-
-    The method runs on the homogeneous view of all node types:
-    ``'metis'`` balances all nodes and the training nodes of the labelled
-    (target) type, ``'bytegnn'`` grows its blocks around the target's
-    train/val/test nodes, ``'hash'`` and ``'random'`` spread every node.
-    ``'pagraph'`` streams the target's training nodes to parts and
-    replicates their L-hop in-neighbourhoods over every relation
-    (:mod:`~pyg_fastload.partition.hetero_pagraph`: parts in their own row
-    ids); for :obj:`task` ``'link'`` every node is owned by its METIS part,
-    which replicates its (L+1)-hop in-neighbourhood
-    (:mod:`~pyg_fastload.partition.pagraph_link`). ``'metis'`` runs within
-    :obj:`max_memory` bytes where given (recorded in ``partition.json``).
+    Args:
+        dataset_dir: the heterogeneous dataset directory.
     """
-    started = time.perf_counter()
-    if isinstance(num_hops, bool) or not isinstance(num_hops, int) or \
-            num_hops < 1:
-        raise ValueError(f"'num_hops' = {num_hops!r} must be an int >= 1")
-    if method not in METHODS:
-        raise ValueError(f"unknown partitioning --method {method!r}: pass "
-                         f"one of {', '.join(METHODS)}")
-    check_task(task, method)
-    budget = check_max_memory(max_memory, method)
-    dataset = open_hetero_dataset_dir(dataset_dir, verify='size')
-    out = Path(out_dir).expanduser()
-    check_target(out, overwrite, PARTITION_DIR)  # before the work
-    topo = dataset.topology
-    target = dataset.target
-    check_num_parts(num_parts, topo.num_nodes)
-    if target is not None and num_parts > dataset.num_nodes[target]:
-        raise ValueError(
-            f"'num_parts' = {num_parts} is more than the "
-            f"{dataset.num_nodes[target]} nodes of the labelled type "
-            f"{target!r} of '{dataset.path}': every part needs some; use "
-            f"at most {dataset.num_nodes[target]} parts")
-    masks = [_global_mask(dataset, target, f'{s}_mask')
-             for s in ('train', 'val', 'test')]
-    if method == 'bytegnn' and all(m is None for m in masks):
-        raise ValueError(
-            f"--method bytegnn grows its blocks around the train/val/test "
-            f"nodes, but the labelled type {target!r} of '{dataset.path}' "
-            f"has no masks; use --method metis")
-    if method == 'pagraph' and task == 'node' and masks[0] is None:
-        raise ValueError(
-            f"--method pagraph streams the training nodes of the labelled "
-            f"type {target!r} of '{dataset.path}' to parts, but it has no "
-            f"'train_mask'; use --method metis (or, to train links, "
-            f"--task link)")
-    view = topo.homogeneous_view()
-    member = None
-    reach = num_hops + TASK_HOPS[task]  # the hops the parts replicate
-    if method == 'pagraph':
-        owner, member, level = task_assign(
-            view, None if masks[0] is None else masks[0].nonzero().view(-1),
-            num_parts, num_hops, task, seed, progress)
-        expand = [lv < reach for lv in level]  # nodes keeping in-edges
-    else:
-        owner = assign_parts(view, num_parts, method, masks, num_hops, seed,
-                             progress, budget)
-    del view
-    assigned_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    new_id, offsets = renumber_hetero(owner, topo.node_offset, num_parts)
-    order = np.argsort(new_id)  # original global id of every new one
-    run = uuid.uuid4().hex
-    node_types = list(topo.node_types)
-    with StagedDirectory(out, overwrite, PARTITION_DIR) as staged:
-        tmp = staged.dir
-        save_book(tmp, (owner, new_id, offsets))
-        new_of = torch.from_numpy(new_id)
-        order_of = torch.from_numpy(order)
-        for part in tqdm(range(num_parts), desc='writing parts', unit='part',
-                         disable=not progress):
-            nodes = {}  # per type: original type-local ids, new-id order
-            for t, node_type in enumerate(node_types):
-                lo = int(topo.node_offset[t])
-                nodes[node_type] = order_of[lo + int(offsets[t, part]):
-                                            lo + int(offsets[t, part + 1])
-                                            ] - lo
-            starts = dict(zip(node_types, offsets[:, part].tolist()))
-            if member is None:
-                held, ids, extra = nodes, new_of, {}
-                counts = {'owned': {t: v.numel() for t, v in nodes.items()}}
-            else:
-                held, ids, extra, counts = pagraph_part(
-                    dataset, _with_replicas(
-                        nodes, member[part] & (torch.from_numpy(owner) !=
-                                               part), new_of,
-                        topo.node_offset), new_of)
-            sizes = {t: v.numel() for t, v in held.items()}
-            relations, arrays, edge_arrays = _part(
-                dataset, held, ids, None if member is None else expand[part])
-            for node_type, more in extra.items():
-                arrays[node_type].update(more)
-            write_hetero_dataset_dir(
-                part_dir(tmp, part), num_nodes=sizes,
-                relations=relations, node_arrays=arrays,
-                edge_arrays=edge_arrays, name=f'{dataset.name}-part{part}',
-                source=f"{'PaGraph ' if member is not None else ''}part "
-                       f"{part} of {num_parts} of '{dataset.path}'",
-                num_classes=dataset.num_classes, target=dataset.target,
-                progress=False, verify='size',
-                index_space=None if member is not None else dataset.num_nodes,
-                extra_meta={'partition': {'run': run, 'part': part,
-                                          'num_parts': num_parts,
-                                          'start': starts, **counts}})
-        files = {name: sha256_file(tmp / name) for name in BOOK_FILES}
-        for part in range(num_parts):
-            name = f'{part_dir(tmp, part).name}/meta.json'
-            files[name] = sha256_file(tmp / name)
-        counts = dataset.num_nodes
-        meta = {
-            'format': PARTITION_FORMAT, 'format_version': PARTITION_VERSION,
-            'kind': 'hetero',
-            'method': method, 'num_parts': num_parts, 'num_hops': num_hops,
-            'task': task, 'seed': seed, 'max_memory': budget, 'run': run,
-            'node_types': [{'name': t, 'num_nodes': counts[t]}
-                           for t in node_types],
-            'edge_types': [list(e) for e in topo.edge_types],
-            'target': target,
-            'dataset': {'name': dataset.name, 'num_nodes': topo.num_nodes,
-                        'path': str(Path(dataset.path).resolve()),
-                        'num_edges': topo.num_edges,
-                        'meta_sha256': sha256_file(dataset.path /
-                                                   'meta.json')},
-            'files': files,
-            'seconds': round(time.perf_counter() - started, 1),
-            # nodes each part holds, its own and (PaGraph) its replicas
-            'held_nodes': [int(member[k].sum()) if member is not None else
-                           int(offsets[:, k + 1].sum() - offsets[:, k].sum())
-                           for k in range(num_parts)],
-            'peak_rss_bytes': resource.getrusage(
-                resource.RUSAGE_SELF).ru_maxrss * 1024,
-            # ... and before the parts were written: the assignment's
-            'assign_peak_rss_bytes': assigned_rss * 1024,
-        }
-        with open(tmp / 'partition.json', 'w') as f:
-            json.dump(meta, f, indent=2)
-            f.write('\n')
-        staged.put_in_place()
-    return HeteroPartitionBook({t: torch.from_numpy(offsets[i])
-                                for i, t in enumerate(node_types)})
+    #: What ``partition.json`` says of the kind.
+    marker = {'kind': 'hetero'}
+    #: The files of a part ``partition.json`` checksums.
+    part_files = ('meta.json', )
+
+    def __init__(self, dataset_dir: PathLike):
+        self.dataset = open_hetero_dataset_dir(dataset_dir, verify='size')
+
+    def _global_mask(self, key: str) -> Optional[Tensor]:
+        r"""Mask :obj:`key` of the target type over all global ids (false
+        for other types), or :obj:`None` when it lacks it."""
+        dataset, node_type = self.dataset, self.dataset.target
+        if node_type is None or key not in dataset.arrays[node_type]:
+            return None
+        topo = dataset.topology
+        t = topo.node_types.index(node_type)
+        mask = torch.zeros(topo.num_nodes, dtype=torch.bool)
+        mask[int(topo.node_offset[t]):int(topo.node_offset[t + 1])] = \
+            dataset.arrays[node_type][key].bool()
+        return mask
+
+    def masks(self, num_parts: int, method: str,
+              task: str) -> List[Optional[Tensor]]:
+        r"""The target's ``(train, val, test)`` masks over all nodes
+        (:obj:`None` where missing), refused where :obj:`method` needs one
+        that is, or where a part would get none of the target's nodes."""
+        dataset, target = self.dataset, self.dataset.target
+        if target is not None and num_parts > dataset.num_nodes[target]:
+            raise ValueError(
+                f"'num_parts' = {num_parts} is more than the "
+                f"{dataset.num_nodes[target]} nodes of the labelled type "
+                f"{target!r} of '{dataset.path}': every part needs some; "
+                f"use at most {dataset.num_nodes[target]} parts")
+        masks = [self._global_mask(f'{s}_mask')
+                 for s in ('train', 'val', 'test')]
+        if method == 'bytegnn' and all(m is None for m in masks):
+            raise ValueError(
+                f"--method bytegnn grows its blocks around the train/val/"
+                f"test nodes, but the labelled type {target!r} of "
+                f"'{dataset.path}' has no masks; use --method metis")
+        if method == 'pagraph' and task == 'node' and masks[0] is None:
+            raise ValueError(
+                f"--method pagraph streams the training nodes of the "
+                f"labelled type {target!r} of '{dataset.path}' to parts, but "
+                f"it has no 'train_mask'; use --method metis (or, to train "
+                f"links, --task link)")
+        return masks
+
+    def view(self) -> CSCTopology:
+        r"""The graph the method partitions: the homogeneous view of all
+        node types."""
+        return self.dataset.topology.homogeneous_view()
+
+    def renumber(self, owner: np.ndarray,
+                 num_parts: int) -> Tuple[np.ndarray, np.ndarray]:
+        r"""``(new_id, offsets)``: :func:`renumber_hetero`."""
+        return renumber_hetero(owner, self.dataset.topology.node_offset,
+                               num_parts)
+
+    def fields(self) -> Dict[str, Any]:
+        r"""What ``partition.json`` says of this kind's parts."""
+        topo, counts = self.dataset.topology, self.dataset.num_nodes
+        return {'node_types': [{'name': t, 'num_nodes': counts[t]}
+                               for t in topo.node_types],
+                'edge_types': [list(e) for e in topo.edge_types],
+                'target': self.dataset.target}
+
+    def book(self, offsets: np.ndarray) -> HeteroPartitionBook:
+        return HeteroPartitionBook({t: torch.from_numpy(offsets[i]) for i, t
+                                    in enumerate(self.dataset.node_types)})
+
+    def write_part(self, path: Path, part: int, parts: Assignment) -> None:
+        r"""Part :obj:`part`: per node type, its nodes in new-id order
+        (then a PaGraph part's replicas, in its own row ids), every
+        relation's in-edges into them and their rows of every array."""
+        dataset, topo, offsets = self.dataset, self.dataset.topology, \
+            parts.offsets
+        nodes = {}  # per type: original type-local ids, new-id order
+        for t, node_type in enumerate(topo.node_types):
+            lo = int(topo.node_offset[t])
+            nodes[node_type] = parts.order[lo + int(offsets[t, part]):
+                                           lo + int(offsets[t, part + 1])
+                                           ] - lo
+        starts = dict(zip(topo.node_types, offsets[:, part].tolist()))
+        replicas = parts.replicas(part)
+        if replicas is None:
+            held, ids, extra = nodes, parts.new_of, {}
+            counts = {'owned': {t: v.numel() for t, v in nodes.items()}}
+        else:
+            first = dict(zip(topo.node_types, topo.node_offset.tolist()))
+            held, extra, counts = pagraph_rows(
+                dataset.arrays, _with_replicas(nodes, replicas, parts.new_of,
+                                               topo.node_offset),
+                first, parts.new_of)
+            # every global original id as a source of the part's edges:
+            # its type's first id plus its row here, -1 where not held
+            ids = torch.full((topo.num_nodes, ), -1, dtype=torch.long)
+            for node_type, local in held.items():
+                start = first[node_type]
+                ids[local + start] = torch.arange(start,
+                                                  start + local.numel())
+        relations, arrays, edge_arrays = _part(
+            dataset, held, ids,
+            None if parts.expand is None else parts.expand[part])
+        for node_type, more in extra.items():
+            arrays[node_type].update(more)
+        pagraph = replicas is not None
+        write_hetero_dataset_dir(
+            path, num_nodes={t: v.numel() for t, v in held.items()},
+            relations=relations, node_arrays=arrays,
+            edge_arrays=edge_arrays, name=f'{dataset.name}-part{part}',
+            source=f"{'PaGraph ' if pagraph else ''}part {part} of "
+                   f"{parts.num_parts} of '{dataset.path}'",
+            num_classes=dataset.num_classes, target=dataset.target,
+            progress=False, verify='size',
+            index_space=None if pagraph else dataset.num_nodes,
+            extra_meta={'partition': {'run': parts.run, 'part': part,
+                                      'num_parts': parts.num_parts,
+                                      'start': starts, **counts}})
 
 
 def _with_replicas(nodes: Dict[str, Tensor], replica: Tensor,
@@ -466,24 +418,24 @@ def load_hetero_book(parts_dir: Path,
             not types or not all(
                 isinstance(e, dict) and isinstance(e.get('name'), str) and
                 isinstance(e.get('num_nodes'), int) for e in types):
-        raise _fail(parts_dir, parts_dir / 'partition.json',
+        raise fail(parts_dir, parts_dir / 'partition.json',
                     "'node_types' is not a list of {name, num_nodes} (not "
                     "a heterogeneous partition?)")
     file = parts_dir / 'offsets.npy'
     try:
         offsets = np.load(file, allow_pickle=False)
     except (OSError, ValueError) as exc:
-        raise _fail(parts_dir, file, f'unreadable ({exc})') from None
+        raise fail(parts_dir, file, f'unreadable ({exc})') from None
     shape = [len(types), meta['num_parts'] + 1]
     if offsets.dtype.kind not in 'iu' or list(offsets.shape) != shape:
-        raise _fail(parts_dir, file, f'holds {offsets.dtype} of shape '
+        raise fail(parts_dir, file, f'holds {offsets.dtype} of shape '
                     f'{list(offsets.shape)}, expected integers of shape '
                     f'{shape} (node types x part boundaries)')
     offsets = offsets.astype(np.int64)
     for row, entry in zip(offsets, types):
         if row[0] != 0 or bool((np.diff(row) < 0).any()) or \
                 row[-1] != entry['num_nodes']:
-            raise _fail(parts_dir, file, f"boundaries {row.tolist()[:8]} of "
+            raise fail(parts_dir, file, f"boundaries {row.tolist()[:8]} of "
                         f"node type {entry['name']!r} do not run from 0 to "
                         f"its {entry['num_nodes']} nodes, never decreasing")
     return HeteroPartitionBook({e['name']: torch.from_numpy(row.copy())
@@ -529,7 +481,8 @@ def open_hetero_partition(
     in-edges of its message-flow rows in those row ids.
 
     Args:
-        parts_dir: a directory written by :func:`partition_hetero_dataset`.
+        parts_dir: a directory written by :func:`~pyg_fastload.
+            partition.partition_dataset`.
         part (int): which part, in ``[0, num_parts)``.
         cache (FeatureCache, optional): caches in front of the features;
             their policies rank the part's rows on its own edges.
@@ -561,12 +514,12 @@ def open_hetero_partition(
     for key, value in expected.items():
         found = own.get(key) if isinstance(own, dict) else None
         if found != value:
-            raise _fail(parts_dir, meta_file, f"'partition.{key}' is "
+            raise fail(parts_dir, meta_file, f"'partition.{key}' is "
                         f"{found!r}, the book says {value!r}")
     relations = [list(e) for e in dataset.edge_types]
     if dataset.node_types != book.node_types or \
             relations != meta.get('edge_types'):
-        raise _fail(parts_dir, meta_file, f"the part's node types "
+        raise fail(parts_dir, meta_file, f"the part's node types "
                     f"{dataset.node_types} and relations {relations} are not "
                     f"the partition's ({book.node_types}, "
                     f"{meta.get('edge_types')} in partition.json)")

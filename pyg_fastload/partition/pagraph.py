@@ -13,10 +13,18 @@ with ``p_vnum[i]`` the training nodes of part ``i``, ``r_vnum[i]`` all its
 nodes including replicas, and ``TV_avg = |TV| / K`` (the reference
 hard-codes ``0.65 |V| / K`` as an approximation of it). Ties go to the part
 with fewer training nodes (then the lower index).
+
+A part (:func:`pagraph_rows`, per node type: a homogeneous graph is one)
+holds its own nodes in new-id order, then its replicas in new-id order,
+keeping the in-edges of its message-flow rows (those fewer hops from its
+trained nodes than it replicates), so sampling from its trained nodes
+never leaves it; ``global_id`` gives every row's (type-local) new id, and
+replicas are never training, validation or test nodes there.
 """
 from __future__ import annotations
 
-from typing import Optional, Tuple
+from itertools import chain
+from typing import Any, Callable, Dict, Iterator, Optional, Tuple
 
 import numpy as np
 import torch
@@ -25,8 +33,11 @@ from tqdm.auto import tqdm
 
 from ..graph.ranges import expand_ranges
 from ..graph.topology import CSCTopology
+from .part_format import row_chunks
 
-__all__ = ['pagraph_assign', 'message_flow_levels']
+__all__ = ['pagraph_assign', 'message_flow_levels', 'pagraph_rows']
+
+_SPLITS = ('train_mask', 'val_mask', 'test_mask')
 
 
 def _neighbourhood_pairs(topology: CSCTopology, seeds: Tensor,
@@ -131,3 +142,47 @@ def message_flow_levels(topology: CSCTopology, train_nodes: Tensor,
         level[reached] = hop
         frontier = reached
     return level
+
+
+def pagraph_rows(arrays: Dict[Any, Dict[str, Tensor]],
+                 rows: Dict[Any, Tuple[Tensor, Tensor]],
+                 first: Dict[Any, int], new_of: Tensor
+                 ) -> Tuple[Dict[Any, Tensor], Dict[Any, Dict[str, Any]],
+                            Dict[str, Dict[Any, int]]]:
+    r"""``(held, extra, counts)``: what a PaGraph part holds, per node type
+    (one, say :obj:`None`, on a homogeneous graph), for the writer to
+    stream like a disjoint part: the type-local original ids of its rows
+    (own, then replicas); the arrays whose rows are not the dataset's (the
+    split masks, false for the replicas, as chunk sources, and
+    ``global_id``, every row's type-local new id); and the ``owned`` and
+    ``replicas`` counts.
+
+    Args:
+        arrays: per node type, the dataset's node arrays.
+        rows: per node type, ``(own, replicas)``: type-local original ids
+            of its own nodes and of its replicas, each in new-id order.
+        first: per node type, its first global id.
+        new_of: the global new id of every global original id.
+    """
+    held, extra = {}, {}
+    for node_type, (own, replicas) in rows.items():
+        values = arrays[node_type]
+        held[node_type] = torch.cat([own, replicas])
+        extra[node_type] = {key: _home_only(values[key], own,
+                                            replicas.numel())
+                            for key in _SPLITS if key in values}
+        start = first[node_type]
+        extra[node_type]['global_id'] = \
+            new_of[held[node_type] + start] - start
+    return held, extra, {
+        'owned': {t: pair[0].numel() for t, pair in rows.items()},
+        'replicas': {t: pair[1].numel() for t, pair in rows.items()}}
+
+
+def _home_only(mask: Tensor, own: Tensor, replicas: int
+               ) -> Callable[[], Iterator[Tensor]]:
+    r"""Split :obj:`mask`'s rows of :obj:`own` in chunks, then false for
+    the :obj:`replicas` (a replica trains, and is evaluated, at home)."""
+    chunks = row_chunks(mask, own)
+    return lambda: chain(chunks(), [mask.new_zeros((replicas, ) +
+                                                   mask.shape[1:])])

@@ -11,7 +11,7 @@ import torch
 
 from pyg_fastload.graph import CSCTopology
 from pyg_fastload.partition import assign_parts, partition_dataset
-from pyg_fastload.partition import bounded
+from pyg_fastload.partition import bounded, methods
 from pyg_fastload.partition.bounded import (bounded_partition, check_budget,
                                             graph_metis_bytes, metis_bytes,
                                             parse_max_memory)
@@ -79,7 +79,7 @@ def test_a_small_budget_takes_the_bounded_path(graph, result, monkeypatch):
         calls.append(args[2])
         return bounded_partition(*args, **kwargs)
 
-    monkeypatch.setattr(bounded, 'bounded_partition', spy)
+    monkeypatch.setattr(methods, 'bounded_partition', spy)
     assert graph_metis_bytes(topo) > BUDGET
     owner = assign_parts(topo, NUM_PARTS, 'metis', (train, None, None),
                          max_memory='4MiB')

@@ -17,7 +17,7 @@ from pyg_fastload.partition import (HeteroPartitionBook, open_hetero_partition,
                                     open_partition, partition_dataset,
                                     partition_report)
 from pyg_fastload.partition.hetero import renumber_hetero
-from pyg_fastload.partition.methods import balance_train
+from pyg_fastload.partition.balance import balance_train
 from pyg_fastload.partition.hetero_report import relation_key
 
 from ..helpers import random_hetero_graph, usage_exit
@@ -403,13 +403,13 @@ def test_pagraph_parts_are_streamed_to_the_writer(tmp_path, monkeypatch):
     (every relation's in-edges and every array's rows, never the part in
     memory), several chunks each when the chunks are small, and give the
     same files as with the usual chunks."""
-    from pyg_fastload.partition import hetero, part_dirs
+    from pyg_fastload.partition import hetero, part_format
     dataset = prepare_hetero_preset('hetero-tiny', tmp_path / 'ds',
                                     progress=False)
     partition_dataset(dataset.path, tmp_path / 'usual', 2, 'pagraph',
                       progress=False)
-    monkeypatch.setattr(part_dirs, 'WRITE_CHUNK_EDGES', 50)
-    monkeypatch.setattr(part_dirs, 'WRITE_CHUNK_BYTES', 256)
+    monkeypatch.setattr(part_format, 'WRITE_CHUNK_EDGES', 50)
+    monkeypatch.setattr(part_format, 'WRITE_CHUNK_BYTES', 256)
     write, chunks = hetero.write_hetero_dataset_dir, Counter()
 
     def spy(path, *, relations, node_arrays, **kwargs):

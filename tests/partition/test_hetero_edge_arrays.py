@@ -45,9 +45,9 @@ def coded_dir(tmp_path_factory):
 def test_parts_carry_each_relations_edge_arrays(coded_dir, tmp_path,
                                                 monkeypatch, method,
                                                 num_hops, chunk_edges):
-    from pyg_fastload.partition import part_dirs
+    from pyg_fastload.partition import part_format
     if chunk_edges is not None:  # every part's edges in several chunks
-        monkeypatch.setattr(part_dirs, 'WRITE_CHUNK_EDGES', chunk_edges)
+        monkeypatch.setattr(part_format, 'WRITE_CHUNK_EDGES', chunk_edges)
     parts = tmp_path / 'parts'
     partition_dataset(coded_dir, parts, K, method, num_hops=num_hops,
                       progress=False)

@@ -13,7 +13,7 @@ import pytest
 from pyg_fastload.datasets.hetero_prepare import prepare_hetero_preset
 from pyg_fastload.io import arrays
 from pyg_fastload.io.staging import DiskFullError
-from pyg_fastload.partition import bounded, open_partition, part_dirs, \
+from pyg_fastload.partition import bounded, open_partition, part_format, \
     partition_dataset
 
 from ..helpers import usage_exit
@@ -72,7 +72,7 @@ def test_a_full_disk_under_the_book_is_an_error(tiny_dir, tmp_path,
                                                 monkeypatch):
     dataset_dir, _ = tiny_dir
     parts = tmp_path / 'parts'
-    disk_full_after(monkeypatch, part_dirs, 0, suffix='.npy')
+    disk_full_after(monkeypatch, part_format, 0, suffix='.npy')
     with pytest.raises(DiskFullError, match=(
             f"while writing the pyg-fastload partition '{parts}'")):
         partition_dataset(dataset_dir, parts, 2, 'hash', progress=False)

@@ -107,7 +107,7 @@ def test_a_failed_partition_leaves_nothing(tiny_dir, tmp_path, monkeypatch):
     def fail(*args, **kwargs):
         raise RuntimeError('killed')
 
-    monkeypatch.setattr(parts_module, '_write_part', fail)
+    monkeypatch.setattr(parts_module, 'write_dataset_dir', fail)
     with pytest.raises(RuntimeError, match='killed'):
         partition_dataset(dataset_dir, tmp_path / 'parts', 2, 'hash',
                           progress=False)
