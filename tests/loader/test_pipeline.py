@@ -322,7 +322,7 @@ def test_transfer_without_cuda_is_a_no_op(device):
 def test_cpu_device_leaves_batches_unchanged(data, pipeline):
     plain = batches(data, pipeline)
     on_cpu = batches(data, pipeline, device='cpu')
-    for a, b in zip(plain, on_cpu):
+    for a, b in zip(plain, on_cpu, strict=True):
         assert all(torch.equal(x, y) and y.device.type == 'cpu'
                    for x, y in zip(a, b))
     loader = FastNeighborLoader(data, [4, 3], batch_size=32, device='cpu',
@@ -347,7 +347,7 @@ def test_invalid_device(data, device, match):
 def test_cuda_device_gets_identical_batches(data, pipeline):
     on_cpu = batches(data, pipeline)
     on_cuda = batches(data, pipeline, device='cuda')
-    for a, b in zip(on_cpu, on_cuda):
+    for a, b in zip(on_cpu, on_cuda, strict=True):
         for x, y in zip(a, b):
             assert y.is_cuda
             assert torch.equal(x, y.cpu())
