@@ -43,6 +43,18 @@ requires_cuda = pytest.mark.skipif(not torch.cuda.is_available(),
                                    reason='needs a CUDA device')
 
 
+def randomise_parameters(model: torch.nn.Module,
+                         seed: int = 0) -> torch.nn.Module:
+    r"""Draws every parameter of :obj:`model` afresh from U(-0.5, 0.5),
+    biases and norm weights included (PyG starts many at zeros or ones,
+    where a computation that leaves them out still matches); returns it."""
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for param in model.parameters():
+            param.copy_(torch.rand(param.shape, generator=gen) - 0.5)
+    return model
+
+
 def random_graph(num_nodes: int = 200, num_edges: int = 2000,
                  num_features: int = 8, seed: int = 0) -> Data:
     r"""A small random directed multigraph-free graph with node and edge

@@ -79,11 +79,16 @@ def test_a_step_past_its_time_is_killed_with_its_children(tmp_path,
                                                           monkeypatch):
     check = gpu_check.Check(gpu_check.parse_args([str(tmp_path / 'out')]))
     monkeypatch.setitem(gpu_check.TIMEOUTS, 'gds', 1)
-    started = time.monotonic()
-    # a child that starts a grandchild, both outliving the step's time
-    outcome = check.run('gds', ['bash', '-c', 'sleep 60 & sleep 60'])
-    assert outcome == 'timeout' and time.monotonic() - started < 10
+    grandchild = tmp_path / 'grandchild.pid'
+    # a child that starts a grandchild, both outliving the test's timeout
+    # (waiting for either would hang it)
+    outcome = check.run('gds', ['bash', '-c', f'sleep 600 & echo $! > '
+                                f'{grandchild}; sleep 600'])
+    assert outcome == 'timeout'
     assert gpu_check.leftovers(check.groups) == []
+    stat = Path(f'/proc/{grandchild.read_text().strip()}/stat')
+    if stat.exists():  # killed, maybe not yet reaped
+        assert stat.read_text().rsplit(')', 1)[1].split()[0] == 'Z'
     check.close('failed')
     summary = json.loads((tmp_path / 'out' / 'summary.json').read_text())
     assert summary['steps']['gds']['status'] == 'ran'

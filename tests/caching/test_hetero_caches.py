@@ -271,7 +271,7 @@ def test_open_dataset_serves_a_hetero_directory_from_disk(tmp_path):
         60)), batch_size=30, generator=torch.Generator().manual_seed(1))
     got = list(FastNeighborLoader((features, graph), **kwargs))
     kwargs['generator'] = torch.Generator().manual_seed(1)
-    for a, b in zip(FastNeighborLoader(data, **kwargs), got):
+    for a, b in zip(FastNeighborLoader(data, **kwargs), got, strict=True):
         for t in ('paper', 'author'):
             assert torch.equal(a[t].x, b[t].x)
     # another topology to rank with must be typed as the dataset is

@@ -307,7 +307,6 @@ def test_graphsaint_and_random_walks_train_on_two_ranks(
               'or when it was last heard from); no stray processes')
 @pytest.mark.parametrize('kill', [False, True])
 def test_a_failing_rank_ends_the_run(pagraph_parts, tmp_path, kill):
-    import time
     dataset_dir, parts = pagraph_parts
     config = _config(tmp_path, {'dataset': str(dataset_dir)})
     text = config.read_text().replace('trainer:\n', (
@@ -316,13 +315,11 @@ def test_a_failing_rank_ends_the_run(pagraph_parts, tmp_path, kill):
         f'      kill: {str(kill).lower()}\n'), 1)
     config.write_text(text)
     root = str(Path(__file__).resolve().parents[2])
-    started = time.monotonic()
     result = _fit(['--config', str(config)], tmp_path,
                   env={'PYTHONPATH': root, 'PYG_FASTLOAD_ALLOW_IMPORTS':
                        'tests.distributed.faults'}, timeout=200,
                   launch=True)
     assert result.returncode != 0
-    assert time.monotonic() - started < 150  # well within the timeouts
     if kill:  # the survivor names the silent rank
         assert re.search(r'pyg-fastload: rank 0 stopped: no rank reported '
                          r'a failure \(killed\?\); rank 1: last heard '
@@ -346,7 +343,6 @@ def test_a_failing_rank_ends_the_run(pagraph_parts, tmp_path, kill):
               "a fifth of the timeout, kills it and stops; no stray process "
               "(was: held for the full timeout, the frozen rank left behind)")
 def test_a_frozen_rank_is_named_and_ended_early(pagraph_parts, tmp_path):
-    import time
     dataset_dir, _ = pagraph_parts
     config = _config(tmp_path, {'dataset': str(dataset_dir)})  # timeout 60 s
     text = config.read_text().replace('trainer:\n', (
@@ -355,19 +351,19 @@ def test_a_frozen_rank_is_named_and_ended_early(pagraph_parts, tmp_path):
         '      freeze: true\n'), 1)
     config.write_text(text)
     root = str(Path(__file__).resolve().parents[2])
-    started = time.monotonic()
     result = _fit(['--config', str(config)], tmp_path,
                   env={'PYTHONPATH': root, 'PYG_FASTLOAD_ALLOW_IMPORTS':
                        'tests.distributed.faults'}, timeout=200,
                   launch=True)
-    elapsed = time.monotonic() - started
     assert result.returncode != 0
     found = re.search(r'pyg-fastload: rank 0 stopping: rank 1: last heard '
                       r'([0-9]+)s ago at step [0-9]+ \(frozen\?\)',
                       result.stderr)
     assert found, result.stderr[-3000:]
     assert int(found.group(1)) < 30  # a fifth of the timeout: 12 s
-    assert elapsed < 100, elapsed
+    # ended by the heartbeat, not by the collective's 60 s timeout
+    assert 'did not complete within' not in result.stderr, \
+        result.stderr[-3000:]
     left = subprocess.run(['pgrep', '-f', str(config)], capture_output=True,
                           text=True).stdout.split()
     assert left == []

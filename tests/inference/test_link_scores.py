@@ -14,6 +14,8 @@ from pyg_fastload.inference import (encoder_embeddings, load_pairs,
                                     write_predictions)
 from pyg_fastload.inference.prediction_files import node_tables
 
+from ..helpers import randomise_parameters
+
 
 def _graph(num_nodes=300, num_edges=1500, channels=8, seed=0):
     gen = torch.Generator().manual_seed(seed)
@@ -26,7 +28,8 @@ def _graph(num_nodes=300, num_edges=1500, channels=8, seed=0):
 def test_encoder_embeddings_equal_the_full_batch_forward(encoder):
     torch.manual_seed(0)
     data = _graph()
-    model = encoder(8, 16, num_layers=2, out_channels=16).eval()
+    model = encoder(8, 16, num_layers=2, out_channels=16)
+    randomise_parameters(model).eval()  # GCN's and GAT's biases too
     h = encoder_embeddings(model, data, chunk_size=37, progress=False)
     with torch.no_grad():
         full = model(data.x, data.edge_index)
@@ -39,8 +42,9 @@ def test_scores_from_written_embeddings_equal_the_full_batch_scores(
         tmp_path, decoder):
     torch.manual_seed(0)
     data = _graph()
-    model = GraphSAGE(8, 16, num_layers=2).eval()
-    mlp = None if decoder is None else MLP([16, 16, 1], norm=None).eval()
+    model = randomise_parameters(GraphSAGE(8, 16, num_layers=2)).eval()
+    mlp = None if decoder is None else randomise_parameters(
+        MLP([16, 16, 1], norm=None), seed=1).eval()
     h = encoder_embeddings(model, data, progress=False)
     path = write_predictions(tmp_path / 'emb', torch.arange(300), None,
                              embeddings=h)

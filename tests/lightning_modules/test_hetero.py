@@ -182,10 +182,21 @@ def test_a_hetero_checkpoint_rebuilds_without_a_data_module(tmp_path):
     assert info.value.config_key == 'model.schema'
 
 
-def test_fit_on_a_hetero_directory_with_windows_and_read_ahead(tmp_path):
+def test_fit_on_a_hetero_directory_with_windows_and_read_ahead(
+        tmp_path, monkeypatch):
     r"""Window buffering and storage read-ahead over several node types
-    are taken from the CLI, and the paper type's window serves rows."""
+    are taken from the CLI: the paper type's window serves rows, and every
+    batch is announced to its direct storage's read accumulator before
+    its rows are read."""
     from pyg_fastload.datasets.hetero_prepare import prepare_hetero_preset
+    from pyg_fastload.storage import TieredFeatureStore
+    stores, set_read_ahead = [], TieredFeatureStore.set_read_ahead
+
+    def recorded(store, *args, **kwargs):
+        stores.append(store)
+        return set_read_ahead(store, *args, **kwargs)
+
+    monkeypatch.setattr(TieredFeatureStore, 'set_read_ahead', recorded)
     directory = tmp_path / 'tiny'
     prepare_hetero_preset('hetero-tiny', directory, progress=False)
     main(['fit', '--data.dataset', str(directory), '--data.num_neighbors',
@@ -203,6 +214,15 @@ def test_fit_on_a_hetero_directory_with_windows_and_read_ahead(tmp_path):
     epoch = json.loads(stats.read_text())['epochs'][0]
     paper = epoch['cache']['paper.x']
     assert 0 < paper['device']['hits'] <= paper['device']['requests']
+    [store] = stores
+    assert store.read_ahead == 2
+    ahead = store.accumulator_stats()
+    assert list(ahead) == ['paper.x']  # the type with features on disk
+    # 4 training, 2 validation and 2 sanity-check batches, each announced
+    # ahead; read in at most one submission each (fewer where a merge,
+    # which depends on the measured read rates, staged a batch's rows)
+    assert ahead['paper.x']['announced'] == 8
+    assert 0 < ahead['paper.x']['submissions'] <= 8
 
 
 def test_learnt_embeddings_are_looked_up_by_the_dataset_ids():

@@ -53,7 +53,7 @@ def test_batches_carry_pygs_attributes_per_type(hetero_graph):
 
 def test_pipelined_batches_equal_sequential_ones(hetero_graph):
     runs = [list(_loader(hetero_graph, pipeline=p)) for p in (False, True)]
-    for a, b in zip(*runs):
+    for a, b in zip(*runs, strict=True):
         for node_type in hetero_graph.node_types:
             assert torch.equal(a[node_type].n_id, b[node_type].n_id)
         for edge_type in hetero_graph.edge_types:

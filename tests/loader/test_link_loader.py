@@ -53,7 +53,7 @@ def test_binary_negatives_are_labelled_zero_and_seeded():
     batches = list(loader(graph, neg_sampling='binary'))
     again = list(loader(graph, neg_sampling=NegativeSampling('binary')))
     other = list(loader(graph, seed=1, neg_sampling='binary'))
-    for a, b in zip(batches, again):
+    for a, b in zip(batches, again, strict=True):
         assert torch.equal(a.n_id[a.edge_label_index],
                            b.n_id[b.edge_label_index])
     size = batches[0].input_id.numel()
@@ -217,7 +217,7 @@ def test_link_batches_pipelined_and_through_tiers_are_equal():
             for data, flag in ((graph, False), (graph, True),
                                (stores, True))]
     assert len(runs[0]) == 3
-    for batches in zip(*runs):
+    for batches in zip(*runs, strict=True):
         first = batches[0]
         for other in batches[1:]:
             for key in ('n_id', 'e_id', 'edge_index', 'edge_label_index',

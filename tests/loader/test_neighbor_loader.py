@@ -56,8 +56,9 @@ def test_same_seed_same_batches(graph):
         return [b.n_id for b in loader]
 
     a, b, c = run(0), run(0), run(1)
-    assert all(torch.equal(x, y) for x, y in zip(a, b))
-    assert not all(torch.equal(x, y) for x, y in zip(a, c))
+    assert all(torch.equal(x, y) for x, y in zip(a, b, strict=True))
+    assert not all(torch.equal(x, y)
+                   for x, y in zip(a, c, strict=True))
 
 
 def test_generator_drives_shuffle_and_sampling(graph):
@@ -67,7 +68,8 @@ def test_generator_drives_shuffle_and_sampling(graph):
                                     generator=gen)
         return [b.n_id for b in loader]
 
-    assert all(torch.equal(x, y) for x, y in zip(run(4), run(4)))
+    assert all(torch.equal(x, y)
+               for x, y in zip(run(4), run(4), strict=True))
 
 
 def test_drop_last_and_disjoint(graph):
@@ -154,7 +156,7 @@ def test_all_neighbors_equal_pyg_neighbor_loader(subgraph_type):
     kwargs = dict(num_neighbors=[-1, -1], batch_size=25,
                   subgraph_type=subgraph_type)
     for ours, ref in zip(FastNeighborLoader(data, **kwargs),
-                         pyg_loader(data, **kwargs)):
+                         pyg_loader(data, **kwargs), strict=True):
         assert torch.equal(ours.n_id[:ours.batch_size],
                            ref.n_id[:ref.batch_size])
         assert set(ours.n_id.tolist()) == set(ref.n_id.tolist())

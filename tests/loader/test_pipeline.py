@@ -322,7 +322,7 @@ def test_transfer_without_cuda_is_a_no_op(device):
 def test_cpu_device_leaves_batches_unchanged(data, pipeline):
     plain = batches(data, pipeline)
     on_cpu = batches(data, pipeline, device='cpu')
-    for a, b in zip(plain, on_cpu):
+    for a, b in zip(plain, on_cpu, strict=True):
         assert all(torch.equal(x, y) and y.device.type == 'cpu'
                    for x, y in zip(a, b))
     loader = FastNeighborLoader(data, [4, 3], batch_size=32, device='cpu',
@@ -347,7 +347,7 @@ def test_invalid_device(data, device, match):
 def test_cuda_device_gets_identical_batches(data, pipeline):
     on_cpu = batches(data, pipeline)
     on_cuda = batches(data, pipeline, device='cuda')
-    for a, b in zip(on_cpu, on_cuda):
+    for a, b in zip(on_cpu, on_cuda, strict=True):
         for x, y in zip(a, b):
             assert y.is_cuda
             assert torch.equal(x, y.cpu())
@@ -365,12 +365,14 @@ def test_cuda_device_gets_identical_batches(data, pipeline):
     fault='dropping the iterator while a transform hangs',
     behaviour=('returns at once (was 10 s per thread); the thread ends when '
                'the transform returns'))
-def test_dropping_the_iterator_while_a_transform_hangs_is_prompt(data):
-    release, calls = threading.Event(), []
+def test_dropping_the_iterator_while_a_transform_hangs_is_prompt(
+        data, monkeypatch):
+    release, hanging, calls = threading.Event(), threading.Event(), []
 
     def transform(batch):
         calls.append(1)
         if len(calls) > 1:  # every batch after the first hangs
+            hanging.set()
             release.wait(30)
         return batch
 
@@ -378,10 +380,19 @@ def test_dropping_the_iterator_while_a_transform_hangs_is_prompt(data):
                                 transform=transform)
     iterator = iter(loader)
     next(iterator)
-    started = time.monotonic()
+    assert hanging.wait(30)  # a stage thread is inside the transform
+    joined, join = [], threading.Thread.join
+
+    def recorded_join(thread, timeout=None):
+        joined.append(thread.name)
+        return join(thread, timeout)
+
+    monkeypatch.setattr(threading.Thread, 'join', recorded_join)
     del iterator
     gc.collect()
-    assert time.monotonic() - started < 1.0  # was 10 s per thread
+    # nothing waited for a stage thread (was: a join of 10 s per thread)
+    assert not [name for name in joined if name.startswith('pyg_fastload-')]
+    assert stage_threads()  # one is still inside the transform
     release.set()  # the transform returns: its thread stops, none leaks
     assert not wait_for_no_stage_threads()
 

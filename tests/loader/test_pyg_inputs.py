@@ -187,12 +187,12 @@ def test_memmap_features_are_read_per_batch(tmp_path, monkeypatch,
                          **kwargs))
     ours = batches(on_disk, pipeline=pipeline)
     assert rows_read and max(rows_read) < graph.num_nodes
-    for a, b in zip(ours, batches(graph, pipeline=pipeline)):
+    for a, b in zip(ours, batches(graph, pipeline=pipeline), strict=True):
         assert isinstance(a.x, torch.Tensor)
         assert torch.equal(a.n_id, b.n_id)
         assert torch.equal(a.x, b.x)
     for a, b in zip(batches(on_disk, NeighborLoader),
-                    batches(graph, NeighborLoader)):
+                    batches(graph, NeighborLoader), strict=True):
         assert torch.equal(a.x, graph.x[a.n_id])
     label = graph.edge_index[:, :64]
     ours = batches(on_disk, FastLinkNeighborLoader, edge_label_index=label,

@@ -74,7 +74,8 @@ def test_a_loader_resumes_at_an_epoch_boundary_with_the_next_epoch(data):
     resumed = _loader(data, seed=7)
     resumed.load_state_dict(ended)
     _same(_take(resumed), _take(fresh))
-    assert not all(torch.equal(a[0], b[0]) for a, b in zip(first, following))
+    assert not all(torch.equal(a[0], b[0])
+                   for a, b in zip(first, following, strict=True))
 
 
 def test_a_loader_without_a_generator_resumes_from_the_global_one(data):

@@ -27,7 +27,8 @@ def node_batches(data, **options):
 def test_sampling_on_the_cpu_named_gives_the_default_batches():
     data = random_graph()
     for a, b in zip(node_batches(data), node_batches(data,
-                                                     sampling_device='cpu')):
+                                                     sampling_device='cpu'),
+                    strict=True):
         for key in ('n_id', 'e_id', 'edge_index', 'x', 'y'):
             assert torch.equal(a[key], b[key])
     link = [FastLinkNeighborLoader(data, [3], batch_size=64,
@@ -35,7 +36,7 @@ def test_sampling_on_the_cpu_named_gives_the_default_batches():
                                    generator=torch.Generator().manual_seed(1),
                                    **options)
             for options in ({}, {'sampling_device': 'cpu'})]
-    for a, b in zip(*link):
+    for a, b in zip(*link, strict=True):
         assert torch.equal(a.edge_label_index, b.edge_label_index)
         assert torch.equal(a.n_id, b.n_id)
 

@@ -147,7 +147,7 @@ def test_temporal_hetero_loader_pipelined_equals_sequential():
 
     sequential, pipelined = run(False), run(True)
     assert len(sequential) == 3
-    for a, b in zip(sequential, pipelined):
+    for a, b in zip(sequential, pipelined, strict=True):
         for key in ('n_id', 'input_id', 'seed_time', 'batch'):
             assert torch.equal(a['item'][key], b['item'][key]), key
         for e in RELATIONS:

@@ -97,11 +97,19 @@ def test_induced_subgraph_has_every_edge(graph):
 
 
 def test_bidirectional_adds_reverse_edges(graph):
-    out = FastNeighborSampler(graph, [3, 2],
-                              subgraph_type='bidirectional').sample(
-                                  torch.arange(5))
-    pairs = edge_set(torch.stack([out.row, out.col]))
-    assert all((d, s) in pairs for s, d in pairs)
+    def sample(subgraph_type):
+        return FastNeighborSampler(graph, [3, 2],
+                                   subgraph_type=subgraph_type).sample(
+            torch.arange(5), torch.Generator().manual_seed(0))
+    directional, out = sample('directional'), sample('bidirectional')
+    # the same draws: the same nodes, and each sampled edge both ways
+    assert torch.equal(out.node, directional.node)
+    sampled = edge_set(torch.stack([directional.row, directional.col]))
+    assert len(sampled) > 10
+    both = sampled | {(d, s) for s, d in sampled}
+    assert len(both) > len(sampled)  # most reverses were not sampled
+    assert edge_set(torch.stack([out.row, out.col])) == both
+    assert out.row.numel() == len(both)  # each edge once
 
 
 def star_graph(deg: int, weight=None) -> Data:

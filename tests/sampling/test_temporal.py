@@ -121,7 +121,7 @@ def test_temporal_node_loader_pipelined_equals_sequential():
         return list(loader)
 
     sequential, pipelined = run(False), run(True)
-    for a, b in zip(sequential, pipelined):
+    for a, b in zip(sequential, pipelined, strict=True):
         assert torch.equal(a.n_id, b.n_id)
         assert torch.equal(a.edge_index, b.edge_index)
         assert torch.equal(a.seed_time, times[a.input_id])
