@@ -5,12 +5,11 @@ from pyg_fastload.partition import partition_dataset
 
 
 @pytest.mark.timeout(400)
-def test_bench_dist_compares_modes_with_one_process(tiny_dir, tmp_path,
+def test_bench_dist_compares_modes_with_one_process(pagraph_parts,
+                                                    metis_parts, tmp_path,
                                                     capsys):
-    dataset_dir, _ = tiny_dir
-    parts, metis = tmp_path / 'parts', tmp_path / 'metis'
-    partition_dataset(dataset_dir, parts, 2, 'pagraph', progress=False)
-    partition_dataset(dataset_dir, metis, 2, 'metis', progress=False)
+    _, parts = pagraph_parts
+    metis = metis_parts
     main(['bench', 'dist', '--partitions', str(parts), str(metis),
           '--mode', 'pagraph', 'dsp', '--seeds', '0', '--batch-size', '128',
           '--hidden', '16', '--fanout', '5', '5', '--host-budget', '64KiB',
