@@ -1,9 +1,30 @@
+import os
+
 import pytest
 from torch_geometric.data import Data, HeteroData
 
 from pyg_fastload.partition import partition_dataset
 
 from .helpers import random_graph, random_hetero_graph
+
+
+#: Set (to 1) where the ``release`` tests run: CI (``.ci/run``).
+RELEASE_TESTS = 'PYG_FASTLOAD_RELEASE_TESTS'
+
+
+def pytest_collection_modifyitems(config, items):
+    r"""The ``release`` tests (build the sdist and the wheel once, install
+    the wheel in a fresh virtual environment, train: about a minute) run
+    in CI, where :data:`RELEASE_TESTS` is 1, or when ``-m`` names them;
+    elsewhere they are skipped, saying so."""
+    if os.environ.get(RELEASE_TESTS) == '1' or \
+            'release' in config.getoption('markexpr', ''):
+        return
+    skip = pytest.mark.skip(reason=f'a release test: run in CI ({RELEASE_TESTS}'
+                            f'=1, set by .ci/run) or with -m release')
+    for item in items:
+        if item.get_closest_marker('release'):
+            item.add_marker(skip)
 
 
 @pytest.fixture
