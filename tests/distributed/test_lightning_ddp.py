@@ -486,7 +486,7 @@ def test_ctrl_c_in_the_launcher_ends_every_rank(pagraph_parts, tmp_path):
     try:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:  # both ranks are training
-            time.sleep(1)
+            time.sleep(0.2)
             ranks = subprocess.run(['pgrep', '-f', str(config)],
                                    capture_output=True, text=True)
             if len(ranks.stdout.split()) >= 2 and \
@@ -495,12 +495,12 @@ def test_ctrl_c_in_the_launcher_ends_every_rank(pagraph_parts, tmp_path):
         assert len(ranks.stdout.split()) >= 2, 'the ranks did not start'
         launcher.send_signal(signal.SIGINT)
         launcher.communicate(timeout=90)
-        for _ in range(30):  # the other rank follows
+        for _ in range(150):  # the other rank follows (30 s)
             left = subprocess.run(['pgrep', '-f', str(config)],
                                   capture_output=True, text=True).stdout
             if not left.split():
                 break
-            time.sleep(1)
+            time.sleep(0.2)
         assert left.split() == []
     finally:
         launcher.kill()
