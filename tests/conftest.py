@@ -1,7 +1,30 @@
+import os
+
 import pytest
 from torch_geometric.data import Data, HeteroData
 
+from pyg_fastload.partition import partition_dataset
+
 from .helpers import random_graph, random_hetero_graph
+
+
+#: Set (to 1) where the ``release`` tests run: CI (``.ci/run``).
+RELEASE_TESTS = 'PYG_FASTLOAD_RELEASE_TESTS'
+
+
+def pytest_collection_modifyitems(config, items):
+    r"""The ``release`` tests (build the sdist and the wheel once, install
+    the wheel in a fresh virtual environment, train: about a minute) run
+    in CI, where :data:`RELEASE_TESTS` is 1, or when ``-m`` names them;
+    elsewhere they are skipped, saying so."""
+    if os.environ.get(RELEASE_TESTS) == '1' or \
+            'release' in config.getoption('markexpr', ''):
+        return
+    skip = pytest.mark.skip(reason=f'a release test: run in CI ({RELEASE_TESTS}'
+                            f'=1, set by .ci/run) or with -m release')
+    for item in items:
+        if item.get_closest_marker('release'):
+            item.add_marker(skip)
 
 
 @pytest.fixture
@@ -19,10 +42,11 @@ def small_chunks(monkeypatch):
     monkeypatch.setattr(fmt, 'CSV_BLOCK_BYTES', 10)
 
 
-@pytest.fixture(scope='module')
+@pytest.fixture(scope='session')
 def tiny_dir(tmp_path_factory):
     r"""The ``tiny`` preset prepared as a dataset directory, and the
-    synthetic cache it came from."""
+    synthetic cache it came from; one per session, read only (a test that
+    changes it changes a copy)."""
     from pyg_fastload.datasets import prepare_synthetic
     root = tmp_path_factory.mktemp('tiny')
     dataset = prepare_synthetic('tiny', root / 'ds', cache_root=root / 'cache',
@@ -33,3 +57,91 @@ def tiny_dir(tmp_path_factory):
 @pytest.fixture
 def hetero_graph() -> HeteroData:
     return random_hetero_graph()
+
+
+# Partitions of the prepared presets, one of each per session (partitioning
+# tiny by PaGraph takes seconds), read only: a test that changes one
+# changes a copy.
+@pytest.fixture(scope='session')
+def pagraph_parts(tmp_path_factory, tiny_dir):
+    r"""``(dataset_dir, parts_dir)``: PaGraph's 2 self-reliant parts."""
+    dataset_dir, _ = tiny_dir
+    out = tmp_path_factory.mktemp('pagraph') / 'parts'
+    partition_dataset(dataset_dir, out, 2, 'pagraph', progress=False)
+    return dataset_dir, out
+
+
+@pytest.fixture(scope='session')
+def pagraph_link_parts(tmp_path_factory, tiny_dir):
+    r"""``(dataset_dir, parts_dir)``: PaGraph's 2 parts for link
+    prediction (every node's 3-hop in-neighbourhood in its part)."""
+    dataset_dir, _ = tiny_dir
+    out = tmp_path_factory.mktemp('pagraph-link') / 'parts'
+    partition_dataset(dataset_dir, out, 2, 'pagraph', progress=False,
+                      task='link')
+    return dataset_dir, out
+
+
+@pytest.fixture(scope='session')
+def metis_parts(tmp_path_factory, tiny_dir):
+    r"""2 disjoint METIS parts (DSP, HopGNN)."""
+    dataset_dir, _ = tiny_dir
+    out = tmp_path_factory.mktemp('metis') / 'parts'
+    partition_dataset(dataset_dir, out, 2, 'metis', progress=False)
+    return out
+
+
+@pytest.fixture(scope='session')
+def hash_parts(tmp_path_factory, tiny_dir):
+    r"""``(dataset_dir, root)``: hash partitions ``root / 'a'`` and
+    ``root / 'b'`` (2 parts each, different runs), ``root / 'four'`` and
+    ``root / 'source'`` (2 parts reading their rows from the dataset)."""
+    dataset_dir, _ = tiny_dir
+    root = tmp_path_factory.mktemp('hash')
+    for name in ('a', 'b'):
+        partition_dataset(dataset_dir, root / name, 2, 'hash',
+                          progress=False)
+    partition_dataset(dataset_dir, root / 'four', 4, 'hash', progress=False)
+    partition_dataset(dataset_dir, root / 'source', 2, 'hash', progress=False,
+                      features='source')
+    return dataset_dir, root
+
+
+@pytest.fixture(scope='session')
+def hetero_dataset(tmp_path_factory):
+    r"""The heterogeneous ``hetero-tiny`` preset as a dataset directory."""
+    from pyg_fastload.datasets.hetero_prepare import prepare_hetero_preset
+    root = tmp_path_factory.mktemp('hetero')
+    return prepare_hetero_preset('hetero-tiny', root / 'ds',
+                                 progress=False).path
+
+
+@pytest.fixture(scope='session')
+def hetero_parts(hetero_dataset):
+    r"""``(dataset_dir, parts_dir)``: ``hetero-tiny`` in 2 METIS parts
+    (mode dsp)."""
+    out = hetero_dataset.parent / 'metis'
+    if not out.exists():
+        partition_dataset(hetero_dataset, out, 2, 'metis', progress=False)
+    return hetero_dataset, out
+
+
+@pytest.fixture(scope='session')
+def hetero_pagraph_parts(hetero_dataset):
+    r"""``(dataset_dir, parts_dir)``: ``hetero-tiny`` in PaGraph's 2
+    self-reliant parts."""
+    out = hetero_dataset.parent / 'pagraph'
+    if not out.exists():
+        partition_dataset(hetero_dataset, out, 2, 'pagraph', progress=False)
+    return hetero_dataset, out
+
+
+@pytest.fixture(scope='session')
+def hetero_pagraph_link_parts(hetero_dataset):
+    r"""``(dataset_dir, parts_dir)``: ``hetero-tiny`` in PaGraph's 2 parts
+    for link prediction."""
+    out = hetero_dataset.parent / 'pagraph-link'
+    if not out.exists():
+        partition_dataset(hetero_dataset, out, 2, 'pagraph', progress=False,
+                          task='link')
+    return hetero_dataset, out

@@ -2,14 +2,14 @@ r"""The docs site (``docs/``, Sphinx with MyST and autodoc) builds with
 warnings as errors, and its API reference covers every public name."""
 import inspect
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 import pyg_fastload
 import pyg_fastload.lightning as lightning
+
+from .distributed.ranks import run_command
 
 DOCS = Path(__file__).resolve().parents[1] / 'docs'
 
@@ -32,10 +32,8 @@ def test_the_reference_has_every_public_name_with_its_docstring(module,
 
 
 def test_the_site_builds_with_warnings_as_errors(tmp_path):
-    done = subprocess.run(
-        [sys.executable, '-m', 'sphinx', '-W', '--keep-going', '-q', '-b',
-         'html', str(DOCS), str(tmp_path / 'html')],
-        capture_output=True, text=True, timeout=300)
+    done = run_command(['-W', '--keep-going', '-q', '-b', 'html', str(DOCS),
+                        str(tmp_path / 'html')], module='sphinx')
     assert done.returncode == 0, done.stderr[-4000:]
     for page in ('index.html', 'api/pyg_fastload.html', 'guide/loader.html',
                  'benchmarks.html', 'reliability.html'):

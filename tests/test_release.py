@@ -9,8 +9,10 @@ the config shipped in the wheel) from a folder outside the checkout, and
 the package imported there is the installed one. The version is written once
 (``pyg_fastload.__version__``) and read everywhere else.
 
-The tests marked ``release`` build, install and train (about a minute
-on 2 cores): ``python -m pytest -m 'not release'`` leaves them out. No
+The tests marked ``release`` build once, install and train (about a
+minute on 2 cores): they run in CI (``.ci/run`` sets
+``PYG_FASTLOAD_RELEASE_TESTS=1``) or with ``python -m pytest -m release``,
+and the README's ``python -m pytest -q`` skips them, saying so. No
 network is needed: the build uses the installed setuptools
 (``--no-isolation``) and the virtual environment sees this one's packages.
 """

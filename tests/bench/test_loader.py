@@ -1,22 +1,19 @@
 import argparse
 import multiprocessing
-import subprocess
-import sys
 
 import pytest
 import torch
 
 from pyg_fastload.bench import loader as bench_loader
 
+from ..distributed.ranks import run_command
 from ..helpers import requires_torch_sparse
 
 FAST = 'FastNeighborLoader'
 
 
 def run_cli(*args):
-    return subprocess.run([sys.executable, '-m', 'pyg_fastload.lightning',
-                           *args],
-                          capture_output=True, text=True, timeout=300)
+    return run_command(args)
 
 
 def run(tmp_path, *extra):

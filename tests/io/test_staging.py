@@ -1,8 +1,6 @@
 r"""Crash safety of dataset writes: the final path always holds a complete
 dataset, and what killed runs leave behind is repaired or cleaned, by lock,
 never by guessing."""
-import subprocess
-import sys
 import textwrap
 
 import pytest
@@ -10,6 +8,8 @@ import torch
 
 from pyg_fastload.io import open_dataset_dir, write_dataset_dir
 from pyg_fastload.io.staging import Staging, recover
+
+from ..distributed.ranks import run_code
 
 
 def write(path, value, **kwargs):
@@ -45,8 +45,7 @@ def killed_during(tmp_path, where):
             arrays.ArrayWriter.write = lambda *a: os._exit(9)
         write({str(tmp_path / 'ds')!r}, 2.0, overwrite=True)
     ''')
-    proc = subprocess.run([sys.executable, '-c', code], timeout=120,
-                          capture_output=True, text=True)
+    proc = run_code(code)
     assert proc.returncode == 9, proc.stderr
 
 

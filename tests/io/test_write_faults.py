@@ -13,10 +13,11 @@ import errno
 import json
 import os
 import re
-import select
 import shutil
+import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 
@@ -26,6 +27,7 @@ from pyg_fastload.datasets.hetero_prepare import prepare_hetero_preset
 from pyg_fastload.io import arrays, open_dataset_dir
 from pyg_fastload.io.staging import DiskFullError
 
+from ..distributed.ranks import Forked
 from ..helpers import usage_exit
 from .test_staging import siblings, write
 
@@ -113,10 +115,11 @@ def test_hetero_writer_on_a_full_disk(tmp_path, monkeypatch):
 
 #: A child process that runs ``pyg-fastload ARGS...`` after wrapping
 #: ``MODULE.NAME`` (``NAME`` may be ``Class.method``): the first call runs,
-#: prints 'stopped' and waits to be killed.
+#: creates the file MARK and waits to be killed.
 _STOP_AFTER_FIRST_CALL = textwrap.dedent('''
     import importlib, signal, sys
     module_name, name = sys.argv[1].split(':')
+    mark = sys.argv[2]
     owner = importlib.import_module(module_name)
     *path, attr = name.split('.')
     for part in path:
@@ -124,38 +127,36 @@ _STOP_AFTER_FIRST_CALL = textwrap.dedent('''
     real = getattr(owner, attr)
     def stop(*args, **kwargs):
         real(*args, **kwargs)
-        print('stopped', flush=True)
+        open(mark, 'x').close()
         signal.pause()
     setattr(owner, attr, stop)
     from pyg_fastload.lightning.command import main
-    main(sys.argv[2:])
+    main(sys.argv[3:])
 ''')
 
 
 def killed_mid_write(where, args, env=None, timeout=120):
-    r"""Runs ``pyg-fastload`` :obj:`args` in a child process and SIGKILLs it
-    once its first call of :obj:`where` (``'module:function'``) has run."""
-    proc = subprocess.Popen(
-        [sys.executable, '-c', _STOP_AFTER_FIRST_CALL, where, *map(str, args)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env={**os.environ, **(env or {})})
-    try:
-        deadline = time.monotonic() + timeout
-        line = ''
-        while line != 'stopped\n':
-            left = deadline - time.monotonic()
-            assert left > 0, f'{where} was not reached in {timeout}s'
-            if select.select([proc.stdout], [], [], left)[0]:
-                line = proc.stdout.readline()
-                assert line, proc.communicate(timeout=30)[1]
-        proc.kill()
-        proc.wait(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+    r"""Runs ``pyg-fastload`` :obj:`args` in a child process (forked from
+    the warm server) and SIGKILLs it once its first call of :obj:`where`
+    (``'module:function'``) has run."""
+    with tempfile.TemporaryDirectory() as scratch:
+        script = os.path.join(scratch, 'stop_after_first_call.py')
+        with open(script, 'w') as file:
+            file.write(_STOP_AFTER_FIRST_CALL)
+        mark = os.path.join(scratch, 'stopped')
+        proc = Forked([where, mark, *map(str, args)],
+                      env={**os.environ, **(env or {})}, script=script)
+        try:
+            deadline = time.monotonic() + timeout
+            while not os.path.exists(mark):
+                assert proc.poll() is None, proc.communicate()[1]
+                assert time.monotonic() < deadline, \
+                    f'{where} was not reached in {timeout}s'
+                time.sleep(0.01)
+            proc.send_signal(signal.SIGKILL)
             proc.wait(timeout=30)
-    proc.stdout.close()
-    proc.stderr.close()
+        finally:
+            proc.kill()
     assert proc.returncode == -9
 
 

@@ -1,16 +1,38 @@
+from types import SimpleNamespace
+
 import pytest
 
+from pyg_fastload.lightning.bench import dist
 from pyg_fastload.lightning.command import main
 from pyg_fastload.partition import partition_dataset
 
+from ..distributed.ranks import command_ranks, run_command
+
+
+@pytest.fixture(autouse=True)
+def forked_fits(monkeypatch):
+    r"""The bench's fits run as it starts them (``python -m pyg_fastload
+    fit``, under ``torchrun --nproc_per_node N`` for several ranks), each
+    process forked from the warm server instead (the launch itself is
+    tested in ``tests/distributed``)."""
+    def run(command, cwd, env, timeout, **kwargs):
+        assert kwargs == {'text': True, 'capture_output': True}, kwargs
+        args = command[command.index('pyg_fastload') + 1:]
+        if 'torch.distributed.run' not in command:
+            return run_command(args, cwd, env, timeout)
+        nprocs = int(command[command.index('--nproc_per_node') + 1])
+        env = dict(env, MASTER_PORT=command[command.index('--master_port')
+                                            + 1])
+        return command_ranks(args, cwd, env, nprocs, timeout)
+    monkeypatch.setattr(dist, 'subprocess', SimpleNamespace(run=run))
+
 
 @pytest.mark.timeout(400)
-def test_bench_dist_compares_modes_with_one_process(tiny_dir, tmp_path,
+def test_bench_dist_compares_modes_with_one_process(pagraph_parts,
+                                                    metis_parts, tmp_path,
                                                     capsys):
-    dataset_dir, _ = tiny_dir
-    parts, metis = tmp_path / 'parts', tmp_path / 'metis'
-    partition_dataset(dataset_dir, parts, 2, 'pagraph', progress=False)
-    partition_dataset(dataset_dir, metis, 2, 'metis', progress=False)
+    _, parts = pagraph_parts
+    metis = metis_parts
     main(['bench', 'dist', '--partitions', str(parts), str(metis),
           '--mode', 'pagraph', 'dsp', '--seeds', '0', '--batch-size', '128',
           '--hidden', '16', '--fanout', '5', '5', '--host-budget', '64KiB',

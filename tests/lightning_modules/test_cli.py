@@ -9,6 +9,8 @@ import yaml
 
 from pyg_fastload.lightning.command import main
 
+from ..distributed.ranks import Forked, run_command
+
 pytestmark = [
     pytest.mark.filterwarnings("ignore:LightningCLI's args parameter"),
     pytest.mark.filterwarnings('ignore::DeprecationWarning'),
@@ -218,27 +220,33 @@ def test_the_operator_may_allow_more_packages(cache_env, capsys,
         main(args)
 
 
-def _signal_a_running_fit(cache_env, signum):
-    r"""Starts a long pipelined fit on tiny, sends :obj:`signum` once it
-    trains; returns ``(status, stderr)``."""
+def _signal_a_running_fit(cache_env, signum, fresh=False):
+    r"""Starts a long pipelined fit on tiny (forked, or with :obj:`fresh`
+    in an interpreter of its own, which ends as a user's does), sends
+    :obj:`signum` once it trains; returns ``(status, stderr)``."""
     import time
-    command = [sys.executable, '-m', 'pyg_fastload.lightning', 'fit', *TINY,
+    command = ['fit', *TINY,
                '--trainer.max_epochs', '1000', '--trainer.accelerator', 'cpu',
                '--trainer.enable_progress_bar', 'false',
-               '--data.pipeline', 'true',
+               '--data.pipeline', 'true', '--trainer.log_every_n_steps', '1',
+               '--trainer.logger', json.dumps({
+                   'class_path': 'pytorch_lightning.loggers.CSVLogger',
+                   'init_args': {'save_dir': str(cache_env / 'runs'),
+                                 'flush_logs_every_n_steps': 1}}),
                '--trainer.default_root_dir', str(cache_env / 'runs')]
-    proc = subprocess.Popen(command, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True,
-                            env=os.environ.copy())
+    proc = subprocess.Popen(
+        [sys.executable, '-m', 'pyg_fastload.lightning', *command],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env=os.environ.copy()) if fresh else Forked(command)
     try:
         deadline = time.monotonic() + 240
-        # training has started once the logger wrote its first metrics
-        while not list((cache_env / 'runs').rglob('metrics.csv')) and \
-                not list((cache_env / 'runs').rglob('events.out.*')):
+        # steps logged: training is under way (the signal handlers are set
+        # before the first step, after the logger's files are made)
+        while not any(len(path.read_text().splitlines()) > 1 for path in
+                      (cache_env / 'runs').rglob('metrics.csv')):
             assert proc.poll() is None, proc.communicate()[1][-2000:]
             assert time.monotonic() < deadline, 'training never started'
-            time.sleep(0.5)
-        time.sleep(1)
+            time.sleep(0.1)
         proc.send_signal(signum)
         _, err = proc.communicate(timeout=120)
     finally:
@@ -266,7 +274,8 @@ def test_sigterm_ends_a_fit_with_status_143(cache_env):
               'no abort, no traceback')
 def test_ctrl_c_ends_a_fit_with_status_130(cache_env):
     import signal
-    status, err = _signal_a_running_fit(cache_env, signal.SIGINT)
+    # an interpreter's exit, where an abort would show
+    status, err = _signal_a_running_fit(cache_env, signal.SIGINT, fresh=True)
     assert status == 130, err[-2000:]
     assert 'pyg-fastload: interrupted' in err
     assert 'terminate called' not in err and 'Traceback' not in err, err
@@ -314,11 +323,10 @@ def test_a_broken_dataset_file_is_one_line(tiny_dir, tmp_path):
     shutil.copytree(source, broken)
     features = broken / 'x.bin'
     features.write_bytes(features.read_bytes()[:1000])  # truncated
-    done = subprocess.run(
-        [sys.executable, '-m', 'pyg_fastload', 'fit', '--data.dataset',
-         str(broken), '--data.num_neighbors', '[3]', '--trainer.max_epochs',
-         '1', '--trainer.logger', 'false', '--trainer.accelerator', 'cpu'],
-        cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    done = run_command(
+        ['fit', '--data.dataset', str(broken), '--data.num_neighbors', '[3]',
+         '--trainer.max_epochs', '1', '--trainer.logger', 'false',
+         '--trainer.accelerator', 'cpu'], tmp_path)
     assert done.returncode == 2, done.stderr[-2000:]
     assert 'Traceback' not in done.stderr, done.stderr[-2000:]
     [line] = [s for s in done.stderr.splitlines() if 'config key' in s]

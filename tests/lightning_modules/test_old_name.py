@@ -5,6 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from ..distributed.ranks import run_command
+
 ROOT = Path(__file__).resolve().parents[2]
 
 CHECK = '''
@@ -48,9 +50,9 @@ def test_a_users_own_lightning_modules_is_left_alone(tmp_path):
 
 
 def test_a_config_naming_the_old_classes_still_parses(tmp_path):
-    done = subprocess.run(
-        [sys.executable, '-m', 'pyg_fastload', 'fit', '--print_config',
-         '--trainer.callbacks+=lightning_modules.LoaderMonitor'],
-        cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    done = run_command(
+        ['fit', '--print_config',
+         '--trainer.callbacks+=lightning_modules.LoaderMonitor'], tmp_path,
+        timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     assert 'class_path: lightning_modules.LoaderMonitor' in done.stdout

@@ -8,6 +8,7 @@ import torch
 from pyg_fastload.inference import read_predictions, write_predictions
 from pyg_fastload.lightning import (ConfigError, FastLoadDataModule,
                                     NodeClassifier, PredictionWriter)
+from ..distributed.ranks import run_command
 from ..helpers import cli_succeeds
 
 pytestmark = [
@@ -324,8 +325,6 @@ def test_streamed_inference_of_a_hetero_dataset_is_refused_at_once(
               "in the way, before anything is predicted (was: a raw "
               "FileExistsError)")
 def test_a_model_of_the_other_kind_of_graph_is_named(cache_env):
-    import subprocess
-    import sys
     from pyg_fastload.lightning import LinkPredictor
     hetero = FastLoadDataModule('hetero-tiny', num_neighbors=[3, 3],
                                 batch_size=64, progress=False)
@@ -359,11 +358,9 @@ def test_a_model_of_the_other_kind_of_graph_is_named(cache_env):
                 'state_dict': hetero_model.state_dict(),
                 'hyper_parameters': dict(hetero_model.hparams)},
                cache_env / 'hetero.ckpt')
-    done = subprocess.run(
-        [sys.executable, '-m', 'pyg_fastload', 'predict', '--data.dataset',
-         'tiny', '--data.progress', 'false', '--trainer.accelerator', 'cpu',
-         '--ckpt_path', 'hetero.ckpt'], capture_output=True, text=True,
-        timeout=300)
+    done = run_command(
+        ['predict', '--data.dataset', 'tiny', '--data.progress', 'false',
+         '--trainer.accelerator', 'cpu', '--ckpt_path', 'hetero.ckpt'])
     assert done.returncode == 2, done.stderr[-3000:]
     assert 'Traceback' not in done.stderr, done.stderr[-3000:]
     assert done.stderr.strip().splitlines()[-1].startswith(

@@ -1,8 +1,5 @@
 import json
-import os
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -10,6 +7,8 @@ import pytest
 
 from pyg_fastload.lightning.command import main
 from pyg_fastload.lightning.run_end import result_line
+
+from ..distributed.ranks import Forked, run_command
 
 TINY = ['--data.dataset', 'tiny', '--data.num_neighbors', '[5, 5]',
         '--data.batch_size', '256', '--data.progress', 'false',
@@ -69,8 +68,8 @@ def test_a_link_fit_ends_with_its_ranking_metrics_and_plots(cache_env,
                for p in plots)
 
 
-def _start_fit(root: Path) -> subprocess.Popen:
-    command = [sys.executable, '-m', 'pyg_fastload', 'fit', *TINY,
+def _start_fit(root: Path) -> Forked:
+    command = ['fit', *TINY,
                '--model.hidden_channels', '16', '--model.num_layers', '2',
                '--data.batch_size', '32', '--trainer.max_epochs', '1000',
                '--trainer.log_every_n_steps', '1',
@@ -79,9 +78,7 @@ def _start_fit(root: Path) -> subprocess.Popen:
                    'init_args': {'save_dir': str(root),
                                  'flush_logs_every_n_steps': 1}}),
                '--trainer.default_root_dir', str(root)]
-    return subprocess.Popen(command, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True,
-                            env=os.environ.copy())
+    return Forked(command)
 
 
 @pytest.mark.reliability(
@@ -120,9 +117,7 @@ def test_an_interrupted_fit_keeps_what_ran(cache_env):
     # a run that stopped before any stats: report says so
     (root / 'lightning_logs' / 'version_9').mkdir(parents=True)
     (root / 'lightning_logs' / 'version_9' / 'hparams.yaml').write_text('')
-    done = subprocess.run([sys.executable, '-m', 'pyg_fastload', 'report',
-                           str(root)], capture_output=True, text=True,
-                          timeout=120)
+    done = run_command(['report', str(root)], timeout=120)
     assert done.returncode == 0, done.stderr
     assert "pyg-fastload report: skipped '" in done.stderr and \
         "version_9': no 'fastload_stats.json'" in done.stderr
@@ -163,16 +158,12 @@ def test_a_fit_ends_with_the_command_that_predicts_every_node(cache_env,
     said = [str(w.message) for w in caught]
     assert not [w for w in said if 'dirpath has changed' in w
                 or 'callbacks used to create the checkpoint' in w], said
-    report = subprocess.run([sys.executable, '-m', 'pyg_fastload', 'report',
-                             str(runs)], capture_output=True, text=True,
-                            timeout=120)
+    report = run_command(['report', str(runs)], timeout=120)
     assert report.returncode == 0 and 'skipped' not in report.stderr, \
         report.stderr
     # again (a process of its own: a config error ends the process): the
     # writer's own key, which then replaces the predictions
-    again = subprocess.run([sys.executable, '-m', 'pyg_fastload',
-                            *command[1:]], capture_output=True, text=True,
-                           timeout=300)
+    again = run_command(command[1:], timeout=300)
     assert again.returncode == 2, again.stderr[-2000:]
     assert "already exists; pass `--trainer.callbacks.overwrite true`" in \
         again.stderr.strip().splitlines()[-1], again.stderr[-2000:]

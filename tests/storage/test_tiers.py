@@ -101,9 +101,9 @@ def test_window_cache_never_evicts_a_pending_row():
     behaviour="`OSError` naming the file and both sizes (was: the process "
               "killed by SIGBUS, no file named)")
 def test_a_feature_file_truncated_while_mapped_is_an_error(tmp_path):
-    import subprocess
-    import sys
     import textwrap
+
+    from ..distributed.ranks import run_code
     path = tmp_path / 'x.bin'
     torch.randn(4096, 16).numpy().tofile(path)
     script = textwrap.dedent(f'''
@@ -118,8 +118,7 @@ def test_a_feature_file_truncated_while_mapped_is_an_error(tmp_path):
         except OSError as error:
             print('refused:', error)
     ''')
-    done = subprocess.run([sys.executable, '-c', script], capture_output=True,
-                          text=True, timeout=120)
+    done = run_code(script)  # a process of its own: SIGBUS would end it
     assert done.returncode == 0, (done.returncode, done.stderr[-2000:])
     assert f"refused: '{path}' was truncated while in use: it holds 4096 " \
            f"bytes, its rows need 262144" in done.stdout
