@@ -5,19 +5,13 @@ dependency or a deliberately lazy heavy import, each with a comment saying
 so (``# optional dependency`` or ``# lazy: why``) on its line, the line
 above it, or above the run of imports it opens.
 
-Checks every module of ``pyg_fastload/`` and ``lightning_modules/`` except
-those under ``pyg_fastload/partition/`` (its circles, ``bounded``/
-``methods`` and ``hetero``/``hetero_pagraph``/``part_dirs``, are folded
-apart from this change)."""
+Checks every module of ``pyg_fastload/`` and ``lightning_modules/``."""
 import ast
 import re
 from pathlib import Path
 from typing import List, Tuple
 
 ROOT = Path(__file__).resolve().parent.parent
-
-#: Folders whose modules are not checked here (see the module docstring).
-NOT_CHECKED = (ROOT / 'pyg_fastload' / 'partition', )
 
 #: What a kept function-local import's comment says.
 REASON = re.compile(r'#\s*(optional dependency|lazy:)')
@@ -26,8 +20,7 @@ REASON = re.compile(r'#\s*(optional dependency|lazy:)')
 def _modules() -> List[Path]:
     return sorted(
         file for package in ('pyg_fastload', 'lightning_modules')
-        for file in (ROOT / package).rglob('*.py')
-        if not any(folder in file.parents for folder in NOT_CHECKED))
+        for file in (ROOT / package).rglob('*.py'))
 
 
 def unexplained_local_imports(source: str) -> List[Tuple[int, str]]:
