@@ -115,9 +115,8 @@ def test_the_temporal_task_takes_hetero_presets_and_pyg_lib(
     rows run and the ratios against them are printed."""
     import importlib.util
 
-    import torch_geometric.loader
-
     from pyg_fastload import FastNeighborLoader
+    from pyg_fastload.bench import temporal_loader
     made = []
 
     def stand_in(*args, **kwargs):
@@ -127,7 +126,7 @@ def test_the_temporal_task_takes_hetero_presets_and_pyg_lib(
     find_spec = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, 'find_spec', lambda name, *a: (
         find_spec('torch') if name == 'pyg_lib' else find_spec(name, *a)))
-    monkeypatch.setattr(torch_geometric.loader, 'NeighborLoader', stand_in)
+    monkeypatch.setattr(temporal_loader, 'NeighborLoader', stand_in)
     result = run(tmp_path, '--task', 'temporal', '--preset', 'hetero-tiny',
                  '--fanout', '3', '2', '--batch-size', '16')
     out = capsys.readouterr().out
