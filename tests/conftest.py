@@ -116,32 +116,28 @@ def hetero_dataset(tmp_path_factory):
                                  progress=False).path
 
 
+def _hetero_parts(dataset_dir, name, method, **options):
+    r"""``(dataset_dir, parts_dir)``: :obj:`dataset_dir` in 2 parts by
+    :obj:`method`, beside it in :obj:`name`."""
+    out = dataset_dir.parent / name
+    partition_dataset(dataset_dir, out, 2, method, progress=False, **options)
+    return dataset_dir, out
+
+
 @pytest.fixture(scope='session')
 def hetero_parts(hetero_dataset):
-    r"""``(dataset_dir, parts_dir)``: ``hetero-tiny`` in 2 METIS parts
-    (mode dsp)."""
-    out = hetero_dataset.parent / 'metis'
-    if not out.exists():
-        partition_dataset(hetero_dataset, out, 2, 'metis', progress=False)
-    return hetero_dataset, out
+    r"""``hetero-tiny`` in 2 METIS parts (mode dsp)."""
+    return _hetero_parts(hetero_dataset, 'metis', 'metis')
 
 
 @pytest.fixture(scope='session')
 def hetero_pagraph_parts(hetero_dataset):
-    r"""``(dataset_dir, parts_dir)``: ``hetero-tiny`` in PaGraph's 2
-    self-reliant parts."""
-    out = hetero_dataset.parent / 'pagraph'
-    if not out.exists():
-        partition_dataset(hetero_dataset, out, 2, 'pagraph', progress=False)
-    return hetero_dataset, out
+    r"""``hetero-tiny`` in PaGraph's 2 self-reliant parts."""
+    return _hetero_parts(hetero_dataset, 'pagraph', 'pagraph')
 
 
 @pytest.fixture(scope='session')
 def hetero_pagraph_link_parts(hetero_dataset):
-    r"""``(dataset_dir, parts_dir)``: ``hetero-tiny`` in PaGraph's 2 parts
-    for link prediction."""
-    out = hetero_dataset.parent / 'pagraph-link'
-    if not out.exists():
-        partition_dataset(hetero_dataset, out, 2, 'pagraph', progress=False,
-                          task='link')
-    return hetero_dataset, out
+    r"""``hetero-tiny`` in PaGraph's 2 parts for link prediction."""
+    return _hetero_parts(hetero_dataset, 'pagraph-link', 'pagraph',
+                         task='link')
