@@ -12,7 +12,7 @@ from pyg_fastload.inference.typed_layerwise import typed_output_file
 from pyg_fastload.lightning.hetero_net import HeteroNet
 from pyg_fastload.modes import hetero_schema
 
-from ..helpers import random_hetero_graph
+from ..helpers import random_hetero_graph, randomise_parameters
 
 
 def _full_batch(net, data):
@@ -27,9 +27,12 @@ def _full_batch(net, data):
 
 
 def _net(model, data, layers=2, seed=0):
-    torch.manual_seed(seed)
-    return HeteroNet(hetero_schema(data), model, 16, layers, 0.5,
-                     heads=2).eval()
+    r"""A network with every parameter drawn at random (GAT's and the
+    linear layers' biases start at zero, where a computation leaving
+    them out would still match)."""
+    return randomise_parameters(HeteroNet(hetero_schema(data), model, 16,
+                                          layers, 0.5, heads=2),
+                                seed).eval()
 
 
 @pytest.mark.parametrize('model', ['sage', 'gat'])
