@@ -62,13 +62,19 @@ def hetero_graph() -> HeteroData:
 # Partitions of the prepared presets, one of each per session (partitioning
 # tiny by PaGraph takes seconds), read only: a test that changes one
 # changes a copy.
+def _parts(root, dataset_dir, method, name='parts', **options):
+    r"""``root / name``: :obj:`dataset_dir` in 2 parts by :obj:`method`."""
+    out = root / name
+    partition_dataset(dataset_dir, out, 2, method, progress=False, **options)
+    return out
+
+
 @pytest.fixture(scope='session')
 def pagraph_parts(tmp_path_factory, tiny_dir):
     r"""``(dataset_dir, parts_dir)``: PaGraph's 2 self-reliant parts."""
     dataset_dir, _ = tiny_dir
-    out = tmp_path_factory.mktemp('pagraph') / 'parts'
-    partition_dataset(dataset_dir, out, 2, 'pagraph', progress=False)
-    return dataset_dir, out
+    return dataset_dir, _parts(tmp_path_factory.mktemp('pagraph'),
+                               dataset_dir, 'pagraph')
 
 
 @pytest.fixture(scope='session')
@@ -76,19 +82,15 @@ def pagraph_link_parts(tmp_path_factory, tiny_dir):
     r"""``(dataset_dir, parts_dir)``: PaGraph's 2 parts for link
     prediction (every node's 3-hop in-neighbourhood in its part)."""
     dataset_dir, _ = tiny_dir
-    out = tmp_path_factory.mktemp('pagraph-link') / 'parts'
-    partition_dataset(dataset_dir, out, 2, 'pagraph', progress=False,
-                      task='link')
-    return dataset_dir, out
+    return dataset_dir, _parts(tmp_path_factory.mktemp('pagraph-link'),
+                               dataset_dir, 'pagraph', task='link')
 
 
 @pytest.fixture(scope='session')
 def metis_parts(tmp_path_factory, tiny_dir):
     r"""2 disjoint METIS parts (DSP, HopGNN)."""
     dataset_dir, _ = tiny_dir
-    out = tmp_path_factory.mktemp('metis') / 'parts'
-    partition_dataset(dataset_dir, out, 2, 'metis', progress=False)
-    return out
+    return _parts(tmp_path_factory.mktemp('metis'), dataset_dir, 'metis')
 
 
 @pytest.fixture(scope='session')
@@ -119,9 +121,8 @@ def hetero_dataset(tmp_path_factory):
 def _hetero_parts(dataset_dir, name, method, **options):
     r"""``(dataset_dir, parts_dir)``: :obj:`dataset_dir` in 2 parts by
     :obj:`method`, beside it in :obj:`name`."""
-    out = dataset_dir.parent / name
-    partition_dataset(dataset_dir, out, 2, method, progress=False, **options)
-    return dataset_dir, out
+    return dataset_dir, _parts(dataset_dir.parent, dataset_dir, method,
+                               name, **options)
 
 
 @pytest.fixture(scope='session')
