@@ -1,7 +1,9 @@
 r"""The engine of layer-wise inference (:class:`LayerRun`): the layers in
-turn over chunks of destination nodes, the next chunk prepared while the
-current one computes, each layer's outputs placed in memory or in a file
-by size; :func:`apply_layer` runs one convolution on one chunk's block."""
+turn, each for every node type a relation leads into (a homogeneous graph:
+its one type, ``None``), over chunks of destination nodes, the next chunk
+prepared while the current one computes, each layer's outputs placed in
+memory or in a file by size; :func:`apply_layer` runs one convolution on
+one chunk's block."""
 from __future__ import annotations
 
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -15,24 +17,40 @@ from tqdm.auto import tqdm
 
 from ..config import format_bytes
 from ..distributed.collectives import Collectives
-from ..graph import CSCTopology
+from ..graph import CSCTopology, EdgeType, HeteroTopology, is_topology
 from ..storage import TieredFeatureStore
 from .blocks import Block, GcnScale, chunk_block, chunk_generator, gcn_scale
 from .layers import ModelLayers, is_gcn, takes_pair
-from .outputs import HIDDEN_FILE, OUTPUT_FILE, LayerOutput
+from .outputs import LayerOutput, output_file
 from .streamed import (BLOCK_ROWS, aggregate_range, apply_virtual, is_mean,
                        stream_ranges, streamable)
 
 __all__ = ['LayerRun', 'apply_layer', 'Rows']
 
 Rows = Callable[[Tensor], Tensor]
-#: What a chunk's preparation hands the layer.
-Chunk = Any
+#: What a chunk's preparation hands the layer: ``(conv, block, x_src,
+#: x_dst)`` per relation into the chunk's type.
+Chunk = List[Tuple[Any, Block, Tensor, Optional[Tensor]]]
+#: A node type (:obj:`None`: a homogeneous graph's one type).
+NodeType = Optional[str]
+Relation = Optional[EdgeType]
+Outputs = Dict[NodeType, LayerOutput]
+
+
+def _ends(relation: Relation) -> Tuple[NodeType, NodeType]:
+    r"""The source and destination type of :obj:`relation`."""
+    return (None, None) if relation is None else (relation[0], relation[2])
 
 
 class LayerRun:
-    r"""One inference: the layers in turn, then the head."""
-    def __init__(self, layers: ModelLayers, topology: CSCTopology,
+    r"""One inference: the layers in turn, then the head.
+
+    Called with the first layer's rows of every node type (``{None:
+    read}`` for a homogeneous graph), it returns the outputs of every type
+    the last layer leads into: a dict by type, or a homogeneous graph's
+    tensor (with ``keep_hidden``, a pair of them)."""
+    def __init__(self, layers: ModelLayers,
+                 topology: Union[CSCTopology, HeteroTopology],
                  fanouts: List[int], seed: int, chunk_size: int,
                  budget: int, work: Optional[Path], device: torch.device,
                  prefetch: bool, progress: bool, depth: int,
@@ -41,6 +59,14 @@ class LayerRun:
                  stream: bool = False,
                  reduce: Optional[Callable[[Tensor], Tensor]] = None):
         self.layers, self.topology = layers, topology
+        #: Whether the graph has node and edge types (else one of each).
+        self.hetero = is_topology(topology, hetero=True)
+        self.node_types: List[NodeType] = list(topology.node_types) \
+            if self.hetero else [None]
+        self._relations: Dict[Relation, CSCTopology] = \
+            {e: topology.relation_topology(e)
+             for e in topology.edge_types} if self.hetero else \
+            {None: topology}
         #: The ranks sharing the chunks of every layer (None: this one
         #: computes all).
         self.collectives = collectives
@@ -61,90 +87,157 @@ class LayerRun:
         self.device, self.prefetch, self.progress = device, prefetch, progress
         self.store = TieredFeatureStore()
         self.outputs: List[LayerOutput] = []  # alive, in memory or files
-        self.kept: Dict[int, LayerOutput] = {}  # by layer, for the head
-        self._scales: Dict[bool, GcnScale] = {}
+        self.kept: Dict[int, Outputs] = {}  # by layer, for the head
+        self._scales: Dict[Tuple[Relation, bool], GcnScale] = {}
 
-    def __call__(self, read_x: Rows) -> Union[Tensor, Tuple[Tensor, Tensor]]:
+    def __call__(self, reads: Dict[NodeType, Rows]) -> Any:
         layers = self.layers
-        final: Optional[LayerOutput] = None
+        reads = dict(reads)
+        held: Outputs = {}
+        hidden: Outputs = {}  # the last layer's input
+        computed: Outputs = {}
         try:
-            read = read_x
-            last: Optional[LayerOutput] = None
-            hidden: Optional[LayerOutput] = None  # the last layer's input
-            for i, conv in enumerate(layers.convs[:self.depth]):
-                output = self._layer(i, conv, read)
-                if layers.keeps(i):
-                    self.kept[i] = output
+            for i in range(self.depth):
                 if self.keep_hidden and i == layers.num_layers - 1:
-                    hidden = last
-                elif last is not None and not layers.keeps(i - 1):
-                    self._drop(last)
-                read, last = output.rows, output
-            final = self._head() if layers.head_pass and \
-                self.depth == layers.num_layers else last
-            out = final.keep_as(self._kept_file(OUTPUT_FILE))
-            if hidden is None:
-                return out
-            return out, hidden.keep_as(self._kept_file(HIDDEN_FILE))
+                    hidden = {t: held[t] for t in computed}
+                computed = self._layer(i, reads)
+                if layers.keeps(i):
+                    self.kept[i] = computed
+                for node_type, output in computed.items():
+                    before = held.get(node_type)
+                    if before is not None and node_type not in hidden and \
+                            not layers.keeps(i - 1):
+                        self._drop(before)
+                    held[node_type] = output
+                    reads[node_type] = output.rows
+            # the types into which a relation of the last layer leads
+            final = {t: self._head(t) for t in computed} \
+                if layers.head_pass and self.depth == layers.num_layers \
+                else {t: held[t] for t in computed}
+            out = self._keep(final, 'output')
+            return (out, self._keep(hidden, 'hidden')) if hidden else out
         finally:
             for output in list(self.outputs):
                 self._drop(output)  # (a kept one is the caller's now)
+
+    def _keep(self, outputs: Outputs, kind: str) -> Any:
+        r"""The returned rows of every type (a homogeneous graph's tensor),
+        kept in files in :attr:`work` where over the budget."""
+        kept = {t: output.keep_as(self._kept_file(output_file(
+                    kind, None if t is None else self.node_types.index(t))))
+                for t, output in outputs.items()}
+        return kept if self.hetero else kept[None]
 
     def _kept_file(self, name: str) -> Optional[Path]:
         r"""Where returned rows over the budget are kept."""
         return None if self.work is None else self.work / name
 
+    def _num_nodes(self, node_type: NodeType) -> int:
+        return self.topology.num_nodes if node_type is None else \
+            self.topology.num_nodes_of(node_type)
+
     # One layer ###############################################################
 
-    def _scale(self, conv: Any) -> Optional[GcnScale]:
+    def _scale(self, relation: Relation, conv: Any) -> Optional[GcnScale]:
         if not (is_gcn(conv) and conv.normalize):
             return None
-        key = bool(conv.add_self_loops)
+        key = (relation, bool(conv.add_self_loops))
         if key not in self._scales:
-            self._scales[key] = gcn_scale(self.topology, key)
+            self._scales[key] = gcn_scale(self._relations[relation], key[1])
         return self._scales[key]
 
-    def _prepare(self, layer: int, chunk: int, read: Rows,
-                 gcn: Optional[GcnScale]) -> Tuple[Block, Tensor]:
-        start = chunk * self.chunk_size
-        end = min(start + self.chunk_size, self.topology.num_nodes)
-        fanout = self.fanouts[layer]
-        generator = chunk_generator(self.seed, layer, chunk) \
-            if fanout >= 0 else None
-        block = chunk_block(self.topology, start, end, fanout, generator,
-                            gcn)
-        x = read(block.sources)
-        return block, x.to(self.device, non_blocking=True)
-
-    def _layer(self, i: int, conv: Any, read: Rows) -> LayerOutput:
+    def _layer(self, i: int, reads: Dict[NodeType, Rows]) -> Outputs:
+        r"""Layer :obj:`i`'s outputs of every type a relation leads
+        into."""
         layers = self.layers
+        by_type: Dict[NodeType, List[Tuple[Relation, Any]]] = {}
+        for relation, conv in layers.relations(i).items():
+            if relation not in self._relations:
+                raise ValueError(f"the model's convs[{i}] has relation "
+                                 f"{list(relation)}, which the graph does "
+                                 f"not have; its relations: "
+                                 f"{[list(e) for e in self._relations]}")
+            by_type.setdefault(_ends(relation)[1], []).append(
+                (relation, conv))
         last = i == layers.num_layers - 1
-        rows = self.topology.num_nodes
-        if self._streams(i, conv):
-            computed = self._streamed_rows(i, conv, read)
-        else:
-            gcn = self._scale(conv)
-            pair = takes_pair(conv)
 
-            def compute(chunk: Tuple[Block, Tensor]) -> Tensor:
-                block, x = chunk
-                return self._finish(i, apply_layer(conv, x, block,
-                                                   self.device, pair))
+        def compute(parts: Chunk) -> Tensor:
+            return self._finish(i, layers.group(i, [
+                self._apply(conv, block, x_src, x_dst)
+                for conv, block, x_src, x_dst in parts]))
 
-            computed = self._layer_rows(
-                rows, lambda chunk: self._prepare(i, chunk, read, gcn),
-                compute)
-        output: Optional[LayerOutput] = None
-        with self._bar(f'layer {i + 1}/{layers.num_layers}') as bar:
-            for start, y in computed:
-                y = self._stored(i, y)
-                if output is None:
-                    output = self._place(f'layer{i + 1}', y,
-                                         last and not layers.head_pass, rows)
-                output.write(start, y)
-                bar.update(y.size(0))
-        output.seal()
-        return output
+        out: Outputs = {}
+        for node_type, relations in by_type.items():
+            rows = self._num_nodes(node_type)
+            relation, conv = relations[0]
+            if len(relations) == 1 and self._streams(i, conv):
+                computed = self._streamed_rows(
+                    i, conv, self._relations[relation], reads[node_type])
+            else:
+                computed = self._layer_rows(
+                    rows, lambda chunk: self._prepare(i, chunk, rows,
+                                                      relations, reads),
+                    compute)
+            name, desc = f'layer{i + 1}', f'layer {i + 1}/{layers.num_layers}'
+            if node_type is not None:
+                name, desc = f'{name}.{node_type}', f'{desc} {node_type}'
+            output: Optional[LayerOutput] = None
+            with self._bar(desc, rows) as bar:
+                for start, y in computed:
+                    y = self._stored(i, y)
+                    if output is None:
+                        output = self._place(name, y,
+                                             last and not layers.head_pass,
+                                             rows)
+                    output.write(start, y)
+                    bar.update(y.size(0))
+            output.seal()
+            out[node_type] = output
+        return out
+
+    def _prepare(self, layer: int, chunk: int, rows: int,
+                 relations: List[Tuple[Relation, Any]],
+                 reads: Dict[NodeType, Rows]) -> Chunk:
+        r"""The blocks of chunk :obj:`chunk` of a type of :obj:`rows`
+        nodes, one per relation into it, with their rows: the sources', and
+        the chunk's own where a relation comes from another type."""
+        start = chunk * self.chunk_size
+        end = min(start + self.chunk_size, rows)
+        fanout = self.fanouts[layer]
+        dst_rows: Optional[Tensor] = None
+        parts = []
+        for r, (relation, conv) in enumerate(relations):
+            src, dst = _ends(relation)
+            same = src == dst
+            generator = chunk_generator(self.seed, layer, chunk * len(
+                relations) + r) if fanout >= 0 else None
+            block = chunk_block(self._relations[relation], start, end,
+                                fanout, generator,
+                                self._scale(relation, conv), own_first=same)
+            x_src = reads[src](block.sources).to(self.device,
+                                                 non_blocking=True)
+            if same:
+                x_dst = None
+            else:
+                if dst_rows is None:
+                    dst_rows = reads[dst](torch.arange(start, end)).to(
+                        self.device)
+                x_dst = dst_rows
+            parts.append((conv, block, x_src, x_dst))
+        return parts
+
+    def _apply(self, conv: Any, block: Block, x_src: Tensor,
+               x_dst: Optional[Tensor]) -> Tensor:
+        r"""One relation's convolution on its block: on one node set
+        within a type, on a pair across two (as ``HeteroConv`` calls
+        it)."""
+        if x_dst is None:
+            return apply_layer(conv, x_src, block, self.device,
+                               takes_pair(conv))
+        fused = getattr(conv, 'fuse', False) and self.device.type == 'cpu'
+        edges = block.adjacency(self.device, x_src.dtype) if fused else \
+            block.edge_index.to(self.device, non_blocking=True)
+        return conv((x_src, x_dst), edges)
 
     def _stored(self, i: int, y: Tensor) -> Tensor:
         r"""What is stored of layer :obj:`i`'s rows :obj:`y` (``i ==
@@ -179,22 +272,22 @@ class LayerRun:
             and (self.collectives is None or
                  self.collectives.world_size == 1)
 
-    def _streamed_rows(self, i: int, conv: Any, read: Rows
-                       ) -> Iterator[Tuple[int, Tensor]]:
-        r"""``(first row, outputs)`` of every chunk of layer :obj:`i`, its
-        aggregation streamed range by range
+    def _streamed_rows(self, i: int, conv: Any, topology: CSCTopology,
+                       read: Rows) -> Iterator[Tuple[int, Tensor]]:
+        r"""``(first row, outputs)`` of every chunk of layer :obj:`i` over
+        relation :obj:`topology`, its aggregation streamed range by range
         (:mod:`~pyg_fastload.inference.streamed`)."""
         first = read(torch.arange(1))
         row_bytes = first[0].numel() * first.element_size()
         held = sum(o.nbytes for o in self.outputs if o.in_memory)
-        ranges = list(stream_ranges(self.topology, row_bytes,
+        ranges = list(stream_ranges(topology, row_bytes,
                                     max(0, self.budget - held),
                                     self.chunk_size))
         # the passes over the input, block by block (a range's aggregation
         # reads it all before the layer's bar moves)
         with self._bar(f'layer {i + 1}/{self.layers.num_layers} input, '
                        f'{len(ranges)} passes',
-                       -(-self.topology.num_nodes // BLOCK_ROWS) *
+                       -(-topology.num_nodes // BLOCK_ROWS) *
                        len(ranges), unit='block') as bar:
 
             def counted(ids: Tensor) -> Tensor:
@@ -203,7 +296,7 @@ class LayerRun:
                 return rows
 
             for start, end in ranges:
-                aggregated = aggregate_range(self.topology, counted, start,
+                aggregated = aggregate_range(topology, counted, start,
                                              end, is_mean(conv))
                 for at in range(start, end, self.chunk_size):
                     stop = min(end, at + self.chunk_size)
@@ -272,12 +365,14 @@ class LayerRun:
 
     # The head (jumping knowledge) ############################################
 
-    def _head(self) -> LayerOutput:
+    def _head(self, node_type: NodeType) -> LayerOutput:
+        r"""The head's rows of :obj:`node_type`, from the layers it
+        reads."""
         layers = self.layers
-        reads = [self.kept[j] for j in layers.head_reads]
+        reads = [self.kept[j][node_type] for j in layers.head_reads]
         output: Optional[LayerOutput] = None
-        num_nodes = self.topology.num_nodes
-        with self._bar('head') as bar:
+        num_nodes = self._num_nodes(node_type)
+        with self._bar('head', num_nodes) as bar:
             for start in range(0, num_nodes, self.chunk_size):
                 ids = torch.arange(start, min(start + self.chunk_size,
                                               num_nodes))
@@ -320,11 +415,9 @@ class LayerRun:
         if output in self.outputs:
             self.outputs.remove(output)
 
-    def _bar(self, desc: str, total: Optional[int] = None,
-             unit: str = 'node') -> Any:
-        return tqdm(total=self.topology.num_nodes if total is None else total,
-                    desc=desc, unit=unit, disable=not self.progress,
-                    dynamic_ncols=True)
+    def _bar(self, desc: str, total: int, unit: str = 'node') -> Any:
+        return tqdm(total=total, desc=desc, unit=unit,
+                    disable=not self.progress, dynamic_ncols=True)
 
 
 def apply_layer(conv: Any, x: Tensor, block: Block, device: torch.device,

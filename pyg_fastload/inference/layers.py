@@ -1,20 +1,25 @@
 r"""The model contract of layer-wise inference: what it needs to walk a
 model's layers one at a time, read once from the model (:func:`model_layers`)
-and checked with errors that name what is missing."""
+and checked with errors that name what is missing. A homogeneous model is
+the one-relation case of a heterogeneous one: its layer's convolution is
+the relation ``None``, from node type ``None`` to itself."""
 from __future__ import annotations
 
 import inspect
 import typing
 from dataclasses import dataclass
-from typing import Any, Callable, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import torch
 from torch import Tensor
-from torch_geometric.nn import GCNConv, MessagePassing
+from torch_geometric.nn import GCNConv, HeteroConv, MessagePassing
+from torch_geometric.nn.conv.hetero_conv import group
 from torch_geometric.nn.models.basic_gnn import BasicGNN
 
+from ..graph import EdgeType
+
 __all__ = ['ModelLayers', 'model_layers', 'check_conv', 'is_gcn',
-           'takes_pair', 'AUTO']
+           'takes_pair', 'AUTO', 'NodeInputs']
 
 #: ``between``'s default: read it from a PyG ``BasicGNN``; any other model
 #: must say what comes between its layers.
@@ -28,6 +33,13 @@ _NOT_ONE_HOP = ('SGConv', 'TAGConv', 'APPNP', 'ChebConv', 'ARMAConv',
 #: Convolutions normalising an edge by its source's degree too (as GCN),
 #: which a chunk's block does not hold.
 _SOURCE_DEGREE = ('PDNConv',)
+#: How ``HeteroConv`` may group its relations' outputs here.
+_GROUPS = ('sum', 'mean', 'max', 'min', 'cat')
+
+#: ``node_inputs(node_type, n_id, x)``: the first layer's rows of nodes
+#: :obj:`n_id` of a type (:obj:`x`: their features, :obj:`None` if the type
+#: has none).
+NodeInputs = Callable[[str, Tensor, Optional[Tensor]], Tensor]
 
 
 @dataclass
@@ -35,7 +47,8 @@ class ModelLayers:
     r"""A model seen as layer-wise inference walks it.
 
     Attributes:
-        convs (list): the message-passing layers, first to last.
+        convs (list): the message-passing layers, first to last
+            (``HeteroConv`` layers where :attr:`hetero`).
         between (callable): ``between(i, x)``, what follows layer ``i``
             where :attr:`after` says so (activation, norm, dropout).
         after (list): for every layer, whether :obj:`between` follows it.
@@ -44,12 +57,18 @@ class ModelLayers:
             a linear layer): the model's output; :obj:`None`: the last
             layer's rows are the output.
         head_reads (list): the layers whose outputs :attr:`head` reads.
+        hetero (bool): the layers are ``HeteroConv``'s, one convolution
+            per relation.
+        node_inputs (callable, optional): the first layer's rows of a node
+            type (see :data:`NodeInputs`; :obj:`None`: its features).
     """
-    convs: List[MessagePassing]
+    convs: List[Any]
     between: Callable[[int, Tensor], Tensor]
     after: List[bool]
     head: Optional[Callable[[List[Tensor]], Tensor]] = None
     head_reads: Sequence[int] = ()
+    hetero: bool = False
+    node_inputs: Optional[NodeInputs] = None
 
     @property
     def num_layers(self) -> int:
@@ -68,6 +87,19 @@ class ModelLayers:
         node's rows after the last layer."""
         return self.head is not None and not self.fused_head
 
+    def relations(self, layer: int) -> Dict[Optional[EdgeType], Any]:
+        r"""Layer :obj:`layer`'s convolution of every relation (a
+        homogeneous model's: of relation :obj:`None`)."""
+        conv = self.convs[layer]
+        if not self.hetero:
+            return {None: conv}
+        return {_edge_type(key): c for key, c in conv.convs.items()}
+
+    def group(self, layer: int, ys: List[Tensor]) -> Tensor:
+        r"""The outputs :obj:`ys` of layer :obj:`layer`'s relations into
+        one node type, grouped as ``HeteroConv`` groups them."""
+        return group(ys, self.convs[layer].aggr) if self.hetero else ys[0]
+
     def keeps(self, layer: int) -> bool:
         r"""Whether layer :obj:`layer`'s outputs are read again after the
         next layer is computed (by :attr:`head`)."""
@@ -76,6 +108,11 @@ class ModelLayers:
 
 def _nothing(_: int, x: Tensor) -> Tensor:
     return x
+
+
+def _edge_type(key: Any) -> EdgeType:
+    r"""``HeteroConv`` keys its relations by ``'src__rel__dst'``."""
+    return tuple(key.split('__')) if isinstance(key, str) else tuple(key)
 
 
 def _check_norm(norm: torch.nn.Module, layer: int) -> None:
@@ -152,10 +189,68 @@ def check_conv(conv: Any, where: str) -> None:
             f"aggregates over in-neighbours (flow='source_to_target')")
 
 
-def model_layers(model: Any, between: Any = AUTO) -> ModelLayers:
+def model_layers(model: Any, between: Any = AUTO,
+                 hetero: bool = False) -> ModelLayers:
     r"""The layers of :obj:`model` as layer-wise inference walks them (see
     :func:`~pyg_fastload.inference.layerwise_inference` for the contract),
-    or an error naming what is missing."""
+    or an error naming what is missing.
+
+    Args:
+        model (torch.nn.Module): the model.
+        between (callable, None or str): what follows each layer but the
+            last; ``'auto'``: read from a ``BasicGNN``, or (:obj:`hetero`)
+            the model's ``between(i, x)`` method.
+        hetero (bool): the model is run on a heterogeneous graph: its
+            layers are ``HeteroConv``'s, its first layer's rows
+            ``model.node_inputs(node_type, n_id, x)`` if it has one.
+
+    Example:
+        >>> from torch_geometric.nn import GraphSAGE
+        >>> from pyg_fastload.inference import model_layers
+        >>> model_layers(GraphSAGE(8, 16, num_layers=2)).num_layers
+        2
+    """
+    name = type(model).__name__
+    convs = _hetero_convs(model) if hetero else _convs(model)
+    for i, layer in enumerate(convs):
+        if not hetero:
+            check_conv(layer, f'{name}.convs[{i}]')
+            continue
+        if layer.aggr not in _GROUPS:
+            raise NotImplementedError(
+                f"{name}.convs[{i}] groups its relations with "
+                f"aggr={layer.aggr!r}: layer-wise inference takes 'sum', "
+                f"'mean', 'max', 'min' or 'cat'")
+        for key, conv in layer.convs.items():
+            check_conv(conv, f"{name}.convs[{i}]['{key}']")
+    if isinstance(between, str) and between == AUTO:
+        if not hetero and isinstance(model, BasicGNN):
+            return _basic_gnn(model)
+        between = getattr(model, 'between', None) if hetero else None
+        if not callable(between):
+            raise TypeError(
+                f"{name} has 'convs' but layer-wise inference cannot tell "
+                f"what its forward does between them: "
+                f"{'give it a method between(i, x), or ' if hetero else ''}"
+                f"pass between=f, where f(i, x) returns what follows layer "
+                f"i's output x (called after every layer but the last"
+                f"{' on every node type' if hetero else ''}; e.g. lambda i, "
+                f"x: x.relu()), or between=None if nothing does")
+    if between is None:
+        between = _nothing
+    if not callable(between):
+        raise TypeError(f"'between' must be a callable f(i, x), None or "
+                        f"'auto', got {type(between).__name__}")
+    inputs = getattr(model, 'node_inputs', None) if hetero else None
+    return ModelLayers(convs, between,
+                       [i < len(convs) - 1 for i in range(len(convs))],
+                       hetero=hetero,
+                       node_inputs=inputs if callable(inputs) else None)
+
+
+def _convs(model: Any) -> List[Any]:
+    r"""A homogeneous model's ``convs``, or an error naming what is
+    missing."""
     name = type(model).__name__
     convs = getattr(model, 'convs', None)
     if not isinstance(model, torch.nn.Module) or convs is None:
@@ -179,24 +274,24 @@ def model_layers(model: Any, between: Any = AUTO) -> ModelLayers:
     if not convs:
         raise ValueError(f"{name}.convs is empty: there is no layer to "
                          f"compute")
-    for i, conv in enumerate(convs):
-        check_conv(conv, f'{name}.convs[{i}]')
-    if isinstance(between, str) and between == AUTO:
-        if isinstance(model, BasicGNN):
-            return _basic_gnn(model)
+    return convs
+
+
+def _hetero_convs(model: Any) -> List[HeteroConv]:
+    r"""A heterogeneous model's ``HeteroConv`` layers, or an error naming
+    what is missing."""
+    convs = getattr(model, 'convs', None)
+    if not isinstance(model, torch.nn.Module) or convs is None or \
+            not len(convs) or not all(isinstance(c, HeteroConv)
+                                      for c in convs):
         raise TypeError(
-            f"{name} has 'convs' but layer-wise inference cannot tell what "
-            f"its forward does between them: pass between=f, where f(i, x) "
-            f"returns what follows layer i's output x (called after every "
-            f"layer but the last; e.g. lambda i, x: x.relu()), or "
-            f"between=None if nothing does")
-    if between is None:
-        between = _nothing
-    if not callable(between):
-        raise TypeError(f"'between' must be a callable f(i, x), None or "
-                        f"'auto', got {type(between).__name__}")
-    return ModelLayers(convs, between,
-                       [i < len(convs) - 1 for i in range(len(convs))])
+            f"layer-wise inference of a heterogeneous graph walks a model's "
+            f"layers one at a time and needs them as 'model.convs', a list "
+            f"of torch_geometric.nn.HeteroConv layers; "
+            f"{type(model).__name__} has none (a to_hetero model's layers "
+            f"are rewritten by torch.fx and cannot be walked: build it with "
+            f"HeteroConv)")
+    return list(convs)
 
 
 def is_gcn(conv: MessagePassing) -> bool:

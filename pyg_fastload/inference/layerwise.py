@@ -7,19 +7,18 @@ import contextlib
 import sys
 import tempfile
 from pathlib import Path
-from typing import (Any, Callable, Iterator, List, Optional, Sequence,
-                    Union)
+from typing import (Any, Callable, Dict, Iterator, List, Optional,
+                    Sequence, Union)
 
 import torch
 from torch import Tensor
 
 from ..config import available_memory, check_fanouts, parse_budget
-from ..graph import graph_input, stores_of, topology_of
+from ..graph import graph_input, is_topology, stores_of, topology_of
 from ..distributed.collectives import Collectives
 from ..graph.view import GraphView
 from .layer_run import LayerRun, Rows
-from .layers import AUTO, is_gcn, model_layers
-from .typed_layerwise import TypedRun, typed_layers
+from .layers import AUTO, NodeInputs, is_gcn, model_layers
 
 __all__ = ['layerwise_inference']
 
@@ -207,18 +206,13 @@ def layerwise_inference(
         raise ValueError("'stream=True' is for homogeneous graphs (a "
                          "heterogeneous one gathers its chunks' "
                          "in-neighbours): leave it out")
-    if typed:
-        layers: Any = typed_layers(model, between)
-        convs = [list(layers.relations(i).values())
-                 for i in range(layers.num_layers)]
-    else:
-        layers = model_layers(model, between)
-        convs = [[conv] for conv in layers.convs]
+    layers = model_layers(model, between, hetero=typed)
+    convs = [list(layers.relations(i).values())
+             for i in range(layers.num_layers)]
     for key, value in (('hidden', hidden), ('with_hidden', with_hidden)):
         if not isinstance(value, bool):
             raise TypeError(f"'{key}' must be True or False, got {value!r}")
-        if value and (layers.num_layers < 2 or
-                      getattr(layers, 'head', None) is not None):
+        if value and (layers.num_layers < 2 or layers.head is not None):
             raise ValueError(f"'{key}=True' returns what the last "
                              f"convolution reads: the model needs 2 or more "
                              f"layers and no 'jk' (whose output reads every "
@@ -245,17 +239,14 @@ def layerwise_inference(
     if device is None:
         param = next(model.parameters(), None)
         device = param.device if param is not None else torch.device('cpu')
+    device = torch.device(device)
     with torch.no_grad(), _eval(model), _run_dir(work) as own:
-        options = (fanouts, seed, chunk_size, budget, own,
-                   torch.device(device), prefetch, progress,
-                   layers.num_layers - 1 if hidden else layers.num_layers,
-                   with_hidden, collectives)
-        if typed:
-            return TypedRun(layers, topology, GraphView.of(data),
-                            *options, reduce=reduce).run()
-        return LayerRun(layers, topology, *options, stream=stream,
-                        reduce=reduce)(
-            _features(data, topology.num_nodes))
+        return LayerRun(layers, topology, fanouts, seed, chunk_size, budget,
+                        own, device, prefetch, progress,
+                        layers.num_layers - 1 if hidden else
+                        layers.num_layers, with_hidden, collectives,
+                        stream=stream, reduce=reduce)(
+            _inputs(data, topology, layers.node_inputs, device))
 
 
 # Arguments ###################################################################
@@ -318,9 +309,20 @@ def _run_dir(work: Optional[Path]) -> Iterator[Optional[Path]]:
             own.rmdir()
 
 
+def _inputs(data: Any, topology: Any, node_inputs: Optional[NodeInputs],
+            device: torch.device) -> Dict[Optional[str], Rows]:
+    r"""How the first layer's rows of every node type are read (a
+    homogeneous graph's one type: :obj:`None`)."""
+    if not is_topology(topology, hetero=True):
+        return {None: _features(data, topology.num_nodes)}
+    view = GraphView.of(data)
+    return {t: _typed_rows(view, t, node_inputs or _features_only, device)
+            for t in topology.node_types}
+
+
 def _features(data: Any, num_nodes: int) -> Rows:
-    r"""How the input rows are read: ``data.x`` indexed, or the feature
-    store's ``x``."""
+    r"""How a homogeneous graph's input rows are read: ``data.x`` indexed,
+    or the feature store's ``x``."""
     stores = stores_of(data)
     if stores is not None:
         feature_store = stores[0]
@@ -347,6 +349,33 @@ def _features(data: Any, num_nodes: int) -> Rows:
                          f"graph has {num_nodes} nodes; give every node one "
                          f"row")
     return read
+
+
+def _typed_rows(view: GraphView, node_type: str, inputs: NodeInputs,
+                device: torch.device) -> Rows:
+    r"""How a node type's input rows are read: ``inputs(node_type, n_id,
+    x)``, with its features ``x`` (:obj:`None` if it has none)."""
+    if view.node_attr('x', node_type, torch.zeros(0, dtype=torch.long)) \
+            is None:
+        def read(ids: Tensor) -> Tensor:
+            return inputs(node_type, ids.to(device), None)
+    else:
+        def read(ids: Tensor) -> Tensor:
+            x = view.node_attr('x', node_type, ids)
+            return inputs(node_type, ids.to(device), x.to(device))
+    return read
+
+
+def _features_only(node_type: str, n_id: Tensor,
+                   x: Optional[Tensor]) -> Tensor:
+    r"""A node type's first-layer rows where the model has no
+    ``node_inputs``: its features."""
+    if x is None:
+        raise ValueError(
+            f"node type {node_type!r} has no features 'x' and the model has "
+            f"no node_inputs(node_type, n_id, x) saying what its nodes enter "
+            f"the first layer with (an embedding, zeros)")
+    return x
 
 
 @contextlib.contextmanager

@@ -19,13 +19,27 @@ from torch import Tensor
 from ..config import format_bytes
 from ..storage import TieredFeatureStore
 
-__all__ = ['LayerOutput', 'OUTPUT_FILE', 'HIDDEN_FILE', 'numpy_dtype']
+__all__ = ['LayerOutput', 'output_file', 'numpy_dtype']
 
-#: The name of the model's outputs in the work directory, when they do not
-#: fit the memory budget.
-OUTPUT_FILE = 'output.bin'
-#: The name of the last hidden layer's rows there (``with_hidden``).
-HIDDEN_FILE = 'hidden.bin'
+
+def output_file(kind: str = 'output', index: Optional[int] = None) -> str:
+    r"""The name of the returned rows' file in the run's directory, when
+    they do not fit the memory budget.
+
+    Args:
+        kind (str): ``'output'``, the model's outputs, or ``'hidden'``, its
+            last hidden layer's rows (``with_hidden``).
+        index (int, optional): the node type's index in the graph's node
+            types (a heterogeneous graph's types are numbered, as their
+            names may not be file names); :obj:`None`: a homogeneous
+            graph's one type.
+
+    Example:
+        >>> from pyg_fastload.inference.outputs import output_file
+        >>> output_file(), output_file('hidden', 2)
+        ('output.bin', 'hidden-2.bin')
+    """
+    return f'{kind}.bin' if index is None else f'{kind}-{index}.bin'
 
 
 def numpy_dtype(dtype: torch.dtype) -> np.dtype:

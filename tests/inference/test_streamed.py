@@ -71,7 +71,7 @@ def test_streamed_layers_equal_the_full_batch_forward(small_blocks, model,
         run = LayerRun(layers, topology, [-1] * layers.num_layers, 0, 40,
                        budget, tmp_path, torch.device('cpu'), False, False,
                        layers.num_layers, stream=True)
-        out = run(record)
+        out = run({None: record})
         want = model(data.x, data.edge_index)
     assert torch.allclose(out, want, atol=1e-5)
     # the input was read in blocks of consecutive rows, never gathered

@@ -8,7 +8,7 @@ from torch_geometric.nn import HeteroConv, SAGEConv
 
 from pyg_fastload.caching import stores_from_data
 from pyg_fastload.inference import layerwise_inference
-from pyg_fastload.inference.typed_layerwise import typed_output_file
+from pyg_fastload.inference.outputs import output_file
 from pyg_fastload.lightning.hetero_net import HeteroNet
 from pyg_fastload.modes import hetero_schema
 
@@ -61,7 +61,7 @@ def test_stores_and_files_give_the_same_rows(tmp_path):
     data = random_hetero_graph()
     net = _net('sage', data)
     expected = _full_batch(net, data)
-    mine = tmp_path / typed_output_file(0)  # a user's file of that name
+    mine = tmp_path / output_file(index=0)  # a user's file of that name
     mine.write_bytes(b'mine')
     out = layerwise_inference(net, stores_from_data(data), chunk_size=50,
                               memory_budget=0, work_dir=tmp_path,
@@ -70,10 +70,10 @@ def test_stores_and_files_give_the_same_rows(tmp_path):
     for node_type, rows in out.items():
         assert torch.allclose(rows, expected[node_type], atol=1e-5)
         index = data.node_types.index(node_type)
-        assert (own / typed_output_file(index)).stat().st_size == \
+        assert (own / output_file(index=index)).stat().st_size == \
             rows.numel() * rows.element_size()  # kept in its file
     leftovers = sorted(p.name for p in own.iterdir())
-    assert leftovers == sorted(typed_output_file(data.node_types.index(t))
+    assert leftovers == sorted(output_file(index=data.node_types.index(t))
                                for t in out)  # the layers' files removed
     assert mine.read_bytes() == b'mine'
     # a second run (other weights) keeps its own files: the first's stand
