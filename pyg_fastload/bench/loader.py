@@ -14,7 +14,8 @@ reported: the timed batches' ``edge_index`` columns over their time.
 Run ``pyg-fastload bench loader --preset products-like`` or
 ``python -m pyg_fastload.bench.loader``; on a heterogeneous preset
 (``--preset mag-like --fanout 15 10``) the same comparison runs on a
-``HeteroData`` (:mod:`pyg_fastload.bench.hetero_loader`); with ``--task
+``HeteroData`` (paper seeds, the fan-outs on every relation; no breakdown
+section); with ``--task
 link`` the link-level loaders are compared
 (:mod:`pyg_fastload.bench.link_loader`), with ``--task temporal`` our
 temporal loader beside the one without times
@@ -26,14 +27,19 @@ import argparse
 import importlib.util
 import time
 import warnings
-from typing import Callable, Dict, Iterable, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 import torch
 from torch_geometric.data import Data
 from torch_geometric.loader import NeighborLoader
 from torch_geometric.sampler import NeighborSampler, NodeSamplerInput
 
-from ..datasets import HETERO_PRESETS, degree_stats, load_synthetic
+from ..datasets import (
+    HETERO_PRESETS,
+    degree_stats,
+    generate_hetero,
+    load_synthetic,
+)
 from ..loader import FastNeighborLoader
 from ..placement import check_device
 from ..sampling import FastNeighborSampler
@@ -51,7 +57,6 @@ from .common import (
     time_loader,
 )
 from .contention import run_contention
-from .hetero_loader import run_hetero
 from .link_loader import run_link
 from .temporal_loader import run_temporal
 
@@ -93,41 +98,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "topology copied to the GPU)")
 
 
-def _seed_batches(data: Data, batch_size: int, num_batches: int,
-                  seed: int) -> torch.Tensor:
-    train = data.train_mask.nonzero().view(-1)
-    gen = torch.Generator().manual_seed(seed)
-    train = train[torch.randperm(train.numel(), generator=gen)]
-    return train[:batch_size * num_batches]
-
-
-def run(args: argparse.Namespace) -> Dict[str, float]:
-    r"""Runs the benchmark and prints a report; returns the headline
-    figures (seeds/s per loader and ratios)."""
-    if args.sampling_device is not None:
-        if args.task != 'node' or args.preset in HETERO_PRESETS or \
-                args.contention:
-            raise ValueError("'--sampling-device' times the node sampler "
-                             "on a homogeneous preset, without "
-                             "'--contention'")
-        check_device(args.sampling_device, 0, '--sampling-device')
-    if args.contention:
-        if args.task != 'node' or args.preset in HETERO_PRESETS:
-            raise ValueError("'--contention' takes the node task on a "
-                             "homogeneous preset")
-        return run_contention(args)
-    if args.task == 'link':
-        return run_link(args)
-    if args.task == 'temporal':
-        return run_temporal(args)
-    if args.preset in HETERO_PRESETS:
-        return run_hetero(args)
-    torch.manual_seed(args.seed)
-    print(f'# loader benchmark: preset={args.preset} fanout={args.fanout} '
-          f'batch_size={args.batch_size} batches={args.batches} '
-          f'rounds={args.rounds} cpus={cpu_count()} '
-          f'torch_threads={torch.get_num_threads()}')
+def _load(args: argparse.Namespace) -> Tuple[Any, torch.Tensor, str]:
+    r"""The preset's graph (a ``Data`` or, for a heterogeneous preset, a
+    ``HeteroData``), described; its training seeds and what they are."""
     start = time.perf_counter()
+    if args.preset in HETERO_PRESETS:
+        data = generate_hetero(args.preset, seed=args.seed, scale=args.scale)
+        nodes = sum(data[t].num_nodes for t in data.node_types)
+        edges = sum(data[e].edge_index.size(1) for e in data.edge_types)
+        print(f'graph: {nodes:,} nodes of {len(data.node_types)} types, '
+              f'{edges:,} edges of {len(data.edge_types)} relations; '
+              f'generated in {time.perf_counter() - start:.1f}s')
+        return data, data['paper'].train_mask.nonzero().view(-1), 'paper'
     graph = load_synthetic(args.preset, root=args.cache_dir)
     data = graph.to_data()
     print(f'graph: {data.num_nodes:,} nodes, {data.num_edges:,} directed '
@@ -139,24 +121,57 @@ def run(args: argparse.Namespace) -> Dict[str, float]:
     print(f"degrees: mean {stats['mean_degree']:.1f}, max "
           f"{stats['max_degree']:,}, top-20% nodes hold "
           f"{stats['top20_edge_share']:.0%} of the edges")
+    return data, data.train_mask.nonzero().view(-1), 'training'
+
+
+def run(args: argparse.Namespace) -> Dict[str, float]:
+    r"""Runs the benchmark and prints a report; returns the headline
+    figures (seeds/s per loader and ratios)."""
+    hetero = args.preset in HETERO_PRESETS
+    if args.sampling_device is not None:
+        if args.task != 'node' or hetero or args.contention:
+            raise ValueError("'--sampling-device' times the node sampler "
+                             "on a homogeneous preset, without "
+                             "'--contention'")
+        check_device(args.sampling_device, 0, '--sampling-device')
+    if args.contention:
+        if args.task != 'node' or hetero:
+            raise ValueError("'--contention' takes the node task on a "
+                             "homogeneous preset")
+        return run_contention(args)
+    if args.task == 'link':
+        return run_link(args)
+    if args.task == 'temporal':
+        return run_temporal(args)
+    torch.manual_seed(args.seed)
+    print(f"# {'hetero ' if hetero else ''}loader benchmark: "
+          f"preset={args.preset}{f' scale={args.scale}' if hetero else ''} "
+          f"fanout={args.fanout}{' (every relation)' if hetero else ''} "
+          f'batch_size={args.batch_size} batches={args.batches} '
+          f'rounds={args.rounds} cpus={cpu_count()} '
+          f'torch_threads={torch.get_num_threads()}')
     if args.warmup < 1:
         raise ValueError(f"'--warmup {args.warmup}': the first batch is the "
                          f"start-up measurement, so pass 1 or more")
-    seeds = _seed_batches(data, args.batch_size, args.warmup + args.batches,
-                          args.seed)
+    data, train, what = _load(args)
     num_batches = args.batches
-    if seeds.numel() < (args.warmup + args.batches) * args.batch_size:
+    needed = (args.warmup + num_batches) * args.batch_size
+    gen = torch.Generator().manual_seed(args.seed)
+    seeds = train[torch.randperm(train.numel(), generator=gen)][:needed]
+    if seeds.numel() < needed:
         raise ValueError(
             f"'--warmup {args.warmup} --batches {args.batches}' need "
-            f"{(args.warmup + args.batches) * args.batch_size} training "
-            f"seeds; the graph has {seeds.numel()}: pass fewer batches")
+            f"{needed} {what} seeds; the graph has {seeds.numel()}: pass "
+            f"fewer batches")
     timed_seeds = num_batches * args.batch_size
-    kwargs = dict(num_neighbors=args.fanout, input_nodes=seeds,
+    kwargs = dict(num_neighbors=args.fanout,
+                  input_nodes=('paper', seeds) if hetero else seeds,
                   batch_size=args.batch_size, shuffle=False)
 
     start = time.perf_counter()
     fast_sampler = FastNeighborSampler(data, args.fanout)
-    print(f'FastNeighborSampler set-up: {time.perf_counter() - start:.1f}s')
+    print(f'{type(fast_sampler).__name__} set-up: '
+          f'{time.perf_counter() - start:.1f}s')
     loaders: Dict[str, Callable[[], Iterable]] = {
         'FastNeighborLoader': lambda: FastNeighborLoader(
             data, neighbor_sampler=fast_sampler, pipeline=True, **kwargs),
@@ -264,14 +279,17 @@ def run(args: argparse.Namespace) -> Dict[str, float]:
         print(f'FastNeighborLoader peak RSS beyond the loaded graph: '
               f'{peak_extra / 2**20:.0f} MiB (VmHWM after clear_refs)')
 
-    result.update(_breakdown(data, seeds, args, fast_sampler, pyg_sampler))
+    if not hetero:
+        result.update(_breakdown(data, seeds, args, fast_sampler,
+                                 pyg_sampler))
     return result
 
 
-def sampled_edges(batch: Data) -> int:
-    r"""The edges sampled for :obj:`batch`: its ``edge_index`` columns
-    (PyG's and our loaders keep every sampled edge there)."""
-    return int(batch.edge_index.size(1))
+def sampled_edges(batch: Any) -> int:
+    r"""The edges sampled for :obj:`batch` (a ``Data`` or a
+    ``HeteroData``): its ``edge_index`` columns over every relation (PyG's
+    and our loaders keep every sampled edge there)."""
+    return sum(int(store.edge_index.size(1)) for store in batch.edge_stores)
 
 
 def _breakdown(data: Data, seeds: torch.Tensor, args: argparse.Namespace,
