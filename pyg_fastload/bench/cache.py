@@ -4,9 +4,14 @@ reverse PageRank, GNNLab's pre-sampling, random) against the oracle that
 ranks by the evaluated epoch's own accesses.
 
 Run ``pyg-fastload bench cache --preset products-like`` or
-``python -m pyg_fastload.bench.cache``; on a heterogeneous preset
+``python -m pyg_fastload.bench.cache``. On a heterogeneous preset
 (``--preset mag-like --fanout 15 10``) one cache is shared by the node
-types (:mod:`pyg_fastload.bench.hetero_cache`).
+types: the epoch's paper seeds draw the same fan-outs on every relation,
+and the rows are ranked across types, in two feature layouts: ``papers
+only`` (ogbn-mag as released) and ``every type`` (each type with 128
+features, as with PyG's ``OGB_MAG(preprocess='metapath2vec')``). Rows have
+one size, so a cache of ``f`` of the feature bytes holds ``f`` of the rows
+with features.
 """
 from __future__ import annotations
 
@@ -26,10 +31,12 @@ from ..caching.hotness import (
 from ..config import POLICIES
 from ..datasets import (
     HETERO_PRESETS,
-    SyntheticGraph,
     degree_stats,
+    generate_hetero,
     load_synthetic,
 )
+from ..graph import HeteroTopology
+from ..graph.convert import topology_of
 from .common import (
     Table,
     add_graph_arguments,
@@ -38,7 +45,6 @@ from .common import (
     positive_int,
 )
 from .disk_tier import add_disk_arguments, disk_tier_section
-from .hetero_cache import run_hetero_cache
 
 __all__ = [
     'add_arguments',
@@ -92,11 +98,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         'this many batches of the epoch (default: all)')
 
 
-def evaluation_batches(graph: SyntheticGraph, batch_size: int,
+def evaluation_batches(train: Tensor, batch_size: int,
                        seed: int) -> List[Tensor]:
-    r"""The seed batches of one shuffled epoch over the training nodes (the
-    epoch every section of this benchmark evaluates)."""
-    train = graph.train_mask.nonzero().view(-1)
+    r"""The seed batches of one shuffled epoch over the training nodes
+    :obj:`train` (the epoch every section of this benchmark evaluates)."""
     if train.numel() == 0:
         raise ValueError('the graph has no training nodes: the benchmark '
                          'samples epochs over train_mask')
@@ -109,22 +114,32 @@ def _verdict(ok: bool) -> str:
     return 'PASS' if ok else 'FALL SHORT'
 
 
-def hit_ratio_section(graph: SyntheticGraph,
-                      args: argparse.Namespace) -> Dict[str, Any]:
+def hit_ratio_section(topo: Any, train: Tensor, args: argparse.Namespace,
+                      layouts: Optional[Dict[str, Tensor]] = None
+                      ) -> Dict[str, Any]:
     r"""Hit ratio against cache size for every policy and the oracle on one
-    evaluated epoch; prints the table and the verdicts at 20%.
+    evaluated epoch over the seeds :obj:`train`; prints the tables and the
+    verdicts at 20%.
+
+    Args:
+        topo (CSCTopology or HeteroTopology): the graph (global ids).
+        train (torch.Tensor): the training seeds.
+        args (argparse.Namespace): the benchmark's arguments.
+        layouts (dict, optional): the rows with features by feature layout
+            (a heterogeneous graph's); :obj:`None`: every row.
 
     Returns a dict with :obj:`fractions` (percent), :obj:`hit_ratio`
     (``{policy or 'oracle': [ratio per fraction]}``), :obj:`at_20`
     (``{name: ratio}`` at 20% rows), :obj:`vs_oracle` and :obj:`vs_random`
-    (ratios at 20%), :obj:`passed` (``{policy: bool}``), :obj:`seconds`
-    (time to compute every policy and the trace) and :obj:`trace`
-    (summary of the evaluated epoch's accesses).
+    (ratios at 20%), :obj:`passed` (``{policy: bool}``) — with
+    :obj:`layouts`, one such dict per layout —, :obj:`seconds` (time to
+    compute every policy and the trace) and :obj:`trace` (summary of the
+    evaluated epoch's accesses).
     """
-    topo = graph.topology
-    n = topo.num_nodes
     fractions = [float(f) for f in args.fractions]
-    batches = evaluation_batches(graph, args.batch_size, args.seed)
+    batches = evaluation_batches(train, args.batch_size, args.seed)
+    if args.max_batches:
+        batches = batches[:args.max_batches]
     print(f'\n## hit ratio vs cache size (one epoch: {len(batches)} batches '
           f'of {args.batch_size} seeds, fanout {args.fanout}, seed '
           f'{args.seed})')
@@ -139,7 +154,7 @@ def hit_ratio_section(graph: SyntheticGraph,
     trace = {
         'accesses': total,
         'nodes_per_batch': total / len(batches),
-        'touched_share': touched / n,
+        'touched_share': touched / topo.num_nodes,
         'max_count': int(counts.max()),
     }
     print(f"trace: {total:,} row fetches, {trace['nodes_per_batch']:,.0f} "
@@ -147,20 +162,49 @@ def hit_ratio_section(graph: SyntheticGraph,
           f"fetched at least once, the hottest in {trace['max_count']} of "
           f"{len(batches)} batches")
 
-    orders: Dict[str, Tensor] = {}
-    train = graph.train_mask.nonzero().view(-1)
+    scores: Dict[str, Tensor] = {}
     for policy in POLICIES:
         start = time.perf_counter()
-        scores = hotness_scores(policy, topo, train_nodes=train,
-                                num_neighbors=args.fanout,
-                                batch_size=args.batch_size,
-                                presample_epochs=args.epochs_presample,
-                                seed=args.seed + 1, progress=True)
-        orders[policy] = hot_order(scores)
+        scores[policy] = hotness_scores(
+            policy, topo, train_nodes=train, num_neighbors=args.fanout,
+            batch_size=args.batch_size,
+            presample_epochs=args.epochs_presample, seed=args.seed + 1,
+            progress=True)
         seconds[policy] = time.perf_counter() - start
-        del scores
-    orders['oracle'] = hot_order(counts)
 
+    results: Dict[str, Any]
+    if layouts is None:
+        results = _layout_section(counts, scores, fractions)
+    else:
+        results = {}
+        for layout, rows in layouts.items():
+            fetched = counts[rows]
+            types = topo.node_type_of(rows[fetched > 0]).bincount(
+                minlength=len(topo.node_types))
+            share = ', '.join(f'{t} {int(c):,}' for t, c in
+                              zip(topo.node_types, types.tolist()) if c)
+            print(f'\n## features on {layout}: {rows.numel():,} rows, '
+                  f'{int(fetched.sum()):,} fetches (rows fetched by type: '
+                  f'{share})')
+            results[layout] = _layout_section(
+                fetched, {n: s[rows] for n, s in scores.items()}, fractions)
+
+    print('\n## time to rank the rows')
+    table = Table({'policy': 30, 'seconds': 8})
+    for name, value in seconds.items():
+        table.row(name, f'{value:.1f}')
+    results.update(seconds=seconds, trace=trace)
+    return results
+
+
+def _layout_section(counts: Tensor, scores: Dict[str, Tensor],
+                    fractions: List[float]) -> Dict[str, Any]:
+    r"""The curves and the verdicts at 20% over the rows :obj:`counts`
+    counts the fetches of, ranked by every policy's :obj:`scores` and by
+    the oracle; printed."""
+    n = counts.numel()
+    orders = {name: hot_order(s) for name, s in scores.items()}
+    orders['oracle'] = hot_order(counts)
     names = list(orders)
     curves = {name: hit_ratio_curve(counts, order, [f / 100 for f in
                                                      fractions])
@@ -195,11 +239,6 @@ def hit_ratio_section(graph: SyntheticGraph,
             target = f'{_verdict(ok)} ({target})'
         table.row(name, f'{at_20[name]:.3f}', f'{vs_oracle[name]:.3f}',
                   f'{vs_random[name]:.2f}', target)
-
-    print('\n## time to rank the rows')
-    table = Table({'policy': 30, 'seconds': 8})
-    for name, value in seconds.items():
-        table.row(name, f'{value:.1f}')
     return {
         'fractions': fractions,
         'hit_ratio': curves,
@@ -207,26 +246,46 @@ def hit_ratio_section(graph: SyntheticGraph,
         'vs_oracle': vs_oracle,
         'vs_random': vs_random,
         'passed': passed,
-        'seconds': seconds,
-        'trace': trace,
     }
+
+
+def _layouts(topo: HeteroTopology) -> Dict[str, Tensor]:
+    r"""The global ids of the rows with features, per feature layout of a
+    heterogeneous preset."""
+    paper = topo.node_types.index('paper')
+    first, last = int(topo.node_offset[paper]), int(
+        topo.node_offset[paper + 1])
+    return {'papers only': torch.arange(first, last),
+            'every type': torch.arange(topo.num_nodes)}
 
 
 def run(args: argparse.Namespace) -> Dict[str, Any]:
     r"""Runs the benchmark and prints a report; returns ``{'hit_ratio':
-    ...}`` with the results of :func:`hit_ratio_section`."""
+    ...}`` with the results of :func:`hit_ratio_section` (and ``'disk'``,
+    a homogeneous preset's storage section)."""
     if args.seed < 0:
         raise ValueError(f"'--seed' = {args.seed}: pass a seed >= 0")
-    if args.preset in HETERO_PRESETS:
-        return {'hit_ratio': run_hetero_cache(args)}
-    if args.scale != 1.0 or args.max_batches:
+    hetero = args.preset in HETERO_PRESETS
+    if not hetero and (args.scale != 1.0 or args.max_batches):
         raise ValueError("'--scale' and '--max-batches' apply to the "
                          "heterogeneous presets only")
-    print(f'# cache benchmark: preset={args.preset} fanout={args.fanout} '
+    print(f"# {'hetero ' if hetero else ''}cache benchmark: "
+          f"preset={args.preset}{f' scale={args.scale}' if hetero else ''} "
+          f"fanout={args.fanout}{' (every relation)' if hetero else ''} "
           f'batch_size={args.batch_size} seed={args.seed} '
           f'presample_epochs={args.epochs_presample} cpus={cpu_count()} '
           f'torch_threads={torch.get_num_threads()}')
     start = time.perf_counter()
+    if hetero:
+        data = generate_hetero(args.preset, seed=args.seed, scale=args.scale)
+        topo = topology_of(data)
+        print(f'graph: {topo.num_nodes:,} nodes of {len(topo.node_types)} '
+              f'types, {topo.num_edges:,} edges of {len(topo.edge_types)} '
+              f'relations; generated in {time.perf_counter() - start:.1f}s')
+        paper = int(topo.node_offset[topo.node_types.index('paper')])
+        return {'hit_ratio': hit_ratio_section(
+            topo, data['paper'].train_mask.nonzero().view(-1) + paper, args,
+            _layouts(topo))}
     graph = load_synthetic(args.preset, root=args.cache_dir)
     topo = graph.topology
     print(f'graph: {topo.num_nodes:,} nodes, {topo.num_edges:,} directed '
@@ -238,7 +297,8 @@ def run(args: argparse.Namespace) -> Dict[str, Any]:
           f"top-20% nodes hold {stats['top20_edge_share']:.1%} of the edges")
     results = {}
     if not args.skip_hit_ratio:
-        results['hit_ratio'] = hit_ratio_section(graph, args)
+        results['hit_ratio'] = hit_ratio_section(
+            topo, graph.train_mask.nonzero().view(-1), args)
     if not args.skip_disk:
         results['disk'] = disk_tier_section(args)
     return results

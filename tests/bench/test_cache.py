@@ -36,7 +36,7 @@ def test_a_hetero_preset_shares_one_cache_across_types(capsys):
     out = capsys.readouterr().out
     assert 'features on every type: 742 rows' in out
     for layout in ('papers only', 'every type'):
-        curves = result[layout]['curves']
+        curves = result[layout]['hit_ratio']
         for name, curve in curves.items():  # nothing cached, everything
             assert curve[0] == 0.0 and abs(curve[-1] - 1.0) < 1e-9, name
         at_20 = result[layout]['at_20']
