@@ -163,7 +163,8 @@ class LayerRun:
 
         def compute(parts: Chunk) -> Tensor:
             return self._finish(i, layers.group(i, [
-                self._apply(conv, block, x_src, x_dst)
+                apply_layer(conv, x_src, block, self.device,
+                            takes_pair(conv), x_dst)
                 for conv, block, x_src, x_dst in parts]))
 
         out: Outputs = {}
@@ -225,19 +226,6 @@ class LayerRun:
                 x_dst = dst_rows
             parts.append((conv, block, x_src, x_dst))
         return parts
-
-    def _apply(self, conv: Any, block: Block, x_src: Tensor,
-               x_dst: Optional[Tensor]) -> Tensor:
-        r"""One relation's convolution on its block: on one node set
-        within a type, on a pair across two (as ``HeteroConv`` calls
-        it)."""
-        if x_dst is None:
-            return apply_layer(conv, x_src, block, self.device,
-                               takes_pair(conv))
-        fused = getattr(conv, 'fuse', False) and self.device.type == 'cpu'
-        edges = block.adjacency(self.device, x_src.dtype) if fused else \
-            block.edge_index.to(self.device, non_blocking=True)
-        return conv((x_src, x_dst), edges)
 
     def _stored(self, i: int, y: Tensor) -> Tensor:
         r"""What is stored of layer :obj:`i`'s rows :obj:`y` (``i ==
@@ -421,16 +409,19 @@ class LayerRun:
 
 
 def apply_layer(conv: Any, x: Tensor, block: Block, device: torch.device,
-           pair: bool) -> Tensor:
+                pair: bool, x_dst: Optional[Tensor] = None) -> Tensor:
     r"""Layer :obj:`conv` on one block: bipartite where it takes a
-    :obj:`pair` of inputs, as PyG's layers do; ``GCNConv`` as its
-    ``forward`` computes, with the block's weights."""
+    :obj:`pair` of inputs, as PyG's layers do, and always across two node
+    types, with the destination rows :obj:`x_dst` (as ``HeteroConv`` calls
+    it); ``GCNConv`` as its ``forward`` computes, with the block's
+    weights."""
     # A layer that aggregates with one sparse-dense product where it has
     # one (PyG's 'fuse': SAGEConv, GCNConv, GINConv, ...) gets the block
     # as a sparse matrix: no message per edge is made. On the CPU, where
     # torch's sparse products take every reduction.
     fused = getattr(conv, 'fuse', False) and device.type == 'cpu'
     gcn = is_gcn(conv)
+    pair = pair or x_dst is not None
     if fused and (pair or gcn):
         edges = block.adjacency(device, x.dtype)
     else:
@@ -444,7 +435,8 @@ def apply_layer(conv: Any, x: Tensor, block: Block, device: torch.device,
                              (h.size(0), block.num_dst))
         return out if conv.bias is None else out + conv.bias
     if pair:
-        return conv((x, x[:block.num_dst]), edges)
+        return conv((x, x[:block.num_dst] if x_dst is None else x_dst),
+                    edges)
     # A layer of one node set: the block as a graph of its sources, whose
     # first rows (the chunk's nodes) hold every in-edge they have
     return conv(x, edges)[:block.num_dst]
