@@ -9,19 +9,17 @@ from typing import Any, Dict, List, Optional, Tuple, Union
 import torch
 from torch import Tensor
 from torch_geometric.sampler import (
-    EdgeSamplerInput,
     HeteroSamplerOutput,
     NodeSamplerInput,
     SamplerOutput,
 )
-from torch_geometric.sampler.base import NegativeSampling, SubgraphType
+from torch_geometric.sampler.base import SubgraphType
 
 from ..config import check_fanouts
 from ..graph.hetero_topology import EdgeType, HeteroTopology
 from ..graph.kind import is_topology
 from ..graph.ranges import expand_ranges
-from .hetero_link import sample_hetero_edges
-from .hetero_temporal import hetero_temporal_index
+from .link import LabelEnds
 from .neighbor_sampler import (SCRATCH_BATCH_SIZE, FastNeighborSampler,
                                _seed_generator)
 from .ops import arange_as
@@ -99,8 +97,6 @@ class HeteroNeighborSampler(FastNeighborSampler):
             move to a GPU leaves room for (:class:`HopSampler`).
     """
     adds_reverse_edges = False  # per type, in the hetero output
-    #: Node types without node times (their seeds need input times).
-    untimed_types: List[str] = []
 
     def __init__(
         self,
@@ -122,8 +118,6 @@ class HeteroNeighborSampler(FastNeighborSampler):
                          share_memory=share_memory, directed=directed,
                          device=device, batch_size=batch_size)
         self.fanout = self.fanout.to(self.device)
-        #: Each relation's edge keys, built on first use (strict negatives).
-        self.relation_keys: Dict[EdgeType, Any] = {}
 
     def _take_fanouts(self, fanouts: Any) -> int:
         topo = self.topology
@@ -150,11 +144,6 @@ class HeteroNeighborSampler(FastNeighborSampler):
 
     def _most_in_edges(self) -> int:
         return super()._most_in_edges() * len(self.edge_types)
-
-    def _temporal_index(self, data: Any, time_attr: str) -> Any:
-        index, self.untimed_types = hetero_temporal_index(
-            data, time_attr, self.topology)
-        return index
 
     @property
     def node_types(self) -> List[str]:
@@ -268,29 +257,31 @@ class HeteroNeighborSampler(FastNeighborSampler):
         return self.sample_global(seeds, generator,
                                   self.seed_time(seeds, input_time))
 
-    def sample_global(self, seeds: Tensor,
-                      generator: Optional[torch.Generator] = None,
-                      seed_time: Optional[Tensor] = None
-                      ) -> HeteroSamplerOutput:
-        r"""Samples around :obj:`seeds` given in global ids (of any types),
-        at :obj:`seed_time` for a temporal sampler: per type, the seeds come
-        first in their given order."""
-        hetero = self._split(self.sample(seeds, generator, seed_time))
+    def label_ends(self, input_type: Any) -> LabelEnds:
+        if input_type is None or len(input_type) != 3:
+            raise ValueError("heterogeneous link sampling needs the label "
+                             "edges' edge type, e.g. ('author', 'writes', "
+                             "'paper')")
+        topo: HeteroTopology = self.topology
+        src_type, _, dst_type = input_type
+
+        def end(node_type: str) -> Tuple[int, int]:
+            first = topo.node_offset[topo.node_types.index(node_type)]
+            return int(first), topo.num_nodes_of(node_type)
+        return LabelEnds(end(src_type), end(dst_type), src_type == dst_type)
+
+    def _relation(self, edge_type: Any) -> Tuple[Any, int]:
+        topo: HeteroTopology = self.topology
+        return (topo.relation_topology(edge_type),
+                topo.num_nodes_of(edge_type[0]))
+
+    def _typed(self, out: SamplerOutput) -> HeteroSamplerOutput:
+        r"""The global-id output, split by node type and relation (and
+        made bidirectional if asked)."""
+        hetero = self._split(out)
         if self.subgraph_type == SubgraphType.bidirectional:
             hetero = hetero.to_bidirectional()
         return hetero
-
-    def sample_from_edges(self, inputs: EdgeSamplerInput,
-                          neg_sampling: Optional[NegativeSampling] = None,
-                          **kwargs: Any) -> HeteroSamplerOutput:
-        r"""Samples around the label edges of one edge type and their
-        negatives (:func:`~pyg_fastload.sampling.hetero_link.
-        sample_hetero_edges`), drawing from ``generator`` if given;
-        ``strict=True``: no negative is a true edge."""
-        return sample_hetero_edges(
-            self, inputs, neg_sampling,
-            _seed_generator(kwargs.get('generator'), self.device),
-            bool(kwargs.get('strict')))
 
     def _relation_edges(self, edge: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
         r"""``(relation, ids, at)`` of a batch's edges (the positions
