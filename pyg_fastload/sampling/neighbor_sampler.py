@@ -73,6 +73,16 @@ def _device_of(generator: Optional[torch.Generator]) -> torch.device:
     return torch.device('cpu') if generator is None else generator.device
 
 
+def _per_node(counts: Tensor, owner: Optional[Tensor], nodes: int
+              ) -> Tensor:
+    r"""The draws of each of :obj:`nodes` frontier nodes from the
+    :obj:`counts` of their segments (:obj:`owner`: each segment's node;
+    :obj:`None`: a node's one segment)."""
+    if owner is None:
+        return counts
+    return counts.new_zeros(nodes).index_add_(0, owner, counts)
+
+
 _TWINS: Dict[type, type] = {}
 
 
@@ -276,12 +286,19 @@ class HopSampler(BaseSampler):
     # PyG's BaseSampler contract ##############################################
 
     def sample_from_nodes(self, inputs: NodeSamplerInput,
-                          **kwargs: Any) -> SamplerOutput:
+                          **kwargs: Any) -> Any:
         generator = _seed_generator(kwargs.get('generator'), self.device)
-        out = self.sample(inputs.node, generator,
-                          self.seed_time(inputs.node, inputs.time))
+        seeds = self.global_seeds(inputs.input_type, inputs.node)
+        out = self.sample_global(seeds, generator,
+                                 self.seed_time(seeds, inputs.time))
         out.metadata = (inputs.input_id, inputs.time)
         return out
+
+    def global_seeds(self, input_type: Any, seeds: Tensor) -> Tensor:
+        r"""Seeds of the node type :obj:`input_type` (ids of their type)
+        among all the graph's nodes; a homogeneous graph's one type holds
+        them all."""
+        return seeds
 
     def seed_time(self, seeds: Tensor, time: Optional[Tensor],
                   name: str = 'input_time') -> Optional[Tensor]:
@@ -536,11 +553,13 @@ class HopSampler(BaseSampler):
         relabeler = self._relabeler()
         try:
             relabeler.insert_seeds(node)
-            start = topo.indptr[node]
-            deg = topo.indptr[node + 1] - start
+            segment, _, owner = self._segments(node)
+            start = topo.indptr[segment]
+            deg = topo.indptr[segment + 1] - start
             pos = expand_ranges(start, deg)
-            col = torch.repeat_interleave(arange_as(node), deg,
-                                          output_size=pos.numel())
+            col = torch.repeat_interleave(
+                arange_as(node) if owner is None else owner, deg,
+                output_size=pos.numel())
             # Look up without inserting: unseen sources get local id -1.
             src = topo.indices[pos].long()
             row = relabeler.lookup(src)
@@ -548,6 +567,15 @@ class HopSampler(BaseSampler):
         finally:
             relabeler.reset()
         return row[keep], col[keep], pos[keep]
+
+    def _segments(self, nodes: Tensor
+                  ) -> Tuple[Tensor, Optional[Tensor], Optional[Tensor]]:
+        r"""``(segments, relations, owners)``: the CSC segments of
+        :obj:`nodes`' in-edges, the relation of each and the position of
+        its node in :obj:`nodes`. A homogeneous graph is one relation: a
+        node's one segment is the node (relations and owners
+        :obj:`None`)."""
+        return nodes, None, None
 
 
 class FastNeighborSampler(HopSampler):
@@ -644,22 +672,46 @@ class FastNeighborSampler(HopSampler):
         return frontier * fanout if self.replace else \
             min(frontier * fanout, in_edges)
 
+    def _fanouts(self, hop: int, relations: Optional[Tensor]
+                 ) -> Union[int, Tensor]:
+        r"""The fan-out of hop :obj:`hop` (one, or one per segment of the
+        :obj:`relations`, :meth:`_segments`)."""
+        return self.num_neighbors[hop]
+
+    def expand(self, hop: int, frontier: Tensor,
+               generator: Optional[torch.Generator]
+               ) -> Tuple[Tensor, Tensor, Tensor]:
+        topo = self.topology
+        segment, relation, owner = self._segments(frontier)
+        start = topo.indptr.index_select(0, segment)
+        deg = topo.indptr.index_select(0, segment + 1) - start
+        pos, counts = self.pick(hop, start, deg,
+                                self._fanouts(hop, relation), topo.indices,
+                                generator)
+        return (topo.indices.index_select(0, pos).long(),
+                _per_node(counts, owner, frontier.numel()), pos)
+
     def expand_in_time(self, hop: int, frontier: Tensor, time: Tensor,
                        generator: Optional[torch.Generator]
                        ) -> Tuple[Tensor, Tensor, Tensor]:
         index = self.temporal
+        segment, relation, owner = self._segments(frontier)
         indptr = self.topology.indptr
-        start = indptr.index_select(0, frontier)
-        deg = indptr.index_select(0, frontier + 1) - start
-        valid = index.valid_counts(frontier, start, deg, time)
-        k = self.num_neighbors[hop]
+        start = indptr.index_select(0, segment)
+        deg = indptr.index_select(0, segment + 1) - start
+        valid = index.valid_counts(segment, start, deg, time if owner is None
+                                   else time.index_select(0, owner))
+        k = self._fanouts(hop, relation)
         if self.temporal_strategy == 'last':  # the most recent ones
-            counts = valid if k < 0 else valid.clamp(max=k)
+            kept = torch.as_tensor(k, device=valid.device)
+            counts = torch.where(kept < 0, valid,
+                                 torch.minimum(valid, kept))
             pos = expand_ranges(start + valid - counts, counts)
         else:
             pos, counts = self.pick(hop, start, valid, k, index.indices,
                                     generator)
-        return (index.indices.index_select(0, pos), counts,
+        return (index.indices.index_select(0, pos),
+                _per_node(counts, owner, frontier.numel()),
                 index.positions.index_select(0, pos))
 
     def draw(self, hop: int, start: Tensor, deg: Tensor,

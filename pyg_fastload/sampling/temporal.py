@@ -443,7 +443,7 @@ def temporal_index(data: Any, time_attr: str, topology: Any
         >>> from pyg_fastload.graph import topology_of
         >>> from pyg_fastload.sampling.temporal import temporal_index
         >>> data = Data(edge_index=torch.tensor([[0, 1], [1, 2]]),
-        ...             time=torch.tensor([3, 1, 2]))
+        ...             time=torch.tensor([3, 1, 2]), num_nodes=3)
         >>> index, untimed = temporal_index(data, 'time', topology_of(data))
         >>> index.node_time.tolist(), untimed
         ([3, 1, 2], [])
