@@ -28,13 +28,15 @@ from ..graph.ranges import expand_ranges
 from ..graph.topology import CSCTopology, index_dtype_for
 from ..partition import HeteroPartitionBook, PartitionBook
 from ..sampling import FastNeighborSampler, HeteroNeighborSampler
-from ..sampling.hetero_temporal import (
+from ..sampling.ops import first_occurrence_mask, sample_uniform
+from ..sampling.temporal import (
+    TemporalIndex,
+    check_strategy,
+    check_times,
     checked_times,
     edge_time_index,
     node_time_index,
 )
-from ..sampling.ops import first_occurrence_mask, sample_uniform
-from ..sampling.temporal import TemporalIndex, check_strategy, check_times
 from .collectives import Collectives
 
 __all__ = ['CollectiveHops', 'CollectiveSampler', 'HeteroCollectiveSampler',

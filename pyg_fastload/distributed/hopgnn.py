@@ -47,8 +47,7 @@ from torch_geometric.sampler import (HeteroSamplerOutput, NodeSamplerInput,
 from ..graph.hetero_topology import end_types
 from ..partition import HeteroPartitionBook, PartitionBook
 from ..sampling import FastNeighborSampler, HeteroNeighborSampler
-from ..sampling.hetero_temporal import node_time_index
-from ..sampling.temporal import TemporalIndex, check_strategy
+from ..sampling.temporal import TemporalIndex, check_strategy, node_time_index
 from .collective_sampling import share_node_times, share_typed_node_times
 from .collectives import Collectives
 

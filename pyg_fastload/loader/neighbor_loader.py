@@ -156,8 +156,8 @@ class FastNeighborLoader(PipelinedLoader, NodeLoader):
             returns batches there (:obj:`device` defaults to it). The
             random streams of a GPU differ from the CPU's: batches are
             equal in distribution, and reproducible under a seed on the
-            same device.
-            Homogeneous or heterogeneous graphs, ``num_workers=0``.
+            same device. ``num_workers=0``. A heterogeneous graph is
+            still sampled on the CPU; its batches go to the GPU.
         **kwargs: :class:`torch.utils.data.DataLoader` arguments such as
             ``batch_size``, ``shuffle``, ``drop_last``, ``num_workers`` and
             ``generator`` (which then also drives the sampler).

@@ -1,29 +1,25 @@
-r"""Node-wise neighbour sampling on heterogeneous graphs: the homogeneous
-engine run over a :class:`~pyg_fastload.graph.HeteroTopology` in global node
-ids, every relation of a hop drawn in one vectorized call (one per distinct
-fan-out), then split into PyG's per-type ``HeteroSamplerOutput``."""
+r"""Node-wise neighbour sampling on heterogeneous graphs: the one engine of
+:class:`~pyg_fastload.sampling.FastNeighborSampler` (its hops, link and
+temporal paths) run over a :class:`~pyg_fastload.graph.HeteroTopology` in
+global node ids, keyed by type where a homogeneous graph has one: seeds of
+a node type, a CSC segment per node and relation with its own fan-out
+(every relation of a hop drawn in one vectorized call, one per distinct
+fan-out), the label edges of an edge type; then split into PyG's per-type
+``HeteroSamplerOutput``."""
 from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Tuple, Union
 
 import torch
 from torch import Tensor
-from torch_geometric.sampler import (
-    EdgeSamplerInput,
-    HeteroSamplerOutput,
-    NodeSamplerInput,
-    SamplerOutput,
-)
-from torch_geometric.sampler.base import NegativeSampling, SubgraphType
+from torch_geometric.sampler import HeteroSamplerOutput, SamplerOutput
+from torch_geometric.sampler.base import SubgraphType
 
 from ..config import check_fanouts
 from ..graph.hetero_topology import EdgeType, HeteroTopology
 from ..graph.kind import is_topology
-from ..graph.ranges import expand_ranges
-from .hetero_link import sample_hetero_edges
-from .hetero_temporal import hetero_temporal_index
-from .neighbor_sampler import (SCRATCH_BATCH_SIZE, FastNeighborSampler,
-                               _seed_generator)
+from .link import LabelEnds
+from .neighbor_sampler import SCRATCH_BATCH_SIZE, FastNeighborSampler
 from .ops import arange_as
 
 __all__ = ['HeteroNeighborSampler', 'hetero_fanouts']
@@ -92,15 +88,14 @@ class HeteroNeighborSampler(FastNeighborSampler):
             it have no time constraint, as in pyg-lib).
         replace, subgraph_type, disjoint, weight_attr, share_memory,
         directed: as in :class:`~pyg_fastload.FastNeighborSampler`.
-        device (torch.device or str, optional): the CPU (heterogeneous
-            graphs are sampled there; their batches can still go to a
-            GPU).
+        device (torch.device or str, optional): where the topology lives
+            and sampling runs (:class:`HopSampler`). The loaders leave it
+            on the CPU: with ``sampling_device='cuda'`` they sample a
+            heterogeneous graph there and send its batches to the GPU.
         batch_size (int): seeds of one batch, whose sampling scratch a
             move to a GPU leaves room for (:class:`HopSampler`).
     """
     adds_reverse_edges = False  # per type, in the hetero output
-    #: Node types without node times (their seeds need input times).
-    untimed_types: List[str] = []
 
     def __init__(
         self,
@@ -122,8 +117,6 @@ class HeteroNeighborSampler(FastNeighborSampler):
                          share_memory=share_memory, directed=directed,
                          device=device, batch_size=batch_size)
         self.fanout = self.fanout.to(self.device)
-        #: Each relation's edge keys, built on first use (strict negatives).
-        self.relation_keys: Dict[EdgeType, Any] = {}
 
     def _take_fanouts(self, fanouts: Any) -> int:
         topo = self.topology
@@ -151,11 +144,6 @@ class HeteroNeighborSampler(FastNeighborSampler):
     def _most_in_edges(self) -> int:
         return super()._most_in_edges() * len(self.edge_types)
 
-    def _temporal_index(self, data: Any, time_attr: str) -> Any:
-        index, self.untimed_types = hetero_temporal_index(
-            data, time_attr, self.topology)
-        return index
-
     @property
     def node_types(self) -> List[str]:
         return self.topology.node_types
@@ -169,40 +157,12 @@ class HeteroNeighborSampler(FastNeighborSampler):
 
     # One hop over every relation #############################################
 
-    def expand(self, hop: int, frontier: Tensor,
-               generator: Optional[torch.Generator]
-               ) -> Tuple[Tensor, Tensor, Tensor]:
-        topo: HeteroTopology = self.topology
-        segment, relation, owner = topo.segments(frontier)
-        start = topo.indptr.index_select(0, segment)
-        deg = topo.indptr.index_select(0, segment + 1) - start
-        k = self.fanout[relation, hop]
-        pos, counts = self.pick(hop, start, deg, k, topo.indices, generator)
-        per_node = frontier.new_zeros(frontier.numel(), dtype=torch.long)
-        per_node.index_add_(0, owner, counts)
-        return topo.indices.index_select(0, pos).long(), per_node, pos
+    def _segments(self, nodes: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
+        return self.topology.segments(nodes)
 
-    def expand_in_time(self, hop: int, frontier: Tensor, time: Tensor,
-                       generator: Optional[torch.Generator]
-                       ) -> Tuple[Tensor, Tensor, Tensor]:
-        topo: HeteroTopology = self.topology
-        index = self.temporal
-        segment, relation, owner = topo.segments(frontier)
-        start = topo.indptr.index_select(0, segment)
-        deg = topo.indptr.index_select(0, segment + 1) - start
-        valid = index.valid_counts(segment, start, deg,
-                                   time.index_select(0, owner))
-        k = self.fanout[relation, hop]
-        if self.temporal_strategy == 'last':  # the most recent ones
-            counts = torch.where(k < 0, valid, torch.minimum(valid, k))
-            pos = expand_ranges(start + valid - counts, counts)
-        else:
-            pos, counts = self.pick(hop, start, valid, k, index.indices,
-                                    generator)
-        per_node = frontier.new_zeros(frontier.numel(), dtype=torch.long)
-        per_node.index_add_(0, owner, counts)
-        return (index.indices.index_select(0, pos), per_node,
-                index.positions.index_select(0, pos))
+    def _fanouts(self, hop: int, relations: Optional[Tensor]
+                 ) -> Union[int, Tensor]:
+        return self.fanout[relations, hop]
 
     def seed_time(self, seeds: Tensor, time: Optional[Tensor],
                   name: str = 'input_time') -> Optional[Tensor]:
@@ -217,41 +177,9 @@ class HeteroNeighborSampler(FastNeighborSampler):
                                  f"seed its time with {name!r}")
         return super().seed_time(seeds, time, name)
 
-    def _induced_edges(self, node: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
-        topo: HeteroTopology = self.topology
-        relabeler = self._relabeler()
-        try:
-            relabeler.insert_seeds(node)
-            segment, _, owner = topo.segments(node)
-            start = topo.indptr[segment]
-            deg = topo.indptr[segment + 1] - start
-            pos = expand_ranges(start, deg)
-            col = torch.repeat_interleave(owner, deg, output_size=pos.numel())
-            row = relabeler.lookup(topo.indices[pos].long())
-            keep = row >= 0
-        finally:
-            relabeler.reset()
-        return row[keep], col[keep], pos[keep]
+    # Typed seeds, label edges and output #####################################
 
-    # PyG's BaseSampler contract ##############################################
-
-    def sample_from_nodes(self, inputs: NodeSamplerInput,
-                          **kwargs: Any) -> HeteroSamplerOutput:
-        out = self.sample_hetero(inputs.input_type, inputs.node,
-                                 _seed_generator(kwargs.get('generator'),
-                                                 self.device),
-                                 inputs.time)
-        out.metadata = (inputs.input_id, inputs.time)
-        return out
-
-    def sample_hetero(self, input_type: str, seeds: Tensor,
-                      generator: Optional[torch.Generator] = None,
-                      input_time: Optional[Tensor] = None
-                      ) -> HeteroSamplerOutput:
-        r"""Samples the neighbourhood of :obj:`seeds` (ids of node type
-        :obj:`input_type`, at :obj:`input_time` for a temporal sampler) into
-        PyG's per-type layout: seeds first in their type, then every type's
-        nodes in the hop they were reached."""
+    def global_seeds(self, input_type: Any, seeds: Tensor) -> Tensor:
         topo: HeteroTopology = self.topology
         if input_type not in topo.node_types:
             raise ValueError(f"'input_nodes' type {input_type!r} is not a "
@@ -264,33 +192,45 @@ class HeteroNeighborSampler(FastNeighborSampler):
             raise IndexError(f"seed ids of node type {input_type!r} must lie "
                              f"in [0, {count}), got ids from "
                              f"{int(seeds.min())} to {int(seeds.max())}")
-        seeds = seeds + topo.node_offset[t]
+        return seeds + topo.node_offset[t]
+
+    def sample_hetero(self, input_type: str, seeds: Tensor,
+                      generator: Optional[torch.Generator] = None,
+                      input_time: Optional[Tensor] = None
+                      ) -> HeteroSamplerOutput:
+        r"""Samples the neighbourhood of :obj:`seeds` (ids of node type
+        :obj:`input_type`, at :obj:`input_time` for a temporal sampler) into
+        PyG's per-type layout: seeds first in their type, then every type's
+        nodes in the hop they were reached."""
+        seeds = self.global_seeds(input_type, seeds)
         return self.sample_global(seeds, generator,
                                   self.seed_time(seeds, input_time))
 
-    def sample_global(self, seeds: Tensor,
-                      generator: Optional[torch.Generator] = None,
-                      seed_time: Optional[Tensor] = None
-                      ) -> HeteroSamplerOutput:
-        r"""Samples around :obj:`seeds` given in global ids (of any types),
-        at :obj:`seed_time` for a temporal sampler: per type, the seeds come
-        first in their given order."""
-        hetero = self._split(self.sample(seeds, generator, seed_time))
+    def label_ends(self, input_type: Any) -> LabelEnds:
+        if input_type is None or len(input_type) != 3:
+            raise ValueError("heterogeneous link sampling needs the label "
+                             "edges' edge type, e.g. ('author', 'writes', "
+                             "'paper')")
+        topo: HeteroTopology = self.topology
+        src_type, _, dst_type = input_type
+
+        def end(node_type: str) -> Tuple[int, int]:
+            first = topo.node_offset[topo.node_types.index(node_type)]
+            return int(first), topo.num_nodes_of(node_type)
+        return LabelEnds(end(src_type), end(dst_type), src_type == dst_type)
+
+    def _relation(self, edge_type: Any) -> Tuple[Any, int]:
+        topo: HeteroTopology = self.topology
+        return (topo.relation_topology(edge_type),
+                topo.num_nodes_of(edge_type[0]))
+
+    def _typed(self, out: SamplerOutput) -> HeteroSamplerOutput:
+        r"""The global-id output, split by node type and relation (and
+        made bidirectional if asked)."""
+        hetero = self._split(out)
         if self.subgraph_type == SubgraphType.bidirectional:
             hetero = hetero.to_bidirectional()
         return hetero
-
-    def sample_from_edges(self, inputs: EdgeSamplerInput,
-                          neg_sampling: Optional[NegativeSampling] = None,
-                          **kwargs: Any) -> HeteroSamplerOutput:
-        r"""Samples around the label edges of one edge type and their
-        negatives (:func:`~pyg_fastload.sampling.hetero_link.
-        sample_hetero_edges`), drawing from ``generator`` if given;
-        ``strict=True``: no negative is a true edge."""
-        return sample_hetero_edges(
-            self, inputs, neg_sampling,
-            _seed_generator(kwargs.get('generator'), self.device),
-            bool(kwargs.get('strict')))
 
     def _relation_edges(self, edge: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
         r"""``(relation, ids, at)`` of a batch's edges (the positions

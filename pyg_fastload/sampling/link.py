@@ -1,27 +1,45 @@
-r"""Link-level sampling on a homogeneous graph: the label edges' endpoints,
-with negatives drawn from the loader's generator, become the seeds of one
-neighbourhood sample, returned in the layout of PyG's
-``LinkNeighborLoader`` (``edge_label_index`` / ``edge_label``, or
-``src_index`` / ``dst_pos_index`` / ``dst_neg_index``)."""
+r"""Link-level sampling, one path for both graph kinds: the label edges'
+endpoints (of one edge type ``(src, rel, dst)`` on a heterogeneous graph;
+a homogeneous graph is one node type and one relation), with negatives
+drawn from the loader's generator among the source and destination types,
+become the seeds of one sample of any hop-wise sampler, returned in the
+layout of PyG's ``LinkNeighborLoader`` (``edge_label_index`` /
+``edge_label``, or ``src_index`` / ``dst_pos_index`` /
+``dst_neg_index``): shared trees, or one tree per label edge endpoint
+(``disjoint``, which temporal sampling needs)."""
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, NamedTuple, Optional, Tuple
 
 import torch
 from torch import Tensor
-from torch_geometric.sampler import EdgeSamplerInput, SamplerOutput
+from torch_geometric.sampler import EdgeSamplerInput
 from torch_geometric.sampler.base import NegativeSampling
 
 from .ops import arange_as
 from .temporal import draw_before
 
-__all__ = ['EdgeKeys', 'add_negatives', 'negative_nodes',
+__all__ = ['EdgeKeys', 'LabelEnds', 'add_negatives', 'negative_nodes',
            'negatives_drawer', 'sample_edges', 'label_times']
 
 #: Redraws of the negatives that hit a true edge before strict negative
 #: sampling draws the rest exactly among the source's non-neighbours.
 STRICT_ROUNDS = 8
+
+
+class LabelEnds(NamedTuple):
+    r"""Where a relation's label edges end among a sampler's node ids.
+
+    Args:
+        src (tuple): ``(first id, count)`` of the source node type.
+        dst (tuple): ``(first id, count)`` of the destination node type.
+        one_type (bool): both ends are one node type (always on a
+            homogeneous graph, one type from ``0``).
+    """
+    src: Tuple[int, int]
+    dst: Tuple[int, int]
+    one_type: bool
 
 
 class EdgeKeys:
@@ -190,25 +208,56 @@ def label_times(time: Tensor, count: int) -> Tensor:
     return time.repeat(math.ceil(count / time.numel()))[:count]
 
 
-def sample_edges(sample: Callable[..., SamplerOutput], num_nodes: int,
-                 disjoint: bool, inputs: EdgeSamplerInput,
+def _seeds(src: Tensor, dst: Tensor, ends: LabelEnds, disjoint: bool
+           ) -> Tuple[Tensor, Tensor, Tensor]:
+    r"""The seeds (ids among all the graph's nodes) and every label edge's
+    source and destination index among the seeds of its type: one set if
+    both ends have one type, distinct ids unless :obj:`disjoint` (one tree
+    per endpoint)."""
+    first_src, first_dst = ends.src[0], ends.dst[0]
+    if ends.one_type:
+        seeds = torch.cat([src, dst])
+        index = arange_as(seeds)
+        if not disjoint:
+            seeds, index = seeds.unique(return_inverse=True)
+        return (seeds + first_src, index[:src.numel()],
+                index[src.numel():])
+    if disjoint:
+        return (torch.cat([src + first_src, dst + first_dst]),
+                arange_as(src), arange_as(dst))
+    src_seeds, src_index = src.unique(return_inverse=True)
+    dst_seeds, dst_index = dst.unique(return_inverse=True)
+    return (torch.cat([src_seeds + first_src, dst_seeds + first_dst]),
+            src_index, dst_index)
+
+
+def sample_edges(sampler: Any, inputs: EdgeSamplerInput,
                  neg_sampling: Optional[NegativeSampling],
-                 generator: torch.Generator,
-                 edge_keys: Optional[EdgeKeys] = None,
-                 temporal: Any = None,
-                 seed_time: Optional[Callable[..., Optional[Tensor]]] = None
-                 ) -> SamplerOutput:
+                 generator: torch.Generator, strict: bool = False) -> Any:
     r"""Samples around the label edges of :obj:`inputs` (positives, then
-    ``neg_sampling``'s negatives) with :obj:`sample` (seeds, generator,
-    seed times) -> output; ``metadata`` as PyG's link samplers give it.
-    With :obj:`edge_keys`, no negative pair is a true edge (strict).
+    ``neg_sampling``'s negatives) with the hop-wise :obj:`sampler`, on a
+    homogeneous graph (one node type, one relation: ``input_type``
+    :obj:`None`) or along the edge type ``input_type`` of a heterogeneous
+    one; ``metadata`` as PyG's link samplers give it.
+
+    Args:
+        sampler: a :class:`~pyg_fastload.sampling.FastNeighborSampler` (or
+            any hop-wise sampler); its ``label_ends``, ``edge_keys``,
+            ``seed_time`` and ``sample_global`` answer for the graph's kind.
+        inputs (EdgeSamplerInput): the label edges (ids of their types).
+        neg_sampling (NegativeSampling, optional): binary or triplet
+            negatives, drawn among the source and destination types.
+        generator (torch.Generator): draws the negatives and the sample.
+        strict (bool): no negative pair is an edge of the relation.
 
     Negatives are drawn in ``amount`` rounds over the positives: negative
     ``j`` belongs to positive ``j % num_pos`` (its tree in ``batch``, its
-    time, its triplet row). A temporal sampler (:obj:`temporal`, with
-    :obj:`seed_time` mapping ``(seeds, times, name)`` to seed times) gives
-    every label edge's endpoints the edge's time (``edge_label_time``) and
-    draws negatives only among nodes not later than it."""
+    time, its triplet row). A temporal sampler gives every label edge's
+    endpoints the edge's time (``edge_label_time``) and draws negatives
+    only among nodes not later than it.
+
+    """
+    ends = sampler.label_ends(inputs.input_type)
     device = generator.device  # the sampler's
     src, dst = inputs.row.long().to(device), inputs.col.long().to(device)
     label: Any = inputs.label
@@ -216,39 +265,36 @@ def sample_edges(sample: Callable[..., SamplerOutput], num_nodes: int,
         label = label.to(device)
     num_pos = src.numel()
     time = inputs.time
-    if time is not None or temporal is not None:
+    if time is not None or sampler.temporal is not None:
         if time is None:
             raise ValueError("a temporal link sampler needs every label "
                              "edge's time: give 'edge_label_time'")
-        time = seed_time(src, time, 'edge_label_time')
+        time = sampler.seed_time(src + ends.src[0], time, 'edge_label_time')
     triplet = neg_sampling is not None and neg_sampling.is_triplet()
     if neg_sampling is not None:
+        temporal = sampler.temporal
         exact = neg_sampling.dst_weight is None and (
             temporal is None or temporal.node_time is None)
-        draw = negatives_drawer({'src': (0, num_nodes),
-                                 'dst': (0, num_nodes)}, neg_sampling,
-                                generator, temporal, time)
-        src, dst, label = add_negatives(src, dst, label, neg_sampling, draw,
-                                        edge_keys, exact, generator)
-    seeds = torch.cat([src, dst])
+        draw = negatives_drawer({'src': ends.src, 'dst': ends.dst},
+                                neg_sampling, generator, temporal, time)
+        src, dst, label = add_negatives(
+            src, dst, label, neg_sampling, draw,
+            sampler.edge_keys(inputs.input_type) if strict else None,
+            exact, generator)
+    seeds, src_index, dst_index = _seeds(src, dst, ends, sampler.disjoint)
     times = None
     if time is not None:  # every label edge's endpoints at its time
         times = torch.cat([label_times(time, src.numel()),
                            label_times(time, dst.numel())])
-    if disjoint:
-        index = arange_as(seeds)
-    else:
-        seeds, index = seeds.unique(return_inverse=True)
-    out = sample(seeds, generator, times)
-    if disjoint:  # PyG's: every tree belongs to a positive edge
-        out.batch = out.batch % num_pos
-    num_src = src.numel()
-    src_time = None if times is None else times[:num_src]
+    # PyG's disjoint trees: a seed's position modulo num_pos
+    out = sampler.sample_global(seeds, generator, times,
+                                num_pos if sampler.disjoint else None)
+    src_time = None if times is None else times[:src.numel()]
     if triplet:
-        out.metadata = (inputs.input_id, index[:num_pos],
-                        index[num_src:num_src + num_pos],
-                        index[num_src + num_pos:].view(-1, num_pos).t()
+        out.metadata = (inputs.input_id, src_index, dst_index[:num_pos],
+                        dst_index[num_pos:].view(-1, num_pos).t()
                         .contiguous().squeeze(-1), src_time)
     else:
-        out.metadata = (inputs.input_id, index.view(2, -1), label, src_time)
+        out.metadata = (inputs.input_id, torch.stack([src_index, dst_index]),
+                        label, src_time)
     return out

@@ -22,11 +22,12 @@ from ..graph.kind import is_hetero
 from ..graph.ranges import expand_ranges
 from ..graph.topology import index_dtype_for
 from ..placement import check_shared_memory
-from .link import EdgeKeys, sample_edges
+from .link import EdgeKeys, LabelEnds, sample_edges
 from .ops import arange_as, sample_uniform, sample_weighted
 from .relabel import DenseRelabeler, SortedRelabeler
 from .tasks import CHUNK_NODES, chunk_bounds, current_runner
-from .temporal import TemporalIndex, check_strategy, read_time, seed_times
+from .temporal import (TemporalIndex, check_strategy, seed_times,
+                       temporal_index)
 
 __all__ = ['FastNeighborSampler', 'HopSampler']
 
@@ -70,6 +71,16 @@ def _seed_generator(generator: Optional[torch.Generator],
 def _device_of(generator: Optional[torch.Generator]) -> torch.device:
     r"""Where :obj:`generator` draws (torch's global RNG: the CPU)."""
     return torch.device('cpu') if generator is None else generator.device
+
+
+def _per_node(counts: Tensor, owner: Optional[Tensor], nodes: int
+              ) -> Tensor:
+    r"""The draws of each of :obj:`nodes` frontier nodes from the
+    :obj:`counts` of their segments (:obj:`owner`: each segment's node;
+    :obj:`None`: a node's one segment)."""
+    if owner is None:
+        return counts
+    return counts.new_zeros(nodes).index_add_(0, owner, counts)
 
 
 _TWINS: Dict[type, type] = {}
@@ -145,8 +156,9 @@ class HopSampler(BaseSampler):
         if self.topology.edge_weight is not None:
             self.cum_weight = torch.cumsum(self.topology.edge_weight, 0)
         self._per_thread = threading.local()
-        # Sorted edge keys for strict negatives (link sampling), built once.
-        self._edge_keys: Optional[EdgeKeys] = None
+        # Every relation's sorted edge keys for strict negatives (link
+        # sampling), built on first use.
+        self._edge_keys: Dict[Any, EdgeKeys] = {}
         #: In-edges sorted by time (temporal samplers only).
         self.temporal: Optional[TemporalIndex] = None
 
@@ -274,12 +286,19 @@ class HopSampler(BaseSampler):
     # PyG's BaseSampler contract ##############################################
 
     def sample_from_nodes(self, inputs: NodeSamplerInput,
-                          **kwargs: Any) -> SamplerOutput:
+                          **kwargs: Any) -> Any:
         generator = _seed_generator(kwargs.get('generator'), self.device)
-        out = self.sample(inputs.node, generator,
-                          self.seed_time(inputs.node, inputs.time))
+        seeds = self.global_seeds(inputs.input_type, inputs.node)
+        out = self.sample_global(seeds, generator,
+                                 self.seed_time(seeds, inputs.time))
         out.metadata = (inputs.input_id, inputs.time)
         return out
+
+    def global_seeds(self, input_type: Any, seeds: Tensor) -> Tensor:
+        r"""Seeds of the node type :obj:`input_type` (ids of their type)
+        among all the graph's nodes; a homogeneous graph's one type holds
+        them all."""
+        return seeds
 
     def seed_time(self, seeds: Tensor, time: Optional[Tensor],
                   name: str = 'input_time') -> Optional[Tensor]:
@@ -297,25 +316,60 @@ class HopSampler(BaseSampler):
 
     def sample_from_edges(self, inputs: EdgeSamplerInput,
                           neg_sampling: Optional[NegativeSampling] = None,
-                          **kwargs: Any) -> SamplerOutput:
-        r"""Samples around the label edges of :obj:`inputs` and their
-        negatives (:func:`~pyg_fastload.sampling.link.sample_edges`),
-        drawing from ``generator`` if given; ``strict=True``: no negative
-        is a true edge."""
-        if inputs.input_type is not None:
-            raise NotImplementedError(
-                "link-level sampling on heterogeneous graphs is not "
-                "supported by pyg_fastload yet")
-        keys = None
-        if kwargs.get('strict') and neg_sampling is not None:
-            if self._edge_keys is None:  # built once, on first use
-                self._edge_keys = EdgeKeys(self.topology)
-            keys = self._edge_keys
-        return sample_edges(self.sample, self.num_nodes, self.disjoint,
-                            inputs, neg_sampling,
+                          **kwargs: Any) -> Any:
+        r"""Samples around the label edges of :obj:`inputs` (of the edge
+        type ``input_type`` on a heterogeneous graph) and their negatives
+        (:func:`~pyg_fastload.sampling.link.sample_edges`), drawing from
+        ``generator`` if given; ``strict=True``: no negative is a true
+        edge."""
+        return sample_edges(self, inputs, neg_sampling,
                             _seed_generator(kwargs.get('generator'),
-                                            self.device), keys,
-                            self.temporal, self.seed_time)
+                                            self.device),
+                            bool(kwargs.get('strict')))
+
+    def label_ends(self, input_type: Any) -> LabelEnds:
+        r"""Where the label edges of the edge type :obj:`input_type` end
+        among the node ids; a homogeneous graph is one node type and one
+        relation, named by no edge type."""
+        if input_type is not None:
+            raise ValueError(f"link sampling got 'input_type="
+                             f"{input_type!r}' but the graph is "
+                             f"homogeneous (one relation): give the label "
+                             f"edges without an edge type")
+        return LabelEnds((0, self.num_nodes), (0, self.num_nodes), True)
+
+    def edge_keys(self, input_type: Any) -> EdgeKeys:
+        r"""The edge keys of :obj:`input_type`'s relation (strict
+        negatives), built on first use."""
+        key = None if input_type is None else tuple(input_type)
+        if key not in self._edge_keys:
+            self._edge_keys[key] = EdgeKeys(*self._relation(key))
+        return self._edge_keys[key]
+
+    def _relation(self, edge_type: Any) -> Tuple[Any, int]:
+        r"""The CSC topology of :obj:`edge_type`'s relation and its source
+        node count (a homogeneous graph: the graph)."""
+        return self.topology, self.num_nodes
+
+    def sample_global(self, seeds: Tensor,
+                      generator: Optional[torch.Generator] = None,
+                      seed_time: Optional[Tensor] = None,
+                      trees: Optional[int] = None) -> Any:
+        r"""Samples around :obj:`seeds`, ids among all the graph's nodes
+        (of any types), at :obj:`seed_time` for a temporal sampler, in the
+        layout of the graph's kind (:meth:`_typed`). :obj:`trees`: every
+        disjoint tree belongs to its seed's position modulo :obj:`trees`
+        (PyG's link batches: a label edge's negatives join its positive's
+        tree)."""
+        out = self.sample(seeds, generator, seed_time)
+        if trees is not None:
+            out.batch = out.batch % trees
+        return self._typed(out)
+
+    def _typed(self, out: SamplerOutput) -> Any:
+        r""":obj:`out` in the layout of the graph's kind (a homogeneous
+        graph's is :meth:`sample`'s)."""
+        return out
 
     # The engine ##############################################################
 
@@ -499,11 +553,13 @@ class HopSampler(BaseSampler):
         relabeler = self._relabeler()
         try:
             relabeler.insert_seeds(node)
-            start = topo.indptr[node]
-            deg = topo.indptr[node + 1] - start
+            segment, _, owner = self._segments(node)
+            start = topo.indptr[segment]
+            deg = topo.indptr[segment + 1] - start
             pos = expand_ranges(start, deg)
-            col = torch.repeat_interleave(arange_as(node), deg,
-                                          output_size=pos.numel())
+            col = torch.repeat_interleave(
+                arange_as(node) if owner is None else owner, deg,
+                output_size=pos.numel())
             # Look up without inserting: unseen sources get local id -1.
             src = topo.indices[pos].long()
             row = relabeler.lookup(src)
@@ -511,6 +567,15 @@ class HopSampler(BaseSampler):
         finally:
             relabeler.reset()
         return row[keep], col[keep], pos[keep]
+
+    def _segments(self, nodes: Tensor
+                  ) -> Tuple[Tensor, Optional[Tensor], Optional[Tensor]]:
+        r"""``(segments, relations, owners)``: the CSC segments of
+        :obj:`nodes`' in-edges, the relation of each and the position of
+        its node in :obj:`nodes`. A homogeneous graph is one relation: a
+        node's one segment is the node (relations and owners
+        :obj:`None`)."""
+        return nodes, None, None
 
 
 class FastNeighborSampler(HopSampler):
@@ -548,6 +613,9 @@ class FastNeighborSampler(HopSampler):
     #: heterogeneous engine of the same draw; set beside that class). A
     #: subclass that names none gets its own: the subclass before it.
     typed_class: Optional[type] = None
+    #: Node types without node times, whose seeds need input times (a
+    #: heterogeneous graph's; a homogeneous graph's one type has them).
+    untimed_types: List[str] = []
 
     def __new__(cls, data: Any = None, *args: Any,
                 **kwargs: Any) -> 'FastNeighborSampler':
@@ -585,7 +653,8 @@ class FastNeighborSampler(HopSampler):
         super().__init__(data, num_neighbors, subgraph_type, disjoint,
                          weight_attr, share_memory, device, batch_size)
         if time_attr is not None:
-            self.temporal = self._temporal_index(data, time_attr)
+            self.temporal, self.untimed_types = temporal_index(
+                data, time_attr, self.topology)
 
     def _take_fanouts(self, fanouts: Any) -> int:
         self.num_neighbors = check_fanouts(fanouts, zero_hops=True)
@@ -603,28 +672,46 @@ class FastNeighborSampler(HopSampler):
         return frontier * fanout if self.replace else \
             min(frontier * fanout, in_edges)
 
-    def _temporal_index(self, data: Any, time_attr: str) -> TemporalIndex:
-        r"""The topology's in-edges sorted by the times :obj:`time_attr`
-        of :obj:`data`."""
-        return TemporalIndex.of(self.topology,
-                                *read_time(data, time_attr, self.topology))
+    def _fanouts(self, hop: int, relations: Optional[Tensor]
+                 ) -> Union[int, Tensor]:
+        r"""The fan-out of hop :obj:`hop` (one, or one per segment of the
+        :obj:`relations`, :meth:`_segments`)."""
+        return self.num_neighbors[hop]
+
+    def expand(self, hop: int, frontier: Tensor,
+               generator: Optional[torch.Generator]
+               ) -> Tuple[Tensor, Tensor, Tensor]:
+        topo = self.topology
+        segment, relation, owner = self._segments(frontier)
+        start = topo.indptr.index_select(0, segment)
+        deg = topo.indptr.index_select(0, segment + 1) - start
+        pos, counts = self.pick(hop, start, deg,
+                                self._fanouts(hop, relation), topo.indices,
+                                generator)
+        return (topo.indices.index_select(0, pos).long(),
+                _per_node(counts, owner, frontier.numel()), pos)
 
     def expand_in_time(self, hop: int, frontier: Tensor, time: Tensor,
                        generator: Optional[torch.Generator]
                        ) -> Tuple[Tensor, Tensor, Tensor]:
         index = self.temporal
+        segment, relation, owner = self._segments(frontier)
         indptr = self.topology.indptr
-        start = indptr.index_select(0, frontier)
-        deg = indptr.index_select(0, frontier + 1) - start
-        valid = index.valid_counts(frontier, start, deg, time)
-        k = self.num_neighbors[hop]
+        start = indptr.index_select(0, segment)
+        deg = indptr.index_select(0, segment + 1) - start
+        valid = index.valid_counts(segment, start, deg, time if owner is None
+                                   else time.index_select(0, owner))
+        k = self._fanouts(hop, relation)
         if self.temporal_strategy == 'last':  # the most recent ones
-            counts = valid if k < 0 else valid.clamp(max=k)
+            kept = torch.as_tensor(k, device=valid.device)
+            counts = torch.where(kept < 0, valid,
+                                 torch.minimum(valid, kept))
             pos = expand_ranges(start + valid - counts, counts)
         else:
             pos, counts = self.pick(hop, start, valid, k, index.indices,
                                     generator)
-        return (index.indices.index_select(0, pos), counts,
+        return (index.indices.index_select(0, pos),
+                _per_node(counts, owner, frontier.numel()),
                 index.positions.index_select(0, pos))
 
     def draw(self, hop: int, start: Tensor, deg: Tensor,

@@ -1,6 +1,12 @@
-r"""Temporal sampling on a homogeneous graph, PyG's semantics without
-pyg-lib: a neighbour is sampled only if its time (the node's time, or the
-edge's) is not later than the time of the seed whose tree it joins.
+r"""Temporal sampling, PyG's semantics without pyg-lib: a neighbour is
+sampled only if its time (the node's time, or the edge's) is not later than
+the time of the seed whose tree it joins. One path for both graph kinds
+(:func:`temporal_index`): a heterogeneous graph's times of every node type
+(or every edge type) are joined in the global ids of its
+:class:`~pyg_fastload.graph.HeteroTopology`, whose CSC segments are a
+node's in-edges along one relation; as pyg-lib does, a node type (or
+relation) without times has no time constraint: its nodes (edges) are
+never later than a seed.
 
 :class:`TemporalIndex` sorts every node's in-edges by time once, so the
 edges valid for a seed time are a prefix of the node's CSC segment, found by
@@ -8,18 +14,21 @@ one binary search per frontier node: ``'uniform'`` draws from the prefix,
 ``'last'`` takes its end (the most recent neighbours)."""
 from __future__ import annotations
 
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import torch
 from torch import Tensor
 from torch_geometric.data import FeatureStore, GraphStore
 
-from ..graph.kind import is_data, stores_of
+from ..graph.hetero_topology import EdgeType, HeteroTopology
+from ..graph.kind import is_data, is_topology, stores_of
 from ..graph.topology import CSCTopology
 from ..storage import CSCGraphStore
 
 __all__ = ['TemporalIndex', 'TEMPORAL_STRATEGIES', 'check_strategy',
-           'check_times', 'read_time', 'seed_times', 'draw_before']
+           'check_times', 'checked_times', 'read_time', 'seed_times',
+           'draw_before', 'edge_time_index', 'node_time_index',
+           'temporal_index']
 
 #: The values of ``temporal_strategy``.
 TEMPORAL_STRATEGIES = ('uniform', 'last')
@@ -144,6 +153,90 @@ def _store_time(feature_store: FeatureStore, graph_store: GraphStore,
     return time, level
 
 
+def checked_times(time: Any, count: int, name: str, what: str) -> Tensor:
+    r""":obj:`time` checked (:func:`check_times`), one per entry of
+    :obj:`count` (:obj:`what` in the error)."""
+    time = check_times(time, name)
+    if time.numel() != count:
+        raise ValueError(f"{name} has {time.numel()} entries for the "
+                         f"{count} {what}: give one time per entry")
+    return time
+
+
+def _typed_node_times(get: Callable[[str], Optional[Tensor]],
+                      topo: HeteroTopology, time_attr: str
+                      ) -> Dict[str, Tensor]:
+    r"""The node times of every type that has them (:obj:`get` maps a node
+    type to its tensor or ``None``)."""
+    out = {}
+    for node_type in topo.node_types:
+        time = get(node_type)
+        if time is not None:
+            out[node_type] = checked_times(
+                time, topo.num_nodes_of(node_type),
+                f"data[{node_type!r}].{time_attr}", f"{node_type!r} nodes")
+    return out
+
+
+def _typed_store_time(store: FeatureStore, time_attr: str
+                      ) -> Callable[[str], Optional[Tensor]]:
+    def get(node_type: str) -> Optional[Tensor]:
+        try:
+            time = store.get_tensor(node_type, time_attr, None)
+        except KeyError:
+            return None
+        return None if time is None else time.reshape(-1)
+    return get
+
+
+def _typed_temporal_index(data: Any, time_attr: str, topo: HeteroTopology
+                     ) -> Tuple[TemporalIndex, List[str]]:
+    r"""The index of a heterogeneous :obj:`topo` with the times named
+    :obj:`time_attr` (see :func:`temporal_index`) and the node types
+    without node times: node-level (a tensor of node types, in a
+    ``HeteroData`` or a feature store) or edge-level (of edge types, in a
+    ``HeteroData``, or edge arrays of a
+    :class:`~pyg_fastload.storage.CSCGraphStore`'s relations: a
+    heterogeneous dataset directory's)."""
+    name = f"'time_attr={time_attr!r}'"
+    edge: Dict[Any, Tensor] = {}  # each timed relation's, in CSC order
+    if is_data(data, hetero=True):
+        node = _typed_node_times(lambda t: data[t].get(time_attr), topo,
+                                 time_attr)
+        for r, e in enumerate(topo.edge_types):
+            if time_attr in data[e]:
+                edge[e] = checked_times(
+                    data[e][time_attr], topo.num_edges_of(e),
+                    f"data[{e}].{time_attr}", f"edges of {e}").to(
+                    topo.device).index_select(0, topo.edge_id[
+                        int(topo.edge_offset[r]):int(topo.edge_offset[r + 1])])
+    elif stores_of(data) is not None:
+        node = _typed_node_times(_typed_store_time(data[0], time_attr), topo,
+                                 time_attr)
+        graph_store = data[1]  # (a CSCGraphStore holds edge arrays)
+        for e in topo.edge_types if isinstance(graph_store,
+                                               CSCGraphStore) else ():
+            rows = graph_store.edge_array(time_attr, e)
+            if rows is not None:  # (held in the relation's CSC order)
+                edge[e] = checked_times(
+                    rows, topo.num_edges_of(e), f"edge array {time_attr!r} "
+                    f"of {e}", f"edges of {e}")
+    else:
+        raise NotImplementedError(f"{name} needs a HeteroData or a "
+                                  f"(FeatureStore, GraphStore) tuple, got "
+                                  f"{type(data).__name__}")
+    if node and edge:
+        raise ValueError(f"{name} names node times ({sorted(node)}) and edge "
+                         f"times ({sorted(edge)}): keep one level")
+    if not node and not edge:
+        raise ValueError(f"{name} is a tensor of no node type and no edge "
+                         f"type of the graph: put the times there, e.g. "
+                         f"data[node_type].{time_attr}")
+    if node:
+        return node_time_index(topo, node)
+    return edge_time_index(topo, edge), list(topo.node_types)
+
+
 def seed_times(input_time: Optional[Tensor], seeds: Tensor,
                node_time: Optional[Tensor], name: str) -> Tensor:
     r"""Every seed's time: :obj:`input_time` (one per seed), or the seeds'
@@ -203,9 +296,10 @@ class TemporalIndex:
     @classmethod
     def of(cls, topology: CSCTopology, time: Tensor,
            level: str) -> 'TemporalIndex':
-        r"""The index of a homogeneous :obj:`topology` with node or edge
-        times (:obj:`level` ``'node'`` or ``'edge'``, edge times in CSC
-        order, as :func:`read_time` gives them)."""
+        r"""The index of :obj:`topology` with node or edge times
+        (:obj:`level` ``'node'`` or ``'edge'``, edge times in CSC order, as
+        :func:`read_time` gives them; a heterogeneous topology's in its
+        global ids, as :func:`temporal_index` joins them)."""
         indices = topology.indices.long()
         time = time.to(topology.device)
         if level == 'node':
@@ -285,3 +379,76 @@ def draw_before(draw: Any, count: int, time: Tensor, node_time: Tensor,
     raise ValueError(f"temporal negative sampling: {TIME_ROUNDS} weighted "
                      f"draws found no node as early as the seed times; give "
                      f"early nodes weight or drop the weights")
+
+
+def _earliest(dtype: torch.dtype, device: torch.device) -> Tensor:
+    r"""A time no seed time precedes, in :obj:`dtype`."""
+    value = float('-inf') if dtype.is_floating_point else \
+        torch.iinfo(dtype).min
+    return torch.tensor(value, dtype=dtype, device=device)
+
+
+def _joined(parts: List[Optional[Tensor]], sizes: List[int],
+            device: torch.device) -> Tensor:
+    r"""Per-type times in one tensor on :obj:`device` (types without times
+    at the earliest time), in float64 if any type's times are
+    floating-point."""
+    given = [p for p in parts if p is not None]
+    dtype = torch.float64 if any(p.dtype.is_floating_point for p in given) \
+        else torch.int64
+    return torch.cat([_earliest(dtype, device).expand(size) if part is None
+                      else part.to(device, dtype)
+                      for part, size in zip(parts, sizes)])
+
+
+def node_time_index(topo: HeteroTopology, node: Dict[str, Tensor]
+                    ) -> Tuple[TemporalIndex, List[str]]:
+    r"""The :class:`TemporalIndex` of a heterogeneous :obj:`topo`'s
+    in-edges by their sources' times (:obj:`node`: every timed node type's
+    times, in the type's ids), and the node types without times."""
+    return TemporalIndex.of(topo, _joined(
+        [node.get(t) for t in topo.node_types],
+        [topo.num_nodes_of(t) for t in topo.node_types], topo.device),
+        'node'), [t for t in topo.node_types if t not in node]
+
+
+def edge_time_index(topo: HeteroTopology, edge: Dict[EdgeType, Tensor]
+                    ) -> TemporalIndex:
+    r"""The :class:`TemporalIndex` of a heterogeneous :obj:`topo`'s
+    in-edges by their own times (:obj:`edge`: every timed relation's times,
+    in its CSC order)."""
+    return TemporalIndex.of(topo, _joined(
+        [edge.get(e) for e in topo.edge_types],
+        topo.edge_offset.diff().tolist(), topo.device), 'edge')
+
+
+def temporal_index(data: Any, time_attr: str, topology: Any
+                   ) -> Tuple[TemporalIndex, List[str]]:
+    r"""The :class:`TemporalIndex` of :obj:`topology` (the CSC form of
+    :obj:`data`) with the times named :obj:`time_attr`, and the node types
+    without node times (whose seeds need input times; none on a
+    homogeneous graph, one node type that has them).
+
+    Args:
+        data: a ``Data`` or ``HeteroData``, or a ``(FeatureStore,
+            GraphStore)`` pair (:func:`read_time`; per type on a
+            heterogeneous graph).
+        time_attr (str): the node-level or edge-level times' name.
+        topology: a :class:`~pyg_fastload.graph.CSCTopology` or a
+            :class:`~pyg_fastload.graph.HeteroTopology`.
+
+    Example:
+        >>> import torch
+        >>> from torch_geometric.data import Data
+        >>> from pyg_fastload.graph import topology_of
+        >>> from pyg_fastload.sampling.temporal import temporal_index
+        >>> data = Data(edge_index=torch.tensor([[0, 1], [1, 2]]),
+        ...             time=torch.tensor([3, 1, 2]), num_nodes=3)
+        >>> index, untimed = temporal_index(data, 'time', topology_of(data))
+        >>> index.node_time.tolist(), untimed
+        ([3, 1, 2], [])
+    """
+    if is_topology(topology, hetero=True):
+        return _typed_temporal_index(data, time_attr, topology)
+    return TemporalIndex.of(topology,
+                            *read_time(data, time_attr, topology)), []

@@ -10,7 +10,7 @@ from torch_geometric.loader import LinkNeighborLoader, NeighborLoader
 from torch_geometric.sampler import NegativeSampling
 
 from pyg_fastload import FastLinkNeighborLoader, FastNeighborLoader
-from tests.sampling.test_hetero_temporal import RELATIONS, timed_hetero
+from tests.sampling.test_temporal import RELATIONS, timed_hetero
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec('pyg_lib') is None,
@@ -18,7 +18,7 @@ pytestmark = pytest.mark.skipif(
     "this suite's venv; docs/benchmarks.md builds its wheel): PyG without "
     "it refuses 'disjoint' sampling, which temporal sampling implies "
     "(torch_sparse has no disjoint sampler), so there is no reference; "
-    "test_hetero_temporal.py checks one hop of every neighbour exactly")
+    "test_temporal.py checks one hop of every neighbour exactly")
 
 
 def _edges_per_tree(batch):
