@@ -5,6 +5,7 @@ from torch_geometric.data import Data, HeteroData
 
 from pyg_fastload.partition import partition_dataset
 
+from .distributed import ranks
 from .helpers import random_graph, random_hetero_graph
 
 
@@ -25,6 +26,19 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.get_closest_marker('release'):
             item.add_marker(skip)
+
+
+def pytest_collection_finish(session):
+    r"""Starts the warm server the ranks and commands are forked from as
+    soon as a collected test uses it, so that its imports (about 10 s of
+    a core) run beside the first tests."""
+    helpers = {ranks.run_ranks, ranks.run_command, ranks.run_code,
+               ranks.command_ranks, ranks.Forked}
+    modules = {item.module for item in session.items
+               if getattr(item, 'module', None) is not None}
+    if any(any(value in helpers for value in vars(module).values()
+               if callable(value)) for module in modules):
+        ranks.start_server()
 
 
 @pytest.fixture
