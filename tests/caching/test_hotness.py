@@ -63,7 +63,8 @@ def test_out_degree_is_bincount_of_sources():
 
 @pytest.mark.parametrize('out_of_core', [False, True])
 def test_reverse_pagerank_matches_dense_power_iteration(out_of_core,
-                                                        monkeypatch):
+                                                        monkeypatch,
+                                                        two_threads):
     # Node 5 has no in-neighbours (dangling), node 0 feeds many nodes.
     edges = [(0, 1), (0, 2), (0, 3), (0, 4), (1, 2), (2, 0), (3, 0),
              (4, 3), (5, 0), (5, 4), (1, 0)]
@@ -81,7 +82,8 @@ def test_reverse_pagerank_matches_dense_power_iteration(out_of_core,
     assert int(hot_order(ours)[0]) == 0
 
 
-def test_out_of_core_is_chosen_when_the_transpose_does_not_fit(monkeypatch):
+def test_out_of_core_is_chosen_when_the_transpose_does_not_fit(monkeypatch,
+                                                              two_threads):
     data = random_graph()
     topo = CSCTopology.from_edge_index(data.edge_index, data.num_nodes)
     monkeypatch.setattr(walks, 'CHUNK_EDGES', 300)  # 7 chunks, 2 threads
