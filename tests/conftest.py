@@ -1,11 +1,22 @@
 import os
 
-import pytest
-from torch_geometric.data import Data, HeteroData
+#: One intra-op thread per test process, rank and command (unless set):
+#: the tests' graphs are tiny, and on 2 shared cores the threads of
+#: several processes spin waiting for each other (a 200-epoch pre-sample
+#: of a 7-node graph took 19 s with 2 threads, 1.9 s with one). Set before
+#: torch is imported; what a forked rank or a command inherits.
+THREADS = os.environ.setdefault('OMP_NUM_THREADS', '1')
 
-from pyg_fastload.partition import partition_dataset
+import pytest  # noqa: E402 (torch imported after THREADS)
+import torch  # noqa: E402
+from torch_geometric.data import Data, HeteroData  # noqa: E402
 
-from .helpers import random_graph, random_hetero_graph
+from pyg_fastload.partition import partition_dataset  # noqa: E402
+
+from .distributed import ranks  # noqa: E402
+from .helpers import random_graph, random_hetero_graph  # noqa: E402
+
+torch.set_num_threads(int(THREADS))  # in case torch was imported before
 
 
 #: Set (to 1) where the ``release`` tests run: CI (``.ci/run``).
@@ -25,6 +36,28 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.get_closest_marker('release'):
             item.add_marker(skip)
+
+
+def pytest_collection_finish(session):
+    r"""Starts the warm server the ranks and commands are forked from as
+    soon as a collected test uses it, so that its imports (about 10 s of
+    a core) run beside the first tests."""
+    helpers = {ranks.run_ranks, ranks.run_command, ranks.run_code,
+               ranks.command_ranks, ranks.Forked}
+    modules = {item.module for item in session.items
+               if getattr(item, 'module', None) is not None}
+    if any(any(value in helpers for value in vars(module).values()
+               if callable(value)) for module in modules):
+        ranks.start_server()
+
+
+@pytest.fixture
+def two_threads():
+    r"""Two intra-op threads for one test (a path that splits its work by
+    torch's threads), one again after it."""
+    torch.set_num_threads(2)
+    yield
+    torch.set_num_threads(int(THREADS))
 
 
 @pytest.fixture

@@ -14,7 +14,9 @@ own batches:
    in flight are served and the epoch goes back to the consumer's thread.
 
 The batches are the same either way: every part of the epoch draws the
-next batches, in order, from one :class:`Gate`d source.
+next batches, in order, from one :class:`Gate`d source. The times judged
+are read by :func:`read_epoch`, the one place the clock is read (a test
+replaces it to decide on a fake clock).
 """
 from __future__ import annotations
 
@@ -26,7 +28,8 @@ from .pipeline import PipelineIterator
 from .sequential import ConsumerClock, SequentialIterator
 
 __all__ = ['AutoIterator', 'Gate', 'PIPELINE_MIN_LOAD_SHARE',
-           'AUTO_MIN_BATCHES', 'PIPELINE_TOLERANCE', 'load_share']
+           'AUTO_MIN_BATCHES', 'PIPELINE_TOLERANCE', 'load_share',
+           'read_epoch']
 
 #: ``pipeline='auto'`` tries the pipeline once sampling + loading took at
 #: least this share of the consumer's time ...
@@ -45,6 +48,23 @@ def load_share(breakdown: Dict[str, float]) -> float:
     sampling and feature loading took."""
     return (breakdown['sampling'] + breakdown['feature_loading']) / max(
         breakdown['epoch'], 1e-9)
+
+
+def read_epoch(breakdown: Dict[str, float], clock: ConsumerClock
+               ) -> Tuple[float, float, float]:
+    r"""What ``'auto'`` judges an epoch by, read as the consumer asks for
+    a batch: ``(batches served, seconds sampling and loading took, the
+    consumer's seconds)`` so far (its waits for data and its model steps,
+    the step since the last batch included).
+
+    Args:
+        breakdown (dict): the epoch's time breakdown.
+        clock (ConsumerClock): the consumer's clock (a batch returned).
+    """
+    since_last = time.perf_counter() - clock.returned_at
+    return (breakdown['batches'],
+            breakdown['sampling'] + breakdown['feature_loading'],
+            breakdown['waiting'] + breakdown['model'] + since_last)
 
 
 class Gate:
@@ -73,10 +93,7 @@ class _Probe:
         self.mark: Optional[Tuple[float, float, float]] = None
 
     def _now(self) -> Tuple[float, float, float]:
-        b = self.breakdown
-        since_last = time.perf_counter() - self.clock.returned_at
-        return (b['batches'], b['sampling'] + b['feature_loading'],
-                b['waiting'] + b['model'] + since_last)
+        return read_epoch(self.breakdown, self.clock)
 
     def start(self) -> None:
         self.mark = self._now()

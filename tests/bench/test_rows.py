@@ -15,7 +15,8 @@ def _args(*extra):
                               '2', *extra])
 
 
-def test_both_sides_gather_the_same_rows_on_one_thread(monkeypatch):
+def test_both_sides_gather_the_same_rows_on_one_thread(monkeypatch,
+                                                       two_threads):
     shapes = []
 
     def timed(sides, repeats):
@@ -26,7 +27,6 @@ def test_both_sides_gather_the_same_rows_on_one_thread(monkeypatch):
         return [6.0, 2.0]
 
     monkeypatch.setattr(rows, '_interleaved_ms', timed)
-    torch.set_num_threads(2)
     assert rows.run(_args('--columns', '1', '3')) == {1: 3.0, 3: 3.0}
     assert shapes == [(20, 1), (20, 3)]
     assert torch.get_num_threads() == 2  # restored

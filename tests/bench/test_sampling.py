@@ -33,19 +33,31 @@ def test_bench_sampling_times_every_side(tmp_path, capsys):
     assert 'faster per batch than one draw per hop' in text
 
 
-def test_the_trainer_counts_the_stage_threads_cpu_during_its_steps():
+def test_the_trainer_counts_the_stage_threads_cpu_during_its_steps(
+        monkeypatch):
     assert sampling._train([None] * 4, 64, 3)[2] == 0.0  # no stage thread
     stop = threading.Event()
+    threads = [threading.Thread(target=stop.wait, name=name) for name in
+               ('pyg_fastload-busy', 'pyg_fastload-other', 'not-a-stage')]
+    for thread in threads:
+        thread.start()
+    # A fake CPU clock for these threads (none for another test's thread
+    # still stopping): each reading 0.5 s on, whatever loads the machine.
+    readings = {}
 
-    def spin():
-        while not stop.is_set():
-            pass
+    def thread_cpu(ident):
+        if ident not in {thread.ident for thread in threads}:
+            return None
+        readings[ident] = readings.get(ident, -0.5) + 0.5
+        return readings[ident]
 
-    busy = threading.Thread(target=spin, name='pyg_fastload-busy')
-    busy.start()
+    monkeypatch.setattr(sampling, 'thread_cpu', thread_cpu)
     try:
-        model, _, stages = sampling._train([None] * 4, 400, 3)
+        stages = sampling._train([None] * 4, 64, 3)[2]
     finally:
         stop.set()
-        busy.join()
-    assert stages >= 0.2 * model  # it spun beside every product
+        for thread in threads:
+            thread.join()
+    # read before and after every step: 0.5 s per stage thread per step
+    assert stages == 2 * 0.5
+    assert threads[2].ident not in readings  # not a loader's thread

@@ -9,6 +9,7 @@ the 2-core machine). The forkserver runs no
 torch op, so each rank starts as fresh as a spawned one, and gets the
 caller's environment as it is at the call."""
 import contextlib
+import multiprocessing.forkserver
 import os
 import queue
 import signal
@@ -40,6 +41,14 @@ def _context() -> Any:
     ctx = mp.get_context('forkserver')
     ctx.set_forkserver_preload(PRELOAD)
     return ctx
+
+
+def start_server() -> None:
+    r"""Starts the warm server now, without waiting for its imports: they
+    run beside what the caller does next instead of delaying the first
+    fork."""
+    _context()
+    multiprocessing.forkserver.ensure_running()
 
 
 def _entry(target: Callable, rank: int, world_size: int, port: int,

@@ -23,11 +23,12 @@ TINY = ['--data.dataset', 'tiny', '--data.num_neighbors', '[5, 5]',
 
 
 def test_fit_end_to_end_in_a_subprocess(cache_env):
-    command = [sys.executable, '-m', 'pyg_fastload.lightning', 'fit', *TINY,
-               '--trainer.max_epochs', '1', '--trainer.accelerator', 'cpu',
-               '--trainer.default_root_dir', str(cache_env / 'runs')]
-    done = subprocess.run(command, capture_output=True, text=True,
-                          timeout=300, env=os.environ.copy())
+    # ``python -m pyg_fastload.lightning fit`` in a process forked from the
+    # warm server (a fresh interpreter's run of it: the SIGINT test)
+    done = run_command(['fit', *TINY, '--trainer.max_epochs', '1',
+                        '--trainer.accelerator', 'cpu',
+                        '--trainer.default_root_dir', str(cache_env / 'runs')],
+                       cache_env, module='pyg_fastload.lightning')
     assert done.returncode == 0, done.stderr[-3000:]
     assert 'validation accuracy:' in done.stdout
     assert 'seeds/s' in done.stdout  # the loader monitor's summary

@@ -10,7 +10,9 @@ from pyg_fastload import FastNeighborLoader, FastNeighborSampler
 from pyg_fastload.caching import configure_caches
 from pyg_fastload.config import FeatureCache
 from pyg_fastload.graph.topology import CSCTopology
-from pyg_fastload.loader.auto_pipeline import AUTO_MIN_BATCHES
+from pyg_fastload.loader import auto_pipeline
+from pyg_fastload.loader.auto_pipeline import (AUTO_MIN_BATCHES,
+                                              PIPELINE_TOLERANCE)
 from pyg_fastload.loader.pipeline import (DeviceTransfer, StageError,
                                           map_tensors)
 from pyg_fastload.storage import CSCGraphStore, TieredFeatureStore
@@ -134,7 +136,8 @@ def test_time_breakdown_sums_to_the_epoch(data, pipeline):
 
 
 AUTO_SWITCH_AT = AUTO_MIN_BATCHES + 2  # the first batch is not judged
-#: The batch at which 'auto' judges the pipeline (its first batch fills it).
+#: The batch before which 'auto' judges the pipeline (its first batch
+#: fills it).
 AUTO_JUDGED_AT = AUTO_SWITCH_AT + 1 + AUTO_MIN_BATCHES
 
 
@@ -149,15 +152,44 @@ def _loading_takes(seconds, where='anywhere'):
     return transform
 
 
-def _epoch(loader, model_seconds=0.0, first_step=0.0):
-    r"""Runs an epoch of :obj:`loader`: the batches, and whether each came
-    from the pipeline's threads."""
+class FakeClock:
+    r"""What ``'auto'`` judges by (:func:`read_epoch`), on a fake clock, so
+    the tests decide on given costs instead of measured ones: every batch
+    the consumer takes costs :obj:`load` seconds of sampling and loading,
+    and the consumer its model step (:obj:`model` seconds, the first
+    :obj:`first_step`) plus the loading when it ran in its own thread, or
+    :obj:`wait` seconds waiting for a pipelined batch."""
+    def __init__(self, monkeypatch, load, model=0.0, wait=0.0,
+                 first_step=None):
+        self.load, self.model, self.wait = load, model, wait
+        self.first_step = model if first_step is None else first_step
+        self.spent = {}  # id(breakdown): [batches, loading, consumer]
+        monkeypatch.setattr(auto_pipeline, 'read_epoch', self.read)
+
+    def took(self, epoch):
+        r"""The consumer took a batch of :obj:`epoch` (an AutoIterator) and
+        ran its step."""
+        spent = self.spent.setdefault(id(epoch.first.breakdown), [0, 0., 0.])
+        spent[1] += self.load
+        spent[2] += (self.first_step if spent[0] == 0 else self.model) + (
+            self.wait if epoch.pipelined else self.load)
+        spent[0] += 1
+
+    def read(self, breakdown, clock):
+        batches, loading, consumer = self.spent.get(id(breakdown), (0, 0, 0))
+        assert breakdown['batches'] == batches  # every batch accounted
+        return batches, loading, consumer
+
+
+def _epoch(loader, clock):
+    r"""Runs an epoch of :obj:`loader` on :obj:`clock`: the batches, and
+    whether each came from the pipeline's threads."""
     epoch = iter(loader)
     served, pipelined = [], []
     for batch in epoch:
         served.append((batch.n_id, batch.edge_index, batch.x))
         pipelined.append(epoch.pipelined)
-        time.sleep(first_step if len(served) == 1 else model_seconds)
+        clock.took(epoch)
     return served, pipelined
 
 
@@ -173,7 +205,8 @@ def _same(served, expected):
         assert all(torch.equal(a, b) for a, b in zip(got, want))
 
 
-def test_auto_stays_in_the_consumers_thread_beside_a_slow_model(data):
+def test_auto_stays_in_the_consumers_thread_beside_a_slow_model(
+        data, monkeypatch):
     slow = FastNeighborLoader(data, [4, 3], batch_size=64)
     assert len(slow) >= AUTO_SWITCH_AT
     assert slow.pipeline == 'auto'
@@ -181,25 +214,24 @@ def test_auto_stays_in_the_consumers_thread_beside_a_slow_model(data):
     # allocations) stay out of the judged epoch, as in a long real epoch.
     next(iter(slow))
     assert slow._auto_decision is None
-    epoch = iter(slow)
-    assert type(epoch).__name__ == 'AutoIterator'
-    for _ in epoch:
-        time.sleep(0.5)  # a model far slower than loading
-    assert not epoch.pipelined and slow._auto_decision is False
+    # a model far slower than loading: loading is 2 % of the epoch
+    _, pipelined = _epoch(slow, FakeClock(monkeypatch, load=0.01, model=0.5))
+    assert not any(pipelined) and slow._auto_decision is False
     assert type(iter(slow)).__name__ == 'SequentialIterator'
     with pytest.raises(ValueError, match="'pipeline'"):
         FastNeighborLoader(data, [4, 3], pipeline='sometimes')
 
 
 @pytest.mark.parametrize('workers', [1, 2])
-def test_auto_moves_to_the_pipeline_when_it_hides_loading(data, workers):
+def test_auto_moves_to_the_pipeline_when_it_hides_loading(data, workers,
+                                                          monkeypatch):
     torch.manual_seed(3)
     loader = FastNeighborLoader(data, [4, 3], batch_size=32, shuffle=True,
-                                sampling_workers=workers,
-                                transform=_loading_takes(0.03))
+                                sampling_workers=workers)
     assert len(loader) > AUTO_JUDGED_AT
     # Loading and the model take 30 ms each: overlapped in the pipeline.
-    served, pipelined = _epoch(loader, model_seconds=0.03)
+    served, pipelined = _epoch(loader, FakeClock(monkeypatch, load=0.03,
+                                                 model=0.03))
     assert pipelined == [i + 1 >= AUTO_SWITCH_AT for i in range(len(loader))]
     assert loader._auto_decision is True
     assert type(iter(loader)).__name__ == 'PipelineIterator'
@@ -208,17 +240,37 @@ def test_auto_moves_to_the_pipeline_when_it_hides_loading(data, workers):
     _same(served, _sequential_batches(data, 3, batch_size=32))
 
 
+# The consumer's time per batch in the pipeline over its own thread's:
+# kept within the tolerance, given up past it.
+@pytest.mark.parametrize('slower, kept', [
+    (1 + PIPELINE_TOLERANCE / 2, True), (1 + 2 * PIPELINE_TOLERANCE, False),
+    (5.0, False)])
+def test_auto_keeps_the_pipeline_within_its_tolerance(data, monkeypatch,
+                                                      slower, kept):
+    loader = FastNeighborLoader(data, [4, 3], batch_size=24)
+    # in its own thread the consumer only loads (10 ms a batch)
+    clock = FakeClock(monkeypatch, load=0.01, wait=0.01 * slower)
+    _, pipelined = _epoch(loader, clock)
+    # batches AUTO_SWITCH_AT to AUTO_JUDGED_AT - 1 were judged in the
+    # pipeline (then, given up, what it had in flight is served)
+    assert pipelined.index(True) == AUTO_SWITCH_AT - 1
+    assert all(pipelined[AUTO_SWITCH_AT - 1:AUTO_JUDGED_AT - 1])
+    assert pipelined[-1] == kept and loader._auto_decision is kept
+
+
 @pytest.mark.parametrize('workers', [1, 2])
 def test_auto_returns_to_the_consumers_thread_if_the_pipeline_is_slower(
-        data, workers):
+        data, workers, monkeypatch):
     torch.manual_seed(4)
-    loader = FastNeighborLoader(
-        data, [4, 3], batch_size=24, shuffle=True, sampling_workers=workers,
-        transform=_loading_takes(0.05, where='stage'))
+    loader = FastNeighborLoader(data, [4, 3], batch_size=24, shuffle=True,
+                                sampling_workers=workers)
     assert len(loader) > AUTO_JUDGED_AT + 3
-    served, pipelined = _epoch(loader)
-    assert pipelined[AUTO_SWITCH_AT - 1:AUTO_JUDGED_AT] == \
-        [True] * (AUTO_JUDGED_AT - AUTO_SWITCH_AT + 1)
+    # 10 ms in the consumer's thread, 50 ms waiting for the pipeline
+    served, pipelined = _epoch(loader, FakeClock(monkeypatch, load=0.01,
+                                                 wait=0.05))
+    # judged in the pipeline; then what it had in flight is served
+    assert pipelined[AUTO_SWITCH_AT - 1:AUTO_JUDGED_AT - 1] == \
+        [True] * (AUTO_JUDGED_AT - AUTO_SWITCH_AT)
     assert not any(pipelined[:AUTO_SWITCH_AT - 1])
     assert not pipelined[-1] and loader._auto_decision is False
     # The batches in flight were served, in order, before going back:
@@ -228,12 +280,14 @@ def test_auto_returns_to_the_consumers_thread_if_the_pipeline_is_slower(
 
 
 @pytest.mark.parametrize('stop', ['close', 'drop'])
-def test_auto_stops_the_pipeline_it_started(data, stop):
+def test_auto_stops_the_pipeline_it_started(data, stop, monkeypatch):
     before = set(stage_threads())  # earlier tests' threads may still stop
     loader = FastNeighborLoader(data, [4, 3], batch_size=16)
+    clock = FakeClock(monkeypatch, load=0.01)  # loading is all the time
     epoch = iter(loader)
     for _ in range(AUTO_SWITCH_AT + 1):
         next(epoch)
+        clock.took(epoch)
     assert epoch.pipelined and set(stage_threads()) - before
     if stop == 'close':
         epoch.close(timeout=5.0)
@@ -246,16 +300,18 @@ def test_auto_stops_the_pipeline_it_started(data, stop):
     assert not set(stage_threads()) - before
 
 
-def test_auto_leaves_the_first_step_out_of_its_judgement(data):
-    loader = FastNeighborLoader(data, [4, 3], batch_size=32,
-                                transform=_loading_takes(0.03))
-    # a first step's one-off cost (e.g. lazy set-up), then 30 ms steps
-    _, pipelined = _epoch(loader, model_seconds=0.03, first_step=1.0)
+def test_auto_leaves_the_first_step_out_of_its_judgement(data, monkeypatch):
+    loader = FastNeighborLoader(data, [4, 3], batch_size=32)
+    # a first step's one-off cost (e.g. lazy set-up: judged with the
+    # others, loading would be 7 % of the time), then 30 ms steps
+    _, pipelined = _epoch(loader, FakeClock(
+        monkeypatch, load=0.03, model=0.03, first_step=2.0))
     assert pipelined[-1] and loader._auto_decision is True
 
 
 @pytest.mark.parametrize('where', ['anywhere', 'stage'])
-def test_auto_serves_the_batches_sampled_ahead_across_switches(where):
+def test_auto_serves_the_batches_sampled_ahead_across_switches(
+        where, monkeypatch):
     data = random_graph(num_features=8)
     store = TieredFeatureStore()
     store.put_tensor(data.x, group_name=None, attr_name='x', index=None)
@@ -264,16 +320,20 @@ def test_auto_serves_the_batches_sampled_ahead_across_switches(where):
                      reserve_bytes=2**30)
     graph = CSCGraphStore(
         CSCTopology.from_edge_index(data.edge_index, data.num_nodes))
-    loader = FastNeighborLoader((store, graph), [3, 2], batch_size=10,
-                                transform=_loading_takes(0.06, where))
+    loader = FastNeighborLoader((store, graph), [3, 2], batch_size=10)
     assert len(loader) > AUTO_JUDGED_AT + 6
+    # loading (60 ms) hidden behind the model (20 ms) in the pipeline, or
+    # only slower there ('stage')
+    clock = FakeClock(monkeypatch, load=0.06, model=0.02) \
+        if where == 'anywhere' else FakeClock(monkeypatch, load=0.01,
+                                              wait=0.06)
     epoch = iter(loader)
     seen, pipelined = [], []
     for batch in epoch:
         assert torch.equal(batch.x, data.x[batch.n_id])
         seen.append(batch.n_id[:batch.batch_size])
         pipelined.append(epoch.pipelined)
-        time.sleep(0.02)
+        clock.took(epoch)
     # The 3 batches sampled ahead for the window came first:
     assert pipelined.index(True) == AUTO_SWITCH_AT - 1 + 3
     assert pipelined[-1] == (where == 'anywhere')  # kept, or slower
@@ -487,7 +547,7 @@ def test_exit_during_a_pipelined_epoch_does_not_abort():
     fault="two epochs of one `pipeline='auto'` loader iterated at once",
     behaviour='each yields every batch of its epoch in order, equal to '
               '`pipeline=False`, across its own switch to the pipeline')
-def test_two_auto_epochs_at_once_each_serve_their_batches(data):
+def test_two_auto_epochs_at_once_each_serve_their_batches(data, monkeypatch):
     loader = FastNeighborLoader(data, [4, 3], batch_size=16,
                                 transform=_loading_takes(0.01))
     torch.manual_seed(5)  # every epoch draws its seed from torch's RNG
@@ -497,11 +557,13 @@ def test_two_auto_epochs_at_once_each_serve_their_batches(data):
     first = iter(loader)
     torch.manual_seed(5)
     second = iter(loader)
+    clock = FakeClock(monkeypatch, load=0.01, model=0.01)
     got = ([], [])
     for a, b in zip(first, second):  # interleaved, batch by batch
         got[0].append((a.n_id, a.edge_index, a.x))
         got[1].append((b.n_id, b.edge_index, b.x))
-        time.sleep(0.01)
+        clock.took(first)
+        clock.took(second)
     assert first.pipelined and second.pipelined
     _same(got[0], expected)
     _same(got[1], expected)
