@@ -6,9 +6,9 @@ for the others to reach the same step.
 Each rank runs one service (:class:`RequestService`) on a gloo process
 group of its own, with point-to-point messages: a receiving thread takes
 every request (from any rank), a serving thread answers the waiting ones
-in priority order (the oldest batch first, then the cheapest), and one
-sending thread per peer returns the answers (a requester that is slow to
-read its answer holds up only its own). Every wait of a requester is
+in priority order (the oldest batch first, then the cheapest), and a
+collecting thread takes this rank's answers as they come (so no owner
+waits for a requester to read its answer). Every wait of a requester is
 bounded by the collectives' timeout and names the operation and the peer.
 
 The service stops when every rank has closed it (:meth:`close`: each rank
@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import heapq
 import itertools
-import queue
 import threading
 import time
 from concurrent.futures import Future
@@ -103,15 +102,18 @@ class _Waiting:
 class Pending:
     r"""A request on its way: :meth:`result` waits for the answer."""
     def __init__(self, service: 'RequestService', peer: int, name: str,
-                 answer: 'Future[Tensor]'):
+                 answer: 'Future[Tensor]',
+                 sends: List[Tuple[dist.Work, Tensor]]):
         self.service, self.peer, self.name = service, peer, name
-        self._answer = answer
+        self._answer, self._sends = answer, sends
 
     def result(self) -> Tensor:
         r"""The owner's answer (a :class:`DistributedError` naming the op
         and the owner if it fails, or does not come within the
         timeout)."""
         service = self.service
+        for work, _ in self._sends:  # (the tensors live until sent)
+            service.wait(work, self.name, self.peer)
         try:
             return self._answer.result(service.timeout.total_seconds())
         except DistributedError:
@@ -126,9 +128,9 @@ class RequestService:
 
     Register every operation this rank serves (:meth:`register`, the same
     names on every rank), then :meth:`start`; ask with :meth:`request`.
-    Besides the owner's threads (receiving, serving, one sending per peer)
-    a collecting thread takes every answer as it comes, so the order a
-    requester reads its answers in holds up no owner.
+    Besides the owner's threads (receiving, serving) a collecting thread
+    takes every answer as it comes, so the order a requester reads its
+    answers in holds up no owner.
 
     Args:
         collectives (Collectives): the rank's collectives (rank, world
@@ -155,7 +157,7 @@ class RequestService:
         self._answers: Dict[int, Tuple[int, 'Future[Tensor]']] = {}
         self._waiting: List[_Waiting] = []
         self._ready = threading.Condition()
-        self._replies: Dict[int, 'queue.Queue[Optional[tuple]]'] = {}
+        self._gone: set = set()  # requesters that could not be answered
         self._threads: List[threading.Thread] = []
         self._stopped: set = set()
         self._receiving = False
@@ -180,11 +182,6 @@ class RequestService:
         self._receiving = True
         targets = [(self._receive, 'receive'), (self._serve, 'serve'),
                    (self._collect, 'collect')]
-        for peer in range(self.world_size):
-            if peer != self.rank:
-                self._replies[peer] = queue.Queue()
-                targets.append((lambda p=peer: self._send_replies(p),
-                                f'reply-{peer}'))
         for target, name in targets:
             thread = threading.Thread(
                 target=target, daemon=True,
@@ -214,10 +211,15 @@ class RequestService:
             self._answers[request] = (peer, answer)
         payload = payload.contiguous()
         header = _header(op, request, self.rank, batch, cost, payload)
-        self.send(header, peer, _REQUEST_TAG, name)
+        sends = [(header, _REQUEST_TAG)]
         if payload.numel():
-            self.send(_bytes(payload), peer, _tag(request, 0), name)
-        return Pending(self, peer, name, answer)
+            sends.append((_bytes(payload), _tag(request, 0)))
+        try:
+            started = [(dist.isend(tensor, peer, group=self.group, tag=tag),
+                        tensor) for tensor, tag in sends]
+        except Exception as exc:  # RuntimeError/DistBackendError
+            raise self.failure(name, peer, exc) from None
+        return Pending(self, peer, name, answer, started)
 
     def failure(self, name: str, peer: int,
                 exc: BaseException) -> DistributedError:
@@ -233,14 +235,22 @@ class RequestService:
             ('; failed: ' + '; '.join(failed) if failed else
              f'; rank {peer} died, hangs or stopped serving'))
 
+    def wait(self, work: dist.Work, name: str, peer: int) -> None:
+        r"""Waits for :obj:`work` (of request :obj:`name` to rank
+        :obj:`peer`) within the timeout; a failure names both."""
+        try:
+            work.wait(self.timeout)
+        except Exception as exc:  # RuntimeError/DistBackendError
+            raise self.failure(name, peer, exc) from None
+
     def send(self, tensor: Tensor, peer: int, tag: int, name: str) -> None:
         r"""Sends :obj:`tensor` (of request :obj:`name`) to rank
         :obj:`peer`, within the timeout; a failure names both."""
         try:
-            dist.isend(tensor, peer, group=self.group,
-                       tag=tag).wait(self.timeout)
+            work = dist.isend(tensor, peer, group=self.group, tag=tag)
         except Exception as exc:  # RuntimeError/DistBackendError
             raise self.failure(name, peer, exc) from None
+        self.wait(work, name, peer)
 
     def _collect(self) -> None:
         r"""Takes every answer as it comes, until every peer stopped."""
@@ -328,33 +338,29 @@ class RequestService:
                     dtype=torch.uint8)
             header = _header(item.op, item.request, self.rank, item.batch,
                              item.cost, answer, status)
-            self._replies[item.requester].put((header, answer, item.request))
-        for replies in self._replies.values():
-            replies.put(None)
+            self._reply(item.requester, header, answer, item.request)
+        stop = torch.zeros(_HEADER, dtype=torch.long)
+        stop[0], stop[2] = _STOP, self.rank
+        for peer in range(self.world_size):
+            if peer != self.rank:
+                self._reply(peer, stop, torch.empty(0), 0)
 
-    def _send_replies(self, peer: int) -> None:
-        r"""Sends :obj:`peer` its answers, in the order they were made,
-        then a stop."""
-        replies = self._replies[peer]
-        while True:
-            reply = replies.get()
-            if reply is None:
-                header = torch.zeros(_HEADER, dtype=torch.long)
-                header[0], header[2] = _STOP, self.rank
-                reply = (header, torch.empty(0), 0)
-            header, answer, request = reply
-            try:
-                dist.isend(header, peer, group=self.group,
-                           tag=_ANSWER_TAG).wait(self.timeout)
-                if answer.numel():
-                    dist.isend(_bytes(answer), peer, group=self.group,
-                               tag=_tag(request, 1)).wait(self.timeout)
-            except Exception as exc:  # the requester is gone: it alone
-                self.error = (f'answering rank {peer}: {type(exc).__name__}'
-                              f': {str(exc)[:200]}')
-                return
-            if int(header[0]) == _STOP:
-                return
+    def _reply(self, peer: int, header: Tensor, answer: Tensor,
+               request: int) -> None:
+        r"""Sends :obj:`peer` an answer (its collecting thread takes every
+        answer as it comes, so this waits for no requester's reading)."""
+        if peer in self._gone:
+            return
+        try:
+            dist.isend(header, peer, group=self.group,
+                       tag=_ANSWER_TAG).wait(self.timeout)
+            if answer.numel():
+                dist.isend(_bytes(answer), peer, group=self.group,
+                           tag=_tag(request, 1)).wait(self.timeout)
+        except Exception as exc:  # the requester is gone: it alone
+            self._gone.add(peer)
+            self.error = (f'answering rank {peer}: {type(exc).__name__}: '
+                          f'{str(exc)[:200]}')
 
     def waiting(self) -> int:
         r"""How many requests wait at this owner now."""
