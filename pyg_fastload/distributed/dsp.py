@@ -31,6 +31,7 @@ from .hopgnn import HeteroRootRouter, RootRouter, RootRouting
 from .launch_order import LaunchCoordinator
 from .rank_part import open_rank_part
 from .remote import PartitionedFeatureStore
+from .requests import REMOTE_MODES, RequestService
 from .collective_sampling import (CollectiveHops, CollectiveSampler,
                                   HeteroCollectiveSampler)
 
@@ -63,6 +64,9 @@ class DSPRank:
     #: The node type seeds are of (a heterogeneous partition's labelled
     #: type), or None.
     target: Optional[str] = None
+    #: The request service of the remote rows (``remote='async'``), or
+    #: None (collectives).
+    requests: Optional[RequestService] = None
 
     @property
     def data(self) -> tuple:
@@ -111,7 +115,10 @@ class DSPRank:
         return HeteroTopology.from_csc(self.book.num_nodes, relations)
 
     def close(self) -> None:
-        r"""Stops the launch coordinator, if any (every rank calls it)."""
+        r"""Stops the request service (once every rank closed its) and the
+        launch coordinator, if any (every rank calls it)."""
+        if self.requests is not None:
+            self.requests.close()
         if self.coordinator is not None:
             self.coordinator.close()
             self.coordinator = None
@@ -148,7 +155,8 @@ def open_dsp_rank(parts_dir: Union[str, 'os.PathLike[str]'],
                   launch_order: str = 'groups',
                   feature_centric: bool = False,
                   verify: str = 'size',
-                  cold_rows: str = 'auto') -> DSPRank:
+                  cold_rows: str = 'auto',
+                  remote: str = 'async') -> DSPRank:
     r"""Opens part ``rank`` of :obj:`parts_dir` (checked on every rank, see
     :func:`open_rank_part`) for DSP: any partition whose parts do not
     overlap (``metis``, ``bytegnn``, ``hash``, ``random``).
@@ -166,11 +174,19 @@ def open_dsp_rank(parts_dir: Union[str, 'os.PathLike[str]'],
     of their owner) from their files where this rank reaches them (one
     machine), beside the hot rows' exchange; ``'owner'`` asks the owner
     for every remote row (:class:`~pyg_fastload.distributed.cold_rows.
-    ColdRows`).
+    ColdRows`). :obj:`remote`: ``'async'`` asks the owners of a batch's
+    remote rows when it needs them, each owner serving the requests
+    between its own batches (:class:`~pyg_fastload.distributed.requests.
+    RequestService`, stopped by :meth:`DSPRank.close`); ``'sync'``
+    exchanges them in a collective per batch, every rank in lockstep. The
+    batches are the same.
     """
     if launch_order not in LAUNCH_ORDERS:
         raise ValueError(f"'launch_order' = {launch_order!r} is not one of "
                          f"{', '.join(LAUNCH_ORDERS)}")
+    if remote not in REMOTE_MODES:
+        raise ValueError(f"'remote' = {remote!r} is not one of "
+                         f"{', '.join(REMOTE_MODES)}")
     features, graph, book, meta = open_rank_part(
         parts_dir, collectives, cache, device=device, scores=scores,
         verify=verify)
@@ -193,11 +209,15 @@ def open_dsp_rank(parts_dir: Union[str, 'os.PathLike[str]'],
     part = collectives.rank
     cold = ColdRows(parts_dir, book, part, collectives, features, cold_rows,
                     meta)
-    store = PartitionedFeatureStore(features, book, part, fetching, cold)
+    requests = RequestService(collectives) if remote == 'async' else None
+    store = PartitionedFeatureStore(features, book, part, fetching, cold,
+                                    requests)
+    if requests is not None:
+        requests.start()
     if feature_centric:
         graph = CSCGraphStore(full_topology(parts_dir))
     kinds = ((CollectiveSampler, HeteroCollectiveSampler),
              (RootRouter, HeteroRootRouter))[feature_centric]
     return DSPRank(store, graph, book, part, sampling, fetching, coordinator,
                    feature_centric, meta, kinds[hetero],
-                   meta.get('target') if hetero else None)
+                   meta.get('target') if hetero else None, requests)

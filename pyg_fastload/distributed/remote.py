@@ -1,7 +1,10 @@
 r"""A partition-aware feature store: rows this rank owns come from its own
 tiers (device cache, host buffer, disk), rows other ranks own through a
 remote tier that sends one request per owner per mini-batch (ids out, rows
-back) over :class:`~pyg_fastload.distributed.collectives.Collectives`.
+back): as a collective (:class:`~pyg_fastload.distributed.collectives.
+Collectives`, every rank in lockstep), or as an asynchronous request the
+owner serves between its own batches (:class:`~pyg_fastload.distributed.
+requests.RequestService`).
 
 Ids are the partition's new ids (``owner = range check`` through the
 :class:`~pyg_fastload.partition.PartitionBook`); on a heterogeneous
@@ -9,10 +12,12 @@ partition each node type (feature store group) has its own ranges of
 type-local new ids (:class:`~pyg_fastload.partition.HeteroPartitionBook`),
 and one store serves every type's rows. Every rank must gather the same
 attributes in the same order, once per mini-batch (even with no remote
-ids), since each gather is a collective.
+ids), since each gather is a collective; with a request service a rank
+asks only the owners of its remote rows, whenever it needs them.
 """
 from __future__ import annotations
 
+import threading
 import time
 from typing import Dict, List, Optional, Tuple, Union
 
@@ -26,6 +31,7 @@ from ..storage.feature_store import attr_label
 from ..storage.protocol import BatchIds, TierPlaces, TierStats
 from .cold_rows import ColdRows
 from .collectives import Collectives
+from .requests import Pending, RequestService
 
 __all__ = ['PartitionedFeatureStore']
 
@@ -46,11 +52,17 @@ class PartitionedFeatureStore(FeatureStore):
             cache of their owner) directly where it can, beside the
             exchange of the hot ones (DSP); without it every remote row
             comes through its owner.
+        requests (RequestService, optional): asks each owner for its rows
+            when a batch needs them, and serves the others' requests
+            between this rank's batches (started by the caller after this
+            store registered its operations); without it each gather is
+            a collective. The rows are the same either way.
     """
     def __init__(self, local: TieredFeatureStore,
                  book: Union[PartitionBook, HeteroPartitionBook],
                  part: int, collectives: Collectives,
-                 cold: Optional[ColdRows] = None):
+                 cold: Optional[ColdRows] = None,
+                 requests: Optional[RequestService] = None):
         super().__init__()
         if collectives.world_size != book.num_parts:
             raise ValueError(f'{book.num_parts} parts but world size '
@@ -64,6 +76,20 @@ class PartitionedFeatureStore(FeatureStore):
         self._remote: Dict[str, Dict[str, float]] = {}
         self._direct: Dict[str, Dict[str, float]] = {}
         self._served: Dict[str, Dict[str, float]] = {}
+        # The local tiers serve this rank's batches and (on the request
+        # service's thread) the other ranks' requests: one at a time.
+        self._lock = threading.Lock()
+        self._batch = 0  # what the owners order requests by
+        self.requests = requests
+        self._ops: Dict[Tuple[Optional[str], str], int] = {}
+        if requests is not None:
+            for attr in local.get_all_tensor_attrs():
+                key = (attr.group_name, attr.attr_name)
+                if key not in self._ops:
+                    self._ops[key] = requests.register(
+                        f'rows {attr_label(key)}',
+                        lambda src, ids, key=key: self._counted(
+                            self._serve(key, ids), ids))
 
     # The feature-source protocol ############################################
 
@@ -100,13 +126,16 @@ class PartitionedFeatureStore(FeatureStore):
         return ids[(ids >= start) & (ids < end)] - start
 
     def announce(self, ids: BatchIds) -> None:
-        self.local.announce(self._own(ids))
+        with self._lock:
+            self.local.announce(self._own(ids))
 
     def retire(self, ids: BatchIds) -> None:
         r"""A batch's rows are about to be gathered (the loader calls this
         once per batch): also starts the batch's ordered launches."""
         self.collectives.begin_batch()
-        self.local.retire(self._own(ids))
+        self._batch += 1
+        with self._lock:
+            self.local.retire(self._own(ids))
 
     def stats(self) -> TierStats:
         r"""The local tiers' counters (rows this rank served, for itself and
@@ -141,7 +170,8 @@ class PartitionedFeatureStore(FeatureStore):
                timings: Optional[Dict[str, float]] = None) -> Tensor:
         r"""Rows :obj:`index` (new ids, of node type :obj:`group_name`) of
         an attribute: own rows from the local tiers, the others from their
-        owners (a collective)."""
+        owners (a collective, or requests to the owners of these rows
+        alone)."""
         index = index.long()
         book = self.book.of_group(group_name)
         start = book.part_range(self.part)[0]
@@ -167,28 +197,27 @@ class PartitionedFeatureStore(FeatureStore):
         counts = torch.bincount(owners if direct is None else
                                 owners[~direct], minlength=world).tolist()
         wanted = list(hot.split(counts))  # unique ids are owner-sorted
-        asked = self.collectives.exchange(wanted, 'features',
-                                          f"request '{name}' ids")
-        before = self._tier_rows(key)
-        served = [self.local.gather(attr_name, ids - start, group_name)
-                  for ids in asked]
-        cached, stored = (a - b for a, b in zip(self._tier_rows(key),
-                                                before))
-        entry = self._served.setdefault(name,
-                                        {'cache': 0.0, 'storage': 0.0})
-        entry['cache'] += cached
-        entry['storage'] += stored
-        back = self.collectives.exchange(served, 'features',
-                                         f"send '{name}' rows")
-        remote_seconds = time.perf_counter() - started
-        local = self.local.gather(attr_name, index[mine] - start,
-                                  group_name, timings=timings)
+        if self.requests is None:
+            back = self._exchange(key, wanted)
+            remote_seconds = time.perf_counter() - started
+            local = self._local(attr_name, index[mine] - start, group_name,
+                                timings)
+        else:
+            self._served.setdefault(name, {'cache': 0.0, 'storage': 0.0})
+            asked = self._request(key, wanted)
+            remote_seconds = time.perf_counter() - started
+            local = self._local(attr_name, index[mine] - start, group_name,
+                                timings)
+            started = time.perf_counter()
+            back = [self._answer(ids, answer) for ids, answer in asked]
+            remote_seconds += time.perf_counter() - started
         shape = (index.numel(), *local.shape[1:])
         if out is None:
             out = local.new_empty(shape)
         out[mine] = local
         if not bool(mine.all()):
-            rows = torch.cat(back)
+            rows = torch.cat(back) if back else \
+                local.new_empty((0, *local.shape[1:]))
             _count(self._remote, name, rows)  # all served by owners
             if pending is not None:
                 cold = pending.result()
@@ -201,6 +230,69 @@ class PartitionedFeatureStore(FeatureStore):
         if timings is not None:
             timings['remote'] = timings.get('remote', 0.0) + remote_seconds
         return out
+
+    def _local(self, attr_name: str, rows: Tensor,
+               group_name: Optional[str],
+               timings: Optional[Dict[str, float]] = None) -> Tensor:
+        r"""This part's :obj:`rows` of an attribute, from its tiers."""
+        with self._lock:
+            return self.local.gather(attr_name, rows, group_name,
+                                     timings=timings)
+
+    def _serve(self, key: Tuple[Optional[str], str], ids: Tensor) -> Tensor:
+        r"""Rows :obj:`ids` (this part's) of attribute :obj:`key` for
+        another rank, counted as served (cache or storage)."""
+        start = self.part_range(key[0])[0]
+        with self._lock:
+            before = self._tier_rows(key)
+            rows = self.local.gather(key[1], ids - start, key[0])
+            cached, stored = (a - b for a, b in zip(self._tier_rows(key),
+                                                    before))
+            entry = self._served.setdefault(attr_label(key),
+                                            {'cache': 0.0, 'storage': 0.0})
+            entry['cache'] += cached
+            entry['storage'] += stored
+        return rows
+
+    def _exchange(self, key: Tuple[Optional[str], str],
+                  wanted: List[Tensor]) -> List[Tensor]:
+        r"""Every owner's rows of :obj:`wanted` (ids per owner), through
+        two collectives: ids out, rows back (this rank serves the others'
+        between them)."""
+        name = attr_label(key)
+        asked = self.collectives.exchange(wanted, 'features',
+                                          f"request '{name}' ids")
+        served = [self._serve(key, ids) for ids in asked]
+        return self.collectives.exchange(served, 'features',
+                                         f"send '{name}' rows")
+
+    def _request(self, key: Tuple[Optional[str], str],
+                 wanted: List[Tensor]) -> List[Tuple[Tensor, Pending]]:
+        r"""Asks each owner of :obj:`wanted` (ids per owner) for its rows,
+        at this batch and the rows' bytes as the cost."""
+        requests, name = self.requests, attr_label(key)
+        row = self.local.dtype_of(key[1], key[0]).itemsize * _width(
+            self.local.get_tensor_size(TensorAttr(group_name=key[0], attr_name=key[1])))
+        return [(ids, requests.request(
+            owner, self._ops[key], ids, f"rows '{name}'", self._batch,
+            ids.numel() * row)) for owner, ids in enumerate(wanted)
+            if ids.numel()]
+
+    def _answer(self, ids: Tensor, pending: Pending) -> Tensor:
+        r"""An owner's answer to :meth:`_request`, counted as traffic."""
+        rows = pending.result()
+        self.collectives.counters.add(
+            'features', sent=ids.numel() * ids.element_size(),
+            received=rows.numel() * rows.element_size(), messages=1)
+        return rows
+
+    def _counted(self, rows: Tensor, ids: Tensor) -> Tensor:
+        r"""This owner's answer :obj:`rows` to a request for :obj:`ids`,
+        counted as traffic."""
+        self.collectives.counters.add(
+            'features', sent=rows.numel() * rows.element_size(),
+            received=ids.numel() * ids.element_size(), messages=1)
+        return rows
 
     def close(self) -> None:
         r"""Stops the cold-row reader's thread, if any."""
@@ -234,6 +326,14 @@ class PartitionedFeatureStore(FeatureStore):
 
     def get_all_tensor_attrs(self) -> List[TensorAttr]:
         return self.local.get_all_tensor_attrs()
+
+
+def _width(size: Optional[Tuple]) -> int:
+    r"""Values per row of an attribute of :obj:`size`."""
+    width = 1
+    for dim in (size or (0, ))[1:]:
+        width *= dim
+    return width
 
 
 def _count(into: Dict[str, Dict[str, float]], attr_name: str,

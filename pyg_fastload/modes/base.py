@@ -41,7 +41,8 @@ __all__ = ['LoadingMode', 'Plan', 'Task', 'NodeTask', 'LinkTask',
 #: belong to.
 _OPTION_GROUPS = {'dsp': (('sampling', 'seeds'), "mode 'dsp'"),
                   'hopgnn': (('merges', 'merge_search'), "mode 'hopgnn'"),
-                  'cold': (('cold_rows', ), "modes 'dsp' and 'hopgnn'")}
+                  'cold': (('cold_rows', 'remote'),
+                           "modes 'dsp' and 'hopgnn'")}
 
 #: ``(data, seeds, rank sampler)`` of one split's loader.
 Plan = Tuple[Any, Optional[Tensor], Optional[RankSeedSampler]]

@@ -375,7 +375,8 @@ class DSP(_Partitioned):
                 device=device, scores=spec.scores(),
                 launch_order=spec.launch_order,
                 feature_centric=self.feature_centric, verify=spec.verify,
-                cold_rows=spec.mode_options.cold_rows)
+                cold_rows=spec.mode_options.cold_rows,
+                remote=spec.mode_options.remote)
             self.meta = self.dsp.meta
             self.data = self.dsp.data
             options = dict(self._sampler_options(), choice=spec.sampler)

@@ -16,6 +16,7 @@ from ..config import (FeatureCache, PipelineSettings, SettingError,
                       check_fanouts, check_one_of, check_sampling_workers)
 from ..distributed.collectives import digest
 from ..distributed.dsp import LAUNCH_ORDERS
+from ..distributed.requests import REMOTE_MODES
 from ..inference import InferenceOptions
 from ..io.format import VERIFY_MODES
 from ..placement import Placement, check_run_sampling, require_run_gpu
@@ -59,19 +60,25 @@ class ModeOptions:
             from the owner's files where this rank reaches them (ranks on
             one machine), beside the exchange of the hot rows, as DSP reads
             them directly; ``'owner'`` asks the owner for every row.
+        remote (str): how ``'dsp'`` and ``'hopgnn'`` fetch the rows other
+            ranks send: ``'async'`` requests to their owners, served
+            between the owners' own batches (ByteGNN), or ``'sync'``
+            collectives, every rank in lockstep. The batches are the same.
     """
     sampling: Literal['node', 'layer'] = 'node'
     seeds: Literal['own', 'global'] = 'own'
     merges: int = 0
     merge_search: bool = False
     cold_rows: Literal['auto', 'owner'] = 'auto'
+    remote: Literal['async', 'sync'] = 'async'
 
     def __post_init__(self) -> None:
         for key, value, allowed in (('sampling', self.sampling,
                                      ('node', 'layer')),
                                     ('seeds', self.seeds, ('own', 'global')),
                                     ('cold_rows', self.cold_rows,
-                                     ('auto', 'owner'))):
+                                     ('auto', 'owner')),
+                                    ('remote', self.remote, REMOTE_MODES)):
             check_one_of(f'mode_options.{key}', value, allowed)
         if isinstance(self.merges, bool) or not isinstance(
                 self.merges, int) or self.merges < 0:
