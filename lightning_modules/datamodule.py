@@ -75,8 +75,9 @@ class FastLoadDataModule(pl.LightningDataModule):
             the graph's topology (4-8 bytes per edge with 32-bit ids: 0.48
             GiB for products-like, as ``pyg-fastload bench loader --preset
             products-like`` prints) and samples there
-            (DSP's and GIDS's GPU sampling; homogeneous or heterogeneous
-            graphs, mode ``'replicated'``, ``num_workers: 0``).
+            (DSP's and GIDS's GPU sampling; mode ``'replicated'``,
+            ``num_workers: 0``); a heterogeneous graph is still sampled on
+            the CPU, its batches sent to the GPU.
         num_workers (int): PyG worker processes (0: pyg_fastload's threads).
         drop_last (bool): drop the last incomplete training batch.
         adjacency (str): ``'edge_index'`` (default; fastest with per-layer
