@@ -58,6 +58,9 @@ _BENCHMARKS = {
     'inference': ('pyg_fastload.bench.inference',
                   "every node's output: layerwise_inference vs PyG's "
                   'layer-wise loop'),
+    'remote': ('pyg_fastload.bench.remote',
+               "2-rank dsp with a slowed rank: async requests vs sync "
+               'collectives'),
     'partition': ('pyg_fastload.bench.partition',
                   'partition quality per method: cut, balance, locality, '
                   'time'),
