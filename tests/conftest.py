@@ -42,12 +42,13 @@ def pytest_collection_finish(session):
     r"""Starts the warm server the ranks and commands are forked from as
     soon as a collected test uses it, so that its imports (about 10 s of
     a core) run beside the first tests."""
-    helpers = {ranks.run_ranks, ranks.run_command, ranks.run_code,
-               ranks.command_ranks, ranks.Forked}
+    helpers = {id(helper) for helper in (
+        ranks.run_ranks, ranks.run_command, ranks.run_code,
+        ranks.command_ranks, ranks.Forked)}
     modules = {item.module for item in session.items
                if getattr(item, 'module', None) is not None}
-    if any(any(value in helpers for value in vars(module).values()
-               if callable(value)) for module in modules):
+    if any(any(id(value) in helpers for value in vars(module).values())
+           for module in modules):
         ranks.start_server()
 
 
