@@ -155,7 +155,9 @@ class FeatureCache:
             instead of reading them from disk.
         exceed_memory (bool): allow caches larger than the memory the
             machine has (refused by default).
-        storage (str): how a dataset directory's feature matrices are read:
+        storage (str): how a dataset directory's feature matrices are read,
+            a name of :data:`~pyg_fastload.storage.STORAGE_KINDS` (checked
+            where the run's spec is made or the dataset opened):
             ``'mmap'`` (memory-mapped: the page cache keeps what was read)
             or ``'direct'`` (``O_DIRECT`` reads, many in flight: the host
             buffer is the only host cache;
@@ -177,7 +179,7 @@ class FeatureCache:
     read_ahead: int = 0
     in_memory: bool = False
     exceed_memory: bool = False
-    storage: Literal['mmap', 'direct', 'gds'] = 'mmap'
+    storage: str = 'mmap'
     reads_in_flight: Union[int, Literal['auto']] = 'auto'
 
     def __post_init__(self) -> None:
@@ -197,7 +199,6 @@ class FeatureCache:
                         f"as '10%', or set exceed_memory=True")
         check_one_of('policy', self.policy, POLICIES)
         check_one_of('device_cache', self.device_cache, DEVICE_CACHE_MODES)
-        check_one_of('storage', self.storage, ('mmap', 'direct', 'gds'))
         if self.storage != 'mmap' and self.in_memory:
             raise SettingError('storage', f"{self.storage!r} reads the "
                                f"features from disk, which 'in_memory' "

@@ -23,6 +23,7 @@ from ..io.format import VERIFY_MODES
 from ..placement import Placement, check_run_sampling, require_run_gpu
 from ..sampling import SamplerChoice
 from ..sampling.temporal import TEMPORAL_STRATEGIES
+from ..storage import STORAGE_KINDS, storage_kind
 from .link_split import LinkOptions
 
 __all__ = ['LoadingSpec', 'ModeOptions', 'feature_cache_from', 'RANK_LOCAL',
@@ -85,8 +86,12 @@ class ModeOptions:
 
 
 def feature_cache_from(cache: Any) -> Optional[FeatureCache]:
-    r"""A :class:`FeatureCache` from one or a dict of its fields."""
-    return nested_setting('feature_cache', FeatureCache, cache)
+    r"""A :class:`FeatureCache` from one or a dict of its fields, its
+    ``storage`` a kind of :data:`~pyg_fastload.storage.STORAGE_KINDS`."""
+    cache = nested_setting('feature_cache', FeatureCache, cache)
+    if cache is not None:
+        storage_kind(cache.storage, 'feature_cache.storage')
+    return cache
 
 
 @contextmanager
@@ -244,17 +249,17 @@ class LoadingSpec:
     def placement(self, device: torch.device) -> Placement:
         r"""The run's :class:`~pyg_fastload.placement.Placement` on the
         trainer's :obj:`device` (Lightning's ``root_device``); refuses
-        ``sampling_device='cuda'`` and ``storage='gds'`` (reads into GPU
-        memory) on a run whose device is not CUDA, naming the setting and
-        the fix."""
+        ``sampling_device='cuda'`` and a storage kind reading into GPU
+        memory (``'gds'``) on a run whose device is not CUDA, naming the
+        setting and the fix."""
         with _in_settings():
             placement = Placement.of_run(
                 device, self.pipeline_settings.sampling_device,
                 self.num_workers)
         cache = self.feature_cache
-        if cache is not None and cache.storage == 'gds':
+        if cache is not None and STORAGE_KINDS[cache.storage].needs_cuda:
             require_run_gpu(device, 'feature_cache.storage',
-                            "'gds' reads rows into GPU memory",
+                            f"{cache.storage!r} reads rows into GPU memory",
                             'storage: direct')
         return placement
 

@@ -8,6 +8,7 @@ from .direct import DirectStorage
 from .feature_store import TieredFeatureStore
 from .gpu_direct import GpuDirectStorage
 from .graph_store import CSCGraphStore
+from .kinds import STORAGE_KINDS, StorageKind, storage_kind
 from .mapped_rows import MappedRows
 from .io_stats import (MemoryWatch, device_read_bytes, process_memory,
                        process_read_bytes)
@@ -34,6 +35,9 @@ __all__ = [
     'MmapStorage',
     'DirectStorage',
     'GpuDirectStorage',
+    'STORAGE_KINDS',
+    'StorageKind',
+    'storage_kind',
     'MappedRows',
     'process_read_bytes',
     'device_read_bytes',

@@ -13,11 +13,9 @@ from ..config import available_memory, free_cuda_memory
 from ..placement import Placement
 from .buffer_pool import BufferPool
 from .cache_tier import StaticCache
-from .direct import DirectStorage
-from .gpu_direct import GpuDirectStorage
+from .kinds import STORAGE_KINDS, storage_kind
 from .mapped_rows import MappedRows
 from .memory_storage import MemoryStorage
-from .mmap_storage import MmapStorage
 from .protocol import BatchIds, of_group
 from .read_ahead import ReadAheadWindow, check_read_ahead
 from .step_memory import DeviceCacheSizing, FirstStepSizing
@@ -131,26 +129,25 @@ class TieredFeatureStore(FeatureStore):
                         in_flight: Union[int, str] = 'auto',
                         rows: Optional[Tensor] = None) -> None:
         r"""Registers a raw row-major file as the storage of an attribute,
-        read as :obj:`storage` says: ``'mmap'`` (memory-mapped),
-        ``'direct'`` (direct I/O, :obj:`in_flight` reads at once;
-        :class:`DirectStorage`) or ``'gds'`` (kvikio reads into the batch's
-        device; :class:`~pyg_fastload.storage.gpu_direct.GpuDirectStorage`).
+        read as :obj:`storage` says, a name of
+        :data:`~pyg_fastload.storage.kinds.STORAGE_KINDS`: ``'mmap'``
+        (memory-mapped), ``'direct'`` (direct I/O, :obj:`in_flight` reads
+        at once; :class:`DirectStorage`) or ``'gds'`` (kvikio reads into
+        the batch's device;
+        :class:`~pyg_fastload.storage.gpu_direct.GpuDirectStorage`).
         With :obj:`rows` (``int64``), the attribute's row ``i`` is the
         file's row ``rows[i]`` (:class:`~pyg_fastload.storage.mapped_rows.
         MappedRows`).
         """
-        if storage == 'gds' and self.device.type != 'cuda':
-            raise ValueError(f"storage='gds' reads rows into GPU memory, but "
-                             f"the feature store's device is {self.device}: "
-                             f"use storage='direct' on CPU")
-        if storage == 'mmap':
-            tier: Tier = MmapStorage(path, dtype, shape, offset)
-        elif storage in ('direct', 'gds'):
-            reader = DirectStorage if storage == 'direct' else GpuDirectStorage
-            tier = reader(path, dtype, shape, offset, in_flight=in_flight)
-        else:
-            raise ValueError(f"'storage' = {storage!r}: pass 'mmap', "
-                             f"'direct' or 'gds'")
+        kind = storage_kind(storage)
+        if kind.needs_cuda and self.device.type != 'cuda':
+            host = [name for name, other in STORAGE_KINDS.items()
+                    if not other.needs_cuda]
+            raise ValueError(f"storage={storage!r} reads rows into GPU "
+                             f"memory, but the feature store's device is "
+                             f"{self.device}: use storage="
+                             f"{' or '.join(map(repr, host))} on CPU")
+        tier = kind.open(path, dtype, shape, offset, in_flight)
         if rows is not None:
             tier = MappedRows(tier, rows)
         self.put_tier(tier, attr_name, group_name)
