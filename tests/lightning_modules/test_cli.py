@@ -228,7 +228,8 @@ def _signal_a_running_fit(cache_env, signum, fresh=False):
     command = ['fit', *TINY,
                '--trainer.max_epochs', '1000', '--trainer.accelerator', 'cpu',
                '--trainer.enable_progress_bar', 'false',
-               '--data.pipeline', 'true', '--trainer.log_every_n_steps', '1',
+               '--data.pipeline_settings.pipeline', 'true',
+               '--trainer.log_every_n_steps', '1',
                '--trainer.logger', json.dumps({
                    'class_path': 'pytorch_lightning.loggers.CSVLogger',
                    'init_args': {'save_dir': str(cache_env / 'runs'),
