@@ -23,6 +23,7 @@ install()
 _EXPORTS = {
     'FastLoadDataModule': '.datamodule',
     'FeatureCache': '.datamodule',
+    'PipelineSettings': '.datamodule',
     'NodeClassifier': '.node_classifier',
     'MODELS': '.node_classifier',
     'LinkPredictor': '.link_predictor',
@@ -39,6 +40,7 @@ _EXPORTS = {
 __all__ = [
     'FastLoadDataModule',
     'FeatureCache',
+    'PipelineSettings',
     'NodeClassifier',
     'MODELS',
     'LinkPredictor',

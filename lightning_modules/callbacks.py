@@ -300,7 +300,8 @@ class LoaderMonitor(Callback):
                   "batches both ways (in the training loop, then in the "
                   "loader's threads) and keeps the faster, so this epoch "
                   "is slower than the next ones: time a later epoch, or "
-                  "set data.pipeline true or false", flush=True)
+                  "set data.pipeline_settings.pipeline true or false",
+                  flush=True)
 
     def on_train_batch_end(self, trainer: pl.Trainer,
                            pl_module: pl.LightningModule, outputs: Any,

@@ -18,7 +18,7 @@ from pytorch_lightning.callbacks import ModelCheckpoint
 from pytorch_lightning.cli import LightningCLI
 from pytorch_lightning.strategies import DDPStrategy
 
-from pyg_fastload.config import FeatureCache, SettingError
+from pyg_fastload.config import FeatureCache, PipelineSettings, SettingError
 from pyg_fastload.distributed.startup import form_restarted_group
 from pyg_fastload.errors import USAGE_EXIT
 from pyg_fastload.inference import InferenceOptions
@@ -219,7 +219,7 @@ class FastLoadCLI(LightningCLI):
     def _check_nested(self) -> None:
         r"""Validates the data module's nested settings first
         (``data.feature_cache``, ``data.link``, ``data.mode_options``,
-        ``data.inference``), so their errors name the key instead of coming
+        ``data.inference``, ``data.pipeline_settings``), so their errors name the key instead of coming
         back as a failed type match."""
         config = self.config[self.subcommand] if self.subcommand else \
             self.config
@@ -227,7 +227,8 @@ class FastLoadCLI(LightningCLI):
         for section, cls in (('feature_cache', FeatureCache),
                              ('link', LinkOptions),
                              ('mode_options', ModeOptions),
-                             ('inference', InferenceOptions)):
+                             ('inference', InferenceOptions),
+                             ('pipeline_settings', PipelineSettings)):
             value = config.get(f'data.{section}')
             if value is None:
                 continue

@@ -12,7 +12,9 @@ from typing import IO, Dict, List, NoReturn, Optional
 
 from pytorch_lightning.cli import LightningArgumentParser
 
-__all__ = ['ConciseParser', 'concise']
+from pyg_fastload.config import PIPELINE_KEYS
+
+__all__ = ['ConciseParser', 'concise', 'RENAMED']
 
 #: The classes whose arguments each config section takes, for suggestions.
 SECTIONS: Dict[str, List[str]] = {
@@ -23,13 +25,19 @@ SECTIONS: Dict[str, List[str]] = {
     'data.feature_cache': ['pyg_fastload.config.FeatureCache'],
     'data.link': ['pyg_fastload.modes.LinkOptions'],
     'data.mode_options': ['pyg_fastload.modes.spec.ModeOptions'],
+    'data.pipeline_settings': ['pyg_fastload.config.PipelineSettings'],
 }
+
+#: Config keys that moved, by their old name: the loaders' own options
+#: are one ``data.pipeline_settings``.
+RENAMED: Dict[str, str] = {f'data.{name}': f'data.pipeline_settings.{name}'
+                           for name in PIPELINE_KEYS}
 
 _KEY = re.compile(r'Parser key "([^"]+)":')
 _CLASS = re.compile(r"Problem with given class_path '([^']+)':")
 _OPTION = re.compile(r"Option '([^']+)' is not accepted")
-_UNKNOWN = re.compile(r"does not accept option '([^']+)'|"
-                      r"unrecognized arguments: --([\w.]+)")
+_UNKNOWN = re.compile(r"(?:Group '([\w.]+)' )?does not accept option "
+                      r"'([^']+)'|unrecognized arguments: --([\w.]+)")
 #: argparse's word for a flag followed by no value: also a value that
 #: starts with '-' (``--data.inference.memory_budget -1GiB``), which
 #: argparse takes for another flag.
@@ -48,8 +56,14 @@ def _arguments(path: str) -> List[str]:
 
 
 def _unknown(key: str, classes: Optional[List[str]] = None) -> str:
-    r"""``key`` is not a valid config key: the message, with the closest
-    valid key of its section."""
+    r"""``key`` is not a valid config key: the message, with its new name
+    if it was renamed, else the closest valid key of its section."""
+    if key in RENAMED:
+        new = RENAMED[key]
+        section, group, name = new.split('.')
+        return (f"config key '{key}' was renamed '{new}': write "
+                f"'{group}: {{{name}: ...}}' under '{section}:' (on the "
+                f"command line --{new})")
     section, _, name = key.rpartition('.')
     if classes is None:
         classes = SECTIONS.get(section, [])
@@ -64,7 +78,10 @@ def concise(message: str) -> str:
     r"""A one-line form of a jsonargparse error :obj:`message`."""
     unknown = _UNKNOWN.search(message)
     if unknown:
-        return _unknown(unknown.group(1) or unknown.group(2))
+        group, option, flag = unknown.groups()
+        if group and option and not option.startswith(f'{group}.'):
+            option = f'{group}.{option}'  # a config file's key
+        return _unknown(option or flag)
     no_value = _NO_VALUE.search(message)
     if no_value:
         return (f"{no_value.group(1)}: expected a value (one that starts "

@@ -16,7 +16,7 @@ import torch
 from torch_geometric.data import Data, HeteroData
 
 from pyg_fastload import FastNeighborLoader
-from pyg_fastload.config import FeatureCache
+from pyg_fastload.config import FeatureCache, PipelineSettings
 from pyg_fastload.distributed import Collectives, DistContext, TrafficCounters
 from pyg_fastload.graph import is_data
 from pyg_fastload.modes import MODES, DatasetSource, LoadingSpec, ModeOptions
@@ -28,7 +28,8 @@ from pyg_fastload.storage import FeatureSource
 
 from .errors import ConfigError, config_section
 
-__all__ = ['FastLoadDataModule', 'FeatureCache', 'LinkOptions']
+__all__ = ['FastLoadDataModule', 'FeatureCache', 'LinkOptions',
+           'PipelineSettings']
 
 _SPLITS = ('train', 'val', 'test', 'predict')
 
@@ -61,23 +62,13 @@ class FastLoadDataModule(pl.LightningDataModule):
         feature_cache (FeatureCache, optional): host buffer / device cache
             budgets and policy; without it features are read from where the
             dataset keeps them (memory, or disk for a directory).
-        pipeline (bool or str): the loaders' ``pipeline`` option.
-        queue_capacity (int): batches ready ahead of the model.
-        run_ahead (str or int): the loaders' ``run_ahead``: ``'adaptive'``
-            (ByteGNN's launch score), ``'trainer_first'`` (the same, but
-            while the model works only on the cores it leaves idle) or a
-            fixed number of batches in flight.
-        sampling_workers (int): threads sampling batches at once while the
-            model waits for data (ByteGNN's pool; ``1``: one sampling
-            thread; the partitioned modes' collective sampling needs 1).
-        sampling_device (str): where the loaders sample: ``'cpu'``
-            (default) or ``'cuda'``: the trainer's GPU, which gets a copy of
-            the graph's topology (4-8 bytes per edge with 32-bit ids: 0.48
-            GiB for products-like, as ``pyg-fastload bench loader --preset
-            products-like`` prints) and samples there
-            (DSP's and GIDS's GPU sampling; mode ``'replicated'``,
-            ``num_workers: 0``); a heterogeneous graph is still sampled on
-            the CPU, its batches sent to the GPU.
+        pipeline_settings (PipelineSettings, optional): how the loaders
+            sample and overlap their work with the model
+            (:class:`~pyg_fastload.PipelineSettings`: ``pipeline``,
+            ``queue_capacity``, ``run_ahead``, ``sampling_workers``,
+            ``sampling_device``: ``'cpu'`` or ``'cuda'``, the trainer's
+            GPU). In Python each field may also be given as a keyword of
+            its own (``pipeline=False``).
         num_workers (int): PyG worker processes (0: pyg_fastload's threads).
         drop_last (bool): drop the last incomplete training batch.
         adjacency (str): ``'edge_index'`` (default; fastest with per-layer
@@ -187,12 +178,7 @@ class FastLoadDataModule(pl.LightningDataModule):
         eval_num_neighbors: Optional[List[int]] = None,
         eval_batch_size: Optional[int] = None,
         feature_cache: Optional[FeatureCache] = None,
-        pipeline: Union[bool, Literal['auto']] = 'auto',
-        queue_capacity: int = 2,
-        run_ahead: Union[int, Literal['adaptive', 'trainer_first']] = (
-            'adaptive'),
-        sampling_workers: int = 1,
-        sampling_device: Literal['cpu', 'cuda'] = 'cpu',
+        pipeline_settings: Optional[PipelineSettings] = None,
         num_workers: int = 0,
         drop_last: bool = False,
         adjacency: Literal['edge_index', 'sparse'] = 'edge_index',
@@ -212,8 +198,13 @@ class FastLoadDataModule(pl.LightningDataModule):
         time_attr: Optional[str] = None,
         temporal_strategy: Literal['uniform', 'last'] = 'uniform',
         sampler: Union[str, Dict[str, Any], None] = None,
+        **kwargs: Any,
     ):
         super().__init__()
+        pipeline_settings = PipelineSettings.of(pipeline_settings, kwargs)
+        if kwargs:
+            raise TypeError(f"FastLoadDataModule() got unexpected keyword "
+                            f"arguments {sorted(kwargs)}")
         if mode not in MODES:
             raise ConfigError('mode', f"{mode!r} is not one of "
                               f"{', '.join(MODES)}")
@@ -222,9 +213,7 @@ class FastLoadDataModule(pl.LightningDataModule):
             num_neighbors=num_neighbors, batch_size=batch_size,
             eval_num_neighbors=eval_num_neighbors,
             eval_batch_size=eval_batch_size, feature_cache=feature_cache,
-            pipeline=pipeline, queue_capacity=queue_capacity,
-            run_ahead=run_ahead, sampling_workers=sampling_workers,
-            sampling_device=sampling_device, num_workers=num_workers,
+            pipeline_settings=pipeline_settings, num_workers=num_workers,
             drop_last=drop_last,
             adjacency=adjacency, seed=seed, progress=progress, verify=verify,
             launch_order=launch_order,
@@ -240,6 +229,10 @@ class FastLoadDataModule(pl.LightningDataModule):
         self.loading = MODES[mode](self.spec, source, partitions)
         self.save_hyperparameters(ignore=['dataset'] if is_data(dataset)
                                   else [])
+        # the keywords folded in, as plain values (a checkpoint is read by
+        # torch's weights-only unpickler, which refuses other classes)
+        self.hparams['pipeline_settings'] = dataclasses.asdict(
+            pipeline_settings)
         self.generators = {split: torch.Generator().manual_seed(seed + i)
                            for i, split in enumerate(_SPLITS)}
         self.traffic = TrafficCounters()

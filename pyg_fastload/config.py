@@ -2,10 +2,11 @@ r"""Settings validated once and passed as one object: fan-outs, memory
 budgets, the cache settings and the pipeline settings."""
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from dataclasses import dataclass
-from typing import Any, List, Literal, Optional, Sequence, Union
+from typing import Any, Dict, List, Literal, Optional, Sequence, Union
 
 import torch
 
@@ -15,8 +16,10 @@ __all__ = [
     'ADAPTIVE_RUN_AHEAD',
     'FeatureCache',
     'PipelineSettings',
+    'PIPELINE_KEYS',
     'SettingError',
     'check_one_of',
+    'nested_setting',
     'Budget',
     'POLICIES',
     'DEVICE_CACHE_MODES',
@@ -152,7 +155,9 @@ class FeatureCache:
             instead of reading them from disk.
         exceed_memory (bool): allow caches larger than the memory the
             machine has (refused by default).
-        storage (str): how a dataset directory's feature matrices are read:
+        storage (str): how a dataset directory's feature matrices are read,
+            a name of :data:`~pyg_fastload.storage.STORAGE_KINDS` (checked
+            where the run's spec is made or the dataset opened):
             ``'mmap'`` (memory-mapped: the page cache keeps what was read)
             or ``'direct'`` (``O_DIRECT`` reads, many in flight: the host
             buffer is the only host cache;
@@ -174,7 +179,7 @@ class FeatureCache:
     read_ahead: int = 0
     in_memory: bool = False
     exceed_memory: bool = False
-    storage: Literal['mmap', 'direct', 'gds'] = 'mmap'
+    storage: str = 'mmap'
     reads_in_flight: Union[int, Literal['auto']] = 'auto'
 
     def __post_init__(self) -> None:
@@ -194,7 +199,6 @@ class FeatureCache:
                         f"as '10%', or set exceed_memory=True")
         check_one_of('policy', self.policy, POLICIES)
         check_one_of('device_cache', self.device_cache, DEVICE_CACHE_MODES)
-        check_one_of('storage', self.storage, ('mmap', 'direct', 'gds'))
         if self.storage != 'mmap' and self.in_memory:
             raise SettingError('storage', f"{self.storage!r} reads the "
                                f"features from disk, which 'in_memory' "
@@ -220,12 +224,17 @@ ADAPTIVE_RUN_AHEAD = ('adaptive', 'trainer_first')
 
 @dataclass(frozen=True)
 class PipelineSettings:
-    r"""How the loader overlaps sampling, loading and training.
+    r"""How a loader samples and overlaps its work with the model: the
+    options :class:`~pyg_fastload.FastNeighborLoader`,
+    :class:`~pyg_fastload.FastLinkNeighborLoader` and the Lightning data
+    module take as one object (``pipeline_settings``; config key
+    ``data.pipeline_settings``). In Python they also take each field as a
+    keyword of its own (``pipeline=False``), which :meth:`of` folds in.
 
     Args:
         pipeline (bool or str): ``True`` (sampling and loading threads),
-            ``False`` (sequential) or ``'auto'`` (decided after the first
-            epoch).
+            ``False`` (sequential) or ``'auto'`` (decided in the first
+            epoch by measuring both).
         queue_capacity (int): batches each queue holds (at most
             :data:`MAX_LOOKAHEAD`).
         run_ahead (str or int): ``'adaptive'`` (batches launched by
@@ -235,11 +244,30 @@ class PipelineSettings:
         sampling_workers (int): threads sampling batches at once when
             pipelined (ByteGNN's pool; ``1``: the sampling thread alone; at
             most the cores this process may run on).
+        sampling_device (str, int or torch.device, optional): where the
+            topology lives and sampling runs: :obj:`None` (the CPU) or a
+            CUDA device, for a loader; for a run (the data module)
+            ``'cpu'`` (default) or ``'cuda'``: the trainer's GPU, which gets
+            a copy of the graph's topology (4-8 bytes per edge with 32-bit
+            ids: 0.48 GiB for products-like, as ``pyg-fastload bench loader
+            --preset products-like`` prints) and samples there (DSP's and
+            GIDS's GPU sampling; mode ``'replicated'``, ``num_workers:
+            0``); a heterogeneous graph is still sampled on the CPU, its
+            batches sent to the GPU. Checked where it is resolved
+            (:class:`~pyg_fastload.placement.Placement`).
+
+    Example:
+        >>> from pyg_fastload.config import PipelineSettings
+        >>> settings = PipelineSettings(pipeline=True, sampling_workers=1)
+        >>> flat = {'queue_capacity': 4, 'batch_size': 8}
+        >>> PipelineSettings.of(settings, flat).queue_capacity, flat
+        (4, {'batch_size': 8})
     """
-    pipeline: Union[bool, str] = 'auto'
+    pipeline: Union[bool, Literal['auto']] = 'auto'
     queue_capacity: int = 2
-    run_ahead: Union[str, int] = 'adaptive'
+    run_ahead: Union[int, Literal['adaptive', 'trainer_first']] = 'adaptive'
     sampling_workers: int = 1
+    sampling_device: Optional[Union[str, int, torch.device]] = None
 
     def __post_init__(self) -> None:
         _check_batches('queue_capacity', self.queue_capacity, 1)
@@ -254,6 +282,51 @@ class PipelineSettings:
             raise SettingError('run_ahead', f"must be 'adaptive', "
                                f"'trainer_first' or an int >= 1 (batches "
                                f"in flight), got {run_ahead!r}")
+
+    @classmethod
+    def of(cls, settings: Any = None, flat: Optional[Dict[str, Any]] = None,
+           key: str = 'pipeline_settings') -> PipelineSettings:
+        r"""The settings a loader or data module was given: :obj:`settings`
+        (:obj:`None`, a :class:`PipelineSettings` or a dict of its fields)
+        with the fields given as keywords of their own, popped from
+        :obj:`flat` (a caller's ``**kwargs``), replacing its values.
+
+        Args:
+            settings: the ``pipeline_settings`` argument.
+            flat (dict, optional): keyword arguments, of which the names of
+                this class's fields are taken out.
+            key (str): the argument's name, for errors in a dict.
+        """
+        given = nested_setting(key, cls, settings) or cls()
+        aliases = {} if flat is None else {
+            name: flat.pop(name) for name in PIPELINE_KEYS if name in flat}
+        return dataclasses.replace(given, **aliases) if aliases else given
+
+
+#: The fields of :class:`PipelineSettings`, which the loaders and the data
+#: module also take as keywords of their own.
+PIPELINE_KEYS = tuple(PipelineSettings.__dataclass_fields__)
+
+
+def nested_setting(key: str, cls: type, value: Any) -> Any:
+    r"""The nested setting :obj:`key`: :obj:`value` if :obj:`None` or a
+    :obj:`cls` (a dataclass), else one made from a dict of its fields; a
+    bad value is named by its key (``key.field``)."""
+    if value is None or isinstance(value, cls):
+        return value
+    if not isinstance(value, dict):
+        raise SettingError(key, f"must be a {cls.__name__} or a dict, got "
+                           f"{type(value).__name__}")
+    known = sorted(cls.__dataclass_fields__)
+    unknown = sorted(set(value) - set(known))
+    if unknown:
+        raise SettingError(key, f"unknown keys {unknown}; known: {known}")
+    try:
+        return cls(**value)
+    except SettingError as error:
+        if error.key.startswith(f'{key}.'):
+            raise
+        raise SettingError(f'{key}.{error.key}', error.detail) from None
 
 
 def _check_batches(key: str, value: Any, low: int) -> None:

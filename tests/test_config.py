@@ -37,9 +37,12 @@ def test_storage_readers_from_disk_refuse_in_memory_not_read_ahead():
         with pytest.raises(SettingError, match=f"'{storage}' reads the "
                                                f"features from disk"):
             FeatureCache(storage=storage, in_memory=True)
+    # the kind's name is checked against the registry where it is used
+    from pyg_fastload.modes import feature_cache_from
     with pytest.raises(SettingError, match="'nvme' is not one of 'mmap', "
-                                           "'direct', 'gds'"):
-        FeatureCache(storage='nvme')
+                                           "'direct', 'gds'") as info:
+        feature_cache_from({'storage': 'nvme'})
+    assert info.value.key == 'feature_cache.storage'
 
 
 @pytest.mark.reliability(

@@ -22,7 +22,7 @@ from ..io import (
     open_dataset_dir,
     open_hetero_dataset_dir,
 )
-from ..storage import CSCGraphStore, TieredFeatureStore
+from ..storage import CSCGraphStore, TieredFeatureStore, storage_kind
 from .hotness import Scores
 from .planner import configure_caches
 
@@ -35,10 +35,11 @@ def _cache_settings(cache: Optional[FeatureCache],
         raise TypeError(f"pass either 'cache' or the cache settings "
                         f"{sorted(settings)}, not both")
     if cache is None:
-        return FeatureCache(**settings)
+        cache = FeatureCache(**settings)
     if not isinstance(cache, FeatureCache):
         raise TypeError(f"'cache' must be a FeatureCache, got "
                         f"{type(cache).__name__}")
+    storage_kind(cache.storage)  # a registered kind, before any file opens
     return cache
 
 

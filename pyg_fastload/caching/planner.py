@@ -20,7 +20,8 @@ from ..config import (
 from ..graph.hetero_topology import HeteroTopology
 from ..graph.kind import is_topology
 from ..graph.topology import CSCTopology
-from ..storage import TieredFeatureStore
+from ..storage import (DeviceCache, HostBuffer, TieredFeatureStore,
+                       WindowCache)
 from .hotness import Scores, hot_order, loader_scores
 
 __all__ = ['configure_caches', 'AutoDeviceBudget']
@@ -106,11 +107,10 @@ def configure_caches(
     if auto:
         store.size_after_first_step(AutoDeviceBudget(
             cache, None, attrs, scores, seed, reserve_bytes))
-    store.fill_caches(
-        keys, host_ids=order[needed - host_rows:needed],
-        device_ids=order[:device_rows] if static_device else None,
-        window_rows=0 if static_device else device_rows,
-        window_size=window_size, seed=seed)
+    store.fill_caches(keys, [
+        HostBuffer(order[needed - host_rows:needed]),
+        DeviceCache(order[:device_rows]) if static_device
+        else WindowCache(device_rows, window_size, seed)])
 
 
 class AutoDeviceBudget:
@@ -281,10 +281,7 @@ def _configure_types(store: TieredFeatureStore, cache: FeatureCache,
             cache, topology, attrs, scores, seed, reserve_bytes))
     for group, (host_ids, device_ids) in held.items():
         keys = by_type[group][0]
-        if window:
-            store.fill_caches(keys, host_ids=host_ids,
-                              window_rows=device_ids.numel(),
-                              window_size=cache.window, seed=seed)
-        else:
-            store.fill_caches(keys, host_ids=host_ids, device_ids=device_ids,
-                              seed=seed)
+        store.fill_caches(keys, [
+            HostBuffer(host_ids),
+            WindowCache(device_ids.numel(), cache.window, seed) if window
+            else DeviceCache(device_ids)])

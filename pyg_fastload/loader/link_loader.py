@@ -15,12 +15,13 @@ from torch_geometric.loader import LinkLoader
 from torch_geometric.sampler import HeteroSamplerOutput, SamplerOutput
 from torch_geometric.sampler.base import NegativeSampling, SubgraphType
 
+from ..config import PipelineSettings
 from ..graph.kind import graph_input, is_data
 from ..placement import Placement
 from ..sampling import GraphSampler, HeteroNeighborSampler, SamplerChoice
 from .feature_join import on_host, pooled_attrs, with_edge_weight
 from .inputs import (built, check_has_features, check_hetero_features,
-                     prepare_sampler)
+                     check_sorted_by_destination, prepare_sampler)
 from .link_inputs import (
     check_label_edges,
     check_label_time,
@@ -52,10 +53,10 @@ class FastLinkNeighborLoader(PipelinedLoader, LinkLoader):
 
     The arguments not listed below (``replace``, ``subgraph_type``,
     ``disjoint``, ``weight_attr``, ``directed``, ``transform``,
-    ``transform_sampler_output``, ``filter_per_worker``, ``pipeline``,
-    ``queue_capacity``, ``run_ahead``, ``device``, ``sampling_workers``,
-    ``sampling_device``) are :class:`~pyg_fastload.FastNeighborLoader`'s
-    (batches are identical pipelined or not).
+    ``transform_sampler_output``, ``is_sorted``, ``filter_per_worker``,
+    ``pipeline_settings`` and its fields as keywords of their own,
+    ``device``) are :class:`~pyg_fastload.FastNeighborLoader`'s, in PyG's
+    order (batches are identical pipelined or not).
 
     Args:
         data: a ``Data``, a ``(FeatureStore, GraphStore)`` tuple or a
@@ -118,7 +119,7 @@ class FastLinkNeighborLoader(PipelinedLoader, LinkLoader):
     """
     def __init__(
         self,
-        data: Union[Data, tuple],
+        data: Union[Data, HeteroData, tuple],
         num_neighbors: List[int],
         edge_label_index: Optional[Tensor] = None,
         edge_label: Optional[Tensor] = None,
@@ -129,25 +130,25 @@ class FastLinkNeighborLoader(PipelinedLoader, LinkLoader):
         temporal_strategy: str = 'uniform',
         neg_sampling: Optional[NegativeSampling] = None,
         neg_sampling_ratio: Optional[Union[int, float]] = None,
-        strict_negatives: bool = False,
         time_attr: Optional[str] = None,
         weight_attr: Optional[str] = None,
         transform: Optional[Callable] = None,
         transform_sampler_output: Optional[Callable] = None,
+        is_sorted: bool = False,
         filter_per_worker: Optional[bool] = None,
-        directed: bool = True,
         neighbor_sampler: Union[str, Dict[str, Any], GraphSampler,
                                 None] = None,
-        pipeline: Union[bool, str] = 'auto',
-        queue_capacity: int = 2,
-        run_ahead: Union[str, int] = 'adaptive',
+        directed: bool = True,
+        strict_negatives: bool = False,
+        pipeline_settings: Optional[PipelineSettings] = None,
         device: Optional[Union[str, torch.device]] = None,
-        sampling_workers: int = 1,
-        sampling_device: Optional[Union[str, torch.device]] = None,
         **kwargs: Any,
     ):
+        settings = PipelineSettings.of(pipeline_settings, kwargs)
         kind = graph_input(data)
         hetero, stores = kind.hetero, kind.stores
+        if is_sorted and not hetero:
+            check_sorted_by_destination(data)
         if not hetero and names_edge_type(edge_label_index):
             raise ValueError("'edge_label_index' names an edge type, which "
                              "only a HeteroData has: pass a [2, num_edges] "
@@ -164,7 +165,7 @@ class FastLinkNeighborLoader(PipelinedLoader, LinkLoader):
         choice = SamplerChoice.of(None if given is not None
                                   else neighbor_sampler)
         placement = Placement.of_loader(
-            device, sampling_device, num_workers,
+            device, settings.sampling_device, num_workers,
             given_sampler=given is not None)
         if given is not None and \
                 isinstance(given, HeteroNeighborSampler) != hetero:
@@ -220,8 +221,9 @@ class FastLinkNeighborLoader(PipelinedLoader, LinkLoader):
                         'neg_sampling.amount' if neg_sampling is not None
                         else 'neg_sampling_ratio')
         prepare_sampler(sampler, self.input_data, self.batch_size or 1)
-        self.setup_pipeline(pipeline, queue_capacity, run_ahead, placement,
-                            sampling_workers)
+        self.setup_pipeline(settings.pipeline, settings.queue_capacity,
+                            settings.run_ahead, placement,
+                            settings.sampling_workers)
 
     def batch_sampling(self) -> SampleFn:
         sampler, inputs = self.link_sampler, self.input_data

@@ -13,7 +13,7 @@ from torch_geometric.loader import NodeLoader
 from torch_geometric.sampler import HeteroSamplerOutput, SamplerOutput
 from torch_geometric.sampler.base import SubgraphType
 
-from ..config import check_hops
+from ..config import PipelineSettings, check_hops
 from ..graph.kind import graph_input, is_data
 from ..placement import Placement
 from ..sampling import GraphSampler, SamplerChoice
@@ -100,44 +100,53 @@ class FastNeighborLoader(PipelinedLoader, NodeLoader):
             train/val/test loaders; see
             :class:`~pyg_fastload.sampling.GraphSampler`).
         directed (bool): deprecated, ``False`` means ``'induced'``.
-        pipeline (bool or str): sample and load features in background
-            threads while the model trains. ``'auto'`` (default) decides
-            in the first epoch by measuring both: its first batches run in
-            the consumer's thread and, if sampling and loading took at
-            least :obj:`PIPELINE_MIN_LOAD_SHARE` of the time, the next
-            ones in the pipeline, which stays for the rest of the epoch
-            and later epochs unless it made the time per batch (model
-            steps included) longer (on a CPU-bound model the stage threads
-            may cost the model more than they hide;
-            :mod:`~pyg_fastload.loader.auto_pipeline`). Ignored with
-            ``num_workers > 0``, where PyG's worker processes sample.
-            Batches are identical either way.
-        queue_capacity (int): batches ready ahead of the model (DSP: 2).
-            With the feature store's look-ahead depth it bounds the batches
-            in flight (the memory bound of :obj:`run_ahead`).
-        run_ahead (str or int): when the pipelined sampling stage starts
-            the next batch. ``'adaptive'`` (default): ByteGNN's launch score
-            (launching whole batches onto the sampling thread or the pool of
-            :obj:`sampling_workers`) from the measured sampling and
-            model times, queue length, time since the last launch and CPU
-            utilisation
-            (:class:`~pyg_fastload.loader.scheduler.RunAheadScheduler`),
-            always while no batch is in flight and never beyond the queues'
-            bound. ``'trainer_first'``: the same, but while the model works
-            batches are sampled only on the cores it leaves idle
-            (:class:`~pyg_fastload.loader.trainer_load.TrainerLoad`): a
-            model that keeps every core busy is not slowed by sampling,
-            which then runs while it waits for data. An int ``n``: keep
-            ``n`` batches in flight (the queues still bound it). Batches
-            are identical either way.
-        sampling_workers (int): threads sampling batches at once when
-            pipelined (ByteGNN's pool of sampling workers, the oldest
-            batch first;
-            :class:`~pyg_fastload.loader.sampling_pool.SamplingPool`).
-            ``1`` (default): the sampling thread alone. Batches are the
-            same for any number (each batch's random stream comes from its
-            index); each thread keeps its own relabelling array of 4 bytes
-            per node.
+        pipeline_settings (PipelineSettings or dict, optional): how
+            batches are sampled and overlapped with the model
+            (:class:`~pyg_fastload.PipelineSettings`; each field may also
+            be given as a keyword of its own, ``pipeline=False``, which
+            replaces the field's value):
+
+            - ``pipeline`` (bool or str): sample and load features in
+              background threads while the model trains. ``'auto'``
+              (default) decides in the first epoch by measuring both: its
+              first batches run in the consumer's thread and, if sampling
+              and loading took at least :obj:`PIPELINE_MIN_LOAD_SHARE` of
+              the time, the next ones in the pipeline, which stays for the
+              rest of the epoch and later epochs unless it made the time
+              per batch (model steps included) longer
+              (:mod:`~pyg_fastload.loader.auto_pipeline`). Ignored with
+              ``num_workers > 0``, where PyG's worker processes sample.
+            - ``queue_capacity`` (int): batches ready ahead of the model
+              (DSP: 2); with the feature store's look-ahead it bounds the
+              batches in flight.
+            - ``run_ahead`` (str or int): when the pipelined sampling stage
+              starts the next batch: ``'adaptive'`` (default; ByteGNN's
+              launch score from the measured sampling and model times,
+              queue length and CPU utilisation,
+              :class:`~pyg_fastload.loader.scheduler.RunAheadScheduler`),
+              ``'trainer_first'`` (the same, but while the model works
+              only on the cores it leaves idle,
+              :class:`~pyg_fastload.loader.trainer_load.TrainerLoad`) or
+              an int ``n``: ``n`` batches in flight.
+            - ``sampling_workers`` (int): threads sampling batches at once
+              when pipelined (ByteGNN's pool,
+              :class:`~pyg_fastload.loader.sampling_pool.SamplingPool`;
+              ``1``, the default: the sampling thread alone); each keeps
+              a relabelling array of 4 bytes per node.
+            - ``sampling_device`` (torch.device or str, optional): where
+              the topology lives and sampling runs (DSP's and GIDS's GPU
+              sampling): :obj:`None` (default) or ``'cpu'``, or a CUDA
+              device, which gets a copy of the topology
+              (``CSCTopology.nbytes()``) if it leaves the free memory
+              sampling a batch of ``batch_size`` seeds takes there
+              (:meth:`~pyg_fastload.sampling.HopSampler.scratch_bytes`),
+              and returns batches there (:obj:`device` defaults to it).
+              A GPU's random streams differ from the CPU's: batches are
+              equal in distribution, reproducible under a seed on one
+              device. Needs ``num_workers=0``.
+
+            Batches are identical for every ``pipeline``, ``run_ahead`` and
+            number of ``sampling_workers``.
         device (torch.device or str, optional): where batches are returned.
             :obj:`None` (default) or ``'cpu'`` leave them on the CPU; a CUDA
             device gets them copied from pinned memory with non-blocking
@@ -145,19 +154,6 @@ class FastNeighborLoader(PipelinedLoader, NodeLoader):
             stream waits for the copy before the batch is returned
             (:class:`~pyg_fastload.loader.pipeline.DeviceTransfer`). Needs
             ``num_workers=0``.
-        sampling_device (torch.device or str, optional): where the graph's
-            topology lives and sampling runs (DSP's and GIDS's GPU
-            sampling): :obj:`None` (default) or ``'cpu'``, or a CUDA device,
-            which gets a copy of the topology (``CSCTopology.nbytes()``: 4
-            bytes per edge with 32-bit ids, 4 more if the edges were not
-            sorted by destination, 8 per node) if it leaves the free memory
-            sampling a batch of ``batch_size`` seeds takes there
-            (:meth:`~pyg_fastload.sampling.HopSampler.scratch_bytes`), and
-            returns batches there (:obj:`device` defaults to it). The
-            random streams of a GPU differ from the CPU's: batches are
-            equal in distribution, and reproducible under a seed on the
-            same device. ``num_workers=0``. A heterogeneous graph is
-            still sampled on the CPU; its batches go to the GPU.
         **kwargs: :class:`torch.utils.data.DataLoader` arguments such as
             ``batch_size``, ``shuffle``, ``drop_last``, ``num_workers`` and
             ``generator`` (which then also drives the sampler).
@@ -198,14 +194,11 @@ class FastNeighborLoader(PipelinedLoader, NodeLoader):
         neighbor_sampler: Union[str, Dict[str, Any], GraphSampler,
                                 None] = None,
         directed: bool = True,
-        pipeline: Union[bool, str] = 'auto',
-        queue_capacity: int = 2,
-        run_ahead: Union[str, int] = 'adaptive',
+        pipeline_settings: Optional[PipelineSettings] = None,
         device: Optional[Union[str, torch.device]] = None,
-        sampling_workers: int = 1,
-        sampling_device: Optional[Union[str, torch.device]] = None,
         **kwargs: Any,
     ):
+        settings = PipelineSettings.of(pipeline_settings, kwargs)
         check_not_link(kwargs)
         kind = graph_input(data)
         hetero = kind.hetero
@@ -214,7 +207,7 @@ class FastNeighborLoader(PipelinedLoader, NodeLoader):
         check_temporal(input_time, time_attr, choice is not None)
         num_workers = kwargs.get('num_workers', 0)
         placement = Placement.of_loader(
-            device, sampling_device, num_workers,
+            device, settings.sampling_device, num_workers,
             given_sampler=choice is None)
         if is_sorted and not hetero:
             check_sorted_by_destination(data)
@@ -271,8 +264,9 @@ class FastNeighborLoader(PipelinedLoader, NodeLoader):
             **kwargs,
         )
         prepare_sampler(neighbor_sampler, self.input_data, batch_size)
-        self.setup_pipeline(pipeline, queue_capacity, run_ahead, placement,
-                            sampling_workers)
+        self.setup_pipeline(settings.pipeline, settings.queue_capacity,
+                            settings.run_ahead, placement,
+                            settings.sampling_workers)
 
     def filter_fn(self, out: SamplerOutput) -> Data:
         r"""Joins the sampled subgraph with its node and edge attributes.

@@ -108,11 +108,13 @@ class _Partitioned(LoadingMode):
 
     def _check_workload(self) -> None:
         spec = self.spec
-        if spec.sampling_device != 'cpu':
-            raise SettingError('sampling_device', f"{spec.sampling_device!r} "
-                               f"is for mode 'replicated' (mode "
-                               f"{self.name!r} samples its parts on the "
-                               f"CPU): use sampling_device: cpu")
+        sampling_device = spec.pipeline_settings.sampling_device
+        if sampling_device != 'cpu':
+            raise SettingError('pipeline_settings.sampling_device',
+                               f"{sampling_device!r} is for mode "
+                               f"'replicated' (mode {self.name!r} samples "
+                               f"its parts on the CPU): use sampling_device: "
+                               f"cpu")
         try:  # (an unreadable partition: opening it names the fault)
             meta: Optional[Dict[str, Any]] = read_partition_meta(
                 self.partitions)

@@ -4,16 +4,18 @@ r"""One frozen, validated description of how a run loads its batches
 is a :class:`~pyg_fastload.config.SettingError` naming its key."""
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Literal, Optional, Union
+from typing import Any, Callable, Dict, Iterator, List, Literal, Optional
 
 import torch
 import torch_geometric.transforms as T
 
 from ..caching import Scores, loader_scores
 from ..config import (FeatureCache, PipelineSettings, SettingError,
-                      check_fanouts, check_one_of, check_sampling_workers)
+                      check_fanouts, check_one_of, nested_setting)
 from ..distributed.collectives import digest
 from ..distributed.dsp import LAUNCH_ORDERS
 from ..distributed.requests import REMOTE_MODES
@@ -22,6 +24,7 @@ from ..io.format import VERIFY_MODES
 from ..placement import Placement, check_run_sampling, require_run_gpu
 from ..sampling import SamplerChoice
 from ..sampling.temporal import TEMPORAL_STRATEGIES
+from ..storage import STORAGE_KINDS, storage_kind
 from .link_split import LinkOptions
 
 __all__ = ['LoadingSpec', 'ModeOptions', 'feature_cache_from', 'RANK_LOCAL',
@@ -90,29 +93,23 @@ class ModeOptions:
 
 
 def feature_cache_from(cache: Any) -> Optional[FeatureCache]:
-    r"""A :class:`FeatureCache` from one or a dict of its fields."""
-    return _nested('feature_cache', FeatureCache, cache)
+    r"""A :class:`FeatureCache` from one or a dict of its fields, its
+    ``storage`` a kind of :data:`~pyg_fastload.storage.STORAGE_KINDS`."""
+    cache = nested_setting('feature_cache', FeatureCache, cache)
+    if cache is not None:
+        storage_kind(cache.storage, 'feature_cache.storage')
+    return cache
 
 
-def _nested(key: str, cls: type, value: Any) -> Any:
-    r"""The nested setting :obj:`key`: :obj:`value` if :obj:`None` or a
-    :obj:`cls` (a dataclass), else one made from a dict of its fields; a
-    bad value is named by its key (``key.field``)."""
-    if value is None or isinstance(value, cls):
-        return value
-    if not isinstance(value, dict):
-        raise SettingError(key, f"must be a {cls.__name__} or a dict, got "
-                           f"{type(value).__name__}")
-    known = sorted(cls.__dataclass_fields__)
-    unknown = sorted(set(value) - set(known))
-    if unknown:
-        raise SettingError(key, f"unknown keys {unknown}; known: {known}")
+@contextmanager
+def _in_settings() -> Iterator[None]:
+    r"""A run-level check of a :class:`PipelineSettings` field: its error
+    named by its config key, ``pipeline_settings.<field>``."""
     try:
-        return cls(**value)
+        yield
     except SettingError as error:
-        if error.key.startswith(f'{key}.'):
-            raise
-        raise SettingError(f'{key}.{error.key}', error.detail) from None
+        raise SettingError(f'pipeline_settings.{error.key}',
+                           error.detail) from None
 
 
 def _positive_int(key: str, value: Any) -> int:
@@ -153,11 +150,8 @@ class LoadingSpec:
     eval_num_neighbors: Optional[List[int]] = None
     eval_batch_size: Optional[int] = None
     feature_cache: Optional[FeatureCache] = None
-    pipeline: Union[bool, str] = 'auto'
-    queue_capacity: int = 2
-    run_ahead: Union[str, int] = 'adaptive'
-    sampling_workers: int = 1
-    sampling_device: str = 'cpu'
+    pipeline_settings: PipelineSettings = field(
+        default_factory=PipelineSettings)
     num_workers: int = 0
     drop_last: bool = False
     adjacency: str = 'edge_index'
@@ -186,17 +180,16 @@ class LoadingSpec:
         put(self, 'eval_batch_size', _positive_int(
             'eval_batch_size', self.batch_size if self.eval_batch_size is None
             else self.eval_batch_size))
-        check_sampling_workers(self.sampling_workers)
-        PipelineSettings(queue_capacity=self.queue_capacity,
-                         run_ahead=self.run_ahead)  # names them if invalid
+        settings = PipelineSettings.of(self.pipeline_settings)
+        put(self, 'pipeline_settings', settings if settings.sampling_device
+            else dataclasses.replace(settings, sampling_device='cpu'))
         if isinstance(self.num_workers, bool) or not isinstance(
                 self.num_workers, int) or self.num_workers < 0:
             raise SettingError('num_workers', f"{self.num_workers!r} must be "
                                f"an int >= 0")
-        check_run_sampling(self.sampling_device, self.num_workers)
-        if self.pipeline not in (True, False, 'auto'):
-            raise SettingError('pipeline', f"{self.pipeline!r} must be "
-                               f"true, false or 'auto'")
+        with _in_settings():
+            check_run_sampling(self.pipeline_settings.sampling_device,
+                               self.num_workers)
         put(self, 'feature_cache', feature_cache_from(self.feature_cache))
         if self.adjacency not in ('edge_index', 'sparse'):
             raise SettingError('adjacency', f"{self.adjacency!r} must be "
@@ -209,10 +202,11 @@ class LoadingSpec:
                                "'edge_index'")
         check_one_of('verify', self.verify, VERIFY_MODES)
         check_one_of('launch_order', self.launch_order, LAUNCH_ORDERS)
-        put(self, 'mode_options', _nested('mode_options', ModeOptions,
-                                          self.mode_options) or ModeOptions())
-        put(self, 'inference', _nested('inference', InferenceOptions,
-                                       self.inference) or InferenceOptions())
+        put(self, 'mode_options', nested_setting(
+            'mode_options', ModeOptions, self.mode_options) or ModeOptions())
+        put(self, 'inference', nested_setting(
+            'inference', InferenceOptions, self.inference)
+            or InferenceOptions())
         if isinstance(self.seed, bool) or not isinstance(self.seed, int):
             raise SettingError('seed', f"{self.seed!r} must be an int")
         for key in ('drop_last', 'progress'):
@@ -240,7 +234,7 @@ class LoadingSpec:
                                "edge array with task 'link'), or use "
                                "'uniform'")
         if self.task == 'link':
-            put(self, 'link', _nested('link', LinkOptions, self.link)
+            put(self, 'link', nested_setting('link', LinkOptions, self.link)
                 or LinkOptions())
         elif self.link is not None:
             raise SettingError('link', f"options of task 'link', not of "
@@ -262,15 +256,17 @@ class LoadingSpec:
     def placement(self, device: torch.device) -> Placement:
         r"""The run's :class:`~pyg_fastload.placement.Placement` on the
         trainer's :obj:`device` (Lightning's ``root_device``); refuses
-        ``sampling_device='cuda'`` and ``storage='gds'`` (reads into GPU
-        memory) on a run whose device is not CUDA, naming the setting and
-        the fix."""
-        placement = Placement.of_run(device, self.sampling_device,
-                                     self.num_workers)
+        ``sampling_device='cuda'`` and a storage kind reading into GPU
+        memory (``'gds'``) on a run whose device is not CUDA, naming the
+        setting and the fix."""
+        with _in_settings():
+            placement = Placement.of_run(
+                device, self.pipeline_settings.sampling_device,
+                self.num_workers)
         cache = self.feature_cache
-        if cache is not None and cache.storage == 'gds':
+        if cache is not None and STORAGE_KINDS[cache.storage].needs_cuda:
             require_run_gpu(device, 'feature_cache.storage',
-                            "'gds' reads rows into GPU memory",
+                            f"{cache.storage!r} reads rows into GPU memory",
                             'storage: direct')
         return placement
 
@@ -312,10 +308,9 @@ class LoadingSpec:
             progress=self.progress, seed=self.seed) if train else \
             self.sampler if self.sampler.hop_wise else None
         return dict(num_neighbors=self.fanouts(train),
-                    batch_size=self.batch(train), pipeline=self.pipeline,
-                    queue_capacity=self.queue_capacity,
-                    run_ahead=self.run_ahead,
-                    sampling_workers=self.sampling_workers,
+                    batch_size=self.batch(train),
+                    pipeline_settings=dataclasses.replace(
+                        self.pipeline_settings, sampling_device=None),
                     num_workers=self.num_workers, time_attr=self.time_attr,
                     temporal_strategy=self.temporal_strategy,
                     neighbor_sampler=sampler,

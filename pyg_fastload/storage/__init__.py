@@ -5,9 +5,11 @@ memory), a CSC ``GraphStore``, and the :class:`FeatureSource` protocol the
 loader reads features through."""
 from .cache_tier import CacheTier, StaticCache
 from .direct import DirectStorage
-from .feature_store import TieredFeatureStore
+from .feature_store import (CacheLayer, DeviceCache, HostBuffer,
+                            TieredFeatureStore, WindowCache)
 from .gpu_direct import GpuDirectStorage
 from .graph_store import CSCGraphStore
+from .kinds import STORAGE_KINDS, StorageKind, storage_kind
 from .mapped_rows import MappedRows
 from .io_stats import (MemoryWatch, device_read_bytes, process_memory,
                        process_read_bytes)
@@ -22,6 +24,10 @@ from .window_cache import WindowBufferedCache
 __all__ = [
     'FeatureSource',
     'TieredFeatureStore',
+    'CacheLayer',
+    'HostBuffer',
+    'DeviceCache',
+    'WindowCache',
     'CSCGraphStore',
     'Tier',
     'StorageTier',
@@ -34,6 +40,9 @@ __all__ = [
     'MmapStorage',
     'DirectStorage',
     'GpuDirectStorage',
+    'STORAGE_KINDS',
+    'StorageKind',
+    'storage_kind',
     'MappedRows',
     'process_read_bytes',
     'device_read_bytes',

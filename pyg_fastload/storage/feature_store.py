@@ -3,7 +3,8 @@ chain of tiers per attribute, fastest first: device cache, host buffer,
 then storage (in memory, memory-mapped, or read directly)."""
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Sequence, Tuple, Union
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Protocol, Sequence, Tuple, Union
 
 import torch
 from torch import Tensor
@@ -13,11 +14,9 @@ from ..config import available_memory, free_cuda_memory
 from ..placement import Placement
 from .buffer_pool import BufferPool
 from .cache_tier import StaticCache
-from .direct import DirectStorage
-from .gpu_direct import GpuDirectStorage
+from .kinds import STORAGE_KINDS, storage_kind
 from .mapped_rows import MappedRows
 from .memory_storage import MemoryStorage
-from .mmap_storage import MmapStorage
 from .protocol import BatchIds, of_group
 from .read_ahead import ReadAheadWindow, check_read_ahead
 from .step_memory import DeviceCacheSizing, FirstStepSizing
@@ -25,7 +24,8 @@ from .tier import Tier
 from .tier_chain import TierChain
 from .window_cache import WindowBufferedCache
 
-__all__ = ['TieredFeatureStore', 'attr_label']
+__all__ = ['TieredFeatureStore', 'attr_label', 'CacheLayer', 'HostBuffer',
+           'DeviceCache', 'WindowCache']
 
 Key = Tuple[Optional[str], str]
 
@@ -57,6 +57,114 @@ def attr_label(key: Key) -> str:
     ``(group, name)`` under: ``name``, or ``group.name`` in a group."""
     group, name = key
     return name if group is None else f'{group}.{name}'
+
+
+class CacheLayer(Protocol):
+    r"""One cache put in front of an attribute's tiers by
+    :meth:`TieredFeatureStore.fill_caches` (GraphBolt's wrapper style: each
+    layer wraps the tiers below it). A new kind of cache is a class with
+    :meth:`wrap` (and :attr:`lookahead`)."""
+    #: Batches the loader must sample ahead for this layer (0: none).
+    lookahead: int
+
+    def wrap(self, below: Tier, base: Tier, device: torch.device,
+             pinned: bool) -> Tier:
+        r"""The tier in front of :obj:`below` (:obj:`below` itself where
+        this layer holds nothing), filled from the chain's :obj:`base`; on
+        the store's :obj:`device`, host memory :obj:`pinned` where batches
+        go to a GPU."""
+
+
+@dataclass(frozen=True, eq=False)
+class HostBuffer:
+    r"""A host buffer holding rows :obj:`ids` (a :class:`StaticCache` in
+    host memory, pinned where batches go to a GPU; the GIDS host buffer).
+
+    Example:
+        >>> import torch
+        >>> from pyg_fastload.storage import TieredFeatureStore
+        >>> from pyg_fastload.storage.feature_store import (DeviceCache,
+        ...                                                 HostBuffer)
+        >>> store = TieredFeatureStore()
+        >>> store.put_tensor(torch.arange(20.).view(10, 2), group_name=None,
+        ...                  attr_name='x', index=None)
+        True
+        >>> store.fill_caches([(None, 'x')], [HostBuffer(torch.arange(4)),
+        ...                                   DeviceCache(torch.arange(2))])
+        >>> list(store.tiers('x'))  # fastest first
+        ['device', 'host', 'storage']
+    """
+    ids: Tensor
+    lookahead: int = 0
+
+    def wrap(self, below: Tier, base: Tier, device: torch.device,
+             pinned: bool) -> Tier:
+        if not self.ids.numel():
+            return below
+        return fill_static(base, below, self.ids, torch.device('cpu'),
+                           'host', pinned)
+
+
+@dataclass(frozen=True, eq=False)
+class DeviceCache:
+    r"""A device cache holding rows :obj:`ids` on the store's device (a
+    :class:`StaticCache`: the PaGraph/DSP GPU cache)."""
+    ids: Tensor
+    lookahead: int = 0
+
+    def wrap(self, below: Tier, base: Tier, device: torch.device,
+             pinned: bool) -> Tier:
+        if not self.ids.numel():
+            return below
+        return fill_static(base, below, self.ids, device, 'device')
+
+
+@dataclass(frozen=True)
+class WindowCache:
+    r"""A device cache of :obj:`rows` rows filled by GIDS's window
+    buffering over a look-ahead of :obj:`lookahead` batches
+    (:class:`WindowBufferedCache`; :obj:`seed` drives its own random
+    choices)."""
+    rows: int
+    lookahead: int
+    seed: int = 0
+
+    def wrap(self, below: Tier, base: Tier, device: torch.device,
+             pinned: bool) -> Tier:
+        if not self.rows:
+            return below
+        return WindowBufferedCache(below, self.rows, device, self.seed)
+
+
+def fill_static(base: Tier, fallback: Tier, ids: Tensor,
+                device: torch.device, name: str,
+                pinned: bool = False) -> StaticCache:
+    r"""A static cache of rows :obj:`ids` in front of :obj:`fallback`,
+    read from the chain's :obj:`base` (not counted), on :obj:`device`
+    (host memory: :obj:`pinned` or not), filled in place
+    :data:`FILL_CHUNK_BYTES` of rows at a time (to a GPU through a host
+    chunk of that size)."""
+    ids = torch.unique(ids)  # sorted: read in file order, no staging
+    shape = (ids.numel(), *base.shape[1:])
+    step = max(1, FILL_CHUNK_BYTES // max(base.row_bytes, 1))
+    if device.type == 'cpu':
+        values = empty_host(shape, base.dtype, pinned)
+        chunk = None
+    else:
+        values = torch.empty(shape, dtype=base.dtype, device=device)
+        chunk = empty_host((min(step, ids.numel()), *shape[1:]),
+                           base.dtype, False)
+    for start in range(0, ids.numel(), step):
+        part = ids[start:start + step]
+        into = values[start:start + part.numel()]
+        if chunk is None:
+            base.gather(part, into)
+        else:
+            base.gather(part, chunk[:part.numel()])
+            into.copy_(chunk[:part.numel()])
+    for link in base.links():
+        link.reset_counters()
+    return StaticCache(fallback, ids, values, name)
 
 
 class TieredFeatureStore(FeatureStore):
@@ -131,26 +239,25 @@ class TieredFeatureStore(FeatureStore):
                         in_flight: Union[int, str] = 'auto',
                         rows: Optional[Tensor] = None) -> None:
         r"""Registers a raw row-major file as the storage of an attribute,
-        read as :obj:`storage` says: ``'mmap'`` (memory-mapped),
-        ``'direct'`` (direct I/O, :obj:`in_flight` reads at once;
-        :class:`DirectStorage`) or ``'gds'`` (kvikio reads into the batch's
-        device; :class:`~pyg_fastload.storage.gpu_direct.GpuDirectStorage`).
+        read as :obj:`storage` says, a name of
+        :data:`~pyg_fastload.storage.kinds.STORAGE_KINDS`: ``'mmap'``
+        (memory-mapped), ``'direct'`` (direct I/O, :obj:`in_flight` reads
+        at once; :class:`DirectStorage`) or ``'gds'`` (kvikio reads into
+        the batch's device;
+        :class:`~pyg_fastload.storage.gpu_direct.GpuDirectStorage`).
         With :obj:`rows` (``int64``), the attribute's row ``i`` is the
         file's row ``rows[i]`` (:class:`~pyg_fastload.storage.mapped_rows.
         MappedRows`).
         """
-        if storage == 'gds' and self.device.type != 'cuda':
-            raise ValueError(f"storage='gds' reads rows into GPU memory, but "
-                             f"the feature store's device is {self.device}: "
-                             f"use storage='direct' on CPU")
-        if storage == 'mmap':
-            tier: Tier = MmapStorage(path, dtype, shape, offset)
-        elif storage in ('direct', 'gds'):
-            reader = DirectStorage if storage == 'direct' else GpuDirectStorage
-            tier = reader(path, dtype, shape, offset, in_flight=in_flight)
-        else:
-            raise ValueError(f"'storage' = {storage!r}: pass 'mmap', "
-                             f"'direct' or 'gds'")
+        kind = storage_kind(storage)
+        if kind.needs_cuda and self.device.type != 'cuda':
+            host = [name for name, other in STORAGE_KINDS.items()
+                    if not other.needs_cuda]
+            raise ValueError(f"storage={storage!r} reads rows into GPU "
+                             f"memory, but the feature store's device is "
+                             f"{self.device}: use storage="
+                             f"{' or '.join(map(repr, host))} on CPU")
+        tier = kind.open(path, dtype, shape, offset, in_flight)
         if rows is not None:
             tier = MappedRows(tier, rows)
         self.put_tier(tier, attr_name, group_name)
@@ -280,62 +387,23 @@ class TieredFeatureStore(FeatureStore):
             out[group] = ([*held, key], rows, row_bytes + storage.row_bytes)
         return out
 
-    def fill_caches(self, keys: Sequence[Key], host_ids: Tensor,
-                    device_ids: Optional[Tensor] = None,
-                    window_rows: int = 0, window_size: int = 0,
-                    seed: int = 0) -> None:
-        r"""Composes the chains of :obj:`keys` anew: a host buffer holding
-        rows :obj:`host_ids` (a :class:`StaticCache`) in front of the
-        attribute's tiers, and in front of that a device cache holding rows
-        :obj:`device_ids` or, with :obj:`window_rows`, a
-        :class:`WindowBufferedCache` of that many rows over a look-ahead of
-        :obj:`window_size` batches."""
-        self.window_size = window_size
+    def fill_caches(self, keys: Sequence[Key],
+                    layers: Sequence[CacheLayer]) -> None:
+        r"""Composes the chains of :obj:`keys` anew: each of :obj:`layers`
+        wraps the tiers below it, the first one the attribute's storage
+        (``[HostBuffer(host_ids), DeviceCache(device_ids)]``: a device
+        cache in front of a host buffer in front of the storage; a layer
+        holding no rows adds no tier). The old caches go before the new
+        ones fill; the loader samples as far ahead as the layers need
+        (:attr:`lookahead_depth`)."""
+        self.window_size = max((layer.lookahead for layer in layers),
+                               default=0)
         for key in keys:
             chain = self._entries[key]
-            chain.top = chain.base  # the old caches go before new ones fill
-            top = chain.base
-            if host_ids.numel():  # pinned where a GPU cache reads it
-                top = self._fill(chain, top, host_ids, torch.device('cpu'),
-                                 'host', self.pinned)
-            if device_ids is not None and device_ids.numel():
-                top = self._fill(chain, top, device_ids, self.device,
-                                 'device')
-            elif window_rows:
-                top = WindowBufferedCache(top, window_rows, self.device, seed)
+            chain.top = top = chain.base
+            for layer in layers:
+                top = layer.wrap(top, chain.base, self.device, self.pinned)
             chain.top = top
-
-    @staticmethod
-    def _fill(chain: TierChain, fallback: Tier, ids: Tensor,
-              device: torch.device, name: str,
-              pinned: bool = False) -> StaticCache:
-        r"""A static cache of rows :obj:`ids` in front of
-        :obj:`fallback`, read from the chain's base (not counted), on
-        :obj:`device` (host memory: :obj:`pinned` or not), filled in place
-        :data:`FILL_CHUNK_BYTES` of rows at a time (to a GPU through a
-        host chunk of that size)."""
-        ids = torch.unique(ids)  # sorted: read in file order, no staging
-        base = chain.base
-        shape = (ids.numel(), *base.shape[1:])
-        step = max(1, FILL_CHUNK_BYTES // max(base.row_bytes, 1))
-        if device.type == 'cpu':
-            values = empty_host(shape, base.dtype, pinned)
-            chunk = None
-        else:
-            values = torch.empty(shape, dtype=base.dtype, device=device)
-            chunk = empty_host((min(step, ids.numel()), *shape[1:]),
-                               base.dtype, False)
-        for start in range(0, ids.numel(), step):
-            part = ids[start:start + step]
-            into = values[start:start + part.numel()]
-            if chunk is None:
-                base.gather(part, into)
-            else:
-                base.gather(part, chunk[:part.numel()])
-                into.copy_(chunk[:part.numel()])
-        for link in base.links():
-            link.reset_counters()
-        return StaticCache(fallback, ids, values, name)
 
     def cached_ids(self, attr_name: str,
                    group_name: Optional[str] = None) -> Tensor:

@@ -136,7 +136,8 @@ def test_ddp_fit_runs_equal_steps_and_counts_traffic(pagraph_parts,
     if mode != 'replicated':
         data['partitions'] = str(parts if mode == 'pagraph' else metis_parts)
     if mode in ('dsp', 'hopgnn') and variant != 'sequential':
-        data['pipeline'] = True  # stages with collectives concurrently
+        # stages with collectives concurrently
+        data['pipeline_settings'] = {'pipeline': True}
     # the command as users run it once, the other modes' ranks forked
     result = _fit(['--config', str(_config(tmp_path, data)),
                    '--trainer.max_epochs', str(epochs)], tmp_path,
@@ -224,9 +225,10 @@ def test_ddp_fit_on_two_gpus_over_nccl(pagraph_parts, metis_parts, tmp_path,
     dataset_dir, _ = pagraph_parts
     data = {'dataset': str(dataset_dir), 'mode': mode}
     if mode == 'dsp':  # collective sampling and rows over NCCL
-        data.update(partitions=str(metis_parts), pipeline=True)
+        data.update(partitions=str(metis_parts),
+                    pipeline_settings={'pipeline': True})
     else:  # each rank samples on its own GPU
-        data['sampling_device'] = 'cuda'
+        data['pipeline_settings'] = {'sampling_device': 'cuda'}
     config = _config(tmp_path, data)
     settings = yaml.safe_load(config.read_text())
     settings['trainer']['accelerator'] = 'gpu'
@@ -610,7 +612,8 @@ def test_a_two_rank_dsp_link_fit_samples_collectively(tiny_dir, metis_parts,
     _link_fit(tmp_path, {
         'dataset': str(dataset_dir), 'partitions': str(metis_parts),
         'mode': 'dsp', 'task': 'link', 'batch_size': 512,
-        'eval_batch_size': 1100, 'pipeline': pipeline, 'link': options})
+        'eval_batch_size': 1100, 'pipeline_settings': {'pipeline': pipeline},
+        'link': options})
     # the steps: each rank's own training links (by their source's part),
     # as many batches on both (the shorter rank revisits some)
     labels, book = _training_links(dataset_dir, metis_parts, options)
@@ -742,7 +745,8 @@ def test_a_two_rank_dsp_fit_on_a_hetero_partition(hetero_parts, tmp_path,
     dataset_dir, parts = hetero_parts
     config = _config(tmp_path, {
         'dataset': str(dataset_dir), 'partitions': str(parts),
-        'mode': 'dsp', 'num_neighbors': [4, 3], 'pipeline': pipeline,
+        'mode': 'dsp', 'num_neighbors': [4, 3],
+        'pipeline_settings': {'pipeline': pipeline},
         'feature_cache': {'host_budget': 0.3}})
     result = _fit(['--config', str(config)], tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
@@ -773,7 +777,8 @@ def test_a_two_rank_hopgnn_fit_on_a_hetero_partition(hetero_parts,
     dataset_dir, parts = hetero_parts
     config = _config(tmp_path, {
         'dataset': str(dataset_dir), 'partitions': str(parts),
-        'mode': 'hopgnn', 'num_neighbors': [4, 3], 'pipeline': True})
+        'mode': 'hopgnn', 'num_neighbors': [4, 3],
+        'pipeline_settings': {'pipeline': True}})
     result = _fit(['--config', str(config)], tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     stats = _stats(tmp_path)

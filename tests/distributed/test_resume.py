@@ -56,7 +56,8 @@ def _config(run: Path, data: dict, devices: int) -> Path:
         'model': {'model': 'sage', 'hidden_channels': 16, 'num_layers': 2,
                   'dropout': 0.0},
         'data': dict({'num_neighbors': [5, 5], 'progress': False,
-                      'pipeline': True, 'dist_timeout': 60}, **data),
+                      'pipeline_settings': {'pipeline': True},
+                      'dist_timeout': 60}, **data),
     }
     if devices > 1:
         config['trainer']['strategy'] = {

@@ -128,8 +128,8 @@ def test_pipeline_auto_says_its_first_epoch_is_slower(pipeline, tmp_path,
                         "first batches both ways (in the training loop, "
                         "then in the loader's threads) and keeps the "
                         "faster, so this epoch is slower than the next "
-                        "ones: time a later epoch, or set data.pipeline "
-                        "true or false"]
+                        "ones: time a later epoch, or set "
+                        "data.pipeline_settings.pipeline true or false"]
     else:
         assert said == []
 

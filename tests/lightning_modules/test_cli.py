@@ -229,7 +229,8 @@ def _signal_a_running_fit(cache_env, signum, fresh=False):
     command = ['fit', *TINY,
                '--trainer.max_epochs', '1000', '--trainer.accelerator', 'cpu',
                '--trainer.enable_progress_bar', 'false',
-               '--data.pipeline', 'true', '--trainer.log_every_n_steps', '1',
+               '--data.pipeline_settings.pipeline', 'true',
+               '--trainer.log_every_n_steps', '1',
                '--trainer.logger', json.dumps({
                    'class_path': 'pytorch_lightning.loggers.CSVLogger',
                    'init_args': {'save_dir': str(cache_env / 'runs'),
@@ -296,6 +297,14 @@ def test_ctrl_c_ends_a_fit_with_status_130(cache_env):
      "'gat', 'mlp']. Got value: transformer"),
     (['--data.link', '{"eval_edges": -3}', '--data.task', 'link'],
      "config key 'data.link.eval_edges': -3 must be an int >= 0"),
+    (['--data.queue_capacity', '4'],
+     "config key 'data.queue_capacity' was renamed "
+     "'data.pipeline_settings.queue_capacity': write 'pipeline_settings: "
+     "{queue_capacity: ...}' under 'data:' (on the command line "
+     "--data.pipeline_settings.queue_capacity)"),
+    (['--data.pipeline_settings', '{"run_ahead": 0}'],
+     "config key 'data.pipeline_settings.run_ahead': must be 'adaptive', "
+     "'trainer_first' or an int >= 1 (batches in flight), got 0"),
 ])
 @pytest.mark.reliability(
     fault='a typo or a bad value in a nested config key (80 lines of usage '
@@ -310,6 +319,26 @@ def test_config_errors_are_one_line_with_a_suggestion(args, expected,
     err = capsys.readouterr().err
     assert f'error: {expected}\n' in err
     assert 'usage:' not in err and len(err.splitlines()) <= 3, err
+
+
+def test_a_config_file_with_a_renamed_key_names_the_new_one(cache_env,
+                                                           capsys):
+    old = cache_env / 'old.yaml'
+    old.write_text('data:\n  dataset: tiny\n  sampling_device: cpu\n')
+    with pytest.raises(SystemExit):
+        main(['fit', '-c', str(old), '--print_config'])
+    err = capsys.readouterr().err
+    assert ("error: config key 'data.sampling_device' was renamed "
+            "'data.pipeline_settings.sampling_device'") in err, err
+    new = cache_env / 'new.yaml'
+    new.write_text('data:\n  dataset: tiny\n  pipeline_settings:\n'
+                   '    sampling_device: cpu\n    pipeline: false\n')
+    with pytest.raises(SystemExit):
+        main(['fit', '-c', str(new), '--print_config'])
+    printed = yaml.safe_load(capsys.readouterr().out)
+    assert printed['data']['pipeline_settings'] == {
+        'pipeline': False, 'queue_capacity': 2, 'run_ahead': 'adaptive',
+        'sampling_workers': 1, 'sampling_device': 'cpu'}
 
 
 @pytest.mark.reliability(

@@ -1,3 +1,5 @@
+import dataclasses
+
 import pytest
 import pytorch_lightning as pl
 import torch
@@ -9,6 +11,7 @@ from pyg_fastload.lightning import (
     FastLoadDataModule,
     FeatureCache,
     NodeClassifier,
+    PipelineSettings,
 )
 from pyg_fastload import TieredFeatureStore
 from pyg_fastload.datasets import load_synthetic, prepare_synthetic
@@ -117,6 +120,8 @@ def test_data_object_and_saved_file(cache_dir, tmp_path):
     (dict(batch_size=0), 'batch_size'),
     (dict(pipeline='sometimes'), 'pipeline'),
     (dict(run_ahead='eager'), 'run_ahead'),
+    (dict(pipeline_settings={'run_ahead': 'eager'}),
+     'pipeline_settings.run_ahead'),
     (dict(adjacency='dense'), 'adjacency'),
     (dict(feature_cache={'host_budget': '150%'}),
      'feature_cache.host_budget'),
@@ -149,7 +154,30 @@ def test_gpu_sampling_on_a_cpu_run_names_the_fix(cache_dir):
     with pytest.raises(ConfigError, match="device is cpu: use "
                                           "sampling_device: cpu") as info:
         dm.setup('fit')
-    assert info.value.config_key == 'data.sampling_device'
+    assert info.value.config_key == 'data.pipeline_settings.sampling_device'
+
+
+def test_pipeline_settings_come_as_one_object_or_as_keywords(cache_dir):
+    given = PipelineSettings(pipeline=True, queue_capacity=3,
+                             sampling_workers=1, run_ahead=2)
+    dm = FastLoadDataModule('tiny', cache_dir=cache_dir, progress=False,
+                            pipeline_settings=given)
+    assert dm.spec.pipeline_settings == dataclasses.replace(
+        given, sampling_device='cpu')  # the run's default
+    flat = FastLoadDataModule('tiny', cache_dir=cache_dir, progress=False,
+                              pipeline=True, queue_capacity=3, run_ahead=2)
+    assert flat.spec == dm.spec
+    # a checkpoint's hyper-parameters hold the keywords, as plain values
+    assert flat.hparams['pipeline_settings'] == dataclasses.asdict(given)
+    # a keyword of its own replaces the field of the object
+    assert module(cache_dir, pipeline_settings=given,
+                  pipeline=False).spec.pipeline_settings.pipeline is False
+    loader = flat.train_dataloader()
+    assert (loader.pipeline, loader.queue_capacity, loader.run_ahead) == (
+        True, 3, 2)
+    with pytest.raises(TypeError, match=r"unexpected keyword arguments "
+                       r"\['queue'\]"):
+        module(cache_dir, queue=3)
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason='needs CUDA')

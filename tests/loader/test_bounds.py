@@ -61,7 +61,11 @@ def test_queue_capacity_is_bounded_like_the_look_ahead(tmp_path):
     with pytest.raises(ConfigError, match=f'at most {MAX_LOOKAHEAD}') as info:
         FastLoadDataModule('tiny', queue_capacity=10**9,
                            cache_dir=str(tmp_path), progress=False)
-    assert info.value.config_key == 'data.queue_capacity'
+    assert info.value.config_key == 'data.queue_capacity'  # as given
+    with pytest.raises(ConfigError, match=f'at most {MAX_LOOKAHEAD}') as info:
+        FastLoadDataModule('tiny', pipeline_settings={'queue_capacity': 10**9},
+                           cache_dir=str(tmp_path), progress=False)
+    assert info.value.config_key == 'data.pipeline_settings.queue_capacity'
 
 
 @pytest.mark.reliability(

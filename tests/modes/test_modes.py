@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from pyg_fastload import FastNeighborLoader
-from pyg_fastload.config import SettingError
+from pyg_fastload.config import PipelineSettings, SettingError
 from pyg_fastload.distributed import Collectives, DistContext
 from pyg_fastload.modes import (
     DSP,
@@ -19,17 +19,25 @@ from pyg_fastload.modes.contract import seed_loss, time_steps
 
 from ..helpers import random_graph
 
+#: A run sampling on the trainer's GPU.
+ON_GPU = LoadingSpec(pipeline_settings={'sampling_device': 'cuda'})
+
 
 @pytest.mark.parametrize('settings, key', [
     ({'num_neighbors': []}, 'num_neighbors'),
     ({'eval_num_neighbors': [-5]}, 'eval_num_neighbors'),
     ({'batch_size': 0}, 'batch_size'),
     ({'batch_size': True}, 'batch_size'),
-    ({'queue_capacity': 0}, 'queue_capacity'),
-    ({'run_ahead': 'eager'}, 'run_ahead'),
-    ({'sampling_workers': 0}, 'sampling_workers'),
+    ({'pipeline_settings': {'queue_capacity': 0}},
+     'pipeline_settings.queue_capacity'),
+    ({'pipeline_settings': {'run_ahead': 'eager'}},
+     'pipeline_settings.run_ahead'),
+    ({'pipeline_settings': {'sampling_workers': 0}},
+     'pipeline_settings.sampling_workers'),
     ({'num_workers': -1}, 'num_workers'),
-    ({'pipeline': 'sometimes'}, 'pipeline'),
+    ({'pipeline_settings': {'pipeline': 'sometimes'}},
+     'pipeline_settings.pipeline'),
+    ({'pipeline_settings': {'pipelin': True}}, 'pipeline_settings'),
     ({'feature_cache': {'host_budget': '150%'}}, 'feature_cache.host_budget'),
     ({'feature_cache': {'hots_budget': 1}}, 'feature_cache'),
     ({'adjacency': 'dense'}, 'adjacency'),
@@ -42,9 +50,12 @@ from ..helpers import random_graph
     ({'mode_options': {'cold_rows': None}}, 'mode_options.cold_rows'),
     ({'seed': '0'}, 'seed'),
     ({'drop_last': 'yes'}, 'drop_last'),
-    ({'sampling_device': 'gpu'}, 'sampling_device'),
-    ({'sampling_device': ['cuda']}, 'sampling_device'),
-    ({'sampling_device': 'cuda', 'num_workers': 2}, 'sampling_device'),
+    ({'pipeline_settings': {'sampling_device': 'gpu'}},
+     'pipeline_settings.sampling_device'),
+    ({'pipeline_settings': {'sampling_device': ['cuda']}},
+     'pipeline_settings.sampling_device'),
+    ({'pipeline_settings': {'sampling_device': 'cuda'}, 'num_workers': 2},
+     'pipeline_settings.sampling_device'),
 ])
 def test_the_spec_names_the_setting_at_fault(settings, key):
     with pytest.raises(SettingError) as info:
@@ -57,12 +68,16 @@ def test_the_spec_fills_evaluation_defaults_once():
                        feature_cache={'host_budget': '10%'})
     assert spec.fanouts(False) == [4, 3] and spec.batch(False) == 64
     assert spec.feature_cache.host_budget == '10%'
-    assert spec.loader_kwargs(True)['sampling_workers'] == 1
-    assert LoadingSpec(sampling_workers=2).loader_kwargs(False)[
-        'sampling_workers'] == 2
-    assert spec.loader_kwargs(True)['run_ahead'] == 'adaptive'
-    assert LoadingSpec(run_ahead='trainer_first').loader_kwargs(True)[
-        'run_ahead'] == 'trainer_first'
+    settings = spec.loader_kwargs(True)['pipeline_settings']
+    assert (settings.sampling_workers, settings.run_ahead) == (1, 'adaptive')
+    assert spec.pipeline_settings.sampling_device == 'cpu'  # the run's
+    # the loaders get the placement's device instead of the run's setting
+    assert settings.sampling_device is None
+    given = PipelineSettings(sampling_workers=2, run_ahead='trainer_first')
+    settings = LoadingSpec(pipeline_settings=given).loader_kwargs(False)[
+        'pipeline_settings']
+    assert (settings.sampling_workers, settings.run_ahead) == (
+        2, 'trainer_first')
     with pytest.raises(Exception):  # frozen: callers cannot change it
         spec.batch_size = 1
     with pytest.raises(SettingError, match="'gds' reads rows"):
@@ -70,10 +85,10 @@ def test_the_spec_fills_evaluation_defaults_once():
             torch.device('cpu'))
     with pytest.raises(SettingError, match="'cuda' samples on the trainer's "
                        "GPU, but this run's device is cpu") as info:
-        LoadingSpec(sampling_device='cuda').placement(torch.device('cpu'))
-    assert info.value.key == 'sampling_device'
+        ON_GPU.placement(torch.device('cpu'))
+    assert info.value.key == 'pipeline_settings.sampling_device'
     gpu = torch.device('cuda', 0)
-    assert LoadingSpec(sampling_device='cuda').placement(gpu).sampling == gpu
+    assert ON_GPU.placement(gpu).sampling == gpu
     assert LoadingSpec().placement(gpu).sampling is None
 
 
@@ -95,13 +110,15 @@ def test_every_mode_is_one_registered_class():
     (HopGNN, 'parts', {'seeds': 'global'}, 'mode_options'),
     (PaGraph, 'parts', {'cold_rows': 'owner'}, 'mode_options'),
     (Replicated, None, {'cold_rows': 'owner'}, 'mode_options'),
-    (DSP, 'parts', {'sampling_device': 'cuda'}, 'sampling_device'),
-    (PaGraph, 'parts', {'sampling_device': 'cuda'}, 'sampling_device'),
+    (DSP, 'parts', {'sampling_device': 'cuda'},
+     'pipeline_settings.sampling_device'),
+    (PaGraph, 'parts', {'sampling_device': 'cuda'},
+     'pipeline_settings.sampling_device'),
 ])
 def test_a_mode_refuses_what_it_would_ignore(mode, partitions, options, key):
     source = DatasetSource.of(random_graph())
-    spec = LoadingSpec(sampling_device=options.pop('sampling_device', 'cpu'),
-                       mode_options=options)
+    spec = LoadingSpec(pipeline_settings={'sampling_device': options.pop(
+        'sampling_device', 'cpu')}, mode_options=options)
     with pytest.raises(SettingError) as info:
         mode(spec, source, partitions)
     assert info.value.key == key
@@ -113,12 +130,12 @@ def test_heterogeneous_data_may_be_sampled_on_the_gpu():
     data['a'].x = torch.randn(4, 2)
     data['a'].y = torch.tensor([0, 1, 0, 1])
     data['a', 'to', 'a'].edge_index = torch.tensor([[0, 1], [1, 2]])
-    gpu = LoadingSpec(sampling_device='cuda')
+    gpu = ON_GPU
     Replicated(gpu, DatasetSource.of(data))  # the whole graph: anywhere
     with pytest.raises(SettingError, match="needs a GPU|trainer's GPU") as \
             info:  # a run on the CPU, though, has no GPU to sample on
         gpu.placement(torch.device('cpu'))
-    assert info.value.key == 'sampling_device'
+    assert info.value.key == 'pipeline_settings.sampling_device'
 
 
 @pytest.fixture(scope='module')

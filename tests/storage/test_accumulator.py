@@ -3,7 +3,7 @@ import torch
 
 from pyg_fastload import FastNeighborLoader
 from pyg_fastload.caching import open_dataset
-from pyg_fastload.storage import DirectStorage, TieredFeatureStore
+from pyg_fastload.storage import DirectStorage, HostBuffer, TieredFeatureStore
 from pyg_fastload.storage.read_accumulator import (AccessModel,
                                                    StorageAccumulator)
 
@@ -25,7 +25,7 @@ def _store(table, batches, model, max_bytes=2**28, host=None):
     store.put_mmap_tensor(path, x.dtype, x.shape, 'x', storage='direct',
                           in_flight=4)
     if host is not None:
-        store.fill_caches([(None, 'x')], host_ids=host)
+        store.fill_caches([(None, 'x')], [HostBuffer(host)])
     store.set_read_ahead(batches, max_pending_bytes=max_bytes)
     storage = store.tiers('x')['storage']
     if batches:
