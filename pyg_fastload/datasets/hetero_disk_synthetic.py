@@ -11,7 +11,7 @@ The graph is ``mag-like``'s (:mod:`~pyg_fastload.datasets.hetero_synthetic`:
 power-law expected degrees on both ends of every relation, drawn by inverse
 CDF; citations homophilous) drawn chunk by chunk, every chunk of edges from
 its own seeded generator, so that each pass of the out-of-core sort of
-:func:`~pyg_fastload.io.write_hetero_dataset_dir` draws a relation again
+:func:`~pyg_fastload.io.write_dataset_dir` draws a relation again
 rather than holding it; the papers' labels, features and masks are
 ``papers-like``'s (:class:`~pyg_fastload.datasets.disk_synthetic.NodeChunks`).
 Memory: one chunk of edges or of papers, plus 8 bytes per node (its type's
@@ -31,7 +31,7 @@ from torch import Tensor
 
 from ..config import format_bytes
 from ..io.csc_sort import EdgeChunks
-from ..io.hetero_dir import OnDiskHeteroDataset, write_hetero_dataset_dir
+from ..io import OnDiskHeteroDataset, write_dataset_dir
 from ..io.staging import check_target
 from .disk_synthetic import Layout, NodeChunks
 from .hetero_synthetic import HeteroGraphConfig, _draw, _power_law
@@ -223,7 +223,7 @@ def prepare_hetero_disk_synthetic(
                    f'--scale {scale:g} --overwrite {out_dir}',
         'synthetic': {'config': cfg.to_json(), 'seed': int(seed),
                       'scale': scale}}
-    return write_hetero_dataset_dir(
+    return write_dataset_dir(
         out_dir, num_nodes=cfg.num_nodes, relations=relations,
         node_arrays={cfg.labelled: arrays}, name=name,
         source=(f"synthetic heterogeneous graph '{name}', seed {seed}, "

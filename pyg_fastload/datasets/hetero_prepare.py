@@ -17,7 +17,7 @@ from ..graph.kind import is_data
 from ..graph.topology import CSCTopology
 from ..io.csc_sort import check_node_count
 from ..io.format import DatasetFormatError, flat_labels, int_arg
-from ..io.hetero_dir import OnDiskHeteroDataset, write_hetero_dataset_dir
+from ..io import OnDiskHeteroDataset, write_dataset_dir
 from ..io.staging import check_target
 from ..io.writer import label_classes
 from .hetero_synthetic import HETERO_PRESETS, generate_hetero
@@ -183,7 +183,7 @@ def write_hetero_data(
                       UserWarning, stacklevel=2)
     extra = dict(extra_meta or {})
     extra['skipped_attributes'] = skipped
-    return write_hetero_dataset_dir(
+    return write_dataset_dir(
         out_dir, num_nodes=num_nodes, relations=relations, node_arrays=arrays,
         edge_arrays=edge_arrays, name=name, source=source,
         num_classes=num_classes, target=target,

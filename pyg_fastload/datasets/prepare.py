@@ -12,8 +12,7 @@ from typing import Any, Dict, Optional, Union
 
 from ..config import format_bytes
 from ..errors import UsageExit
-from ..io.hetero_dir import OnDiskHeteroDataset
-from ..io.reader import OnDiskDataset
+from ..io.reader import OnDiskDataset, OnDiskHeteroDataset
 from ..io.staging import TargetExistsError, check_target
 from ..io.writer import write_dataset_dir
 from .disk_synthetic import DISK_PRESETS, prepare_disk_synthetic

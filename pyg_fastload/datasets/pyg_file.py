@@ -21,8 +21,7 @@ from ..io.format import (
     flat_labels,
     int_arg,
 )
-from ..io.hetero_dir import OnDiskHeteroDataset
-from ..io.reader import OnDiskDataset
+from ..io.reader import OnDiskDataset, OnDiskHeteroDataset
 from ..io.safe_load import safe_torch_load
 from ..io.staging import check_target
 from ..io.writer import label_classes, write_dataset_dir

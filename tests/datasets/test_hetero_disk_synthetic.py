@@ -16,7 +16,7 @@ from pyg_fastload.datasets.hetero_disk_synthetic import (
     prepare_hetero_disk_synthetic,
 )
 from pyg_fastload.datasets.prepare import add_arguments, run
-from pyg_fastload.io import open_hetero_dataset_dir
+from pyg_fastload.io import open_dataset_dir
 
 SCALE = 0.0002  # 24K papers, 24K authors, 5 institutions, 0.7M edges
 MAG240M = HETERO_DISK_PRESETS['mag240m-like']
@@ -50,7 +50,7 @@ def small(tmp_path_factory):
 
 
 def test_the_preset_has_mag240ms_shape_at_the_scale(small):
-    ds = open_hetero_dataset_dir(small[0].path, verify='checksum')
+    ds = open_dataset_dir(small[0].path, verify='checksum')
     cfg = MAG240M.scaled(SCALE)
     assert ds.num_nodes == cfg.num_nodes
     assert ds.num_nodes['paper'] == round(121_751_666 * SCALE)

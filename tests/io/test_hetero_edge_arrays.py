@@ -15,8 +15,8 @@ from pyg_fastload.datasets import prepare_pyg
 from pyg_fastload.graph.topology import CSCTopology
 from pyg_fastload.io import (
     DatasetFormatError,
-    open_hetero_dataset_dir,
-    write_hetero_dataset_dir,
+    open_dataset_dir,
+    write_dataset_dir,
 )
 from pyg_fastload.storage import CSCGraphStore
 
@@ -63,7 +63,7 @@ def write_coded(path, **kwargs):
                             'pair': torch.stack([code, -code], 1)},
                    CITES: {'code': codes(cites)}}
     edge_arrays.update(kwargs.pop('edge_arrays', {}))
-    return data, write_hetero_dataset_dir(
+    return data, write_dataset_dir(
         path, num_nodes=num_nodes, relations=relations,
         node_arrays={'paper': {'x': data['paper'].x}},
         edge_arrays=edge_arrays, name='coded', source='test',
@@ -79,7 +79,7 @@ def csc_codes(topology, edge_type):
 
 def test_edge_arrays_round_trip_per_relation(tmp_path):
     data, written = write_coded(tmp_path / 'ds')
-    dataset = open_hetero_dataset_dir(written.path, verify='checksum')
+    dataset = open_dataset_dir(written.path, verify='checksum')
     topo = dataset.topology
     assert set(dataset.edge_arrays) == set(dataset.edge_types)
     assert set(dataset.edge_arrays[WRITES]) == {'code', 'pair'}
@@ -163,7 +163,7 @@ def test_prepare_keeps_every_relations_edge_level_tensors(tmp_path):
                       r"neither node-level tensors nor edge-level"):
         dataset = prepare_pyg(file, tmp_path / 'ds', progress=False)
     assert dataset.meta['skipped_attributes'] == ['paper__cites__paper.note']
-    dataset = open_hetero_dataset_dir(dataset.path, verify='checksum')
+    dataset = open_dataset_dir(dataset.path, verify='checksum')
     topo = dataset.topology
     for e in data.edge_types:
         # the rows follow the relation's CSC order, each naming its edge
@@ -199,8 +199,9 @@ def test_a_wrong_length_edge_array_is_refused(tmp_path):
         'author__writes__paper.code'].update(shape=[299], bytes=299 * 8))
     with pytest.raises(DatasetFormatError, match=re.escape(
             f"{file}: edge array 'code' of edge type ('author', 'writes', "
-            f"'paper') has 299 rows but the edge type has 300 edges")):
-        open_hetero_dataset_dir(path, verify='none')
+            f"'paper') has 299 rows (meta.json shape [299]) but the edge "
+            f"type has 300 edges")):
+        open_dataset_dir(path, verify='none')
 
 
 @pytest.mark.reliability(
@@ -228,11 +229,11 @@ def test_a_wrong_length_edge_array_is_refused(tmp_path):
 def test_inconsistent_edge_array_declarations_are_named(tmp_path, edit,
                                                         match):
     path = write_coded(tmp_path / 'ds')[1].path
-    assert open_hetero_dataset_dir(path).meta['edge_types'][1]['type'] == \
+    assert open_dataset_dir(path).meta['edge_types'][1]['type'] == \
         list(WRITES)
     edit_meta(path, edit)
     with pytest.raises(DatasetFormatError, match=match):
-        open_hetero_dataset_dir(path, verify='none')
+        open_dataset_dir(path, verify='none')
 
 
 @pytest.mark.reliability(
@@ -256,7 +257,7 @@ def test_edge_arrays_of_unknown_relations_or_bad_names_are_refused(tmp_path):
     spaced = ('author', 'is author of', 'paper')
     with pytest.raises(ValueError, match=r"invalid edge array file name "
                        r"'author__is author of__paper\.code'"):
-        write_hetero_dataset_dir(
+        write_dataset_dir(
             tmp_path / 'ds', num_nodes={'author': 80, 'paper': 120},
             relations={spaced: CSCTopology.from_edge_index(
                 data[WRITES].edge_index, 120, num_sources=80)},
@@ -268,7 +269,7 @@ def test_edge_arrays_of_unknown_relations_or_bad_names_are_refused(tmp_path):
     with pytest.raises(ValueError, match=r"edge array 'code' would be stored "
                        r"as 'author__writes__paper\.code', a node array's "
                        r"name too"):
-        write_hetero_dataset_dir(
+        write_dataset_dir(
             tmp_path / 'ds', num_nodes={'author': 80, 'paper': 120,
                                         clash: 1},
             relations={WRITES: CSCTopology.from_edge_index(
