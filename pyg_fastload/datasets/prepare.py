@@ -18,15 +18,15 @@ from ..io.writer import write_dataset_dir
 from .disk_synthetic import DISK_PRESETS, prepare_disk_synthetic
 from .hetero_disk_synthetic import (DEFAULT_SCALE, HETERO_DISK_PRESETS,
                                     prepare_hetero_disk_synthetic)
-from .hetero_prepare import prepare_hetero_preset
-from .hetero_synthetic import HETERO_PRESETS
+from .hetero_synthetic import HETERO_PRESETS, generate_hetero
 from .ogb import prepare_ogb
-from .pyg_file import prepare_pyg
+from .pyg_file import prepare_pyg, write_graph
 from .synthetic_cache import load_synthetic
 from .synthetic_config import (PRESETS, SyntheticGraphConfig, preset_name,
                                resolve_config)
 
-__all__ = ['prepare_synthetic', 'add_arguments', 'run']
+__all__ = ['prepare_synthetic', 'prepare_hetero_preset', 'add_arguments',
+           'run']
 
 PathLike = Union[str, 'os.PathLike[str]']
 
@@ -86,6 +86,40 @@ def prepare_synthetic(
         progress=progress,
         extra_meta=extra,
     )
+
+
+def prepare_hetero_preset(preset: str, out_dir: PathLike, seed: int = 0,
+                          scale: float = 1.0, progress: bool = True,
+                          overwrite: bool = False) -> OnDiskHeteroDataset:
+    r"""Generates a heterogeneous preset (:data:`HETERO_PRESETS`,
+    :func:`generate_hetero`) and writes it as a dataset directory
+    (:func:`write_graph`).
+
+    Args:
+        preset (str): ``'mag-like'`` or ``'hetero-tiny'``.
+        out_dir: the directory to create.
+        seed (int): the random seed. (default: :obj:`0`)
+        scale (float): every node and edge count times this, in (0, 1].
+    """
+    if preset not in HETERO_PRESETS:
+        raise ValueError(f"invalid 'preset' = {preset!r}: pass one of "
+                         f"{', '.join(HETERO_PRESETS)}")
+    out_dir = Path(out_dir).expanduser()
+    check_target(out_dir, overwrite)
+    data = generate_hetero(preset, seed=seed, scale=scale)
+    config = HETERO_PRESETS[preset]
+    scaled = f' --scale {scale}' if scale != 1.0 else ''
+    return write_graph(
+        data, out_dir, name=preset,
+        source=(f"synthetic heterogeneous graph, preset '{preset}', seed "
+                f"{seed}, scale {scale} (pyg_fastload.datasets."
+                f"generate_hetero; every relation also stored reversed)"),
+        overwrite=overwrite, progress=progress,
+        extra_meta={
+            'command': f'pyg-fastload prepare --preset {preset} --seed '
+                       f'{seed}{scaled} --overwrite {out_dir}',
+            'synthetic': {'config': config.to_json(), 'seed': int(seed),
+                          'scale': scale}})
 
 
 # ------------------------------------------------------------------ CLI ----

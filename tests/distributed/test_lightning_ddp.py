@@ -423,7 +423,7 @@ def test_a_rank_failing_before_the_group_forms_stops_the_others(
 
 
 def test_a_hetero_directory_trains_on_two_replicated_ranks(tmp_path):
-    from pyg_fastload.datasets.hetero_prepare import prepare_hetero_preset
+    from pyg_fastload.datasets import prepare_hetero_preset
     prepare_hetero_preset('hetero-tiny', tmp_path / 'tiny', progress=False)
     config = _config(tmp_path, {'dataset': str(tmp_path / 'tiny'),
                                 'num_neighbors': [4, 3],

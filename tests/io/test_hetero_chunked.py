@@ -11,9 +11,9 @@ import pytest
 import torch
 
 from pyg_fastload.datasets import generate_hetero
-from pyg_fastload.datasets.hetero_prepare import (
+from pyg_fastload.datasets import (
     prepare_hetero_preset,
-    write_hetero_data,
+    write_graph,
 )
 from pyg_fastload.io import format as fmt
 from pyg_fastload.io import open_dataset_dir, write_dataset_dir
@@ -58,7 +58,7 @@ def edge_chunks(edge_index, size):
 
 
 def write_chunked(data, path, size, **kwargs):
-    r""":obj:`data` written as :func:`write_hetero_data` does, every
+    r""":obj:`data` written as :func:`write_graph` does, every
     relation given as edge chunks of :obj:`size`."""
     arrays = {t: {k: v for k, v in data[t].items() if k != 'num_nodes'}
               for t in data.node_types}
@@ -82,7 +82,7 @@ def test_the_writer_reproduces_the_files_it_wrote_before(tmp_path):
 @pytest.mark.parametrize('size', [97, 100_000])  # several chunks, or one
 def test_edge_chunks_give_the_files_of_relations_in_memory(tmp_path, size):
     data = generate_hetero('hetero-tiny', seed=3)
-    memory = write_hetero_data(data, tmp_path / 'memory', name='tiny',
+    memory = write_graph(data, tmp_path / 'memory', name='tiny',
                                source='test', progress=False)
     chunked = write_chunked(data, tmp_path / 'chunks', size)
     assert files(chunked.path) == files(memory.path)  # meta.json too
@@ -94,10 +94,10 @@ def test_edge_chunks_give_the_files_of_relations_in_memory(tmp_path, size):
 
 def test_relations_in_memory_are_copied_in_chunks(tmp_path, monkeypatch):
     data = generate_hetero('hetero-tiny', seed=3)
-    whole = write_hetero_data(data, tmp_path / 'whole', name='t', source='t',
+    whole = write_graph(data, tmp_path / 'whole', name='t', source='t',
                               progress=False)
     monkeypatch.setattr(fmt, 'EDGE_CHUNK', 50)
-    parts = write_hetero_data(data, tmp_path / 'parts', name='t', source='t',
+    parts = write_graph(data, tmp_path / 'parts', name='t', source='t',
                               progress=False)
     assert files(parts.path) == files(whole.path)
 

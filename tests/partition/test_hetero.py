@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import torch
 
-from pyg_fastload.datasets.hetero_prepare import (prepare_hetero_preset,
-                                                  write_hetero_data)
+from pyg_fastload.datasets import (prepare_hetero_preset,
+                                                  write_graph)
 from pyg_fastload.io import DatasetFormatError, open_dataset_dir
 from pyg_fastload.io.format import sha256_file
 from pyg_fastload.partition import (HeteroPartitionBook, open_hetero_partition,
@@ -242,7 +242,7 @@ def test_bad_input_is_refused(hetero_parts, tmp_path, capsys):
     assert not any(tmp_path.iterdir())  # refused before writing anything
     data = random_hetero_graph()
     del data['paper'].train_mask
-    unmasked = write_hetero_data(data, tmp_path / 'nomask', name='t',
+    unmasked = write_graph(data, tmp_path / 'nomask', name='t',
                                  source='t', progress=False)
     with pytest.raises(ValueError, match=r"--method bytegnn .* has no "
                        r"masks; use --method metis"):

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 
-from pyg_fastload.datasets.hetero_prepare import write_hetero_data
+from pyg_fastload.datasets import write_graph
 from pyg_fastload.io import open_dataset_dir
 from pyg_fastload.partition import open_hetero_partition, partition_dataset
 
@@ -35,7 +35,7 @@ def coded_dir(tmp_path_factory):
     data[WRITES].pair = torch.stack([data[WRITES].code,
                                      -data[WRITES].code], 1)
     path = tmp_path_factory.mktemp('coded') / 'ds'
-    return write_hetero_data(data, path, name='coded', source='test',
+    return write_graph(data, path, name='coded', source='test',
                              progress=False).path
 
 
