@@ -15,9 +15,7 @@ from ..errors import UsageExit
 from ..io.reader import OnDiskDataset, OnDiskHeteroDataset
 from ..io.staging import TargetExistsError, check_target
 from ..io.writer import write_dataset_dir
-from .disk_synthetic import DISK_PRESETS, prepare_disk_synthetic
-from .hetero_disk_synthetic import (DEFAULT_SCALE, HETERO_DISK_PRESETS,
-                                    prepare_hetero_disk_synthetic)
+from .disk_synthetic import DEFAULT_SCALE, DISK_PRESETS, prepare_disk_synthetic
 from .hetero_synthetic import HETERO_PRESETS, generate_hetero
 from .ogb import prepare_ogb
 from .pyg_file import prepare_pyg, write_graph
@@ -127,7 +125,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     r"""Adds the ``pyg-fastload prepare`` arguments to :obj:`parser`."""
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument('--preset', choices=sorted([
-        *PRESETS, *DISK_PRESETS, *HETERO_PRESETS, *HETERO_DISK_PRESETS]),
+        *PRESETS, *DISK_PRESETS, *HETERO_PRESETS]),
                         help='a synthetic graph preset (generated once and '
                         'cached, see --cache-dir; papers-like is generated '
                         'straight into OUT_DIR in bounded memory: 56M nodes, '
@@ -189,14 +187,15 @@ def run(args: argparse.Namespace) -> Union[OnDiskDataset,
     for key, flag in (('seed', '--seed'), ('cache_dir', '--cache-dir')):
         if getattr(args, key, None) is not None and not args.preset:
             raise UsageExit('prepare', f'{flag} only applies to --preset')
-    scalable = (*DISK_PRESETS, *HETERO_PRESETS, *HETERO_DISK_PRESETS)
+    scalable = (*DISK_PRESETS, *HETERO_PRESETS)
     if args.scale is not None and args.preset not in scalable:
         raise UsageExit('prepare', f"--scale only applies to --preset "
                                    f"{', '.join(scalable)}")
     if args.cache_dir is not None and \
-            args.preset in (*HETERO_PRESETS, *HETERO_DISK_PRESETS):
+            args.preset in (*HETERO_PRESETS, *DISK_PRESETS):
         raise UsageExit('prepare', '--cache-dir does not apply to the '
-                                   'heterogeneous presets (never cached)')
+                                   'heterogeneous and disk presets (never '
+                                   'cached)')
     if args.ogb and not args.raw_dir:
         raise UsageExit('prepare', '--ogb needs --raw-dir DIR, the unzipped '
                                    'OGB dataset (nothing is downloaded)')
@@ -209,18 +208,12 @@ def run(args: argparse.Namespace) -> Union[OnDiskDataset,
                 seed=0 if args.seed is None else args.seed,
                 scale=1.0 if args.scale is None else args.scale,
                 progress=progress, overwrite=args.overwrite)
-        elif args.preset in HETERO_DISK_PRESETS:
-            dataset = prepare_hetero_disk_synthetic(
-                args.preset, args.out_dir,
-                seed=0 if args.seed is None else args.seed,
-                scale=DEFAULT_SCALE if args.scale is None else args.scale,
-                progress=progress, overwrite=args.overwrite)
         elif args.preset in DISK_PRESETS:
             dataset = prepare_disk_synthetic(
                 args.preset, args.out_dir,
                 seed=0 if args.seed is None else args.seed,
-                scale=1.0 if args.scale is None else args.scale,
-                progress=progress, overwrite=args.overwrite)
+                scale=args.scale, progress=progress,
+                overwrite=args.overwrite)
         elif args.preset:
             dataset = prepare_synthetic(
                 args.preset, args.out_dir,

@@ -9,17 +9,17 @@ import torch
 
 from pyg_fastload import FastNeighborLoader
 from pyg_fastload.caching.open import open_dataset
-from pyg_fastload.datasets import hetero_disk_synthetic as gen
-from pyg_fastload.datasets.hetero_disk_synthetic import (
-    HETERO_DISK_PRESETS,
+from pyg_fastload.datasets import disk_synthetic as gen
+from pyg_fastload.datasets.disk_synthetic import (
+    DISK_PRESETS,
     HeteroDiskConfig,
-    prepare_hetero_disk_synthetic,
+    prepare_disk_synthetic,
 )
 from pyg_fastload.datasets.prepare import add_arguments, run
 from pyg_fastload.io import open_dataset_dir
 
 SCALE = 0.0002  # 24K papers, 24K authors, 5 institutions, 0.7M edges
-MAG240M = HETERO_DISK_PRESETS['mag240m-like']
+MAG240M = DISK_PRESETS['mag240m-like']
 
 
 def parse(argv):
@@ -38,14 +38,13 @@ def small(tmp_path_factory):
     root = tmp_path_factory.mktemp('mag240m')
     with pytest.MonkeyPatch.context() as patch:  # several chunks of each
         patch.setattr(gen, 'CHUNK_EDGES', 100_000)
-        patch.setattr(gen, 'CHUNK_NODES', 5_000)
-        first = prepare_hetero_disk_synthetic('mag240m-like', root / 'a',
-                                              scale=SCALE, progress=False)
-        again = prepare_hetero_disk_synthetic('mag240m-like', root / 'b',
-                                              scale=SCALE, progress=False)
-        other = prepare_hetero_disk_synthetic('mag240m-like', root / 'c',
-                                              seed=1, scale=SCALE,
-                                              progress=False)
+        patch.setattr(gen, 'TYPED_CHUNK_NODES', 5_000)
+        first = prepare_disk_synthetic('mag240m-like', root / 'a',
+                                       scale=SCALE, progress=False)
+        again = prepare_disk_synthetic('mag240m-like', root / 'b',
+                                       scale=SCALE, progress=False)
+        other = prepare_disk_synthetic('mag240m-like', root / 'c', seed=1,
+                                       scale=SCALE, progress=False)
     return first, again, other
 
 
@@ -115,8 +114,7 @@ def test_a_loader_samples_and_a_model_trains_on_it(small):
 
 def test_the_cli_writes_it_with_a_default_scale(tmp_path, capsys,
                                                 monkeypatch):
-    monkeypatch.setattr('pyg_fastload.datasets.prepare.DEFAULT_SCALE',
-                        SCALE)  # not 0.01 in a test
+    monkeypatch.setattr(gen, 'DEFAULT_SCALE', SCALE)  # not 0.01 in a test
     out = tmp_path / 'mag240m'
     ds = run(parse(['--preset', 'mag240m-like', '--no-progress', str(out)]))
     assert '3 node types, 6 edge types' in capsys.readouterr().out
