@@ -53,7 +53,33 @@ PathLike = Union[str, 'os.PathLike[str]']
 
 # -------------------------------------------------------------- reading ----
 @dataclass(repr=False, eq=False)
-class OnDiskDataset:
+class _DatasetDir:
+    r"""What an opened dataset directory of either kind has: its path and
+    its parsed ``meta.json``."""
+    path: Path
+    meta: Dict[str, Any]
+
+    @property
+    def name(self) -> str:
+        return str(self.meta.get('name', self.path.name))
+
+    @property
+    def num_classes(self) -> Optional[int]:
+        r"""``meta.json``'s class count, if it gives one (a positive int:
+        a string, a float or a bool is an error naming the field)."""
+        value = self.meta.get('num_classes')
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int) or \
+                value < 1:
+            raise DatasetFormatError(
+                f"{self.path / 'meta.json'}: 'num_classes' is {value!r}, "
+                f"expected a positive int (or no 'num_classes')")
+        return value
+
+
+@dataclass(repr=False, eq=False)
+class OnDiskDataset(_DatasetDir):
     r"""An opened dataset directory; every tensor is memory-mapped
     (copy-on-write: in-place edits stay in memory and never reach the
     files).
@@ -68,15 +94,9 @@ class OnDiskDataset:
             per edge in CSC order (row ``k``: the edge at CSC position
             ``k``).
     """
-    path: Path
-    meta: Dict[str, Any]
     topology: CSCTopology
     arrays: Dict[str, Tensor]
     edge_arrays: Dict[str, Tensor] = field(default_factory=dict)
-
-    @property
-    def name(self) -> str:
-        return str(self.meta.get('name', self.path.name))
 
     @property
     def num_nodes(self) -> int:
@@ -93,20 +113,6 @@ class OnDiskDataset:
         if x is None:
             return 0
         return int(x.shape[1]) if x.dim() > 1 else 1
-
-    @property
-    def num_classes(self) -> Optional[int]:
-        r"""``meta.json``'s class count, if it gives one (a positive int:
-        a string, a float or a bool is an error naming the field)."""
-        value = self.meta.get('num_classes')
-        if value is None:
-            return None
-        if isinstance(value, bool) or not isinstance(value, int) or \
-                value < 1:
-            raise DatasetFormatError(
-                f"{self.path / 'meta.json'}: 'num_classes' is {value!r}, "
-                f"expected a positive int (or no 'num_classes')")
-        return value
 
     def _spec(self, name: str) -> Dict[str, Any]:
         specs = self.meta['arrays']
@@ -155,7 +161,7 @@ class OnDiskDataset:
 
 
 @dataclass(repr=False, eq=False)
-class OnDiskHeteroDataset:
+class OnDiskHeteroDataset(_DatasetDir):
     r"""An opened heterogeneous dataset directory (every array
     memory-mapped, copy-on-write).
 
@@ -169,16 +175,10 @@ class OnDiskHeteroDataset:
             ``time``; empty for a relation without any), one row per edge
             of the relation in its CSC order.
     """
-    path: Path
-    meta: Dict[str, Any]
     topology: HeteroTopology
     arrays: Dict[str, Dict[str, Tensor]]
     edge_arrays: Dict[EdgeType, Dict[str, Tensor]] = field(
         default_factory=dict)
-
-    @property
-    def name(self) -> str:
-        return str(self.meta.get('name', self.path.name))
 
     @property
     def node_types(self) -> List[str]:
@@ -212,18 +212,6 @@ class OnDiskHeteroDataset:
             return self.meta['target']
         labelled = [t for t, a in self.arrays.items() if 'y' in a]
         return labelled[0] if len(labelled) == 1 else None
-
-    @property
-    def num_classes(self) -> Optional[int]:
-        value = self.meta.get('num_classes')
-        if value is None:
-            return None
-        if isinstance(value, bool) or not isinstance(value, int) or \
-                value < 1:
-            raise fail(self.path / 'meta.json', f"'num_classes' is "
-                       f"{value!r}, expected a positive int (or none)",
-                       're-create the dataset')
-        return value
 
     def array_path(self, node_type: str, name: str) -> Path:
         r"""The raw file of node array :obj:`name` of :obj:`node_type`."""

@@ -34,7 +34,7 @@ from .typed_layout import (
     write_relations,
 )
 
-__all__ = ['label_classes', 'write_dataset_dir', 'write_edge_array']
+__all__ = ['label_classes', 'write_dataset_dir']
 
 PathLike = Union[str, 'os.PathLike[str]']
 
@@ -71,21 +71,6 @@ def label_classes(low: int, high: int, num_nodes: int,
             f'{num_nodes:,} nodes; labels are class indices 0..C-1: relabel '
             f'them (torch.unique(y, return_inverse=True))')
     return high + 1 if high >= 0 else None
-
-
-def write_edge_array(st: Staging, key: str, value: Source, num_edges: int,
-                     what: str, holder: str = 'the graph') -> None:
-    r"""Writes edge array :obj:`key` (one row per edge, in CSC order) into
-    :obj:`st`, marked ``"level": "edge"``, refusing it (the directory is
-    not written) where it has not :obj:`num_edges` rows: the edges of
-    :obj:`holder` (the graph, or one relation of a heterogeneous one)."""
-    spec = st.write_array(key, value, what=what)
-    if spec['shape'][0] != num_edges:
-        raise ValueError(
-            f"{what} ({spec['file']}) has {spec['shape'][0]} rows but "
-            f"{holder} has {num_edges} edges; pass one row per edge, in CSC "
-            f"order")
-    spec['level'] = 'edge'
 
 
 def _check_kind(typed: bool, indptr: Optional[Source], indices: Optional[
@@ -367,16 +352,20 @@ def write_dataset_dir(
                                what=f"node array '{key}'{of}",
                                cast=cast_labels if key == 'y' else None)
         for edge_type, arrays in edge_arrays.items():
+            of = '' if edge_type is None else f' of edge type {edge_type}'
             for key, value in arrays.items():
-                if edge_type is None:
-                    write_edge_array(st, key, value, num_edges,
-                                     f"edge array '{key}'")
-                else:
-                    write_edge_array(
-                        st, edge_array_key(edge_type, key), value,
-                        edge_counts[edge_type],
-                        f"edge array '{key}' of edge type {edge_type}",
-                        holder='the edge type')
+                spec = st.write_array(
+                    key if edge_type is None else
+                    edge_array_key(edge_type, key), value,
+                    what=f"edge array '{key}'{of}")
+                if spec['shape'][0] != edge_counts[edge_type]:
+                    raise ValueError(
+                        f"edge array '{key}'{of} ({spec['file']}) has "
+                        f"{spec['shape'][0]} rows but the "
+                        f"{'graph' if edge_type is None else 'edge type'} "
+                        f"has {edge_counts[edge_type]} edges; pass one row "
+                        f"per edge, in CSC order")
+                spec['level'] = 'edge'
         st.commit(_meta(typed, name, source, num_classes, target, space,
                         extra_meta, node_groups, edge_counts, edge_arrays,
                         num_edges))
