@@ -321,13 +321,6 @@ def write_graph(
     arrays = {t: _node_arrays(data[t] if typed else data, t, count,
                               num_edges, where, skipped)
               for t, count in num_nodes.items()}
-    if not typed:
-        for key in arrays[None]:
-            check_name(key, 'attribute name', f"'{where}'")
-            if key in TOPOLOGY_ARRAYS:
-                raise DatasetFormatError(
-                    f"{where}: node attribute '{key}' clashes with the "
-                    f'topology array of that name; rename it')
     labelled = [t for t, a in arrays.items() if 'y' in a]
     target = labelled[0] if len(labelled) == 1 else None
     num_classes = None
@@ -344,12 +337,12 @@ def write_graph(
         relations[edge_type], edge_arrays[edge_type] = _relation(
             data[edge_type] if typed else data, edge_type, num_nodes, where,
             skipped)
-    if not typed:
-        for key in edge_arrays[None]:
+    for level, found in (('node', arrays), ('edge', edge_arrays)):
+        for key in found.get(None, {}):  # a Data's: named after the file
             check_name(key, 'attribute name', f"'{where}'")
             if key in TOPOLOGY_ARRAYS:
                 raise DatasetFormatError(
-                    f"{where}: edge attribute '{key}' clashes with the "
+                    f"{where}: {level} attribute '{key}' clashes with the "
                     f'topology array of that name; rename it')
     if skipped:
         of = "their edge type's edge_index" if typed else "'edge_index'"

@@ -80,6 +80,8 @@ def check_types(num_nodes: Dict[str, int],
                  relations: Dict[EdgeType, Relation],
                  node_arrays: Dict[str, Dict[str, Source]],
                  edge_arrays: Dict[EdgeType, Dict[str, Source]]) -> None:
+    r"""The node types, the relations, and that every node (edge) array
+    belongs to one of them."""
     if not isinstance(num_nodes, dict) or not num_nodes:
         raise ValueError("'num_nodes' must be a non-empty dict of node type "
                          "-> node count")
@@ -118,40 +120,16 @@ def check_types(num_nodes: Dict[str, int],
                 f"edge type {edge_type}: its CSC's indptr ends at "
                 f"{int(rel.indptr[-1])} for {rel.num_edges} indices (and "
                 f"edge ids); pass a consistent CSCTopology")
-    stored_as: Dict[str, Tuple[str, str]] = {}  # stored name -> (type, key)
-    for node_type, arrays in node_arrays.items():
+    for node_type in node_arrays:
         if node_type not in num_nodes:
             raise ValueError(f"'node_arrays' has arrays of {node_type!r}, "
                              f"which is not in 'num_nodes'")
-        for key in arrays:
-            check_name(key, 'node array name', f"'node_arrays[{node_type!r}]'")
-            other = stored_as.setdefault(f'{node_type}.{key}',
-                                         (node_type, key))
-            if other != (node_type, key):  # a '.' in a type's name
-                raise ValueError(
-                    f"'node_arrays': array {key!r} of {node_type!r} and "
-                    f"array {other[1]!r} of {other[0]!r} would both be "
-                    f"stored as '{node_type}.{key}'; rename one of them")
-    keys = set(stored_as)
-    for edge_type, arrays in edge_arrays.items():
-        where = f"'edge_arrays[{edge_type!r}]'"
+    for edge_type in edge_arrays:
         if edge_type not in relations:
-            raise ValueError(f"{where}: {edge_type!r} is not an edge type "
-                             f"of 'relations'; give every edge array to "
-                             f"its (source, relation, destination) triple")
-        if not isinstance(arrays, dict):
-            raise TypeError(f"{where} must be a dict of name -> array, got "
-                            f"{type(arrays).__name__}")
-        for key in arrays:
-            check_name(key, 'edge array name', where)
-            # the file's name: the relation's names must fit one too
-            stored = check_name(edge_array_key(edge_type, key),
-                                'edge array file name', where)
-            if stored in keys:
-                raise ValueError(f"{where}: edge array {key!r} would be "
-                                 f"stored as {stored!r}, a node array's "
-                                 f"name too; rename the array")
-            keys.add(stored)
+            raise ValueError(f"'edge_arrays[{edge_type!r}]': {edge_type!r} "
+                             f"is not an edge type of 'relations'; give "
+                             f"every edge array to its (source, relation, "
+                             f"destination) triple")
 
 
 def copy_csc(rel: CSCTopology, indices: np.ndarray, edge_id: np.ndarray,

@@ -105,29 +105,39 @@ def _check_kind(typed: bool, indptr: Optional[Source], indices: Optional[
                if wrong else ''))
 
 
-def _check_flat_arrays(node_arrays: Any, edge_arrays: Any) -> None:
-    r"""The node and edge arrays of a homogeneous graph: dicts of distinct
-    names, none a topology array's."""
-    for arrays, key in ((node_arrays, 'node_arrays'),
-                        (edge_arrays, 'edge_arrays')):
-        if not isinstance(arrays, dict):
-            raise TypeError(f"'{key}' must be a dict of name -> array "
-                            f"(e.g. {{'time': times}}), got "
-                            f'{type(arrays).__name__}')
-    for arrays, level in ((node_arrays, 'node'), (edge_arrays, 'edge')):
-        for key in arrays:
-            check_name(key, f'{level} array name', f"'{level}_arrays'")
-            if key in TOPOLOGY_ARRAYS:
-                raise ValueError(
-                    f"invalid {level} array name {key!r} in "
-                    f"'{level}_arrays': {', '.join(TOPOLOGY_ARRAYS)} are the "
-                    f"topology's; pass them as arguments or rename the "
-                    f"array")
-    both = sorted(set(node_arrays) & set(edge_arrays))
-    if both:
-        raise ValueError(f"{both[0]!r} is in both 'node_arrays' and "
-                         f"'edge_arrays'; an array name names one array: "
-                         f"rename one of them")
+def _check_array_names(node_arrays: Dict[Any, Any],
+                       edge_arrays: Dict[Any, Any]) -> None:
+    r"""Every array's name, and the name it is stored under (its file's,
+    less ``.bin``), of node and edge arrays by owner (a node or edge type,
+    :obj:`None` for a homogeneous graph): valid, none a topology array's
+    and no two alike."""
+    stored_as: Dict[str, str] = {}  # stored name -> which array
+    for level, groups in (('node', node_arrays), ('edge', edge_arrays)):
+        for owner, arrays in groups.items():
+            where = f"'{level}_arrays'" if owner is None else \
+                f"'{level}_arrays[{owner!r}]'"
+            if not isinstance(arrays, dict):
+                raise TypeError(f"{where} must be a dict of name -> array "
+                                f"(e.g. {{'time': times}}), got "
+                                f'{type(arrays).__name__}')
+            for key in arrays:
+                check_name(key, f'{level} array name', where)
+                stored = key if owner is None else f'{owner}.{key}' \
+                    if level == 'node' else edge_array_key(owner, key)
+                # the relation's names must fit a file's name too
+                check_name(stored, f'{level} array file name', where)
+                if stored in TOPOLOGY_ARRAYS:
+                    raise ValueError(
+                        f"invalid {level} array name {key!r} in {where}: "
+                        f"{', '.join(TOPOLOGY_ARRAYS)} are the topology's; "
+                        f"pass them as arguments or rename the array")
+                what = f'{level} array {key!r}' + (
+                    '' if owner is None else f' of {owner!r}')
+                if stored in stored_as:
+                    raise ValueError(
+                        f'{where}: {what} and {stored_as[stored]} would '
+                        f'both be stored as {stored!r}; rename one of them')
+                stored_as[stored] = what
 
 
 def _write_csc(st: Staging, num_nodes: int, id_space: int, indptr: Source,
@@ -302,6 +312,7 @@ def write_dataset_dir(
     if typed:
         edge_arrays = dict(edge_arrays)
         check_types(num_nodes, relations, node_arrays, edge_arrays)
+        _check_array_names(node_arrays, edge_arrays)
         if target is not None and target not in num_nodes:
             raise ValueError(f"'target' = {target!r} is not a node type "
                              f"({', '.join(num_nodes)})")
@@ -312,7 +323,7 @@ def write_dataset_dir(
                        for t in num_nodes}
     else:
         num_nodes = int_arg(num_nodes, 'num_nodes')
-        _check_flat_arrays(node_arrays, edge_arrays)
+        _check_array_names({None: node_arrays}, {None: edge_arrays})
         space = None if index_space is None else int_arg(
             index_space, 'index_space', minimum=num_nodes)
         id_space = num_nodes if space is None else space

@@ -98,8 +98,9 @@ def test_an_edge_array_name_is_checked(tmp_path):
     topo = CSCTopology.from_edge_index(EDGES, num_nodes=6)
     common = dict(num_nodes=6, indptr=topo.indptr, indices=topo.indices,
                   name='a', source='t', progress=False)
-    with pytest.raises(ValueError, match=r"'time' is in both 'node_arrays' "
-                       r"and 'edge_arrays'"):
+    with pytest.raises(ValueError, match=r"'edge_arrays': edge array 'time' "
+                       r"and node array 'time' would both be stored as "
+                       r"'time'"):
         write_dataset_dir(tmp_path / 'a', node_arrays={'time': torch.ones(6)},
                           edge_arrays={'time': torch.ones(7)}, **common)
     with pytest.raises(ValueError, match=r"invalid edge array name 'edge_id'"

@@ -161,8 +161,8 @@ def test_bad_input_to_the_writer_is_named(tmp_path):
             node_arrays={}, name='t', source='t', num_classes=0,
             progress=False)
     # a '.' in a type's name: two arrays of one stored name (one file)
-    with pytest.raises(ValueError, match="array 'x' of 'a.b' and array "
-                       "'b.x' of 'a' would both be stored as 'a.b.x'"):
+    with pytest.raises(ValueError, match="node array 'x' of 'a.b' and node "
+                       "array 'b.x' of 'a' would both be stored as 'a.b.x'"):
         write_dataset_dir(
             tmp_path / 'd', num_nodes={'a': 2, 'a.b': 2},
             relations={('a', 'to', 'a.b'): lambda: iter(

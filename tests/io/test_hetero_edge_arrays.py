@@ -266,9 +266,10 @@ def test_edge_arrays_of_unknown_relations_or_bad_names_are_refused(tmp_path):
     assert os.listdir(tmp_path) == []
     # a node type named as the relation: the files' names would clash
     clash = 'author__writes__paper'
-    with pytest.raises(ValueError, match=r"edge array 'code' would be stored "
-                       r"as 'author__writes__paper\.code', a node array's "
-                       r"name too"):
+    with pytest.raises(ValueError, match=r"edge array 'code' of \('author', "
+                       r"'writes', 'paper'\) and node array 'code' of "
+                       r"'author__writes__paper' would both be stored as "
+                       r"'author__writes__paper\.code'"):
         write_dataset_dir(
             tmp_path / 'ds', num_nodes={'author': 80, 'paper': 120,
                                         clash: 1},
