@@ -1,6 +1,8 @@
 r"""The dataset directory format in one place: its names and errors, the
-streaming writer and the validating reader (one each, for both kinds), the out-of-core CSC sort, and safe
-loading of ``.pt`` files."""
+streaming writer and the validating reader (one each, for both kinds of
+graph), the out-of-core CSC sort, and safe loading of ``.pt`` files."""
+from typing import NoReturn
+
 from .csc_sort import csc_from_edge_chunks
 from .format import (FORMAT_VERSION, HETERO_FORMAT_VERSION, DatasetFormatError,
                      is_hetero_dataset_dir)
@@ -32,7 +34,7 @@ _RENAMED = {'open_hetero_dataset_dir': 'open_dataset_dir',
             'write_hetero_dataset_dir': 'write_dataset_dir'}
 
 
-def __getattr__(name: str) -> None:
+def __getattr__(name: str) -> NoReturn:
     # ImportError, which `from pyg_fastload.io import ...` passes on as it is
     if name in _RENAMED:
         raise ImportError(
