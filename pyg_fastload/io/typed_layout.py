@@ -59,13 +59,20 @@ from .csc_sort import (
     mapped_region,
     scatter_edges,
 )
-from .format import HETERO_FORMAT_VERSION, check_name, count_field, fail, int_arg
+from .format import (
+    HETERO_FORMAT_VERSION,
+    check_name,
+    count_field,
+    fail,
+    int_arg,
+)
 
 __all__ = ['Relation', 'edge_array_key', 'check_types', 'check_index_space',
            'write_relations', 'declared_types', 'check_relations']
 
-#: A relation given to :func:`~pyg_fastload.io.write_dataset_dir`: its CSC in memory,
-#: or its edge list as chunks (:data:`~pyg_fastload.io.csc_sort.EdgeChunks`).
+#: A relation given to :func:`~pyg_fastload.io.write_dataset_dir`: its CSC
+#: in memory, or its edge list as chunks
+#: (:data:`~pyg_fastload.io.csc_sort.EdgeChunks`).
 Relation = Union[CSCTopology, EdgeChunks]
 
 

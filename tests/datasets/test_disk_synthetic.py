@@ -206,7 +206,8 @@ def test_a_loader_samples_and_a_model_trains_on_it(small):
 
 def test_the_cli_writes_it_with_a_default_scale(tmp_path, capsys,
                                                 monkeypatch):
-    monkeypatch.setattr(disk_synthetic, 'DEFAULT_SCALE', SCALE)  # not 0.01 in a test
+    # not 0.01 in a test
+    monkeypatch.setattr(disk_synthetic, 'DEFAULT_SCALE', SCALE)
     out = tmp_path / 'mag240m'
     ds = run(parse(['--preset', 'mag240m-like', '--no-progress', str(out)]))
     assert '3 node types, 6 edge types' in capsys.readouterr().out

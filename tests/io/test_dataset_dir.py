@@ -486,8 +486,8 @@ def test_node_array_rows_must_match_their_type(tmp_path):
         spec['bytes'] -= 12
     edit_meta(ds.path, shrink)
     with pytest.raises(DatasetFormatError, match="node array 'x' of type "
-                       r"'author' has 299 rows \(meta.json shape \[299, 3\]\) but the "
-                       "type has 300 nodes"):
+                       r"'author' has 299 rows \(meta.json shape "
+                       r"\[299, 3\]\) but the type has 300 nodes"):
         open_dataset_dir(ds.path)
 
 
