@@ -75,7 +75,7 @@ def label_classes(low: int, high: int, num_nodes: int,
 
 def _check_kind(typed: bool, indptr: Optional[Source], indices: Optional[
         Source], edge_id: Optional[Source], relations: Any,
-        target: Optional[str], index_space: Any) -> None:
+        target: Optional[str]) -> None:
     r"""Refuses the arguments of the other kind: a homogeneous graph
     (:obj:`num_nodes` an int) is given by ``indptr``/``indices``, a typed
     one (:obj:`num_nodes` a dict of node type -> count) by
@@ -91,9 +91,6 @@ def _check_kind(typed: bool, indptr: Optional[Source], indices: Optional[
                 "is heterogeneous: pass its edges as 'relations' (edge type "
                 "-> CSCTopology or edge chunks)"
                 + (f", not {', '.join(map(repr, wrong))}" if wrong else ''))
-        if index_space is not None and not isinstance(index_space, dict):
-            raise ValueError(f"'index_space' must give every node type "
-                             f"its id count, got {index_space!r}")
         return
     wrong = [k for k in ('relations', 'target') if given[k] is not None]
     if wrong or indptr is None or indices is None:
@@ -300,8 +297,7 @@ def write_dataset_dir(
         ...     source='example', progress=False)  # doctest: +SKIP
     """
     typed = isinstance(num_nodes, dict)
-    _check_kind(typed, indptr, indices, edge_id, relations, target,
-                index_space)
+    _check_kind(typed, indptr, indices, edge_id, relations, target)
     if not isinstance(name, str) or not name:
         raise ValueError(f"invalid 'name' = {name!r}: pass a non-empty str")
     if not isinstance(source, str):

@@ -378,6 +378,23 @@ def test_a_deeply_nested_meta_json(tiny_dir, tmp_path):
         open_dataset_dir(path)
 
 
+def test_the_writer_names_the_arguments_of_the_other_kind(tmp_path):
+    common = dict(node_arrays={}, name='t', source='t', progress=False)
+    csc = CSCTopology.from_edge_index(torch.tensor([[0], [1]]), 2)
+    with pytest.raises(ValueError, match=r"'num_nodes' is a count, so the "
+                       r"graph is homogeneous: pass its CSC as 'indptr' and "
+                       r"'indices', not 'relations'"):
+        write_dataset_dir(tmp_path / 'a', num_nodes=2, indptr=csc.indptr,
+                          indices=csc.indices,
+                          relations={('a', 'to', 'a'): csc}, **common)
+    with pytest.raises(ValueError, match=r"'num_nodes' is a dict of node "
+                       r"type -> count, so the graph is heterogeneous: pass "
+                       r"its edges as 'relations' .*, not 'indptr'"):
+        write_dataset_dir(tmp_path / 'b', num_nodes={'a': 2},
+                          indptr=csc.indptr, **common)
+    assert not list(tmp_path.iterdir())
+
+
 # ------------------------------------------- a heterogeneous directory --
 def tiny(path, seed=0):
     data = generate_hetero('hetero-tiny', seed=seed)
