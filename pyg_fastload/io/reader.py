@@ -598,11 +598,11 @@ def open_dataset_dir(path: PathLike, verify: str = 'size',
             raise fail(meta_file, f"'index_space' = {id_space!r} is not a "
                        f"count >= num_nodes", fix)
         counts = {'node': num_nodes, 'edge': num_edges}
-        rows = {key: (array_level(spec), f"{array_level(spec)} array "
-                      f"'{key}'", counts[array_level(spec)],
-                      f'num_{array_level(spec)}s = '
-                      f'{counts[array_level(spec)]}')
-                for key, spec in specs.items()}
+        rows = {}
+        for key, spec in specs.items():  # any name, rows by its level
+            level = array_level(spec)
+            rows[key] = (level, f"{level} array '{key}'", counts[level],
+                         f'num_{level}s = {counts[level]}')
         segments = num_nodes
     expected = {'indptr': ([segments + 1], ('int64', )),
                 'indices': ([num_edges], ('int32', 'int64') if
