@@ -146,7 +146,7 @@ def hash_parts(tmp_path_factory, tiny_dir):
 @pytest.fixture(scope='session')
 def hetero_dataset(tmp_path_factory):
     r"""The heterogeneous ``hetero-tiny`` preset as a dataset directory."""
-    from pyg_fastload.datasets.hetero_prepare import prepare_hetero_preset
+    from pyg_fastload.datasets import prepare_hetero_preset
     root = tmp_path_factory.mktemp('hetero')
     return prepare_hetero_preset('hetero-tiny', root / 'ds',
                                  progress=False).path

@@ -151,8 +151,8 @@ def new_id_topology(dataset_dir, parts_dir):
     import numpy as np
 
     from pyg_fastload.graph import HeteroTopology
-    from pyg_fastload.io import open_hetero_dataset_dir
-    dataset = open_hetero_dataset_dir(dataset_dir)
+    from pyg_fastload.io import open_dataset_dir
+    dataset = open_dataset_dir(dataset_dir)
     topo = dataset.topology
     new_id = torch.from_numpy(np.load(parts_dir / 'new_id.npy'))
     edges = {}

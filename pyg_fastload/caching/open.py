@@ -4,7 +4,6 @@ caches filled."""
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import Any, Dict, Optional, Tuple, Union
 
 import torch
@@ -18,9 +17,7 @@ from ..graph.kind import is_data, is_hetero, is_topology
 from ..graph.topology import CSCTopology
 from ..io import (
     OnDiskDataset,
-    is_hetero_dataset_dir,
     open_dataset_dir,
-    open_hetero_dataset_dir,
 )
 from ..storage import CSCGraphStore, TieredFeatureStore, storage_kind
 from .hotness import Scores
@@ -100,8 +97,8 @@ def open_dataset(
         16
     """
     cache = _cache_settings(cache, settings)
-    if is_hetero_dataset_dir(Path(path).expanduser()):
-        hetero = open_hetero_dataset_dir(path, verify=verify)
+    dataset = hetero = open_dataset_dir(path, verify=verify)
+    if is_topology(dataset.topology, hetero=True):
         if topology is not None and (
                 not is_topology(topology, hetero=True) or
                 {t: topology.num_nodes_of(t) for t in topology.node_types}
@@ -119,7 +116,6 @@ def open_dataset(
         _configure(feature_store, graph_store, cache, scores,
                    target=hetero.target)
         return feature_store, graph_store
-    dataset = open_dataset_dir(path, verify=verify)
     if topology is not None and topology.num_nodes != dataset.num_nodes:
         raise ValueError(f"'topology' has {topology.num_nodes} nodes, the "
                          f"dataset '{path}' {dataset.num_nodes}")

@@ -8,9 +8,8 @@ from .hetero_synthetic import (
     generate_hetero,
 )
 from .ogb import prepare_ogb
-from .prepare import prepare_synthetic
-from .hetero_prepare import prepare_hetero_preset, write_hetero_data
-from .pyg_file import load_data_file, load_graph_file, prepare_pyg
+from .prepare import prepare_hetero_preset, prepare_synthetic
+from .pyg_file import load_data_file, load_graph_file, prepare_pyg, write_graph
 from .synthetic import SyntheticGraph, degree_stats, generate
 from .synthetic_cache import default_cache_root, load_synthetic
 from .synthetic_config import PRESETS, SyntheticGraphConfig
@@ -32,7 +31,7 @@ __all__ = [
     'load_data_file',
     'load_graph_file',
     'prepare_hetero_preset',
-    'write_hetero_data',
+    'write_graph',
     'prepare_synthetic',
     'prepare_pyg',
     'prepare_ogb',

@@ -12,12 +12,14 @@ nodes for tests. Generation is vectorized and seeded: the same preset,
 scale and seed give the same graph."""
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Dict, Tuple
 
 import torch
 from torch import Tensor
 from torch_geometric.data import HeteroData
+
+from .synthetic import power_law
 
 __all__ = ['HeteroGraphConfig', 'HETERO_PRESETS', 'generate_hetero']
 
@@ -59,18 +61,22 @@ class HeteroGraphConfig:
                                for e, n in self.num_edges.items()}
         return values
 
-    def scaled(self, scale: float) -> 'HeteroGraphConfig':
-        r"""Every node and edge count times :obj:`scale` (at least 2
-        nodes of a type, and classes never more than labelled nodes)."""
+    def check_scale(self, scale: float) -> None:
+        r"""Refuses a :obj:`scale` outside (0, 1] (a graph generated in
+        memory only shrinks)."""
         if not (isinstance(scale, (int, float)) and 0 < scale <= 1):
             raise ValueError(f"'scale' = {scale!r} must be in (0, 1]")
+
+    def scaled(self, scale: float) -> 'HeteroGraphConfig':
+        r"""Every node and edge count times :obj:`scale` (checked by
+        :meth:`check_scale`; at least 2 nodes of a type, and classes never
+        more than labelled nodes)."""
+        self.check_scale(scale)
         nodes = {t: max(2, int(round(n * scale)))
                  for t, n in self.num_nodes.items()}
-        edges = {e: int(round(n * scale)) for e, n in self.num_edges.items()}
-        return HeteroGraphConfig(
-            nodes, edges, self.labelled, self.num_features,
-            min(self.num_classes, nodes[self.labelled]),
-            self.degree_exponent, self.homophily, self.feature_signal)
+        return replace(self, num_nodes=nodes, num_edges={
+            e: int(round(n * scale)) for e, n in self.num_edges.items()},
+            num_classes=min(self.num_classes, nodes[self.labelled]))
 
 
 HETERO_PRESETS: Dict[str, HeteroGraphConfig] = {
@@ -95,10 +101,8 @@ HETERO_PRESETS: Dict[str, HeteroGraphConfig] = {
 def _power_law(n: int, exponent: float, gen: torch.Generator) -> Tensor:
     r"""Expected-degree weights of :obj:`n` nodes from a power law capped
     at 5% of :obj:`n` times the median weight."""
-    alpha = exponent - 1.0
     u = torch.rand(n, generator=gen, dtype=torch.float64)
-    cap = max(0.05 * n, 1.0)
-    return (1.0 - u * (1.0 - cap**-alpha)).pow(-1.0 / alpha)
+    return power_law(u, exponent - 1.0, max(0.05 * n, 1.0))
 
 
 def _draw(cdf: Tensor, count: int, gen: torch.Generator) -> Tensor:

@@ -17,8 +17,7 @@ from ..io import format as fmt
 from ..io.arrays import Source
 from ..io.csc_sort import check_node_count, coalesce_csc, csc_from_edge_chunks
 from ..io.format import DatasetFormatError, build_meta
-from ..io.hetero_dir import OnDiskHeteroDataset
-from ..io.reader import OnDiskDataset, open_dataset_dir
+from ..io.reader import OnDiskDataset, OnDiskHeteroDataset, open_dataset_dir
 from ..io.staging import Staging, check_target
 from .ogb_hetero import prepare_ogb_hetero
 from .ogb_raw import (NpyMember, empty_split, iter_csv, labels_chunk,

@@ -25,7 +25,7 @@ from ..graph.hetero_topology import EdgeType
 from ..graph.topology import CSCTopology
 from ..io.csc_sort import check_node_count
 from ..io.format import DatasetFormatError, check_name, int_arg
-from ..io.hetero_dir import OnDiskHeteroDataset, write_hetero_dataset_dir
+from ..io import OnDiskHeteroDataset, write_dataset_dir
 from ..io.staging import check_target
 from .ogb_raw import empty_split, iter_csv, labels_chunk, read_scalar
 
@@ -219,7 +219,7 @@ def prepare_ogb_hetero(root: Path, raw: Path, name: str, out_dir: PathLike,
     arrays, num_classes, target = _node_arrays(raw, root, counts, split)
     how = ('made undirected like PyG ToUndirected' if symmetrize
            else 'as listed')
-    return write_hetero_dataset_dir(
+    return write_dataset_dir(
         out_dir, num_nodes=counts, relations=relations, node_arrays=arrays,
         name=name, source=f"OGB '{name}' from '{root.resolve()}' (edges "
         f"{how})", num_classes=num_classes, target=target,

@@ -12,22 +12,19 @@ from typing import Any, Dict, Optional, Union
 
 from ..config import format_bytes
 from ..errors import UsageExit
-from ..io.hetero_dir import OnDiskHeteroDataset
-from ..io.reader import OnDiskDataset
+from ..io.reader import OnDiskDataset, OnDiskHeteroDataset
 from ..io.staging import TargetExistsError, check_target
 from ..io.writer import write_dataset_dir
-from .disk_synthetic import DISK_PRESETS, prepare_disk_synthetic
-from .hetero_disk_synthetic import (DEFAULT_SCALE, HETERO_DISK_PRESETS,
-                                    prepare_hetero_disk_synthetic)
-from .hetero_prepare import prepare_hetero_preset
-from .hetero_synthetic import HETERO_PRESETS
+from .disk_synthetic import DEFAULT_SCALE, DISK_PRESETS, prepare_disk_synthetic
+from .hetero_synthetic import HETERO_PRESETS, generate_hetero
 from .ogb import prepare_ogb
-from .pyg_file import prepare_pyg
+from .pyg_file import prepare_pyg, write_graph
 from .synthetic_cache import load_synthetic
 from .synthetic_config import (PRESETS, SyntheticGraphConfig, preset_name,
                                resolve_config)
 
-__all__ = ['prepare_synthetic', 'add_arguments', 'run']
+__all__ = ['prepare_synthetic', 'prepare_hetero_preset', 'add_arguments',
+           'run']
 
 PathLike = Union[str, 'os.PathLike[str]']
 
@@ -89,12 +86,46 @@ def prepare_synthetic(
     )
 
 
+def prepare_hetero_preset(preset: str, out_dir: PathLike, seed: int = 0,
+                          scale: float = 1.0, progress: bool = True,
+                          overwrite: bool = False) -> OnDiskHeteroDataset:
+    r"""Generates a heterogeneous preset (:data:`HETERO_PRESETS`,
+    :func:`generate_hetero`) and writes it as a dataset directory
+    (:func:`write_graph`).
+
+    Args:
+        preset (str): ``'mag-like'`` or ``'hetero-tiny'``.
+        out_dir: the directory to create.
+        seed (int): the random seed. (default: :obj:`0`)
+        scale (float): every node and edge count times this, in (0, 1].
+    """
+    if preset not in HETERO_PRESETS:
+        raise ValueError(f"invalid 'preset' = {preset!r}: pass one of "
+                         f"{', '.join(HETERO_PRESETS)}")
+    out_dir = Path(out_dir).expanduser()
+    check_target(out_dir, overwrite)
+    data = generate_hetero(preset, seed=seed, scale=scale)
+    config = HETERO_PRESETS[preset]
+    scaled = f' --scale {scale}' if scale != 1.0 else ''
+    return write_graph(
+        data, out_dir, name=preset,
+        source=(f"synthetic heterogeneous graph, preset '{preset}', seed "
+                f"{seed}, scale {scale} (pyg_fastload.datasets."
+                f"generate_hetero; every relation also stored reversed)"),
+        overwrite=overwrite, progress=progress,
+        extra_meta={
+            'command': f'pyg-fastload prepare --preset {preset} --seed '
+                       f'{seed}{scaled} --overwrite {out_dir}',
+            'synthetic': {'config': config.to_json(), 'seed': int(seed),
+                          'scale': scale}})
+
+
 # ------------------------------------------------------------------ CLI ----
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     r"""Adds the ``pyg-fastload prepare`` arguments to :obj:`parser`."""
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument('--preset', choices=sorted([
-        *PRESETS, *DISK_PRESETS, *HETERO_PRESETS, *HETERO_DISK_PRESETS]),
+        *PRESETS, *DISK_PRESETS, *HETERO_PRESETS]),
                         help='a synthetic graph preset (generated once and '
                         'cached, see --cache-dir; papers-like is generated '
                         'straight into OUT_DIR in bounded memory: 56M nodes, '
@@ -156,14 +187,15 @@ def run(args: argparse.Namespace) -> Union[OnDiskDataset,
     for key, flag in (('seed', '--seed'), ('cache_dir', '--cache-dir')):
         if getattr(args, key, None) is not None and not args.preset:
             raise UsageExit('prepare', f'{flag} only applies to --preset')
-    scalable = (*DISK_PRESETS, *HETERO_PRESETS, *HETERO_DISK_PRESETS)
+    scalable = (*DISK_PRESETS, *HETERO_PRESETS)
     if args.scale is not None and args.preset not in scalable:
         raise UsageExit('prepare', f"--scale only applies to --preset "
                                    f"{', '.join(scalable)}")
     if args.cache_dir is not None and \
-            args.preset in (*HETERO_PRESETS, *HETERO_DISK_PRESETS):
+            args.preset in (*HETERO_PRESETS, *DISK_PRESETS):
         raise UsageExit('prepare', '--cache-dir does not apply to the '
-                                   'heterogeneous presets (never cached)')
+                                   'heterogeneous and disk presets (never '
+                                   'cached)')
     if args.ogb and not args.raw_dir:
         raise UsageExit('prepare', '--ogb needs --raw-dir DIR, the unzipped '
                                    'OGB dataset (nothing is downloaded)')
@@ -176,18 +208,12 @@ def run(args: argparse.Namespace) -> Union[OnDiskDataset,
                 seed=0 if args.seed is None else args.seed,
                 scale=1.0 if args.scale is None else args.scale,
                 progress=progress, overwrite=args.overwrite)
-        elif args.preset in HETERO_DISK_PRESETS:
-            dataset = prepare_hetero_disk_synthetic(
-                args.preset, args.out_dir,
-                seed=0 if args.seed is None else args.seed,
-                scale=DEFAULT_SCALE if args.scale is None else args.scale,
-                progress=progress, overwrite=args.overwrite)
         elif args.preset in DISK_PRESETS:
             dataset = prepare_disk_synthetic(
                 args.preset, args.out_dir,
                 seed=0 if args.seed is None else args.seed,
-                scale=1.0 if args.scale is None else args.scale,
-                progress=progress, overwrite=args.overwrite)
+                scale=args.scale, progress=progress,
+                overwrite=args.overwrite)
         elif args.preset:
             dataset = prepare_synthetic(
                 args.preset, args.out_dir,

@@ -31,7 +31,8 @@ from ..graph.convert import attach_topology
 from ..graph.topology import CSCTopology, index_dtype_for
 from .synthetic_config import SyntheticGraphConfig, preset_name, resolve_config
 
-__all__ = ['SyntheticGraph', 'generate', 'degree_stats', 'check_seed']
+__all__ = ['SyntheticGraph', 'generate', 'degree_stats', 'check_seed',
+           'power_law']
 
 #: Edges drawn per vectorised chunk (bounds the temporary memory).
 _CHUNK = 1 << 22
@@ -129,6 +130,13 @@ def _community_sizes(cfg: SyntheticGraphConfig,
     return sizes + 1
 
 
+def power_law(u: Tensor, alpha: float, cap: float) -> Tensor:
+    r"""Expected-degree weights of a power law: the inverse CDF of
+    Pareto(:obj:`alpha`) truncated to ``[1, cap]`` at the uniforms
+    :obj:`u`."""
+    return (1.0 - u * (1.0 - cap**-alpha)).pow(-1.0 / alpha)
+
+
 def _degree_weights(cfg: SyntheticGraphConfig, gen: torch.Generator) -> Tensor:
     r"""Expected-degree weights from a power law truncated so that the
     largest expected degree is ``max_degree_fraction * num_nodes``."""
@@ -140,19 +148,16 @@ def _degree_weights(cfg: SyntheticGraphConfig, gen: torch.Generator) -> Tensor:
     if cfg.num_edges == 0:
         return torch.ones(n, dtype=torch.float64)
 
-    def sample(t: float) -> Tensor:  # inverse CDF of Pareto(alpha) on [1, t]
-        return (1.0 - u * (1.0 - t**-alpha)).pow(-1.0 / alpha)
-
     # Expected degree of node i is mean_degree * w_i / mean(w); choose the
     # truncation t with mean_degree * t / mean(w_t) = cap (a contraction).
     t = max(cap / max(mean_degree, 1e-12), 1.0)
     for _ in range(100):
-        new_t = max(cap * float(sample(t).mean()) / max(mean_degree, 1e-12),
-                    1.0)
+        new_t = max(cap * float(power_law(u, alpha, t).mean()) /
+                    max(mean_degree, 1e-12), 1.0)
         if abs(new_t - t) <= 1e-9 * t:
             break
         t = new_t
-    return sample(t)
+    return power_law(u, alpha, t)
 
 
 def _dedup_sorted(keys: np.ndarray) -> np.ndarray:

@@ -1,13 +1,14 @@
 r"""The dataset directory format in one place: its names and errors, the
-streaming writer, the validating reader, the out-of-core CSC sort, and safe
-loading of ``.pt`` files."""
+streaming writer and the validating reader (one each, for both kinds of
+graph), the out-of-core CSC sort, and safe loading of ``.pt`` files."""
+from typing import NoReturn
+
 from .csc_sort import csc_from_edge_chunks
 from .format import (FORMAT_VERSION, HETERO_FORMAT_VERSION, DatasetFormatError,
                      is_hetero_dataset_dir)
 from .identity import data_identity, dataset_dir_identity
-from .hetero_dir import (OnDiskHeteroDataset, open_hetero_dataset_dir,
-                         open_node_arrays, write_hetero_dataset_dir)
-from .reader import OnDiskDataset, open_dataset_dir
+from .reader import (OnDiskDataset, OnDiskHeteroDataset, open_dataset_dir,
+                     open_node_arrays)
 from .safe_load import UnsafeFileError, safe_torch_load
 from .writer import write_dataset_dir
 
@@ -17,8 +18,6 @@ __all__ = [
     'HETERO_FORMAT_VERSION',
     'is_hetero_dataset_dir',
     'OnDiskHeteroDataset',
-    'open_hetero_dataset_dir',
-    'write_hetero_dataset_dir',
     'DatasetFormatError',
     'OnDiskDataset',
     'open_dataset_dir',
@@ -29,3 +28,18 @@ __all__ = [
     'data_identity',
     'dataset_dir_identity',
 ]
+
+#: Names that were folded into one function for both kinds of graph.
+_RENAMED = {'open_hetero_dataset_dir': 'open_dataset_dir',
+            'write_hetero_dataset_dir': 'write_dataset_dir'}
+
+
+def __getattr__(name: str) -> NoReturn:
+    # ImportError, which `from pyg_fastload.io import ...` passes on as it is
+    if name in _RENAMED:
+        raise ImportError(
+            f'pyg_fastload.io.{name} is gone: pyg_fastload.io.'
+            f'{_RENAMED[name]} serves both kinds of dataset directory (a '
+            f'dict of node type -> count as num_nodes makes a heterogeneous '
+            f'one); see CHANGELOG.md')
+    raise AttributeError(f'module {__name__!r} has no attribute {name!r}')

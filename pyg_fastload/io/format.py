@@ -99,6 +99,21 @@ class DatasetFormatError(FastLoadError, ValueError):
     what is wrong and how to fix it."""
 
 
+def fail(file: Path, what: str, fix: str) -> DatasetFormatError:
+    r"""The error of a bad dataset file: the file, what is wrong, the
+    fix."""
+    return DatasetFormatError(f'{file}: {what}; {fix}')
+
+
+def count_field(meta: Dict[str, Any], key: str, meta_file: Path,
+                fix: str) -> int:
+    r"""``meta[key]``, checked to be a count."""
+    value = meta.get(key)
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise fail(meta_file, f"'{key}' = {value!r} is not a count", fix)
+    return value
+
+
 # --------------------------------------------------------------- dtypes ----
 def numpy_dtype(name: str) -> np.dtype:
     r"""The dtype a stored array is mapped with (``bfloat16``, which numpy

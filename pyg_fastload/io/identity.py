@@ -14,8 +14,6 @@ from torch import Tensor
 from torch_geometric.data import Data, HeteroData
 
 from ..graph.kind import is_hetero
-from .format import FORMAT_VERSION, HETERO_FORMAT_VERSION, \
-    is_hetero_dataset_dir
 from .reader import read_meta
 
 __all__ = ['data_identity', 'dataset_dir_identity', 'FULL_HASH_BYTES']
@@ -32,9 +30,7 @@ def dataset_dir_identity(path: Union[str, Path]) -> str:
     SHA-256, sizes, types), whatever the pyg-fastload version that wrote
     it or where it lies."""
     path = Path(path)
-    version = HETERO_FORMAT_VERSION if is_hetero_dataset_dir(path) \
-        else FORMAT_VERSION
-    meta, _ = read_meta(path, True, version)
+    meta, _ = read_meta(path, True)
     meta = {k: v for k, v in meta.items() if k != 'created_by'}
     text = json.dumps(meta, sort_keys=True)
     return (f"dataset directory {meta.get('name')!r} (meta "

@@ -1,5 +1,5 @@
-r"""Opening a dataset directory: ``meta.json`` checked, arrays memory-mapped
-and validated before any training starts."""
+r"""Opening a dataset directory of either kind: ``meta.json`` checked,
+arrays memory-mapped and validated before any training starts."""
 from __future__ import annotations
 
 import json
@@ -15,6 +15,10 @@ import torch
 from torch import Tensor
 from tqdm.auto import tqdm
 
+from torch_geometric.data import HeteroData
+
+from ..graph.hetero_topology import EdgeType, HeteroTopology, offsets_of
+from ..graph.kind import is_topology
 from ..graph.topology import CSCTopology
 from . import format as fmt
 from .format import (
@@ -27,20 +31,55 @@ from .format import (
     VERIFY_MODES,
     DatasetFormatError,
     array_level,
+    count_field,
+    fail,
     is_sha256,
     numpy_dtype,
     sha256_file,
     torch_dtype,
 )
+from .typed_layout import (
+    check_index_space,
+    check_relations,
+    declared_types,
+    edge_array_key,
+)
 
-__all__ = ['OnDiskDataset', 'open_dataset_dir']
+__all__ = ['OnDiskDataset', 'OnDiskHeteroDataset', 'open_dataset_dir',
+           'open_node_arrays']
 
 PathLike = Union[str, 'os.PathLike[str]']
 
 
 # -------------------------------------------------------------- reading ----
 @dataclass(repr=False, eq=False)
-class OnDiskDataset:
+class _DatasetDir:
+    r"""What an opened dataset directory of either kind has: its path and
+    its parsed ``meta.json``."""
+    path: Path
+    meta: Dict[str, Any]
+
+    @property
+    def name(self) -> str:
+        return str(self.meta.get('name', self.path.name))
+
+    @property
+    def num_classes(self) -> Optional[int]:
+        r"""``meta.json``'s class count, if it gives one (a positive int:
+        a string, a float or a bool is an error naming the field)."""
+        value = self.meta.get('num_classes')
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int) or \
+                value < 1:
+            raise DatasetFormatError(
+                f"{self.path / 'meta.json'}: 'num_classes' is {value!r}, "
+                f"expected a positive int (or no 'num_classes')")
+        return value
+
+
+@dataclass(repr=False, eq=False)
+class OnDiskDataset(_DatasetDir):
     r"""An opened dataset directory; every tensor is memory-mapped
     (copy-on-write: in-place edits stay in memory and never reach the
     files).
@@ -55,15 +94,9 @@ class OnDiskDataset:
             per edge in CSC order (row ``k``: the edge at CSC position
             ``k``).
     """
-    path: Path
-    meta: Dict[str, Any]
     topology: CSCTopology
     arrays: Dict[str, Tensor]
     edge_arrays: Dict[str, Tensor] = field(default_factory=dict)
-
-    @property
-    def name(self) -> str:
-        return str(self.meta.get('name', self.path.name))
 
     @property
     def num_nodes(self) -> int:
@@ -80,20 +113,6 @@ class OnDiskDataset:
         if x is None:
             return 0
         return int(x.shape[1]) if x.dim() > 1 else 1
-
-    @property
-    def num_classes(self) -> Optional[int]:
-        r"""``meta.json``'s class count, if it gives one (a positive int:
-        a string, a float or a bool is an error naming the field)."""
-        value = self.meta.get('num_classes')
-        if value is None:
-            return None
-        if isinstance(value, bool) or not isinstance(value, int) or \
-                value < 1:
-            raise DatasetFormatError(
-                f"{self.path / 'meta.json'}: 'num_classes' is {value!r}, "
-                f"expected a positive int (or no 'num_classes')")
-        return value
 
     def _spec(self, name: str) -> Dict[str, Any]:
         specs = self.meta['arrays']
@@ -141,10 +160,92 @@ class OnDiskDataset:
                 f", arrays={{{arrays}}}, path='{self.path}')")
 
 
-def fail(file: Path, what: str, fix: str) -> DatasetFormatError:
-    r"""The error of a bad dataset file: the file, what is wrong, the
-    fix."""
-    return DatasetFormatError(f'{file}: {what}; {fix}')
+@dataclass(repr=False, eq=False)
+class OnDiskHeteroDataset(_DatasetDir):
+    r"""An opened heterogeneous dataset directory (every array
+    memory-mapped, copy-on-write).
+
+    Args:
+        path (pathlib.Path): the directory.
+        meta (dict): the parsed ``meta.json``.
+        topology (HeteroTopology): every relation, memory-mapped.
+        arrays (dict): per node type, its node arrays by name (empty for a
+            type without features).
+        edge_arrays (dict): per edge type, its edge arrays by name (e.g.
+            ``time``; empty for a relation without any), one row per edge
+            of the relation in its CSC order.
+    """
+    topology: HeteroTopology
+    arrays: Dict[str, Dict[str, Tensor]]
+    edge_arrays: Dict[EdgeType, Dict[str, Tensor]] = field(
+        default_factory=dict)
+
+    @property
+    def node_types(self) -> List[str]:
+        return list(self.topology.node_types)
+
+    @property
+    def edge_types(self) -> List[EdgeType]:
+        return list(self.topology.edge_types)
+
+    @property
+    def num_nodes(self) -> Dict[str, int]:
+        r"""Node count per type (the rows of its node arrays)."""
+        if isinstance(self.meta.get('index_space'), dict):  # a part
+            return {e['name']: e['num_nodes']
+                    for e in self.meta['node_types']}
+        return {t: self.topology.num_nodes_of(t) for t in self.node_types}
+
+    @property
+    def index_space(self) -> Dict[str, int]:
+        r"""Per node type, the ids its nodes have in ``indices``: the node
+        count, or for a part of a partition (``pyg-fastload partition``)
+        the whole graph's count of the type, so that neighbours the part
+        does not hold keep their (new) ids."""
+        return {t: self.topology.num_nodes_of(t) for t in self.node_types}
+
+    @property
+    def target(self) -> Optional[str]:
+        r"""The node type whose labels ``y`` a model learns (``meta.json``'s
+        ``target``, else the one type with ``y``, else :obj:`None`)."""
+        if self.meta.get('target') is not None:
+            return self.meta['target']
+        labelled = [t for t, a in self.arrays.items() if 'y' in a]
+        return labelled[0] if len(labelled) == 1 else None
+
+    def array_path(self, node_type: str, name: str) -> Path:
+        r"""The raw file of node array :obj:`name` of :obj:`node_type`."""
+        return self.path / self.meta['arrays'][f'{node_type}.{name}']['file']
+
+    def to_hetero_data(self) -> Any:
+        r"""The dataset as an in-memory
+        :class:`~torch_geometric.data.HeteroData` (edges in each relation's
+        original order, and so the rows of its edge arrays)."""
+        data = HeteroData()
+        for node_type in self.node_types:
+            data[node_type].num_nodes = self.num_nodes[node_type]
+            for key, value in self.arrays[node_type].items():
+                data[node_type][key] = value.clone()
+        for edge_type in self.edge_types:
+            rel = self.topology.relation_topology(edge_type)
+            dst = torch.repeat_interleave(
+                torch.arange(rel.num_nodes), rel.indptr.diff())
+            edge_index = torch.empty((2, rel.num_edges), dtype=torch.long)
+            edge_index[0, rel.edge_id] = rel.indices.long()
+            edge_index[1, rel.edge_id] = dst
+            data[edge_type].edge_index = edge_index
+            for key, value in self.edge_arrays.get(edge_type, {}).items():
+                rows = torch.empty_like(value)
+                rows[rel.edge_id] = value
+                data[edge_type][key] = rows
+        return data
+
+    def __repr__(self) -> str:
+        nodes = ', '.join(f'{t}: {n:,}' for t, n in self.num_nodes.items())
+        return (f"{self.__class__.__name__}('{self.name}', nodes={{{nodes}}}"
+                f', edge_types={len(self.edge_types)}, '
+                f'num_edges={self.topology.num_edges:,}, path='
+                f"'{self.path}')")
 
 
 def _reprepare(meta: Dict[str, Any], path: Path) -> str:
@@ -262,10 +363,11 @@ def _check_range(array: np.ndarray, high: int, file: Path, what: str,
                         f', outside [0, {high})', fix)
 
 
-def read_meta(path: Path, follow_symlinks: bool, version: int
+def read_meta(path: Path, follow_symlinks: bool
               ) -> Tuple[Dict[str, Any], str]:
     r"""``meta.json`` of dataset directory :obj:`path`, checked to be ours
-    and of format :obj:`version`, and the fix its errors suggest."""
+    and of a format version this pyg-fastload reads, and the fix its
+    errors suggest."""
     meta_file = path / 'meta.json'
     generic_fix = f're-create the dataset with `{PREPARE_HINT} {path}`'
     if not path.is_dir():  # maybe never made: not 're-create'
@@ -292,16 +394,9 @@ def read_meta(path: Path, follow_symlinks: bool, version: int
                     f"expected '{FORMAT_NAME}' (not a pyg-fastload dataset)",
                     fix)
     found = meta.get('format_version')
-    if found == version:
+    if found in (FORMAT_VERSION, HETERO_FORMAT_VERSION) and \
+            not isinstance(found, bool):
         return meta, fix
-    if found in (FORMAT_VERSION, HETERO_FORMAT_VERSION):
-        kinds = {FORMAT_VERSION: 'homogeneous',
-                 HETERO_FORMAT_VERSION: 'heterogeneous'}
-        raise fail(meta_file, f'holds a {kinds[found]} dataset '
-                    f'(format_version {found})', 'open it with '
-                    'pyg_fastload.open_dataset, which opens both kinds, or '
-                    + ('open_dataset_dir' if found == FORMAT_VERSION else
-                       'open_hetero_dataset_dir'))
     if isinstance(found, int) and not isinstance(found, bool) \
             and found > HETERO_FORMAT_VERSION:
         how = (f'it was written by a newer pyg-fastload: upgrade '
@@ -309,16 +404,9 @@ def read_meta(path: Path, follow_symlinks: bool, version: int
     else:
         how = fix
     raise fail(meta_file, f'format_version {found!r}, but this '
-                f'pyg-fastload reads format_version {version}', how)
-
-
-def count_field(meta: Dict[str, Any], key: str, meta_file: Path,
-                fix: str) -> int:
-    r"""``meta[key]``, checked to be a count."""
-    value = meta.get(key)
-    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        raise fail(meta_file, f"'{key}' = {value!r} is not a count", fix)
-    return value
+                f'pyg-fastload reads format_version {FORMAT_VERSION} '
+                f'(homogeneous) and {HETERO_FORMAT_VERSION} '
+                f'(heterogeneous)', how)
 
 
 def check_specs(path: Path, meta: Dict[str, Any], follow_symlinks: bool,
@@ -402,13 +490,72 @@ def check_verify(verify: str) -> None:
                          f"{', '.join(repr(v) for v in VERIFY_MODES)}")
 
 
+def _typed_rows(meta: Dict[str, Any], meta_file: Path, fix: str,
+                specs: Dict[str, Dict[str, Any]], num_nodes: int,
+                num_edges: int) -> Tuple[Dict[str, Tuple[str, str, int, str]],
+                                         Dict[str, Any]]:
+    r"""What a typed directory's ``meta.json`` declares: every array's key
+    -> ``(level, what it is, rows, whose rows)``, and its node types, edge
+    types and id space."""
+    counts, names, edge_types, edge_counts, edge_names = declared_types(
+        meta, meta_file, fix)
+    if num_nodes != sum(counts.values()) or num_edges != sum(edge_counts):
+        raise fail(meta_file, f"'num_nodes' = {num_nodes} and 'num_edges' = "
+                   f"{num_edges} are not the sums over the declared types "
+                   f"({sum(counts.values())}, {sum(edge_counts)})", fix)
+    target = meta.get('target')
+    if target is not None and target not in counts:
+        raise fail(meta_file, f"'target' = {target!r} is not a declared "
+                   f"node type", fix)
+    space = meta.get('index_space')  # a part of a partition
+    if space is not None:
+        try:
+            space = check_index_space(space, counts)
+        except (TypeError, ValueError) as error:
+            raise fail(meta_file, str(error), fix) from None
+    rows: Dict[str, Tuple[str, str, int, str]] = {}
+
+    def declare(owner: str, name: str, key: str,
+                entry: Tuple[str, str, int, str]) -> None:
+        if key not in specs:
+            raise fail(meta_file, f"{owner} declares array {name!r}, "
+                       f"which 'arrays' lacks", fix)
+        if key in rows:
+            raise fail(meta_file, f"{owner} declares array {name!r} as "
+                       f"{key!r}, the {rows[key][1]}'s key", fix)
+        rows[key] = entry
+
+    for node_type, keys in names.items():
+        for key in keys:
+            declare(f'node type {node_type!r}', key, f'{node_type}.{key}', (
+                'node', f'node array {key!r} of type {node_type!r}',
+                counts[node_type], f'the type has {counts[node_type]} nodes'))
+    for edge_type, count, keys in zip(edge_types, edge_counts, edge_names):
+        for key in keys:
+            declare(f'edge type {edge_type}', key,
+                    edge_array_key(edge_type, key), (
+                        'edge', f'edge array {key!r} of edge type '
+                        f'{edge_type}', count,
+                        f'the edge type has {count} edges'))
+    if 'edge_id' not in specs:
+        raise fail(meta_file, "no 'edge_id' array", fix)
+    layout = {'num_nodes': counts, 'arrays': names, 'edge_types': edge_types,
+              'edge_counts': edge_counts, 'edge_arrays': edge_names,
+              'id_space': counts if space is None else space}
+    return rows, layout
+
+
 def open_dataset_dir(path: PathLike, verify: str = 'size',
-                     progress: bool = False,
-                     follow_symlinks: bool = False) -> OnDiskDataset:
+                     progress: bool = False, follow_symlinks: bool = False
+                     ) -> Union[OnDiskDataset, OnDiskHeteroDataset]:
     r"""Opens a dataset directory written by :func:`write_dataset_dir`
-    (``pyg-fastload prepare``), memory-mapping every array: node arrays
-    (``num_nodes`` rows each) in ``arrays``, edge arrays (``"level":
-    "edge"``, ``num_edges`` rows each, in CSC order) in ``edge_arrays``.
+    (``pyg-fastload prepare``), memory-mapping every array: a homogeneous
+    one as an :class:`OnDiskDataset` (node arrays, ``num_nodes`` rows
+    each, in ``arrays``; edge arrays, ``"level": "edge"``, ``num_edges``
+    rows each in CSC order, in ``edge_arrays``), a heterogeneous one as an
+    :class:`OnDiskHeteroDataset` (the same per node type and per edge type,
+    and, unless ``verify='none'``, every relation's source ids checked to
+    lie in its source type).
 
     Args:
         path (str or os.PathLike): the dataset directory.
@@ -424,49 +571,105 @@ def open_dataset_dir(path: PathLike, verify: str = 'size',
             checksums. (default: :obj:`False`)
         follow_symlinks (bool, optional): accept array files that are links
             to places outside the directory. (default: :obj:`False`)
+
+    Example:
+        >>> from pyg_fastload.io import open_dataset_dir
+        >>> ds = open_dataset_dir('tiny-dir')  # doctest: +SKIP
+        >>> ds.topology.num_edges  # doctest: +SKIP
     """
     check_verify(verify)
     path = Path(path).expanduser()
     meta_file = path / 'meta.json'
-    meta, fix = read_meta(path, follow_symlinks, FORMAT_VERSION)
+    meta, fix = read_meta(path, follow_symlinks)
     num_nodes = count_field(meta, 'num_nodes', meta_file, fix)
     num_edges = count_field(meta, 'num_edges', meta_file, fix)
-    id_space = meta.get('index_space', num_nodes)  # a part: global ids
-    if not isinstance(id_space, int) or isinstance(id_space, bool) or \
-            id_space < num_nodes:
-        raise fail(meta_file, f"'index_space' = {id_space!r} is not a "
-                    f"count >= num_nodes", fix)
     specs = check_specs(path, meta, follow_symlinks, fix)
-
-    def expect(key: str, shape: List[int], dtypes: Tuple[str, ...]) -> None:
-        spec = specs[key]
-        if spec['shape'] != shape or spec['dtype'] not in dtypes:
-            raise fail(path / spec['file'], f"meta.json gives {spec['dtype']}"
-                        f" {spec['shape']}, expected {' or '.join(dtypes)} "
-                        f'{shape} for num_nodes = {num_nodes}, num_edges = '
-                        f'{num_edges}', fix)
-
-    expect('indptr', [num_nodes + 1], ('int64', ))
-    expect('indices', [num_edges],
-           ('int32', 'int64') if id_space <= 2**31 else ('int64', ))
-    if 'edge_id' in specs:
-        expect('edge_id', [num_edges], ('int64', ))
-    rows = {'node': num_nodes, 'edge': num_edges}
+    typed = meta['format_version'] == HETERO_FORMAT_VERSION
+    if typed:
+        rows, layout = _typed_rows(meta, meta_file, fix, specs, num_nodes,
+                                   num_edges)
+        id_space = sum(layout['id_space'].values())
+        segments = sum(layout['num_nodes'][e[2]]
+                       for e in layout['edge_types'])
+    else:
+        id_space = meta.get('index_space', num_nodes)  # a part: global ids
+        if not isinstance(id_space, int) or isinstance(id_space, bool) or \
+                id_space < num_nodes:
+            raise fail(meta_file, f"'index_space' = {id_space!r} is not a "
+                       f"count >= num_nodes", fix)
+        counts = {'node': num_nodes, 'edge': num_edges}
+        rows = {}
+        for key, spec in specs.items():  # any name, rows by its level
+            level = array_level(spec)
+            rows[key] = (level, f"{level} array '{key}'", counts[level],
+                         f'num_{level}s = {counts[level]}')
+        segments = num_nodes
+    expected = {'indptr': ([segments + 1], ('int64', )),
+                'indices': ([num_edges], ('int32', 'int64') if
+                            id_space <= 2**31 else ('int64', )),
+                'edge_id': ([num_edges], ('int64', ))}
     for key, spec in specs.items():
-        level = array_level(spec)
-        if key not in TOPOLOGY_ARRAYS and spec['shape'][0] != rows[level]:
-            raise fail(path / spec['file'], f"{level} array '{key}' has "
-                        f"{spec['shape'][0]} rows (meta.json shape "
-                        f"{spec['shape']}) but num_{level}s = "
-                        f"{rows[level]}", fix)
+        file = path / spec['file']
+        if key in TOPOLOGY_ARRAYS:
+            shape, dtypes = expected[key]
+            if spec['shape'] != shape or spec['dtype'] not in dtypes:
+                raise fail(file, f"meta.json gives {spec['dtype']} "
+                           f"{spec['shape']}, expected {' or '.join(dtypes)}"
+                           f' {shape} for num_nodes = {num_nodes}, '
+                           f'num_edges = {num_edges}', fix)
+            continue
+        if key not in rows:
+            raise fail(file, f"array {key!r} belongs to no declared node "
+                       f"type's or edge type's 'arrays'", fix)
+        level, what, count, whose = rows[key]
+        if array_level(spec) != level:
+            raise fail(file, f"{what} has \"level\": "
+                       f"{array_level(spec)!r} in meta.json, expected "
+                       f"{level!r}", fix)
+        if spec['shape'][0] != count:
+            raise fail(file, f"{what} has {spec['shape'][0]} rows "
+                       f"(meta.json shape {spec['shape']}) but {whose}", fix)
     verify_files(path, specs, verify, progress, fix)
-    arrays = {key: map_array(path, spec, fix) for key, spec in specs.items()}
-    check_topology(path, specs, arrays, num_edges, id_space, verify, fix)
-    topology = CSCTopology(indptr=arrays.pop('indptr'),
-                           indices=arrays.pop('indices'),
-                           num_nodes=num_nodes,
-                           edge_id=arrays.pop('edge_id', None))
-    edge_arrays = {key: arrays.pop(key) for key in list(arrays)
-                   if array_level(specs[key]) == 'edge'}
-    return OnDiskDataset(path=path, meta=meta, topology=topology,
-                         arrays=arrays, edge_arrays=edge_arrays)
+    mapped = {key: map_array(path, spec, fix) for key, spec in specs.items()}
+    check_topology(path, specs, mapped, num_edges, id_space, verify, fix)
+    if not typed:
+        topology = CSCTopology(indptr=mapped.pop('indptr'),
+                               indices=mapped.pop('indices'),
+                               num_nodes=num_nodes,
+                               edge_id=mapped.pop('edge_id', None))
+        edge_arrays = {key: mapped.pop(key) for key in list(mapped)
+                       if array_level(specs[key]) == 'edge'}
+        return OnDiskDataset(path=path, meta=meta, topology=topology,
+                             arrays=mapped, edge_arrays=edge_arrays)
+    node_types = list(layout['num_nodes'])
+    edge_types = layout['edge_types']
+    typed_topology = HeteroTopology(
+        node_types=node_types, edge_types=edge_types,
+        node_offset=offsets_of([layout['id_space'][t] for t in node_types]),
+        segment_offset=offsets_of([layout['num_nodes'][e[2]]
+                                   for e in edge_types]),
+        edge_offset=offsets_of(layout['edge_counts']),
+        indptr=mapped['indptr'], indices=mapped['indices'],
+        edge_id=mapped['edge_id'])
+    check_relations(typed_topology, path / specs['indptr']['file'],
+                    path / specs['indices']['file'], verify, fix)
+    return OnDiskHeteroDataset(
+        path=path, meta=meta, topology=typed_topology,
+        arrays={t: {k: mapped[f'{t}.{k}'] for k in layout['arrays'][t]}
+                for t in node_types},
+        edge_arrays={e: {k: mapped[edge_array_key(e, k)] for k in keys}
+                     for e, keys in zip(edge_types,
+                                        layout['edge_arrays'])})
+
+
+def open_node_arrays(path: PathLike, verify: str = 'size'
+                     ) -> Dict[Tuple[Optional[str], str], Tensor]:
+    r"""Every node array of a dataset directory of either kind
+    (memory-mapped), by ``(node type, name)``: the node type is
+    :obj:`None` in a homogeneous one (a feature store's group)."""
+    dataset = open_dataset_dir(path, verify=verify)
+    if is_topology(dataset.topology, hetero=True):
+        return {(node_type, name): value
+                for node_type, arrays in dataset.arrays.items()
+                for name, value in arrays.items()}
+    return {(None, name): value for name, value in dataset.arrays.items()}

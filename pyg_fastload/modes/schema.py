@@ -14,7 +14,7 @@ from torch_geometric.data import HeteroData
 
 from ..config import SettingError
 from ..graph.kind import graph_input
-from ..io import DatasetFormatError, open_hetero_dataset_dir
+from ..io import DatasetFormatError, open_dataset_dir
 
 __all__ = ['HeteroSchema', 'hetero_schema', 'directory_schema',
            'target_of', 'check_classes']
@@ -134,7 +134,7 @@ def directory_schema(path: Path, labelled: bool = True) -> HeteroSchema:
     ``meta.json`` and array shapes; labels checked; without
     :obj:`labelled`, a directory without labels gets no target)."""
     try:
-        dataset = open_hetero_dataset_dir(path, verify='none')
+        dataset = open_dataset_dir(path, verify='none')
         num_classes = dataset.num_classes
     except DatasetFormatError as error:
         raise SettingError('dataset', str(error)) from None

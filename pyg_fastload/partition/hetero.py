@@ -48,7 +48,7 @@ from ..graph.ranges import expand_ranges
 from ..graph.topology import CSCTopology
 from ..caching import Scores, open_dataset
 from ..config import FeatureCache
-from ..io import open_hetero_dataset_dir, write_hetero_dataset_dir
+from ..io import open_dataset_dir, write_dataset_dir
 from ..storage import CSCGraphStore
 from .book import PartitionBook, renumber
 from .pagraph import pagraph_rows
@@ -211,7 +211,7 @@ class HeteroParts:
     part_files = ('meta.json', )
 
     def __init__(self, dataset_dir: PathLike):
-        self.dataset = open_hetero_dataset_dir(dataset_dir, verify='size')
+        self.dataset = open_dataset_dir(dataset_dir, verify='size')
 
     def _global_mask(self, key: str) -> Optional[Tensor]:
         r"""Mask :obj:`key` of the target type over all global ids (false
@@ -312,7 +312,7 @@ class HeteroParts:
         for node_type, more in extra.items():
             arrays[node_type].update(more)
         pagraph = replicas is not None
-        write_hetero_dataset_dir(
+        write_dataset_dir(
             path, num_nodes={t: v.numel() for t, v in held.items()},
             relations=relations, node_arrays=arrays,
             edge_arrays=edge_arrays, name=f'{dataset.name}-part{part}',
@@ -450,7 +450,7 @@ def full_hetero_topology(parts_dir: Path, meta: Dict[str, Any]
     ids). A relation's edge ids are positions among its edges of every
     part, as DSP's collective samplers number them."""
     book = load_hetero_book(parts_dir, meta)
-    parts = [open_hetero_dataset_dir(part_dir(parts_dir, part),
+    parts = [open_dataset_dir(part_dir(parts_dir, part),
                                      verify='none').topology
              for part in range(book.num_parts)]
     return HeteroTopology.from_csc(book.num_nodes, {
@@ -503,7 +503,7 @@ def open_hetero_partition(
     path = checked_part(parts_dir, meta, part)
     meta_file = path / 'meta.json'
     book = load_hetero_book(parts_dir, meta)
-    dataset = open_hetero_dataset_dir(path, verify='none')
+    dataset = open_dataset_dir(path, verify='none')
     own = dataset.meta.get('partition')
     expected = {'run': meta['run'], 'part': part,
                 'start': {t: book.part_range(part, t)[0]

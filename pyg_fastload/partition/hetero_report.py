@@ -12,7 +12,7 @@ from typing import Any, Dict, List, Sequence
 import torch
 
 from ..graph.topology import CSCTopology
-from ..io import open_hetero_dataset_dir
+from ..io import open_dataset_dir
 from .hetero import HeteroPartitionBook, load_hetero_book
 from .locality import locality_lines, measure_locality
 from .part_dirs import part_dir
@@ -55,7 +55,7 @@ def hetero_partition_report(parts_dir: Path, meta: Dict[str, Any],
     relations: Dict[str, Dict[str, List[int]]] = {}
     sources, targets, seeds = [], [], []
     for part in range(k):
-        dataset = open_hetero_dataset_dir(part_dir(parts_dir, part))
+        dataset = open_dataset_dir(part_dir(parts_dir, part))
         topo = dataset.topology
         for t in types:
             node_rows[t]['nodes'].append(dataset.num_nodes[t])

@@ -242,10 +242,10 @@ def test_cached_hetero_stores_serve_the_same_batches():
 
 
 def test_open_dataset_serves_a_hetero_directory_from_disk(tmp_path):
-    from pyg_fastload.datasets.hetero_prepare import write_hetero_data
+    from pyg_fastload.datasets import write_graph
     data = generate_hetero('hetero-tiny')
     data['author'].x = torch.randn(data['author'].num_nodes, 5)
-    write_hetero_data(data, tmp_path / 'ds', name='t', source='t',
+    write_graph(data, tmp_path / 'ds', name='t', source='t',
                       progress=False)
     features, graph = open_dataset(tmp_path / 'ds', host_budget='9KiB',
                                    policy='out_degree')
@@ -306,11 +306,11 @@ def test_read_ahead_serves_a_hetero_directory(tmp_path, storage):
     r"""Storage read-ahead over several node types: each type's rows are
     announced and retired per batch; the batches stay the same, and direct
     reads merge later batches' rows per type."""
-    from pyg_fastload.datasets.hetero_prepare import write_hetero_data
+    from pyg_fastload.datasets import write_graph
     from pyg_fastload.storage.read_accumulator import AccessModel
     data = generate_hetero('hetero-tiny')
     data['author'].x = torch.randn(data['author'].num_nodes, 5)
-    write_hetero_data(data, tmp_path / 'ds', name='t', source='t',
+    write_graph(data, tmp_path / 'ds', name='t', source='t',
                       progress=False)
 
     def epoch(read_ahead):
@@ -349,10 +349,10 @@ def test_read_ahead_serves_a_hetero_directory(tmp_path, storage):
 
 def test_read_ahead_serves_hetero_link_batches(tmp_path):
     from pyg_fastload import FastLinkNeighborLoader
-    from pyg_fastload.datasets.hetero_prepare import write_hetero_data
+    from pyg_fastload.datasets import write_graph
     data = generate_hetero('hetero-tiny')
     data['author'].x = torch.randn(data['author'].num_nodes, 5)
-    write_hetero_data(data, tmp_path / 'ds', name='t', source='t',
+    write_graph(data, tmp_path / 'ds', name='t', source='t',
                       progress=False)
     relation = ('author', 'writes', 'paper')
 

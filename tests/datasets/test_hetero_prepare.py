@@ -8,7 +8,7 @@ from torch_geometric.transforms import ToUndirected
 
 from pyg_fastload.datasets import generate_hetero, prepare_ogb, prepare_pyg
 from pyg_fastload.datasets.prepare import run
-from pyg_fastload.io import DatasetFormatError, open_hetero_dataset_dir
+from pyg_fastload.io import DatasetFormatError, open_dataset_dir
 
 from .fakes import COUNTS, EDGES, fake_mag, parse, write_gz
 
@@ -52,7 +52,7 @@ def test_ogbn_mag_as_pyg_reads_it(tmp_path, pyg_layout):
     ds = prepare_ogb(tmp_path / 'mag', 'ogbn-mag', tmp_path / 'ds',
                      progress=False, symmetrize=False)
     assert ds.target == 'paper' and ds.num_classes == 4
-    same_graph(open_hetero_dataset_dir(ds.path).to_hetero_data(),
+    same_graph(open_dataset_dir(ds.path).to_hetero_data(),
                expected_mag(x))
 
 

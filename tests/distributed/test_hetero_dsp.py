@@ -11,7 +11,7 @@ from pyg_fastload.distributed import Collectives, DistContext
 from pyg_fastload.distributed.collective_sampling import \
     HeteroCollectiveSampler
 from pyg_fastload.distributed.dsp import open_dsp_rank
-from pyg_fastload.io import open_hetero_dataset_dir
+from pyg_fastload.io import open_dataset_dir
 from pyg_fastload.sampling import HeteroNeighborSampler
 
 from ..helpers import new_id_topology
@@ -53,7 +53,7 @@ def test_full_neighbourhoods_equal_one_machine_sampling(hetero_parts):
     dataset_dir, parts = hetero_parts
     whole, target = new_id_topology(dataset_dir, parts)
     local = HeteroNeighborSampler(whole, [-1, -1])
-    dataset = open_hetero_dataset_dir(dataset_dir)
+    dataset = open_dataset_dir(dataset_dir)
     new_id = torch.from_numpy(np.load(parts / 'new_id.npy'))
     offset = dict(zip(dataset.node_types, dataset.topology.node_offset))
     results = run_ranks(_sample, 2, parts, [-1, -1])
@@ -118,7 +118,7 @@ def _link_topology(rank, world, dataset_dir, parts_dir):
     from pyg_fastload.storage import CSCGraphStore, TieredFeatureStore
     coll = Collectives(DistContext.current(timedelta(seconds=30)))
     dsp = open_dsp_rank(parts_dir, coll)
-    dataset = open_hetero_dataset_dir(dataset_dir)
+    dataset = open_dataset_dir(dataset_dir)
     store = TieredFeatureStore()
     store.put_tensor(dataset.arrays['paper']['x'], group_name='paper',
                      attr_name='x', index=None)

@@ -424,7 +424,7 @@ def test_a_rank_failing_before_the_group_forms_stops_the_others(
 
 
 def test_a_hetero_directory_trains_on_two_replicated_ranks(tmp_path):
-    from pyg_fastload.datasets.hetero_prepare import prepare_hetero_preset
+    from pyg_fastload.datasets import prepare_hetero_preset
     prepare_hetero_preset('hetero-tiny', tmp_path / 'tiny', progress=False)
     config = _config(tmp_path, {'dataset': str(tmp_path / 'tiny'),
                                 'num_neighbors': [4, 3],
@@ -679,12 +679,12 @@ def _negative_pools(dataset_dir, parts, hetero: bool) -> list:
     heterogeneous graph)."""
     import numpy as np
 
-    from pyg_fastload.io import open_hetero_dataset_dir
+    from pyg_fastload.io import open_dataset_dir
 
     from ..helpers import in_neighbourhood
     owner = torch.from_numpy(np.load(parts / 'owner.npy'))
     if hetero:
-        topology = open_hetero_dataset_dir(dataset_dir).topology
+        topology = open_dataset_dir(dataset_dir).topology
         view = topology.homogeneous_view()
         first = dict(zip(topology.node_types, topology.node_offset.tolist()))
         ends = [(WRITES[0], first[WRITES[0]]), (WRITES[2], first[WRITES[2]])]
@@ -695,7 +695,7 @@ def _negative_pools(dataset_dir, parts, hetero: bool) -> list:
     for part in range(2):
         own = (owner == part).nonzero().view(-1)
         pool = torch.cat([own, in_neighbourhood(view, own, 1)]).unique()
-        held = open_hetero_dataset_dir(parts / f'part-{part}').num_nodes \
+        held = open_dataset_dir(parts / f'part-{part}').num_nodes \
             if hetero else {None: open_dataset_dir(
                 parts / f'part-{part}').topology.num_nodes}
         counts = []
@@ -741,7 +741,7 @@ def test_a_two_rank_dsp_fit_on_a_hetero_partition(hetero_parts, tmp_path,
     relation, every type's rows from the one partitioned cache (the part's
     hottest rows ranked on its own edges); validation reads the whole
     dataset."""
-    from pyg_fastload.io import open_hetero_dataset_dir
+    from pyg_fastload.io import open_dataset_dir
     dataset_dir, parts = hetero_parts
     config = _config(tmp_path, {
         'dataset': str(dataset_dir), 'partitions': str(parts),
@@ -750,7 +750,7 @@ def test_a_two_rank_dsp_fit_on_a_hetero_partition(hetero_parts, tmp_path,
         'feature_cache': {'host_budget': 0.3}})
     result = _fit(['--config', str(config)], tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
-    own = [int(open_hetero_dataset_dir(parts / f'part-{k}')
+    own = [int(open_dataset_dir(parts / f'part-{k}')
                .arrays['paper']['train_mask'].sum()) for k in range(2)]
     assert min(own) > 0 and sum(own) == 240
     ranks = _stats(tmp_path)['epochs'][0]['ranks']
@@ -809,11 +809,11 @@ def _hetero_training_links(dataset_dir, parts):
     seed 0, :data:`HETERO_LINK`), in the typed new ids of the partition
     :obj:`parts`, and its book."""
     from pyg_fastload.distributed.rank_part import new_edge_ids, read_new_ids
-    from pyg_fastload.io import open_hetero_dataset_dir
+    from pyg_fastload.io import open_dataset_dir
     from pyg_fastload.modes.link_split import LinkOptions, link_split
     from pyg_fastload.partition import HeteroPartitionBook
     from pyg_fastload.storage import CSCGraphStore, TieredFeatureStore
-    dataset = open_hetero_dataset_dir(dataset_dir)
+    dataset = open_dataset_dir(dataset_dir)
     store = TieredFeatureStore()
     for node_type, arrays in dataset.arrays.items():
         for key, value in arrays.items():

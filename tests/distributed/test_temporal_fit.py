@@ -7,7 +7,7 @@ from typing import Dict
 import pytest
 import torch
 
-from pyg_fastload.io import open_dataset_dir, open_hetero_dataset_dir
+from pyg_fastload.io import open_dataset_dir
 from pyg_fastload.partition import partition_dataset
 
 from ..modes.test_temporal_modes import later_neighbours, write_timed_dir
@@ -180,7 +180,7 @@ def _typed_times(parts, mode: str, rank: int, node_type: str
     r"""The times of the ids of :obj:`node_type` a rank's batches hold:
     typed new ids (dsp, hopgnn), PaGraph's part-local ids."""
     def times(part: int) -> torch.Tensor:
-        return open_hetero_dataset_dir(
+        return open_dataset_dir(
             parts / f'part-{part}').arrays[node_type]['time']
     if mode == 'pagraph':
         return times(rank)
@@ -213,7 +213,7 @@ def test_two_ranks_sample_a_heterogeneous_partition_in_time(
         assert sum(later_typed(b, times) for b in untimed) > 0
         # every node's dataset id (what learnt embeddings are looked up
         # by) names the dataset's node of that time
-        whole = open_hetero_dataset_dir(dataset).arrays
+        whole = open_dataset_dir(dataset).arrays
         for b in batches:
             for node_type in TIMED:
                 nodes = b['nodes'][node_type]
@@ -398,7 +398,7 @@ def test_two_ranks_sample_hetero_links_in_their_edges_time(
     negatives are nodes whose trees the part holds."""
     import numpy as np
 
-    from pyg_fastload.io import open_hetero_dataset_dir
+    from pyg_fastload.io import open_dataset_dir
     from pyg_fastload.partition import HeteroPartitionBook
     dataset, times, parts = timed_hetero_parts
     parts = parts[mode]
@@ -411,7 +411,7 @@ def test_two_ranks_sample_hetero_links_in_their_edges_time(
     def original(rank, node_type, ids):  # the dataset's ids of batch ids
         ids = torch.tensor(ids, dtype=torch.long)
         if mode == 'pagraph':  # the part's rows: their typed new ids
-            ids = open_hetero_dataset_dir(parts / f'part-{rank}').arrays[
+            ids = open_dataset_dir(parts / f'part-{rank}').arrays[
                 node_type]['global_id'][ids]
         return (order[ids + first[node_type]] - first[node_type]).tolist()
 

@@ -11,12 +11,12 @@ import pytest
 import torch
 
 from pyg_fastload.datasets import generate_hetero
-from pyg_fastload.datasets.hetero_prepare import (
+from pyg_fastload.datasets import (
     prepare_hetero_preset,
-    write_hetero_data,
+    write_graph,
 )
 from pyg_fastload.io import format as fmt
-from pyg_fastload.io import open_hetero_dataset_dir, write_hetero_dataset_dir
+from pyg_fastload.io import open_dataset_dir, write_dataset_dir
 
 #: The files the writer wrote for ``prepare --preset hetero-tiny --seed 0``
 #: before it sorted relations out of core (commit of issue 44), which the
@@ -58,11 +58,11 @@ def edge_chunks(edge_index, size):
 
 
 def write_chunked(data, path, size, **kwargs):
-    r""":obj:`data` written as :func:`write_hetero_data` does, every
+    r""":obj:`data` written as :func:`write_graph` does, every
     relation given as edge chunks of :obj:`size`."""
     arrays = {t: {k: v for k, v in data[t].items() if k != 'num_nodes'}
               for t in data.node_types}
-    return write_hetero_dataset_dir(
+    return write_dataset_dir(
         path, num_nodes={t: data[t].num_nodes for t in data.node_types},
         relations={e: edge_chunks(data[e].edge_index, size)
                    for e in data.edge_types},
@@ -82,11 +82,11 @@ def test_the_writer_reproduces_the_files_it_wrote_before(tmp_path):
 @pytest.mark.parametrize('size', [97, 100_000])  # several chunks, or one
 def test_edge_chunks_give_the_files_of_relations_in_memory(tmp_path, size):
     data = generate_hetero('hetero-tiny', seed=3)
-    memory = write_hetero_data(data, tmp_path / 'memory', name='tiny',
+    memory = write_graph(data, tmp_path / 'memory', name='tiny',
                                source='test', progress=False)
     chunked = write_chunked(data, tmp_path / 'chunks', size)
     assert files(chunked.path) == files(memory.path)  # meta.json too
-    back = open_hetero_dataset_dir(chunked.path, verify='checksum')
+    back = open_dataset_dir(chunked.path, verify='checksum')
     for e in data.edge_types:
         assert torch.equal(back.to_hetero_data()[e].edge_index,
                            data[e].edge_index)
@@ -94,10 +94,10 @@ def test_edge_chunks_give_the_files_of_relations_in_memory(tmp_path, size):
 
 def test_relations_in_memory_are_copied_in_chunks(tmp_path, monkeypatch):
     data = generate_hetero('hetero-tiny', seed=3)
-    whole = write_hetero_data(data, tmp_path / 'whole', name='t', source='t',
+    whole = write_graph(data, tmp_path / 'whole', name='t', source='t',
                               progress=False)
     monkeypatch.setattr(fmt, 'EDGE_CHUNK', 50)
-    parts = write_hetero_data(data, tmp_path / 'parts', name='t', source='t',
+    parts = write_graph(data, tmp_path / 'parts', name='t', source='t',
                               progress=False)
     assert files(parts.path) == files(whole.path)
 
@@ -110,10 +110,10 @@ def test_source_ids_over_an_index_space(tmp_path):
     space = {'a': 50, 'b': 3}
     common = dict(num_nodes={'a': 4, 'b': 3}, node_arrays={}, name='p',
                   source='t', progress=False, index_space=space)
-    csc = write_hetero_dataset_dir(
+    csc = write_dataset_dir(
         tmp_path / 'csc', relations={('a', 'r', 'b'): CSCTopology.from_edge_index(
             edge_index, 3, num_sources=50)}, **common)
-    chunks = write_hetero_dataset_dir(
+    chunks = write_dataset_dir(
         tmp_path / 'chunks', relations={('a', 'r', 'b'): edge_chunks(
             edge_index, 3)}, **common)
     assert files(chunks.path) == files(csc.path)
@@ -127,7 +127,7 @@ def test_bad_chunks_are_named_with_their_relation(tmp_path):
     writes = ('author', 'writes', 'paper')
 
     def write(relations, out):
-        write_hetero_dataset_dir(tmp_path / out, num_nodes=nodes,
+        write_dataset_dir(tmp_path / out, num_nodes=nodes,
                                  relations=relations, node_arrays={},
                                  name='t', source='t', progress=False)
 
@@ -161,7 +161,7 @@ def test_bad_chunks_are_named_with_their_relation(tmp_path):
 PROBE = r'''
 import json, resource, sys, threading, time
 import numpy as np
-from pyg_fastload.io import write_hetero_dataset_dir
+from pyg_fastload.io import write_dataset_dir
 
 nodes, edges, chunk, out = int(sys.argv[1]), int(sys.argv[2]), \
     int(sys.argv[3]), sys.argv[4]
@@ -187,7 +187,7 @@ def sample():
         time.sleep(0.001)
 threading.Thread(target=sample, daemon=True).start()
 base = rss('RssAnon:')
-write_hetero_dataset_dir(
+write_dataset_dir(
     out, num_nodes={'a': nodes, 'b': nodes},
     relations={('a', 'r', 'b'): relation(0), ('b', 's', 'a'): relation(1)},
     node_arrays={}, name='m', source='m', progress=False, verify='size')

@@ -23,7 +23,7 @@ import time
 
 import pytest
 
-from pyg_fastload.datasets.hetero_prepare import prepare_hetero_preset
+from pyg_fastload.datasets import prepare_hetero_preset
 from pyg_fastload.io import arrays, open_dataset_dir
 from pyg_fastload.io.staging import DiskFullError
 

@@ -63,7 +63,7 @@ def test_bench_dist_compares_modes_with_one_process(pagraph_parts,
 @pytest.mark.timeout(400)
 def test_bench_dist_on_a_hetero_partition_counts_every_types_rows(
         tmp_path, capsys, monkeypatch):
-    from pyg_fastload.datasets.hetero_prepare import prepare_hetero_preset
+    from pyg_fastload.datasets import prepare_hetero_preset
     dataset = prepare_hetero_preset('hetero-tiny', tmp_path / 'ds',
                                     progress=False)
     partition_dataset(dataset.path, tmp_path / 'metis', 2, 'metis',

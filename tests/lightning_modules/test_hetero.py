@@ -101,7 +101,7 @@ def test_what_hetero_data_cannot_take_yet_is_named(tmp_path):
               "type's cache tiers")
 def test_fit_on_a_hetero_directory_with_one_cache_over_the_types(
         tmp_path, capsys):
-    from pyg_fastload.datasets.hetero_prepare import prepare_hetero_preset
+    from pyg_fastload.datasets import prepare_hetero_preset
     directory = tmp_path / 'tiny'
     prepare_hetero_preset('hetero-tiny', directory, progress=False)
     main(['fit', '--data.dataset', str(directory), '--data.num_neighbors',
@@ -188,7 +188,7 @@ def test_fit_on_a_hetero_directory_with_windows_and_read_ahead(
     are taken from the CLI: the paper type's window serves rows, and every
     batch is announced to its direct storage's read accumulator before
     its rows are read."""
-    from pyg_fastload.datasets.hetero_prepare import prepare_hetero_preset
+    from pyg_fastload.datasets import prepare_hetero_preset
     from pyg_fastload.storage import TieredFeatureStore
     stores, set_read_ahead = [], TieredFeatureStore.set_read_ahead
 

@@ -5,7 +5,7 @@ relation is later than the label edge whose tree it is in."""
 import pytest
 import torch
 
-from pyg_fastload.io import open_hetero_dataset_dir
+from pyg_fastload.io import open_dataset_dir
 from pyg_fastload.lightning.errors import ConfigError
 from pyg_fastload.lightning import FastLoadDataModule, LinkOptions
 
@@ -90,7 +90,7 @@ def test_hetero_link_times_that_cannot_be_sampled_are_refused(timed_hetero):
     assert info.value.key == 'time_attr'
     with pytest.raises(SettingError, match=r"'time': task 'link' samples in "
                        r"time from a dataset directory"):
-        link_split(open_hetero_dataset_dir(path).to_hetero_data(), options,
+        link_split(open_dataset_dir(path).to_hetero_data(), options,
                    0, 'time')
     dm = FastLoadDataModule(
         str(path), task='link', time_attr='when', progress=False,

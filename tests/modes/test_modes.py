@@ -142,7 +142,7 @@ def test_heterogeneous_data_may_be_sampled_on_the_gpu():
 def hetero_partition(tmp_path_factory, tiny_dir):
     r"""``(hetero dataset dir, its 2 hash parts, tiny's dir, its parts)``:
     a heterogeneous and a homogeneous partition."""
-    from pyg_fastload.datasets.hetero_prepare import prepare_hetero_preset
+    from pyg_fastload.datasets import prepare_hetero_preset
     from pyg_fastload.partition import partition_dataset
     root = tmp_path_factory.mktemp('kinds')
     dataset = prepare_hetero_preset('hetero-tiny', root / 'mag',

@@ -63,7 +63,7 @@ def test_num_classes_in_meta_json_is_checked(tiny_dir, tmp_path, num_classes,
 
 def test_each_kind_of_dataset_is_one_source_class(tiny_dir, tmp_path,
                                                   hetero_graph):
-    from pyg_fastload.datasets.hetero_prepare import prepare_hetero_preset
+    from pyg_fastload.datasets import prepare_hetero_preset
     from pyg_fastload.modes import (DirectorySource, GraphSource,
                                     HeteroDirectorySource, HeteroGraphSource,
                                     PresetSource)

@@ -69,7 +69,7 @@ def test_replicated_batches_hold_no_neighbour_later_than_their_seed(
 def partitions(tmp_path_factory, tiny_dir):
     r"""``{kind: (dataset dir, its 2 hash parts)}``: ``tiny`` and the
     heterogeneous ``hetero-tiny``."""
-    from pyg_fastload.datasets.hetero_prepare import prepare_hetero_preset
+    from pyg_fastload.datasets import prepare_hetero_preset
     from pyg_fastload.partition import partition_dataset
     root = tmp_path_factory.mktemp('timed-parts')
     datasets = {'homogeneous': tiny_dir[0],

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 import torch
 
-from pyg_fastload.datasets.hetero_prepare import (prepare_hetero_preset,
-                                                  write_hetero_data)
-from pyg_fastload.io import DatasetFormatError, open_hetero_dataset_dir
+from pyg_fastload.datasets import (prepare_hetero_preset,
+                                                  write_graph)
+from pyg_fastload.io import DatasetFormatError, open_dataset_dir
 from pyg_fastload.io.format import sha256_file
 from pyg_fastload.partition import (HeteroPartitionBook, open_hetero_partition,
                                     open_partition, partition_dataset,
@@ -60,7 +60,7 @@ def test_typed_ranges_are_contiguous_and_the_owner_a_range_check(
         hetero_parts, method):
     dataset_dir, paths = hetero_parts
     path = paths[method]
-    dataset = open_hetero_dataset_dir(dataset_dir)
+    dataset = open_dataset_dir(dataset_dir)
     topo = dataset.topology
     owner = np.load(path / 'owner.npy')
     new_id = np.load(path / 'new_id.npy')
@@ -97,7 +97,7 @@ def test_typed_ranges_are_contiguous_and_the_owner_a_range_check(
 def test_every_node_and_edge_once_with_rows_round_tripping(hetero_parts,
                                                            method):
     dataset_dir, paths = hetero_parts
-    dataset = open_hetero_dataset_dir(dataset_dir)
+    dataset = open_dataset_dir(dataset_dir)
     topo = dataset.topology
     new_id = torch.from_numpy(np.load(paths[method] / 'new_id.npy'))
     order = torch.argsort(new_id)  # original global id of every new id
@@ -107,7 +107,7 @@ def test_every_node_and_edge_once_with_rows_round_tripping(hetero_parts,
     rows = {t: 0 for t in topo.node_types}
     for part in range(K):
         features, graph, book = open_hetero_partition(paths[method], part)
-        ds = open_hetero_dataset_dir(paths[method] / f'part-{part}',
+        ds = open_dataset_dir(paths[method] / f'part-{part}',
                                      verify='checksum')
         assert ds.index_space == dataset.num_nodes
         assert torch.equal(ds.topology.node_offset, topo.node_offset)
@@ -135,7 +135,7 @@ def test_metis_balances_the_targets_training_nodes(hetero_parts):
     dataset_dir, paths = hetero_parts
     report = partition_report(paths['metis'], progress=False)
     train = report['node_types']['paper']['train_mask']
-    assert sum(train) == int(open_hetero_dataset_dir(dataset_dir).arrays[
+    assert sum(train) == int(open_dataset_dir(dataset_dir).arrays[
         'paper']['train_mask'].sum())
     assert max(train) <= math.ceil(1.03 * sum(train) / K)  # the tolerance
     assert report['balance']['nodes'] <= 1.05  # METIS's node balance
@@ -170,7 +170,7 @@ def test_balance_train_swaps_and_keeps_node_counts():
 @pytest.mark.parametrize('method', ['metis', 'hash'])
 def test_report_edge_cut_is_the_brute_force_count(hetero_parts, method):
     dataset_dir, paths = hetero_parts
-    dataset = open_hetero_dataset_dir(dataset_dir)
+    dataset = open_dataset_dir(dataset_dir)
     owner = torch.from_numpy(np.load(paths[method] / 'owner.npy'))
     report = partition_report(paths[method], progress=False)
     total = cut = 0
@@ -242,7 +242,7 @@ def test_bad_input_is_refused(hetero_parts, tmp_path, capsys):
     assert not any(tmp_path.iterdir())  # refused before writing anything
     data = random_hetero_graph()
     del data['paper'].train_mask
-    unmasked = write_hetero_data(data, tmp_path / 'nomask', name='t',
+    unmasked = write_graph(data, tmp_path / 'nomask', name='t',
                                  source='t', progress=False)
     with pytest.raises(ValueError, match=r"--method bytegnn .* has no "
                        r"masks; use --method metis"):
@@ -299,7 +299,7 @@ def test_corrupted_hetero_book_is_refused(hetero_parts, tmp_path):
         (part / 'meta.json').write_text(json.dumps(dict(meta,
                                                         index_space=bad)))
         with pytest.raises(DatasetFormatError, match='index_space'):
-            open_hetero_dataset_dir(part)
+            open_dataset_dir(part)
 
 
 def test_command_partitions_and_reports(hetero_parts, tmp_path, capsys):
@@ -390,7 +390,7 @@ def test_pagraph_parts_are_self_reliant_over_every_relation(tmp_path):
                                    .tolist()))
         # a part holds fewer rows than the graph (1 hop does not reach all)
         assert sum(v.numel() for v in rows.values()) < whole.num_nodes
-    train_all = open_hetero_dataset_dir(dataset.path).arrays[target][
+    train_all = open_dataset_dir(dataset.path).arrays[target][
         'train_mask'].bool()
     assert sorted(trained) == sorted(set(trained))
     assert len(trained) == int(train_all.sum())
@@ -410,7 +410,7 @@ def test_pagraph_parts_are_streamed_to_the_writer(tmp_path, monkeypatch):
                       progress=False)
     monkeypatch.setattr(part_format, 'WRITE_CHUNK_EDGES', 50)
     monkeypatch.setattr(part_format, 'WRITE_CHUNK_BYTES', 256)
-    write, chunks = hetero.write_hetero_dataset_dir, Counter()
+    write, chunks = hetero.write_dataset_dir, Counter()
 
     def spy(path, *, relations, node_arrays, **kwargs):
         sources = {**relations, **{(t, key): node_arrays[t][key]
@@ -422,7 +422,7 @@ def test_pagraph_parts_are_streamed_to_the_writer(tmp_path, monkeypatch):
         return write(path, relations=relations, node_arrays=node_arrays,
                      **kwargs)
 
-    monkeypatch.setattr(hetero, 'write_hetero_dataset_dir', spy)
+    monkeypatch.setattr(hetero, 'write_dataset_dir', spy)
     partition_dataset(dataset.path, tmp_path / 'small', 2, 'pagraph',
                       progress=False)
     assert max(chunks[e] for e in dataset.edge_types) > 1

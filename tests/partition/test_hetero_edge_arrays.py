@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 import torch
 
-from pyg_fastload.datasets.hetero_prepare import write_hetero_data
-from pyg_fastload.io import open_hetero_dataset_dir
+from pyg_fastload.datasets import write_graph
+from pyg_fastload.io import open_dataset_dir
 from pyg_fastload.partition import open_hetero_partition, partition_dataset
 
 from ..helpers import random_hetero_graph
@@ -35,7 +35,7 @@ def coded_dir(tmp_path_factory):
     data[WRITES].pair = torch.stack([data[WRITES].code,
                                      -data[WRITES].code], 1)
     path = tmp_path_factory.mktemp('coded') / 'ds'
-    return write_hetero_data(data, path, name='coded', source='test',
+    return write_graph(data, path, name='coded', source='test',
                              progress=False).path
 
 
@@ -51,7 +51,7 @@ def test_parts_carry_each_relations_edge_arrays(coded_dir, tmp_path,
     parts = tmp_path / 'parts'
     partition_dataset(coded_dir, parts, K, method, num_hops=num_hops,
                       progress=False)
-    dataset = open_hetero_dataset_dir(coded_dir)
+    dataset = open_dataset_dir(coded_dir)
     topo = dataset.topology
     new_id = torch.from_numpy(np.load(parts / 'new_id.npy'))
     order = torch.argsort(new_id)  # original global id of every new id

@@ -193,10 +193,10 @@ def test_a_hetero_parts_links_sample_as_the_whole_graph(hetero_grid):
     supervised relation lands in one part (its destination's); the trees
     over every relation of its endpoints and of every node a negative may
     be are those of the whole training graph."""
-    from pyg_fastload.io import open_hetero_dataset_dir
+    from pyg_fastload.io import open_dataset_dir
     from pyg_fastload.distributed.rank_part import new_edge_ids
     dataset_dir, parts = hetero_grid
-    topo = open_hetero_dataset_dir(dataset_dir).topology
+    topo = open_dataset_dir(dataset_dir).topology
     ds_edges = topo.relation_topology(BUYS).to_edge_index()
     split = LinkSplit(ds_edges, topo.num_nodes_of('item'),
                       LinkOptions(val_ratio=0.1, test_ratio=0.1), seed=0,

@@ -10,7 +10,7 @@ import tempfile
 
 import pytest
 
-from pyg_fastload.datasets.hetero_prepare import prepare_hetero_preset
+from pyg_fastload.datasets import prepare_hetero_preset
 from pyg_fastload.io import arrays
 from pyg_fastload.io.staging import DiskFullError
 from pyg_fastload.partition import bounded, open_partition, part_format, \

@@ -142,7 +142,7 @@ def test_partition_command_reports_pagraph_replicas(tiny_dir, tmp_path,
     dataset_dir, _ = tiny_dir
     task = ['--num-hops', '2']
     if hetero:  # link parts: every node's 3-hop neighbourhood
-        from pyg_fastload.datasets.hetero_prepare import \
+        from pyg_fastload.datasets import \
             prepare_hetero_preset
         dataset_dir = prepare_hetero_preset('hetero-tiny', tmp_path / 'ds',
                                             progress=False).path

@@ -120,7 +120,7 @@ def test_a_source_part_needs_its_dataset(source_parts, tmp_path):
 
 
 def test_features_setting_is_checked(tiny_dir, tmp_path, capsys):
-    from pyg_fastload.datasets.hetero_prepare import prepare_hetero_preset
+    from pyg_fastload.datasets import prepare_hetero_preset
     from pyg_fastload.lightning.command import main
     dataset_dir, _ = tiny_dir
     with pytest.raises(ValueError, match="'features' = 'none' is not one of "
