@@ -63,9 +63,9 @@ def in_edges(indptr: Tensor, segments: Tensor, keep: Optional[Tensor] = None
 
 
 class HomoParts:
-    r"""What :func:`~pyg_fastload.partition.partition_dataset` reads and writes of a homogeneous
-    dataset directory: its masks, its book (one range per part) and its
-    parts (dataset directories in global new ids).
+    r"""What :func:`~pyg_fastload.partition.partition_dataset` reads and
+    writes of a homogeneous dataset directory: its masks, its book (one
+    range per part) and its parts (dataset directories in global new ids).
 
     Args:
         dataset_dir: the dataset directory.
