@@ -25,7 +25,8 @@ epoch (the trace an oracle cache would be built from) and
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Iterable, Optional, Sequence, Union
+from typing import (Any, Callable, Iterable, List, Optional, Sequence,
+                    Union)
 
 import torch
 from torch import Tensor
@@ -37,11 +38,7 @@ from ..graph.hetero_topology import HeteroTopology
 from ..graph.kind import is_hetero, is_topology
 from ..graph.topology import CSCTopology
 from ..sampling import FastNeighborSampler, HeteroNeighborSampler, HopSampler
-from .hetero_hotness import (
-    hetero_expected_access,
-    hetero_out_degree,
-    hetero_reverse_pagerank,
-)
+from ..sampling.hetero_sampler import hetero_fanouts
 from .ranking import (
     check_int,
     hit_ratio,
@@ -49,7 +46,7 @@ from .ranking import (
     hot_order,
     node_ids,
 )
-from .walks import expected_accesses, reverse_walk_ranks
+from .walks import Segments, expected_accesses, reverse_walk_ranks
 
 __all__ = [
     'POLICIES',
@@ -90,12 +87,10 @@ def out_degree_scores(topology: CSCTopology) -> Tensor:
     ``degree(edge_index[0])``), as ``int64``.
 
     Args:
-        topology (CSCTopology): the graph.
+        topology (CSCTopology or HeteroTopology): the graph (a
+            homogeneous one is one relation).
     """
-    topo = _as_topology(topology)
-    if is_hetero(topo):
-        return hetero_out_degree(topo)
-    return topo.out_degree()
+    return Segments.of(_as_topology(topology)).out_degree()
 
 
 def _sampler(topo: Union[CSCTopology, HeteroTopology],
@@ -106,6 +101,19 @@ def _sampler(topo: Union[CSCTopology, HeteroTopology],
         FastNeighborSampler(topo, list(num_neighbors))
     check_hops(sampler.num_hops)
     return sampler
+
+
+def _hop_fanouts(topo: Union[CSCTopology, HeteroTopology],
+                 num_neighbors: Any) -> List[List[int]]:
+    r"""The fan-out of every hop along every relation (``[hop][relation]``;
+    a homogeneous graph is one relation), checked as the loader's sampler
+    checks them."""
+    if not is_hetero(topo):
+        return [[fanout] for fanout in check_fanouts(num_neighbors)]
+    fanouts = hetero_fanouts(num_neighbors, topo.edge_types)
+    hops = len(next(iter(fanouts.values()), []))
+    return [[fanouts[e][hop] for e in topo.edge_types]
+            for hop in range(hops)]
 
 
 def reverse_pagerank_scores(
@@ -125,7 +133,8 @@ def reverse_pagerank_scores(
     :obj:`tol` or :obj:`max_iters` steps; the result sums to 1.
 
     Args:
-        topology (CSCTopology): the graph.
+        topology (CSCTopology or HeteroTopology): the graph (a
+            homogeneous one is one relation).
         alpha (float, optional): damping, the probability of following an
             edge. (default: :obj:`0.85`)
         max_iters (int, optional): most power-iteration steps.
@@ -150,11 +159,9 @@ def reverse_pagerank_scores(
         raise ValueError(f"'tol' = {tol!r}: pass a tolerance >= 0")
     if topo.num_nodes == 0:
         return torch.empty(0, dtype=torch.float64)
-    if is_hetero(topo):
-        return hetero_reverse_pagerank(topo, float(alpha), max_iters,
-                                       float(tol), progress=progress)
-    return reverse_walk_ranks(topo, float(alpha), max_iters, float(tol),
-                              out_of_core=out_of_core, progress=progress)
+    return reverse_walk_ranks(Segments.of(topo), float(alpha), max_iters,
+                              float(tol), out_of_core=out_of_core,
+                              progress=progress)
 
 
 def expected_access_scores(
@@ -172,18 +179,18 @@ def expected_access_scores(
     transpose does not fit), where ``'presample'`` samples whole epochs.
 
     Args:
-        topology (CSCTopology): the graph.
+        topology (CSCTopology or HeteroTopology): the graph (a
+            homogeneous one is one relation).
         train_nodes (torch.Tensor): training node ids or a boolean mask.
-        num_neighbors (List[int]): fan-out per hop (``-1``: all).
+        num_neighbors (List[int] or Dict[EdgeType, List[int]]): fan-out
+            per hop (``-1``: all), per relation where a dict.
         out_of_core (bool, optional): see
             :func:`reverse_pagerank_scores`.
     """
     topo = _as_topology(topology)
     train = node_ids('train_nodes', train_nodes, topo.num_nodes)
-    if is_hetero(topo):
-        return hetero_expected_access(topo, train, num_neighbors)
-    return expected_accesses(topo, train, check_fanouts(num_neighbors),
-                             out_of_core)
+    return expected_accesses(Segments.of(topo), train,
+                             _hop_fanouts(topo, num_neighbors), out_of_core)
 
 
 def _count_batches(
@@ -218,7 +225,8 @@ def access_counts(
     This is what an oracle cache for exactly these batches would rank by.
 
     Args:
-        topology (CSCTopology): the graph.
+        topology (CSCTopology or HeteroTopology): the graph (a
+            homogeneous one is one relation).
         seed_batches (Iterable[torch.Tensor]): the seed node ids of every
             mini-batch, in order.
         num_neighbors (List[int]): fan-out per hop, as for
@@ -257,7 +265,8 @@ def presample_scores(
     the accesses of epochs that have not been sampled yet.
 
     Args:
-        topology (CSCTopology): the graph.
+        topology (CSCTopology or HeteroTopology): the graph (a
+            homogeneous one is one relation).
         train_nodes (torch.Tensor): training node ids or a boolean mask.
         num_neighbors (List[int]): fan-out per hop.
         batch_size (int, optional): seeds per mini-batch.
@@ -315,7 +324,8 @@ def hotness_scores(
     Args:
         policy (str): ``'out_degree'``, ``'reverse_pagerank'``,
             ``'expected_access'``, ``'presample'`` or ``'random'``.
-        topology (CSCTopology): the graph.
+        topology (CSCTopology or HeteroTopology): the graph (a
+            homogeneous one is one relation).
         train_nodes (torch.Tensor, optional): training node ids or mask
             (``'expected_access'`` and ``'presample'`` only, required
             there).

@@ -378,7 +378,7 @@ class HeteroCollectiveSampler(CollectiveHops, HeteroNeighborSampler):
         topology (HeteroTopology): this rank's part (every relation's
             in-edges into the part's nodes; sources in global new ids of
             the whole graph), as :func:`~pyg_fastload.partition.
-            open_hetero_partition` opens it.
+            open_partition` opens it.
         book (HeteroPartitionBook): who owns which typed new id.
         part (int): the part this rank owns.
         collectives (Collectives): this rank's (sampling) collectives.
@@ -427,7 +427,7 @@ class HeteroCollectiveSampler(CollectiveHops, HeteroNeighborSampler):
             raise ValueError(
                 f"'topology' must be a part of the partition the book "
                 f"describes (node types {book.node_types}, each in the "
-                f"whole graph's ids): open it with open_hetero_partition")
+                f"whole graph's ids): open it with open_partition")
         self._join(book, part, collectives, topology.num_nodes, True)
         super().__init__(topology, num_neighbors, replace=replace,
                          subgraph_type=subgraph_type,

@@ -42,8 +42,7 @@ class PartitionedFeatureStore(FeatureStore):
     Args:
         local (TieredFeatureStore): this rank's part (rows in new-id order
             from the part's first new id, per node type on a heterogeneous
-            partition, as :func:`open_partition` and
-            :func:`open_hetero_partition` open it).
+            partition, as :func:`open_partition` opens it).
         book (PartitionBook or HeteroPartitionBook): who owns which new
             id (of each node type).
         part (int): the part this rank owns.

@@ -1,30 +1,63 @@
 r"""The partition book (DSP): nodes renumbered so that each part owns one
 contiguous range of new ids, so the owner of a node is a range check.
 
+A homogeneous graph is one node type. A heterogeneous graph's new ids are
+*typed*: node ``i`` of type ``t`` gets a type-local new id (a permutation
+of ``[0, N_t)``, :func:`renumber` per type) and the global new id
+``node_offset[t]`` plus it, so type ``t`` keeps the global range it had
+(:class:`~pyg_fastload.graph.HeteroTopology`'s layout) and, within it,
+part ``k`` owns ``[offsets[t, k], offsets[t, k + 1])``
+(:class:`HeteroPartitionBook`: one :class:`PartitionBook` per node type,
+and one over the ``T * K`` (type, part) ranges of the global new ids).
+
 Stored as plain ``.npy`` arrays any tool can read: ``owner.npy`` (the part
-of each ORIGINAL node id), ``new_id.npy`` (the new id of each original node,
-a permutation) and ``offsets.npy`` (``num_parts + 1`` boundaries: part ``k``
-owns new ids ``[offsets[k], offsets[k + 1])``).
+of each ORIGINAL node id, every type's in one id space), ``new_id.npy``
+(the global new id of each original node, a permutation) and
+``offsets.npy`` (``num_parts + 1`` boundaries; per node type
+``[T, num_parts + 1]``), checked on reading by
+:func:`~pyg_fastload.partition.load_book`.
 """
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 import torch
 from torch import Tensor
 
-__all__ = ['PartitionBook', 'renumber', 'BOOK_FILES']
+from ..graph.hetero_topology import offsets_of
+
+__all__ = ['PartitionBook', 'HeteroPartitionBook', 'renumber', 'BOOK_FILES']
 
 #: The files of a partition book.
 BOOK_FILES = ('owner.npy', 'new_id.npy', 'offsets.npy')
 
 
-def renumber(owner: np.ndarray, num_parts: int) -> Tuple[np.ndarray,
-                                                           np.ndarray]:
-    r"""``(new_id, offsets)`` for :obj:`owner`: part ``k`` gets the new ids
-    ``[offsets[k], offsets[k + 1])``, its nodes in their original order."""
+def renumber(owner: np.ndarray, num_parts: int,
+             node_offset: Optional[Tensor] = None
+             ) -> Tuple[np.ndarray, np.ndarray]:
+    r"""``(new_id, offsets)`` for :obj:`owner` (the part of every original
+    id): part ``k`` gets the new ids ``[offsets[k], offsets[k + 1])``, its
+    nodes in their original order. With :obj:`node_offset` (where each
+    node type's global ids start, ``T + 1`` entries), per node type: every
+    type stays in its global range and ``offsets`` is ``[T, num_parts +
+    1]``, each type's part boundaries of its type-local new ids.
+
+    Example:
+        >>> import numpy as np
+        >>> from pyg_fastload.partition import renumber
+        >>> renumber(np.array([1, 0, 1, 0]), 2)
+        (array([2, 0, 3, 1]), array([0, 2, 4]))
+    """
+    if node_offset is not None:
+        new_id = np.empty_like(owner)
+        offsets = np.zeros((node_offset.numel() - 1, num_parts + 1),
+                           dtype=np.int64)
+        for t in range(node_offset.numel() - 1):
+            lo, hi = int(node_offset[t]), int(node_offset[t + 1])
+            local, offsets[t] = renumber(owner[lo:hi], num_parts)
+            new_id[lo:hi] = local + lo
+        return new_id, offsets
     order = np.argsort(owner, kind='stable')  # original ids, part by part
     new_id = np.empty_like(order)
     new_id[order] = np.arange(order.size, dtype=order.dtype)
@@ -77,12 +110,112 @@ class PartitionBook:
                              f'homogeneous (its rows have no node type)')
         return self
 
-    @classmethod
-    def load(cls, parts_dir: Path) -> 'PartitionBook':
-        r"""Reads ``offsets.npy`` (never unpickling)."""
-        return cls(torch.from_numpy(np.load(Path(parts_dir) / 'offsets.npy',
-                                            allow_pickle=False)))
-
     def __repr__(self) -> str:
         return (f'{self.__class__.__name__}(num_parts={self.num_parts}, '
                 f'num_nodes={self.num_nodes:,})')
+
+
+class HeteroPartitionBook:
+    r"""Who owns which node of each type, in typed new ids: one
+    :class:`PartitionBook` per node type (its parts' ranges of the type's
+    new ids), and one over the ``(type, part)`` ranges of the global new
+    ids, so either kind of id is one binary search.
+
+    Args:
+        offsets (Dict[str, torch.Tensor]): per node type (in the global id
+            order of the types), the ``num_parts + 1`` boundaries of its
+            parts' ranges of type-local new ids.
+    """
+    def __init__(self, offsets: Dict[str, Tensor]):
+        if not offsets:
+            raise ValueError("'offsets' needs at least one node type")
+        self.books = {t: PartitionBook(o) for t, o in offsets.items()}
+        parts = {book.num_parts for book in self.books.values()}
+        if len(parts) != 1:
+            raise ValueError(f'the node types have different part counts '
+                             f'({sorted(parts)}); one partition has one')
+        #: Where each type's global ids start (``T + 1`` entries).
+        self.node_offset = offsets_of([b.num_nodes for b in
+                                       self.books.values()])
+        starts = [self.node_offset[i] + book.offsets[:-1]
+                  for i, book in enumerate(self.books.values())]
+        #: The ``(type, part)`` ranges of global new ids, type-major:
+        #: range ``t * num_parts + k``.
+        self.slots = PartitionBook(torch.cat(starts + [self.node_offset[-1:]]))
+
+    @property
+    def node_types(self) -> List[str]:
+        return list(self.books)
+
+    @property
+    def num_parts(self) -> int:
+        return next(iter(self.books.values())).num_parts
+
+    @property
+    def num_nodes(self) -> Dict[str, int]:
+        r"""Node count per type."""
+        return {t: b.num_nodes for t, b in self.books.items()}
+
+    @property
+    def num_ids(self) -> int:
+        r"""The global new ids there are (nodes of all types)."""
+        return int(self.node_offset[-1])
+
+    @property
+    def offsets(self) -> Tensor:
+        r"""``[T, num_parts + 1]``: row ``t`` the part boundaries of type
+        ``t``'s new ids (``offsets.npy``)."""
+        return torch.stack([b.offsets for b in self.books.values()])
+
+    def __getitem__(self, node_type: str) -> PartitionBook:
+        r"""The book of :obj:`node_type`'s (type-local) new ids."""
+        if node_type not in self.books:
+            raise KeyError(f'{node_type!r} is not a node type of this '
+                           f"partition ({', '.join(self.books)})")
+        return self.books[node_type]
+
+    def of_group(self, group_name: Optional[str]) -> PartitionBook:
+        r"""The book of a feature store group's ids: the ranges of node
+        type :obj:`group_name`'s type-local new ids."""
+        if group_name is None:
+            raise ValueError(f'this partition is heterogeneous: name a node '
+                             f"type ({', '.join(self.books)})")
+        return self[group_name]
+
+    def owner(self, ids: Tensor, node_type: Optional[str] = None) -> Tensor:
+        r"""The part owning each id: type-local new ids of
+        :obj:`node_type`, or global new ids when it is :obj:`None`."""
+        if node_type is not None:
+            return self[node_type].owner(ids)
+        return self.slots.owner(ids) % self.num_parts
+
+    def node_type_of(self, ids: Tensor) -> Tensor:
+        r"""The type (index into :attr:`node_types`) of each global new
+        id."""
+        return torch.bucketize(ids, self.node_offset[1:], right=True)
+
+    def local(self, ids: Tensor, node_type: Optional[str] = None) -> Tensor:
+        r"""Each id's row in its owner's range of its type (the row of the
+        part's arrays of that type)."""
+        if node_type is not None:
+            return self[node_type].local(ids)
+        return ids - self.slots.offsets[self.slots.owner(ids)]
+
+    def part_range(self, part: int, node_type: str) -> Tuple[int, int]:
+        r"""``[start, end)`` of the type-local new ids of :obj:`node_type`
+        part :obj:`part` owns."""
+        return self[node_type].part_range(part)
+
+    def first_id(self, node_type: str) -> int:
+        r"""The global new id of :obj:`node_type`'s first node (its
+        type-local ids start there)."""
+        return int(self.node_offset[self.node_types.index(node_type)])
+
+    def global_ids(self, ids: Tensor, node_type: str) -> Tensor:
+        r"""The global new ids of type-local new ids of :obj:`node_type`."""
+        return ids + self.first_id(node_type)
+
+    def __repr__(self) -> str:
+        nodes = ', '.join(f'{t}: {n:,}' for t, n in self.num_nodes.items())
+        return (f'{self.__class__.__name__}(num_parts={self.num_parts}, '
+                f'num_nodes={{{nodes}}})')

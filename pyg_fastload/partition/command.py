@@ -10,7 +10,7 @@ import numpy as np
 
 from ..errors import UsageExit
 from ..io.staging import TargetExistsError
-from .hetero import HeteroPartitionBook
+from .book import HeteroPartitionBook
 from .bounded import max_memory_type
 from .methods import METHODS
 from .pagraph_link import TASK_HOPS

@@ -25,7 +25,7 @@ import resource
 import time
 import uuid
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Optional, Tuple, Union
+from typing import Any, Dict, Optional, Tuple, Union
 
 import numpy as np
 import torch
@@ -33,34 +33,30 @@ from tqdm.auto import tqdm
 
 from ..caching import Scores, open_dataset
 from ..config import FeatureCache
-from ..graph.local import local_topology
+from ..graph.local import local_hetero_topology, local_topology
 from ..graph.hetero_topology import HeteroTopology
-from ..graph.topology import CSCTopology, index_dtype_for
-from ..graph.ranges import expand_ranges
+from ..graph.topology import CSCTopology
 from ..io import (DatasetFormatError, is_hetero_dataset_dir,
-                  open_dataset_dir, write_dataset_dir)
+                  open_dataset_dir)
 from ..io.format import sha256_file
 from ..io.reader import verify_files
 from ..io.staging import StagedDirectory, check_target
 from ..storage import CSCGraphStore, TieredFeatureStore
-from .book import BOOK_FILES, PartitionBook, renumber
+from .book import BOOK_FILES, HeteroPartitionBook, PartitionBook, renumber
 from .bounded import check_max_memory
-from .hetero import (HeteroPartitionBook, HeteroParts, full_hetero_topology,
-                     open_hetero_partition)
 from .methods import METHODS, assign_parts, check_num_parts
-from .pagraph import pagraph_rows
 from .pagraph_link import TASK_HOPS, check_task, task_assign
 from .part_format import (FEATURES, PARTITION_DIR, PARTITION_FORMAT,
                           PARTITION_VERSION, SOURCE_ID, Assignment,
-                          checked_part, concat_csc, edge_chunks,
-                          edge_row_chunks, fail, is_hetero_partition,
-                          part_dir, read_partition_meta, row_chunks,
-                          save_book, write_npy)
+                          checked_part, concat_csc, fail,
+                          is_hetero_partition, load_book, open_part,
+                          part_dir, read_partition_meta, save_book)
+from .part_writers import HeteroParts, HomoParts
 
 __all__ = ['partition_dataset', 'open_partition', 'full_topology',
            'concat_csc', 'part_dir', 'PARTITION_FORMAT',
            'is_hetero_partition', 'read_partition_meta', 'FEATURES',
-           'feature_source', 'source_rows']
+           'feature_source', 'source_rows', 'load_book']
 
 PathLike = Union[str, 'os.PathLike[str]']
 
@@ -95,10 +91,10 @@ def partition_dataset(
     :obj:`num_parts` parts written under :obj:`out_dir`, and gives its
     book. A homogeneous graph is one node type: a heterogeneous one is
     partitioned the same way on the homogeneous view of all its node types
-    (as PyG's and DistDGL's partitioners do), with typed new ids, parts
-    that are heterogeneous dataset directories and a
-    :class:`~pyg_fastload.partition.HeteroPartitionBook`
-    (:mod:`~pyg_fastload.partition.hetero`).
+    (as PyG's and DistDGL's partitioners do), with typed new ids
+    (:mod:`~pyg_fastload.partition.book`), parts that are heterogeneous
+    dataset directories (:mod:`~pyg_fastload.partition.part_writers`) and
+    a :class:`~pyg_fastload.partition.HeteroPartitionBook`.
 
     The method runs on all nodes: ``'metis'`` balances all nodes and the
     training nodes (of the labelled type), ``'bytegnn'`` grows its blocks
@@ -156,7 +152,7 @@ def partition_dataset(
     check_task(task, method)
     budget = check_max_memory(max_memory, method)
     kind = HeteroParts(dataset_dir) if hetero else \
-        _HomoParts(dataset_dir, features)
+        HomoParts(dataset_dir, features)
     dataset = kind.dataset
     out = Path(out_dir).expanduser()
     check_target(out, overwrite, PARTITION_DIR)  # before the work
@@ -175,7 +171,7 @@ def partition_dataset(
                              progress, budget)
     del view
     assigned_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    new_id, offsets = kind.renumber(owner, num_parts)
+    new_id, offsets = renumber(owner, num_parts, kind.node_offset)
     parts = Assignment(owner, torch.from_numpy(new_id),
                        torch.from_numpy(np.argsort(new_id)), offsets,
                        num_parts, uuid.uuid4().hex, member, expand)
@@ -219,176 +215,46 @@ def partition_dataset(
             json.dump(meta, f, indent=2)
             f.write('\n')
         staged.put_in_place()
-    return kind.book(offsets)
+    return load_book(out, meta)
 
 
-class _HomoParts:
-    r"""What :func:`partition_dataset` reads and writes of a homogeneous
-    dataset directory: its masks, its book (one range per part) and its
-    parts (dataset directories in global new ids).
-
-    Args:
-        dataset_dir: the dataset directory.
-        features (str): ``'copy'`` or ``'source'`` (see
-            :func:`partition_dataset`).
-    """
-    #: What ``partition.json`` says of the kind (nothing: homogeneous).
-    marker: Dict[str, str] = {}
-
-    def __init__(self, dataset_dir: PathLike, features: str):
-        self.dataset = open_dataset_dir(dataset_dir, verify='size')
-        self.features = features
-        #: The files of a part ``partition.json`` checksums.
-        self.part_files = ('meta.json', SOURCE_ID)[:1 + (features ==
-                                                         'source')]
-
-    def masks(self, num_parts: int, method: str,
-              task: str) -> List[Optional[torch.Tensor]]:
-        r"""The ``(train, val, test)`` boolean masks (:obj:`None` where
-        missing), refused where :obj:`method` needs one that is."""
-        masks = [self.dataset.arrays.get(f'{s}_mask') for s in
-                 ('train', 'val', 'test')]
-        if method == 'pagraph' and task == 'node' and masks[0] is None:
-            raise ValueError(f"method 'pagraph' assigns training nodes, but "
-                             f"'{self.dataset.path}' has no 'train_mask' "
-                             f"(for link prediction: --task link)")
-        return [None if m is None else m.bool() for m in masks]
-
-    def view(self) -> CSCTopology:
-        r"""The graph the method partitions."""
-        return self.dataset.topology
-
-    def renumber(self, owner: np.ndarray,
-                 num_parts: int) -> Tuple[np.ndarray, np.ndarray]:
-        r"""``(new_id, offsets)`` (:func:`~pyg_fastload.partition.
-        renumber`)."""
-        return renumber(owner, num_parts)
-
-    def fields(self) -> Dict[str, Any]:
-        r"""What ``partition.json`` says of this kind's parts."""
-        return {'features': self.features}
-
-    def book(self, offsets: np.ndarray) -> PartitionBook:
-        return PartitionBook(torch.from_numpy(offsets))
-
-    def write_part(self, path: Path, part: int, parts: Assignment) -> None:
-        r"""Part :obj:`part`: the in-neighbour lists of its nodes (in new-id
-        order) in new ids, their rows of every node array, and the rows of
-        every edge array of the edges the part keeps.
-
-        A PaGraph part's replicas follow its own rows, a ``global_id``
-        array gives every row's new id, replicas are never training (nor
-        validation/test) nodes here, and only the message-flow rows keep
-        their in-edges (every node less than L hops from the part's
-        training nodes).
-
-        With ``features='source'``, the feature matrices stay in the
-        dataset and ``source_id.npy`` gives the dataset's row of each
-        row."""
-        dataset, topo, new_of = self.dataset, self.dataset.topology, \
-            parts.new_of
-        start = int(parts.offsets[part])
-        nodes = parts.order[start:int(parts.offsets[part + 1])]
-        rows, extra = nodes, {}
-        replicas = parts.replicas(part)
-        if replicas is not None:  # PaGraph: one node type
-            replicas = replicas.nonzero().view(-1)
-            held, more, _ = pagraph_rows(
-                {None: dataset.arrays},
-                {None: (nodes, replicas[torch.argsort(new_of[replicas])])},
-                {None: 0}, new_of)
-            rows, extra = held[None], more[None]
-        begin = topo.indptr[rows]
-        degree = topo.indptr[rows + 1] - begin
-        if parts.expand is not None:
-            degree = torch.where(parts.expand[part][rows], degree, 0)
-        indptr = torch.zeros(rows.numel() + 1, dtype=torch.long)
-        torch.cumsum(degree, 0, out=indptr[1:])
-        # streamed to the writer in chunks, the in-neighbours in the dtype
-        # it stores (int32 where it fits): no copy of the part's edges or
-        # rows
-        ids = new_of.to(index_dtype_for(topo.num_nodes))
-
-        def positions() -> Iterator[torch.Tensor]:
-            # where the part's edges are in the dataset's CSC order
-            for at, end in edge_chunks(indptr):
-                yield expand_ranges(begin[at:end], degree[at:end],
-                                    int(indptr[end]) - int(indptr[at]))
-
-        def edges() -> Iterator[torch.Tensor]:
-            yield ids[:0]
-            for at in positions():
-                yield ids[topo.indices[at]]
-
-        copies = self.features == 'copy'  # else the feature matrices stay
-        arrays: Dict[str, Any] = {key: row_chunks(value, rows) for key, value
-                                  in dataset.arrays.items()
-                                  if copies or value.dim() < 2}
-        arrays.update(extra)
-        write_dataset_dir(
-            path, num_nodes=rows.numel(), indptr=indptr, indices=edges,
-            node_arrays=arrays, name=f'{dataset.name}-part{part}',
-            edge_arrays={key: edge_row_chunks(value, positions)
-                         for key, value in dataset.edge_arrays.items()},
-            source=f"part {part} of {parts.num_parts} of '{dataset.path}'",
-            num_classes=dataset.num_classes, progress=False, verify='size',
-            index_space=topo.num_nodes,
-            extra_meta={'partition': {
-                'run': parts.run, 'part': part,
-                'num_parts': parts.num_parts, 'start': start,
-                'owned': nodes.numel(),
-                'replicas': rows.numel() - nodes.numel()}})
-        if not copies:
-            write_npy(path / SOURCE_ID, rows.numpy())
-
-
-def load_book(parts_dir: Path, meta: Dict[str, Any]) -> PartitionBook:
-    r"""The partition book, checked against ``partition.json``: integer
-    boundaries, one more than the parts, from 0, never decreasing, ending
-    at the dataset's node count."""
-    if is_hetero_partition(meta):
-        raise ValueError(f"'{parts_dir}' partitions a heterogeneous dataset: "
-                         f"open it with pyg_fastload.partition."
-                         f"open_hetero_partition (its book is typed)")
-    file = parts_dir / 'offsets.npy'
-    try:
-        offsets = np.load(file, allow_pickle=False)
-    except (OSError, ValueError) as exc:
-        raise fail(parts_dir, file, f'unreadable ({exc})') from None
-    num_parts = meta['num_parts']
-    if offsets.dtype.kind not in 'iu' or offsets.ndim != 1:
-        raise fail(parts_dir, file, f'holds {offsets.dtype} of shape '
-                    f'{list(offsets.shape)}, expected {num_parts + 1} '
-                    f'integers')
-    if offsets.size != num_parts + 1:
-        raise fail(parts_dir, file, f'holds {offsets.size} boundaries, but '
-                    f"'num_parts' is {num_parts} (expected {num_parts + 1})")
-    offsets = offsets.astype(np.int64)
-    if offsets[0] != 0 or bool((np.diff(offsets) < 0).any()):
-        raise fail(parts_dir, file, f'boundaries {offsets.tolist()[:8]} do '
-                    f'not start at 0 and never decrease')
-    if offsets[-1] != meta['dataset']['num_nodes']:
-        raise fail(parts_dir, file, f"ends at {int(offsets[-1])}, but "
-                    f"'dataset.num_nodes' is {meta['dataset']['num_nodes']}")
-    return PartitionBook(torch.from_numpy(offsets))
-
-
-def _check_part(parts_dir: Path, file: Path, own: Any, meta: Dict[str, Any],
-                part: int, start: int, end: int, num_rows: int) -> None:
+def _check_part(parts_dir: Path, meta: Dict[str, Any],
+                book: Union[PartitionBook, HeteroPartitionBook], part: int,
+                dataset: Any) -> None:
     r"""A part's own record agrees with the book: its run, its first new id
-    and its row count."""
+    and its row count (per node type of a heterogeneous part, whose node
+    types and relations must be the partition's)."""
+    file = part_dir(parts_dir, part) / 'meta.json'
+    own = dataset.meta.get('partition')
     if not isinstance(own, dict):
         raise fail(parts_dir, file, "has no 'partition' record")
+    typed = is_hetero_partition(meta)
+    if typed:
+        ranges = {t: book.part_range(part, t) for t in book.node_types}
+        start: Any = {t: lo for t, (lo, _) in ranges.items()}
+        owned: Any = {t: hi - lo for t, (lo, hi) in ranges.items()}
+    else:
+        start, end = book.part_range(part)
+        owned = end - start
     expected = {'run': meta['run'], 'part': part, 'start': start,
-                'owned': end - start}
+                'owned': owned}
     for key, value in expected.items():
         if own.get(key) != value:
             raise fail(parts_dir, file, f"'partition.{key}' is "
-                        f"{own.get(key)!r}, the book says {value!r}")
+                       f"{own.get(key)!r}, the book says {value!r}")
+    if typed:
+        relations = [list(e) for e in dataset.edge_types]
+        if dataset.node_types != book.node_types or \
+                relations != meta.get('edge_types'):
+            raise fail(parts_dir, file, f"the part's node types "
+                       f"{dataset.node_types} and relations {relations} are "
+                       f"not the partition's ({book.node_types}, "
+                       f"{meta.get('edge_types')} in partition.json)")
+        return
     replicas = own.get('replicas', 0)
-    if own['owned'] + replicas != num_rows:
-        raise fail(parts_dir, file, f"holds {num_rows} rows, not its "
-                    f"{own['owned']} own and {replicas} replicas")
+    if own['owned'] + replicas != dataset.num_nodes:
+        raise fail(parts_dir, file, f"holds {dataset.num_nodes} rows, not "
+                   f"its {own['owned']} own and {replicas} replicas")
 
 
 def feature_source(meta: Dict[str, Any]) -> Optional[Path]:
@@ -456,13 +322,15 @@ def open_partition(
     local: bool = False,
     scores: Optional[Scores] = None,
 ) -> Tuple[TieredFeatureStore, CSCGraphStore,
-           Union[PartitionBook, 'HeteroPartitionBook']]:
+           Union[PartitionBook, HeteroPartitionBook]]:
     r"""Opens part :obj:`part` of :obj:`parts_dir` alone: its feature store
     (rows of the part's nodes, in new-id order from the part's first new
-    id, then a PaGraph part's replicas), its graph store (the part's
-    in-neighbour lists, in new ids) and the partition book (of a
-    heterogeneous partition: :func:`~pyg_fastload.partition.hetero.
-    open_hetero_partition`'s typed stores and book).
+    id, then a PaGraph part's replicas; per node type of a heterogeneous
+    partition), its graph store (the part's in-neighbour lists, in new
+    ids; of a heterogeneous partition, every relation's in-edges into its
+    rows, source ids typed new ids of the whole graph) and the partition
+    book (:class:`~pyg_fastload.partition.HeteroPartitionBook` of a
+    heterogeneous partition).
 
     With :obj:`local`, the graph store is in the part's own row ids
     instead (neighbours the part does not store are dropped: none for the
@@ -470,7 +338,9 @@ def open_partition(
     nodes is exact), and the feature store has a ``global_id`` attribute
     (every row's new id), so batches carry it. The dataset's edge arrays
     (one row per edge of the part) are in the graph store of the part's
-    own edges (not :obj:`local`: a local one may have dropped some).
+    own edges (not :obj:`local`: a local one may have dropped some). A
+    heterogeneous PaGraph part is stored in its own row ids and opens with
+    :obj:`local` only; other heterogeneous parts without it.
 
     Args:
         parts_dir: a directory written by :func:`partition_dataset`.
@@ -483,24 +353,41 @@ def open_partition(
         scores (Scores, optional): what ranks the part's rows for the
             caches (see :func:`~pyg_fastload.open_dataset`), on its own
             edges.
+
+    Example:
+        >>> from pyg_fastload.partition import open_partition
+        >>> features, graph, book = open_partition(
+        ...     'data/tiny-parts', part=1)  # doctest: +SKIP
     """
     parts_dir = Path(parts_dir).expanduser()
     meta = read_partition_meta(parts_dir)
-    if is_hetero_partition(meta):
-        return open_hetero_partition(parts_dir, part, cache, device=device,
-                                     verify=verify, scores=scores,
-                                     local=local)
+    typed, pagraph = is_hetero_partition(meta), meta['method'] == 'pagraph'
+    if typed and local != pagraph:
+        raise ValueError(
+            f"'{parts_dir}': PaGraph's heterogeneous parts are stored in "
+            f"their own row ids and open with local=True only; other "
+            f"methods' parts keep the whole graph's ids (local=False)")
     path = checked_part(parts_dir, meta, part)
-    meta_file = path / 'meta.json'
     book = load_book(parts_dir, meta)
-    dataset = open_dataset_dir(path, verify='none')
+    dataset = open_part(meta, path)
+    _check_part(parts_dir, meta, book, part, dataset)
+    caching = cache is not None and cache.enabled
+    if typed:
+        # The caches rank the part's rows on its own edges.
+        ranked = local_hetero_topology(dataset.topology, {
+            t: book.part_range(part, t) for t in book.node_types}) \
+            if caching and not pagraph else None
+        feature_store, _ = open_dataset(path, cache, device=device,
+                                        verify=verify, scores=scores,
+                                        topology=ranked)
+        # the part's edges as stored, with their rows of the edge arrays
+        return feature_store, CSCGraphStore(dataset.topology,
+                                            dataset.edge_arrays), book
     start, end = book.part_range(part)
-    _check_part(parts_dir, meta_file, dataset.meta.get('partition'), meta,
-                part, start, end, dataset.num_nodes)
     rows = dataset.arrays['global_id'].clone() if 'global_id' in \
         dataset.arrays else torch.arange(start, end)
     topology = None
-    if local or (cache is not None and cache.enabled):
+    if local or caching:
         # The caches rank the part's rows on its own edges.
         topology, _ = local_topology(dataset.topology, rows, book.num_nodes)
     feature_store, graph_store = open_dataset(
@@ -521,16 +408,21 @@ def full_topology(parts_dir: PathLike) -> Union[CSCTopology,
     r"""The whole graph in new ids, from the parts of a disjoint partition
     (their rows are consecutive new ids): every part's in-neighbour lists,
     end to end (relation by relation, in typed new ids, on a heterogeneous
-    partition). Checks the book like :func:`open_partition`."""
+    partition; a relation's edge ids are then positions among its edges of
+    every part, as DSP's collective samplers number them). Checks the book
+    like :func:`open_partition`."""
     parts_dir = Path(parts_dir).expanduser()
     meta = read_partition_meta(parts_dir)
     if meta['method'] == 'pagraph':
         raise ValueError(f"'{parts_dir}': PaGraph's parts overlap and keep "
                          f"only message-flow edges; the whole graph is not "
                          f"in them")
-    if is_hetero_partition(meta):
-        return full_hetero_topology(parts_dir, meta)
-    load_book(parts_dir, meta)  # checked
-    return concat_csc([open_dataset_dir(part_dir(parts_dir, part),
-                                        verify='none').topology
-                       for part in range(meta['num_parts'])])
+    book = load_book(parts_dir, meta)
+    parts = [open_part(meta, part_dir(parts_dir, part)).topology
+             for part in range(book.num_parts)]
+    if not is_hetero_partition(meta):
+        return concat_csc(parts)
+    return HeteroTopology.from_csc(book.num_nodes, {
+        tuple(edge_type): concat_csc([topo.relation_topology(tuple(
+            edge_type)) for topo in parts])
+        for edge_type in meta['edge_types']})

@@ -17,18 +17,19 @@ import numpy.lib.format as npy
 import torch
 
 from ..graph.topology import CSCTopology
-from ..io import DatasetFormatError
+from ..graph.kind import is_topology
+from ..io import DatasetFormatError, open_dataset_dir
 from ..io.format import is_sha256, sha256_file
 from ..io.reader import MAX_META_BYTES
 from ..io.staging import DirectoryFormat
-from .book import BOOK_FILES
+from .book import BOOK_FILES, HeteroPartitionBook, PartitionBook
 from .methods import METHODS
 
 __all__ = ['PARTITION_FORMAT', 'PARTITION_VERSION', 'PARTITION_DIR',
            'FEATURES', 'SOURCE_ID', 'is_hetero_partition', 'part_dir',
            'save_book', 'write_npy', 'edge_chunks', 'edge_row_chunks',
            'row_chunks', 'fail', 'read_partition_meta', 'checked_part',
-           'concat_csc', 'Assignment']
+           'concat_csc', 'Assignment', 'load_book', 'open_part']
 
 #: The value of ``partition.json``'s ``"format"`` key, and its version.
 PARTITION_FORMAT = 'pyg-fastload-partition'
@@ -46,6 +47,22 @@ def is_hetero_partition(meta: Dict[str, Any]) -> bool:
 def part_dir(parts_dir: Path, part: int) -> Path:
     r"""The directory of part :obj:`part` of :obj:`parts_dir`."""
     return parts_dir / f'part-{part}'
+
+
+def open_part(meta: Dict[str, Any], path: Path, verify: str = 'none') -> Any:
+    r"""The part at :obj:`path` of the partition of ``partition.json``
+    :obj:`meta`, opened as the dataset directory of its kind (a
+    heterogeneous partition's parts are heterogeneous directories; a part
+    of the other kind is refused)."""
+    dataset = open_dataset_dir(path, verify=verify)
+    hetero = is_hetero_partition(meta)
+    if not is_topology(dataset.topology, hetero=hetero):
+        kind = 'heterogeneous' if hetero else 'homogeneous'
+        raise DatasetFormatError(
+            f"{path}: the partition is {kind} but this part is not; "
+            f"re-create the partition with `pyg-fastload partition "
+            f"DATASET_DIR --num-parts K --out {path.parent} --overwrite`")
+    return dataset
 
 
 def _partition_files(meta: Dict[str, Any]) -> List[Any]:
@@ -192,6 +209,68 @@ def read_partition_meta(parts_dir: PathLike) -> Dict[str, Any]:
     return meta
 
 
+def _node_types(parts_dir: Path, meta: Dict[str, Any]) -> List[Any]:
+    r"""``[{name, num_nodes}]`` of the node types the book's rows are of:
+    a homogeneous partition's one (named :obj:`None`), of the dataset's
+    node count."""
+    if not is_hetero_partition(meta):
+        return [{'name': None, 'num_nodes': meta['dataset']['num_nodes']}]
+    types = meta.get('node_types')
+    if not isinstance(types, list) or not types or not all(
+            isinstance(e, dict) and isinstance(e.get('name'), str) and
+            isinstance(e.get('num_nodes'), int) for e in types):
+        raise fail(parts_dir, parts_dir / 'partition.json',
+                   "'node_types' is not a list of {name, num_nodes} (not "
+                   "a heterogeneous partition?)")
+    return types
+
+
+def load_book(parts_dir: PathLike, meta: Optional[Dict[str, Any]] = None
+              ) -> Union[PartitionBook, HeteroPartitionBook]:
+    r"""The book of the partition in :obj:`parts_dir` (``partition.json``
+    :obj:`meta`, read and checked when not given), checked: integer part
+    boundaries per node type (a homogeneous graph is one), from 0, never
+    decreasing, ending at the type's node count; never unpickling.
+
+    Example:
+        >>> from pyg_fastload.partition import load_book
+        >>> load_book('data/tiny-parts')  # doctest: +SKIP
+        PartitionBook(num_parts=2, num_nodes=2,000)
+    """
+    parts_dir = Path(parts_dir).expanduser()
+    if meta is None:
+        meta = read_partition_meta(parts_dir)
+    types = _node_types(parts_dir, meta)
+    typed = is_hetero_partition(meta)
+    file = parts_dir / 'offsets.npy'
+    try:
+        offsets = np.load(file, allow_pickle=False)
+    except (OSError, ValueError) as exc:
+        raise fail(parts_dir, file, f'unreadable ({exc})') from None
+    shape = [meta['num_parts'] + 1]  # one more boundary than parts
+    what = 'part boundaries'
+    if typed:
+        shape, what = [len(types), *shape], 'node types x part boundaries'
+    if offsets.dtype.kind not in 'iu' or list(offsets.shape) != shape:
+        raise fail(parts_dir, file, f'holds {offsets.dtype} of shape '
+                   f'{list(offsets.shape)}, expected integers of shape '
+                   f"{shape} ({what} of {meta['num_parts']} parts)")
+    rows = offsets.astype(np.int64).reshape(len(types), -1)
+    for row, entry in zip(rows, types):
+        of = '' if entry['name'] is None else \
+            f" of node type {entry['name']!r}"
+        if row[0] != 0 or bool((np.diff(row) < 0).any()):
+            raise fail(parts_dir, file, f'boundaries {row.tolist()[:8]}{of} '
+                       f'do not start at 0 and never decrease')
+        if row[-1] != entry['num_nodes']:
+            raise fail(parts_dir, file, f"ends at {int(row[-1])}{of}, but "
+                       f"partition.json counts {entry['num_nodes']} nodes")
+    if not typed:
+        return PartitionBook(torch.from_numpy(rows[0].copy()))
+    return HeteroPartitionBook({e['name']: torch.from_numpy(row.copy())
+                                for row, e in zip(rows, types)})
+
+
 def checked_part(parts_dir: Path, meta: Dict[str, Any],
                  part: Any) -> Path:
     r"""The directory of part :obj:`part` of :obj:`parts_dir`, checked: an
@@ -217,9 +296,10 @@ def checked_part(parts_dir: Path, meta: Dict[str, Any],
 def concat_csc(parts: List[CSCTopology]) -> CSCTopology:
     r"""The CSCs of consecutive column ranges (parts' rows), end to end;
     edge ids are positions in the result."""
-    indptrs = [torch.zeros(1, dtype=torch.long)]
-    for topo in parts:
-        indptrs.append(topo.indptr[1:] + indptrs[-1][-1])
+    indptrs, edges = [torch.zeros(1, dtype=torch.long)], 0
+    for topo in parts:  # (a part may hold no rows)
+        indptrs.append(topo.indptr[1:] + edges)
+        edges += topo.num_edges
     return CSCTopology(torch.cat(indptrs),
                        torch.cat([topo.indices for topo in parts]),
                        sum(topo.num_nodes for topo in parts))

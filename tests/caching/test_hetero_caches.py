@@ -5,12 +5,16 @@ import torch
 from torch_geometric.data import Data, HeteroData
 
 from pyg_fastload import FastNeighborLoader
+from pyg_fastload.caching import walks
 from pyg_fastload.caching import (
     access_counts,
     open_dataset,
     configure_caches,
+    expected_access_scores,
     hotness_scores,
+    out_degree_scores,
     presample_scores,
+    reverse_pagerank_scores,
     stores_from_data,
 )
 from pyg_fastload.config import FeatureCache
@@ -171,6 +175,25 @@ def test_hotness_of_one_relation_is_the_homogeneous_hotness():
         got = hotness_scores(policy, topo, train_nodes=train,
                              num_neighbors=[4, 2], progress=False)
         assert torch.allclose(got.double(), expected.double()), policy
+
+
+@pytest.mark.parametrize('out_of_core', [False, True])
+def test_typed_hotness_is_the_homogeneous_views(out_of_core, monkeypatch):
+    # a walk to an in-neighbour of any relation is the walk of the
+    # homogeneous view; so are the accesses when every fan-out takes all
+    topo = topology_of(generate_hetero('hetero-tiny'))
+    view = topo.homogeneous_view()
+    train = torch.arange(0, topo.num_nodes, 5)
+    monkeypatch.setattr(walks, 'CHUNK_EDGES', 97)  # chunks inside segments
+    typed = reverse_pagerank_scores(topo, out_of_core=out_of_core)
+    homo = reverse_pagerank_scores(view, out_of_core=out_of_core)
+    assert torch.allclose(typed, homo, rtol=1e-12, atol=0)
+    typed = expected_access_scores(topo, train, [-1, -1],
+                                   out_of_core=out_of_core)
+    homo = expected_access_scores(view, train, [-1, -1],
+                                  out_of_core=out_of_core)
+    assert torch.allclose(typed, homo, rtol=1e-12, atol=0)
+    assert torch.equal(out_degree_scores(topo), out_degree_scores(view))
 
 
 def test_expected_access_follows_each_relations_fanout():

@@ -88,11 +88,11 @@ def test_out_of_core_is_chosen_when_the_transpose_does_not_fit(monkeypatch,
     topo = CSCTopology.from_edge_index(data.edge_index, data.num_nodes)
     monkeypatch.setattr(walks, 'CHUNK_EDGES', 300)  # 7 chunks, 2 threads
     train = torch.arange(0, 200, 7)
-    results = []
+    results, segments = [], walks.Segments.of(topo)
     for share in (2, 1):  # memory for twice the transpose, then for one
         monkeypatch.setattr(walks, 'available_memory',
-                            lambda: walks.transpose_bytes(topo) * share)
-        assert walks.ReverseStep(topo).out_of_core == (share == 1)
+                            lambda: walks.transpose_bytes(segments) * share)
+        assert walks.ReverseStep(segments).out_of_core == (share == 1)
         results.append((reverse_pagerank_scores(topo),
                         expected_access_scores(topo, train, [3, 2])))
     for in_memory, chunked in zip(*results):

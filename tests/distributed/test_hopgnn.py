@@ -83,8 +83,8 @@ def test_hopgnn_gradients_equal_data_parallel_ones(metis_parts, empty):
     # every rank draws the same number of roots (as data parallelism does)
     drawn = [list(range(0, 2000, 41))[:38], list(range(7, 2000, 53))[:38]]
     if empty:  # rank 1 homes none of the roots: it still takes part
-        from pyg_fastload.partition import PartitionBook
-        start, _ = PartitionBook.load(metis_parts).part_range(0)
+        from pyg_fastload.partition import load_book
+        start, _ = load_book(metis_parts).part_range(0)
         drawn = [list(range(start, start + 35)),
                  list(range(start + 35, start + 70))]
     results = run_ranks(_step, 2, metis_parts, drawn)
@@ -224,8 +224,8 @@ def test_time_steps_and_merging_keep_the_data_parallel_update(metis_parts,
                                                               merges):
     drawn = [list(range(0, 2000, 41))[:38], list(range(7, 2000, 53))[:38]]
     results = run_ranks(_time_step_grads, 2, metis_parts, drawn, merges)
-    from pyg_fastload.partition import PartitionBook
-    book = PartitionBook.load(metis_parts)
+    from pyg_fastload.partition import load_book
+    book = load_book(metis_parts)
     trained = []
     for rank in range(2):
         status, value = results[rank]

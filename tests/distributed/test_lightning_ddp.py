@@ -592,11 +592,11 @@ def _training_links(dataset_dir, parts, options: dict):
     ids of the partition :obj:`parts`, and its book."""
     from pyg_fastload.distributed.rank_part import read_new_ids
     from pyg_fastload.modes.link_split import LinkOptions, LinkSplit
-    from pyg_fastload.partition import PartitionBook
+    from pyg_fastload.partition import load_book
     topology = open_dataset_dir(dataset_dir).topology
     split = LinkSplit(topology.to_edge_index(), topology.num_nodes,
                       LinkOptions(**options), 0)
-    book = PartitionBook.load(parts)
+    book = load_book(parts)
     return read_new_ids(parts, book)[split.supervision('train')[0]], book
 
 
@@ -811,7 +811,7 @@ def _hetero_training_links(dataset_dir, parts):
     from pyg_fastload.distributed.rank_part import new_edge_ids, read_new_ids
     from pyg_fastload.io import open_dataset_dir
     from pyg_fastload.modes.link_split import LinkOptions, link_split
-    from pyg_fastload.partition import HeteroPartitionBook
+    from pyg_fastload.partition import load_book
     from pyg_fastload.storage import CSCGraphStore, TieredFeatureStore
     dataset = open_dataset_dir(dataset_dir)
     store = TieredFeatureStore()
@@ -821,7 +821,7 @@ def _hetero_training_links(dataset_dir, parts):
                              index=None)
     split = link_split((store, CSCGraphStore(dataset.topology)),
                        LinkOptions(**HETERO_LINK), 0)
-    book = HeteroPartitionBook.load(parts)
+    book = load_book(parts)
     return new_edge_ids(read_new_ids(parts, book), book,
                         split.supervision('train')[0], WRITES), book
 

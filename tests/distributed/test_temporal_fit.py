@@ -399,12 +399,12 @@ def test_two_ranks_sample_hetero_links_in_their_edges_time(
     import numpy as np
 
     from pyg_fastload.io import open_dataset_dir
-    from pyg_fastload.partition import HeteroPartitionBook
+    from pyg_fastload.partition import load_book
     dataset, times, parts = timed_hetero_parts
     parts = parts[mode]
     results = run_ranks(_hetero_link_batches, 2, dataset, parts, mode,
                         timeout=180)
-    book = HeteroPartitionBook.load(parts)
+    book = load_book(parts)
     order = torch.argsort(torch.from_numpy(np.load(parts / 'new_id.npy')))
     first = {t: book.first_id(t) for t in ('user', 'item')}
 

@@ -13,12 +13,11 @@ from pyg_fastload.datasets import (prepare_hetero_preset,
                                                   write_graph)
 from pyg_fastload.io import DatasetFormatError, open_dataset_dir
 from pyg_fastload.io.format import sha256_file
-from pyg_fastload.partition import (HeteroPartitionBook, open_hetero_partition,
+from pyg_fastload.partition import (HeteroPartitionBook, load_book,
                                     open_partition, partition_dataset,
-                                    partition_report)
-from pyg_fastload.partition.hetero import renumber_hetero
+                                    partition_report, renumber)
 from pyg_fastload.partition.balance import balance_train
-from pyg_fastload.partition.hetero_report import relation_key
+from pyg_fastload.partition.report import relation_key
 
 from ..helpers import random_hetero_graph, usage_exit
 
@@ -69,7 +68,8 @@ def test_typed_ranges_are_contiguous_and_the_owner_a_range_check(
     assert owner.shape == (n, ) and set(np.unique(owner)) <= set(range(K))
     assert np.array_equal(np.sort(new_id), np.arange(n))  # a permutation
     assert offsets.shape == (len(topo.node_types), K + 1)
-    book = HeteroPartitionBook.load(path)
+    book = load_book(path)
+    assert isinstance(book, HeteroPartitionBook)
     assert torch.equal(book.owner(torch.from_numpy(new_id)),
                        torch.from_numpy(owner))  # global new ids
     for t, node_type in enumerate(topo.node_types):
@@ -106,7 +106,7 @@ def test_every_node_and_edge_once_with_rows_round_tripping(hetero_parts,
     seen = {e: Counter() for e in topo.edge_types}
     rows = {t: 0 for t in topo.node_types}
     for part in range(K):
-        features, graph, book = open_hetero_partition(paths[method], part)
+        features, graph, book = open_partition(paths[method], part)
         ds = open_dataset_dir(paths[method] / f'part-{part}',
                                      verify='checksum')
         assert ds.index_space == dataset.num_nodes
@@ -206,7 +206,7 @@ def test_same_seed_same_partition(hetero_parts, tmp_path):
 def test_renumber_keeps_types_and_allows_empty_ranges():
     node_offset = torch.tensor([0, 4, 6])
     owner = np.array([1, 0, 1, 0, 1, 1])  # type 1: both nodes in part 1
-    new_id, offsets = renumber_hetero(owner, node_offset, 2)
+    new_id, offsets = renumber(owner, 2, node_offset)
     assert new_id.tolist() == [2, 0, 3, 1, 4, 5]
     assert offsets.tolist() == [[0, 2, 4], [0, 0, 2]]
     book = HeteroPartitionBook({'a': torch.from_numpy(offsets[0]),
@@ -259,7 +259,7 @@ def test_bad_input_is_refused(hetero_parts, tmp_path, capsys):
                        'whole graph.s ids'):
         open_partition(paths['hash'], 0, local=True)
     with pytest.raises(ValueError, match=r"'part' = 3 must be an int"):
-        open_hetero_partition(paths['hash'], K)
+        open_partition(paths['hash'], K)
     from pyg_fastload.lightning.command import main
     with usage_exit(capsys, 'more than the 400 nodes'):
         main(['partition', str(dataset_dir), '--num-parts', '401', '--out',
@@ -282,7 +282,7 @@ def test_corrupted_hetero_book_is_refused(hetero_parts, tmp_path):
     np.save(path / 'offsets.npy', offsets[:, :-1])
     with pytest.raises(DatasetFormatError, match='does not match its '
                        'checksum'):
-        open_hetero_partition(path, 0)
+        open_partition(path, 0)
     # a part whose relations are not the partition's (one missing)
     other = tmp_path / 'relations'
     shutil.copytree(paths['hash'], other)
@@ -291,7 +291,7 @@ def test_corrupted_hetero_book_is_refused(hetero_parts, tmp_path):
     (other / 'partition.json').write_text(json.dumps(listed))
     with pytest.raises(DatasetFormatError, match=r"part-1/meta\.json.*"
                        r"relations .* are not the partition's"):
-        open_hetero_partition(other, 1)
+        open_partition(other, 1)
     part = path / 'part-0'
     meta = json.loads((part / 'meta.json').read_text())
     for bad in ({t: -1 for t in meta['index_space']},
@@ -321,7 +321,7 @@ def test_a_parts_own_topology_keeps_its_inner_edges(hetero_parts):
     whose source the part holds too, in the part's own row ids."""
     from pyg_fastload.graph.local import local_hetero_topology
     _, paths = hetero_parts
-    _, graph, book = open_hetero_partition(paths['metis'], 1)
+    _, graph, book = open_partition(paths['metis'], 1)
     topo = graph.topology
     rows = {t: book.part_range(1, t) for t in book.node_types}
     local = local_hetero_topology(topo, rows)
@@ -403,14 +403,14 @@ def test_pagraph_parts_are_streamed_to_the_writer(tmp_path, monkeypatch):
     (every relation's in-edges and every array's rows, never the part in
     memory), several chunks each when the chunks are small, and give the
     same files as with the usual chunks."""
-    from pyg_fastload.partition import hetero, part_format
+    from pyg_fastload.partition import part_format, part_writers
     dataset = prepare_hetero_preset('hetero-tiny', tmp_path / 'ds',
                                     progress=False)
     partition_dataset(dataset.path, tmp_path / 'usual', 2, 'pagraph',
                       progress=False)
     monkeypatch.setattr(part_format, 'WRITE_CHUNK_EDGES', 50)
     monkeypatch.setattr(part_format, 'WRITE_CHUNK_BYTES', 256)
-    write, chunks = hetero.write_dataset_dir, Counter()
+    write, chunks = part_writers.write_dataset_dir, Counter()
 
     def spy(path, *, relations, node_arrays, **kwargs):
         sources = {**relations, **{(t, key): node_arrays[t][key]
@@ -422,7 +422,7 @@ def test_pagraph_parts_are_streamed_to_the_writer(tmp_path, monkeypatch):
         return write(path, relations=relations, node_arrays=node_arrays,
                      **kwargs)
 
-    monkeypatch.setattr(hetero, 'write_dataset_dir', spy)
+    monkeypatch.setattr(part_writers, 'write_dataset_dir', spy)
     partition_dataset(dataset.path, tmp_path / 'small', 2, 'pagraph',
                       progress=False)
     assert max(chunks[e] for e in dataset.edge_types) > 1
@@ -439,3 +439,35 @@ def test_pagraph_parts_are_streamed_to_the_writer(tmp_path, monkeypatch):
         for meta in metas:
             del meta['partition']['run']
         assert metas[0] == metas[1]
+
+
+def test_report_of_pagraph_parts_counts_owned_rows_and_replicas(
+        hetero_pagraph_parts):
+    r"""One report for both kinds: PaGraph's typed parts count the rows
+    they own, their replicas as replication, and as cut the in-edges from
+    replicas (rows another part owns, by their new ids)."""
+    _, parts = hetero_pagraph_parts
+    report = partition_report(parts, progress=False)
+    book = load_book(parts)
+    assert report['edge_cut'] is None
+    held = 0
+    for part, row in enumerate(report['parts']):
+        features, graph, _ = open_partition(parts, part, local=True)
+        topo = graph.topology
+        owned = {t: book.part_range(part, t)[1] - book.part_range(part, t)[0]
+                 for t in book.node_types}
+        assert row['nodes'] == sum(owned.values())
+        new = {t: features.get_tensor(group_name=t, attr_name='global_id',
+                                      index=None) for t in book.node_types}
+        held += sum(v.numel() for v in new.values())
+        cut = 0
+        for r, (src_type, _, _) in enumerate(topo.edge_types):
+            lo, hi = int(topo.edge_offset[r]), int(topo.edge_offset[r + 1])
+            rows = topo.indices[lo:hi].long() - topo.node_offset[
+                int(topo.src_type[r])]
+            cut += int((book.owner(new[src_type][rows], src_type)
+                        != part).sum())
+        assert row['cut_edges'] == cut > 0
+    assert report['replication'] == pytest.approx(
+        (held - book.num_ids) / book.num_ids)
+    assert report['replication'] > 0

@@ -7,7 +7,7 @@ import torch
 
 from pyg_fastload.datasets import write_graph
 from pyg_fastload.io import open_dataset_dir
-from pyg_fastload.partition import open_hetero_partition, partition_dataset
+from pyg_fastload.partition import open_partition, partition_dataset
 
 from ..helpers import random_hetero_graph
 
@@ -64,8 +64,7 @@ def test_parts_carry_each_relations_edge_arrays(coded_dir, tmp_path,
     pagraph = method == 'pagraph'
     edges = {e: 0 for e in topo.edge_types}
     for part in range(K):
-        features, graph, book = open_hetero_partition(parts, part,
-                                                      local=pagraph)
+        features, graph, book = open_partition(parts, part, local=pagraph)
         part_topo = graph.topology
         # every row's type-local new id
         rows = {t: features.get_tensor(group_name=t, attr_name='global_id',

@@ -4,13 +4,16 @@ import numpy as np
 import pytest
 import torch
 
+from pyg_fastload import CSCTopology
 from pyg_fastload.io import DatasetFormatError, open_dataset_dir
 from pyg_fastload.partition import (
     METHODS,
     PartitionBook,
+    load_book,
     open_partition,
     partition_dataset,
 )
+from pyg_fastload.partition.part_format import concat_csc
 
 from ..helpers import in_neighbourhood, usage_exit
 
@@ -38,7 +41,8 @@ def test_every_node_has_one_owner_and_ranges_are_contiguous(parts, method):
     assert np.array_equal(np.sort(new_id), np.arange(n))  # a permutation
     assert offsets[0] == 0 and offsets[-1] == n
     # part k owns exactly the new ids [offsets[k], offsets[k + 1])
-    book = PartitionBook.load(path)
+    book = load_book(path)
+    assert isinstance(book, PartitionBook)
     assert torch.equal(book.owner(torch.from_numpy(new_id)),
                        torch.from_numpy(owner))
 
@@ -101,7 +105,7 @@ def test_bad_partition_directories_are_refused(parts, tmp_path):
 
 
 def test_a_failed_partition_leaves_nothing(tiny_dir, tmp_path, monkeypatch):
-    from pyg_fastload.partition import part_dirs as parts_module
+    from pyg_fastload.partition import part_writers as parts_module
     dataset_dir, _ = tiny_dir
 
     def fail(*args, **kwargs):
@@ -313,7 +317,8 @@ def _set(key, value):
     (_offsets(np.array([0., 500, 1000, 1500, 2000])), 'holds float64'),
     (_offsets(np.array([-5, 500, 1000, 1500, 2000])), 'start at 0'),
     (_offsets(np.array([0, 1500, 1000, 1500, 2000])), 'never decrease'),
-    (_offsets(np.array([0, 500, 1000, 2000])), 'holds 4 boundaries'),
+    (_offsets(np.array([0, 500, 1000, 2000])),
+     r'of shape \[4\], expected integers of shape \[5\]'),
     (_offsets(np.array([0, 500, 1000, 1500, 1999])), 'ends at 1999'),
     (lambda path, meta: np.save(path / 'offsets.npy', np.load(
         path / 'offsets.npy') + np.array([0, -10, 0, 0, 0])),
@@ -356,3 +361,14 @@ def test_a_part_is_not_opened_as_a_dataset(parts):
     features, graph, _ = open_partition(paths['hash'], 0)
     assert graph.topology.num_nodes == features.get_tensor_size(
         group_name=None, attr_name='x', index=None)[0]
+
+
+def test_parts_end_to_end_take_a_part_without_rows():
+    first = CSCTopology(torch.tensor([0, 2, 3]), torch.tensor([4, 1, 0]), 2)
+    empty = CSCTopology(torch.zeros(1, dtype=torch.long),
+                        torch.empty(0, dtype=torch.long), 0)
+    last = CSCTopology(torch.tensor([0, 1]), torch.tensor([2]), 1)
+    whole = concat_csc([empty, first, empty, last])
+    assert whole.indptr.tolist() == [0, 2, 3, 4]
+    assert whole.indices.tolist() == [4, 1, 0, 2]
+    assert whole.num_nodes == 3
