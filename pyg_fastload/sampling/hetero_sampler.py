@@ -169,6 +169,12 @@ class HeteroNeighborSampler(FastNeighborSampler):
 
     # One hop over every relation #############################################
 
+    def hop_cost(self, frontier: Tensor) -> float:
+        r"""The hop's cost estimated from the graph's mean in-degree (a
+        node's in-edges are spread over its relations' segments)."""
+        topo: HeteroTopology = self.topology
+        return frontier.numel() * topo.num_edges / max(topo.num_nodes, 1)
+
     def expand(self, hop: int, frontier: Tensor,
                generator: Optional[torch.Generator]
                ) -> Tuple[Tensor, Tensor, Tensor]:
@@ -219,7 +225,7 @@ class HeteroNeighborSampler(FastNeighborSampler):
 
     def _induced_edges(self, node: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
         topo: HeteroTopology = self.topology
-        relabeler = self._relabeler()
+        relabeler = self._checkout()
         try:
             relabeler.insert_seeds(node)
             segment, _, owner = topo.segments(node)
@@ -230,7 +236,7 @@ class HeteroNeighborSampler(FastNeighborSampler):
             row = relabeler.lookup(topo.indices[pos].long())
             keep = row >= 0
         finally:
-            relabeler.reset()
+            self._checkin(relabeler)
         return row[keep], col[keep], pos[keep]
 
     # PyG's BaseSampler contract ##############################################
