@@ -10,8 +10,9 @@ the same run (interleaved rounds, medians):
   ``--run-ahead`` batches in flight: median and variance.
 - ``throughput``: batches per second of ``FastNeighborLoader`` on a pool
   of ``--sampling-workers`` threads, every hop a task with its feature
-  fetch chained after it, against the same pool running each batch's hops
-  in one thread (features fetched after the batch), at each
+  fetch chained after it, and every hop a task without per-hop fetching,
+  against the same pool running each batch's hops in one thread (features
+  fetched after the batch by the loading stage), at each
   ``--batch-sizes``.
 - ``contention``: each loader's slowdown with ``--contention`` CPU-bound
   processes beside it (seconds per batch loaded / idle): ours with one
@@ -136,8 +137,11 @@ def throughput(data: Data, train: torch.Tensor, args: argparse.Namespace,
     r"""Batches per second with and without per-hop tasks by batch
     size."""
     print(f'## throughput: {workers} workers, adaptive launches')
-    table = Table({'batch size': 10, 'per-hop tasks b/s': 18,
-                   'one task per batch b/s': 22, 'ratio': 7})
+    sides = {'hop tasks + fetch': {'hop_tasks': True, 'hop_fetch': True},
+             'hop tasks': {'hop_tasks': True, 'hop_fetch': False},
+             'one task per batch': {'hop_tasks': False}}
+    table = Table({'batch size': 10, **{f'{side} b/s': 20 for side in sides},
+                   'ratios to one task': 20})
     result: Dict[str, float] = {}
     for size in args.batch_sizes:
         need = (args.warmup + args.batches) * size
@@ -146,16 +150,20 @@ def throughput(data: Data, train: torch.Tensor, args: argparse.Namespace,
             raise ValueError(f"'--batch-sizes {size}' needs {need} training "
                              f"seeds, the graph has {train.numel()}: pass "
                              f"fewer '--batches'")
-        rates: Dict[bool, List[float]] = {True: [], False: []}
+        rates: Dict[str, List[float]] = {side: [] for side in sides}
         for _ in range(args.rounds):
-            for hop_tasks in (True, False):
+            for side, switches in sides.items():
                 _, steady = time_loader(
-                    _loader(data, seeds, args, size, workers,
-                            hop_tasks=hop_tasks), args.warmup, args.batches)
-                rates[hop_tasks].append(args.batches / steady)
-        dag, flat = median(rates[True]), median(rates[False])
-        table.row(size, dag, flat, f'{dag / flat:.2f}x')
-        result[f'{size} ratio'] = dag / flat
+                    _loader(data, seeds, args, size, workers, **switches),
+                    args.warmup, args.batches)
+                rates[side].append(args.batches / steady)
+        got = {side: median(r) for side, r in rates.items()}
+        flat = got['one task per batch']
+        table.row(size, *got.values(),
+                  f"{got['hop tasks + fetch'] / flat:.2f}x, "
+                  f"{got['hop tasks'] / flat:.2f}x")
+        result[f'{size} ratio'] = got['hop tasks + fetch'] / flat
+        result[f'{size} ratio without fetch'] = got['hop tasks'] / flat
     return result
 
 

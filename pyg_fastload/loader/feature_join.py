@@ -4,6 +4,7 @@ a :class:`~pyg_fastload.storage.FeatureSource`'s tiers."""
 from __future__ import annotations
 
 import copy
+import math
 import time
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -19,7 +20,7 @@ from ..storage import FeatureSource
 from ..storage.buffer_pool import BufferPool
 from ..storage.rows import gather_rows
 
-__all__ = ['FeatureJoin', 'RowFetch', 'pooled_attrs', 'typed_pooled_attrs',
+__all__ = ['FeatureJoin', 'RowFetch', 'Arena', 'pooled_attrs', 'typed_pooled_attrs',
            'on_host', 'with_edge_weight', 'with_sampled']
 
 #: The id fields of a sampler's output.
@@ -85,9 +86,23 @@ def typed_pooled_attrs(store: Any) -> List[str]:
             and not value.is_cuda and store.is_node_attr(key)]
 
 
+#: Recycled buffers of a :class:`RowFetch` (a few hops of the batches in
+#: flight).
+FETCH_BUFFERS = 32
+
+#: An arena's rows per the most rows per seed seen.
+ARENA_SLACK = 1.15
+
 #: One hop's fetched rows of one set of nodes: per feature matrix, the
-#: tensor read and its rows.
-Rows = Dict[str, Tuple[Tensor, Tensor]]
+#: tensor read, its rows and the arena they were written into (if any).
+Rows = Dict[str, Tuple[Tensor, Tensor, Optional[Tensor]]]
+
+
+class Arena:
+    r"""One batch's buffers for its fetched rows (:meth:`RowFetch.begin`):
+    a slice starting at row ``offset`` is written at that row."""
+    def __init__(self, seeds: int, buffers: Dict[str, Tensor]):
+        self.seeds, self.buffers = seeds, buffers
 
 
 class RowFetch:
@@ -107,10 +122,20 @@ class RowFetch:
             :class:`~pyg_fastload.graph.HeteroTopology`'s).
         node_types (list, optional): the node types in the order of
             :obj:`node_offset`.
+        arena (bool): gather a ``Data``'s slices straight into one buffer
+            per batch (:meth:`begin`), sized from the rows per seed of the
+            batches before, so the join copies nothing (``False``: the
+            join concatenates, e.g. into pinned memory).
     """
     def __init__(self, data: Any, node_offset: Optional[Tensor] = None,
-                 node_types: Optional[Sequence[str]] = None):
+                 node_types: Optional[Sequence[str]] = None,
+                 arena: bool = True):
         self.data = data
+        self.arena = arena and node_offset is None
+        # The most rows per seed a batch reached so far (arena sizes).
+        self._rows_per_seed = 0.0
+        # The slices' buffers, recycled once their batch is joined.
+        self._pool = BufferPool(max_buffers=FETCH_BUFFERS)
         self.node_offset = node_offset
         self.node_types = list(node_types or [])
         stores = [data[t] for t in self.node_types] if self.node_types \
@@ -122,11 +147,39 @@ class RowFetch:
         #: times this).
         self.width = max(widths + [1])
 
-    def __call__(self, ids: Tensor) -> Any:
-        r"""The rows of :obj:`ids`: :data:`Rows` for a ``Data``; per node
-        type, ``(ids within the type, Rows)`` for a ``HeteroData``."""
+    def begin(self, seeds: int) -> Optional[Arena]:
+        r"""A batch's arena: per feature matrix, a buffer for the rows of
+        a batch of :obj:`seeds` seeds (``None`` until a batch was
+        fetched, or without arenas)."""
+        if not self.arena or not self._rows_per_seed:
+            return None
+        rows = math.ceil(seeds * self._rows_per_seed * ARENA_SLACK)
+        return Arena(seeds, {key: self._pool.empty(
+            (rows, *self.data[key].shape[1:]), self.data[key].dtype)
+            for key in pooled_attrs(self.data)})
+
+    def __call__(self, ids: Tensor, offset: int = 0,
+                 arena: Optional[Arena] = None) -> Any:
+        r"""The rows of :obj:`ids`, which start at row :obj:`offset` of
+        the batch (written there into :obj:`arena` where it has room):
+        :data:`Rows` for a ``Data``; per node type, ``(ids within the
+        type, Rows)`` for a ``HeteroData``."""
         if not self.node_types:
-            return _gather(self.data, pooled_attrs(self.data), ids)
+            end = offset + ids.numel()
+            if arena is not None or not offset:
+                seeds = arena.seeds if arena is not None else ids.numel()
+                self._rows_per_seed = max(self._rows_per_seed,
+                                          end / max(seeds, 1))
+            rows = {}
+            for key in pooled_attrs(self.data):
+                whole = None if arena is None else arena.buffers.get(key)
+                if whole is not None and end <= whole.size(0):
+                    value = self.data[key]
+                    rows[key] = (value, gather_rows(
+                        value, ids, out=whole[offset:end]), whole)
+                else:
+                    rows.update(self._gather(self.data, [key], ids))
+            return rows
         offset = self.node_offset
         types = torch.searchsorted(offset, ids, right=True) - 1
         fetched = {}
@@ -137,17 +190,18 @@ class RowFetch:
                 continue
             local = ids[types == t] - offset[t]
             if local.numel():
-                fetched[name] = (local, _gather(store, keys, local))
+                fetched[name] = (local, self._gather(store, keys, local))
         return fetched
+
+    def _gather(self, store: Any, keys: List[str], ids: Tensor) -> Rows:
+        return {key: (store[key], gather_rows(store[key], ids, out=(
+            self._pool.empty((ids.numel(), *store[key].shape[1:]),
+                             store[key].dtype))), None) for key in keys}
 
 
 def data_width(store: Any, keys: List[str]) -> int:
     r"""Values per row of :obj:`store`'s matrices :obj:`keys`."""
     return sum(store[key][0].numel() for key in keys if store[key].numel())
-
-
-def _gather(store: Any, keys: List[str], ids: Tensor) -> Rows:
-    return {key: (store[key], gather_rows(store[key], ids)) for key in keys}
 
 
 def _slices(rows: Optional[List[Tuple[Tensor, Any]]], node: Tensor,
@@ -209,6 +263,11 @@ class FeatureJoin:
         slices = _slices(getattr(out, 'fetched_rows', None), out.node, data,
                          pooled)
         for key in pooled:
+            whole = None if slices is None else slices[0][key][2]
+            if whole is not None and all(got[key][2] is whole
+                                         for got in slices):
+                batch[key] = whole[:out.node.numel()]  # written in place
+                continue
             value = data[key]
             buffer = self.buffer((out.node.numel(), *value.shape[1:]),
                                  value.dtype)

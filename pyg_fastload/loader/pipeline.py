@@ -180,7 +180,8 @@ def _pooled_sampling_stage(shared: _Shared, tasks: Iterator,
     (:meth:`_Shared.launches`). :obj:`pool_options`: the
     :class:`SamplingPool`'s ``order``, ``hop_tasks`` and ``fetch``."""
     isolate_thread(shared.niceness[1])
-    pool = SamplingPool(workers, shared.niceness[1], **pool_options)
+    pool = SamplingPool(workers, shared.niceness[1], **pool_options,
+                        fetch_niceness=shared.niceness[0])
     if shared.load is not None:
         shared.load.watch(pool.threads)
     running: deque = deque()

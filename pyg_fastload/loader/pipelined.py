@@ -75,6 +75,10 @@ class PipelinedLoader:
     #: its feature fetch chained after it (``False``: a batch's hops in
     #: one thread, features fetched after the batch).
     hop_tasks = True
+    #: Whether those hop tasks fetch each hop's new feature rows as soon
+    #: as the hop is sampled (ByteGNN; ``False``: the loading stage
+    #: gathers the batch's rows once it is sampled).
+    hop_fetch = True
 
     def setup_pipeline(self, pipeline: Union[bool, str],
                        queue_capacity: int, run_ahead: Union[str, int],
@@ -307,11 +311,12 @@ class PipelinedLoader:
         per-hop feature fetching): for a ``Data`` or ``HeteroData``
         sampled on the CPU; ``None`` otherwise (the join gathers)."""
         sampler = self._graph_sampler
-        if not self.hop_tasks or getattr(
+        if not (self.hop_tasks and self.hop_fetch) or getattr(
                 sampler, 'device', torch.device('cpu')).type != 'cpu':
             return None
         if is_data(self.data, hetero=False):
-            return RowFetch(self.data) if pooled_attrs(self.data) else None
+            return RowFetch(self.data, arena=not self.placement.pinned) \
+                if pooled_attrs(self.data) else None
         topology = getattr(sampler, 'topology', None)
         if is_data(self.data, hetero=True) and \
                 hasattr(topology, 'node_offset'):

@@ -33,7 +33,7 @@ import torch
 from torch import Tensor
 
 from ..sampling.tasks import Steps, TaskRunner, Work, use_runner
-from .feature_join import RowFetch
+from .feature_join import Arena, RowFetch
 
 __all__ = ['SamplingPool', 'ReadyTasks', 'Sampled', 'isolate_thread',
            'TASK_ORDERS']
@@ -123,6 +123,8 @@ class _Dag:
         self.sampled = False  # the generator returned
         self.fetches = 0  # fetch tasks not yet done
         self.rows: List[Tuple[Tensor, Any]] = []
+        self.fetched = 0  # rows queued for fetching
+        self.arena: Optional[Arena] = None
 
 
 class _Task:
@@ -170,7 +172,12 @@ class SamplingPool:
             large hop's chunks still spread), features fetched after the
             batch by the loading stage.
         fetch (RowFetch, optional): reads the feature rows of a hop's new
-            nodes (ByteGNN's per-hop feature fetching).
+            nodes (ByteGNN's per-hop feature fetching): its tasks are
+            served by one more thread, at :obj:`fetch_niceness` (the
+            loading stage's priority, which fetched them before), and by
+            workers waiting for their batch.
+        fetch_niceness (int, optional): that thread's niceness (default:
+            :obj:`niceness`).
 
     Example:
         >>> pool = SamplingPool(2, 0)
@@ -179,7 +186,8 @@ class SamplingPool:
         >>> pool.close(timeout=5)
     """
     def __init__(self, workers: int, niceness: int, order: str = 'priority',
-                 hop_tasks: bool = True, fetch: Optional[RowFetch] = None):
+                 hop_tasks: bool = True, fetch: Optional[RowFetch] = None,
+                 fetch_niceness: Optional[int] = None):
         if isinstance(workers, bool) or not isinstance(workers, int) or \
                 workers < 1:
             raise ValueError(f"'workers' = {workers!r} must be an int >= 1")
@@ -188,6 +196,7 @@ class SamplingPool:
         self._counter = itertools.count()
         self._launches: List[Tuple[int, int, Callable[[], Any], Future]] = []
         self._tasks = ReadyTasks(order, self._counter)
+        self._fetches = ReadyTasks(order, self._counter)
         self._busy = 0
         #: Workers that may work at once (the coarse level sets it).
         self.width = workers
@@ -197,6 +206,12 @@ class SamplingPool:
             threading.Thread(target=self._work, args=(niceness, ),
                              daemon=True, name=f'pyg_fastload-sampling-{i}')
             for i in range(workers)]
+        if self.fetch is not None:
+            self.threads.append(threading.Thread(
+                target=self._fetch_work, daemon=True,
+                name='pyg_fastload-fetching',
+                args=(niceness if fetch_niceness is None
+                      else fetch_niceness, )))
         for thread in self.threads:
             thread.start()
 
@@ -247,21 +262,31 @@ class SamplingPool:
                     dag.error = dag.error or CancelledError()
                     self._cond.notify_all()
                     return
+                queued = 0
                 if work.rows is not None and self.fetch is not None:
                     self._queue_fetch(dag, work.rows)
+                    self._cond.notify_all()  # the fetching thread
                 if work.tasks:
-                    self._queue_draws(dag, work)
+                    queued += self._queue_draws(dag, work)
+                # This thread runs one next: wake workers for the rest (a
+                # hand-over to a woken thread waits for the GIL).
+                if queued > 1:
+                    self._cond.notify(queued - 1)
+                if work.tasks:
                     return
             results = []
 
     def _queue_fetch(self, dag: _Dag, ids: Tensor) -> None:
-        fetch, at = self.fetch, len(dag.rows)
+        fetch, at, offset = self.fetch, len(dag.rows), dag.fetched
+        if not at:
+            dag.arena = fetch.begin(ids.numel())
         dag.rows.append((ids, None))
         dag.fetches += 1
+        dag.fetched += ids.numel()
 
         def run() -> None:
             try:
-                rows = fetch(ids)
+                rows = fetch(ids, offset, dag.arena)
             except BaseException as error:  # raised in the batch's worker
                 self._fail(dag, error)
                 rows = None
@@ -269,11 +294,10 @@ class SamplingPool:
                 dag.rows[at] = (ids, rows)
                 dag.fetches -= 1
                 self._cond.notify_all()
-        self._tasks.push(dag.batch, float(ids.numel() * fetch.width),
-                         _Task(dag, run))
-        self._cond.notify_all()
+        self._fetches.push(dag.batch, float(ids.numel() * fetch.width),
+                           _Task(dag, run))
 
-    def _queue_draws(self, dag: _Dag, work: Work) -> None:
+    def _queue_draws(self, dag: _Dag, work: Work) -> int:
         movable = work.movable and self.hop_tasks
         shared = movable or (work.movable and len(work.tasks) > 1)
         queue = self._tasks if shared else dag.home
@@ -303,19 +327,17 @@ class SamplingPool:
 
         for i, (task, cost) in enumerate(zip(work.tasks, work.costs)):
             queue.push(dag.batch, cost, _Task(dag, draw(i, task)))
-        self._cond.notify_all()
+        return len(work.tasks) if shared else 0
 
-    def _next_task(self, home: Optional[ReadyTasks]) -> Optional[_Task]:
-        r"""The first ready task of :obj:`home` and the shared queue, if
-        any (tasks of failed graphs dropped); call holding the lock."""
+    def _next_task(self, *queues: ReadyTasks) -> Optional[_Task]:
+        r"""The first ready task of :obj:`queues`, if any (tasks of failed
+        graphs dropped); call holding the lock."""
         while True:
-            queue = self._tasks
-            if home is not None and home.head() is not None and (
-                    queue.head() is None or home.head() < queue.head()):
-                queue = home
-            if not len(queue):
+            first = min((q for q in queues if len(q)), default=None,
+                        key=lambda q: q.head())
+            if first is None:
                 return None
-            task = queue.pop()
+            task = first.pop()
             if task.dag.error is None:
                 return task
 
@@ -332,7 +354,8 @@ class SamplingPool:
                     if self._closed:
                         dag.error = CancelledError()
                         raise dag.error
-                    task = self._next_task(home)
+                    task = self._next_task(home, self._tasks) or \
+                        self._next_task(self._fetches)
                     if task is not None:
                         break
                     self._cond.wait()
@@ -354,7 +377,7 @@ class SamplingPool:
                 self._busy += 1
                 task = launch = None
                 if self._busy <= self.width:
-                    task = self._next_task(None)
+                    task = self._next_task(self._tasks)
                 if task is None and self._launches:
                     batch, _, launch, future = heapq.heappop(self._launches)
             try:
@@ -367,6 +390,19 @@ class SamplingPool:
                 with self._cond:
                     self._busy -= 1
                     self._cond.notify_all()
+
+    def _fetch_work(self, niceness: int) -> None:
+        isolate_thread(niceness)
+        while True:
+            with self._cond:
+                task = None
+                while not self._closed and task is None:
+                    task = self._next_task(self._fetches)
+                    if task is None:
+                        self._cond.wait()
+                if self._closed:
+                    return
+            task.run()
 
     @staticmethod
     def _run_batch(task: Callable[[], Any], future: Future,
@@ -390,7 +426,7 @@ class SamplingPool:
         with self._cond:
             self._closed = True
             dropped, self._launches = self._launches, []
-            for task in self._tasks.drain():
+            for task in self._tasks.drain() + self._fetches.drain():
                 task.dag.error = task.dag.error or CancelledError()
             self._cond.notify_all()
         for *_, future in dropped:

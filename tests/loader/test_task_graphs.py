@@ -79,7 +79,10 @@ class _Fetch:
     def __init__(self):
         self.ids, self.second = [], threading.Event()
 
-    def __call__(self, ids):
+    def begin(self, seeds):
+        return None
+
+    def __call__(self, ids, offset, arena):
         self.ids.append(ids)
         if len(self.ids) == 2:
             self.second.set()
@@ -138,10 +141,10 @@ def test_a_failing_task_reaches_the_batchs_consumer(data):
     finally:
         pool.close(timeout=5)
 
-    def broken(ids):
-        raise OSError('fetch failed')
-    broken.width = 1
-    pool = SamplingPool(2, 0, fetch=broken)
+    class Broken(_Fetch):
+        def __call__(self, ids, offset, arena):
+            raise OSError('fetch failed')
+    pool = SamplingPool(2, 0, fetch=Broken())
     try:
         with pytest.raises(OSError, match='fetch failed'):
             pool.submit(0, lambda: FastNeighborSampler(data, [4]).sample(
@@ -287,7 +290,7 @@ def test_without_hop_tasks_the_loading_stage_gathers(data, monkeypatch):
 def test_a_replaced_feature_matrix_is_gathered_not_sliced(data):
     fetch = feature_join.RowFetch(data)
     ids = torch.tensor([3, 1, 4])
-    rows = [(ids, fetch(ids))]
+    rows = [(ids, fetch(ids, 0, None))]
     assert feature_join._slices(rows, ids, data, ['x'])[0]['x'][1].equal(
         data.x[ids])
     assert feature_join._slices(rows, ids.flip(0), data, ['x']) is None
