@@ -46,6 +46,9 @@ _BENCHMARKS = {
     'sampling': ('pyg_fastload.bench.sampling',
                  "ByteGNN's sampling pool: batches/s by workers and launch "
                  'policy'),
+    'tasks': ('pyg_fastload.bench.tasks',
+              "ByteGNN's per-batch task graphs: completion time by task "
+              'order, per-hop tasks, contention'),
     'rows': ('pyg_fastload.bench.rows',
              'feature row gathers: index_select vs gather_rows by row width'),
     'accumulator': ('pyg_fastload.bench.accumulator',

@@ -4,8 +4,9 @@ a :class:`~pyg_fastload.storage.FeatureSource`'s tiers."""
 from __future__ import annotations
 
 import copy
+import math
 import time
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import torch
 from torch import Tensor
@@ -19,8 +20,8 @@ from ..storage import FeatureSource
 from ..storage.buffer_pool import BufferPool
 from ..storage.rows import gather_rows
 
-__all__ = ['FeatureJoin', 'pooled_attrs', 'on_host', 'with_edge_weight',
-           'with_sampled']
+__all__ = ['FeatureJoin', 'RowFetch', 'Arena', 'pooled_attrs', 'typed_pooled_attrs',
+           'on_host', 'with_edge_weight', 'with_sampled']
 
 #: The id fields of a sampler's output.
 _ID_FIELDS = ('node', 'row', 'col', 'edge', 'batch')
@@ -76,6 +77,155 @@ def pooled_attrs(data: Data) -> List[str]:
             and data.__cat_dim__(key, value) == 0]
 
 
+def typed_pooled_attrs(store: Any) -> List[str]:
+    r"""The feature matrices of one node type's store of a
+    ``HeteroData`` (2+ dims, on the CPU) that
+    :meth:`FeatureJoin.from_hetero_data` gathers into pooled buffers."""
+    return [key for key, value in store.items()
+            if isinstance(value, Tensor) and value.dim() >= 2
+            and not value.is_cuda and store.is_node_attr(key)]
+
+
+#: Recycled buffers of a :class:`RowFetch` (a few hops of the batches in
+#: flight).
+FETCH_BUFFERS = 32
+
+#: An arena's rows per the most rows per seed seen.
+ARENA_SLACK = 1.15
+
+#: One hop's fetched rows of one set of nodes: per feature matrix, the
+#: tensor read, its rows and the arena they were written into (if any).
+Rows = Dict[str, Tuple[Tensor, Tensor, Optional[Tensor]]]
+
+
+class Arena:
+    r"""One batch's buffers for its fetched rows (:meth:`RowFetch.begin`):
+    a slice starting at row ``offset`` is written at that row."""
+    def __init__(self, seeds: int, buffers: Dict[str, Tensor]):
+        self.seeds, self.buffers = seeds, buffers
+
+
+class RowFetch:
+    r"""ByteGNN's per-hop feature fetching: called with the ids of the
+    nodes one hop reached first (a slice of the batch's ``n_id``; global
+    ids on a heterogeneous graph), it gathers their rows of every feature
+    matrix :class:`FeatureJoin` pools, as soon as the hop is sampled
+    (:class:`~pyg_fastload.loader.sampling_pool.SamplingPool` runs it as a
+    task). The join then puts the batch's slices together instead of
+    gathering, when they are its ``n_id`` in order and were read from the
+    tensors the graph holds at the join.
+
+    Args:
+        data (Data or HeteroData): the graph the loader joins from.
+        node_offset (Tensor, optional): a heterogeneous graph's first
+            global id of every node type and the total (its sampler's
+            :class:`~pyg_fastload.graph.HeteroTopology`'s).
+        node_types (list, optional): the node types in the order of
+            :obj:`node_offset`.
+        arena (bool): gather a ``Data``'s slices straight into one buffer
+            per batch (:meth:`begin`), sized from the rows per seed of the
+            batches before, so the join copies nothing (``False``: the
+            join concatenates, e.g. into pinned memory).
+    """
+    def __init__(self, data: Any, node_offset: Optional[Tensor] = None,
+                 node_types: Optional[Sequence[str]] = None,
+                 arena: bool = True):
+        self.data = data
+        self.arena = arena and node_offset is None
+        # The most rows per seed a batch reached so far (arena sizes).
+        self._rows_per_seed = 0.0
+        # The slices' buffers, recycled once their batch is joined.
+        self._pool = BufferPool(max_buffers=FETCH_BUFFERS)
+        self.node_offset = node_offset
+        self.node_types = list(node_types or [])
+        stores = [data[t] for t in self.node_types] if self.node_types \
+            else [data]
+        widths = [data_width(store, typed_pooled_attrs(store)
+                             if self.node_types else pooled_attrs(data))
+                  for store in stores]
+        #: Values per row of the fetched matrices (a fetch costs rows
+        #: times this).
+        self.width = max(widths + [1])
+
+    def begin(self, seeds: int) -> Optional[Arena]:
+        r"""A batch's arena: per feature matrix, a buffer for the rows of
+        a batch of :obj:`seeds` seeds (``None`` until a batch was
+        fetched, or without arenas)."""
+        if not self.arena or not self._rows_per_seed:
+            return None
+        rows = math.ceil(seeds * self._rows_per_seed * ARENA_SLACK)
+        return Arena(seeds, {key: self._pool.empty(
+            (rows, *self.data[key].shape[1:]), self.data[key].dtype)
+            for key in pooled_attrs(self.data)})
+
+    def __call__(self, ids: Tensor, offset: int = 0,
+                 arena: Optional[Arena] = None) -> Any:
+        r"""The rows of :obj:`ids`, which start at row :obj:`offset` of
+        the batch (written there into :obj:`arena` where it has room):
+        :data:`Rows` for a ``Data``; per node type, ``(ids within the
+        type, Rows)`` for a ``HeteroData``."""
+        if not self.node_types:
+            end = offset + ids.numel()
+            if arena is not None or not offset:
+                seeds = arena.seeds if arena is not None else ids.numel()
+                self._rows_per_seed = max(self._rows_per_seed,
+                                          end / max(seeds, 1))
+            rows = {}
+            for key in pooled_attrs(self.data):
+                whole = None if arena is None else arena.buffers.get(key)
+                if whole is not None and end <= whole.size(0):
+                    value = self.data[key]
+                    rows[key] = (value, gather_rows(
+                        value, ids, out=whole[offset:end]), whole)
+                else:
+                    rows.update(self._gather(self.data, [key], ids))
+            return rows
+        offset = self.node_offset
+        types = torch.searchsorted(offset, ids, right=True) - 1
+        fetched = {}
+        for t, name in enumerate(self.node_types):
+            store = self.data[name]
+            keys = typed_pooled_attrs(store)
+            if not keys:
+                continue
+            local = ids[types == t] - offset[t]
+            if local.numel():
+                fetched[name] = (local, self._gather(store, keys, local))
+        return fetched
+
+    def _gather(self, store: Any, keys: List[str], ids: Tensor) -> Rows:
+        return {key: (store[key], gather_rows(store[key], ids, out=(
+            self._pool.empty((ids.numel(), *store[key].shape[1:]),
+                             store[key].dtype))), None) for key in keys}
+
+
+def data_width(store: Any, keys: List[str]) -> int:
+    r"""Values per row of :obj:`store`'s matrices :obj:`keys`."""
+    return sum(store[key][0].numel() for key in keys if store[key].numel())
+
+
+def _slices(rows: Optional[List[Tuple[Tensor, Any]]], node: Tensor,
+            store: Any, keys: List[str],
+            node_type: Optional[str] = None) -> Optional[List[Rows]]:
+    r"""The fetched rows (:class:`RowFetch`) of a batch's nodes :obj:`node`
+    (of :obj:`node_type`), in order, if they are its nodes and were read
+    from :obj:`store`'s matrices :obj:`keys` as they are now; else
+    ``None`` (the join gathers)."""
+    if not rows or any(fetched is None for _, fetched in rows):
+        return None
+    if node_type is None:
+        parts = [(ids, fetched) for ids, fetched in rows]
+    else:
+        parts = [fetched[node_type] for _, fetched in rows
+                 if node_type in fetched]
+    if not parts or not torch.equal(torch.cat([i for i, _ in parts]), node):
+        return None
+    if any(key not in got or got[key][0] is not store[key]
+           for _, got in parts for key in keys):
+        return None
+    return [got for _, got in parts]
+
+
 class FeatureJoin:
     r"""Joins sampled subgraphs with their attributes.
 
@@ -110,12 +260,20 @@ class FeatureJoin:
         if not has_own_entry(data, 'num_nodes'):
             drop_entry(batch, 'num_nodes')
         started = time.perf_counter()
+        slices = _slices(getattr(out, 'fetched_rows', None), out.node, data,
+                         pooled)
         for key in pooled:
+            whole = None if slices is None else slices[0][key][2]
+            if whole is not None and all(got[key][2] is whole
+                                         for got in slices):
+                batch[key] = whole[:out.node.numel()]  # written in place
+                continue
             value = data[key]
-            batch[key] = gather_rows(
-                value, out.node,
-                out=self.buffer((out.node.numel(), *value.shape[1:]),
-                                value.dtype))
+            buffer = self.buffer((out.node.numel(), *value.shape[1:]),
+                                 value.dtype)
+            batch[key] = gather_rows(value, out.node, out=buffer) \
+                if slices is None else \
+                torch.cat([got[key][1] for got in slices], out=buffer)
         breakdown['feature_loading.storage'] += time.perf_counter() - started
         return batch
 
@@ -129,9 +287,7 @@ class FeatureJoin:
         pooled = {}
         for node_type in data.node_types:
             store = data[node_type]
-            keys = [key for key, value in store.items()
-                    if isinstance(value, Tensor) and value.dim() >= 2
-                    and not value.is_cuda and store.is_node_attr(key)]
+            keys = typed_pooled_attrs(store)
             if keys:
                 pooled[node_type] = keys
                 rest[node_type].num_nodes = store.num_nodes
@@ -144,11 +300,15 @@ class FeatureJoin:
             if 'num_nodes' not in data[node_type]:
                 del batch[node_type].num_nodes
             index = out.node[node_type]
+            slices = _slices(getattr(out, 'fetched_rows', None), index,
+                             data[node_type], keys, node_type)
             for key in keys:
                 value = data[node_type][key]
+                buffer = self.buffer((index.numel(), *value.shape[1:]),
+                                     value.dtype)
                 batch[node_type][key] = gather_rows(
-                    value, index, out=self.buffer(
-                        (index.numel(), *value.shape[1:]), value.dtype))
+                    value, index, out=buffer) if slices is None else \
+                    torch.cat([got[key][1] for got in slices], out=buffer)
         breakdown['feature_loading.storage'] += time.perf_counter() - started
         return batch
 

@@ -23,9 +23,10 @@ import threading
 import time
 from collections import deque
 from concurrent.futures import TimeoutError as FutureTimeout
-from typing import Any, Callable, Dict, Iterator, Optional
+from typing import Any, Callable, Dict, Iterator, List, Optional
 
 from . import priority
+from .feature_join import RowFetch
 from .sampling_pool import SamplingPool, isolate_thread
 from .scheduler import POLL_SECONDS, RunAheadScheduler
 from .sequential import (
@@ -104,6 +105,9 @@ class _Shared:
         self.niceness = priority.stage_niceness()
         #: The trainer's CPU use (``None``: sampling ignores it).
         self.load = load
+        #: Seconds from each batch's launch to its task graph's end (a
+        #: sampling pool's batches, in order).
+        self.dag_seconds: List[float] = []
 
     def launches(self, workers: int, in_flight: int) -> int:
         r"""Batches the sampling stage may sample at once now."""
@@ -165,15 +169,19 @@ def _sampling_stage(shared: _Shared, source: Iterator,
 def _pooled_sampling_stage(shared: _Shared, tasks: Iterator,
                            on_sampled: Callable[[Any], None],
                            scheduler: RunAheadScheduler,
-                           workers: int) -> None:
+                           workers: int, pool_options: Dict[str, Any]
+                           ) -> None:
     r"""The sampling stage with a pool: :obj:`tasks` yields each batch's
     sampling (a callable); this thread launches them onto the pool when
-    the scheduler says so and passes the results on in order. Batches (or
-    one batch's chunk tasks) are sampled by :obj:`workers` threads at once
-    while the trainer waits for data; while it works, on the cores it
-    leaves (:meth:`_Shared.launches`)."""
+    the scheduler says so and passes the results on in order, with the
+    rows the pool fetched hop by hop (``fetched_rows``, which the join
+    uses). Batches' tasks run on :obj:`workers` threads at once while the
+    trainer waits for data; while it works, on the cores it leaves
+    (:meth:`_Shared.launches`). :obj:`pool_options`: the
+    :class:`SamplingPool`'s ``order``, ``hop_tasks`` and ``fetch``."""
     isolate_thread(shared.niceness[1])
-    pool = SamplingPool(workers, shared.niceness[1])
+    pool = SamplingPool(workers, shared.niceness[1], **pool_options,
+                        fetch_niceness=shared.niceness[0])
     if shared.load is not None:
         shared.load.watch(pool.threads)
     running: deque = deque()
@@ -203,12 +211,16 @@ def _pooled_sampling_stage(shared: _Shared, tasks: Iterator,
                 shared.breakdown['throttled'] += time.perf_counter() - t
                 continue
             try:  # short waits: launch more as the scheduler allows
-                out, seconds = running[0].result(timeout=POLL_SECONDS)
+                out, seconds, rows = running[0].result(
+                    timeout=POLL_SECONDS)
             except FutureTimeout:
                 if shared.stop.is_set():
                     return
                 continue
             running.popleft()
+            if len(rows) == 1 and rows[0]:  # one graph: its hops' rows
+                out.fetched_rows = rows[0]
+            shared.dag_seconds.append(seconds)
             on_sampled(out)
             scheduler.sampled(seconds)
             shared.breakdown['sampling'] += seconds
@@ -268,13 +280,21 @@ class PipelineIterator:
         trainer_load (TrainerLoad, optional): measures the trainer's
             cores; while it works, sampling launches batches only on the
             cores it leaves.
+        task_order (str): how the pool orders ready tasks
+            (:class:`~pyg_fastload.loader.sampling_pool.ReadyTasks`).
+        hop_tasks (bool): every hop a task of the pool, with its feature
+            fetch (:obj:`row_fetch`) chained after it
+            (:class:`~pyg_fastload.loader.sampling_pool.SamplingPool`).
+        row_fetch (RowFetch, optional): fetches a hop's new rows.
     """
     def __init__(self, source: Iterator, on_sampled: Callable[[Any], None],
                  join: Callable[[Any], Any], capacity: int,
                  sample_capacity: int, breakdown: Dict[str, float],
                  scheduler: RunAheadScheduler, transfer: DeviceTransfer,
                  sampling_workers: int = 1,
-                 trainer_load: Optional[TrainerLoad] = None):
+                 trainer_load: Optional[TrainerLoad] = None,
+                 task_order: str = 'priority', hop_tasks: bool = True,
+                 row_fetch: Optional[RowFetch] = None):
         if trainer_load is not None:
             trainer_load.watch((), reset=True)
         self.shared = _Shared(sample_capacity, capacity, breakdown,
@@ -291,7 +311,10 @@ class PipelineIterator:
             threading.Thread(target=_pooled_sampling_stage, daemon=True,
                              name='pyg_fastload-sampling',
                              args=(self.shared, source, on_sampled,
-                                   scheduler, sampling_workers)),
+                                   scheduler, sampling_workers,
+                                   {'order': task_order,
+                                    'hop_tasks': hop_tasks,
+                                    'fetch': row_fetch})),
             threading.Thread(target=_loading_stage, daemon=True,
                              name='pyg_fastload-loading',
                              args=(self.shared, join, transfer)),
@@ -307,6 +330,12 @@ class PipelineIterator:
         #: step is done).
         self.after_first_step: Optional[Callable[[], None]] = None
         self.served = 0
+
+    @property
+    def dag_seconds(self) -> List[float]:
+        r"""Seconds from each batch's launch to its task graph's end, in
+        order (a sampling pool's batches only)."""
+        return self.shared.dag_seconds
 
     def __iter__(self) -> 'PipelineIterator':
         return self

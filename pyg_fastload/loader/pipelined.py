@@ -30,7 +30,7 @@ from .auto_pipeline import (
     Gate,
     load_share,
 )
-from .feature_join import FeatureJoin
+from .feature_join import FeatureJoin, RowFetch, pooled_attrs
 from .pipeline import (
     DeviceTransfer,
     PipelineIterator,
@@ -66,6 +66,19 @@ class PipelinedLoader:
     first): with ``num_workers=0`` it iterates through the pipeline or in
     the consumer's thread; the subclass gives :meth:`batch_sampling` and a
     ``filter_fn`` (the join)."""
+
+    #: How a sampling pool (``sampling_workers > 1``) orders ready tasks:
+    #: ``'priority'`` (ByteGNN: the oldest batch's first, the cheapest
+    #: first) or ``'fifo'``.
+    task_order = 'priority'
+    #: Whether a sampling pool runs every hop of a batch as a task with
+    #: its feature fetch chained after it (``False``: a batch's hops in
+    #: one thread, features fetched after the batch).
+    hop_tasks = True
+    #: Whether those hop tasks fetch each hop's new feature rows as soon
+    #: as the hop is sampled (ByteGNN; ``False``: the loading stage
+    #: gathers the batch's rows once it is sampled).
+    hop_fetch = True
 
     def setup_pipeline(self, pipeline: Union[bool, str],
                        queue_capacity: int, run_ahead: Union[str, int],
@@ -199,7 +212,9 @@ class PipelinedLoader:
                 _weak_join(self), self.queue_capacity,
                 sample_capacity, breakdown,
                 self._new_scheduler(sample_capacity + self.queue_capacity),
-                self._transfer, workers, self._new_trainer_load())
+                self._transfer, workers, self._new_trainer_load(),
+                self.task_order, self.hop_tasks,
+                self._row_fetch() if workers > 1 else None)
             # The iterator keeps the loader alive (`next(iter(Loader(...)))`
             # must work); the threads do not, so dropping the iterator, or
             # the loader with its iterators, stops them.
@@ -290,6 +305,24 @@ class PipelinedLoader:
         if 'sampler' in state:
             self._graph_sampler.load_state_dict(state['sampler'],
                                                 state['sampled'])
+
+    def _row_fetch(self) -> Optional[RowFetch]:
+        r"""What fetches a hop's new rows on the sampling pool (ByteGNN's
+        per-hop feature fetching): for a ``Data`` or ``HeteroData``
+        sampled on the CPU; ``None`` otherwise (the join gathers)."""
+        sampler = self._graph_sampler
+        if not (self.hop_tasks and self.hop_fetch) or getattr(
+                sampler, 'device', torch.device('cpu')).type != 'cpu':
+            return None
+        if is_data(self.data, hetero=False):
+            return RowFetch(self.data, arena=not self.placement.pinned) \
+                if pooled_attrs(self.data) else None
+        topology = getattr(sampler, 'topology', None)
+        if is_data(self.data, hetero=True) and \
+                hasattr(topology, 'node_offset'):
+            return RowFetch(self.data, topology.node_offset,
+                            topology.node_types)
+        return None
 
     def _decide(self, pipelined: bool) -> None:
         self._auto_decision = pipelined

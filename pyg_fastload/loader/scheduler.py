@@ -19,9 +19,10 @@ ByteGNN launches task graphs onto a pool of sampling workers with this
 score and orders ready tasks by batch age, then cost. Here the score
 decides when the sampling stage launches a batch: onto one sampling thread
 by default, or onto a pool of ``sampling_workers`` threads
-(:class:`~pyg_fastload.loader.sampling_pool.SamplingPool`, oldest batch
-first; a large hop of a batch splits into chunk tasks, run costliest
-first). The loading stage (older batches) runs at a higher CPU priority
+(:class:`~pyg_fastload.loader.sampling_pool.SamplingPool`), where the
+batch is a task graph of one-hop tasks and per-hop feature fetches, the
+oldest batch's ready tasks run first, the cheapest first.
+The loading stage (older batches) runs at a higher CPU priority
 than sampling. The batches the
 scheduler launches are the look-ahead the feature store sees, so the same
 run-ahead feeds window buffering and read batching.

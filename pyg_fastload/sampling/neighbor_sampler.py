@@ -25,7 +25,7 @@ from ..placement import check_shared_memory
 from .link import EdgeKeys, LabelEnds, sample_edges
 from .ops import arange_as, sample_uniform, sample_weighted
 from .relabel import DenseRelabeler, SortedRelabeler
-from .tasks import CHUNK_NODES, chunk_bounds, current_runner
+from .tasks import CHUNK_NODES, Steps, Work, chunk_bounds, current_runner
 from .temporal import (TemporalIndex, check_strategy, seed_times,
                        temporal_index)
 
@@ -155,7 +155,8 @@ class HopSampler(BaseSampler):
         self.cum_weight: Optional[Tensor] = None
         if self.topology.edge_weight is not None:
             self.cum_weight = torch.cumsum(self.topology.edge_weight, 0)
-        self._per_thread = threading.local()
+        self._relabel_lock = threading.Lock()
+        self._relabelers: List[DenseRelabeler] = []
         # Every relation's sorted edge keys for strict negatives (link
         # sampling), built on first use.
         self._edge_keys: Dict[Any, EdgeKeys] = {}
@@ -240,21 +241,31 @@ class HopSampler(BaseSampler):
 
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
-        state.pop('_per_thread')
+        state.pop('_relabel_lock')
+        state['_relabelers'] = []
         return state
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
-        self._per_thread = threading.local()
+        self._relabel_lock = threading.Lock()
 
-    def _relabeler(self) -> Union[DenseRelabeler, SortedRelabeler]:
+    def _checkout(self) -> Union[DenseRelabeler, SortedRelabeler]:
+        r"""A relabeler for one batch (dense ones are recycled: a batch's
+        hops may run on several threads, one at a time)."""
         if self.disjoint:
             return SortedRelabeler(self.device)
-        relabeler = getattr(self._per_thread, 'relabeler', None)
-        if relabeler is None:
-            relabeler = DenseRelabeler(self.num_nodes, self.device)
-            self._per_thread.relabeler = relabeler
-        return relabeler
+        with self._relabel_lock:
+            if self._relabelers:
+                return self._relabelers.pop()
+        return DenseRelabeler(self.num_nodes, self.device)
+
+    def _checkin(self, relabeler: Union[DenseRelabeler,
+                                        SortedRelabeler]) -> None:
+        r"""Hands back a batch's relabeler (emptied)."""
+        relabeler.reset()
+        if isinstance(relabeler, DenseRelabeler):
+            with self._relabel_lock:
+                self._relabelers.append(relabeler)
 
     def draw(self, hop: int, start: Tensor, deg: Tensor,
              generator: torch.Generator) -> Tuple[Tensor, Tensor]:
@@ -378,7 +389,9 @@ class HopSampler(BaseSampler):
                seed_time: Optional[Tensor] = None) -> SamplerOutput:
         r"""Samples the multi-hop neighbourhood of :obj:`seeds` (with
         :obj:`seed_time`, temporal samplers draw only neighbours not later
-        than the time of the seed whose tree they join).
+        than the time of the seed whose tree they join): the task graph
+        :meth:`steps`, run by the thread's
+        :func:`~pyg_fastload.sampling.tasks.current_runner`.
 
         Returns:
             A :class:`~torch_geometric.sampler.SamplerOutput` in PyG's
@@ -387,6 +400,19 @@ class HopSampler(BaseSampler):
             of the source (neighbour) and destination of every sampled edge;
             ``edge`` the original edge ids.
         """
+        runner = current_runner()
+        return runner.drive(self.steps(seeds, generator, seed_time,
+                                       runner.wants_costs))
+
+    def steps(self, seeds: Tensor,
+              generator: Optional[torch.Generator] = None,
+              seed_time: Optional[Tensor] = None,
+              costed: bool = False) -> Steps:
+        r"""The batch :meth:`sample` returns, as ByteGNN's task graph: one
+        :class:`~pyg_fastload.sampling.tasks.Work` step per hop (its draw
+        tasks, and the rows the previous hop reached first), then one with
+        the last hop's rows; :obj:`costed`: fill in the draws' costs (their
+        frontier's neighbour count, :meth:`hop_cost`) and the rows."""
         device = self.device
         seeds = seeds.reshape(-1).long().to(device)
         num_nodes = self.num_nodes
@@ -395,23 +421,26 @@ class HopSampler(BaseSampler):
             raise IndexError(f"seed node ids must lie in [0, {num_nodes}), "
                              f"got ids from {int(seeds.min())} to "
                              f"{int(seeds.max())}")
-        relabeler = self._relabeler()
+        movable = self.hop_tasks
+        relabeler = self._checkout()
         keys = seeds
         if self.disjoint:
             keys = arange_as(seeds) * num_nodes + seeds
         try:
             relabeler.insert_seeds(keys)
             node_keys: List[Tensor] = [keys]
-            frontier = seeds
+            frontier = rows = seeds
             frontier_local = arange_as(seeds)
             frontier_batch = arange_as(seeds)
-            rows, cols, edges = [], [], []
+            rows_list, cols, edges = [], [], []
             num_sampled_nodes = [seeds.numel()]
             num_sampled_edges = []
             for hop in range(self.num_hops):
-                nbr, counts, pos = self._expand_hop(
+                tasks, costs, join = self._hop_tasks(
                     hop, frontier, None if seed_time is None
-                    else seed_time[frontier_batch], generator)
+                    else seed_time[frontier_batch], generator, costed)
+                nbr, counts, pos = join((yield Work(
+                    tasks, costs, rows if costed else None, movable)))
                 col = torch.repeat_interleave(frontier_local, counts,
                                               output_size=pos.numel())
                 nbr_keys = nbr
@@ -420,12 +449,14 @@ class HopSampler(BaseSampler):
                                                    output_size=pos.numel())
                     nbr_keys = tree * num_nodes + nbr
                 row, new = relabeler.insert(nbr_keys)
-                rows.append(row)
+                rows_list.append(row)
                 cols.append(col)
                 edges.append(pos)
                 node_keys.append(new)
                 num_sampled_nodes.append(new.numel())
                 num_sampled_edges.append(pos.numel())
+                rows = torch.remainder(new, num_nodes) if self.disjoint \
+                    else new
                 if self.walks:  # every walker goes on from where it is
                     frontier_local, frontier = row, nbr
                     if self.disjoint:
@@ -437,11 +468,11 @@ class HopSampler(BaseSampler):
                 if self.disjoint:
                     frontier_batch = torch.div(new, num_nodes,
                                                rounding_mode='floor')
-                    frontier = new - frontier_batch * num_nodes
-                else:
-                    frontier = new
+                frontier = rows
+            if costed:  # the last hop's rows
+                yield Work([], [], rows, movable)
         finally:
-            relabeler.reset()
+            self._checkin(relabeler)
 
         all_keys = torch.cat(node_keys)
         batch = None
@@ -452,7 +483,7 @@ class HopSampler(BaseSampler):
             node = all_keys
         none = torch.empty(0, dtype=torch.long, device=device)  # zero hops
         row, col, pos = (torch.cat(part or [none])
-                         for part in (rows, cols, edges))
+                         for part in (rows_list, cols, edges))
         if self.subgraph_type == SubgraphType.induced:
             row, col, pos = self._induced_edges(node)
             num_sampled_edges = None
@@ -468,16 +499,27 @@ class HopSampler(BaseSampler):
             out = out.to_bidirectional()
         return out
 
-    def _expand_hop(self, hop: int, frontier: Tensor,
-                    time: Optional[Tensor],
-                    generator: Optional[torch.Generator]
-                    ) -> Tuple[Tensor, Tensor, Tensor]:
-        r"""One hop (:meth:`expand`, or :meth:`expand_in_time` with seed
-        times): a frontier above :data:`~pyg_fastload.sampling.tasks.
-        CHUNK_NODES` nodes is drawn as one task per chunk, each from its
-        own generator seeded from :obj:`generator` (ByteGNN's tasks), run
-        by the thread's :func:`~pyg_fastload.sampling.tasks.
-        current_runner`."""
+    def hop_cost(self, frontier: Tensor) -> float:
+        r"""ByteGNN's cost of drawing one hop for :obj:`frontier`: the
+        number of in-edges of its nodes (a degree sum over their CSC
+        segments, every relation's on a typed graph)."""
+        segment, _, _ = self._segments(frontier)
+        indptr = self.topology.indptr
+        return float((indptr.index_select(0, segment + 1) -
+                      indptr.index_select(0, segment)).sum())
+
+    def _hop_tasks(self, hop: int, frontier: Tensor,
+                   time: Optional[Tensor],
+                   generator: Optional[torch.Generator], costed: bool
+                   ) -> Tuple[List[Callable[[], Any]], List[float],
+                              Callable[[List[Any]], Tuple[Tensor, Tensor,
+                                                          Tensor]]]:
+        r"""One hop's draw tasks (:meth:`expand`, or :meth:`expand_in_time`
+        with seed times), their costs (zeros unless :obj:`costed`) and how
+        their results join into ``(neighbours, counts, edges)``: one task,
+        or, for a frontier above :data:`~pyg_fastload.sampling.tasks.
+        CHUNK_NODES` nodes, one per chunk, each drawing from its own
+        generator seeded from :obj:`generator` (ByteGNN's tasks)."""
         def draw(nodes: Tensor, when: Optional[Tensor],
                  gen: Optional[torch.Generator]
                  ) -> Tuple[Tensor, Tensor, Tensor]:
@@ -487,23 +529,25 @@ class HopSampler(BaseSampler):
 
         if not (self.hop_tasks and self.concurrent_batches) or \
                 frontier.numel() <= CHUNK_NODES:
-            return draw(frontier, time, generator)
+            return ([lambda: draw(frontier, time, generator)],
+                    [self.hop_cost(frontier) if costed else 0.0],
+                    lambda out: out[0])
         base = int(torch.randint(0, 2**62, (1, ), generator=generator,
                                  device=_device_of(generator)))
 
-        def task(i: int, part: range) -> Callable[[], Any]:
+        def task(i: int, cut: slice) -> Callable[[], Any]:
             def run() -> Tuple[Tensor, Tensor, Tensor]:
                 gen = torch.Generator(self.device).manual_seed(base + i)
-                cut = slice(part.start, part.stop)
                 return draw(frontier[cut], None if time is None
                             else time[cut], gen)
             return run
 
-        parts = chunk_bounds(frontier.numel(), CHUNK_NODES)
-        out = current_runner().run(
-            [task(i, part) for i, part in enumerate(parts)],
-            [float(len(part)) for part in parts])
-        return tuple(torch.cat(x) for x in zip(*out))  # type: ignore
+        cuts = [slice(part.start, part.stop)
+                for part in chunk_bounds(frontier.numel(), CHUNK_NODES)]
+        return ([task(i, cut) for i, cut in enumerate(cuts)],
+                [self.hop_cost(frontier[cut]) if costed else 0.0
+                 for cut in cuts],
+                lambda out: tuple(torch.cat(x) for x in zip(*out)))
 
     #: Whether every sampled neighbour is the next hop's frontier (a
     #: walker's next position, a node seen before included), rather than
@@ -550,7 +594,7 @@ class HopSampler(BaseSampler):
     def _induced_edges(self, node: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
         r"""Every edge of the graph between two nodes of :obj:`node`."""
         topo = self.topology
-        relabeler = self._relabeler()
+        relabeler = self._checkout()
         try:
             relabeler.insert_seeds(node)
             segment, _, owner = self._segments(node)
@@ -565,7 +609,7 @@ class HopSampler(BaseSampler):
             row = relabeler.lookup(src)
             keep = row >= 0
         finally:
-            relabeler.reset()
+            self._checkin(relabeler)
         return row[keep], col[keep], pos[keep]
 
     def _segments(self, nodes: Tensor

@@ -1,20 +1,35 @@
-r"""ByteGNN's sampling tasks (section 4): a hop of a batch whose frontier
-is large is drawn as several tasks, one per chunk of :data:`CHUNK_NODES`
-frontier nodes; the batch's relabelling joins them before the next hop.
+r"""ByteGNN's sampling tasks (sections 3.1-3.2): a batch's sampling is a
+task graph of one-hop tasks.
 
-Each chunk draws from its own random stream, seeded from the batch's
-generator, the hop and the chunk's index, never from the thread that runs
-it, so a batch is the same whether its chunks run in order in one thread
-(:class:`TaskRunner`, the default) or at once on a pool's threads (a
-runner the pool installs in its threads with :func:`use_runner`).
+A hop-wise sampler writes a batch's sampling as a generator of
+:class:`Work` steps: each step hands its runner the draws of one hop (one
+task, or one per chunk of :data:`CHUNK_NODES` frontier nodes when the
+frontier is large) and the rows the previous hop reached for the first
+time (a slice of the batch's ``n_id``, which a feature fetch can read at
+once); the runner sends the draws' results back, and the generator's next
+step relabels them and builds the following hop. So hop ``k + 1`` depends
+on hop ``k``, each hop's fetch on its hop only, and the batch's end on
+every fetch: ByteGNN's DAG of a supervised batch.
+
+:class:`TaskRunner` (the default) runs the steps in order in the calling
+thread; a sampling pool installs a runner in its threads
+(:func:`use_runner`) that queues every task of every batch in flight and
+serves the oldest batch first, its cheapest task first. Every draw reads
+a random stream seeded from the batch (a chunk's from the batch's and its
+index), never from the thread or the order that runs it, so a batch is the
+same on any runner.
 """
 from __future__ import annotations
 
 import threading
-from typing import Callable, List, Optional, Sequence, TypeVar
+from dataclasses import dataclass
+from typing import (Any, Callable, Generator, List, Optional, Sequence,
+                    TypeVar)
 
-__all__ = ['CHUNK_NODES', 'TaskRunner', 'use_runner', 'current_runner',
-           'chunk_bounds']
+from torch import Tensor
+
+__all__ = ['CHUNK_NODES', 'Work', 'Steps', 'TaskRunner', 'use_runner',
+           'current_runner', 'chunk_bounds']
 
 T = TypeVar('T')
 
@@ -22,14 +37,56 @@ T = TypeVar('T')
 CHUNK_NODES = 65536
 
 
+@dataclass
+class Work:
+    r"""One step of a batch's task graph.
+
+    Args:
+        tasks (list): the hop's draws (independent; results sent back in
+            this order).
+        costs (list): each draw's cost, for a runner that orders by it
+            (ByteGNN: the draw's input vertices' neighbour count).
+        rows (Tensor, optional): node ids reached for the first time by
+            the previous hop (the seeds at the first step): the next slice
+            of the batch's ``n_id``, ready to fetch.
+        movable (bool): whether the generator may be resumed in another
+            thread (``False``: a sampler keeping per-thread state).
+    """
+    tasks: Sequence[Callable[[], Any]]
+    costs: Sequence[float]
+    rows: Optional[Tensor] = None
+    movable: bool = True
+
+
+#: A batch's sampling: :class:`Work` steps, each sent its draws' results;
+#: returns the batch.
+Steps = Generator[Work, List[Any], T]
+
+
 class TaskRunner:
-    r"""Runs one batch's tasks: here in order in the calling thread."""
+    r"""Runs a batch's task graph: here step by step, every task in order,
+    in the calling thread."""
+
+    #: Whether the runner reads :attr:`Work.costs` and :attr:`Work.rows`
+    #: (a sampler leaves them empty for one that does not).
+    wants_costs = False
+
+    def drive(self, steps: Steps) -> T:
+        r"""The batch :obj:`steps` returns, its tasks run."""
+        try:
+            work = next(steps)
+            while True:
+                work = steps.send([task() for task in work.tasks])
+        except StopIteration as done:
+            return done.value
 
     def run(self, tasks: Sequence[Callable[[], T]],
             costs: Sequence[float]) -> List[T]:
-        r"""The results of :obj:`tasks` in their order (:obj:`costs`: each
-        task's estimated cost, which a pool may order them by)."""
-        return [task() for task in tasks]
+        r"""The results of :obj:`tasks` in their order (one step;
+        :obj:`costs`: each task's estimated cost)."""
+        def once() -> Steps:
+            return (yield Work(tasks, costs))
+        return self.drive(once())
 
 
 _INLINE = TaskRunner()
