@@ -31,9 +31,13 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-#: What the forkserver imports before forking ranks.
+#: What the forkserver imports before forking ranks: the command's lazy
+#: imports too (the CLI, jsonargparse: 2-7 s per forked command or rank on
+#: the shared 2-core machine); importing them runs no torch op.
 PRELOAD = ['torch', 'torch.distributed', 'torch_geometric',
            'pytorch_lightning', 'pyg_fastload', 'pyg_fastload.lightning',
+           'pyg_fastload.lightning.cli', 'pyg_fastload.lightning.cli_errors',
+           'pyg_fastload.lightning.errors', 'pyg_fastload.distributed.startup',
            'tests.distributed.ranks']
 
 
