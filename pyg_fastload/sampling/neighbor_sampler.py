@@ -251,13 +251,16 @@ class HopSampler(BaseSampler):
 
     def _checkout(self) -> Union[DenseRelabeler, SortedRelabeler]:
         r"""A relabeler for one batch (dense ones are recycled: a batch's
-        hops may run on several threads, one at a time)."""
+        hops may run on several threads, one at a time). Its buffers are
+        normal tensors even when made under ``torch.inference_mode`` (a
+        prediction loop's), so a thread outside it may reuse them."""
         if self.disjoint:
             return SortedRelabeler(self.device)
         with self._relabel_lock:
             if self._relabelers:
                 return self._relabelers.pop()
-        return DenseRelabeler(self.num_nodes, self.device)
+        with torch.inference_mode(False):
+            return DenseRelabeler(self.num_nodes, self.device)
 
     def _checkin(self, relabeler: Union[DenseRelabeler,
                                         SortedRelabeler]) -> None:

@@ -178,6 +178,18 @@ def test_deterministic_under_generator_and_global_seed(graph):
     assert torch.equal(d.node, e.node) and torch.equal(d.edge, e.edge)
 
 
+def test_a_batch_sampled_in_inference_mode_leaves_reusable_buffers(graph):
+    # A prediction loop samples under torch.inference_mode; the relabeler it
+    # hands back is recycled by the next batch, sampled outside it (a
+    # loader's sampling thread).
+    sampler = FastNeighborSampler(graph, [4, 3])
+    seeds = torch.arange(20)
+    with torch.inference_mode():
+        a = sampler.sample(seeds, torch.Generator().manual_seed(5))
+    b = sampler.sample(seeds, torch.Generator().manual_seed(5))
+    assert torch.equal(a.node, b.node) and torch.equal(a.row, b.row)
+
+
 def test_unsorted_and_sorted_input_agree():
     data = random_graph(seed=3)
     perm = torch.argsort(data.edge_index[1] * 1000 + data.edge_index[0])
