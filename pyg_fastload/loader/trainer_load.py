@@ -30,10 +30,18 @@ __all__ = ['TrainerLoad', 'launch_width', 'hold', 'thread_cpu']
 
 def thread_cpu(ident: int) -> Optional[float]:
     r"""CPU seconds used by the thread :obj:`ident` (``None`` once it has
-    ended, or where per-thread CPU clocks are not available)."""
+    ended, or where Linux's per-thread scheduler statistics are not
+    available). Read from ``/proc/self/task``, never from the thread's
+    pthread clock, which is undefined (a crash) once a thread has
+    ended."""
+    native = next((thread.native_id for thread in threading.enumerate()
+                   if thread.ident == ident), None)
+    if native is None:
+        return None
     try:
-        return time.clock_gettime(time.pthread_getcpuclockid(ident))
-    except (AttributeError, OSError):
+        with open(f'/proc/self/task/{native}/schedstat') as file:
+            return int(file.read().split()[0]) / 1e9
+    except (OSError, IndexError, ValueError):  # it ended meanwhile
         return None
 
 

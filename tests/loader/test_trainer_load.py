@@ -13,6 +13,7 @@ from pyg_fastload.loader.trainer_load import (
     _runqueue_wait,
     hold,
     launch_width,
+    thread_cpu,
 )
 
 
@@ -252,3 +253,25 @@ def test_run_ahead_values_and_two_epochs_at_once(data):
     for i, (a, b) in enumerate(pairs):  # the seeds in order, both epochs
         assert torch.equal(a.input_id, torch.arange(40 * i, 40 * i + 40))
         assert torch.equal(b.input_id, a.input_id)
+
+
+def test_a_threads_cpu_is_read_while_it_runs_and_none_once_it_ended():
+    started, stop = threading.Event(), threading.Event()
+
+    def spin():
+        started.set()
+        while not stop.is_set():
+            sum(range(1000))
+
+    thread = threading.Thread(target=spin)
+    thread.start()
+    started.wait(10)
+    first = later = thread_cpu(thread.ident)
+    deadline = time.monotonic() + 10
+    while later == first and time.monotonic() < deadline:
+        later = thread_cpu(thread.ident)  # it runs: its clock moves
+    stop.set()
+    thread.join(10)
+    assert isinstance(first, float) and later > first
+    # an ended thread's clock is not read (its pthread clock would crash)
+    assert thread_cpu(thread.ident) is None
