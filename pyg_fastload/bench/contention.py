@@ -14,7 +14,7 @@ import sys
 import time
 import warnings
 from statistics import median
-from typing import Callable, Dict, Iterable, List
+from typing import Callable, Dict, Iterable, List, Tuple
 
 import torch
 from torch_geometric.loader import NeighborLoader
@@ -23,7 +23,7 @@ from ..datasets import load_synthetic
 from ..loader import FastNeighborLoader
 from .common import Table, time_loader
 
-__all__ = ['run_contention']
+__all__ = ['run_contention', 'idle_and_loaded']
 
 _BUSY = 'while True:\n    pass\n'
 
@@ -51,6 +51,32 @@ def _loaders(args: argparse.Namespace, data: object,
     return loaders
 
 
+def idle_and_loaded(loaders: Dict[str, Callable[[], Iterable]],
+                    args: argparse.Namespace
+                    ) -> Dict[str, Tuple[float, float]]:
+    r"""Each loader's median seconds per steady-state batch ``(idle,
+    loaded)``: timed on an idle machine and beside ``args.contention`` busy
+    processes, interleaved, ``args.rounds`` times (``args.warmup`` and
+    ``args.batches`` batches each)."""
+    times: Dict[str, Dict[str, List[float]]] = {
+        name: {'idle': [], 'loaded': []} for name in loaders}
+    for _ in range(args.rounds):
+        for state in ('idle', 'loaded'):
+            busy = _busy(args.contention) if state == 'loaded' else []
+            try:
+                time.sleep(0.5 if busy else 0.0)  # let them start
+                for name, make in loaders.items():
+                    _, steady = time_loader(make(), args.warmup,
+                                            args.batches)
+                    times[name][state].append(steady / args.batches)
+            finally:
+                for process in busy:
+                    process.kill()
+                    process.wait(timeout=10)
+    return {name: (median(got['idle']), median(got['loaded']))
+            for name, got in times.items()}
+
+
 def run_contention(args: argparse.Namespace) -> Dict[str, float]:
     r"""Runs the comparison and prints it; returns each loader's idle and
     loaded seconds per batch and slowdown."""
@@ -71,26 +97,11 @@ def run_contention(args: argparse.Namespace) -> Dict[str, float]:
                          f"graph has {train.numel()}: pass fewer batches")
     seeds = train[torch.randperm(train.numel(), generator=gen)[:need]]
     loaders = _loaders(args, data, seeds)
-    times: Dict[str, Dict[str, List[float]]] = {
-        name: {'idle': [], 'loaded': []} for name in loaders}
-    for _ in range(args.rounds):
-        for state in ('idle', 'loaded'):
-            busy = _busy(args.contention) if state == 'loaded' else []
-            try:
-                time.sleep(0.5 if busy else 0.0)  # let them start
-                for name, make in loaders.items():
-                    _, steady = time_loader(make(), args.warmup,
-                                            args.batches)
-                    times[name][state].append(steady / args.batches)
-            finally:
-                for process in busy:
-                    process.kill()
-                    process.wait(timeout=10)
+    timed = idle_and_loaded(loaders, args)
     table = Table({'loader': 42, 'idle s/batch': 12, 'loaded s/batch': 14,
                    'slowdown': 9})
     result: Dict[str, float] = {}
-    for name, got in times.items():
-        idle, loaded = median(got['idle']), median(got['loaded'])
+    for name, (idle, loaded) in timed.items():
         table.row(name, idle, loaded, f'{loaded / idle:.2f}x')
         result[f'{name} slowdown'] = loaded / idle
         result[f'{name} loaded s/batch'] = loaded

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import time
 import warnings
 from statistics import pvariance
 from typing import Any, Callable, Dict, Iterable, List
@@ -44,7 +43,7 @@ from .common import (
     stop_iterator,
     time_loader,
 )
-from .contention import _busy
+from .contention import idle_and_loaded
 
 __all__ = ['add_arguments', 'run', 'main', 'EXPERIMENTS']
 
@@ -190,26 +189,11 @@ def contention(data: Data, train: torch.Tensor, args: argparse.Namespace,
                 return NeighborLoader(data, args.fanout, input_nodes=seeds,
                                       batch_size=args.batch_size)
         loaders['PyG NeighborLoader'] = pyg
-    times: Dict[str, Dict[str, List[float]]] = {
-        name: {'idle': [], 'loaded': []} for name in loaders}
-    for _ in range(args.rounds):
-        for state in ('idle', 'loaded'):
-            busy = _busy(args.contention) if state == 'loaded' else []
-            try:
-                time.sleep(0.5 if busy else 0.0)  # let them start
-                for name, make in loaders.items():
-                    _, steady = time_loader(make(), args.warmup,
-                                            args.batches)
-                    times[name][state].append(steady / args.batches)
-            finally:
-                for process in busy:
-                    process.kill()
-                    process.wait(timeout=10)
+    timed = idle_and_loaded(loaders, args)
     table = Table({'loader': 34, 'idle s/batch': 12, 'loaded s/batch': 14,
                    'slowdown': 9})
     slowdown: Dict[str, float] = {}
-    for name, got in times.items():
-        idle, loaded = median(got['idle']), median(got['loaded'])
+    for name, (idle, loaded) in timed.items():
         slowdown[name] = loaded / idle
         table.row(name, idle, loaded, f'{loaded / idle:.2f}x')
     if 'PyG NeighborLoader' in slowdown:
