@@ -12,6 +12,7 @@ from pyg_fastload.modes import (
     DatasetSource,
     HopGNN,
     LoadingSpec,
+    ModeOptions,
     PaGraph,
     Replicated,
 )
@@ -273,3 +274,20 @@ def test_the_task_is_one_object_named_by_the_spec():
         with pytest.raises(SettingError, match=match) as info:
             LoadingSpec(**settings)
         assert info.value.key == key
+
+
+@pytest.mark.reliability(
+    fault="a careless or hostile mode_options.remote ('fast', True, None) "
+          "or pipeline_settings of the wrong type (a list, a string, 3)",
+    behaviour='a SettingError naming mode_options.remote and its values, '
+              'or pipeline_settings and the types it takes')
+def test_remote_and_pipeline_settings_values_are_named():
+    for bad in ('fast', True, None):
+        with pytest.raises(SettingError,
+                           match=r"mode_options\.remote.*'async', 'sync'"):
+            ModeOptions(remote=bad)
+    assert ModeOptions(remote='sync').remote == 'sync'
+    for bad in (['x'], 'pipeline', 3):
+        with pytest.raises(SettingError, match='pipeline_settings.*'
+                           'PipelineSettings or a dict'):
+            PipelineSettings.of(bad, {})
