@@ -16,6 +16,7 @@ lockstep).
 """
 from __future__ import annotations
 
+import threading
 from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 import torch
@@ -28,6 +29,7 @@ from ..graph.ranges import expand_ranges
 from ..graph.topology import CSCTopology, index_dtype_for
 from ..partition import HeteroPartitionBook, PartitionBook
 from ..sampling import FastNeighborSampler, HeteroNeighborSampler
+from ..sampling.labor import labor_key
 from ..sampling.ops import first_occurrence_mask, sample_uniform
 from ..sampling.temporal import (
     TemporalIndex,
@@ -38,21 +40,36 @@ from ..sampling.temporal import (
     node_time_index,
 )
 from .collectives import Collectives
+from .requests import RequestService
 
 __all__ = ['CollectiveHops', 'CollectiveSampler', 'HeteroCollectiveSampler',
-           'share_node_times', 'share_typed_node_times']
+           'request_seed', 'share_node_times', 'share_typed_node_times']
 
 
 class CollectiveHops:
     r"""One hop across the ranks, in front of a local sampler (a mixin
     listed before it): the frontier goes to the owners of its nodes, each
-    owner draws for the requests it received (:meth:`owner_draw`, the local
-    sampler's draw over its part) and sends back ``[counts, neighbour ids
-    (, edge ids)]``, put back in frontier order here.
+    owner draws for every request it received apart (:meth:`owner_draw`,
+    the local sampler's draw over its part, from a generator of the
+    request's own) and sends back ``[counts, neighbour ids (, edge ids)]``,
+    put back in frontier order here.
+
+    A request is ``[hop, key, batch seed]`` (int64 words) and the
+    requested ids; its generator is seeded by the requester's batch key
+    (drawn from the batch's generator), the hop and the requester's rank
+    alone (:func:`request_seed`), so a draw does not depend on when or in
+    which order the owner serves its requests. With a request service
+    (``remote='async'``) the requests go out as point-to-point messages
+    and the owner serves them between its own batches (the oldest batch
+    first, then the cheapest: the requested nodes' in-degree sum);
+    without one, through two all-to-alls per hop, every rank in
+    lockstep. The batches are the same. Temporal and layer-wise hops
+    stay collective (their times travel, their picks are drawn over the
+    requester's whole frontier).
 
     A subclass sets :attr:`book`, :attr:`part`, :attr:`collectives`,
     :attr:`dtype` (how ids travel) and :attr:`edge_ids` (whether edge ids
-    travel) in :meth:`_join`.
+    travel) in :meth:`_join`, and calls :meth:`_serve_from` when built.
     """
     concurrent_batches = False  # its collectives keep one order per rank
     book: Union[PartitionBook, HeteroPartitionBook]
@@ -60,10 +77,12 @@ class CollectiveHops:
     collectives: Collectives
     dtype: torch.dtype
     edge_ids: bool
+    #: The request service of the asynchronous frontier requests, or None.
+    requests: Optional[RequestService]
 
     def _join(self, book: Union[PartitionBook, HeteroPartitionBook],
               part: int, collectives: Collectives, num_ids: int,
-              edge_ids: bool) -> None:
+              edge_ids: bool, requests: Optional[RequestService]) -> None:
         if collectives.world_size != book.num_parts:
             raise ValueError(f'{book.num_parts} parts but world size '
                              f'{collectives.world_size}')
@@ -72,12 +91,24 @@ class CollectiveHops:
         self.collectives = collectives
         self.dtype = index_dtype_for(num_ids)
         self.edge_ids = edge_ids
+        self.requests = requests
         self._batches = 0
-        self._base_seed = self._seed = 0
+        self._base_seed = self._seed = self._key = 0
+        self._drawing = threading.local()  # the request being served
+        self._built = threading.Event()
+        self._op = 0
+        if requests is not None:  # before the constructor's collectives:
+            # every rank serves the op before any asks for it
+            self._op = requests.register_next(
+                'frontier', self._serve_request, self._request_cost)
         if self.shared_variates:  # one seed for them: rank 0's (collective)
             self._base_seed = int(collectives.all_gather_ints(
                 [torch.initial_seed() % 2**62],
                 'agree on the sampling seed')[0, 0])
+
+    def _serve_from(self) -> None:
+        r"""The sampler is built: its owner's draws may run."""
+        self._built.set()
 
     def sample(self, seeds: Tensor,
                generator: Optional[torch.Generator] = None,
@@ -86,35 +117,126 @@ class CollectiveHops:
         launches."""
         self.collectives.begin_batch()
         self._seed = (self._base_seed + self._batches) % 2**63
-        self._batches += 1  # the ranks sample their batches in lockstep
+        self._key = int(torch.randint(  # (draws apart from the batch's)
+            0, 2**62, (1, ), generator=generator,
+            device='cpu' if generator is None else generator.device))
+        self._batches += 1
         return super().sample(seeds, generator, seed_time)  # type: ignore
 
     def batch_seed(self, generator: Optional[torch.Generator]) -> int:
         r"""The seed of a batch's shared variates (a hop-wise sampler that
         draws one variate per vertex, such as LABOR): the same on every
-        rank for the batch the ranks sample together, so each owner draws
-        a vertex's edges with the variate every other rank would."""
-        return self._seed
+        rank for the batch the ranks sample together (rank 0's seed plus
+        the batch's number), so each owner draws a vertex's edges with the
+        variate every other rank would; an owner serving a request draws
+        with the requester's (it travels with the request)."""
+        seed = getattr(self._drawing, 'seed', None)
+        return self._seed if seed is None else seed
 
     def _edge_ids(self, pos: Tensor) -> Tensor:
         r"""The owners already sent each edge's global id (or ``-1``)."""
         return pos
 
-    def owner_draw(self, hop: int, ids: Tensor, lengths: List[int],
-                   order: Tensor, sizes: List[int],
+    def owner_draw(self, hop: int, ids: Tensor,
                    generator: Optional[torch.Generator],
                    time: Optional[Tensor] = None
                    ) -> Tuple[Tensor, Tensor, Tensor]:
-        r"""``(positions, counts, degree)`` of the requests :obj:`ids`
-        (this part's nodes, asked by the ranks in turn, :obj:`lengths`
-        each, at seed times :obj:`time` for a temporal sampler): the CSC
-        positions drawn, grouped by request, how many each drew, and each
-        one's in-degree (for the pull counters)."""
+        r"""``(positions, counts, degree)`` of one request for :obj:`ids`
+        (this part's nodes, at seed times :obj:`time` for a temporal
+        sampler): the CSC positions drawn, grouped by node, how many each
+        drew, and each one's in-degree (for the pull counters)."""
+        raise NotImplementedError
+
+    def request_cost(self, ids: Tensor) -> int:
+        r"""The owner's cost of drawing for :obj:`ids` (this part's
+        nodes): their in-degree sum (ByteGNN's sampling cost)."""
         raise NotImplementedError
 
     def global_edges(self, pos: Tensor) -> Tensor:
         r"""The partition-wide ids of this part's CSC positions."""
         raise NotImplementedError
+
+    # A request ##############################################################
+
+    @property
+    def _head(self) -> int:
+        r"""How many id words a request's ``[hop, key, seed]`` takes."""
+        return 3 * 8 // self.dtype.itemsize
+
+    def _payload(self, hop: int, ids: Tensor) -> Tensor:
+        r"""The request for :obj:`ids` (empty when there are none)."""
+        if not ids.numel():
+            return ids.to(self.dtype)
+        head = torch.tensor([hop, self._key, self._seed], dtype=torch.long)
+        return torch.cat([head.view(self.dtype), ids.to(self.dtype)])
+
+    def _open(self, payload: Tensor) -> Tuple[int, int, int, Tensor]:
+        r"""``(hop, key, seed, ids)`` of a request."""
+        hop, key, seed = payload[:self._head].clone().view(
+            torch.long).tolist()
+        return hop, key, seed, payload[self._head:].long()
+
+    def _request_cost(self, payload: Tensor) -> int:
+        return self.request_cost(self._open(payload)[3]) \
+            if payload.numel() else 0
+
+    def _draw_request(self, requester: int, payload: Tensor,
+                      time: Optional[Tensor] = None
+                      ) -> Tuple[Tensor, Tensor, Tensor]:
+        r"""The owner's draw for one request of rank :obj:`requester`
+        (``(positions, counts, degree)``), from the request's own
+        generator and (shared variates) the requester's batch seed; the
+        pull it saved counted."""
+        if not payload.numel():
+            empty = torch.empty(0, dtype=torch.long)
+            return empty, empty, empty
+        hop, key, seed, ids = self._open(payload)
+        generator = torch.Generator(self.device).manual_seed(
+            request_seed(key, hop, requester))
+        self._drawing.seed = seed
+        try:
+            pos, counts, degree = self.owner_draw(hop, ids, generator, time)
+        finally:
+            self._drawing.seed = None
+        if requester != self.part:
+            self._count_pull(degree)
+        return pos, counts, degree
+
+    def _serve_request(self, requester: int, payload: Tensor) -> Tensor:
+        r"""The request service's handler: the answer to one request."""
+        if not self._built.wait(self.collectives.context.timeout
+                                .total_seconds()):
+            raise RuntimeError(f'the frontier sampler of rank {self.part} '
+                               f'was not built in time')
+        pos, counts, _ = self._draw_request(requester, payload)
+        answer = self._answer(pos, counts)
+        self.collectives.counters.add(
+            'sampling', sent=answer.numel() * answer.element_size(),
+            received=(payload.numel() - self._head) *
+            payload.element_size(), messages=1)
+        return answer
+
+    def _answer(self, pos: Tensor, counts: Tensor) -> Tensor:
+        r"""``[counts, neighbour ids (, edge ids)]`` of a request's draw."""
+        parts: List[Tensor] = [
+            counts.to(self.dtype),
+            self.topology.indices.index_select(0, pos).to(self.dtype)]
+        if self.edge_ids:  # int64: as pairs of int32 words if need be
+            parts.append(self.global_edges(pos).contiguous().view(
+                self.dtype))
+        return torch.cat(parts)
+
+    def _unpack(self, answer: Tensor, size: int
+                ) -> Tuple[Tensor, Tensor, Optional[Tensor]]:
+        r"""``(counts, neighbours, edge ids)`` of an answer to a request
+        for :obj:`size` nodes."""
+        count = answer[:size].long()
+        total = int(count.sum())
+        edges = answer[size + total:].clone().view(torch.long) \
+            if self.edge_ids else None
+        return count, answer[size:size + total].long(), edges
+
+    # A hop ##################################################################
 
     def expand(self, hop: int, frontier: Tensor,
                generator: Optional[torch.Generator]
@@ -128,75 +250,113 @@ class CollectiveHops:
         r"""One hop across the ranks; with seed times :obj:`time` (a
         temporal sampler) each frontier node's time travels with it, and
         its owner draws only in-edges not later than it."""
-        coll = self.collectives
         owner = self.book.owner(frontier)
         order = torch.argsort(owner, stable=True)
-        sizes = torch.bincount(owner, minlength=coll.world_size).tolist()
-        asked = coll.exchange(
-            list(frontier[order].to(self.dtype).split(sizes)), 'sampling',
-            f'hop {hop}: push the frontier to its owners')
-        asked_time = None if time is None else torch.cat(coll.exchange(
-            list(time[order].split(sizes)), 'sampling',
-            f'hop {hop}: push the frontier times to their owners'))
-        lengths = [a.numel() for a in asked]
-        pos, counts, degree = self.owner_draw(
-            hop, torch.cat(asked).long(), lengths, order, sizes, generator,
-            asked_time)
-        self._count_pull(degree, lengths)
-        return self._send_back(hop, pos, counts, lengths, order, sizes)
-
-    def _send_back(self, hop: int, pos: Tensor, counts: Tensor,
-                   lengths: List[int], order: Tensor, sizes: List[int]
-                   ) -> Tuple[Tensor, Tensor, Tensor]:
-        r"""Returns each requester its nodes' draws, and puts the draws
-        this rank asked for back in frontier order."""
-        nbr = self.topology.indices.index_select(0, pos).to(self.dtype)
-        replies = []
-        drawn = counts.split(lengths)
-        sums = [int(c.sum()) for c in drawn]
-        nbrs = nbr.split(sums)
-        edges = self.global_edges(pos).split(sums) if self.edge_ids else ()
-        for r, chunk in enumerate(drawn):
-            parts: List[Tensor] = [chunk.to(self.dtype), nbrs[r]]
-            if self.edge_ids:  # int64: as pairs of int32 words if need be
-                parts.append(edges[r].contiguous().view(self.dtype))
-            replies.append(torch.cat(parts))
-        back = self.collectives.exchange(
-            replies, 'sampling', f'hop {hop}: return the sampled neighbours')
-        got_counts, got_nbrs, got_edges = [], [], []
-        for r, reply in enumerate(back):
-            count = reply[:sizes[r]].long()
-            total = int(count.sum())
-            got_counts.append(count)
-            got_nbrs.append(reply[sizes[r]:sizes[r] + total].long())
-            if self.edge_ids:
-                got_edges.append(
-                    reply[sizes[r] + total:].clone().view(torch.long))
-        counts_sorted = torch.cat(got_counts)
-        nbr_sorted = torch.cat(got_nbrs)
+        sizes = torch.bincount(
+            owner, minlength=self.collectives.world_size).tolist()
+        wanted = list(frontier[order].split(sizes))
+        if self.requests is not None and time is None and \
+                not self.layer_wise:
+            answers = self._ask(hop, wanted)
+        else:
+            answers = self._exchange(hop, wanted, time, order, sizes,
+                                     generator)
+        got = [self._unpack(a, n) for a, n in zip(answers, sizes)]
+        counts_sorted = torch.cat([g[0] for g in got])
+        nbr_sorted = torch.cat([g[1] for g in got])
         inverse = torch.empty_like(order)
         inverse[order] = torch.arange(order.numel())
         first = torch.cumsum(counts_sorted, 0) - counts_sorted
         index = expand_ranges(first[inverse], counts_sorted[inverse],
                               nbr_sorted.numel())
-        edge = torch.cat(got_edges)[index] if self.edge_ids else \
-            torch.full((index.numel(), ), -1, dtype=torch.long)
+        edge = torch.cat([g[2] for g in got])[index] if self.edge_ids \
+            else torch.full((index.numel(), ), -1, dtype=torch.long)
         return nbr_sorted[index], counts_sorted[inverse], edge
 
-    def _count_pull(self, deg: Tensor, lengths: List[int]) -> None:
-        r"""What the requesters would have pulled for their remote
-        frontier nodes: an ``indptr`` pair and the list (and weights)."""
+    def _ask(self, hop: int, wanted: List[Tensor]) -> List[Tensor]:
+        r"""Every owner's answer for its nodes of the frontier
+        (:obj:`wanted`, per owner): requests to the others, sent at once,
+        and this rank's own draw while they are served."""
+        pending = {}
+        for owner, ids in enumerate(wanted):
+            if owner != self.part and ids.numel():
+                pending[owner] = self.requests.request(
+                    owner, self._op, self._payload(hop, ids),
+                    f'hop {hop}: sample the frontier', self._batches)
+        answers = []
+        for owner, ids in enumerate(wanted):
+            if owner == self.part or not ids.numel():
+                answers.append(self._answer(*self._draw_request(
+                    owner, self._payload(hop, ids))[:2]))
+                continue
+            answer = pending[owner].result()
+            self.collectives.counters.add(
+                'sampling', sent=ids.numel() * self.dtype.itemsize,
+                received=answer.numel() * answer.element_size(),
+                messages=1)
+            answers.append(answer)
+        return answers
+
+    def _exchange(self, hop: int, wanted: List[Tensor],
+                  time: Optional[Tensor], order: Tensor, sizes: List[int],
+                  generator: Optional[torch.Generator]) -> List[Tensor]:
+        r"""Every owner's answer for its nodes of the frontier, through
+        the collectives: requests out, answers back (this rank serves
+        every rank's between them)."""
+        coll = self.collectives
+        asked = coll.exchange(
+            [self._payload(hop, ids) for ids in wanted], 'sampling',
+            f'hop {hop}: push the frontier to its owners')
+        times: List[Optional[Tensor]] = [None] * len(asked)
+        if time is not None:
+            times = list(coll.exchange(
+                list(time[order].split(sizes)), 'sampling',
+                f'hop {hop}: push the frontier times to their owners'))
+        if self.layer_wise:
+            draws = self._layer_draws(hop, asked, order, sizes, generator)
+        else:
+            draws = [self._draw_request(r, payload, when)[:2]
+                     for r, (payload, when) in enumerate(zip(asked, times))]
+        return coll.exchange([self._answer(*d) for d in draws], 'sampling',
+                             f'hop {hop}: return the sampled neighbours')
+
+    def _count_pull(self, deg: Tensor) -> None:
+        r"""What a requester would have pulled for its remote frontier
+        nodes of in-degrees :obj:`deg`: an ``indptr`` pair each and the
+        lists (and weights)."""
         per_edge = self.topology.indices.element_size() + (
             4 if self.topology.edge_weight is not None else 0)
-        total = 0
-        for r, chunk in enumerate(deg.split(lengths)):
-            if r != self.part:
-                total += 16 * chunk.numel() + per_edge * int(chunk.sum())
-        self.collectives.counters.add('sampling_pull', received=total)
+        self.collectives.counters.add(
+            'sampling_pull',
+            received=16 * deg.numel() + per_edge * int(deg.sum()))
 
     def __repr__(self) -> str:
         return (f'{self.__class__.__name__}(part={self.part}, '
                 f'num_neighbors={self.num_neighbors})')
+
+    #: Whether a hop's picks are drawn over the requester's whole frontier
+    #: (DSP's Eq. 2; collective hops).
+    layer_wise = False
+
+    def _layer_draws(self, hop: int, asked: List[Tensor], order: Tensor,
+                     sizes: List[int], generator: Optional[torch.Generator]
+                     ) -> List[Tuple[Tensor, Tensor]]:
+        r"""Layer-wise hops (a subclass that has them)."""
+        raise NotImplementedError
+
+
+def request_seed(key: int, hop: int, requester: int) -> int:
+    r"""The seed of the generator an owner draws one frontier request
+    with: splitmix64 of the requester's batch :obj:`key`, the
+    :obj:`hop` and the :obj:`requester`'s rank (a non-negative int64).
+
+    Example:
+        >>> request_seed(5, 0, 1) == request_seed(5, 0, 1)
+        True
+        >>> request_seed(5, 0, 1) == request_seed(5, 0, 0)
+        False
+    """
+    return labor_key(labor_key(key, hop), requester) % 2**63
 
 
 class CollectiveSampler(CollectiveHops, FastNeighborSampler):
@@ -249,14 +409,17 @@ class CollectiveSampler(CollectiveHops, FastNeighborSampler):
                  layer_wise: bool = False,
                  node_time: Optional[Tensor] = None,
                  edge_time: Optional[Tensor] = None,
-                 temporal_strategy: str = 'uniform', **options: Any):
+                 temporal_strategy: str = 'uniform',
+                 requests: Optional[RequestService] = None,
+                 **options: Any):
         if subgraph_type == 'induced':
             raise ValueError("collective sampling draws 'directional' or "
                              "'bidirectional' subgraphs, not 'induced'")
         if node_time is not None and edge_time is not None:
             raise ValueError("give 'node_time' or 'edge_time', not both")
         timed = node_time is not None or edge_time is not None
-        self._join(book, part, collectives, book.num_nodes, edge_ids)
+        self._join(book, part, collectives, book.num_nodes, edge_ids,
+                   requests)
         super().__init__(topology, num_neighbors, replace=replace,
                          subgraph_type=subgraph_type,
                          disjoint=disjoint or timed, weight_attr=weight_attr,
@@ -279,6 +442,7 @@ class CollectiveSampler(CollectiveHops, FastNeighborSampler):
             self.time_attr = 'node_time' if edge_time is None \
                 else 'edge_time'
             self.temporal = self._part_times(node_time, edge_time)
+        self._serve_from()
 
     def _part_times(self, node_time: Optional[Tensor],
                     edge_time: Optional[Tensor]) -> TemporalIndex:
@@ -299,8 +463,7 @@ class CollectiveSampler(CollectiveHops, FastNeighborSampler):
     def num_nodes(self) -> int:
         return self.book.num_nodes
 
-    def owner_draw(self, hop: int, ids: Tensor, lengths: List[int],
-                   order: Tensor, sizes: List[int],
+    def owner_draw(self, hop: int, ids: Tensor,
                    generator: Optional[torch.Generator],
                    time: Optional[Tensor] = None
                    ) -> Tuple[Tensor, Tensor, Tensor]:
@@ -312,31 +475,44 @@ class CollectiveSampler(CollectiveHops, FastNeighborSampler):
             _, counts, pos = FastNeighborSampler.expand_in_time(
                 self, hop, rows, time, generator)
             return pos, counts, deg
-        if self.layer_wise:
-            pos, counts = self._layer_draw(hop, start, deg, lengths, order,
-                                           sizes, generator)
-        else:
-            pos, counts = self.draw(hop, start, deg, generator)
+        pos, counts = self.draw(hop, start, deg, generator)
         return pos, counts, deg
+
+    def request_cost(self, ids: Tensor) -> int:
+        rows = ids - self.start
+        indptr = self.topology.indptr
+        return int((indptr.index_select(0, rows + 1) -
+                    indptr.index_select(0, rows)).sum())
 
     def global_edges(self, pos: Tensor) -> Tensor:
         return pos + self.edge_offset
 
-    def _layer_draw(self, hop: int, start: Tensor, deg: Tensor,
-                    lengths: List[int], order: Tensor, sizes: List[int],
-                    generator: Optional[torch.Generator]
-                    ) -> Tuple[Tensor, Tensor]:
+    def _layer_draws(self, hop: int, asked: List[Tensor], order: Tensor,
+                     sizes: List[int], generator: Optional[torch.Generator]
+                     ) -> List[Tuple[Tensor, Tensor]]:
         r"""DSP's Eq. 2 across ranks: the owners send back each frontier
         node's mass (in-degree, or in-edge weight), the requester draws the
         layer's ``size`` picks over its whole frontier and sends each owner
         its nodes' pick counts, and the owners draw that many in-edges of
-        each (with replacement; a repeated edge kept once)."""
+        each (with replacement, from each request's generator; a repeated
+        edge kept once)."""
         size = self.num_neighbors[hop]
-        if size < 0:
-            return sample_uniform(start, deg, -1, False, generator)
         coll = self.collectives
-        mass = _mass(start, deg, self.cum_weight)
-        back = coll.exchange(list(mass.split(lengths)), 'sampling',
+        requests = [self._open(a) if a.numel() else None for a in asked]
+        rows = [torch.empty(0, dtype=torch.long) if r is None
+                else r[3] - self.start for r in requests]
+        indptr = self.topology.indptr
+        starts = [indptr.index_select(0, r) for r in rows]
+        degs = [indptr.index_select(0, r + 1) - s
+                for r, s in zip(rows, starts)]
+        for r, deg in enumerate(degs):
+            if r != self.part:
+                self._count_pull(deg)
+        if size < 0:
+            return [sample_uniform(s, d, -1, False, None)
+                    for s, d in zip(starts, degs)]
+        back = coll.exchange([_mass(s, d, self.cum_weight)
+                              for s, d in zip(starts, degs)], 'sampling',
                              f'hop {hop}: return the frontier masses')
         inverse = torch.empty_like(order)
         inverse[order] = torch.arange(order.numel())
@@ -348,17 +524,21 @@ class CollectiveSampler(CollectiveHops, FastNeighborSampler):
             picks = torch.bincount(drawn, minlength=order.numel())
         got = coll.exchange(list(picks[order].split(sizes)), 'sampling',
                             f'hop {hop}: send the pick counts to the owners')
-        draws = torch.cat(got)
-        pos, counts = self._sample(start, deg, draws, True, generator)
-        rows = torch.repeat_interleave(torch.arange(deg.numel()), counts,
-                                       output_size=pos.numel())
-        # A repeated edge is kept once per requester (two ranks may ask
-        # for the same node).
-        asker = torch.repeat_interleave(
-            torch.arange(len(lengths)), torch.tensor(lengths))[rows]
-        keep = first_occurrence_mask(
-            asker * (self.topology.num_edges + 1) + pos)
-        return pos[keep], torch.bincount(rows[keep], minlength=deg.numel())
+        draws = []
+        for r, (request, start, deg) in enumerate(zip(requests, starts,
+                                                      degs)):
+            if request is None:
+                draws.append((start, deg))  # (empty)
+                continue
+            gen = torch.Generator(self.device).manual_seed(
+                request_seed(request[1], hop, r))
+            pos, counts = self._sample(start, deg, got[r], True, gen)
+            node = torch.repeat_interleave(
+                torch.arange(deg.numel()), counts, output_size=pos.numel())
+            keep = first_occurrence_mask(pos)  # a repeated edge once
+            draws.append((pos[keep],
+                          torch.bincount(node[keep], minlength=deg.numel())))
+        return draws
 
 
 class HeteroCollectiveSampler(CollectiveHops, HeteroNeighborSampler):
@@ -408,7 +588,9 @@ class HeteroCollectiveSampler(CollectiveHops, HeteroNeighborSampler):
                  layer_wise: bool = False,
                  node_time: Optional[Dict[str, Tensor]] = None,
                  edge_time: Optional[Dict[EdgeType, Tensor]] = None,
-                 temporal_strategy: str = 'uniform', **options: Any):
+                 temporal_strategy: str = 'uniform',
+                 requests: Optional[RequestService] = None,
+                 **options: Any):
         if node_time is not None and edge_time is not None:
             raise ValueError("give 'node_time' or 'edge_time', not both")
         timed = node_time is not None or edge_time is not None
@@ -428,7 +610,8 @@ class HeteroCollectiveSampler(CollectiveHops, HeteroNeighborSampler):
                 f"'topology' must be a part of the partition the book "
                 f"describes (node types {book.node_types}, each in the "
                 f"whole graph's ids): open it with open_partition")
-        self._join(book, part, collectives, topology.num_nodes, True)
+        self._join(book, part, collectives, topology.num_nodes, True,
+                   requests)
         super().__init__(topology, num_neighbors, replace=replace,
                          subgraph_type=subgraph_type,
                          disjoint=disjoint or timed, **options)
@@ -458,6 +641,7 @@ class HeteroCollectiveSampler(CollectiveHops, HeteroNeighborSampler):
                 else 'edge_time'
             self.temporal, self.untimed_types = self._part_times(
                 node_time, edge_time)
+        self._serve_from()
 
     def _part_times(self, node_time: Optional[Dict[str, Tensor]],
                     edge_time: Optional[Dict[EdgeType, Tensor]]
@@ -477,27 +661,41 @@ class HeteroCollectiveSampler(CollectiveHops, HeteroNeighborSampler):
         return node_time_index(topo, share_typed_node_times(
             self.collectives, self.book, self.part, node_time))
 
-    def owner_draw(self, hop: int, ids: Tensor, lengths: List[int],
-                   order: Tensor, sizes: List[int],
-                   generator: Optional[torch.Generator],
-                   time: Optional[Tensor] = None
-                   ) -> Tuple[Tensor, Tensor, Tensor]:
+    def _owned_segments(self, ids: Tensor
+                        ) -> Tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
+        r"""``(types, segment, relation, owner, degree)`` of this part's
+        typed ids: every relation's CSC segment into each node, the node
+        each segment belongs to, and each node's in-degree (all
+        relations)."""
         topo: HeteroTopology = self.topology
         types = topo.node_type_of(ids)
         rows = ids - topo.node_offset[types] - self.starts[types]
         segment, relation, owner = topo.typed_segments(types, rows)
-        start = topo.indptr.index_select(0, segment)
-        deg = topo.indptr.index_select(0, segment + 1) - start
+        deg = topo.indptr.index_select(0, segment + 1) - \
+            topo.indptr.index_select(0, segment)
         degree = ids.new_zeros(ids.numel()).index_add_(0, owner, deg)
+        return types, segment, relation, owner, degree
+
+    def owner_draw(self, hop: int, ids: Tensor,
+                   generator: Optional[torch.Generator],
+                   time: Optional[Tensor] = None
+                   ) -> Tuple[Tensor, Tensor, Tensor]:
+        topo: HeteroTopology = self.topology
+        types, segment, relation, owner, degree = self._owned_segments(ids)
         if time is not None:  # the one-machine hop; each type's rows of
             # the part shifted to start at the type's offset
             _, per_node, pos = HeteroNeighborSampler.expand_in_time(
                 self, hop, ids - self.starts[types], time, generator)
             return pos, per_node, degree
+        start = topo.indptr.index_select(0, segment)
+        deg = topo.indptr.index_select(0, segment + 1) - start
         pos, counts = self.pick(hop, start, deg, self.fanout[relation, hop],
                                 topo.indices, generator)
         per_node = ids.new_zeros(ids.numel()).index_add_(0, owner, counts)
         return pos, per_node, degree
+
+    def request_cost(self, ids: Tensor) -> int:
+        return int(self._owned_segments(ids)[4].sum())
 
     def global_edges(self, pos: Tensor) -> Tensor:
         return pos + self._shift[self.topology.relation_of(pos)]

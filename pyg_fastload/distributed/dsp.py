@@ -21,6 +21,7 @@ from ..caching import Scores
 from ..config import FeatureCache
 from ..graph import CSCTopology, HeteroTopology
 from ..graph.hetero_topology import EdgeType
+from ..graph.kind import is_topology
 from ..partition import HeteroPartitionBook, PartitionBook
 from ..partition.part_dirs import full_topology, is_hetero_partition
 from ..sampling import SamplerChoice
@@ -84,7 +85,9 @@ class DSPRank:
         neighbour sampling)."""
         choice = SamplerChoice.of(choice)
         kind = choice.compose(self.sampler_kind,
-                              isinstance(self.book, HeteroPartitionBook))
+                              is_topology(self.graph.topology, hetero=True))
+        if not self.feature_centric:  # DSP's frontiers: by request too
+            kwargs = {'requests': self.requests, **kwargs}
         return kind(self.graph.topology if topology is None else topology,
                     self.book, self.part, self.sampling, num_neighbors,
                     **kwargs, **choice.options)

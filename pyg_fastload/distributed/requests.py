@@ -55,6 +55,9 @@ _DTYPES = (torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64,
 
 #: A handler: ``(requester, payload) -> answer``.
 Handler = Callable[[int, Tensor], Tensor]
+#: An owner's cost of a request: ``payload -> cost`` (what it orders the
+#: waiting requests of a batch by, cheapest first).
+Cost = Callable[[Tensor], int]
 
 
 def _tag(request: int, part: int) -> int:
@@ -150,7 +153,8 @@ class RequestService:
         self.timeout = collectives.context.timeout
         self.group = dist.new_group(timeout=_IDLE, backend='gloo') \
             if collectives.context.is_distributed else None
-        self._handlers: Dict[int, Tuple[str, Handler]] = {}
+        self._handlers: Dict[int, Tuple[str, Handler,
+                                        Optional[Cost]]] = {}
         self._ids = itertools.count()
         self._arrivals = itertools.count()
         self._lock = threading.Lock()
@@ -165,15 +169,28 @@ class RequestService:
         #: Why the service stopped serving or collecting, if it failed.
         self.error: Optional[str] = None
 
-    def register(self, name: str, handler: Handler) -> int:
+    def register(self, name: str, handler: Handler,
+                 cost: Optional[Cost] = None) -> int:
         r"""Serves the operation :obj:`name` with :obj:`handler`
         (``(requester, payload) -> answer``, run on the serving thread);
-        returns its op number (the same on every rank)."""
+        returns its op number (the same on every rank). :obj:`cost`
+        (``payload -> int``): the owner prices each request itself (e.g.
+        the requested nodes' in-degree sum) instead of taking the
+        requester's cost."""
         op = digest(name)
         if op in self._handlers:
             raise ValueError(f'operation {name!r} is registered already')
-        self._handlers[op] = (name, handler)
+        self._handlers[op] = (name, handler, cost)
         return op
+
+    def register_next(self, prefix: str, handler: Handler,
+                      cost: Optional[Cost] = None) -> int:
+        r"""As :meth:`register`, named :obj:`prefix` and the number of
+        operations of that prefix registered before (objects every rank
+        builds in the same order, e.g. samplers, get the same op)."""
+        taken = sum(1 for name, _, _ in self._handlers.values()
+                    if name.startswith(f'{prefix} #'))
+        return self.register(f'{prefix} #{taken}', handler, cost)
 
     def start(self) -> None:
         r"""Starts serving (after every :meth:`register`)."""
@@ -301,9 +318,15 @@ class RequestService:
                     dist.irecv(_bytes(payload), src=requester,
                                group=self.group,
                                tag=_tag(request, 0)).wait(self.timeout)
+                price = self._handlers.get(op, ('?', None, None))[2]
+                try:
+                    cost = int(header[4] if price is None
+                               else price(payload))
+                except Exception:  # a bad payload: its handler says why
+                    cost = 0
                 with self._ready:
                     heapq.heappush(self._waiting, _Waiting(
-                        int(header[3]), int(header[4]),
+                        int(header[3]), cost,
                         next(self._arrivals), requester, request, op,
                         payload))
                     self._ready.notify()
@@ -324,7 +347,7 @@ class RequestService:
                 if not self._waiting:
                     break
                 item = heapq.heappop(self._waiting)
-            _, handler = self._handlers.get(item.op, ('?', None))
+            _, handler, _ = self._handlers.get(item.op, ('?', None, None))
             status = 0
             try:
                 if handler is None:
