@@ -164,7 +164,7 @@ class RequestService:
         self._gone: set = set()  # requesters that could not be answered
         self._threads: List[threading.Thread] = []
         self._stopped: set = set()
-        self._receiving = False
+        self._receiving = 0  # peers whose requests may still come
         self._closed = False
         #: Why the service stopped serving or collecting, if it failed.
         self.error: Optional[str] = None
@@ -196,12 +196,17 @@ class RequestService:
         r"""Starts serving (after every :meth:`register`)."""
         if self.group is None or self._threads:
             return
-        self._receiving = True
-        targets = [(self._receive, 'receive'), (self._serve, 'serve'),
-                   (self._collect, 'collect')]
-        for target, name in targets:
+        peers = [p for p in range(self.world_size) if p != self.rank]
+        self._receiving = len(peers)
+        # One receiving and one collecting thread per peer: a receive from
+        # a peer whose connection closed (it died) fails at once.
+        targets = [(self._serve, 'serve', ())] + [
+            (target, f'{name}-{peer}', (peer, ))
+            for peer in peers for target, name in
+            ((self._receive, 'receive'), (self._collect, 'collect'))]
+        for target, name, args in targets:
             thread = threading.Thread(
-                target=target, daemon=True,
+                target=target, args=args, daemon=True,
                 name=f'pyg_fastload-requests-{name}')
             thread.start()
             self._threads.append(thread)
@@ -269,18 +274,17 @@ class RequestService:
             raise self.failure(name, peer, exc) from None
         self.wait(work, name, peer)
 
-    def _collect(self) -> None:
-        r"""Takes every answer as it comes, until every peer stopped."""
-        done = 0
+    def _collect(self, owner: int) -> None:
+        r"""Takes every answer of rank :obj:`owner` as it comes, until it
+        stopped."""
         try:
-            while done < self.world_size - 1:
+            while True:
                 header = torch.empty(_HEADER, dtype=torch.long)
-                dist.irecv(header, group=self.group,
+                dist.irecv(header, src=owner, group=self.group,
                            tag=_ANSWER_TAG).wait(_IDLE)
-                request, owner, status = (int(header[i]) for i in (1, 2, 5))
+                request, status = int(header[1]), int(header[5])
                 if int(header[0]) == _STOP:
-                    done += 1
-                    continue
+                    return
                 answer = _empty_like_header(header)
                 if answer.numel():
                     dist.irecv(_bytes(answer), src=owner, group=self.group,
@@ -293,26 +297,30 @@ class RequestService:
                         f"{bytes(answer.tolist()).decode(errors='replace')}"))
                 else:
                     future.set_result(answer)
-        except Exception as exc:  # an owner died: its answers never come
+        except Exception as exc:  # the owner died: its answers never come
             self.error = f'{type(exc).__name__}: {str(exc)[:200]}'
             with self._lock:
-                pending, self._answers = self._answers, {}
+                pending = {r: a for r, a in self._answers.items()
+                           if a[0] == owner}
+                for request in pending:
+                    del self._answers[request]
             for _, future in pending.values():
                 future.set_exception(RuntimeError(self.error))
 
     # The owner's side #######################################################
 
-    def _receive(self) -> None:
-        r"""Takes every request (and every peer's stop) as it comes."""
+    def _receive(self, requester: int) -> None:
+        r"""Takes every request of rank :obj:`requester` (and its stop) as
+        it comes."""
         try:
-            while len(self._stopped) < self.world_size - 1:
+            while True:
                 header = torch.empty(_HEADER, dtype=torch.long)
-                dist.irecv(header, group=self.group,
+                dist.irecv(header, src=requester, group=self.group,
                            tag=_REQUEST_TAG).wait(_IDLE)
-                op, request, requester = (int(v) for v in header[:3])
+                op, request = int(header[0]), int(header[1])
                 if op == _STOP:
                     self._stopped.add(requester)
-                    continue
+                    return
                 payload = _empty_like_header(header)
                 if payload.numel():
                     dist.irecv(_bytes(payload), src=requester,
@@ -330,11 +338,12 @@ class RequestService:
                         next(self._arrivals), requester, request, op,
                         payload))
                     self._ready.notify()
-        except Exception as exc:  # a peer died: nothing more comes
+        except Exception as exc:  # the peer died: nothing more comes
             self.error = f'{type(exc).__name__}: {str(exc)[:200]}'
+            self._gone.add(requester)
         finally:
             with self._ready:
-                self._receiving = False
+                self._receiving -= 1
                 self._ready.notify()
 
     def _serve(self) -> None:
