@@ -65,8 +65,8 @@ class DSPRank:
     #: The node type seeds are of (a heterogeneous partition's labelled
     #: type), or None.
     target: Optional[str] = None
-    #: The request service of the remote rows (``remote='async'``), or
-    #: None (collectives).
+    #: The request service of the remote rows and DSP's frontiers
+    #: (``remote='async'``), or None (collectives).
     requests: Optional[RequestService] = None
 
     @property
@@ -178,11 +178,11 @@ def open_dsp_rank(parts_dir: Union[str, 'os.PathLike[str]'],
     machine), beside the hot rows' exchange; ``'owner'`` asks the owner
     for every remote row (:class:`~pyg_fastload.distributed.cold_rows.
     ColdRows`). :obj:`remote`: ``'async'`` asks the owners of a batch's
-    remote rows when it needs them, each owner serving the requests
-    between its own batches (:class:`~pyg_fastload.distributed.requests.
-    RequestService`, stopped by :meth:`DSPRank.close`); ``'sync'``
-    exchanges them in a collective per batch, every rank in lockstep. The
-    batches are the same.
+    remote rows (and, DSP's sampling, of each hop's frontier) when it
+    needs them, each owner serving the requests between its own batches
+    (:class:`~pyg_fastload.distributed.requests.RequestService`, stopped
+    by :meth:`DSPRank.close`); ``'sync'`` exchanges them in collectives,
+    every rank in lockstep. The batches are the same.
     """
     if launch_order not in LAUNCH_ORDERS:
         raise ValueError(f"'launch_order' = {launch_order!r} is not one of "
