@@ -8,11 +8,16 @@ relation of a heterogeneous one (:class:`HeteroCollectiveSampler`, typed
 new ids). The exchange is one mixin (:class:`CollectiveHops`) in front of
 the local sampler whose draw each owner runs.
 
-Per hop, two exchanges (each one all-to-all of sizes and one of data):
-frontier ids out, ``[counts, neighbour ids (, edge ids)]`` back. Ids travel
-as ``int32`` when the graph allows it. Every rank must sample the same
-number of batches with the same number of hops (the loaders run in
-lockstep).
+Per hop, one request per owner: frontier ids out (after the request's
+``[hop, batch key, batch seed]``), ``[counts, neighbour ids (, edge ids)]``
+back; each owner draws a request from a generator of its own
+(:func:`request_seed`), so the batches do not depend on how requests
+travel. With a request service (``remote='async'``) they are point-to-point
+messages the owner serves between its own batches; otherwise two exchanges
+(each one all-to-all of sizes and one of data), and every rank must sample
+the same number of batches with the same number of hops (the loaders run
+in lockstep; temporal and layer-wise hops always do). Ids travel as
+``int32`` when the graph allows it.
 """
 from __future__ import annotations
 
