@@ -4,11 +4,12 @@ needs it, and the owner serves it between its own tasks, so no rank waits
 for the others to reach the same step.
 
 Each rank runs one service (:class:`RequestService`) on a gloo process
-group of its own, with point-to-point messages: a receiving thread takes
-every request (from any rank), a serving thread answers the waiting ones
-in priority order (the oldest batch first, then the cheapest), and a
-collecting thread takes this rank's answers as they come (so no owner
-waits for a requester to read its answer). Every wait of a requester is
+group of its own, with point-to-point messages: a receiving thread per
+peer takes its requests, a serving thread answers the waiting ones in
+priority order (the oldest batch first, then the cheapest), and a
+collecting thread per peer takes this rank's answers as they come (so no
+owner waits for a requester to read its answer; a peer that dies fails
+its threads' receives at once). Every wait of a requester is
 bounded by the collectives' timeout and names the operation and the peer.
 
 The service stops when every rank has closed it (:meth:`close`: each rank
@@ -193,7 +194,9 @@ class RequestService:
         return self.register(f'{prefix} #{taken}', handler, cost)
 
     def start(self) -> None:
-        r"""Starts serving (after every :meth:`register`)."""
+        r"""Starts serving. An operation registered later must be
+        registered on every rank before any rank asks for it (e.g. before a
+        collective every rank passes)."""
         if self.group is None or self._threads:
             return
         peers = [p for p in range(self.world_size) if p != self.rank]
