@@ -90,3 +90,35 @@ def test_a_failing_owner_is_named_not_waited_for(kill):
     else:  # the owner's own error, and it serves on
         assert 'at rank 1: ValueError: no rows [1, 2]' in message
         assert results[1] == ('ok', None)
+
+
+def _priced(rank, world):
+    service = _service()
+    served = []
+
+    def record(src, payload):
+        if payload.numel() == 1:  # holds the owner up until both wait
+            deadline = time.monotonic() + 10
+            while service.waiting() < 2 and time.monotonic() < deadline:
+                time.sleep(0.01)
+        served.append(payload.numel())
+        return payload
+
+    def price(payload):  # the owner's own cost: the payload's size
+        return payload.numel()
+
+    op = service.register('priced', record, cost=price)
+    service.start()
+    if rank == 0:
+        first = service.request(1, op, torch.ones(1), 'priced')
+        # the requester's costs say 5 first; the owner's say 2 first
+        big = service.request(1, op, torch.ones(5), 'priced', cost=0)
+        small = service.request(1, op, torch.ones(2), 'priced', cost=9)
+        [p.result() for p in (first, big, small)]
+    service.close()
+    return served
+
+
+def test_an_owner_prices_requests_itself_when_told_to():
+    results = run_ranks(_priced, 2)
+    assert results[1] == ('ok', [1, 2, 5])
