@@ -174,14 +174,15 @@ def sha256_file(file: Path, bar: Optional[tqdm] = None) -> str:
     return sha.hexdigest()
 
 
-def dataset_dir_kind(path: Path) -> GraphInput:
+def dataset_dir_kind(path: Union[str, 'os.PathLike[str]']) -> GraphInput:
     r"""The kind of graph the dataset directory :obj:`path` opens into: a
     ``(FeatureStore, GraphStore)`` pair, typed where its ``meta.json`` says
     ``"kind": "hetero"``; anything else counts as homogeneous (the reader
     checks the rest).
 
     Args:
-        path (Path): a directory written by ``pyg-fastload prepare``.
+        path (str or os.PathLike): a directory written by ``pyg-fastload
+            prepare``.
 
     Example:
         >>> from pyg_fastload.io import dataset_dir_kind
