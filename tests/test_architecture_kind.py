@@ -1,8 +1,8 @@
 r"""Every data-kind question goes through ``pyg_fastload/graph/kind.py``: no
 module of the library or of ``lightning_modules`` asks ``isinstance`` of a
 ``Data``, ``HeteroData``, ``CSCTopology`` or ``HeteroTopology`` itself
-(a dataset directory's kind is ``pyg_fastload.io.is_hetero_dataset_dir``,
-one function of the layer that owns the format)."""
+(a dataset directory's kind is ``pyg_fastload.io.dataset_dir_kind``, a
+``GraphInput`` read by the layer that owns the format)."""
 import ast
 from pathlib import Path
 from typing import List, Set

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import time
-import warnings
 import zipfile
 from pathlib import Path
 from typing import Any, Dict, Iterator, Optional, Tuple, Union
@@ -20,8 +19,8 @@ from ..io.format import DatasetFormatError, build_meta
 from ..io.reader import OnDiskDataset, OnDiskHeteroDataset, open_dataset_dir
 from ..io.staging import Staging, check_target
 from .ogb_hetero import prepare_ogb_hetero
-from .ogb_raw import (NpyMember, empty_split, iter_csv, labels_chunk,
-                      read_scalar)
+from .ogb_raw import (SPLITS, NpyMember, choose_split, iter_csv,
+                      labels_chunk, read_scalar, split_mask)
 
 __all__ = ['prepare_ogb']
 
@@ -122,10 +121,11 @@ def prepare_ogb(
             f"split/) nor its raw/ folder (no edge.csv.gz or data.npz); "
             f"download and unzip the OGB archive for '{name}' and pass its "
             f'folder as --raw-dir')
+    check_target(out_dir, overwrite)
+    split_dir = choose_split(root, raw, split, known.get('split'))
     if (raw / 'relations').is_dir() or (raw / 'num-node-dict.csv.gz').exists():
         return prepare_ogb_hetero(root, raw, name, out_dir, progress,
-                                  overwrite, symmetrize, split)
-    check_target(out_dir, overwrite)
+                                  overwrite, symmetrize, split_dir)
     npz = raw / 'data.npz'
     use_npz = npz.is_file() and not (raw / 'edge.csv.gz').is_file()
 
@@ -187,33 +187,6 @@ def prepare_ogb(
             yield src, dst
             if symmetrize:
                 yield dst, src
-
-    # --- splits
-    split_root = root / 'split'
-    split_dir: Optional[Path] = None
-    if split is not None:
-        split_dir = split_root / split
-        if not split_dir.is_dir():
-            raise DatasetFormatError(
-                f"{split_dir}: missing; invalid 'split' = {split!r}: pass one "
-                f'of the folders in {split_root}')
-    elif split_root.is_dir():
-        options = sorted(p.name for p in split_root.iterdir() if p.is_dir())
-        if not options:
-            raise DatasetFormatError(empty_split(split_root))
-        default = known.get('split')
-        if default in options:
-            split_dir = split_root / default
-        elif len(options) == 1:
-            split_dir = split_root / options[0]
-        elif options:
-            raise DatasetFormatError(
-                f"{split_root}: holds several splits ({', '.join(options)});"
-                f" pass one as 'split'")
-    if split_dir is None:
-        warnings.warn(f'{root}: no split/ folder, so the dataset gets no '
-                      f'train/val/test masks; pass the dataset root as '
-                      f'--raw-dir', UserWarning, stacklevel=2)
 
     with Staging(out_dir, overwrite, progress) as st:
         # --- topology
@@ -286,26 +259,10 @@ def prepare_ogb(
                         c[:, 0] if c.shape[1] == 1 else c
                         for c in iter_csv(f, np.int64)), file)
 
-        if split_dir is not None:
-            for part, key in (('train', 'train_mask'), ('valid', 'val_mask'),
-                              ('test', 'test_mask')):
-                file = split_dir / f'{part}.csv.gz'
-                if not file.is_file():
-                    raise DatasetFormatError(f'{file}: missing; unzip the '
-                                             f'OGB archive again')
-                mask = np.zeros(num_nodes, dtype=bool)
-                for ids in iter_csv(file, np.int64, num_cols=1):
-                    ids = ids[:, 0]
-                    if ids.size and (int(ids.min()) < 0 or
-                                     int(ids.max()) >= num_nodes):
-                        bad = int(ids.min()) if int(ids.min()) < 0 else \
-                            int(ids.max())
-                        raise DatasetFormatError(
-                            f'{file}: node id {bad} outside [0, '
-                            f'{num_nodes}); the split does not belong to '
-                            f'this dataset')
-                    mask[ids] = True
-                st.write_array(key, mask, expect_rows=num_nodes)
+        for part, key in SPLITS if split_dir is not None else ():
+            st.write_array(key, split_mask(split_dir / f'{part}.csv.gz',
+                                           num_nodes),
+                           expect_rows=num_nodes)
 
         num_classes = None
         if 'y' in st.specs:

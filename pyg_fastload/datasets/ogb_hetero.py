@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import gzip
 import os
-import warnings
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple, Union
 
@@ -26,8 +25,7 @@ from ..graph.topology import CSCTopology
 from ..io.csc_sort import check_node_count
 from ..io.format import DatasetFormatError, check_name, int_arg
 from ..io import OnDiskHeteroDataset, write_dataset_dir
-from ..io.staging import check_target
-from .ogb_raw import empty_split, iter_csv, labels_chunk, read_scalar
+from .ogb_raw import SPLITS, iter_csv, labels_chunk, read_scalar, split_mask
 
 __all__ = ['prepare_ogb_hetero']
 
@@ -35,8 +33,6 @@ PathLike = Union[str, 'os.PathLike[str]']
 
 #: Node files beside the features, stored under these names (PyG's).
 _EXTRA_NODE_FILES = {'node_year': 'year'}
-_SPLITS = (('train', 'train_mask'), ('valid', 'val_mask'),
-           ('test', 'test_mask'))
 
 
 def _text_rows(file: Path) -> List[List[str]]:
@@ -105,9 +101,10 @@ def _undirected(edge_index: torch.Tensor, num_nodes: int) -> torch.Tensor:
     return torch.stack([key % num_nodes, key // num_nodes])
 
 
-def _node_arrays(raw: Path, root: Path, counts: Dict[str, int],
-                 split: Optional[str]) -> Tuple[Dict[str, Dict[str, Any]],
-                                                Optional[int], Optional[str]]:
+def _node_arrays(raw: Path, counts: Dict[str, int],
+                 split_dir: Optional[Path]
+                 ) -> Tuple[Dict[str, Dict[str, Any]], Optional[int],
+                            Optional[str]]:
     arrays: Dict[str, Dict[str, Any]] = {t: {} for t in counts}
     for node_type in counts:
         feat = raw / 'node-feat' / node_type / 'node-feat.csv.gz'
@@ -132,59 +129,34 @@ def _node_arrays(raw: Path, root: Path, counts: Dict[str, int],
             [labels_chunk(c, file, state, counts[node_type])
              for c in iter_csv(file, np.float64)])
         num_classes, target = state['max'] + 1, node_type
-    split_root = raw / 'split' if (raw / 'split').is_dir() else \
-        root / 'split'
-    options = sorted(p.name for p in split_root.iterdir() if p.is_dir()) \
-        if split_root.is_dir() else []
-    if split is None and split_root.is_dir() and not options:
-        raise DatasetFormatError(empty_split(split_root))
-    if split is None and options:
-        split = 'time' if 'time' in options else options[0]
-    if split is not None and split not in options:
-        raise DatasetFormatError(f"{split_root / split}: missing; invalid "
-                                 f"'split' = {split!r}: pass one of "
-                                 f"{', '.join(options) or 'none'}")
-    if split is None:
-        warnings.warn(f'{root}: no split/ folder, so the dataset gets no '
-                      f'train/val/test masks', UserWarning, stacklevel=3)
+    if split_dir is None:
         return arrays, num_classes, target
-    for node_type in sorted(p.name for p in (split_root / split).iterdir()
+    for node_type in sorted(p.name for p in split_dir.iterdir()
                             if p.is_dir()):
         if node_type not in counts:
-            raise DatasetFormatError(f'{split_root / split / node_type}: '
-                                     f'not a node type of the dataset')
-        for name, key in _SPLITS:
-            file = split_root / split / node_type / f'{name}.csv.gz'
-            if not file.is_file():
-                raise DatasetFormatError(f'{file}: missing; unzip the OGB '
-                                         f'archive again')
-            ids = np.concatenate(list(iter_csv(file, np.int64))).reshape(-1)
-            if ids.size and (ids.min() < 0 or ids.max() >= counts[node_type]):
-                raise DatasetFormatError(f'{file}: holds node ids outside '
-                                         f'[0, {counts[node_type]})')
-            mask = np.zeros(counts[node_type], dtype=bool)
-            mask[ids] = True
-            arrays[node_type][key] = mask
+            raise DatasetFormatError(f'{split_dir / node_type}: not a node '
+                                     f'type of the dataset')
+        for name, key in SPLITS:
+            arrays[node_type][key] = split_mask(
+                split_dir / node_type / f'{name}.csv.gz', counts[node_type])
     return arrays, num_classes, target
 
 
-def prepare_ogb_hetero(root: Path, raw: Path, name: str, out_dir: PathLike,
-                       progress: bool = True, overwrite: bool = False,
-                       symmetrize: Optional[bool] = None,
-                       split: Optional[str] = None) -> OnDiskHeteroDataset:
+def prepare_ogb_hetero(root: Path, raw: Path, name: str, out_dir: Path,
+                       progress: bool, overwrite: bool, symmetrize: bool,
+                       split_dir: Optional[Path]) -> OnDiskHeteroDataset:
     r"""Converts a heterogeneous OGB dataset (``ogbn-mag``) at :obj:`root`
-    (raw files in :obj:`raw`) into a heterogeneous dataset directory.
+    (raw files in :obj:`raw`) into a heterogeneous dataset directory
+    (:func:`~pyg_fastload.datasets.prepare_ogb` checked :obj:`out_dir` and
+    chose :obj:`split_dir`).
 
-    With :obj:`symmetrize` (the default) edges are made undirected as PyG's
+    With :obj:`symmetrize` edges are made undirected as PyG's
     ``ToUndirected`` does on ``HeteroData``: a relation within one node type
     gets both directions (duplicates removed), every other relation
     ``(s, rel, d)`` a reverse relation ``(d, 'rev_' + rel, s)``.
     Features, labels (missing ones ``-1``), years and the split's masks
     are stored per node type; edge relation-type files are not.
     """
-    out_dir = Path(out_dir).expanduser()
-    check_target(out_dir, overwrite)
-    symmetrize = True if symmetrize is None else symmetrize
     counts = _node_counts(raw)
     try:  # before anything is allocated for that many nodes
         check_node_count(sum(counts.values()), out_dir)
@@ -216,7 +188,7 @@ def prepare_ogb_hetero(root: Path, raw: Path, name: str, out_dir: PathLike,
             relations[(dst, f'rev_{rel}', src)] = \
                 CSCTopology.from_edge_index(edge_index.flip(0), counts[src],
                                             num_sources=counts[dst])
-    arrays, num_classes, target = _node_arrays(raw, root, counts, split)
+    arrays, num_classes, target = _node_arrays(raw, counts, split_dir)
     how = ('made undirected like PyG ToUndirected' if symmetrize
            else 'as listed')
     return write_dataset_dir(

@@ -16,8 +16,12 @@ from ..io.format import DatasetFormatError
 from ..io.arrays import row_chunks
 from ..io.writer import label_classes
 
-__all__ = ['iter_csv', 'read_scalar', 'empty_split', 'NpyMember',
-           'labels_chunk']
+__all__ = ['iter_csv', 'read_scalar', 'empty_split', 'choose_split',
+           'split_mask', 'SPLITS', 'NpyMember', 'labels_chunk']
+
+#: The files of a split folder and the masks they become.
+SPLITS = (('train', 'train_mask'), ('valid', 'val_mask'),
+          ('test', 'test_mask'))
 
 
 def iter_csv(file: Path, dtype: Any, num_cols: Optional[int] = None
@@ -94,6 +98,64 @@ def empty_split(split_root: Path) -> str:
     return (f'{split_root}: holds no split folder (such as split/time/); '
             f'unzip the OGB archive again, or remove the empty folder to '
             f'prepare the dataset without train/val/test masks')
+
+
+def choose_split(root: Path, raw: Path, split: Optional[str],
+                 default: Optional[str]) -> Optional[Path]:
+    r"""The split folder a dataset's masks are read from:
+    ``split/<split>`` beside ``raw/`` (OGB's archives) or inside it (PyG's
+    raw folders); without :obj:`split` the dataset's :obj:`default`, else
+    the only one there; :obj:`None`, with a warning, where there is no
+    ``split/`` folder.
+
+    Args:
+        root (Path): the dataset root (holding ``raw/``).
+        raw (Path): its raw folder.
+        split (str, optional): the folder asked for.
+        default (str, optional): the dataset's standard split.
+    """
+    split_root = raw / 'split' if (raw / 'split').is_dir() else \
+        root / 'split'
+    if split is not None:
+        chosen = split_root / split
+        if not chosen.is_dir():
+            raise DatasetFormatError(
+                f"{chosen}: missing; invalid 'split' = {split!r}: pass one "
+                f'of the folders in {split_root}')
+        return chosen
+    if not split_root.is_dir():
+        warnings.warn(f'{root}: no split/ folder, so the dataset gets no '
+                      f'train/val/test masks; pass the dataset root as '
+                      f'--raw-dir', UserWarning, stacklevel=3)
+        return None
+    options = sorted(p.name for p in split_root.iterdir() if p.is_dir())
+    if not options:
+        raise DatasetFormatError(empty_split(split_root))
+    if default in options:
+        return split_root / default
+    if len(options) == 1:
+        return split_root / options[0]
+    raise DatasetFormatError(
+        f"{split_root}: holds several splits ({', '.join(options)}); pass "
+        f"one as 'split'")
+
+
+def split_mask(file: Path, num_nodes: int) -> np.ndarray:
+    r"""The mask of the :obj:`num_nodes` nodes whose ids the split file
+    :obj:`file` lists (read in chunks; an id out of range is refused)."""
+    if not file.is_file():
+        raise DatasetFormatError(f'{file}: missing; unzip the OGB archive '
+                                 f'again')
+    mask = np.zeros(num_nodes, dtype=bool)
+    for ids in iter_csv(file, np.int64, num_cols=1):
+        ids = ids[:, 0]
+        if ids.size and (int(ids.min()) < 0 or int(ids.max()) >= num_nodes):
+            bad = int(ids.min()) if int(ids.min()) < 0 else int(ids.max())
+            raise DatasetFormatError(
+                f'{file}: node id {bad} outside [0, {num_nodes}); the split '
+                f'does not belong to this dataset')
+        mask[ids] = True
+    return mask
 
 
 class NpyMember:

@@ -6,9 +6,9 @@ memory (:func:`is_data`), a topology (:func:`is_topology`), and whether
 any of them is heterogeneous (:func:`is_hetero`: several node or edge
 types).
 
-A dataset directory's kind is a question about the on-disk format, so
-the layer that owns it answers it, once:
-:func:`pyg_fastload.io.is_hetero_dataset_dir`. ``tests/
+A dataset directory's kind is the same :class:`GraphInput` (the stores
+it opens into), read from the on-disk format by the layer that owns it:
+:func:`pyg_fastload.io.dataset_dir_kind`. ``tests/
 test_architecture_kind.py`` fails on a data-kind ``isinstance`` anywhere
 else."""
 from __future__ import annotations
@@ -32,8 +32,9 @@ class GraphInput:
     Attributes:
         hetero (bool): several node or edge types (a ``HeteroData``, or
             stores whose relations are typed).
-        stores (bool): a ``(FeatureStore, GraphStore)`` pair, else a
-            ``Data`` or ``HeteroData`` in memory.
+        stores (bool): a ``(FeatureStore, GraphStore)`` pair (a dataset
+            directory opens into one), else a ``Data`` or ``HeteroData`` in
+            memory.
     """
     hetero: bool
     stores: bool

@@ -312,70 +312,68 @@ def _run_dir(work: Optional[Path]) -> Iterator[Optional[Path]]:
 def _inputs(data: Any, topology: Any, node_inputs: Optional[NodeInputs],
             device: torch.device) -> Dict[Optional[str], Rows]:
     r"""How the first layer's rows of every node type are read (a
-    homogeneous graph's one type: :obj:`None`)."""
-    if not is_topology(topology, hetero=True):
-        return {None: _features(data, topology.num_nodes)}
+    homogeneous graph's one type: :obj:`None`): the model's
+    ``node_inputs`` on :obj:`device` where it has them, else the
+    features."""
+    def on_device(node_type: Optional[str], n_id: Tensor,
+                  x: Optional[Tensor]) -> Tensor:
+        return node_inputs(node_type, n_id.to(device),
+                           None if x is None else x.to(device))
+
     view = GraphView.of(data)
-    return {t: _typed_rows(view, t, node_inputs or _features_only, device)
-            for t in topology.node_types}
+    inputs = _features_only if node_inputs is None else on_device
+    types = topology.node_types if is_topology(topology, hetero=True) \
+        else [None]
+    return {t: _rows(view, t, inputs) for t in types}
 
 
-def _features(data: Any, num_nodes: int) -> Rows:
-    r"""How a homogeneous graph's input rows are read: ``data.x`` indexed,
-    or the feature store's ``x``."""
-    stores = stores_of(data)
-    if stores is not None:
-        feature_store = stores[0]
-        size = feature_store.get_tensor_size(attr_name='x', group_name=None)
-        if size is None:
-            raise ValueError("the FeatureStore has no 'x' tensor: put the "
-                             "node features under attr_name='x'")
-        rows = size[0]
-
+def _rows(view: GraphView, node_type: Optional[str],
+          inputs: NodeInputs) -> Rows:
+    r"""How :obj:`node_type`'s input rows are read: ``inputs(node_type,
+    n_id, x)``, with its features ``x`` (:obj:`None` if it has none), one
+    row per node."""
+    rows = _num_rows(view, node_type)
+    if rows is None:
         def read(ids: Tensor) -> Tensor:
-            return feature_store.get_tensor(attr_name='x', group_name=None,
-                                            index=ids)
-    else:
-        x = data.get('x') if hasattr(data, 'get') else None
-        if not isinstance(x, Tensor):
-            raise ValueError("the data object has no node features 'x': "
-                             "set 'data.x'")
-        rows = x.size(0)
-
-        def read(ids: Tensor) -> Tensor:
-            return torch.index_select(x, 0, ids.to(x.device))
+            return inputs(node_type, ids, None)
+        return read
+    num_nodes = view.num_nodes(node_type)
     if rows != num_nodes:
-        raise ValueError(f"the node features 'x' have {rows} rows but the "
-                         f"graph has {num_nodes} nodes; give every node one "
-                         f"row")
+        of = '' if node_type is None else f' of {node_type!r}'
+        raise ValueError(f"the node features 'x'{of} have {rows} rows but "
+                         f"the graph has {num_nodes} such nodes; give every "
+                         f"node one row")
+
+    def read(ids: Tensor) -> Tensor:
+        return inputs(node_type, ids, view.node_attr('x', node_type, ids))
     return read
 
 
-def _typed_rows(view: GraphView, node_type: str, inputs: NodeInputs,
-                device: torch.device) -> Rows:
-    r"""How a node type's input rows are read: ``inputs(node_type, n_id,
-    x)``, with its features ``x`` (:obj:`None` if it has none)."""
-    if view.node_attr('x', node_type, torch.zeros(0, dtype=torch.long)) \
-            is None:
-        def read(ids: Tensor) -> Tensor:
-            return inputs(node_type, ids.to(device), None)
-    else:
-        def read(ids: Tensor) -> Tensor:
-            x = view.node_attr('x', node_type, ids)
-            return inputs(node_type, ids.to(device), x.to(device))
-    return read
+def _num_rows(view: GraphView, node_type: Optional[str]) -> Optional[int]:
+    r"""The rows of :obj:`node_type`'s features ``x`` (:obj:`None` where it
+    has none), read without reading them."""
+    stores = stores_of(view.data)
+    if stores is None:
+        x = view.node_attr('x', node_type)
+        return x.size(0) if isinstance(x, Tensor) else None
+    size = stores[0].get_tensor_size(attr_name='x', group_name=node_type)
+    return None if size is None else size[0]
 
 
-def _features_only(node_type: str, n_id: Tensor,
+def _features_only(node_type: Optional[str], n_id: Tensor,
                    x: Optional[Tensor]) -> Tensor:
     r"""A node type's first-layer rows where the model has no
     ``node_inputs``: its features."""
-    if x is None:
-        raise ValueError(
-            f"node type {node_type!r} has no features 'x' and the model has "
-            f"no node_inputs(node_type, n_id, x) saying what its nodes enter "
-            f"the first layer with (an embedding, zeros)")
-    return x
+    if x is not None:
+        return x
+    if node_type is None:
+        raise ValueError("the graph has no node features 'x': set "
+                         "'data.x', or put them under attr_name='x' in the "
+                         "FeatureStore")
+    raise ValueError(
+        f"node type {node_type!r} has no features 'x' and the model has "
+        f"no node_inputs(node_type, n_id, x) saying what its nodes enter "
+        f"the first layer with (an embedding, zeros)")
 
 
 @contextlib.contextmanager

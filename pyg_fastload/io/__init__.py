@@ -5,7 +5,7 @@ from typing import NoReturn
 
 from .csc_sort import csc_from_edge_chunks
 from .format import (FORMAT_VERSION, HETERO_FORMAT_VERSION, DatasetFormatError,
-                     is_hetero_dataset_dir)
+                     dataset_dir_kind)
 from .identity import data_identity, dataset_dir_identity
 from .reader import (OnDiskDataset, OnDiskHeteroDataset, open_dataset_dir,
                      open_node_arrays)
@@ -16,7 +16,7 @@ __all__ = [
     'open_node_arrays',
     'FORMAT_VERSION',
     'HETERO_FORMAT_VERSION',
-    'is_hetero_dataset_dir',
+    'dataset_dir_kind',
     'OnDiskHeteroDataset',
     'DatasetFormatError',
     'OnDiskDataset',

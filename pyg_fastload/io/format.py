@@ -55,10 +55,11 @@ from torch import Tensor
 from tqdm.auto import tqdm
 
 from ..errors import FastLoadError
+from ..graph.kind import GraphInput
 
 __all__ = ['FORMAT_NAME', 'FORMAT_VERSION', 'HETERO_FORMAT_VERSION',
            'ARRAY_LEVELS', 'DatasetFormatError', 'array_level', 'build_meta',
-           'flat_labels']
+           'dataset_dir_kind', 'flat_labels']
 
 #: The value of ``meta.json``'s ``"format"`` key.
 FORMAT_NAME = 'pyg-fastload-dataset'
@@ -173,16 +174,29 @@ def sha256_file(file: Path, bar: Optional[tqdm] = None) -> str:
     return sha.hexdigest()
 
 
-def is_hetero_dataset_dir(path: Path) -> bool:
-    r"""Whether :obj:`path` holds a heterogeneous dataset directory (by its
-    ``meta.json``'s ``kind``; the reader checks the rest)."""
+def dataset_dir_kind(path: Union[str, 'os.PathLike[str]']) -> GraphInput:
+    r"""The kind of graph the dataset directory :obj:`path` opens into: a
+    ``(FeatureStore, GraphStore)`` pair, typed where its ``meta.json`` says
+    ``"kind": "hetero"``; anything else counts as homogeneous (the reader
+    checks the rest).
+
+    Args:
+        path (str or os.PathLike): a directory written by ``pyg-fastload
+            prepare``.
+
+    Example:
+        >>> from pyg_fastload.io import dataset_dir_kind
+        >>> dataset_dir_kind('data/mag-like').hetero  # doctest: +SKIP
+        True
+    """
     try:
         with open(Path(path) / 'meta.json') as f:
             meta = json.load(f)
-        return meta.get('format') == FORMAT_NAME and \
+        typed = meta.get('format') == FORMAT_NAME and \
             meta.get('kind') == 'hetero'
     except (OSError, ValueError, AttributeError):
-        return False
+        typed = False
+    return GraphInput(hetero=typed, stores=True)
 
 
 def array_level(spec: Dict[str, Any]) -> str:

@@ -27,7 +27,7 @@ from ..io import (
     DatasetFormatError,
     data_identity,
     dataset_dir_identity,
-    is_hetero_dataset_dir,
+    dataset_dir_kind,
     open_dataset_dir,
 )
 from ..loader.inputs import check_has_features
@@ -97,7 +97,7 @@ class DatasetSource:
             return HeteroGraphSource(dataset)
         path = Path(dataset).expanduser()
         if path.is_dir() and (path / 'meta.json').is_file():
-            if is_hetero_dataset_dir(path):
+            if dataset_dir_kind(path).hetero:
                 return HeteroDirectorySource(path)
             return DirectorySource(path)
         if path.is_file() and path.suffix == '.pt':

@@ -36,7 +36,7 @@ from ..config import FeatureCache
 from ..graph.local import local_hetero_topology, local_topology
 from ..graph.hetero_topology import HeteroTopology
 from ..graph.topology import CSCTopology
-from ..io import (DatasetFormatError, is_hetero_dataset_dir,
+from ..io import (DatasetFormatError, dataset_dir_kind,
                   open_dataset_dir)
 from ..io.format import sha256_file
 from ..io.reader import verify_files
@@ -141,7 +141,7 @@ def partition_dataset(
         ...                          progress=False)  # doctest: +SKIP
     """
     started = time.perf_counter()
-    hetero = is_hetero_dataset_dir(Path(dataset_dir).expanduser())
+    hetero = dataset_dir_kind(Path(dataset_dir).expanduser()).hetero
     _check_features(features, hetero, dataset_dir)
     if isinstance(num_hops, bool) or not isinstance(num_hops, int) or \
             num_hops < 1:

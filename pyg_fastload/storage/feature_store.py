@@ -4,7 +4,8 @@ then storage (in memory, memory-mapped, or read directly)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Protocol, Sequence, Tuple, Union
+from typing import (ClassVar, Dict, List, Optional, Protocol, Sequence,
+                    Tuple, Union)
 
 import torch
 from torch import Tensor
@@ -24,8 +25,8 @@ from .tier import Tier
 from .tier_chain import TierChain
 from .window_cache import WindowBufferedCache
 
-__all__ = ['TieredFeatureStore', 'attr_label', 'CacheLayer', 'HostBuffer',
-           'DeviceCache', 'WindowCache']
+__all__ = ['TieredFeatureStore', 'attr_label', 'CacheLayer', 'StaticLayer',
+           'HostBuffer', 'DeviceCache', 'WindowCache']
 
 Key = Tuple[Optional[str], str]
 
@@ -76,7 +77,32 @@ class CacheLayer(Protocol):
 
 
 @dataclass(frozen=True, eq=False)
-class HostBuffer:
+class StaticLayer(CacheLayer):
+    r"""A cache layer holding rows :obj:`ids` as a :class:`StaticCache`,
+    filled once; a subclass says where (:attr:`tier`, :attr:`on_host`).
+
+    Args:
+        ids (Tensor): the rows it holds (none: it adds no tier).
+        lookahead (int): batches the loader samples ahead for it.
+    """
+    ids: Tensor
+    lookahead: int = 0
+    #: The tier's name in :meth:`TieredFeatureStore.stats`.
+    tier: ClassVar[str]
+    #: In host memory (pinned where batches go to a GPU), else on the
+    #: store's device.
+    on_host: ClassVar[bool]
+
+    def wrap(self, below: Tier, base: Tier, device: torch.device,
+             pinned: bool) -> Tier:
+        if not self.ids.numel():
+            return below
+        where = torch.device('cpu') if self.on_host else device
+        return fill_static(base, below, self.ids, where, self.tier,
+                           pinned and self.on_host)
+
+
+class HostBuffer(StaticLayer):
     r"""A host buffer holding rows :obj:`ids` (a :class:`StaticCache` in
     host memory, pinned where batches go to a GPU; the GIDS host buffer).
 
@@ -94,29 +120,15 @@ class HostBuffer:
         >>> list(store.tiers('x'))  # fastest first
         ['device', 'host', 'storage']
     """
-    ids: Tensor
-    lookahead: int = 0
-
-    def wrap(self, below: Tier, base: Tier, device: torch.device,
-             pinned: bool) -> Tier:
-        if not self.ids.numel():
-            return below
-        return fill_static(base, below, self.ids, torch.device('cpu'),
-                           'host', pinned)
+    tier = 'host'
+    on_host = True
 
 
-@dataclass(frozen=True, eq=False)
-class DeviceCache:
+class DeviceCache(StaticLayer):
     r"""A device cache holding rows :obj:`ids` on the store's device (a
     :class:`StaticCache`: the PaGraph/DSP GPU cache)."""
-    ids: Tensor
-    lookahead: int = 0
-
-    def wrap(self, below: Tier, base: Tier, device: torch.device,
-             pinned: bool) -> Tier:
-        if not self.ids.numel():
-            return below
-        return fill_static(base, below, self.ids, device, 'device')
+    tier = 'device'
+    on_host = False
 
 
 @dataclass(frozen=True)

@@ -91,3 +91,35 @@ def test_a_missing_hetero_split_file_is_named(tmp_path):
     with pytest.raises(DatasetFormatError,
                        match=r'paper/train\.csv\.gz: missing'):
         prepare_ogb(root, 'ogbn-mag', tmp_path / 'ds', progress=False)
+
+
+def _fake(root, hetero):
+    r"""A fake OGB folder of either kind and its ``split/time`` train
+    file."""
+    if hetero:
+        fake_mag(root)
+        return root / 'split' / 'time' / 'paper' / 'train.csv.gz'
+    fake_ogb_csv(root)
+    return root / 'split' / 'time' / 'train.csv.gz'
+
+
+@pytest.mark.parametrize('hetero', [False, True], ids=['arxiv', 'mag'])
+def test_both_kinds_choose_and_check_the_split_alike(tmp_path, hetero):
+    name = 'ogbn-mag' if hetero else 'ogbn-arxiv'
+    root = tmp_path / 'ogb'
+    train = _fake(root, hetero)
+    with pytest.raises(DatasetFormatError, match=r"split/random: missing; "
+                       r"invalid 'split' = 'random': pass one of the "
+                       r"folders in .*split$"):
+        prepare_ogb(root, name, tmp_path / 'ds', progress=False,
+                    split='random')
+    write_gz(train, [0, 9])  # 9: no such node
+    with pytest.raises(DatasetFormatError, match=r"train\.csv\.gz: node id 9 "
+                       r"outside \[0, 6\); the split does not belong"):
+        prepare_ogb(root, name, tmp_path / 'ds', progress=False)
+    shutil.copytree(root / 'split' / 'time', root / 'split' / 'other')
+    shutil.move(root / 'split' / 'time', root / 'split' / 'first')
+    with pytest.raises(DatasetFormatError, match=r"holds several splits "
+                       r"\(first, other\); pass one as 'split'"):
+        prepare_ogb(root, name, tmp_path / 'ds', progress=False)
+    assert not (tmp_path / 'ds').exists()

@@ -413,6 +413,11 @@ def test_an_empty_graph_is_refused():
     no_x = Data(edge_index=torch.tensor([[0], [1]]), num_nodes=2)
     with pytest.raises(ValueError, match="no node features 'x'"):
         layerwise_inference(build('sage', 2), no_x, progress=False)
+    short_x = Data(x=torch.randn(2, 8), edge_index=torch.tensor([[0], [1]]),
+                   num_nodes=3)
+    with pytest.raises(ValueError, match="'x' have 2 rows but the graph "
+                                         "has 3 such nodes"):
+        layerwise_inference(build('sage', 2), short_x, progress=False)
 
 
 @pytest.mark.reliability(

@@ -158,6 +158,15 @@ def test_a_featureless_type_without_node_inputs_is_named():
         layerwise_inference(model, data, progress=False)
 
 
+def test_features_with_a_row_per_node_of_another_count_are_named():
+    data = random_hetero_graph()
+    net = _net('sage', data)
+    data['paper'].num_nodes = data['paper'].x.size(0) + 1
+    with pytest.raises(ValueError, match=r"'x' of 'paper' have 120 rows "
+                                         r"but the graph has 121 such"):
+        layerwise_inference(net, data, progress=False)
+
+
 def test_a_relation_the_graph_lacks_is_named():
     data = random_hetero_graph()
     net = _net('sage', data)

@@ -16,6 +16,7 @@ from pyg_fastload.datasets import (
     prepare_pyg,
     write_graph,
 )
+from pyg_fastload.graph.kind import GraphInput
 from pyg_fastload.graph.topology import CSCTopology
 from pyg_fastload.io import (
     FORMAT_VERSION,
@@ -24,6 +25,7 @@ from pyg_fastload.io import (
     OnDiskDataset,
     OnDiskHeteroDataset,
     open_dataset_dir,
+    dataset_dir_kind,
     write_dataset_dir,
 )
 
@@ -439,6 +441,16 @@ def test_one_reader_opens_both_kinds_and_names_a_newer_version(tmp_path):
     with pytest.raises(DatasetFormatError, match='format_version 3.*'
                        'upgrade pyg-fastload'):
         open_dataset_dir(ds.path)
+
+
+def test_a_directory_s_kind_is_the_graph_kind_its_stores_have(tmp_path):
+    _, ds = tiny(tmp_path / 'ds')
+    homo = small_dataset(tmp_path / 'homo').path
+    assert dataset_dir_kind(ds.path) == GraphInput(hetero=True, stores=True)
+    assert dataset_dir_kind(homo) == GraphInput(hetero=False, stores=True)
+    assert dataset_dir_kind(tmp_path / 'none').hetero is False
+    edit_meta(ds.path, lambda meta: meta.update(format='other'))
+    assert dataset_dir_kind(ds.path).hetero is False  # the reader refuses it
 
 
 def test_the_folded_names_say_where_they_went():
