@@ -26,7 +26,9 @@ ON_GPU = LoadingSpec(pipeline_settings={'sampling_device': 'cuda'})
 
 @pytest.mark.parametrize('settings, key', [
     ({'num_neighbors': []}, 'num_neighbors'),
-    ({'eval_num_neighbors': [-5]}, 'eval_num_neighbors'),
+    ({'evaluation': {'num_neighbors': [-5]}}, 'evaluation.num_neighbors'),
+    ({'evaluation': {'batch_size': 0}}, 'evaluation.batch_size'),
+    ({'evaluation': {'fanouts': [5]}}, 'evaluation'),
     ({'batch_size': 0}, 'batch_size'),
     ({'batch_size': True}, 'batch_size'),
     ({'pipeline_settings': {'queue_capacity': 0}},
@@ -43,7 +45,8 @@ ON_GPU = LoadingSpec(pipeline_settings={'sampling_device': 'cuda'})
     ({'feature_cache': {'hots_budget': 1}}, 'feature_cache'),
     ({'adjacency': 'dense'}, 'adjacency'),
     ({'verify': 'md5'}, 'verify'),
-    ({'launch_order': 'random'}, 'launch_order'),
+    ({'mode_options': {'launch_order': 'random'}},
+     'mode_options.launch_order'),
     ({'mode_options': {'sampling': 'edge'}}, 'mode_options.sampling'),
     ({'dist_timeout': 0}, 'dist_timeout'),
     ({'mode_options': {'merge': 1}}, 'mode_options'),
