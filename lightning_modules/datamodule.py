@@ -58,10 +58,10 @@ class FastLoadDataModule(pl.LightningDataModule):
         batch_size (int): seed nodes per training batch.
         evaluation (EvalSettings, optional): how validation, test and
             prediction batches are sampled
-            (:class:`~pyg_fastload.config.EvalSettings`: ``num_neighbors``,
-            default :obj:`num_neighbors`; ``batch_size``, default
-            :obj:`batch_size`). In Python also the keywords
-            ``eval_num_neighbors`` and ``eval_batch_size``.
+            (:class:`~pyg_fastload.config.EvalSettings`: ``num_neighbors``
+            and ``batch_size``, each the training value unless given). In
+            Python also the keywords ``eval_num_neighbors`` and
+            ``eval_batch_size``.
         feature_cache (FeatureCache, optional): host buffer / device cache
             budgets and policy; without it features are read from where the
             dataset keeps them (memory, or disk for a directory).
