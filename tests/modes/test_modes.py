@@ -16,6 +16,7 @@ from pyg_fastload.modes import (
     PaGraph,
     Replicated,
 )
+from pyg_fastload.modes import partitioned
 from pyg_fastload.modes.contract import seed_loss, time_steps
 
 from ..helpers import random_graph
@@ -294,3 +295,20 @@ def test_remote_and_pipeline_settings_values_are_named():
         with pytest.raises(SettingError, match='pipeline_settings.*'
                            'PipelineSettings or a dict'):
             PipelineSettings.of(bad, {})
+
+
+def test_dsp_opens_its_rank_with_the_mode_options_launch_order(
+        hetero_partition, monkeypatch):
+    mag, mag_parts, _, _ = hetero_partition
+    given = {}
+
+    def open_dsp_rank(*args, **kwargs):
+        given.update(kwargs)
+        raise ValueError('stopped here')
+    monkeypatch.setattr(partitioned, 'open_dsp_rank', open_dsp_rank)
+    for order in ('coordinator', 'groups'):
+        mode = DSP(LoadingSpec(mode_options={'launch_order': order}),
+                   DatasetSource.of(str(mag)), str(mag_parts))
+        with pytest.raises(SettingError, match='stopped here'):
+            mode._open_parts(torch.device('cpu'))
+        assert given['launch_order'] == order
