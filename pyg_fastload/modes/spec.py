@@ -179,9 +179,10 @@ class LoadingSpec:
         put(self, 'num_neighbors', _fanouts('num_neighbors',
                                             self.num_neighbors))
         _positive_int('batch_size', self.batch_size)
-        put(self, 'evaluation', (nested_setting(
-            'evaluation', EvalSettings, self.evaluation) or EvalSettings()
-        ).filled(self.num_neighbors, self.batch_size))
+        evaluation = nested_setting('evaluation', EvalSettings,
+                                    self.evaluation) or EvalSettings()
+        put(self, 'evaluation', evaluation.filled(self.num_neighbors,
+                                                  self.batch_size))
         settings = PipelineSettings.of(self.pipeline_settings)
         put(self, 'pipeline_settings', settings if settings.sampling_device
             else dataclasses.replace(settings, sampling_device='cpu'))
