@@ -18,7 +18,8 @@ from pytorch_lightning.callbacks import ModelCheckpoint
 from pytorch_lightning.cli import LightningCLI
 from pytorch_lightning.strategies import DDPStrategy
 
-from pyg_fastload.config import FeatureCache, PipelineSettings, SettingError
+from pyg_fastload.config import (EvalSettings, FeatureCache,
+                                 PipelineSettings, SettingError)
 from pyg_fastload.distributed.startup import form_restarted_group
 from pyg_fastload.errors import USAGE_EXIT
 from pyg_fastload.inference import InferenceOptions
@@ -219,8 +220,9 @@ class FastLoadCLI(LightningCLI):
     def _check_nested(self) -> None:
         r"""Validates the data module's nested settings first
         (``data.feature_cache``, ``data.link``, ``data.mode_options``,
-        ``data.inference``, ``data.pipeline_settings``), so their errors name the key instead of coming
-        back as a failed type match."""
+        ``data.inference``, ``data.pipeline_settings``,
+        ``data.evaluation``), so their errors name the key instead of
+        coming back as a failed type match."""
         config = self.config[self.subcommand] if self.subcommand else \
             self.config
         self._check_sampler(config.get('data.sampler'))
@@ -228,7 +230,8 @@ class FastLoadCLI(LightningCLI):
                              ('link', LinkOptions),
                              ('mode_options', ModeOptions),
                              ('inference', InferenceOptions),
-                             ('pipeline_settings', PipelineSettings)):
+                             ('pipeline_settings', PipelineSettings),
+                             ('evaluation', EvalSettings)):
             value = config.get(f'data.{section}')
             if value is None:
                 continue

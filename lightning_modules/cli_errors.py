@@ -12,7 +12,7 @@ from typing import IO, Dict, List, NoReturn, Optional
 
 from pytorch_lightning.cli import LightningArgumentParser
 
-from pyg_fastload.config import PIPELINE_KEYS
+from pyg_fastload.config import EVAL_ALIASES, PIPELINE_KEYS
 
 __all__ = ['ConciseParser', 'concise', 'RENAMED']
 
@@ -26,12 +26,18 @@ SECTIONS: Dict[str, List[str]] = {
     'data.link': ['pyg_fastload.modes.LinkOptions'],
     'data.mode_options': ['pyg_fastload.modes.spec.ModeOptions'],
     'data.pipeline_settings': ['pyg_fastload.config.PipelineSettings'],
+    'data.evaluation': ['pyg_fastload.config.EvalSettings'],
 }
 
 #: Config keys that moved, by their old name: the loaders' own options
-#: are one ``data.pipeline_settings``.
-RENAMED: Dict[str, str] = {f'data.{name}': f'data.pipeline_settings.{name}'
-                           for name in PIPELINE_KEYS}
+#: are one ``data.pipeline_settings``, the evaluation batches' one
+#: ``data.evaluation``, DSP's launch order a ``data.mode_options`` key.
+RENAMED: Dict[str, str] = {
+    **{f'data.{name}': f'data.pipeline_settings.{name}'
+       for name in PIPELINE_KEYS},
+    **{f'data.{alias}': f'data.evaluation.{name}'
+       for alias, name in EVAL_ALIASES.items()},
+    'data.launch_order': 'data.mode_options.launch_order'}
 
 _KEY = re.compile(r'Parser key "([^"]+)":')
 _CLASS = re.compile(r"Problem with given class_path '([^']+)':")

@@ -16,7 +16,8 @@ import torch
 from torch_geometric.data import Data, HeteroData
 
 from pyg_fastload import FastNeighborLoader
-from pyg_fastload.config import FeatureCache, PipelineSettings
+from pyg_fastload.config import (EVAL_ALIASES, EvalSettings, FeatureCache,
+                                 PipelineSettings, folded_setting)
 from pyg_fastload.distributed import Collectives, DistContext, TrafficCounters
 from pyg_fastload.graph import is_data
 from pyg_fastload.modes import MODES, DatasetSource, LoadingSpec, ModeOptions
@@ -29,7 +30,7 @@ from pyg_fastload.storage import FeatureSource
 from .errors import ConfigError, config_section
 
 __all__ = ['FastLoadDataModule', 'FeatureCache', 'LinkOptions',
-           'PipelineSettings']
+           'PipelineSettings', 'EvalSettings']
 
 _SPLITS = ('train', 'val', 'test', 'predict')
 
@@ -55,10 +56,12 @@ class FastLoadDataModule(pl.LightningDataModule):
             node type, mode ``'replicated'``, one static cache for all types.
         num_neighbors (List[int]): fan-out per hop for training.
         batch_size (int): seed nodes per training batch.
-        eval_num_neighbors (List[int], optional): fan-outs for validation,
-            test and prediction (default: :obj:`num_neighbors`).
-        eval_batch_size (int, optional): seeds per evaluation batch
-            (default: :obj:`batch_size`).
+        evaluation (EvalSettings, optional): how validation, test and
+            prediction batches are sampled
+            (:class:`~pyg_fastload.config.EvalSettings`: ``num_neighbors``
+            and ``batch_size``, each the training value unless given). In
+            Python also the keywords ``eval_num_neighbors`` and
+            ``eval_batch_size``.
         feature_cache (FeatureCache, optional): host buffer / device cache
             budgets and policy; without it features are read from where the
             dataset keeps them (memory, or disk for a directory).
@@ -94,23 +97,22 @@ class FastLoadDataModule(pl.LightningDataModule):
             ``'pagraph'``, ``'dsp'`` and ``'hopgnn'``.
         dist_timeout (float): seconds any collective between ranks may
             take before it ends with an error naming it.
-        launch_order (str): how ``'dsp'`` keeps its pipelined stages'
-            collectives apart: a process group each (``'groups'``), or one
-            group with DSP's leader-ordered launch (``'coordinator'``).
         mode_options (ModeOptions, optional): ``'dsp'``'s layer-wise
-            sampling and global seeds, ``'hopgnn'``'s micrograph merging.
+            sampling, global seeds and launch order (``launch_order``, in
+            Python also a keyword of its own), ``'hopgnn'``'s micrograph
+            merging.
         task (str): ``'node'`` (default: seed nodes, for
             :class:`NodeClassifier`) or ``'link'``: label edges with
             negatives through :class:`~pyg_fastload.FastLinkNeighborLoader`
             (for :class:`LinkPredictor`; homogeneous data, mode
             ``'replicated'``), the edges split as PyG's ``RandomLinkSplit``
             does; :obj:`batch_size` counts positive edges,
-            :obj:`eval_batch_size` evaluation label edges.
+            ``evaluation.batch_size`` evaluation label edges.
         link (LinkOptions, optional): the link task's negatives, split
             ratios and evaluation (default: :class:`LinkOptions`'s).
         eval (str): how validation, test and prediction compute a node's
             output: ``'sampled'`` (default: on sampled neighbourhoods, with
-            :obj:`eval_num_neighbors`) or ``'layerwise'``: every layer for
+            ``evaluation.num_neighbors``) or ``'layerwise'``: every layer for
             every node over all its in-neighbours
             (:func:`~pyg_fastload.layerwise_inference`), the full-batch
             forward's outputs; task ``'node'``, a homogeneous
@@ -148,7 +150,7 @@ class FastLoadDataModule(pl.LightningDataModule):
             :obj:`num_neighbors` all 1), GraphSAINT's ``'saint_node'``,
             ``'saint_edge'`` or ``'saint_rw'`` (training on subgraphs, the
             loss weighed by their normalisation, evaluation on
-            neighbourhoods sampled with :obj:`eval_num_neighbors`;
+            neighbourhoods sampled with ``evaluation.num_neighbors``;
             :mod:`pyg_fastload.sampling.saint`), or ``{class_path: NAME
             or module.Class, init_args: {...}}`` (a sampler class with its
             own options, e.g. ``{class_path: labor, init_args:
@@ -175,8 +177,7 @@ class FastLoadDataModule(pl.LightningDataModule):
         dataset: Union[str, Path, Data, HeteroData, None] = None,
         num_neighbors: List[int] = [15, 10, 5],  # noqa: B006 (CLI default)
         batch_size: int = 1024,
-        eval_num_neighbors: Optional[List[int]] = None,
-        eval_batch_size: Optional[int] = None,
+        evaluation: Optional[EvalSettings] = None,
         feature_cache: Optional[FeatureCache] = None,
         pipeline_settings: Optional[PipelineSettings] = None,
         num_workers: int = 0,
@@ -189,7 +190,6 @@ class FastLoadDataModule(pl.LightningDataModule):
         mode: Literal['replicated', 'pagraph', 'dsp', 'hopgnn'] = 'replicated',
         partitions: Optional[str] = None,
         dist_timeout: float = 300.0,
-        launch_order: Literal['groups', 'coordinator'] = 'groups',
         mode_options: Optional[ModeOptions] = None,
         task: Literal['node', 'link'] = 'node',
         link: Optional[LinkOptions] = None,
@@ -202,6 +202,11 @@ class FastLoadDataModule(pl.LightningDataModule):
     ):
         super().__init__()
         pipeline_settings = PipelineSettings.of(pipeline_settings, kwargs)
+        evaluation = folded_setting('evaluation', EvalSettings, evaluation,
+                                    kwargs, EVAL_ALIASES)
+        mode_options = folded_setting('mode_options', ModeOptions,
+                                      mode_options, kwargs,
+                                      {'launch_order': 'launch_order'})
         if kwargs:
             raise TypeError(f"FastLoadDataModule() got unexpected keyword "
                             f"arguments {sorted(kwargs)}")
@@ -211,13 +216,11 @@ class FastLoadDataModule(pl.LightningDataModule):
         #: Every loading setting, validated once.
         self.spec = LoadingSpec(
             num_neighbors=num_neighbors, batch_size=batch_size,
-            eval_num_neighbors=eval_num_neighbors,
-            eval_batch_size=eval_batch_size, feature_cache=feature_cache,
+            evaluation=evaluation, feature_cache=feature_cache,
             pipeline_settings=pipeline_settings, num_workers=num_workers,
             drop_last=drop_last,
             adjacency=adjacency, seed=seed, progress=progress, verify=verify,
-            launch_order=launch_order,
-            mode_options=mode_options or ModeOptions(),
+            mode_options=mode_options,
             dist_timeout=dist_timeout, task=task, link=link, eval=eval,
             inference=inference, time_attr=time_attr,
             temporal_strategy=temporal_strategy, sampler=sampler)
@@ -231,8 +234,10 @@ class FastLoadDataModule(pl.LightningDataModule):
                                   else [])
         # the keywords folded in, as plain values (a checkpoint is read by
         # torch's weights-only unpickler, which refuses other classes)
-        self.hparams['pipeline_settings'] = dataclasses.asdict(
-            pipeline_settings)
+        for key, value in (('pipeline_settings', pipeline_settings),
+                           ('evaluation', evaluation),
+                           ('mode_options', mode_options)):
+            self.hparams[key] = dataclasses.asdict(value)
         self.generators = {split: torch.Generator().manual_seed(seed + i)
                            for i, split in enumerate(_SPLITS)}
         self.traffic = TrafficCounters()
@@ -331,8 +336,9 @@ class FastLoadDataModule(pl.LightningDataModule):
         samplers (``'dsp'``, ``'hopgnn'``) keep them."""
         if self.loading.samplers:
             return
-        self.spec = dataclasses.replace(self.spec, num_neighbors=[0],
-                                        eval_num_neighbors=[0])
+        self.spec = dataclasses.replace(
+            self.spec, num_neighbors=[0], evaluation=dataclasses.replace(
+                self.spec.evaluation, num_neighbors=[0]))
         self.loading.spec = self.spec
 
     @config_section('data')

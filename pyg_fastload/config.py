@@ -17,9 +17,12 @@ __all__ = [
     'FeatureCache',
     'PipelineSettings',
     'PIPELINE_KEYS',
+    'EvalSettings',
+    'EVAL_ALIASES',
     'SettingError',
     'check_one_of',
     'nested_setting',
+    'folded_setting',
     'Budget',
     'POLICIES',
     'DEVICE_CACHE_MODES',
@@ -297,10 +300,59 @@ class PipelineSettings:
                 this class's fields are taken out.
             key (str): the argument's name, for errors in a dict.
         """
-        given = nested_setting(key, cls, settings) or cls()
-        aliases = {} if flat is None else {
-            name: flat.pop(name) for name in PIPELINE_KEYS if name in flat}
-        return dataclasses.replace(given, **aliases) if aliases else given
+        return folded_setting(key, cls, settings, flat,
+                              {name: name for name in PIPELINE_KEYS})
+
+
+@dataclass(frozen=True)
+class EvalSettings:
+    r"""How validation, test and prediction batches are sampled: the
+    data module's ``evaluation`` (config key ``data.evaluation``; in
+    Python also the keywords ``eval_num_neighbors`` and
+    ``eval_batch_size``). :obj:`None` takes the training value.
+
+    Args:
+        num_neighbors (List[int], optional): fan-out per hop (default:
+            the training ``num_neighbors``).
+        batch_size (int, optional): seeds per batch (label edges with task
+            ``'link'``; default: the training ``batch_size``).
+
+    Example:
+        >>> from pyg_fastload.config import EvalSettings
+        >>> EvalSettings(batch_size=4096).filled([10, 5], 1024)
+        EvalSettings(num_neighbors=[10, 5], batch_size=4096)
+    """
+    num_neighbors: Optional[List[int]] = None
+    batch_size: Optional[int] = None
+
+    def __post_init__(self) -> None:
+        if self.num_neighbors is not None:
+            try:
+                fanouts = check_fanouts(self.num_neighbors)
+            except (TypeError, ValueError, NotImplementedError) as error:
+                raise SettingError('evaluation.num_neighbors',
+                                   str(error)) from None
+            object.__setattr__(self, 'num_neighbors', fanouts)
+        size = self.batch_size
+        if size is not None and (isinstance(size, bool) or not isinstance(
+                size, int) or size < 1):
+            raise SettingError('evaluation.batch_size', f"{size!r} must be "
+                               f"a positive int")
+
+    def filled(self, num_neighbors: List[int],
+               batch_size: int) -> EvalSettings:
+        r"""These settings with the training :obj:`num_neighbors` and
+        :obj:`batch_size` where they are :obj:`None`."""
+        return EvalSettings(
+            num_neighbors if self.num_neighbors is None
+            else self.num_neighbors,
+            batch_size if self.batch_size is None else self.batch_size)
+
+
+#: The data module's Python keywords for :class:`EvalSettings` fields, by
+#: field name.
+EVAL_ALIASES = {'eval_num_neighbors': 'num_neighbors',
+                'eval_batch_size': 'batch_size'}
 
 
 #: The fields of :class:`PipelineSettings`, which the loaders and the data
@@ -327,6 +379,37 @@ def nested_setting(key: str, cls: type, value: Any) -> Any:
         if error.key.startswith(f'{key}.'):
             raise
         raise SettingError(f'{key}.{error.key}', error.detail) from None
+
+
+def folded_setting(key: str, cls: type, value: Any,
+                   flat: Optional[Dict[str, Any]],
+                   aliases: Dict[str, str]) -> Any:
+    r"""The nested setting :obj:`key` (:func:`nested_setting`; its
+    defaults if :obj:`None`) with the fields a caller also takes as
+    keywords of their own, popped from :obj:`flat` (its ``**kwargs``),
+    replacing the setting's values: one code path for an option object
+    and its Python aliases.
+
+    Args:
+        key (str): the argument's name, for errors.
+        cls (type): the option object's class (a frozen dataclass).
+        value: the argument: :obj:`None`, a :obj:`cls` or a dict.
+        flat (dict, optional): the caller's other keyword arguments.
+        aliases (dict): keyword name -> field name.
+
+    Example:
+        >>> from pyg_fastload.config import PipelineSettings, folded_setting
+        >>> flat = {'sampling_threads': 2, 'batch_size': 8}
+        >>> folded_setting('pipeline_settings', PipelineSettings, None, flat,
+        ...                {'sampling_threads': 'sampling_workers'}
+        ...                ).sampling_workers, flat
+        (2, {'batch_size': 8})
+    """
+    given = nested_setting(key, cls, value) or cls()
+    found = {} if flat is None else {
+        name: flat.pop(alias) for alias, name in aliases.items()
+        if alias in flat}
+    return dataclasses.replace(given, **found) if found else given
 
 
 def _check_batches(key: str, value: Any, low: int) -> None:

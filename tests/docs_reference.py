@@ -18,10 +18,14 @@ def sections() -> List[Tuple[str, type]]:
     r"""``(config key prefix, class)`` of every documented option table."""
     from pyg_fastload.lightning import (FastLoadDataModule, LinkOptions,
                                         LinkPredictor, NodeClassifier)
-    from pyg_fastload.config import FeatureCache, PipelineSettings
+    from pyg_fastload.config import (EvalSettings, FeatureCache,
+                                     PipelineSettings)
+    from pyg_fastload.inference import InferenceOptions
     from pyg_fastload.modes import ModeOptions
     return [('data', FastLoadDataModule), ('data.feature_cache', FeatureCache),
             ('data.pipeline_settings', PipelineSettings),
+            ('data.evaluation', EvalSettings),
+            ('data.inference', InferenceOptions),
             ('data.mode_options', ModeOptions), ('data.link', LinkOptions),
             ('model', NodeClassifier), ('model.init_args', LinkPredictor)]
 

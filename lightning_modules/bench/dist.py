@@ -112,7 +112,7 @@ def _config(args: argparse.Namespace, log_dir: Path, mode: Optional[str],
         # absolute: each fit runs in a directory of its own
         'dataset': _absolute(args.dataset),
         'num_neighbors': list(args.fanout),
-        'batch_size': args.batch_size, 'eval_batch_size': 4096,
+        'batch_size': args.batch_size, 'evaluation': {'batch_size': 4096},
         'progress': False, 'seed': seed}
     base, _, variant = (mode or 'replicated').partition('-')
     if MODES[base].partition_method is not None:

@@ -221,9 +221,7 @@ class FastLinkNeighborLoader(PipelinedLoader, LinkLoader):
                         'neg_sampling.amount' if neg_sampling is not None
                         else 'neg_sampling_ratio')
         prepare_sampler(sampler, self.input_data, self.batch_size or 1)
-        self.setup_pipeline(settings.pipeline, settings.queue_capacity,
-                            settings.run_ahead, placement,
-                            settings.sampling_workers)
+        self.setup_pipeline(settings, placement)
 
     def batch_sampling(self) -> SampleFn:
         sampler, inputs = self.link_sampler, self.input_data

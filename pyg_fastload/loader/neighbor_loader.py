@@ -264,9 +264,7 @@ class FastNeighborLoader(PipelinedLoader, NodeLoader):
             **kwargs,
         )
         prepare_sampler(neighbor_sampler, self.input_data, batch_size)
-        self.setup_pipeline(settings.pipeline, settings.queue_capacity,
-                            settings.run_ahead, placement,
-                            settings.sampling_workers)
+        self.setup_pipeline(settings, placement)
 
     def filter_fn(self, out: SamplerOutput) -> Data:
         r"""Joins the sampled subgraph with its node and edge attributes.

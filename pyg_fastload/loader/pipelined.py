@@ -80,21 +80,27 @@ class PipelinedLoader:
     #: gathers the batch's rows once it is sampled).
     hop_fetch = True
 
-    def setup_pipeline(self, pipeline: Union[bool, str],
-                       queue_capacity: int, run_ahead: Union[str, int],
-                       placement: Placement,
-                       sampling_workers: int = 1) -> None:
-        r"""Validates and keeps the pipeline settings and the loader's
-        resolved :obj:`placement` (call after the PyG loader's
-        ``__init__``)."""
-        self.settings = PipelineSettings(pipeline, queue_capacity, run_ahead,
-                                         sampling_workers)
+    def setup_pipeline(self, settings: PipelineSettings,
+                       placement: Placement) -> None:
+        r"""Keeps the loader's :obj:`settings` (what :attr:`settings` then
+        reports) and its resolved :obj:`placement`, refusing a sampling
+        pool for a sampler that cannot run one (call after the PyG
+        loader's ``__init__``).
+
+        Args:
+            settings (PipelineSettings): the loader's pipeline settings,
+                as given (``sampling_device`` included).
+            placement (Placement): where the loader samples and returns
+                its batches, resolved from them.
+        """
+        #: The pipeline settings the loader was given.
+        self.settings = settings
+        workers = settings.sampling_workers
         sampler = getattr(self, 'node_sampler', None) or getattr(
             self, 'link_sampler', None)
-        if sampling_workers > 1 and not getattr(
-                sampler, 'concurrent_batches', True):
+        if workers > 1 and not getattr(sampler, 'concurrent_batches', True):
             raise SettingError(
-                'sampling_workers', f"{sampling_workers}: "
+                'sampling_workers', f"{workers}: "
                 f"{type(sampler).__name__} samples with collectives, which "
                 f"every rank must issue in one order from one thread; "
                 f"use sampling_workers=1")
@@ -107,7 +113,8 @@ class PipelinedLoader:
         self.time_breakdown = new_breakdown()
         self._auto_decision: Optional[bool] = None
         # The consumer's batch, the queued ones and the one being loaded.
-        self._join = FeatureJoin(placement, max_buffers=queue_capacity + 3)
+        self._join = FeatureJoin(placement,
+                                 max_buffers=settings.queue_capacity + 3)
         # The stop flags of this loader's running pipelines (set when the
         # loader is deleted; the loader holds no iterator).
         self._stops: List[threading.Event] = []

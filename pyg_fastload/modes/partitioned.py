@@ -191,7 +191,7 @@ class PaGraph(_Partitioned):
     def _check_parts(self, meta: Dict[str, Any]) -> None:
         spec, task = self.spec, self.task.name
         train = spec.sampler.reach(len(spec.num_neighbors))
-        depth = max(train, len(spec.eval_num_neighbors)
+        depth = max(train, len(spec.fanouts(False))
                     if self.source is None else 0)
         made_for, hops = meta.get('task', 'node'), meta.get('num_hops')
         fix = (f"partition for it (pyg-fastload partition DATASET_DIR "
@@ -375,7 +375,7 @@ class DSP(_Partitioned):
             self.dsp = open_dsp_rank(
                 self.partitions, self.collectives, spec.feature_cache,
                 device=device, scores=spec.scores(),
-                launch_order=spec.launch_order,
+                launch_order=spec.mode_options.launch_order,
                 feature_centric=self.feature_centric, verify=spec.verify,
                 cold_rows=spec.mode_options.cold_rows,
                 remote=spec.mode_options.remote)
@@ -385,7 +385,7 @@ class DSP(_Partitioned):
             self.samplers = {
                 'train': self.dsp.sampler(spec.num_neighbors, **options,
                                           **self._train_options()),
-                'eval': self.dsp.sampler(spec.eval_num_neighbors, **options)}
+                'eval': self.dsp.sampler(spec.fanouts(False), **options)}
         except SettingError:
             raise  # (the sampler options': they name their key)
         except (DistributedError, ValueError) as error:

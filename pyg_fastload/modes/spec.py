@@ -14,8 +14,9 @@ import torch
 import torch_geometric.transforms as T
 
 from ..caching import Scores, loader_scores
-from ..config import (FeatureCache, PipelineSettings, SettingError,
-                      check_fanouts, check_one_of, nested_setting)
+from ..config import (EvalSettings, FeatureCache, PipelineSettings,
+                      SettingError, check_fanouts, check_one_of,
+                      nested_setting)
 from ..distributed.collectives import digest
 from ..distributed.dsp import LAUNCH_ORDERS
 from ..distributed.requests import REMOTE_MODES
@@ -67,6 +68,9 @@ class ModeOptions:
             ranks send: ``'async'`` requests to their owners, served
             between the owners' own batches (ByteGNN), or ``'sync'``
             collectives, every rank in lockstep. The batches are the same.
+        launch_order (str): how ``'dsp'`` keeps its pipelined stages'
+            collectives apart: a process group each (``'groups'``), or one
+            group with DSP's leader-ordered launch (``'coordinator'``).
     """
     sampling: Literal['node', 'layer'] = 'node'
     seeds: Literal['own', 'global'] = 'own'
@@ -74,6 +78,7 @@ class ModeOptions:
     merge_search: bool = False
     cold_rows: Literal['auto', 'owner'] = 'auto'
     remote: Literal['async', 'sync'] = 'async'
+    launch_order: Literal['groups', 'coordinator'] = 'groups'
 
     def __post_init__(self) -> None:
         for key, value, allowed in (('sampling', self.sampling,
@@ -81,7 +86,9 @@ class ModeOptions:
                                     ('seeds', self.seeds, ('own', 'global')),
                                     ('cold_rows', self.cold_rows,
                                      ('auto', 'owner')),
-                                    ('remote', self.remote, REMOTE_MODES)):
+                                    ('remote', self.remote, REMOTE_MODES),
+                                    ('launch_order', self.launch_order,
+                                     LAUNCH_ORDERS)):
             check_one_of(f'mode_options.{key}', value, allowed)
         if isinstance(self.merges, bool) or not isinstance(
                 self.merges, int) or self.merges < 0:
@@ -147,8 +154,7 @@ class LoadingSpec:
     read it, never their own copies of its fields."""
     num_neighbors: List[int] = field(default_factory=lambda: [15, 10, 5])
     batch_size: int = 1024
-    eval_num_neighbors: Optional[List[int]] = None
-    eval_batch_size: Optional[int] = None
+    evaluation: EvalSettings = field(default_factory=EvalSettings)
     feature_cache: Optional[FeatureCache] = None
     pipeline_settings: PipelineSettings = field(
         default_factory=PipelineSettings)
@@ -158,7 +164,6 @@ class LoadingSpec:
     seed: int = 0
     progress: bool = True
     verify: str = 'size'
-    launch_order: str = 'groups'
     mode_options: ModeOptions = field(default_factory=ModeOptions)
     dist_timeout: float = 300.0
     task: str = 'node'
@@ -173,13 +178,11 @@ class LoadingSpec:
         put = object.__setattr__  # frozen: normalised once, here
         put(self, 'num_neighbors', _fanouts('num_neighbors',
                                             self.num_neighbors))
-        put(self, 'eval_num_neighbors', _fanouts(
-            'eval_num_neighbors', self.num_neighbors
-            if self.eval_num_neighbors is None else self.eval_num_neighbors))
         _positive_int('batch_size', self.batch_size)
-        put(self, 'eval_batch_size', _positive_int(
-            'eval_batch_size', self.batch_size if self.eval_batch_size is None
-            else self.eval_batch_size))
+        evaluation = nested_setting('evaluation', EvalSettings,
+                                    self.evaluation) or EvalSettings()
+        put(self, 'evaluation', evaluation.filled(self.num_neighbors,
+                                                  self.batch_size))
         settings = PipelineSettings.of(self.pipeline_settings)
         put(self, 'pipeline_settings', settings if settings.sampling_device
             else dataclasses.replace(settings, sampling_device='cpu'))
@@ -201,7 +204,6 @@ class LoadingSpec:
                                "torch_scatter torch_sparse); or use "
                                "'edge_index'")
         check_one_of('verify', self.verify, VERIFY_MODES)
-        check_one_of('launch_order', self.launch_order, LAUNCH_ORDERS)
         put(self, 'mode_options', nested_setting(
             'mode_options', ModeOptions, self.mode_options) or ModeOptions())
         put(self, 'inference', nested_setting(
@@ -272,11 +274,12 @@ class LoadingSpec:
 
     def fanouts(self, train: bool) -> List[int]:
         r"""The fan-outs of training or evaluation batches."""
-        return self.num_neighbors if train else self.eval_num_neighbors
+        return self.num_neighbors if train else \
+            self.evaluation.num_neighbors
 
     def batch(self, train: bool) -> int:
         r"""The seeds per training or evaluation batch."""
-        return self.batch_size if train else self.eval_batch_size
+        return self.batch_size if train else self.evaluation.batch_size
 
     def transform(self) -> Optional[Callable]:
         r"""The batches' transform (``adjacency='sparse'``: a torch_sparse
@@ -303,7 +306,7 @@ class LoadingSpec:
         the run's ``seed``, its bar shown with ``progress``) and the
         evaluation ones if it is hop-wise; GraphSAINT's subgraphs are for
         training: evaluation samples neighbourhoods
-        (``eval_num_neighbors``)."""
+        (``evaluation.num_neighbors``)."""
         sampler = self.sampler.with_defaults(
             progress=self.progress, seed=self.seed) if train else \
             self.sampler if self.sampler.hop_wise else None

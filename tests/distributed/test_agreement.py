@@ -35,9 +35,9 @@ def _setup_each(rank, world, dataset, cases):
 
 CASES = [
     ([{'batch_size': 32}, {'batch_size': 64}], None,
-     'batch_size, eval_batch_size'),
+     'batch_size, evaluation'),
     ([{}, {'num_neighbors': [3, 2]}], None,
-     'eval_num_neighbors, num_neighbors'),
+     'evaluation, num_neighbors'),
     ([{}, {}], (0, 1), 'seed_everything'),
 ]
 

@@ -122,10 +122,11 @@ def test_ddp_fit_runs_equal_steps_and_counts_traffic(pagraph_parts,
     data = {'dataset': str(dataset_dir), 'mode': mode}
     epochs = 1
     if variant == 'coordinator':  # both stages on one group, in the
-        data['launch_order'] = variant  # leader's launch order, with
-        # layer-wise sampling and the seeds drawn globally
+        # the leader's launch order, with layer-wise sampling and the
+        # seeds drawn globally
         data['mode_options'] = {'sampling': 'layer', 'seeds': 'global',
-                                'cold_rows': 'owner'}
+                                'cold_rows': 'owner',
+                                'launch_order': variant}
         data['num_neighbors'] = [256, 256]
     elif variant == 'search':  # HopGNN's examination period
         data['mode_options'] = {'merge_search': True, 'cold_rows': 'owner'}
@@ -514,7 +515,7 @@ def test_a_two_rank_link_fit_runs_equal_steps(tmp_path):
     from pyg_fastload.modes.link_split import LinkOptions, LinkSplit
     result = _link_fit(tmp_path, {
         'dataset': 'tiny', 'task': 'link', 'batch_size': 1024,
-        'eval_batch_size': 1100,
+        'evaluation': {'batch_size': 1100},
         'link': {'eval_edges': 110, 'eval_negatives': 10}},
         {'PYG_FASTLOAD_CACHE': str(tmp_path / 'cache')})
     assert 'sync_dist' not in result.stderr
@@ -537,7 +538,8 @@ def test_a_two_rank_hetero_link_fit_runs_equal_steps(tmp_path):
             'eval_negatives': 10}
     _link_fit(tmp_path, {
         'dataset': 'hetero-tiny', 'task': 'link', 'batch_size': 128,
-        'eval_batch_size': 110, 'num_neighbors': [4, 3], 'link': link})
+        'evaluation': {'batch_size': 110}, 'num_neighbors': [4, 3],
+        'link': link})
     split = link_split(generate_hetero('hetero-tiny'), LinkOptions(**link),
                        0)
     train = split.edges['train'].size(1)  # author -> paper, one way
@@ -612,8 +614,8 @@ def test_a_two_rank_dsp_link_fit_samples_collectively(tiny_dir, metis_parts,
     _link_fit(tmp_path, {
         'dataset': str(dataset_dir), 'partitions': str(metis_parts),
         'mode': 'dsp', 'task': 'link', 'batch_size': 512,
-        'eval_batch_size': 1100, 'pipeline_settings': {'pipeline': pipeline},
-        'link': options})
+        'evaluation': {'batch_size': 1100},
+        'pipeline_settings': {'pipeline': pipeline}, 'link': options})
     # the steps: each rank's own training links (by their source's part),
     # as many batches on both (the shorter rank revisits some)
     labels, book = _training_links(dataset_dir, metis_parts, options)
@@ -642,13 +644,14 @@ def test_a_two_rank_pagraph_link_fit_stays_in_its_parts(
     if hetero:
         dataset_dir, parts = hetero_pagraph_link_parts
         data, batch = {'num_neighbors': [4, 3], 'link': HETERO_LINK,
-                       'eval_batch_size': 110}, 64
+                       'evaluation': {'batch_size': 110}}, 64
         labels, book = _hetero_training_links(dataset_dir, parts)
         own = book.owner(labels[1], 'paper')
     else:
         dataset_dir, parts = pagraph_link_parts
         options = {'eval_edges': 110, 'eval_negatives': 10}
-        data, batch = {'link': options, 'eval_batch_size': 1100}, 512
+        data, batch = {'link': options,
+                       'evaluation': {'batch_size': 1100}}, 512
         labels, book = _training_links(dataset_dir, parts, options)
         own = book.owner(labels[1])
     _link_fit(tmp_path, dict(data, dataset=str(dataset_dir),
@@ -835,7 +838,7 @@ def test_a_two_rank_dsp_link_fit_on_a_hetero_partition(hetero_parts,
     dataset_dir, parts = hetero_parts
     _link_fit(tmp_path, {
         'dataset': str(dataset_dir), 'partitions': str(parts), 'mode': 'dsp',
-        'task': 'link', 'batch_size': 64, 'eval_batch_size': 110,
+        'task': 'link', 'batch_size': 64, 'evaluation': {'batch_size': 110},
         'num_neighbors': [4, 3], 'link': HETERO_LINK})
     # each rank trains the links whose source author its part owns
     labels, book = _hetero_training_links(dataset_dir, parts)

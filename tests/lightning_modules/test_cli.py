@@ -305,6 +305,17 @@ def test_ctrl_c_ends_a_fit_with_status_130(cache_env):
     (['--data.pipeline_settings', '{"run_ahead": 0}'],
      "config key 'data.pipeline_settings.run_ahead': must be 'adaptive', "
      "'trainer_first' or an int >= 1 (batches in flight), got 0"),
+    (['--data.eval_batch_size', '64'],
+     "config key 'data.eval_batch_size' was renamed "
+     "'data.evaluation.batch_size': write 'evaluation: {batch_size: ...}' "
+     "under 'data:' (on the command line --data.evaluation.batch_size)"),
+    (['--data.launch_order', 'coordinator'],
+     "config key 'data.launch_order' was renamed "
+     "'data.mode_options.launch_order': write 'mode_options: "
+     "{launch_order: ...}' under 'data:' (on the command line "
+     "--data.mode_options.launch_order)"),
+    (['--data.evaluation', '{"batch_size": 0}'],
+     "config key 'data.evaluation.batch_size': 0 must be a positive int"),
 ])
 @pytest.mark.reliability(
     fault='a typo or a bad value in a nested config key (80 lines of usage '
@@ -339,6 +350,27 @@ def test_a_config_file_with_a_renamed_key_names_the_new_one(cache_env,
     assert printed['data']['pipeline_settings'] == {
         'pipeline': False, 'queue_capacity': 2, 'run_ahead': 'adaptive',
         'sampling_workers': 1, 'sampling_device': 'cpu'}
+
+
+def test_a_config_file_with_old_evaluation_keys_names_the_new_ones(
+        cache_env, capsys):
+    old = cache_env / 'old.yaml'
+    old.write_text('data:\n  dataset: tiny\n  eval_num_neighbors: [3]\n')
+    with pytest.raises(SystemExit):
+        main(['fit', '-c', str(old), '--print_config'])
+    err = capsys.readouterr().err
+    assert ("error: config key 'data.eval_num_neighbors' was renamed "
+            "'data.evaluation.num_neighbors'") in err, err
+    new = cache_env / 'new.yaml'
+    new.write_text('data:\n  dataset: tiny\n  evaluation:\n'
+                   '    num_neighbors: [3]\n  mode_options:\n'
+                   '    launch_order: coordinator\n')
+    with pytest.raises(SystemExit):
+        main(['fit', '-c', str(new), '--print_config'])
+    printed = yaml.safe_load(capsys.readouterr().out)['data']
+    assert printed['evaluation'] == {'num_neighbors': [3],
+                                     'batch_size': None}
+    assert printed['mode_options']['launch_order'] == 'coordinator'
 
 
 @pytest.mark.reliability(

@@ -8,6 +8,7 @@ from torch_geometric.data import Data
 
 from pyg_fastload.lightning import (
     ConfigError,
+    EvalSettings,
     FastLoadDataModule,
     FeatureCache,
     NodeClassifier,
@@ -178,6 +179,30 @@ def test_pipeline_settings_come_as_one_object_or_as_keywords(cache_dir):
     with pytest.raises(TypeError, match=r"unexpected keyword arguments "
                        r"\['queue'\]"):
         module(cache_dir, queue=3)
+
+
+def test_evaluation_and_launch_order_come_as_objects_or_keywords(cache_dir):
+    grouped = module(cache_dir, evaluation=EvalSettings([3], 200),
+                     mode_options={'launch_order': 'coordinator'})
+    flat = module(cache_dir, eval_num_neighbors=[3], eval_batch_size=200,
+                  launch_order='coordinator')
+    assert flat.spec == grouped.spec
+    assert flat.spec.evaluation == EvalSettings([3], 200)
+    assert flat.spec.mode_options.launch_order == 'coordinator'
+    assert flat.hparams['evaluation'] == {'num_neighbors': [3],
+                                          'batch_size': 200}
+    assert flat.hparams['mode_options']['launch_order'] == 'coordinator'
+    # unset fields take the training values; a keyword replaces a field
+    both = module(cache_dir, evaluation={'num_neighbors': [3]},
+                  eval_batch_size=50)
+    assert both.spec.evaluation == EvalSettings([3], 50)
+    assert module(cache_dir).spec.evaluation == EvalSettings([5, 5], 128)
+    loader = flat.val_dataloader()
+    assert loader.batch_size == 200
+    assert list(loader.node_sampler.num_neighbors) == [3]
+    with pytest.raises(ConfigError) as info:
+        module(cache_dir, eval_batch_size=0)
+    assert info.value.config_key == 'data.evaluation.batch_size'
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason='needs CUDA')

@@ -116,7 +116,7 @@ def test_the_mlp_baseline_samples_no_neighbourhood(tmp_path):
                     datamodule=dm)
         return dm, next(iter(dm.train_dataloader()))
     dm, batch = fit('mlp')
-    assert dm.spec.num_neighbors == [0] == dm.spec.eval_num_neighbors
+    assert dm.spec.num_neighbors == [0] == dm.spec.evaluation.num_neighbors
     assert batch.num_nodes == batch.batch_size == 64
     assert batch.edge_index.numel() == 0
     dm, batch = fit('sage')

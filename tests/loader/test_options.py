@@ -64,3 +64,18 @@ def test_the_link_loader_checks_is_sorted_as_pyg_would_need():
     assert torch.equal(batches[0].n_id, batches[1].n_id)
     assert torch.equal(batches[0].edge_label_index,
                        batches[1].edge_label_index)
+
+
+@pytest.mark.parametrize('loader_class', [FastNeighborLoader,
+                                          FastLinkNeighborLoader])
+def test_the_loaders_settings_are_the_ones_it_was_given(loader_class):
+    given = PipelineSettings(pipeline=False, queue_capacity=4, run_ahead=3,
+                             sampling_workers=2, sampling_device='cpu')
+    loader = loader_class(random_graph(), [2], batch_size=50,
+                          pipeline_settings=given)
+    assert loader.settings == given
+    assert loader.settings.sampling_device == 'cpu'
+    aliased = loader_class(random_graph(), [2], batch_size=50,
+                           sampling_device=torch.device('cpu'))
+    assert aliased.settings == PipelineSettings(
+        sampling_device=torch.device('cpu'))

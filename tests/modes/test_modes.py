@@ -16,6 +16,7 @@ from pyg_fastload.modes import (
     PaGraph,
     Replicated,
 )
+from pyg_fastload.modes import partitioned
 from pyg_fastload.modes.contract import seed_loss, time_steps
 
 from ..helpers import random_graph
@@ -26,7 +27,9 @@ ON_GPU = LoadingSpec(pipeline_settings={'sampling_device': 'cuda'})
 
 @pytest.mark.parametrize('settings, key', [
     ({'num_neighbors': []}, 'num_neighbors'),
-    ({'eval_num_neighbors': [-5]}, 'eval_num_neighbors'),
+    ({'evaluation': {'num_neighbors': [-5]}}, 'evaluation.num_neighbors'),
+    ({'evaluation': {'batch_size': 0}}, 'evaluation.batch_size'),
+    ({'evaluation': {'fanouts': [5]}}, 'evaluation'),
     ({'batch_size': 0}, 'batch_size'),
     ({'batch_size': True}, 'batch_size'),
     ({'pipeline_settings': {'queue_capacity': 0}},
@@ -43,7 +46,8 @@ ON_GPU = LoadingSpec(pipeline_settings={'sampling_device': 'cuda'})
     ({'feature_cache': {'hots_budget': 1}}, 'feature_cache'),
     ({'adjacency': 'dense'}, 'adjacency'),
     ({'verify': 'md5'}, 'verify'),
-    ({'launch_order': 'random'}, 'launch_order'),
+    ({'mode_options': {'launch_order': 'random'}},
+     'mode_options.launch_order'),
     ({'mode_options': {'sampling': 'edge'}}, 'mode_options.sampling'),
     ({'dist_timeout': 0}, 'dist_timeout'),
     ({'mode_options': {'merge': 1}}, 'mode_options'),
@@ -291,3 +295,20 @@ def test_remote_and_pipeline_settings_values_are_named():
         with pytest.raises(SettingError, match='pipeline_settings.*'
                            'PipelineSettings or a dict'):
             PipelineSettings.of(bad, {})
+
+
+def test_dsp_opens_its_rank_with_the_mode_options_launch_order(
+        hetero_partition, monkeypatch):
+    mag, mag_parts, _, _ = hetero_partition
+    given = {}
+
+    def open_dsp_rank(*args, **kwargs):
+        given.update(kwargs)
+        raise ValueError('stopped here')
+    monkeypatch.setattr(partitioned, 'open_dsp_rank', open_dsp_rank)
+    for order in ('coordinator', 'groups'):
+        mode = DSP(LoadingSpec(mode_options={'launch_order': order}),
+                   DatasetSource.of(str(mag)), str(mag_parts))
+        with pytest.raises(SettingError, match='stopped here'):
+            mode._open_parts(torch.device('cpu'))
+        assert given['launch_order'] == order
