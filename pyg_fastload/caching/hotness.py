@@ -380,7 +380,18 @@ def loader_scores(num_neighbors: Optional[Sequence[int]] = None,
     the policy, its topology and training nodes: the loader's settings,
     the seed and progress bars are given here, once, and openers pass this
     one function (``open_dataset(path, cache, scores=loader_scores(
-    [15, 10, 5], 1024))``)."""
+    [15, 10, 5], 1024))``).
+
+    Args:
+        num_neighbors (List[int], optional): the loader's fan-out per hop
+            (needed by ``'expected_access'`` and ``'presample'``).
+        batch_size (int, optional): the loader's seeds per mini-batch.
+            (default: :obj:`1024`)
+        seed (int, optional): seed of the sampled policies.
+            (default: :obj:`0`)
+        progress (bool, optional): show progress bars.
+            (default: :obj:`True`)
+    """
     def scores(policy: str, topology: CSCTopology,
                train_nodes: Optional[Tensor]) -> Tensor:
         return hotness_scores(policy, topology, train_nodes=train_nodes,

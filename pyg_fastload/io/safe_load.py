@@ -46,6 +46,9 @@ def safe_torch_load(path: Union[str, 'os.PathLike[str]']) -> Any:
     r"""Loads a file written by :func:`torch.save` onto the CPU with safe
     unpickling only (``weights_only=True``), never running code from it.
 
+    Args:
+        path (str or os.PathLike): the file.
+
     Raises:
         UnsafeFileError: the file refers to an object outside the allowed
             set; the message names it and how to convert the file.

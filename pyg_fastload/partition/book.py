@@ -43,6 +43,12 @@ def renumber(owner: np.ndarray, num_parts: int,
     type stays in its global range and ``offsets`` is ``[T, num_parts +
     1]``, each type's part boundaries of its type-local new ids.
 
+    Args:
+        owner (numpy.ndarray): the part of every original id.
+        num_parts (int): the number of parts.
+        node_offset (torch.Tensor, optional): where each node type's
+            global ids start (renumbers per node type).
+
     Example:
         >>> import numpy as np
         >>> from pyg_fastload.partition import renumber

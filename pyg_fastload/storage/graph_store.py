@@ -35,11 +35,8 @@ class CSCGraphStore(GraphStore):
     Edge arrays: a homogeneous graph's edge-level arrays (e.g. the ``time``
     of every edge, a dataset directory's ``"level": "edge"`` arrays) live
     here beside the edges they describe, one row per edge **in CSC order**
-    (:meth:`edge_array`), as DGL GraphBolt's sampling graph keeps its
-    ``edge_attributes``. The feature store holds node rows only (its
-    attributes are gathered by node id); PyG's own remote backend has no
-    homogeneous edge attributes (it tells node from edge times by the
-    name alone). A heterogeneous graph's edge arrays belong to one
+    (:meth:`edge_array`; why here: "Temporal sampling" in
+    ``docs/guide/loader.md``). A heterogeneous graph's edge arrays belong to one
     relation each (:obj:`edge_type`): one row per edge of the relation, in
     its CSC order (:meth:`HeteroTopology.relation_topology`'s). Putting
     new edges drops the arrays of the old ones.
