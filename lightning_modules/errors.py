@@ -42,6 +42,15 @@ def config_section(section: str) -> Iterator[None]:
 
     Args:
         section (str): the config section (``'data'``, ``'model'``).
+
+    Example:
+        >>> from pyg_fastload.lightning import ConfigError, config_section
+        >>> try:
+        ...     with config_section('data'):
+        ...         raise ConfigError('batch_size', 'must be positive')
+        ... except ConfigError as error:
+        ...     print(error.config_key)
+        data.batch_size
     """
     try:
         yield

@@ -339,6 +339,16 @@ def hotness_scores(
         progress (bool, optional): show a progress bar while pre-sampling
             or iterating PageRank.
             (default: :obj:`True`)
+
+    Example:
+        >>> import torch
+        >>> from pyg_fastload import CSCTopology
+        >>> from pyg_fastload.caching import hot_order, hotness_scores
+        >>> topo = CSCTopology.from_edge_index(
+        ...     torch.tensor([[0, 1, 2, 3, 0], [1, 2, 3, 0, 2]]), num_nodes=4)
+        >>> scores = hotness_scores('out_degree', topo, progress=False)
+        >>> scores.tolist(), hot_order(scores).tolist()
+        ([2, 1, 1, 1], [0, 1, 2, 3])
     """
     if policy not in POLICIES:
         raise ValueError(f"unknown hotness 'policy' = {policy!r}: pass one "

@@ -194,6 +194,16 @@ def stores_from_data(
         scores (Scores, optional): hotness per node, or the function
             computing the policy's (:func:`loader_scores`).
         **settings: :class:`FeatureCache` fields given as keywords.
+
+    Example:
+        >>> import torch
+        >>> from torch_geometric.data import Data
+        >>> from pyg_fastload import stores_from_data
+        >>> data = Data(x=torch.randn(4, 3),
+        ...             edge_index=torch.tensor([[0, 1], [1, 2]]))
+        >>> feature_store, graph_store = stores_from_data(data)
+        >>> list(feature_store.tiers('x'))  # no cache asked for
+        ['storage']
     """
     cache = _cache_settings(cache, settings)
     if not is_data(data):

@@ -72,6 +72,12 @@ def hot_order(scores: Tensor) -> Tensor:
 
     Args:
         scores (torch.Tensor): one score per node.
+
+    Example:
+        >>> import torch
+        >>> from pyg_fastload.caching import hot_order
+        >>> hot_order(torch.tensor([0.5, 2.0, 0.5, 1.0])).tolist()
+        [1, 3, 0, 2]
     """
     scores = _check_scores('scores', scores)
     return torch.sort(scores, descending=True, stable=True).indices

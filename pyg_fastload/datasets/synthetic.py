@@ -368,6 +368,12 @@ def generate(
         seed (int, optional): the random seed. (default: :obj:`0`)
         progress (bool, optional): show a progress bar while drawing edges.
             (default: :obj:`True`)
+
+    Example:
+        >>> from pyg_fastload.datasets import generate
+        >>> graph = generate('tiny', progress=False)
+        >>> graph.topology.num_nodes, graph.x.shape
+        (2000, torch.Size([2000, 16]))
     """
     cfg = resolve_config(config)
     seed = check_seed(seed)

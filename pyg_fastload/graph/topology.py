@@ -104,6 +104,14 @@ class CSCTopology:
             were already sorted by destination (identity).
         edge_weight (torch.Tensor, optional): a weight per CSC edge, used by
             weighted sampling.
+
+    Example:
+        >>> import torch
+        >>> from pyg_fastload import CSCTopology
+        >>> topo = CSCTopology.from_edge_index(
+        ...     torch.tensor([[0, 1, 2], [1, 2, 1]]), num_nodes=3)
+        >>> topo.indptr.tolist(), topo.indices.tolist()  # node 1: from 0, 2
+        ([0, 0, 2, 3], [0, 2, 1])
     """
     indptr: Tensor
     indices: Tensor
