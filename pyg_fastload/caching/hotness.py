@@ -89,6 +89,14 @@ def out_degree_scores(topology: CSCTopology) -> Tensor:
     Args:
         topology (CSCTopology or HeteroTopology): the graph (a
             homogeneous one is one relation).
+
+    Example:
+        >>> import torch
+        >>> from pyg_fastload import CSCTopology
+        >>> from pyg_fastload.caching import out_degree_scores
+        >>> out_degree_scores(CSCTopology.from_edge_index(
+        ...     torch.tensor([[0, 0, 1], [1, 2, 2]]), num_nodes=3)).tolist()
+        [2, 1, 0]
     """
     return Segments.of(_as_topology(topology)).out_degree()
 

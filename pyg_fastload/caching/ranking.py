@@ -100,6 +100,12 @@ def hit_ratio(counts: Tensor, cached: Tensor) -> float:
         counts (torch.Tensor): accesses per node (see :func:`access_counts`).
         cached (torch.Tensor): the cached nodes, as a boolean mask or ids
             (repeated ids count once).
+
+    Example:
+        >>> import torch
+        >>> from pyg_fastload.caching import hit_ratio
+        >>> hit_ratio(torch.tensor([5, 3, 0, 2]), torch.tensor([0, 1]))
+        0.8
     """
     counts = _check_counts(counts)
     n = counts.numel()

@@ -49,6 +49,13 @@ def safe_torch_load(path: Union[str, 'os.PathLike[str]']) -> Any:
     Args:
         path (str or os.PathLike): the file.
 
+    Example:
+        >>> import torch
+        >>> from pyg_fastload.io import safe_torch_load
+        >>> torch.save({'ids': torch.arange(3)}, 'ids.pt')
+        >>> safe_torch_load('ids.pt')
+        {'ids': tensor([0, 1, 2])}
+
     Raises:
         UnsafeFileError: the file refers to an object outside the allowed
             set; the message names it and how to convert the file.

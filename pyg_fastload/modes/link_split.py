@@ -64,6 +64,12 @@ class LinkOptions:
             reversed edges, held out with it (PyG's ``rev_edge_types``;
             default: the relation from the destination to the source type
             whose edges are exactly the flipped ones, if any).
+
+    Example:
+        >>> from pyg_fastload.modes import LinkOptions
+        >>> options = LinkOptions(neg_sampling='triplet', eval_negatives=50)
+        >>> options.neg_sampling, options.val_ratio, options.eval_negatives
+        ('triplet', 0.05, 50)
     """
     neg_sampling: Literal['binary', 'triplet'] = 'binary'
     neg_ratio: float = 1.0

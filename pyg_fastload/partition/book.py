@@ -79,6 +79,13 @@ class PartitionBook:
     Args:
         offsets (torch.Tensor): ``num_parts + 1`` boundaries of the parts'
             ranges of new ids.
+
+    Example:
+        >>> import torch
+        >>> from pyg_fastload.partition import PartitionBook
+        >>> book = PartitionBook(torch.tensor([0, 2, 4]))
+        >>> book.owner(torch.tensor([0, 3])).tolist(), book.part_range(1)
+        ([0, 1], (2, 4))
     """
     def __init__(self, offsets: Tensor):
         self.offsets = torch.as_tensor(offsets, dtype=torch.long)
