@@ -20,7 +20,8 @@ import dataclasses
 import importlib
 import inspect
 import re
-from typing import Dict, Iterator, List, Optional, Set, Tuple
+from typing import (Dict, Iterator, List, NamedTuple, Optional, Set,
+                    Tuple)
 
 import pytest
 
@@ -191,8 +192,8 @@ def param_docs(obj: object) -> List[str]:
 def problems(obj: object) -> List[str]:
     r"""What :obj:`obj`'s docstring lacks, in words (empty: nothing)."""
     doc = _own_doc(obj)
-    if doc is None or not doc.splitlines()[0].strip():
-        return ['no summary line']
+    if doc is None or not obj.__doc__.split('\n')[0].strip():
+        return ['no summary line']  # the summary starts the docstring
     found = []
     documented = set().union(*(documented_params(doc)
                                for doc in param_docs(obj)))
@@ -254,12 +255,31 @@ def test_a_dataclass_documents_its_fields_as_attributes():
         x: int
         y: int = 0
 
+    class Pair(NamedTuple):
+        r"""Two ids.
+
+        Args:
+            first (int): one.
+        """
+        first: int
+        second: int
+
     @dataclasses.dataclass
     class Undocumented:
         x: int
 
     assert problems(Point) == []
+    assert problems(Pair) == ['no Args: entry for second']
     assert problems(Undocumented) == ['no summary line']
+
+
+def test_the_summary_starts_the_docstring():
+    def late() -> None:
+        r"""
+        Summary on the second line.
+        """
+
+    assert problems(late) == ['no summary line']
 
 
 def test_a_long_essay_fails():
