@@ -14,7 +14,7 @@ class UsageExit(SystemExit):
     it and exits with status :data:`USAGE_EXIT`.
 
     Args:
-        command (str): the subcommand (``'bench loader'``, ...).
+        command (str): the subcommand (``'prepare'``, ...).
         message (str): what was wrong and how to fix it.
     """
     def __init__(self, command: str, message: str):
