@@ -16,6 +16,11 @@ class ConfigError(FastLoadError, ValueError):
     :attr:`key` is the argument's name (``'feature_cache.host_budget'``)
     and :attr:`section` the config section of the class that raised it
     (``'data'``, ``'model'``), so the CLI names the full config key.
+
+    Args:
+        key (str): the argument's name.
+        message (str): what is wrong and how to fix it.
+        section (str, optional): the config section, if known.
     """
     def __init__(self, key: str, message: str,
                  section: Optional[str] = None):
@@ -33,7 +38,20 @@ class ConfigError(FastLoadError, ValueError):
 @contextmanager
 def config_section(section: str) -> Iterator[None]:
     r"""Tags every :class:`ConfigError` raised inside with :obj:`section`;
-    a library :class:`~pyg_fastload.config.SettingError` becomes one."""
+    a library :class:`~pyg_fastload.config.SettingError` becomes one.
+
+    Args:
+        section (str): the config section (``'data'``, ``'model'``).
+
+    Example:
+        >>> from pyg_fastload.lightning import ConfigError, config_section
+        >>> try:
+        ...     with config_section('data'):
+        ...         raise ConfigError('batch_size', 'must be positive')
+        ... except ConfigError as error:
+        ...     print(error.config_key)
+        data.batch_size
+    """
     try:
         yield
     except ConfigError as error:

@@ -11,7 +11,12 @@ class UsageExit(SystemExit):
     r"""The end of ``pyg-fastload COMMAND`` given a bad argument or input:
     one line naming the command. Raised inside Python, its ``code`` is the
     line (callers and tests read it); the ``pyg-fastload`` command prints
-    it and exits with status :data:`USAGE_EXIT`."""
+    it and exits with status :data:`USAGE_EXIT`.
+
+    Args:
+        command (str): the subcommand (``'prepare'``, ...).
+        message (str): what was wrong and how to fix it.
+    """
     def __init__(self, command: str, message: str):
         super().__init__(f'pyg-fastload {command}: error: {message}')
 

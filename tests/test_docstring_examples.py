@@ -1,30 +1,37 @@
 r"""The ``>>>`` examples in the public names' docstrings run and print what
-they show; the main classes and functions have one."""
+they show; the main classes and functions have one. Public: the names in
+the ``__all__`` of ``pyg_fastload``, its subpackages and
+``pyg_fastload.lightning`` (:func:`tests.test_docstrings.public_callables`)."""
 import doctest
+import importlib
 import inspect
 
 import pytest
 
-import pyg_fastload
-import pyg_fastload.graph as graph
-import pyg_fastload.lightning as lightning
-import pyg_fastload.modes as modes
+from tests.test_docstrings import CALLABLES
 
-#: The names a user meets first: each must show an example.
+#: The names a user meets first, by module: each must show an example.
 MAIN = {'pyg_fastload.lightning': ['FastLoadDataModule', 'LoaderMonitor',
-                                    'NodeClassifier', 'LinkPredictor'],
+                                    'NodeClassifier', 'LinkPredictor',
+                                    'PredictionWriter'],
         'pyg_fastload': ['FastNeighborLoader', 'FastLinkNeighborLoader',
-                         'TieredFeatureStore', 'open_dataset'],
+                         'FastNeighborSampler', 'CSCTopology',
+                         'CSCGraphStore', 'TieredFeatureStore',
+                         'open_dataset', 'stores_from_data',
+                         'layerwise_inference'],
+        'pyg_fastload.caching': ['hotness_scores', 'hot_order'],
+        'pyg_fastload.datasets': ['generate', 'generate_hetero',
+                                  'write_graph'],
+        'pyg_fastload.graph': ['GraphView', 'graph_input', 'topology_of'],
+        'pyg_fastload.inference': ['write_predictions', 'encoder_embeddings',
+                                   'score_pairs'],
+        'pyg_fastload.io': ['write_dataset_dir', 'open_dataset_dir'],
         'pyg_fastload.modes': ['DatasetSource'],
-        'pyg_fastload.graph': ['GraphView', 'graph_input']}
-
-
-def _public():
-    for module in (pyg_fastload, lightning, modes, graph):
-        for name in module.__all__:
-            obj = getattr(module, name)
-            if inspect.isclass(obj) or inspect.isfunction(obj):
-                yield f'{module.__name__}.{name}', obj
+        'pyg_fastload.partition': ['partition_dataset', 'open_partition',
+                                   'assign_parts'],
+        'pyg_fastload.sampling': ['HeteroNeighborSampler', 'LaborSampler',
+                                  'RandomWalkSampler'],
+        'pyg_fastload.storage': ['MemoryStorage', 'HostBuffer']}
 
 
 def _examples(name, obj):
@@ -38,13 +45,12 @@ def _examples(name, obj):
 def test_the_main_names_show_an_example():
     for module, names in MAIN.items():
         for name in names:
-            obj = getattr({m.__name__: m for m in (
-                pyg_fastload, lightning, modes, graph)}[module], name)
+            obj = getattr(importlib.import_module(module), name)
             assert _examples(name, obj), f'{module}.{name} has no example'
 
 
-@pytest.mark.parametrize('name, obj', list(_public()),
-                         ids=[name for name, _ in _public()])
+@pytest.mark.parametrize('name, obj', CALLABLES,
+                         ids=[name for name, _ in CALLABLES])
 def test_the_examples_run(name, obj, tmp_path, monkeypatch):
     monkeypatch.setenv('PYG_FASTLOAD_CACHE', str(tmp_path / 'cache'))
     monkeypatch.chdir(tmp_path)

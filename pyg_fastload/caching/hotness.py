@@ -89,6 +89,14 @@ def out_degree_scores(topology: CSCTopology) -> Tensor:
     Args:
         topology (CSCTopology or HeteroTopology): the graph (a
             homogeneous one is one relation).
+
+    Example:
+        >>> import torch
+        >>> from pyg_fastload import CSCTopology
+        >>> from pyg_fastload.caching import out_degree_scores
+        >>> out_degree_scores(CSCTopology.from_edge_index(
+        ...     torch.tensor([[0, 0, 1], [1, 2, 2]]), num_nodes=3)).tolist()
+        [2, 1, 0]
     """
     return Segments.of(_as_topology(topology)).out_degree()
 
@@ -339,6 +347,16 @@ def hotness_scores(
         progress (bool, optional): show a progress bar while pre-sampling
             or iterating PageRank.
             (default: :obj:`True`)
+
+    Example:
+        >>> import torch
+        >>> from pyg_fastload import CSCTopology
+        >>> from pyg_fastload.caching import hot_order, hotness_scores
+        >>> topo = CSCTopology.from_edge_index(
+        ...     torch.tensor([[0, 1, 2, 3, 0], [1, 2, 3, 0, 2]]), num_nodes=4)
+        >>> scores = hotness_scores('out_degree', topo, progress=False)
+        >>> scores.tolist(), hot_order(scores).tolist()
+        ([2, 1, 1, 1], [0, 1, 2, 3])
     """
     if policy not in POLICIES:
         raise ValueError(f"unknown hotness 'policy' = {policy!r}: pass one "
@@ -380,7 +398,18 @@ def loader_scores(num_neighbors: Optional[Sequence[int]] = None,
     the policy, its topology and training nodes: the loader's settings,
     the seed and progress bars are given here, once, and openers pass this
     one function (``open_dataset(path, cache, scores=loader_scores(
-    [15, 10, 5], 1024))``)."""
+    [15, 10, 5], 1024))``).
+
+    Args:
+        num_neighbors (List[int], optional): the loader's fan-out per hop
+            (needed by ``'expected_access'`` and ``'presample'``).
+        batch_size (int, optional): the loader's seeds per mini-batch.
+            (default: :obj:`1024`)
+        seed (int, optional): seed of the sampled policies.
+            (default: :obj:`0`)
+        progress (bool, optional): show progress bars.
+            (default: :obj:`True`)
+    """
     def scores(policy: str, topology: CSCTopology,
                train_nodes: Optional[Tensor]) -> Tensor:
         return hotness_scores(policy, topology, train_nodes=train_nodes,

@@ -185,6 +185,25 @@ def stores_from_data(
     attributes other than ``edge_index`` cannot be held by the stores and
     raise an error. The remaining arguments are those of
     :func:`open_dataset`; ``read_ahead`` and ``in_memory`` do not apply.
+
+    Args:
+        data (Data or HeteroData): the in-memory graph.
+        cache (FeatureCache, optional): host and device cache budgets and
+            policy. (default: no caches)
+        device (str or torch.device, optional): the device cache's device.
+        scores (Scores, optional): hotness per node, or the function
+            computing the policy's (:func:`loader_scores`).
+        **settings: :class:`FeatureCache` fields given as keywords.
+
+    Example:
+        >>> import torch
+        >>> from torch_geometric.data import Data
+        >>> from pyg_fastload import stores_from_data
+        >>> data = Data(x=torch.randn(4, 3),
+        ...             edge_index=torch.tensor([[0, 1], [1, 2]]))
+        >>> feature_store, graph_store = stores_from_data(data)
+        >>> list(feature_store.tiers('x'))  # no cache asked for
+        ['storage']
     """
     cache = _cache_settings(cache, settings)
     if not is_data(data):

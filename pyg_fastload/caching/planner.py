@@ -77,6 +77,9 @@ def configure_caches(
         train_nodes (torch.Tensor, optional): what the batch-following
             policies sample from.
         seed (int): seed of the caches' own random choices.
+        reserve_bytes (int, optional): memory left free when
+            ``device_budget='auto'`` sizes the device cache.
+            (default: :data:`AUTO_RESERVE_BYTES`)
     """
     if not isinstance(cache, FeatureCache):
         raise TypeError(f"'cache' must be a FeatureCache, got "

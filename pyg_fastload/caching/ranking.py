@@ -72,6 +72,12 @@ def hot_order(scores: Tensor) -> Tensor:
 
     Args:
         scores (torch.Tensor): one score per node.
+
+    Example:
+        >>> import torch
+        >>> from pyg_fastload.caching import hot_order
+        >>> hot_order(torch.tensor([0.5, 2.0, 0.5, 1.0])).tolist()
+        [1, 3, 0, 2]
     """
     scores = _check_scores('scores', scores)
     return torch.sort(scores, descending=True, stable=True).indices
@@ -94,6 +100,12 @@ def hit_ratio(counts: Tensor, cached: Tensor) -> float:
         counts (torch.Tensor): accesses per node (see :func:`access_counts`).
         cached (torch.Tensor): the cached nodes, as a boolean mask or ids
             (repeated ids count once).
+
+    Example:
+        >>> import torch
+        >>> from pyg_fastload.caching import hit_ratio
+        >>> hit_ratio(torch.tensor([5, 3, 0, 2]), torch.tensor([0, 1]))
+        0.8
     """
     counts = _check_counts(counts)
     n = counts.numel()

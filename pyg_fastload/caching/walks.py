@@ -7,7 +7,8 @@ relation; a :class:`~pyg_fastload.CSCTopology`'s segment ``v`` is node
 every node the summed weight of the segments it is listed in; it runs in
 memory through the transposed adjacency, or out of core over the CSC in
 bounded chunks for graphs whose transpose does not fit (papers-like's 801M
-edges would need about 18 GiB to transpose)."""
+edges would need about 18 GiB to transpose: :func:`transpose_bytes`, 24
+bytes per edge)."""
 from __future__ import annotations
 
 import warnings

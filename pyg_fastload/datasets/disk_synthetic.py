@@ -18,19 +18,9 @@ features larger than memory, by one function for both kinds
 
 ``papers-like``: every chunk of destination nodes is generated on its own
 from the seed, so memory stays at one chunk plus the ``indptr`` counts, and
-the topology comes out in CSC order without an external sort. The model is
-a directed, degree-skewed community graph:
-
-* node ``v`` sits at position ``p = (a * v + b) mod N`` (a fixed affine
-  permutation); its community is ``p mod K`` and its popularity rank within
-  the community ``p // K``, so communities and popular nodes are spread over
-  the whole id range (and the feature file) rather than clustered;
-* a node's in-degree follows a power law (``degree_exponent``, capped at
-  ``max_degree``); each in-edge comes from the node's own community with
-  probability ``homophily``, else from a uniform community, and within a
-  community from rank ``floor(M * U ** popularity)`` (low ranks are hot:
-  the top 10% of a community draw ``0.1 ** (1 / popularity)`` of the edges);
-* labels are the community's class, features a noisy class centroid.
+the topology comes out in CSC order without an external sort. The model (a
+directed, degree-skewed community graph) is described in
+``docs/guide/storage-tiers.md``.
 
 ``mag240m-like`` is ``mag-like``'s graph
 (:mod:`~pyg_fastload.datasets.hetero_synthetic`: power-law expected degrees

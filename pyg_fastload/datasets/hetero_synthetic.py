@@ -128,7 +128,21 @@ def generate_hetero(config: str | HeteroGraphConfig = 'hetero-tiny',
                     seed: int = 0, scale: float = 1.0) -> HeteroData:
     r"""The heterogeneous graph of :obj:`config` (a preset name of
     :data:`HETERO_PRESETS` or a :class:`HeteroGraphConfig`), every count
-    times :obj:`scale`, seeded by :obj:`seed`."""
+    times :obj:`scale`, seeded by :obj:`seed`.
+
+    Args:
+        config (str or HeteroGraphConfig, optional): the preset's name or
+            the configuration. (default: :obj:`'hetero-tiny'`)
+        seed (int, optional): the random seed. (default: :obj:`0`)
+        scale (float, optional): every node and edge count times this.
+            (default: :obj:`1.0`)
+
+    Example:
+        >>> from pyg_fastload.datasets import generate_hetero
+        >>> data = generate_hetero('hetero-tiny')
+        >>> data.node_types
+        ['paper', 'author', 'institution', 'field_of_study']
+    """
     if isinstance(config, str):
         if config not in HETERO_PRESETS:
             raise ValueError(f"unknown heterogeneous preset {config!r}: "

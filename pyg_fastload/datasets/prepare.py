@@ -98,6 +98,9 @@ def prepare_hetero_preset(preset: str, out_dir: PathLike, seed: int = 0,
         out_dir: the directory to create.
         seed (int): the random seed. (default: :obj:`0`)
         scale (float): every node and edge count times this, in (0, 1].
+        progress (bool): show progress bars. (default: :obj:`True`)
+        overwrite (bool): replace an existing :obj:`out_dir`.
+            (default: :obj:`False`)
     """
     if preset not in HETERO_PRESETS:
         raise ValueError(f"invalid 'preset' = {preset!r}: pass one of "

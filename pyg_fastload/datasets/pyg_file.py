@@ -40,6 +40,9 @@ def load_graph_file(path: Union[str, 'os.PathLike[str]']
     :class:`~torch_geometric.data.HeteroData` held by :obj:`path` with safe
     unpickling only (see :func:`~pyg_fastload.io.safe_torch_load`).
 
+    Args:
+        path (str or os.PathLike): the ``torch.save`` file.
+
     Raises:
         FileNotFoundError: :obj:`path` is not a file.
         UnsafeFileError: the file needs unsafe unpickling.
@@ -56,7 +59,11 @@ def load_graph_file(path: Union[str, 'os.PathLike[str]']
 def load_data_file(path: Union[str, 'os.PathLike[str]']) -> Data:
     r"""Loads the single homogeneous :class:`~torch_geometric.data.Data`
     held by :obj:`path` (:func:`load_graph_file`; a ``HeteroData`` is an
-    error)."""
+    error).
+
+    Args:
+        path (str or os.PathLike): the ``torch.save`` file.
+    """
     data = load_graph_file(path)
     if is_hetero(data):
         raise DatasetFormatError(

@@ -368,6 +368,12 @@ def generate(
         seed (int, optional): the random seed. (default: :obj:`0`)
         progress (bool, optional): show a progress bar while drawing edges.
             (default: :obj:`True`)
+
+    Example:
+        >>> from pyg_fastload.datasets import generate
+        >>> graph = generate('tiny', progress=False)
+        >>> graph.topology.num_nodes, graph.x.shape
+        (2000, torch.Size([2000, 16]))
     """
     cfg = resolve_config(config)
     seed = check_seed(seed)
@@ -394,6 +400,15 @@ def degree_stats(topology: CSCTopology) -> Dict[str, float]:
 
     Args:
         topology (CSCTopology): the graph.
+
+    Example:
+        >>> import torch
+        >>> from pyg_fastload import CSCTopology
+        >>> from pyg_fastload.datasets import degree_stats
+        >>> stats = degree_stats(CSCTopology.from_edge_index(
+        ...     torch.tensor([[0, 1, 2, 3, 0], [1, 2, 3, 0, 2]]), num_nodes=4))
+        >>> stats['mean_degree'], stats['max_degree']
+        (1.25, 2)
     """
     deg = topology.in_degree()
     n = topology.num_nodes

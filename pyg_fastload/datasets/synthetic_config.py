@@ -146,13 +146,12 @@ def _validate_config(cfg: SyntheticGraphConfig) -> None:
 #: ``ogbn-arxiv`` (symmetrised) and ``ogbn-products``; the degree exponent and
 #: cap are tuned so that the maximum degree and the edge share of the
 #: highest-degree nodes are close to the real graphs.  With seed 0,
-#: :func:`degree_stats` gives (mean / median / max degree, edge share of the
-#: top 20% nodes): ``'arxiv-like'`` 13.8 / 7 / 13,765 / 0.64 (ogbn-arxiv
-#: symmetrised: mean 13.7, max 13,161) and ``'products-like'``
-#: 50.5 / 24 / 17,387 / 0.63 (ogbn-products: mean 50.5, max 17,481).
-#: ``feature_signal`` is set so that an MLP on ``x`` alone is far below a
-#: 2-layer mean-aggregation GNN (``'arxiv-like'``: about 42% vs 91% test
-#: accuracy).
+#: ``degree_stats(generate(P).topology)`` gives (mean / median / max degree,
+#: edge share of the top 20% nodes): ``'arxiv-like'`` 13.8 / 7 / 13,765 /
+#: 0.64 (ogbn-arxiv symmetrised: mean 13.7, max 13,161) and
+#: ``'products-like'`` 50.5 / 24 / 17,387 / 0.63 (ogbn-products: mean 50.5,
+#: max 17,481). ``feature_signal`` is set so that an MLP on ``x`` alone is
+#: far below a GNN (the quickstart's accuracies in ``docs/benchmarks.md``).
 PRESETS: Dict[str, SyntheticGraphConfig] = {
     'tiny': SyntheticGraphConfig(
         num_nodes=2_000,

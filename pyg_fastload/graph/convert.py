@@ -275,7 +275,23 @@ def topology_of(data: Any, weight_attr: Optional[str] = None
     r"""The CSC topology of :obj:`data` (built once per ``Data`` or
     ``HeteroData`` and kept while it lives, beside it: copies of it, such
     as PyG's batches, do not carry it), with :obj:`weight_attr` edge weights
-    attached if given."""
+    attached if given.
+
+    Args:
+        data (Data or HeteroData): the graph.
+        weight_attr (str, optional): the edge attribute holding edge
+            weights.
+
+    Example:
+        >>> import torch
+        >>> from torch_geometric.data import Data
+        >>> from pyg_fastload.graph import topology_of
+        >>> topo = topology_of(Data(edge_index=torch.tensor([[0, 1, 2],
+        ...                                                 [1, 2, 1]]),
+        ...                         num_nodes=3))
+        >>> topo.indptr.tolist(), topo.indices.tolist()
+        ([0, 0, 2, 3], [0, 2, 1])
+    """
     if is_data(data, hetero=True):
         return _from_hetero_data(data, weight_attr)
     if is_topology(data):

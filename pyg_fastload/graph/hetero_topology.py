@@ -47,7 +47,24 @@ def offsets_of(sizes: List[int]) -> Tensor:
 @dataclass
 class HeteroTopology:
     r"""Every relation's in-edges, grouped by relation and destination node
-    (see the module docstring for the id layout)."""
+    (see the module docstring for the id layout).
+
+    Args:
+        node_types (List[str]): the node types, in id order.
+        edge_types (List[Tuple[str, str, str]]): the relations, in segment
+            order.
+        node_offset (torch.Tensor): where each node type's global ids
+            start (one entry per type, then the total).
+        segment_offset (torch.Tensor): where each relation's segments
+            (one per destination node) start.
+        edge_offset (torch.Tensor): where each relation's edges start.
+        indptr (torch.Tensor): ``int64`` offsets of every segment's edges.
+        indices (torch.Tensor): global source id of every edge.
+        edge_id (torch.Tensor): every edge's column in its relation's own
+            ``edge_index``.
+        edge_weight (torch.Tensor, optional): a weight per edge, used by
+            weighted sampling.
+    """
     node_types: List[str]
     edge_types: List[EdgeType]
     node_offset: Tensor

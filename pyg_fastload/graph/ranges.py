@@ -17,6 +17,12 @@ def expand_ranges(starts: Tensor, counts: Tensor,
         starts (torch.Tensor): ``int64`` start of every range.
         counts (torch.Tensor): ``int64`` length of every range (>= 0).
         total (int, optional): ``counts.sum()`` if known (saves a sync).
+
+    Example:
+        >>> import torch
+        >>> from pyg_fastload.graph import expand_ranges
+        >>> expand_ranges(torch.tensor([0, 5]), torch.tensor([2, 3])).tolist()
+        [0, 1, 5, 6, 7]
     """
     if total is None:
         total = int(counts.sum())

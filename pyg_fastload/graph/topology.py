@@ -77,7 +77,16 @@ _COUNT_CHUNK = 2**26
 
 def index_dtype_for(max_value: int) -> torch.dtype:
     r"""The smallest signed integer dtype (int32 or int64) holding
-    :obj:`max_value`."""
+    :obj:`max_value`.
+
+    Args:
+        max_value (int): the largest value to hold.
+
+    Example:
+        >>> from pyg_fastload.graph import index_dtype_for
+        >>> index_dtype_for(2**31 - 1), index_dtype_for(2**31)
+        (torch.int32, torch.int64)
+    """
     return torch.int32 if max_value <= _INT32_MAX else torch.int64
 
 
@@ -95,6 +104,14 @@ class CSCTopology:
             were already sorted by destination (identity).
         edge_weight (torch.Tensor, optional): a weight per CSC edge, used by
             weighted sampling.
+
+    Example:
+        >>> import torch
+        >>> from pyg_fastload import CSCTopology
+        >>> topo = CSCTopology.from_edge_index(
+        ...     torch.tensor([[0, 1, 2], [1, 2, 1]]), num_nodes=3)
+        >>> topo.indptr.tolist(), topo.indices.tolist()  # node 1: from 0, 2
+        ([0, 0, 2, 3], [0, 2, 1])
     """
     indptr: Tensor
     indices: Tensor

@@ -28,6 +28,11 @@ class GraphView:
     A homogeneous graph has no edge types: its edges are ``edges(None)``
     and its node attributes ``node_attr(name)``.
 
+    Args:
+        data (Data or HeteroData or Tuple[FeatureStore, GraphStore]): the
+            graph (:meth:`of` makes the view from it alone).
+        kind (GraphInput): which of the three forms :obj:`data` is.
+
     Example:
         >>> import torch
         >>> from torch_geometric.data import Data

@@ -52,8 +52,14 @@ def encoder_embeddings(encoder: torch.nn.Module, data: Any,
     ``HeteroConv`` encoder such as a heterogeneous link predictor's
     ``HeteroNet``): a dict of one table per node type, every type a
     relation of the last layer leads into, each in node order.
-    :obj:`options` are :func:`layerwise_inference`'s (``chunk_size``,
-    ``memory_budget``, ``work_dir``, ``progress``, ...).
+
+    Args:
+        encoder (torch.nn.Module): the encoder (a ``BasicGNN`` or a
+            ``HeteroConv`` stack).
+        data (Data or HeteroData or Tuple[FeatureStore, GraphStore]): the
+            graph.
+        **options: :func:`layerwise_inference`'s options (``chunk_size``,
+            ``memory_budget``, ``work_dir``, ``progress``, ...).
 
     Example:
         >>> import torch
@@ -74,7 +80,19 @@ def load_pairs(pairs: Union[Tensor, PathLike], name: str = 'pairs'
                ) -> Tensor:
     r"""The ``[2, P]`` integer pairs :obj:`pairs` (a tensor, or a file
     ``torch.save`` wrote one to, read with ``weights_only=True``),
-    checked: an error names :obj:`name`, the value and the fix."""
+    checked: an error names :obj:`name`, the value and the fix.
+
+    Args:
+        pairs (torch.Tensor or str or os.PathLike): the pairs or their file.
+        name (str, optional): the argument errors name.
+            (default: :obj:`'pairs'`)
+
+    Example:
+        >>> import torch
+        >>> from pyg_fastload.inference import load_pairs
+        >>> load_pairs(torch.tensor([[0, 1], [2, 3]])).tolist()
+        [[0, 1], [2, 3]]
+    """
     if isinstance(pairs, (str, os.PathLike)):
         path = Path(pairs).expanduser()
         if not path.is_file():

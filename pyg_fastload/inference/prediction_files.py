@@ -99,6 +99,18 @@ def write_predictions(out_dir: PathLike, node_ids: Tensor,
     :obj:`predictions` :obj:`None` it writes :obj:`embeddings` alone (kind
     ``'embeddings'``: a link predictor's node embeddings).
 
+    Args:
+        out_dir (str or os.PathLike): the directory to write.
+        node_ids (torch.Tensor): the nodes, each once, in any order.
+        predictions (torch.Tensor, optional): the class of every node.
+        logits (torch.Tensor, optional): the model's output rows.
+        embeddings (torch.Tensor, optional): an embedding row per node.
+        node_type (str, optional): the node type the rows are of (kept in
+            the manifest).
+        overwrite (bool, optional): replace an existing predictions
+            directory. (default: :obj:`False`)
+        info (Dict[str, Any], optional): more entries for the manifest.
+
     Example:
         >>> import torch
         >>> from pyg_fastload.inference import (read_predictions,
@@ -168,6 +180,14 @@ def write_embedding_tables(out_dir: PathLike,
     table is written; an existing one is replaced only with
     :obj:`overwrite`, and only if it is a predictions directory.
 
+    Args:
+        out_dir (str or os.PathLike): the directory to write.
+        tables (Dict[str, Tuple[torch.Tensor, torch.Tensor]]): the
+            ``(node_ids, embeddings)`` of every node type.
+        overwrite (bool, optional): replace an existing predictions
+            directory. (default: :obj:`False`)
+        info (Dict[str, Any], optional): more entries for the manifest.
+
     Example:
         >>> import torch
         >>> from pyg_fastload.inference import (read_predictions,
@@ -226,7 +246,15 @@ def read_predictions(path: PathLike, mmap: bool = False,
     when indexed; nothing is written back). A directory of one table per
     node type (:func:`write_embedding_tables`) gives the table of
     :obj:`node_type`; a directory of one table takes no
-    :obj:`node_type` but its own."""
+    :obj:`node_type` but its own.
+
+    Args:
+        path (str or os.PathLike): the predictions directory.
+        mmap (bool, optional): memory-map the arrays instead of reading
+            them. (default: :obj:`False`)
+        node_type (str, optional): the table to read from a directory of
+            one table per node type.
+    """
     path = Path(path).expanduser()
     manifest = _manifest(path)
     tables = manifest.get('node_types')

@@ -179,7 +179,11 @@ class WholeGraph:
 
 
 class WholeGraphLoader:
-    r"""A loader of one batch, the :class:`WholeGraph`."""
+    r"""A loader of one batch, the :class:`WholeGraph`.
+
+    Args:
+        graph (WholeGraph): the batch it yields.
+    """
     def __init__(self, graph: WholeGraph):
         self.graph = graph
 

@@ -28,7 +28,11 @@ SAMPLED_ROWS = 4096
 def dataset_dir_identity(path: Union[str, Path]) -> str:
     r"""A dataset directory's identity: its ``meta.json`` (every array's
     SHA-256, sizes, types), whatever the pyg-fastload version that wrote
-    it or where it lies."""
+    it or where it lies.
+
+    Args:
+        path (str or pathlib.Path): the dataset directory.
+    """
     path = Path(path)
     meta, _ = read_meta(path, True)
     meta = {k: v for k, v in meta.items() if k != 'created_by'}
@@ -55,7 +59,11 @@ def _hash_tensor(sha: Any, name: str, value: Tensor) -> None:
 def data_identity(data: Union[Data, HeteroData]) -> str:
     r"""A ``Data``'s or ``HeteroData``'s identity: a SHA-256 over every
     store's tensors (their names, dtypes, shapes and values; larger than
-    :data:`FULL_HASH_BYTES`, sampled rows) and node counts."""
+    :data:`FULL_HASH_BYTES`, sampled rows) and node counts.
+
+    Args:
+        data (Data or HeteroData): the graph.
+    """
     sha = hashlib.sha256(f'nodes {data.num_nodes}'.encode())
     stores = [*data.node_items(), *data.edge_items()] \
         if is_hetero(data) else [(None, data.to_dict())]

@@ -666,7 +666,13 @@ def open_node_arrays(path: PathLike, verify: str = 'size'
                      ) -> Dict[Tuple[Optional[str], str], Tensor]:
     r"""Every node array of a dataset directory of either kind
     (memory-mapped), by ``(node type, name)``: the node type is
-    :obj:`None` in a homogeneous one (a feature store's group)."""
+    :obj:`None` in a homogeneous one (a feature store's group).
+
+    Args:
+        path (str or os.PathLike): the dataset directory.
+        verify (str, optional): how the arrays are checked, as for
+            :func:`open_dataset_dir`. (default: :obj:`'size'`)
+    """
     dataset = open_dataset_dir(path, verify=verify)
     if is_topology(dataset.topology, hetero=True):
         return {(node_type, name): value

@@ -46,6 +46,16 @@ def safe_torch_load(path: Union[str, 'os.PathLike[str]']) -> Any:
     r"""Loads a file written by :func:`torch.save` onto the CPU with safe
     unpickling only (``weights_only=True``), never running code from it.
 
+    Args:
+        path (str or os.PathLike): the file.
+
+    Example:
+        >>> import torch
+        >>> from pyg_fastload.io import safe_torch_load
+        >>> torch.save({'ids': torch.arange(3)}, 'ids.pt')
+        >>> safe_torch_load('ids.pt')
+        {'ids': tensor([0, 1, 2])}
+
     Raises:
         UnsafeFileError: the file refers to an object outside the allowed
             set; the message names it and how to convert the file.

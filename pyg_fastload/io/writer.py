@@ -294,7 +294,9 @@ def write_dataset_dir(
         ...     'tiny-dir', num_nodes=3, indptr=torch.tensor([0, 1, 2, 2]),
         ...     indices=torch.tensor([1, 2]),
         ...     node_arrays={'x': torch.randn(3, 4)}, name='tiny',
-        ...     source='example', progress=False)  # doctest: +SKIP
+        ...     source='example', progress=False)
+        >>> ds.num_nodes, ds.num_edges
+        (3, 2)
     """
     typed = isinstance(num_nodes, dict)
     _check_kind(typed, indptr, indices, edge_id, relations, target)

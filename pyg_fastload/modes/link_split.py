@@ -64,6 +64,12 @@ class LinkOptions:
             reversed edges, held out with it (PyG's ``rev_edge_types``;
             default: the relation from the destination to the source type
             whose edges are exactly the flipped ones, if any).
+
+    Example:
+        >>> from pyg_fastload.modes import LinkOptions
+        >>> options = LinkOptions(neg_sampling='triplet', eval_negatives=50)
+        >>> options.neg_sampling, options.val_ratio, options.eval_negatives
+        ('triplet', 0.05, 50)
     """
     neg_sampling: Literal['binary', 'triplet'] = 'binary'
     neg_ratio: float = 1.0
@@ -254,24 +260,27 @@ class LinkSplit:
     undirected link's two directions are held out together. Supervision:
     training batches use the training edges (with sampled negatives);
     evaluation batches score up to ``eval_edges`` held-out edges, each
-    followed by its ``eval_negatives`` fixed negatives (label 0).
+    followed by its ``eval_negatives`` fixed negatives (label 0). In time,
+    every edge follows its link with its own time; see "Link prediction"
+    in ``docs/guide/lightning.md``.
 
-    On a heterogeneous graph (:obj:`relation`: the supervised edge type and
-    its reverse) :obj:`edge_index` is that relation's, :obj:`num_nodes`
-    its destination type's node count and :obj:`num_sources` its source
-    type's; the reverse relation holds the flipped edges of each split.
-
-    In time (:obj:`edge_time`: the time of every edge of
-    :obj:`edge_index`; a heterogeneous graph's reverse relation takes its
-    relation's times): the links are split as without times, and every
-    edge follows its link, with its own time (a link may be an edge at
-    several times). Message passing then holds the graph's own edges of
-    the split's links, carrying their times as edge array
-    :obj:`time_attr` of the graph store (:meth:`graph`); training
-    supervision is those edges of the training links, each at its time;
-    evaluation scores every distinct (link, time) of a held-out link (one
-    direction if undirected), its negatives at its time
-    (:meth:`label_time`).
+    Args:
+        edge_index (torch.Tensor): the edges (of a heterogeneous graph: the
+            supervised relation's).
+        num_nodes (int): the node count (of a heterogeneous graph: the
+            destination type's).
+        options (LinkOptions): ratios, negatives and evaluation sizes.
+        seed (int): the seed of the split and the fixed negatives.
+        num_sources (int, optional): the source type's node count on a
+            heterogeneous graph.
+        relation (Tuple[EdgeType, EdgeType], optional): the supervised
+            edge type and its reverse, which holds the flipped edges of
+            each split.
+        edge_time (torch.Tensor, optional): the time of every edge of
+            :obj:`edge_index` (the reverse relation takes its relation's).
+        time_attr (str, optional): the edge array the message-passing
+            graphs carry the times under (:meth:`graph`).
+            (default: :obj:`'time'`)
     """
 
     def __init__(self, edge_index: Tensor, num_nodes: int,

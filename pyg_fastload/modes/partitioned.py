@@ -32,7 +32,12 @@ __all__ = ['PaGraph', 'DSP', 'HopGNN', 'LossNorm']
 class LossNorm:
     r"""A batch transform for HopGNN mode: sets ``loss_norm`` (the per-rank
     batch size the summed loss is divided by), then applies
-    :obj:`inner`."""
+    :obj:`inner`.
+
+    Args:
+        batch_size (int): the per-rank batch size.
+        inner (Callable, optional): the transform applied after.
+    """
     def __init__(self, batch_size: int, inner: Optional[Any] = None):
         self.batch_size = batch_size
         self.inner = inner

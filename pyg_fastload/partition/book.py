@@ -43,6 +43,12 @@ def renumber(owner: np.ndarray, num_parts: int,
     type stays in its global range and ``offsets`` is ``[T, num_parts +
     1]``, each type's part boundaries of its type-local new ids.
 
+    Args:
+        owner (numpy.ndarray): the part of every original id.
+        num_parts (int): the number of parts.
+        node_offset (torch.Tensor, optional): where each node type's
+            global ids start (renumbers per node type).
+
     Example:
         >>> import numpy as np
         >>> from pyg_fastload.partition import renumber
@@ -73,6 +79,13 @@ class PartitionBook:
     Args:
         offsets (torch.Tensor): ``num_parts + 1`` boundaries of the parts'
             ranges of new ids.
+
+    Example:
+        >>> import torch
+        >>> from pyg_fastload.partition import PartitionBook
+        >>> book = PartitionBook(torch.tensor([0, 2, 4]))
+        >>> book.owner(torch.tensor([0, 3])).tolist(), book.part_range(1)
+        ([0, 1], (2, 4))
     """
     def __init__(self, offsets: Tensor):
         self.offsets = torch.as_tensor(offsets, dtype=torch.long)

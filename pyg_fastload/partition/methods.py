@@ -134,6 +134,17 @@ def assign_parts(topology: CSCTopology, num_parts: int, method: str = 'metis',
             (or ``'2GiB'``, ``'500MB'``): where METIS's working set on the
             graph would exceed it, the graph is partitioned in bounded
             memory (:mod:`.bounded`). :obj:`None` (the default): no bound.
+
+    Example:
+        >>> import numpy as np
+        >>> import torch
+        >>> from pyg_fastload import CSCTopology
+        >>> from pyg_fastload.partition import assign_parts
+        >>> topo = CSCTopology.from_edge_index(
+        ...     torch.tensor([[0, 1, 2, 3], [1, 2, 3, 0]]), num_nodes=4)
+        >>> owner = assign_parts(topo, 2, method='random')
+        >>> np.bincount(owner).tolist()  # nodes per part
+        [2, 2]
     """
     n = topology.num_nodes
     _check(num_parts, n, method)

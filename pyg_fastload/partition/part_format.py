@@ -232,6 +232,10 @@ def load_book(parts_dir: PathLike, meta: Optional[Dict[str, Any]] = None
     boundaries per node type (a homogeneous graph is one), from 0, never
     decreasing, ending at the type's node count; never unpickling.
 
+    Args:
+        parts_dir (str or os.PathLike): the partition directory.
+        meta (Dict[str, Any], optional): its ``partition.json``, if read.
+
     Example:
         >>> from pyg_fastload.partition import load_book
         >>> load_book('data/tiny-parts')  # doctest: +SKIP

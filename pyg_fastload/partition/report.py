@@ -94,12 +94,26 @@ def partition_report(parts_dir: Union[str, 'os.PathLike[str]'],
     ``'src__rel__dst'``: edges and cut_edges per part, edge_cut); its
     locality and requests are sampled on the homogeneous view.
 
+    Args:
+        parts_dir (str or os.PathLike): the partition directory.
+        locality (bool, optional): also sample the locality and request
+            ratios. (default: :obj:`True`)
+        num_neighbors (List[int], optional): the fan-outs of the sampled
+            requests. (default: :obj:`(10, 5, 3)`)
+        batch_size (int, optional): seeds per sampled mini-batch.
+            (default: :obj:`1024`)
+        max_roots (int, optional): training roots the locality is
+            sampled over. (default: :obj:`8192`)
+        seed (int, optional): the sampling seed. (default: :obj:`0`)
+        progress (bool, optional): show progress bars.
+            (default: :obj:`True`)
+
     Example:
         >>> from pyg_fastload.partition import partition_report
         >>> report = partition_report('data/tiny-parts',
         ...                           progress=False)  # doctest: +SKIP
-        >>> report['edge_cut']  # doctest: +SKIP
-        0.21
+        >>> report['num_parts']  # doctest: +SKIP
+        2
     """
     parts_dir = Path(parts_dir).expanduser()
     meta = read_partition_meta(parts_dir)

@@ -94,6 +94,18 @@ class HeteroNeighborSampler(FastNeighborSampler):
             heterogeneous graph there and send its batches to the GPU.
         batch_size (int): seeds of one batch, whose sampling scratch a
             move to a GPU leaves room for (:class:`HopSampler`).
+
+    Example:
+        >>> import torch
+        >>> from torch_geometric.sampler import NodeSamplerInput
+        >>> from pyg_fastload.datasets import generate_hetero
+        >>> from pyg_fastload.sampling import HeteroNeighborSampler
+        >>> sampler = HeteroNeighborSampler(generate_hetero('hetero-tiny'),
+        ...                                 num_neighbors=[2, 2])
+        >>> out = sampler.sample_from_nodes(NodeSamplerInput(
+        ...     input_id=None, node=torch.tensor([0, 1]), input_type='paper'))
+        >>> out.node['paper'][:2].tolist(), sorted(out.node)
+        ([0, 1], ['author', 'field_of_study', 'institution', 'paper'])
     """
     adds_reverse_edges = False  # per type, in the hetero output
 

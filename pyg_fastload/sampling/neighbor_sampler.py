@@ -655,6 +655,16 @@ class FastNeighborSampler(HopSampler):
             distribution, not draw for draw.
         batch_size (int): seeds of one batch, whose sampling scratch a
             move to a GPU leaves room for (:class:`HopSampler`).
+
+    Example:
+        >>> import torch
+        >>> from torch_geometric.data import Data
+        >>> from pyg_fastload import FastNeighborSampler
+        >>> data = Data(edge_index=torch.tensor([[0, 1, 2, 3], [1, 2, 3, 0]]),
+        ...             num_nodes=4)  # a cycle: one in-neighbour each
+        >>> out = FastNeighborSampler(data, [1, 1]).sample(torch.tensor([3]))
+        >>> out.node.tolist(), out.row.tolist(), out.col.tolist()
+        ([3, 2, 1], [1, 2], [0, 1])
     """
     #: The class a heterogeneous graph gets when this class is named (the
     #: heterogeneous engine of the same draw; set beside that class). A

@@ -35,6 +35,8 @@ class CacheTier(Tier):
         values (torch.Tensor): the slots' rows, on the cache's device.
         name (str): the tier's key in the store's ``stats()``
             (``'device'``, ``'host'``).
+        capacity (int, optional): the slots the cache may hold (default:
+            the rows of :obj:`values`).
     """
     def __init__(self, fallback: Tier, values: Tensor, name: str,
                  capacity: Optional[int] = None):

@@ -35,14 +35,11 @@ class CSCGraphStore(GraphStore):
     Edge arrays: a homogeneous graph's edge-level arrays (e.g. the ``time``
     of every edge, a dataset directory's ``"level": "edge"`` arrays) live
     here beside the edges they describe, one row per edge **in CSC order**
-    (:meth:`edge_array`), as DGL GraphBolt's sampling graph keeps its
-    ``edge_attributes``. The feature store holds node rows only (its
-    attributes are gathered by node id); PyG's own remote backend has no
-    homogeneous edge attributes (it tells node from edge times by the
-    name alone). A heterogeneous graph's edge arrays belong to one
-    relation each (:obj:`edge_type`): one row per edge of the relation, in
-    its CSC order (:meth:`HeteroTopology.relation_topology`'s). Putting
-    new edges drops the arrays of the old ones.
+    (:meth:`edge_array`; why here: "Temporal sampling" in
+    ``docs/guide/loader.md``). A heterogeneous graph's edge arrays belong
+    to one relation each (:obj:`edge_type`): one row per edge of the
+    relation, in its CSC order (:meth:`HeteroTopology.relation_topology`'s).
+    Putting new edges drops the arrays of the old ones.
 
     Args:
         topology (CSCTopology or HeteroTopology, optional): the graph; or
@@ -50,6 +47,14 @@ class CSCGraphStore(GraphStore):
         edge_arrays (dict, optional): edge arrays of a homogeneous
             :obj:`topology` by name, or of a heterogeneous one by edge type
             and name (:meth:`put_edge_array`).
+
+    Example:
+        >>> import torch
+        >>> from pyg_fastload import CSCGraphStore, CSCTopology
+        >>> store = CSCGraphStore(CSCTopology.from_edge_index(
+        ...     torch.tensor([[0, 1, 2], [1, 2, 1]]), num_nodes=3))
+        >>> store.get_edge_index(None, 'coo')  # original edge order
+        (tensor([0, 1, 2]), tensor([1, 2, 1]))
     """
     def __init__(self, topology: Union[CSCTopology, HeteroTopology,
                                        None] = None,

@@ -32,7 +32,11 @@ def process_read_bytes() -> Optional[int]:
 def device_read_bytes(path: str) -> Optional[int]:
     r"""Bytes the block device holding :obj:`path` has read since boot (all
     processes), or :obj:`None` where it is not known (no sysfs, or a file
-    system without a block device, such as tmpfs)."""
+    system without a block device, such as tmpfs).
+
+    Args:
+        path (str): a file or directory on the device.
+    """
     fields = block_device_file(path, 'stat')
     try:
         return int(fields.split()[2]) * SECTOR_BYTES  # sectors read
@@ -94,6 +98,10 @@ class MemoryWatch:
     pressure). The kernel's own high-water mark (``'peak'`` of
     :func:`process_memory`) counts mapped file pages too; the anonymous peak
     is what a memory bound is about.
+
+    Args:
+        interval (float, optional): seconds between two reads.
+            (default: :obj:`0.2`)
 
     Example:
         >>> from pyg_fastload.storage.io_stats import MemoryWatch

@@ -62,7 +62,13 @@ STORAGE_KINDS: Dict[str, StorageKind] = {
 
 def storage_kind(name: Any, key: str = 'storage') -> StorageKind:
     r"""The kind called :obj:`name`; a :class:`SettingError` naming the
-    setting :obj:`key` and the kinds there are, if none is."""
+    setting :obj:`key` and the kinds there are, if none is.
+
+    Args:
+        name (str): the kind's name (``'memory'``, ``'mmap'``, ...).
+        key (str, optional): the setting errors name.
+            (default: :obj:`'storage'`)
+    """
     if isinstance(name, str) and name in STORAGE_KINDS:
         return STORAGE_KINDS[name]
     raise SettingError(key, f"{name!r} is not one of "

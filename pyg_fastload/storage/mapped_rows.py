@@ -30,7 +30,7 @@ class MappedRows(StorageTier):
 
     Example:
         >>> import torch
-        >>> from pyg_fastload.storage import MemoryStorage
+        >>> from pyg_fastload.storage import MappedRows, MemoryStorage
         >>> base = MemoryStorage(torch.arange(10.).view(5, 2))
         >>> part = MappedRows(base, torch.tensor([4, 0]))
         >>> out = torch.empty(2, 2)

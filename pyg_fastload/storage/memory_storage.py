@@ -22,6 +22,16 @@ class MemoryStorage(StorageTier):
 
     Args:
         tensor (torch.Tensor): the full ``[num_rows, ...]`` tensor.
+
+    Example:
+        >>> import torch
+        >>> from pyg_fastload.storage import MemoryStorage
+        >>> storage = MemoryStorage(torch.arange(10.).view(5, 2))
+        >>> out = torch.empty(2, 2)
+        >>> storage.gather(torch.tensor([4, 0]), out)
+        >>> out
+        tensor([[8., 9.],
+                [0., 1.]])
     """
     place = 'in memory'
 

@@ -52,7 +52,12 @@ def cached_and_stored(tiers: Dict[str, Dict[str, float]]
     attribute's ``stats()`` entry (tier name to counters; storage
     includes other parts' files read directly, ``'remote_disk'``);
     together, every row requested (storage may read a repeated row
-    once)."""
+    once).
+
+    Args:
+        tiers (Dict[str, Dict[str, float]]): one attribute's ``stats()``
+            entry.
+    """
     cached = sum(tiers[t]['hits'] for t in ('device', 'host') if t in tiers)
     return cached, (tiers.get('storage', {}).get('requests', 0.0)
                     + tiers.get('remote_disk', {}).get('hits', 0.0))
