@@ -26,8 +26,9 @@ drawn). Where the seeds do not fill the last batch, its smaller subgraphs
 get a normalisation of their own, estimated likewise from batches of its
 size (PyG draws a fixed number of full batches, so has no last one; the
 full batches' normalisation would weigh its nodes as if drawn as often,
-about halving a half-full batch's loss). Batches carry ``node_norm`` and ``edge_norm`` as PyG's do (a PyG
-GraphSAINT training loop runs on them unchanged), and ``loss_norm``: the
+about halving a half-full batch's loss). Batches carry ``node_norm`` and
+``edge_norm`` as PyG's do (a PyG GraphSAINT training loop runs on them
+unchanged), and ``loss_norm``: the
 seeds' share of the graph's nodes, so that ``sum(node_norm * loss) /
 loss_norm`` over a batch's seeds (the subgraph's nodes among the loader's
 seeds, first) is an unbiased estimate of the mean loss over the loader's
