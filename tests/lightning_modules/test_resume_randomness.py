@@ -21,9 +21,9 @@ def cache_dir(tmp_path_factory):
     return str(tmp_path_factory.mktemp('synthetic'))
 
 
-def _fit(cache_dir, root, ckpt_path=None, checkpoint=None, seed=0):
-    r"""2 epochs of 8 steps of tiny with dropout 0.5, from :obj:`seed`."""
-    pl.seed_everything(seed)
+def _fit(cache_dir, root, ckpt_path=None, checkpoint=None):
+    r"""2 epochs of 8 steps of tiny with dropout 0.5, from seed 0."""
+    pl.seed_everything(0)
     data = FastLoadDataModule(dataset='tiny', cache_dir=cache_dir,
                               num_neighbors=[5, 5], batch_size=128,
                               pipeline=True, progress=False)
