@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PAGES = [ROOT / 'README.md', *sorted((ROOT / 'docs').rglob('*.md'))]
 #: A config key written as a flag, or a nested key in backticks.
 KEY = re.compile(r'--((?:data|model)\.[\w.]+)|`((?:data|model)\.'
-                 r'(?:feature_cache|mode_options)\.\w+)`')
+                 r'(?:feature_cache|mode_options|inference)\.\w+)`')
 
 
 def test_every_option_has_its_docstring_text():
