@@ -24,7 +24,8 @@ each node (``C_v``) and edge (``C_e``) was in one; ``node_norm = samples /
 C_e`` for an edge from ``u`` (clamped to ``[0, 1e4]``, 0.1 where never
 drawn). Where the seeds do not fill the last batch, its smaller subgraphs
 get a normalisation of their own, estimated likewise from batches of its
-size (PyG draws a fixed number of full batches, so has no last one; the
+size, from at most as many subgraphs as the full batches' estimate drew
+(PyG draws a fixed number of full batches, so has no last one; the
 full batches' normalisation would weigh its nodes as if drawn as often,
 about halving a half-full batch's loss). Batches carry ``node_norm`` and
 ``edge_norm`` as PyG's do (a PyG GraphSAINT training loop runs on them
@@ -224,20 +225,27 @@ class SaintSampler(HopSampler):
         self.loss_norm = seeds.numel() / max(num_nodes, 1)
         if self.sample_coverage and seeds.numel():
             generator = torch.Generator(self.device).manual_seed(self.seed)
+            full = min(batch_size, seeds.numel())
+            node_norm, edge_norm, drawn = self._estimate(seeds, full,
+                                                         generator)
+            self.norms[full] = (node_norm, edge_norm)
             last = seeds.numel() % batch_size
-            for size in (min(batch_size, seeds.numel()), last):
-                if size and size not in self.norms:
-                    self.norms[size] = self._estimate(seeds, size,
-                                                      generator)
+            if last and last != full:  # from at most as many subgraphs
+                node_norm, edge_norm, _ = self._estimate(seeds, last,
+                                                         generator, drawn)
+                self.norms[last] = (node_norm, edge_norm)
         self._prepared = (seeds, batch_size)
 
     def _estimate(self, seeds: Tensor, size: int,
-                  generator: torch.Generator) -> Tuple[Tensor, Tensor]:
-        r"""``(node_norm, edge_norm)`` (PyG's formulas) from subgraphs of
-        batches of :obj:`size` of :obj:`seeds` (drawn from
-        :obj:`generator`), each drawn in random order as a shuffling
-        loader draws them, one subgraph at a time: the counts (4 bytes per
-        node and per edge) and one subgraph are all it holds."""
+                  generator: torch.Generator, limit: Optional[int] = None
+                  ) -> Tuple[Tensor, Tensor, int]:
+        r"""``(node_norm, edge_norm, subgraphs drawn)`` (PyG's formulas)
+        from subgraphs of batches of :obj:`size` of :obj:`seeds` (drawn
+        from :obj:`generator`, at most :obj:`limit` of them: a small last
+        batch's estimate costs no more than the full batches'), each drawn
+        in random order as a shuffling loader draws them, one subgraph at
+        a time: the counts (4 bytes per node and per edge) and one
+        subgraph are all it holds."""
         device = self.device
         topo = self.topology
         num_nodes = self.num_nodes
@@ -250,7 +258,7 @@ class SaintSampler(HopSampler):
         bar = tqdm(total=target, desc='GraphSAINT normalisation',
                    unit='node', disable=not self.progress, delay=1.0,
                    leave=False)
-        while drawn < target:
+        while drawn < target and samples != limit:
             order = seeds.index_select(0, torch.randperm(
                 seeds.numel(), generator=generator, device=device))
             for batch in order[:per_pass * size].view(per_pass, size):
@@ -261,7 +269,7 @@ class SaintSampler(HopSampler):
                 drawn += node.numel()
                 samples += 1
                 bar.update(node.numel())
-                if drawn >= target:
+                if drawn >= target or samples == limit:
                     break
         bar.close()
         count = node_count.float()
@@ -270,7 +278,7 @@ class SaintSampler(HopSampler):
             0, _EDGE_NORM_MAX)
         edge_norm[torch.isnan(edge_norm)] = _UNSEEN
         count[node_count == 0] = _UNSEEN
-        return samples / count / num_nodes, edge_norm
+        return samples / count / num_nodes, edge_norm, samples
 
     # PyG's BaseSampler contract ##############################################
 
