@@ -27,6 +27,7 @@ from pyg_fastload.modes.link_split import LinkOptions
 from pyg_fastload.placement import Placement
 from pyg_fastload.storage import FeatureSource
 
+from . import random_streams
 from .errors import ConfigError, config_section
 
 __all__ = ['FastLoadDataModule', 'FeatureCache', 'LinkOptions',
@@ -381,19 +382,32 @@ class FastLoadDataModule(pl.LightningDataModule):
     # Checkpointing ###########################################################
 
     def state_dict(self) -> Dict[str, Any]:
-        r"""The loaders' random-stream states and the training loader's
-        place in its epochs (its ``state_dict``, the same on every rank),
-        which the next training loader made resumes from: Lightning hands
-        a checkpoint's place to the loader itself only mid-epoch, and a
-        rank's stream at an epoch's end is its own."""
+        r"""The loaders' random-stream states, the training loader's place
+        in its epochs (its ``state_dict``, the same on every rank), which
+        the next training loader made resumes from (Lightning hands a
+        checkpoint's place to the loader itself only mid-epoch, and a
+        rank's stream at an epoch's end is its own), and every rank's
+        global random streams (``'streams'``, in rank order: dropout's,
+        which Lightning does not keep). A collective once set up: every
+        rank calls it, as Lightning's checkpointing does."""
         state: Dict[str, Any] = {'generators': {
             split: gen.get_state() for split, gen in self.generators.items()}}
         if self._train is not None:
             state['train_loader'] = self._train.state_dict()
+        if self.collectives is not None:
+            state['streams'] = random_streams.gather(self.collectives)
         return state
 
     def load_state_dict(self, state_dict: Dict[str, Any]) -> None:
+        r"""Resumes from :meth:`state_dict` (rank 0's, as a checkpoint
+        holds it): the loaders' streams and place, and this rank's global
+        random streams where the checkpoint holds one per rank of this
+        run."""
         for split, state in state_dict.get('generators', {}).items():
             if split in self.generators:
                 self.generators[split].set_state(state)
         self._train_state = state_dict.get('train_loader')
+        streams = state_dict.get('streams', [])
+        context = DistContext.current()
+        if len(streams) == context.world_size:
+            random_streams.restore(streams[context.rank])

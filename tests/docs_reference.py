@@ -1,6 +1,7 @@
 r"""``python -m tests.docs_reference [--write]``: the option tables of
 ``docs/guide/configuration.md``, made from the code (each class's signature
-and the ``Args:`` section of its docstring), so the reference can neither
+and the ``Args:`` section of its docstring: an option's type is the one
+given there, else its annotation), so the reference can neither
 miss an option nor list one that does not exist; ``--write`` puts them into
 the file between its ``<!-- options: NAME -->`` markers."""
 import dataclasses
@@ -32,10 +33,17 @@ def sections() -> List[Tuple[str, type]]:
 
 def parameters(cls: type) -> List[Tuple[str, Any]]:
     r"""``(name, default)`` of :obj:`cls`'s options, in order."""
+    return [(name, default) for name, default, _ in _options(cls)]
+
+
+def _options(cls: type) -> List[Tuple[str, Any, str]]:
+    r"""``(name, default, annotation)`` of :obj:`cls`'s options."""
     if dataclasses.is_dataclass(cls):
-        return [(f.name, f.default) for f in dataclasses.fields(cls)]
+        return [(f.name, f.default, str(f.type))
+                for f in dataclasses.fields(cls)]
     signature = inspect.signature(cls.__init__)
-    return [(p.name, p.default) for p in signature.parameters.values()
+    return [(p.name, p.default, str(p.annotation))
+            for p in signature.parameters.values()
             if p.name != 'self' and p.kind == p.POSITIONAL_OR_KEYWORD]
 
 
@@ -48,10 +56,17 @@ def _markdown(text: str) -> str:
 def arg_docs(cls: type) -> Dict[str, str]:
     r"""Each argument's text in the ``Args:`` section of :obj:`cls`'s
     docstring (one line, Markdown)."""
+    return {key: text for key, (_, text) in _args(cls).items()}
+
+
+def _args(cls: type) -> Dict[str, Tuple[str, str]]:
+    r"""Each argument's ``(type, text)`` in the ``Args:`` section of
+    :obj:`cls`'s docstring (the type ``''`` where none is given)."""
     doc = inspect.getdoc(cls) or ''
     if 'Args:' not in doc:
         return {}
     out: Dict[str, str] = {}
+    types: Dict[str, str] = {}
     name = None
     for line in doc.split('Args:', 1)[1].splitlines():
         if not line.strip():
@@ -64,11 +79,12 @@ def arg_docs(cls: type) -> Dict[str, str]:
             names = [n.strip() for n in match.group(1).split(',')]
             for name in names:
                 out[name] = match.group(3).strip()
+                types[name] = match.group(2) or ''
             name = names
         elif name is not None:
             for each in name:
                 out[each] += ' ' + line.strip()
-    return {key: _markdown(value) for key, value in out.items()}
+    return {key: (types[key], _markdown(value)) for key, value in out.items()}
 
 
 def _default(value: Any) -> str:
@@ -77,13 +93,25 @@ def _default(value: Any) -> str:
     return f'`{value!r}`'
 
 
+def _type(annotation: str) -> str:
+    r"""An annotation as a table shows it (``Optional[X]``: ``X``, the
+    default ``None`` says the rest)."""
+    text = re.sub(r'^Optional\[(.*)\]$', r'\1', annotation)
+    text = re.sub(r'\b(?:typing|torch_geometric\.data\.\w+)\.', '', text)
+    return 'any' if text in ('Any', "<class 'inspect._empty'>") else text
+
+
 def table(prefix: str, cls: type) -> str:
-    r"""The option table of :obj:`cls` under config key :obj:`prefix`."""
-    docs = arg_docs(cls)
-    lines = ['| option | default | what it does |', '|---|---|---|']
-    for name, default in parameters(cls):
-        lines.append(f'| `{prefix}.{name}` | {_default(default)} | '
-                     f'{docs.get(name, "")} |')
+    r"""The option table of :obj:`cls` under config key :obj:`prefix`:
+    each option's type, default and what it does."""
+    docs = _args(cls)
+    lines = ['| option | type | default | what it does |',
+             '|---|---|---|---|']
+    for name, default, annotation in _options(cls):
+        kind, text = docs.get(name, ('', ''))
+        kind = _markdown(kind or _type(annotation)).replace('`', '')
+        lines.append(f'| `{prefix}.{name}` | {kind} | {_default(default)} | '
+                     f'{text} |')
     return '\n'.join(lines)
 
 

@@ -22,8 +22,14 @@ as ``sample_coverage`` times the graph's were drawn, counting how often
 each node (``C_v``) and edge (``C_e``) was in one; ``node_norm = samples /
 (C_v * num_nodes)`` (``C_v = 0`` read as 0.1) and ``edge_norm = C_u /
 C_e`` for an edge from ``u`` (clamped to ``[0, 1e4]``, 0.1 where never
-drawn). Batches carry ``node_norm`` and ``edge_norm`` as PyG's do (a PyG
-GraphSAINT training loop runs on them unchanged), and ``loss_norm``: the
+drawn). Where the seeds do not fill the last batch, its smaller subgraphs
+get a normalisation of their own, estimated likewise from batches of its
+size, from at most as many subgraphs as the full batches' estimate drew
+(PyG draws a fixed number of full batches, so has no last one; the
+full batches' normalisation would weigh its nodes as if drawn as often,
+about halving a half-full batch's loss). Batches carry ``node_norm`` and
+``edge_norm`` as PyG's do (a PyG GraphSAINT training loop runs on them
+unchanged), and ``loss_norm``: the
 seeds' share of the graph's nodes, so that ``sum(node_norm * loss) /
 loss_norm`` over a batch's seeds (the subgraph's nodes among the loader's
 seeds, first) is an unbiased estimate of the mean loss over the loader's
@@ -31,7 +37,7 @@ seeds (:func:`~pyg_fastload.modes.contract.seed_loss`).
 """
 from __future__ import annotations
 
-from typing import Any, Optional, Tuple, Union
+from typing import Any, Dict, Optional, Tuple, Union
 
 import torch
 from torch import Tensor
@@ -148,9 +154,25 @@ class SaintSampler(HopSampler):
         self._position: Optional[Tensor] = None
         self._prepared: Optional[Tuple[Tensor, int]] = None
         self.loss_norm = 1.0
-        #: Per node, and per edge (CSC position): the normalisation.
-        self.node_norm: Optional[Tensor] = None
-        self.edge_norm: Optional[Tensor] = None
+        #: Per batch size drawn (the full batches', the last one's):
+        #: per node, and per edge (CSC position), the normalisation.
+        self.norms: Dict[int, Tuple[Tensor, Tensor]] = {}
+
+    @property
+    def node_norm(self) -> Optional[Tensor]:
+        r"""The full batches' normalisation per node (after prepare)."""
+        return self._full_norms()[0]
+
+    @property
+    def edge_norm(self) -> Optional[Tensor]:
+        r"""The full batches' normalisation per edge (CSC position)."""
+        return self._full_norms()[1]
+
+    def _full_norms(self) -> Tuple[Optional[Tensor], Optional[Tensor]]:
+        if self._prepared is None or not self.norms:
+            return None, None
+        seeds, batch_size = self._prepared
+        return self.norms[min(batch_size, seeds.numel())]
 
     def _take_fanouts(self, fanouts: Any) -> int:
         self.num_neighbors = check_fanouts(fanouts, zero_hops=True)
@@ -202,33 +224,41 @@ class SaintSampler(HopSampler):
         self._position = position
         self.loss_norm = seeds.numel() / max(num_nodes, 1)
         if self.sample_coverage and seeds.numel():
-            self.node_norm, self.edge_norm = self._estimate(seeds,
-                                                            batch_size)
+            generator = torch.Generator(self.device).manual_seed(self.seed)
+            full = min(batch_size, seeds.numel())
+            node_norm, edge_norm, drawn = self._estimate(seeds, full,
+                                                         generator)
+            self.norms[full] = (node_norm, edge_norm)
+            last = seeds.numel() % batch_size
+            if last and last != full:  # from at most as many subgraphs
+                node_norm, edge_norm, _ = self._estimate(seeds, last,
+                                                         generator, drawn)
+                self.norms[last] = (node_norm, edge_norm)
         self._prepared = (seeds, batch_size)
 
-    def _estimate(self, seeds: Tensor,
-                  batch_size: int) -> Tuple[Tensor, Tensor]:
-        r"""``(node_norm, edge_norm)`` (PyG's formulas) from subgraphs of
-        batches of :obj:`batch_size` of :obj:`seeds`, each drawn in random
-        order as a shuffling loader draws them, one subgraph at a time:
-        the counts (4 bytes per node and per edge) and one subgraph are
-        all it holds."""
+    def _estimate(self, seeds: Tensor, size: int,
+                  generator: torch.Generator, limit: Optional[int] = None
+                  ) -> Tuple[Tensor, Tensor, int]:
+        r"""``(node_norm, edge_norm, subgraphs drawn)`` (PyG's formulas)
+        from subgraphs of batches of :obj:`size` of :obj:`seeds` (drawn
+        from :obj:`generator`, at most :obj:`limit` of them: a small last
+        batch's estimate costs no more than the full batches'), each drawn
+        in random order as a shuffling loader draws them, one subgraph at
+        a time: the counts (4 bytes per node and per edge) and one
+        subgraph are all it holds."""
         device = self.device
         topo = self.topology
         num_nodes = self.num_nodes
         node_count = torch.zeros(num_nodes, dtype=torch.int32, device=device)
         edge_count = torch.zeros(topo.num_edges, dtype=torch.int32,
                                  device=device)
-        generator = torch.Generator(device).manual_seed(self.seed)
-        # full batches (the loader's last, shorter one reuses them)
-        per_pass = max(seeds.numel() // batch_size, 1)
-        size = min(batch_size, seeds.numel())
+        per_pass = seeds.numel() // size
         target = num_nodes * self.sample_coverage
         drawn = samples = 0
         bar = tqdm(total=target, desc='GraphSAINT normalisation',
                    unit='node', disable=not self.progress, delay=1.0,
                    leave=False)
-        while drawn < target:
+        while drawn < target and samples != limit:
             order = seeds.index_select(0, torch.randperm(
                 seeds.numel(), generator=generator, device=device))
             for batch in order[:per_pass * size].view(per_pass, size):
@@ -239,7 +269,7 @@ class SaintSampler(HopSampler):
                 drawn += node.numel()
                 samples += 1
                 bar.update(node.numel())
-                if drawn >= target:
+                if drawn >= target or samples == limit:
                     break
         bar.close()
         count = node_count.float()
@@ -248,7 +278,7 @@ class SaintSampler(HopSampler):
             0, _EDGE_NORM_MAX)
         edge_norm[torch.isnan(edge_norm)] = _UNSEEN
         count[node_count == 0] = _UNSEEN
-        return samples / count / num_nodes, edge_norm
+        return samples / count / num_nodes, edge_norm, samples
 
     # PyG's BaseSampler contract ##############################################
 
@@ -269,9 +299,11 @@ class SaintSampler(HopSampler):
         node = torch.cat([node[member], node[~member]])
         row, col, pos = self._induced_edges(node)
         extra = {}
-        if self.node_norm is not None:
-            extra = {'node_norm': self.node_norm.index_select(0, node),
-                     'edge_norm': self.edge_norm.index_select(0, pos),
+        if self.norms:  # a size of its own, else the full batches'
+            node_norm, edge_norm = self.norms.get(seeds.numel(),
+                                                  self._full_norms())
+            extra = {'node_norm': node_norm.index_select(0, node),
+                     'edge_norm': edge_norm.index_select(0, pos),
                      'loss_norm': self.loss_norm}
         return SamplerOutput(node=node, row=row, col=col,
                              edge=self._edge_ids(pos),

@@ -17,6 +17,8 @@ from pyg_fastload.partition import partition_dataset
 from pyg_fastload.sampling import FastNeighborSampler, LaborSampler
 from pyg_fastload.sampling.saint import SaintRandomWalkSampler
 
+from ..helpers import requires_torch_sparse
+
 
 pytestmark = [
     pytest.mark.filterwarnings("ignore:LightningCLI's args parameter"),
@@ -135,6 +137,28 @@ def test_models_that_cannot_weigh_are_refused():
         _trainer().fit(LinkPredictor(encoder='gcn', hidden_channels=16,
                                      num_layers=2), links)
 
+
+@requires_torch_sparse
+@pytest.mark.parametrize('sampler', [IMPORTANCE, SAINT])
+def test_a_sparse_adjacency_of_weighted_batches_is_refused(sampler):
+    r"""PyG's layers aggregate over a sparse ``adj_t`` without its values:
+    LABOR-1's and GraphSAINT's weights would be dropped (they were), so
+    the combination is refused before the first step."""
+    data = FastLoadDataModule('tiny', num_neighbors=[4, 3], batch_size=64,
+                              progress=False, sampler=sampler,
+                              adjacency='sparse')
+    with pytest.raises(ConfigError, match=r"'data\.adjacency': 'sparse' "
+                       r"with data\.sampler '(labor|saint_rw)'.*use "
+                       r"data\.adjacency: edge_index"):
+        _trainer().fit(NodeClassifier(hidden_channels=16, num_layers=2),
+                       data)
+    # LABOR-0's batches weigh nothing: its sparse adj_t is the graph's
+    data = FastLoadDataModule('tiny', num_neighbors=[4, 3], batch_size=64,
+                              progress=False, sampler='labor',
+                              adjacency='sparse')
+    model = NodeClassifier(hidden_channels=16, num_layers=2)
+    _trainer().fit(model, data)
+    assert model.global_step == 2
 
 def test_a_link_predictor_trains_on_labor_batches():
     links = FastLoadDataModule('tiny', num_neighbors=[4, 3], batch_size=64,

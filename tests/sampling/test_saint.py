@@ -167,6 +167,53 @@ def test_the_normalised_loss_is_an_unbiased_mean_over_the_seeds(name):
     assert abs(float(torch.tensor(plain).mean()) - truth) > 4 * error
 
 
+@pytest.mark.parametrize('name', list(KINDS))
+def test_the_last_smaller_batch_gets_a_normalisation_of_its_size(name):
+    r"""70 seeds in batches of 20: the last batch's 10 seeds draw smaller
+    subgraphs; its normalised loss, too, averages over fresh epochs to the
+    mean over the seeds (with the full batches' normalisation it came out
+    about halved)."""
+    gen = torch.Generator().manual_seed(6)
+    data = Data(x=torch.randn(120, 4), edge_index=torch.randint(
+        0, 120, (2, 700), generator=gen))
+    loader = _loader(data, name, sample_coverage=200,
+                     input_nodes=torch.arange(70))
+    assert len(loader) == 4
+    loss = torch.rand(120, generator=gen).double() + 0.5
+    truth = float(loss[:70].mean())
+    last = []
+    for _ in range(30):
+        *_, batch = loader  # (its seeds in the subgraph come first)
+        mine = loss[batch.n_id[:batch.batch_size]]
+        last.append(float((mine * batch.node_norm[:batch.batch_size]).sum())
+                    / batch.loss_norm)
+    last = torch.tensor(last)
+    error = float(last.std()) / len(last) ** 0.5
+    assert abs(float(last.mean()) - truth) < 4 * error, (
+        float(last.mean()), truth, error)
+    sampler = loader.node_sampler
+    assert sorted(sampler.norms) == [10, 20]
+    assert sampler.node_norm is sampler.norms[20][0]
+
+
+def test_a_small_last_batch_costs_no_more_subgraphs_than_the_full_ones():
+    r"""101 seeds in batches of 25: the last batch's estimate (1 seed, 1
+    node per subgraph) stops at as many subgraphs as the full batches'
+    estimate drew, short of its coverage (it would draw 3,000)."""
+    data = random_graph(num_nodes=150, num_edges=1500, seed=2)
+    sizes = []
+
+    class Counting(SaintNodeSampler):
+        def subgraph_nodes(self, seeds, generator):
+            sizes.append(seeds.numel())
+            return super().subgraph_nodes(seeds, generator)
+    sampler = Counting(data, [1], sample_coverage=20, progress=False)
+    inputs = FastNeighborLoader(data, [1], batch_size=25,
+                                input_nodes=torch.arange(101)).input_data
+    sampler.prepare(inputs, 25)
+    assert set(sizes) == {25, 1} and sorted(sampler.norms) == [1, 25]
+    assert sizes.count(1) == sizes.count(25) < 150 * 20
+
 def test_the_contracts_loss_and_aggregation_weights():
     batch = Data(edge_index=torch.tensor([[1, 2, 0], [0, 0, 1]]),
                  num_nodes=3, node_norm=torch.tensor([0.5, 0.25, 2.0]),
