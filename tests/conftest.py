@@ -41,7 +41,10 @@ def pytest_collection_modifyitems(config, items):
 def pytest_collection_finish(session):
     r"""Starts the warm server the ranks and commands are forked from as
     soon as a collected test uses it, so that its imports (about 10 s of
-    a core) run beside the first tests."""
+    a core) run beside the first tests; not for ``--collect-only`` (the
+    GPU kit's selection of its tests), which runs none."""
+    if session.config.option.collectonly:
+        return
     helpers = {id(helper) for helper in (
         ranks.run_ranks, ranks.run_command, ranks.run_code,
         ranks.command_ranks, ranks.Forked)}

@@ -1,7 +1,7 @@
 r"""Every script in ``examples/`` runs as a user runs it, at its ``--tiny``
 size (issue 48.2): in a process of its own (forked from the suite's warm
-server: torch and PyG imported once; ``ddp.py``, which spawns its ranks, in
-a fresh interpreter), from an empty working directory, with its own
+server: torch and PyG imported once; the ranks ``ddp.py`` spawns are fresh
+interpreters, as a user's are), from an empty working directory, with its own
 synthetic-graph cache. It exits with 0 and prints its final metric,
 and where the tiny size makes it reliable the metric beats chance (every
 figure below is fixed by the script's ``--seed``; the margins are wide).
@@ -13,7 +13,6 @@ import os
 import re
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -53,10 +52,6 @@ CASES = {
                                lambda acc: acc > 40.0),
 }
 
-
-#: The scripts that start processes of their own, run in a fresh interpreter
-#: as users run them (the others are forked, see above).
-SPAWNS = {'ddp.py'}
 
 #: What a script shows on stderr while it runs, beyond its final metric:
 #: products_sage.py's test pass over 90% of the nodes takes about 95 s at
@@ -113,16 +108,10 @@ def test_an_example_runs_at_its_tiny_size(script, tmp_path):
     env['OMP_NUM_THREADS'] = '1'
     env.pop('RANK', None)  # ddp.py would take itself for a torchrun rank
     env.pop('WORLD_SIZE', None)
-    # A session of its own, so that a run past the timeout is ended with
-    # every process it started (ddp.py's ranks).
-    if script in SPAWNS:
-        run = subprocess.Popen(
-            [sys.executable, str(EXAMPLES / script), '--tiny', *args],
-            cwd=tmp_path, env=env, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, text=True, start_new_session=True)
-    else:
-        run = Forked(['--tiny', *args], tmp_path, env,
-                     script=str(EXAMPLES / script))
+    # A session of its own (Forked), so that a run past the timeout is
+    # ended with every process it started (ddp.py's ranks).
+    run = Forked(['--tiny', *args], tmp_path, env,
+                 script=str(EXAMPLES / script))
     try:
         stdout, stderr = run.communicate(timeout=TIMEOUT)
     except subprocess.TimeoutExpired:

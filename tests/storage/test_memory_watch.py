@@ -14,7 +14,13 @@ def test_the_watch_sees_memory_freed_before_it_stops():
     before = process_memory()['anon']
     watch = MemoryWatch(0.01).start()
     rows = torch.ones(64 << 20)  # 256 MiB, touched
-    time.sleep(0.2)  # several samples while it is held
+    # the thread's samples see it while it is held (on busy cores it may
+    # take longer than a fixed pause; the deadline bounds a thread that
+    # never samples)
+    deadline = time.monotonic() + 60
+    while watch.peaks.get('anon', 0) < before + (200 << 20):
+        assert time.monotonic() < deadline, 'the watch took no sample'
+        time.sleep(0.01)
     del rows
     peaks = watch.stop()
     # freed before stop: only the thread's samples saw it
