@@ -58,7 +58,13 @@ def counting_allreduce_hook(counters: TrafficCounters, world_size: int
     r"""A DDP communication hook (``model.register_comm_hook(None, hook)``)
     that all-reduces each gradient bucket as DDP's default does and counts
     it: a ring all-reduce sends and receives ``2 (W - 1) / W`` times the
-    bucket's bytes per rank, in ``2 (W - 1)`` messages."""
+    bucket's bytes per rank, in ``2 (W - 1)`` messages.
+
+    Args:
+        counters (TrafficCounters): where the traffic is counted (kind
+            ``'gradients'``).
+        world_size (int): ranks in the all-reduce.
+    """
     # No annotations: DDP compares them with dist.GradBucket at runtime, and
     # this module's are strings (postponed evaluation).
     def hook(state, bucket):  # type: ignore[no-untyped-def]
