@@ -21,6 +21,13 @@ KINDS = ('sampling', 'features', 'gradients', 'control', 'sampling_pull')
 class TrafficCounters:
     r"""Per kind: ``bytes_sent``, ``bytes_received`` and ``messages`` (sends
     to another rank). Thread-safe; :meth:`snapshot` returns plain numbers.
+
+    Example:
+        >>> from pyg_fastload.distributed import TrafficCounters
+        >>> counters = TrafficCounters()
+        >>> counters.add('sampling', sent=100, received=40, messages=1)
+        >>> counters.total_bytes('sampling'), counters.snapshot()['features']
+        (140, {'bytes_sent': 0, 'bytes_received': 0, 'messages': 0})
     """
     def __init__(self) -> None:
         self._lock = threading.Lock()
