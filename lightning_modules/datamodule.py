@@ -80,8 +80,8 @@ class FastLoadDataModule(pl.LightningDataModule):
             loading stage (faster for untrimmed GCN and SAGE). Refused by
             :class:`NodeClassifier` (models other than ``'mlp'``, on a
             homogeneous graph) for batches whose edges carry estimator
-            weights: LABOR-*'s importance weights (``importance_sampling``
-            above 0) and GraphSAINT's normalisation, which an aggregation
+            weights: LABOR's importance weights (``importance_sampling``
+            not 0) and GraphSAINT's normalisation, which an aggregation
             over ``adj_t`` would drop.
         seed (int): seed of the loaders' random streams (the synthetic
             presets are always generated with seed 0).
