@@ -166,48 +166,22 @@ class _EpochState:
 
 
 class LoaderMonitor(Callback):
-    r"""Logs, per training epoch, what the training loader did:
-
-    * ``throughput/seeds_per_s`` and ``throughput/batches_per_s``: seed nodes
-      (``batch.batch_size`` of PyG mini-batches) and batches over the
-      epoch's training wall time (validation excluded), for any loader;
-    * ``time/<key>``: every timing (seconds) of the loader's
-      ``time_breakdown`` at the end of the epoch (``sampling``,
-      ``feature_loading``, ``waiting``, ``model``, ``epoch`` and any other),
-      if the loader keeps one (:class:`~pyg_fastload.FastNeighborLoader`),
-      and ``loader/<key>`` for its entries in :obj:`NOT_SECONDS`
-      (``batches``, ``run_ahead``);
-    * ``cache/<attr>/<tier>/hit_ratio`` and ``cache/<attr>/<tier>/bytes``:
-      per feature attribute and tier (``device``, ``host``, ``storage``), the
-      hits over requests and the bytes that tier served during the epoch's
-      training batches, if the loader reads a
-      :class:`~pyg_fastload.TieredFeatureStore` (the store's counters are
-      read around every validation run so that its gathers are left out;
-      attributes not read during the epoch are skipped, and so is the hit
-      ratio of a tier that got no requests).
-
-    With ``val_check_interval < 1``, the loader's own ``model`` time
-    includes the validation runs inside the epoch, and the gathers a
-    pipelined loader makes for upcoming training batches while validation
-    runs are not counted.
-
-    The metrics go through :meth:`LightningModule.log`, so every logger
-    (CSV, TensorBoard, ...) gets them; a smoothed ``seeds/s`` is shown in the
-    progress bar.  The training loader is looked up at every epoch start in
-    ``trainer.train_dataloader`` (unwrapping lists, dicts, a
-    ``CombinedLoader`` and wrappers that keep the loader in ``loader`` or
-    ``dataloader``); the first loader with a ``time_breakdown`` and the first
-    ``(FeatureStore, GraphStore)`` store with ``stats()`` are used.
+    r"""Logs, per training epoch, what the training loader did: seeds and
+    batches per second of training wall time (``throughput/*``), the
+    loader's time breakdown (``time/<key>``, ``loader/<key>`` for its
+    :obj:`NOT_SECONDS` entries) and, for a
+    :class:`~pyg_fastload.TieredFeatureStore`, each feature attribute's
+    hit ratio and bytes per tier (``cache/<attr>/<tier>/*``), through
+    :meth:`LightningModule.log` (every logger gets them; a smoothed
+    ``seeds/s`` is shown in the progress bar).
 
     At the end of :meth:`Trainer.fit`, rank zero prints a summary and writes
-    the records to ``<trainer.log_dir>/fastload_stats.json`` (falling back
-    to ``trainer.default_root_dir``; not with ``fast_dev_run``), which
-    ``pyg-fastload report`` plots.  In distributed runs every rank measures
-    its own loader and logs its own figures; at the end rank zero gathers
-    every rank's records and writes them as one (``summary`` and ``epochs``:
-    rows, bytes and seeds summed over the ranks, the slowest rank's
-    training time, the loader's timings averaged) and per rank (``ranks``:
-    ``[{'rank', 'summary', 'epochs'}]``).
+    the records to ``<trainer.log_dir>/fastload_stats.json``, which
+    ``pyg-fastload report`` plots; in distributed runs it gathers every
+    rank's records first. What each metric counts, how the training loader
+    and store are found, validation inside an epoch and the distributed
+    records: ``docs/guide/lightning.md``, "What ``LoaderMonitor``
+    records".
 
     Args:
         smoothing (float, optional): the weight of the past in the

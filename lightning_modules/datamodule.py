@@ -77,7 +77,12 @@ class FastLoadDataModule(pl.LightningDataModule):
         drop_last (bool): drop the last incomplete training batch.
         adjacency (str): ``'edge_index'`` (default; fastest with per-layer
             trimming) or ``'sparse'``: a torch_sparse ``adj_t`` built in the
-            loading stage (faster for untrimmed GCN and SAGE).
+            loading stage (faster for untrimmed GCN and SAGE). Refused by
+            :class:`NodeClassifier` (models other than ``'mlp'``, on a
+            homogeneous graph) for batches whose edges carry estimator
+            weights: LABOR's importance weights (``importance_sampling``
+            not 0) and GraphSAINT's normalisation, which an aggregation
+            over ``adj_t`` would drop.
         seed (int): seed of the loaders' random streams (the synthetic
             presets are always generated with seed 0).
         cache_dir (str, optional): cache root of the synthetic presets.

@@ -57,7 +57,13 @@ _UNITS = {'': 1, 'b': 1, 'kb': 10**3, 'mb': 10**6, 'gb': 10**9, 'tb': 10**12,
 
 class SettingError(FastLoadError, ValueError):
     r"""A bad value of one setting; :attr:`key` names it (``'window'``) and
-    :attr:`detail` says what is wrong and what to give instead."""
+    :attr:`detail` says what is wrong and what to give instead.
+
+    Args:
+        key (str): the setting's name, dotted where nested
+            (``'evaluation.batch_size'``).
+        detail (str): what is wrong with the value and what to give.
+    """
     def __init__(self, key: str, detail: str):
         super().__init__(f"'{key}': {detail}")
         self.key = key
@@ -66,7 +72,13 @@ class SettingError(FastLoadError, ValueError):
 
 def check_one_of(key: str, value: Any, allowed: Sequence[str]) -> None:
     r"""Refuses a setting :obj:`key` whose :obj:`value` is not one of
-    :obj:`allowed`, listing them."""
+    :obj:`allowed`, listing them.
+
+    Args:
+        key (str): the setting's name, for the error.
+        value: the value given.
+        allowed (Sequence[str]): the values accepted.
+    """
     if value not in allowed:
         raise SettingError(key, f"{value!r} is not one of "
                            f"{', '.join(map(repr, allowed))}")
@@ -124,7 +136,15 @@ def parse_budget(budget: Budget, name: str,
 def budget_rows(budget: Budget, num_rows: int, row_bytes: int,
                 name: str) -> int:
     r"""How many rows of :obj:`row_bytes` bytes fit in :obj:`budget` (see
-    :func:`parse_budget`); never more than :obj:`num_rows`."""
+    :func:`parse_budget`); never more than :obj:`num_rows`.
+
+    Args:
+        budget: :obj:`None` (no rows), bytes, a fraction of the rows or a
+            size string such as ``'2GiB'``.
+        num_rows (int): rows there are.
+        row_bytes (int): bytes of one row.
+        name (str): the argument's name, for error messages.
+    """
     value = parse_budget(budget, name)
     if value is None:
         return 0
@@ -171,6 +191,16 @@ class FeatureCache:
         reads_in_flight (int or str): direct reads issued at once, or
             ``'auto'`` (doubled from 4 while the measured throughput gains
             at least 5%; :class:`~pyg_fastload.storage.direct.InFlightTuner`).
+
+    Example:
+        >>> from pyg_fastload.config import FeatureCache
+        >>> cache = FeatureCache(host_budget='10%', device_cache='window')
+        >>> cache.enabled, cache.window
+        (True, 4)
+        >>> FeatureCache(window=0)
+        Traceback (most recent call last):
+        ...
+        pyg_fastload.config.SettingError: 'window': 0 must be an int >= 1 ...
     """
     host_budget: Optional[Union[int, float, str]] = None
     device_budget: Optional[Union[int, float, str]] = None
@@ -363,7 +393,13 @@ PIPELINE_KEYS = tuple(PipelineSettings.__dataclass_fields__)
 def nested_setting(key: str, cls: type, value: Any) -> Any:
     r"""The nested setting :obj:`key`: :obj:`value` if :obj:`None` or a
     :obj:`cls` (a dataclass), else one made from a dict of its fields; a
-    bad value is named by its key (``key.field``)."""
+    bad value is named by its key (``key.field``).
+
+    Args:
+        key (str): the setting's name, for errors.
+        cls (type): the setting's class (a frozen dataclass).
+        value: :obj:`None`, a :obj:`cls` or a dict of its fields.
+    """
     if value is None or isinstance(value, cls):
         return value
     if not isinstance(value, dict):
@@ -426,7 +462,11 @@ def _check_batches(key: str, value: Any, low: int) -> None:
 
 def check_sampling_workers(workers: Any) -> int:
     r"""Validates a number of sampling threads: an int from 1 to the cores
-    this process may run on."""
+    this process may run on.
+
+    Args:
+        workers: the ``sampling_workers`` value given.
+    """
     if isinstance(workers, bool) or not isinstance(workers, int) or \
             workers < 1:
         raise SettingError('sampling_workers', f"must be an int >= 1 "
@@ -442,7 +482,11 @@ def check_sampling_workers(workers: Any) -> int:
 
 def check_hops(num_hops: int) -> None:
     r"""At least one hop, where the seeds alone are a mistake (node
-    loading, presampling; PyG's link loader takes zero hops)."""
+    loading, presampling; PyG's link loader takes zero hops).
+
+    Args:
+        num_hops (int): hops asked for (the length of ``num_neighbors``).
+    """
     if num_hops == 0:
         raise ValueError("'num_neighbors' is empty: give one fan-out per hop, "
                          "e.g. [15, 10, 5] (-1 takes every neighbour)")
@@ -450,7 +494,13 @@ def check_hops(num_hops: int) -> None:
 
 def check_fanouts(num_neighbors: Any, zero_hops: bool = False) -> List[int]:
     r"""Validates a per-hop fan-out list (``-1`` = all neighbours; an empty
-    one, zero hops, only where :obj:`zero_hops`)."""
+    one, zero hops, only where :obj:`zero_hops`).
+
+    Args:
+        num_neighbors: the fan-outs, a list of ints or PyG's
+            ``NumNeighbors`` holding one.
+        zero_hops (bool): accept an empty list.
+    """
     values = num_neighbors  # or PyG's NumNeighbors, holding them
     if not isinstance(values, (dict, Sequence)):
         values = getattr(values, 'values', values)
@@ -499,7 +549,11 @@ def free_cuda_memory(device: torch.device) -> int:
     r"""Bytes a new allocation on CUDA :obj:`device` can take: the driver's
     free memory plus the blocks PyTorch's caching allocator holds unused
     (``mem_get_info`` counts those as taken, yet the allocator hands them
-    out first, e.g. a finished training step's activations)."""
+    out, e.g. a finished training step's activations).
+
+    Args:
+        device (torch.device): a CUDA device.
+    """
     free = torch.cuda.mem_get_info(device)[0]
     return (free + torch.cuda.memory_reserved(device)
             - torch.cuda.memory_allocated(device))
@@ -514,7 +568,11 @@ def usable_cores() -> int:
 
 
 def format_bytes(num: float) -> str:
-    r"""``num`` bytes as ``'12 B'``, ``'3.4 MiB'``, ... (GiB at most)."""
+    r"""``num`` bytes as ``'12 B'``, ``'3.4 MiB'``, ... (GiB at most).
+
+    Args:
+        num (float): a number of bytes.
+    """
     if num < 1024:
         return f'{num:.0f} B'
     for unit in ('KiB', 'MiB'):

@@ -32,62 +32,13 @@ import pyg_fastload
 #: The sections are not counted: a loader of 26 parameters needs about 40
 #: lines of ``Args:`` alone, so a bound on the whole docstring would either
 #: pass essays on small functions or fail honest argument lists. When set,
-#: the prose of every public name fit but four: two of 27 lines, trimmed by
-#: moving their design notes to ``docs/``, and two essays of 43 and 83
-#: lines (in :data:`PENDING`).
+#: the prose of every public name fit but four, whose design notes and
+#: essays (of 27, 27, 43 and 83 lines) moved to ``docs/``.
 PROSE_LINES = 25
 
 #: Sections that list the parameters, and the one that shows an example.
 PARAM_SECTIONS = ('Args:', 'Attributes:')
 LISTING_SECTIONS = PARAM_SECTIONS + ('Example:', 'Examples:')
-
-#: Names that fail, defined in files another change of issue 64 owns (by
-#: file; the test says what each lacks). The lead empties this list after
-#: merging; a name that passes must leave it.
-PENDING: Set[str] = {
-    # loader/neighbor_loader.py
-    'pyg_fastload.FastNeighborLoader',
-    # loader/link_loader.py
-    'pyg_fastload.FastLinkNeighborLoader',
-    # inference/layerwise.py
-    'pyg_fastload.layerwise_inference',
-    # config.py
-    'pyg_fastload.config.SettingError', 'pyg_fastload.config.check_one_of',
-    'pyg_fastload.config.nested_setting', 'pyg_fastload.config.budget_rows',
-    'pyg_fastload.config.check_fanouts', 'pyg_fastload.config.check_hops',
-    'pyg_fastload.config.check_sampling_workers',
-    'pyg_fastload.config.free_cuda_memory', 'pyg_fastload.config.format_bytes',
-    # distributed/counters.py
-    'pyg_fastload.distributed.counting_allreduce_hook',
-    # distributed/collective_sampling.py
-    'pyg_fastload.distributed.CollectiveSampler',
-    # distributed/dsp.py
-    'pyg_fastload.distributed.DSPRank',
-    'pyg_fastload.distributed.open_dsp_rank',
-    # graph/kind.py
-    'pyg_fastload.graph.graph_input', 'pyg_fastload.graph.stores_of',
-    'pyg_fastload.graph.is_hetero', 'pyg_fastload.graph.is_data',
-    'pyg_fastload.graph.is_topology',
-    # io/format.py
-    'pyg_fastload.io.is_hetero_dataset_dir',
-    # modes/spec.py
-    'pyg_fastload.modes.LoadingSpec', 'pyg_fastload.modes.feature_cache_from',
-    # modes/source.py
-    'pyg_fastload.modes.PresetSource', 'pyg_fastload.modes.GraphSource',
-    'pyg_fastload.modes.HeteroGraphSource',
-    'pyg_fastload.modes.DirectorySource',
-    'pyg_fastload.modes.HeteroDirectorySource',
-    'pyg_fastload.modes.directory_metadata', 'pyg_fastload.modes.split_seeds',
-    # modes/schema.py
-    'pyg_fastload.modes.hetero_schema',
-    # partition/part_dirs.py
-    'pyg_fastload.partition.full_topology',
-    # storage/feature_store.py
-    'pyg_fastload.storage.HostBuffer', 'pyg_fastload.storage.DeviceCache',
-    'pyg_fastload.storage.WindowCache',
-    # lightning_modules/callbacks.py
-    'pyg_fastload.lightning.LoaderMonitor',
-}
 
 #: Subpackages left out: the benchmark code is no public API.
 SKIPPED = {'bench'}
@@ -218,9 +169,6 @@ CALLABLES = list(public_callables())
                          ids=[name for name, _ in CALLABLES])
 def test_the_docstring_has_a_summary_args_and_fits(name, obj):
     found = problems(obj)
-    if name in PENDING:
-        assert found, f'{name} passes now: remove it from PENDING'
-        pytest.xfail('pending: its file is owned by another change')
     assert not found, f'{name}: {"; ".join(found)}'
 
 

@@ -378,6 +378,8 @@ class CollectiveSampler(CollectiveHops, FastNeighborSampler):
         num_neighbors (List[int]): fan-out per hop.
         replace (bool): sample with replacement.
         disjoint (bool): one tree per seed.
+        subgraph_type (str): ``'directional'`` or ``'bidirectional'``
+            (``'induced'`` is refused).
         weight_attr (str, optional): sample in proportion to the part's
             edge weights.
         edge_ids (bool): also send back each sampled edge's global id
@@ -399,6 +401,9 @@ class CollectiveSampler(CollectiveHops, FastNeighborSampler):
             edge-level times: the time of each of this part's CSC edges.
         temporal_strategy (str): ``'uniform'`` or ``'last'``, as in
             :class:`~pyg_fastload.FastNeighborSampler`.
+        requests (RequestService, optional): send the frontier requests
+            point-to-point through it (``remote='async'``), served between
+            the owners' own batches; :obj:`None`: two all-to-alls per hop.
 
     The counters' ``'sampling_pull'`` kind (on the owner's side) counts
     what pulling the remote frontier nodes' adjacency lists would have

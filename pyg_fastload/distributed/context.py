@@ -45,6 +45,15 @@ class DistContext:
         world_size (int): number of ranks.
         local_rank (int): rank on this machine.
         timeout (timedelta): the bound of every collective.
+
+    Example:
+        >>> import torch
+        >>> from pyg_fastload.distributed import DistContext
+        >>> context = DistContext(rank=1, world_size=2)
+        >>> context.part, context.is_distributed
+        (1, True)
+        >>> context.backend_for(torch.device('cpu'))
+        'gloo'
     """
     rank: int = 0
     world_size: int = 1

@@ -21,6 +21,13 @@ KINDS = ('sampling', 'features', 'gradients', 'control', 'sampling_pull')
 class TrafficCounters:
     r"""Per kind: ``bytes_sent``, ``bytes_received`` and ``messages`` (sends
     to another rank). Thread-safe; :meth:`snapshot` returns plain numbers.
+
+    Example:
+        >>> from pyg_fastload.distributed import TrafficCounters
+        >>> counters = TrafficCounters()
+        >>> counters.add('sampling', sent=100, received=40, messages=1)
+        >>> counters.total_bytes('sampling'), counters.snapshot()['features']
+        (140, {'bytes_sent': 0, 'bytes_received': 0, 'messages': 0})
     """
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -58,7 +65,13 @@ def counting_allreduce_hook(counters: TrafficCounters, world_size: int
     r"""A DDP communication hook (``model.register_comm_hook(None, hook)``)
     that all-reduces each gradient bucket as DDP's default does and counts
     it: a ring all-reduce sends and receives ``2 (W - 1) / W`` times the
-    bucket's bytes per rank, in ``2 (W - 1)`` messages."""
+    bucket's bytes per rank, in ``2 (W - 1)`` messages.
+
+    Args:
+        counters (TrafficCounters): where the traffic is counted (kind
+            ``'gradients'``).
+        world_size (int): ranks in the all-reduce.
+    """
     # No annotations: DDP compares them with dist.GradBucket at runtime, and
     # this module's are strings (postponed evaluation).
     def hook(state, bucket):  # type: ignore[no-untyped-def]

@@ -49,7 +49,30 @@ class DSPRank:
     :class:`~pyg_fastload.FastNeighborLoader` takes (with a
     :meth:`sampler`), ids are the partition's new ids (typed on a
     heterogeneous partition, whose seeds are of node type
-    :attr:`target`)."""
+    :attr:`target`). Made by :func:`open_dsp_rank`.
+
+    Attributes:
+        features (PartitionedFeatureStore): the rows of every part, this
+            rank's local, the others' fetched from their owners.
+        graph: the graph store of this rank's part (HopGNN: of the whole
+            topology).
+        book (PartitionBook or HeteroPartitionBook): who owns which new id.
+        part (int): the part this rank owns (its rank).
+        sampling (Collectives): the sampling stage's collectives.
+        fetching (Collectives): the feature loading stage's collectives.
+        coordinator (LaunchCoordinator, optional): the leader-ordered
+            launch of both stages' collectives (``launch_order=
+            'coordinator'``).
+        feature_centric (bool): HopGNN's rank rather than DSP's.
+        meta (dict, optional): the partition's ``partition.json``.
+        sampler_kind (type): the mode's sampler of the partition's kind of
+            graph: DSP's collective sampler or HopGNN's root router.
+        target (str, optional): the node type seeds are of (a
+            heterogeneous partition's labelled type).
+        requests (RequestService, optional): the request service of the
+            remote rows and DSP's frontiers (``remote='async'``);
+            :obj:`None`: collectives.
+    """
     features: PartitionedFeatureStore
     graph: object
     book: Union[PartitionBook, HeteroPartitionBook]
@@ -59,14 +82,8 @@ class DSPRank:
     coordinator: Optional[LaunchCoordinator] = None
     feature_centric: bool = False
     meta: Optional[dict] = None  # partition.json
-    #: The mode's sampler of the partition's kind of graph: DSP's
-    #: collective sampler or HopGNN's root router.
     sampler_kind: Type[Any] = CollectiveSampler
-    #: The node type seeds are of (a heterogeneous partition's labelled
-    #: type), or None.
     target: Optional[str] = None
-    #: The request service of the remote rows and DSP's frontiers
-    #: (``remote='async'``), or None (collectives).
     requests: Optional[RequestService] = None
 
     @property
@@ -162,27 +179,39 @@ def open_dsp_rank(parts_dir: Union[str, 'os.PathLike[str]'],
                   remote: str = 'async') -> DSPRank:
     r"""Opens part ``rank`` of :obj:`parts_dir` (checked on every rank, see
     :func:`open_rank_part`) for DSP: any partition whose parts do not
-    overlap (``metis``, ``bytegnn``, ``hash``, ``random``).
+    overlap (``metis``, ``bytegnn``, ``hash``, ``random``). A collective:
+    every rank calls it; :meth:`DSPRank.close` stops what it started.
 
-    :obj:`launch_order` keeps the concurrent stages' collectives apart:
-    ``'groups'`` gives sampling and feature loading a process group each;
-    ``'coordinator'`` puts both on one and launches every collective in
-    the order a leader decides (DSP's CCC,
-    :class:`~pyg_fastload.distributed.launch_order.LaunchCoordinator`);
-    :meth:`DSPRank.close` stops it. :obj:`feature_centric`: HopGNN (the
-    whole topology, assembled from the parts, for local micrographs).
-    :obj:`verify`: how the part's files are checked and :obj:`scores` what
-    ranks the part's rows for the caches (:func:`open_rank_part`).
-    :obj:`cold_rows`: ``'auto'`` reads other parts' cold rows (in no cache
-    of their owner) from their files where this rank reaches them (one
-    machine), beside the hot rows' exchange; ``'owner'`` asks the owner
-    for every remote row (:class:`~pyg_fastload.distributed.cold_rows.
-    ColdRows`). :obj:`remote`: ``'async'`` asks the owners of a batch's
-    remote rows (and, DSP's sampling, of each hop's frontier) when it
-    needs them, each owner serving the requests between its own batches
-    (:class:`~pyg_fastload.distributed.requests.RequestService`, stopped
-    by :meth:`DSPRank.close`); ``'sync'`` exchanges them in collectives,
-    every rank in lockstep. The batches are the same.
+    Args:
+        parts_dir (str or Path): the partition directory.
+        collectives (Collectives): this rank's collectives; the part
+            opened is the one of its rank.
+        cache (FeatureCache, optional): the part's feature caches.
+        device (str or torch.device, optional): where batches are
+            gathered.
+        scores (Scores, optional): what ranks the part's rows for the caches
+            (:func:`open_rank_part`).
+        launch_order (str): how the concurrent stages' collectives are
+            kept apart: ``'groups'`` gives sampling and feature loading a
+            process group each; ``'coordinator'`` puts both on one and
+            launches every collective in the order a leader decides (DSP's
+            CCC, :class:`~pyg_fastload.distributed.launch_order.
+            LaunchCoordinator`).
+        feature_centric (bool): HopGNN (the whole topology, assembled from
+            the parts, for local micrographs).
+        verify (str): how the part's files are checked
+            (:func:`open_rank_part`).
+        cold_rows (str): ``'auto'`` reads other parts' cold rows (in no
+            cache of their owner) from their files where this rank reaches
+            them (one machine), beside the hot rows' exchange; ``'owner'``
+            asks the owner for every remote row
+            (:class:`~pyg_fastload.distributed.cold_rows.ColdRows`).
+        remote (str): ``'async'`` asks the owners of a batch's remote rows
+            (and, DSP's sampling, of each hop's frontier) when it needs
+            them, each owner serving the requests between its own batches
+            (:class:`~pyg_fastload.distributed.requests.RequestService`);
+            ``'sync'`` exchanges them in collectives, every rank in
+            lockstep. The batches are the same.
     """
     if launch_order not in LAUNCH_ORDERS:
         raise ValueError(f"'launch_order' = {launch_order!r} is not one of "

@@ -73,6 +73,13 @@ class RankSeedSampler(DistributedSampler):
         world_size (int): number of ranks.
         shard_across_ranks (bool): see above.
         shuffle (bool): permute (else keep the seeds' order).
+
+    Example:
+        >>> from pyg_fastload.distributed import RankSeedSampler
+        >>> sampler = RankSeedSampler(5, 4, rank=1, world_size=2,
+        ...                           shard_across_ranks=True, shuffle=False)
+        >>> list(sampler)  # every 2nd of 0..4 padded to 6, then wrapped
+        [1, 3, 0, 1]
     """
     def __init__(self, num_seeds: int, num_samples: int,
                  generator: Optional[torch.Generator] = None, rank: int = 0,

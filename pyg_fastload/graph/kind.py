@@ -42,7 +42,12 @@ class GraphInput:
 
 def stores_of(data: Any) -> Optional[Tuple[FeatureStore, GraphStore]]:
     r"""``(feature_store, graph_store)`` when :obj:`data` is such a pair
-    (a tuple or a list, as PyG takes), else :obj:`None`."""
+    (a tuple or a list, as PyG takes), else :obj:`None`.
+
+    Args:
+        data: anything; a pair of a ``FeatureStore`` and a ``GraphStore`` is
+            recognised.
+    """
     if isinstance(data, (tuple, list)) and len(data) == 2 and \
             isinstance(data[0], FeatureStore) and \
             isinstance(data[1], GraphStore):
@@ -53,6 +58,11 @@ def stores_of(data: Any) -> Optional[Tuple[FeatureStore, GraphStore]]:
 def graph_input(data: Any, name: str = 'data') -> GraphInput:
     r"""The kind of :obj:`data`; anything else is refused with a
     ``TypeError`` naming the argument :obj:`name`.
+
+    Args:
+        data: a ``Data``, a ``HeteroData`` or a ``(FeatureStore, GraphStore)``
+            pair.
+        name (str): the argument's name, for the error.
 
     Example:
         >>> from torch_geometric.data import HeteroData
@@ -83,6 +93,11 @@ def is_data(obj: Any, hetero: Optional[bool] = None) -> bool:
     ``HeteroData`` (a batch of either included); of that kind only where
     :obj:`hetero` is given.
 
+    Args:
+        obj: anything.
+        hetero (bool, optional): :obj:`True`: a ``HeteroData`` only;
+            :obj:`False`: a ``Data`` only; :obj:`None`: either.
+
     Example:
         >>> from torch_geometric.data import Data
         >>> from pyg_fastload.graph import is_data
@@ -98,6 +113,11 @@ def is_topology(obj: Any, hetero: Optional[bool] = None) -> bool:
     r"""Whether :obj:`obj` is a :class:`CSCTopology` or a
     :class:`HeteroTopology`; of that kind only where :obj:`hetero` is
     given.
+
+    Args:
+        obj: anything.
+        hetero (bool, optional): :obj:`True`: a :class:`HeteroTopology` only;
+            :obj:`False`: a :class:`CSCTopology` only; :obj:`None`: either.
 
     Example:
         >>> import torch
@@ -116,6 +136,10 @@ def is_hetero(graph: Any, name: str = 'data') -> bool:
     ``(FeatureStore, GraphStore)`` pair or a topology) has several node or
     edge types; anything else is refused with a ``TypeError`` naming the
     argument :obj:`name`.
+
+    Args:
+        graph: a graph in any of the forms above.
+        name (str): the argument's name, for the error.
 
     Example:
         >>> from torch_geometric.data import HeteroData

@@ -51,78 +51,19 @@ def layerwise_inference(
     within float tolerance, at a cost of one pass over the edges per layer
     instead of ``fan-out ** layers`` per node.
 
-    For each chunk, the layer reads a bipartite block: the rows of the
-    chunk's nodes followed by their other in-neighbours (each once), and the
-    chunk's in-edges as a local ``edge_index``; it runs as
-    ``conv((x_src, x_dst), edge_index)``, as PyG's layers take bipartite
-    input, then what the model does between layers (in eval mode: dropout
-    is off). On the CPU, a layer that aggregates with one sparse-dense
-    product (PyG's fused ``message_and_aggregate``: ``SAGEConv``,
-    ``GCNConv``, ``GINConv``, ...) gets the block as a sparse CSR
-    ``adj_t`` instead, which makes no message per edge. A layer that takes
-    one node set, such as ``PNAConv``, runs on the block as a graph of its
-    sources and keeps the chunk's rows. ``GCNConv``, which takes no
-    bipartite input and normalises by source degrees, is computed with its
-    normalisation over the whole graph (``gcn_norm`` with self-loops,
-    degrees from every in-edge), so it is exact too. While a chunk
-    computes, a background thread builds the next one and gathers its rows
-    (:obj:`prefetch`).
-
-    **Where each layer's outputs go**: a tensor in memory when it fits
-    :obj:`memory_budget` (with the other layers' outputs held at the time),
-    else a raw row-major file in :obj:`work_dir`, written through a numpy
-    memmap and read back memory-mapped through
-    :meth:`~pyg_fastload.TieredFeatureStore.put_mmap_tensor`: such a layer
-    is never whole in memory. An intermediate layer's file is removed as
-    soon as the next layer is computed (and on any error or Ctrl-C). The
-    model's outputs, when they do not fit the budget, are kept as
-    ``output.bin`` in a directory of the run's own, ``work_dir/layerwise-*``
-    (written under a temporary name and renamed when complete; raw,
-    row-major, the returned tensor's dtype and shape), and returned
-    memory-mapped copy-on-write. Each run writes only in its own directory
-    (removed at its end if nothing is kept in it): two runs in one
-    :obj:`work_dir`, at once or one after the other, never touch each
-    other's files or any other file there.
-
-    **The model contract**: :obj:`model` exposes its message-passing layers
-    as ``model.convs`` (a list of ``torch_geometric.nn.MessagePassing``
-    layers, each reading one hop along ``flow='source_to_target'``), and
-    is either
-
-    - a PyG ``BasicGNN`` (``torch_geometric.nn.GraphSAGE``, ``GCN``,
-      ``GAT``, ``GIN``, ...; the network of
-      ``pyg_fastload.lightning.NodeClassifier`` is its ``.net``): what its
-      ``forward`` does between layers is read from it (``act``,
-      ``act_first``, ``norms``, ``dropout``, and ``jk`` with ``lin``, which
-      then run on every node's rows after the last layer). Its norms must be
-      row-wise in eval mode (``BatchNorm`` with running statistics,
-      ``LayerNorm(mode='node')``, none);
-    - or any module with ``convs``, given :obj:`between`: ``f(i, x)``
-      returning what follows layer ``i``'s output ``x`` in the model's
-      forward, called after every layer but the last (``None``: nothing).
-
-    The convolutions get no edge weights or edge features.
-
-    **Heterogeneous graphs** (a ``HeteroData`` or typed stores): the model's
-    ``convs`` are ``torch_geometric.nn.HeteroConv`` layers (as
-    ``pyg_fastload.lightning``'s ``HeteroNet``; a ``to_hetero`` model's
-    layers are rewritten by ``torch.fx`` and cannot be walked). Each layer
-    is computed for every node type a relation leads into, in chunks of
-    that type's nodes, each relation's convolution over a block of its
-    in-edges (on the chunk's rows within one type, on a pair of source and
-    destination rows across two, as ``HeteroConv`` calls it), the
-    relations' outputs grouped by the layer's ``aggr``; a type no relation
-    leads into keeps its rows. The first layer reads
-    ``model.node_inputs(node_type, n_id, x)`` if the model has it (an
-    encoder, a learnt embedding for a type without features), else each
-    type's ``x``; :obj:`between` ``'auto'`` is the model's
-    ``between(i, x)`` method, applied to every type's rows. The result is a
-    dict of every type a last-layer relation leads into; outputs over the
-    budget are kept as ``output-<k>.bin`` in the run's directory (``k``: the
-    type's index in the graph's node types).
+    :obj:`model` exposes its message-passing layers as ``model.convs``
+    and is a PyG ``BasicGNN`` (what its ``forward`` does between layers is
+    read from it) or any module with ``convs``, given :obj:`between`; on a
+    heterogeneous graph its ``convs`` are ``HeteroConv`` layers and the
+    result is a dict by node type. Each layer's outputs stay in memory
+    while they fit :obj:`memory_budget`, else go to a file in
+    :obj:`work_dir`. How chunks are built and computed, where the layers
+    go, the model contract in full and the heterogeneous case:
+    ``docs/guide/inference.md``, "How ``layerwise_inference`` computes".
 
     Args:
-        model (torch.nn.Module): the model (see the contract above).
+        model (torch.nn.Module): the model (its contract: above, and in
+            full in the guide).
         data: a ``torch_geometric.data.Data`` with ``x`` and
             ``edge_index``, or a ``(FeatureStore, GraphStore)`` pair whose
             feature store holds ``x`` (e.g. from
@@ -147,8 +88,11 @@ def layerwise_inference(
         device (torch.device, optional): where chunks are computed
             (default: where the model's parameters are); outputs are
             stored on the CPU.
-        between (callable or None): see the contract above; ``'auto'``
-            reads it from a ``BasicGNN``.
+        between (callable or None): ``f(i, x)`` returning what follows
+            layer ``i``'s output ``x`` in the model's forward, called after
+            every layer but the last (:obj:`None`: nothing); ``'auto'``
+            reads it from a ``BasicGNN`` (a heterogeneous model: its
+            ``between(i, x)`` method).
         prefetch (bool): build the next chunk in a background thread.
         progress (bool): a progress bar per layer.
         hidden (bool): instead of the model's outputs, its last hidden

@@ -51,12 +51,8 @@ class FastLinkNeighborLoader(PipelinedLoader, LinkLoader):
     loader's ``generator`` (torch's global RNG without one; each worker's
     own RNG in worker processes).
 
-    The arguments not listed below (``replace``, ``subgraph_type``,
-    ``disjoint``, ``weight_attr``, ``directed``, ``transform``,
-    ``transform_sampler_output``, ``is_sorted``, ``filter_per_worker``,
-    ``pipeline_settings`` and its fields as keywords of their own,
-    ``device``) are :class:`~pyg_fastload.FastNeighborLoader`'s, in PyG's
-    order (batches are identical pipelined or not).
+    The arguments shared with :class:`~pyg_fastload.FastNeighborLoader`
+    mean what they mean there (batches are identical pipelined or not).
 
     Args:
         data: a ``Data``, a ``(FeatureStore, GraphStore)`` tuple or a
@@ -70,6 +66,25 @@ class FastLinkNeighborLoader(PipelinedLoader, LinkLoader):
             relation, destination)`` or, if only one relation joins them,
             ``(source, destination)``.
         edge_label (torch.Tensor, optional): one label per label edge.
+        replace (bool): sample with replacement.
+        subgraph_type (str): ``'directional'``, ``'bidirectional'`` or
+            ``'induced'``.
+        disjoint (bool): one tree per seed.
+        weight_attr (str, optional): edge attribute with sampling weights.
+        transform (callable, optional): applied to every mini-batch.
+        transform_sampler_output (callable, optional): applied to every
+            :class:`~torch_geometric.sampler.SamplerOutput`.
+        is_sorted (bool): ``edge_index`` is sorted by destination
+            (checked; needs a ``Data``).
+        filter_per_worker (bool, optional): join the features in the
+            worker processes rather than in the main one (:obj:`None`: as
+            PyG decides).
+        directed (bool): deprecated, ``False`` means ``'induced'``.
+        pipeline_settings (PipelineSettings or dict, optional): how
+            batches are sampled and overlapped with the model; each field
+            may also be given as a keyword of its own (``pipeline=False``).
+        device (torch.device or str, optional): where batches are returned
+            (a CUDA device: copied from pinned memory on a side stream).
         neg_sampling (NegativeSampling or str or dict, optional): the
             ``'binary'`` or ``'triplet'`` negatives (``amount``,
             ``weight``; a batch draws at most

@@ -82,6 +82,13 @@ class FastNeighborLoader(PipelinedLoader, NodeLoader):
             skips its sort (and samples wrongly if the claim is false); the
             claim is checked here (``ValueError`` if false) and batches are
             the same either way. Needs a ``Data``.
+        filter_per_worker (bool, optional): join the features in the
+            worker processes (``num_workers > 0``) rather than in the main
+            one, as in PyG; :obj:`None` (default): as PyG decides for a
+            ``Data`` or ``HeteroData``; for a ``(FeatureStore,
+            GraphStore)`` pair in the workers, unless the feature store is
+            pyg_fastload's (a :class:`~pyg_fastload.storage.FeatureSource`),
+            whose caches live in the main process.
         neighbor_sampler (str, dict or sampler, optional): how batches are
             drawn: a name of :data:`~pyg_fastload.sampling.SAMPLERS`
             (``'neighbor'``, the default: node-wise neighbour sampling;

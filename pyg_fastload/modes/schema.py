@@ -109,7 +109,12 @@ class HeteroSchema:
 def hetero_schema(data: HeteroData, labelled: bool = True) -> HeteroSchema:
     r"""The schema of :obj:`data`: its one labelled node type is the
     target (without :obj:`labelled`, a graph with no labelled type gets
-    none: what link prediction needs)."""
+    none: what link prediction needs).
+
+    Args:
+        data (HeteroData): the graph.
+        labelled (bool): require exactly one labelled node type.
+    """
     types = [t for t in data.node_types if 'y' in data[t]]
     num_nodes = {t: int(data[t].num_nodes) for t in data.node_types}
     features = {t: int(data[t].x.size(-1)) for t in data.node_types

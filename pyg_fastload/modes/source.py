@@ -43,7 +43,12 @@ __all__ = ['DatasetSource', 'PresetSource', 'GraphSource',
 def split_seeds(data: Any, split: str) -> Tensor:
     r"""The seed ids of :obj:`split` in :obj:`data` (a ``Data``, a
     ``HeteroData`` or a ``(FeatureStore, GraphStore)`` pair) from its
-    ``<split>_mask`` (of the labelled node type, if heterogeneous)."""
+    ``<split>_mask`` (of the labelled node type, if heterogeneous).
+
+    Args:
+        data: the graph, in any of those forms.
+        split (str): ``'train'``, ``'val'`` or ``'test'``.
+    """
     name = f'{split}_mask'
     view = GraphView.of(data)
     kind = view.kind  # stores: the one node type holding the mask
@@ -194,7 +199,14 @@ class _InMemorySource(DatasetSource):
 
 class PresetSource(_InMemorySource):
     r"""A homogeneous synthetic preset, generated once per machine and
-    cached under :obj:`cache_dir`."""
+    cached under :obj:`cache_dir`.
+
+    Args:
+        name (str): a preset of :data:`~pyg_fastload.datasets.PRESETS`.
+        cache_dir (str, optional): where the generated graph is kept (default:
+            the user cache, ``PYG_FASTLOAD_CACHE``).
+        progress (bool): show progress while generating.
+    """
 
     def __init__(self, name: str, cache_dir: Optional[str] = None,
                  progress: bool = True):
@@ -219,7 +231,11 @@ class PresetSource(_InMemorySource):
 
 
 class GraphSource(_InMemorySource):
-    r"""A homogeneous ``Data`` (given, or loaded from a ``.pt`` file)."""
+    r"""A homogeneous ``Data`` (given, or loaded from a ``.pt`` file).
+
+    Args:
+        data (Data): the graph.
+    """
 
     def __init__(self, data: Data):
         self.data = data
@@ -235,7 +251,12 @@ class GraphSource(_InMemorySource):
 
 class HeteroGraphSource(_InMemorySource):
     r"""A ``HeteroData`` (given, or in a ``.pt`` file), or a heterogeneous
-    preset's name (generated in memory with seed 0 when first read)."""
+    preset's name (generated in memory with seed 0 when first read).
+
+    Args:
+        data (str or HeteroData): the graph, or the name of a heterogeneous
+            preset.
+    """
     is_hetero = True
 
     def __init__(self, data: Union[str, HeteroData]):
@@ -269,7 +290,11 @@ class HeteroGraphSource(_InMemorySource):
 
 class DirectorySource(DatasetSource):
     r"""A dataset directory written by ``pyg-fastload prepare`` (features
-    read from its files)."""
+    read from its files).
+
+    Args:
+        path (Path): the dataset directory.
+    """
 
     def __init__(self, path: Path):
         self.path = path
@@ -313,7 +338,12 @@ def directory_metadata(path: Path,
                        labelled: bool = True) -> Tuple[int, int]:
     r"""``(num_features, num_classes)`` of a dataset directory (classes from
     the labels when ``meta.json`` does not say; without :obj:`labelled`, 0
-    for a directory without labels)."""
+    for a directory without labels).
+
+    Args:
+        path (Path): the dataset directory.
+        labelled (bool): require labels (a node classification run).
+    """
     try:
         dataset = open_dataset_dir(path, verify='none')
         num_classes = dataset.num_classes

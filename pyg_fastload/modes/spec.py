@@ -65,9 +65,12 @@ class ModeOptions:
             one machine), beside the exchange of the hot rows, as DSP reads
             them directly; ``'owner'`` asks the owner for every row.
         remote (str): how ``'dsp'`` and ``'hopgnn'`` fetch the rows other
-            ranks send: ``'async'`` requests to their owners, served
-            between the owners' own batches (ByteGNN), or ``'sync'``
-            collectives, every rank in lockstep. The batches are the same.
+            ranks send, and how ``'dsp'`` sends its frontiers to their
+            owners to be sampled: ``'async'`` requests to the owners, sent
+            at once and served between the owners' own batches (ByteGNN;
+            each frontier request drawn from a generator of its own), or
+            ``'sync'`` collectives, every rank in lockstep. Temporal and
+            layer-wise hops stay collective. The batches are the same.
         launch_order (str): how ``'dsp'`` keeps its pipelined stages'
             collectives apart: a process group each (``'groups'``), or one
             group with DSP's leader-ordered launch (``'coordinator'``).
@@ -101,7 +104,12 @@ class ModeOptions:
 
 def feature_cache_from(cache: Any) -> Optional[FeatureCache]:
     r"""A :class:`FeatureCache` from one or a dict of its fields, its
-    ``storage`` a kind of :data:`~pyg_fastload.storage.STORAGE_KINDS`."""
+    ``storage`` a kind of :data:`~pyg_fastload.storage.STORAGE_KINDS`.
+
+    Args:
+        cache: :obj:`None`, a :class:`FeatureCache` or a dict of its
+            fields.
+    """
     cache = nested_setting('feature_cache', FeatureCache, cache)
     if cache is not None:
         storage_kind(cache.storage, 'feature_cache.storage')
@@ -135,23 +143,55 @@ def _fanouts(key: str, value: Any) -> List[int]:
 @dataclass(frozen=True)
 class LoadingSpec:
     r"""How a run samples and loads its batches, on every rank and in every
-    mode: fan-outs and batch sizes (training and evaluation), the feature
-    caches, the pipeline, the checks of dataset files, the partitioned
-    modes' settings, the collectives' timeout, the :obj:`task` (``'node'``
-    or ``'link'``, :data:`~pyg_fastload.modes.TASKS`) and its link
-    prediction options (:obj:`link`), how evaluation computes
-    (:obj:`eval`, :data:`EVAL_METHODS`; layer-wise with the options
-    :obj:`inference`), and temporal sampling
-    (:obj:`time_attr`: the node array holding one time per node, every seed
-    sampled at its own time; with task ``'link'``, the edge array holding
-    one time per edge, every label edge sampled at its edge's time;
-    :obj:`temporal_strategy`), and the :obj:`sampler` drawing every batch
-    (a name of :data:`~pyg_fastload.sampling.SAMPLERS` or ``{class_path,
-    init_args}``, kept as a :class:`~pyg_fastload.sampling.SamplerChoice`).
-    Built once (checked in
-    :meth:`__post_init__`, which also fills the evaluation defaults and
-    accepts dicts for the nested settings); the modes, openers and loaders
-    read it, never their own copies of its fields."""
+    mode. Built once (checked in :meth:`__post_init__`, which also fills
+    the evaluation defaults and accepts dicts for the nested settings);
+    the modes, openers and loaders read it, never their own copies of its
+    fields. Each field is the data module's option of the same name
+    (:class:`~pyg_fastload.lightning.FastLoadDataModule`,
+    ``docs/guide/configuration.md``).
+
+    Attributes:
+        num_neighbors (List[int]): training fan-out per hop.
+        batch_size (int): seeds per training batch (positive label edges
+            with task ``'link'``).
+        evaluation (EvalSettings): evaluation fan-outs and batch size,
+            filled with the training values.
+        feature_cache (FeatureCache, optional): the feature caches.
+        pipeline_settings (PipelineSettings): the loaders' pipeline; its
+            ``sampling_device`` is ``'cpu'`` unless given.
+        num_workers (int): PyG worker processes (0: pyg_fastload's
+            threads).
+        drop_last (bool): drop the last incomplete training batch.
+        adjacency (str): ``'edge_index'`` or ``'sparse'`` (a torch_sparse
+            ``adj_t``).
+        seed (int): seed of the loaders' random streams.
+        progress (bool): progress bars (the one field ranks may differ in).
+        verify (str): how dataset files are checked when opened, one of
+            ``'none'``, ``'size'``, ``'checksum'``.
+        mode_options (ModeOptions): the partitioned modes' settings.
+        dist_timeout (float): seconds a collective may take.
+        task (str): ``'node'`` or ``'link'``
+            (:data:`~pyg_fastload.modes.TASKS`).
+        link (LinkOptions, optional): the link task's options (task
+            ``'link'`` only; its defaults there).
+        eval (str): how evaluation computes, one of :data:`EVAL_METHODS`.
+        inference (InferenceOptions): options of layer-wise evaluation.
+        time_attr (str, optional): temporal sampling: the node array
+            holding one time per node (task ``'link'``: the edge array
+            holding one time per edge).
+        temporal_strategy (str): ``'uniform'`` or ``'last'``.
+        sampler: the sampler drawing every batch (a name of
+            :data:`~pyg_fastload.sampling.SAMPLERS` or ``{class_path,
+            init_args}``), kept as a
+            :class:`~pyg_fastload.sampling.SamplerChoice`.
+
+    Example:
+        >>> from pyg_fastload.modes import LoadingSpec
+        >>> spec = LoadingSpec(num_neighbors=[5, 5], batch_size=64,
+        ...                    evaluation={'batch_size': 128})
+        >>> spec.evaluation
+        EvalSettings(num_neighbors=[5, 5], batch_size=128)
+    """
     num_neighbors: List[int] = field(default_factory=lambda: [15, 10, 5])
     batch_size: int = 1024
     evaluation: EvalSettings = field(default_factory=EvalSettings)

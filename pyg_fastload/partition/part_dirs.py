@@ -410,7 +410,11 @@ def full_topology(parts_dir: PathLike) -> Union[CSCTopology,
     end to end (relation by relation, in typed new ids, on a heterogeneous
     partition; a relation's edge ids are then positions among its edges of
     every part, as DSP's collective samplers number them). Checks the book
-    like :func:`open_partition`."""
+    like :func:`open_partition`.
+
+    Args:
+        parts_dir (str or Path): the partition directory.
+    """
     parts_dir = Path(parts_dir).expanduser()
     meta = read_partition_meta(parts_dir)
     if meta['method'] == 'pagraph':

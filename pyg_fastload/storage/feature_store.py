@@ -136,7 +136,13 @@ class WindowCache:
     r"""A device cache of :obj:`rows` rows filled by GIDS's window
     buffering over a look-ahead of :obj:`lookahead` batches
     (:class:`WindowBufferedCache`; :obj:`seed` drives its own random
-    choices)."""
+    choices).
+
+    Attributes:
+        rows (int): rows the cache holds (0: no cache).
+        lookahead (int): batches of look-ahead the window covers.
+        seed (int): seed of the cache's own random choices.
+    """
     rows: int
     lookahead: int
     seed: int = 0
