@@ -7,7 +7,7 @@ layer that owns the format); a partition book's kind is its ``hetero``
 (``pyg_fastload/partition/book.py``)."""
 import ast
 from pathlib import Path
-from typing import Dict, List, Set
+from typing import Dict, Set
 
 ROOT = Path(__file__).resolve().parent.parent
 #: Where the question is answered.
