@@ -1,25 +1,32 @@
 r"""Every data-kind question goes through ``pyg_fastload/graph/kind.py``: no
 module of the library or of ``lightning_modules`` asks ``isinstance`` of a
-``Data``, ``HeteroData``, ``CSCTopology`` or ``HeteroTopology`` itself
-(a dataset directory's kind is ``pyg_fastload.io.dataset_dir_kind``, a
-``GraphInput`` read by the layer that owns the format)."""
+``Data``, ``HeteroData``, ``CSCTopology``, ``HeteroTopology``,
+``SamplerOutput`` or ``HeteroSamplerOutput`` itself (a dataset directory's
+kind is ``pyg_fastload.io.dataset_dir_kind``, a ``GraphInput`` read by the
+layer that owns the format); a partition book's kind is its ``hetero``
+(``pyg_fastload/partition/book.py``)."""
 import ast
 from pathlib import Path
-from typing import List, Set
+from typing import Dict, Set
 
 ROOT = Path(__file__).resolve().parent.parent
-#: The classes whose instances only ``graph/kind.py`` tells apart.
-KIND_CLASSES = {'Data', 'HeteroData', 'CSCTopology', 'HeteroTopology'}
 #: Where the question is answered.
 HOME = ROOT / 'pyg_fastload' / 'graph' / 'kind.py'
+BOOKS = ROOT / 'pyg_fastload' / 'partition' / 'book.py'
+#: The classes whose instances only their home module tells apart.
+HOMES: Dict[str, Path] = dict(
+    {c: HOME for c in ('Data', 'HeteroData', 'CSCTopology', 'HeteroTopology',
+                       'SamplerOutput', 'HeteroSamplerOutput')},
+    PartitionBook=BOOKS, HeteroPartitionBook=BOOKS)
+KIND_CLASSES = set(HOMES)
 
 
-def _named(node: ast.AST, aliases: Set[str]) -> Set[str]:
+def _named(node: ast.AST, aliases: Dict[str, Set[str]]) -> Set[str]:
     r"""The kind classes a class argument names: a name, a dotted name, a
     tuple of them (starred too), ``A | B``, or a name bound to such a
-    tuple in the same module."""
+    tuple in the same module (:obj:`aliases`: its classes)."""
     if isinstance(node, ast.Name):
-        return {node.id} & KIND_CLASSES or ({node.id} & aliases)
+        return {node.id} & KIND_CLASSES or aliases.get(node.id, set())
     if isinstance(node, ast.Attribute):
         return {node.attr} & KIND_CLASSES
     if isinstance(node, ast.Starred):
@@ -31,20 +38,23 @@ def _named(node: ast.AST, aliases: Set[str]) -> Set[str]:
     return set()
 
 
-def kind_checks(source: str) -> List[int]:
+def kind_checks(source: str) -> Dict[int, Set[str]]:
     r"""The lines of :obj:`source` that call ``isinstance`` with a kind
-    class."""
+    class, and the kind classes each names."""
     tree = ast.parse(source)
-    aliases: Set[str] = set()
+    aliases: Dict[str, Set[str]] = {}
     for node in ast.walk(tree):  # e.g. graphs = (Data, HeteroData)
-        if isinstance(node, ast.Assign) and _named(node.value, set()):
-            aliases |= {t.id for t in node.targets
-                        if isinstance(t, ast.Name)}
-    return sorted(
-        node.lineno for node in ast.walk(tree)
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-        and node.func.id == 'isinstance' and len(node.args) == 2
-        and _named(node.args[1], aliases))
+        if isinstance(node, ast.Assign) and _named(node.value, {}):
+            aliases.update({t.id: _named(node.value, {})
+                            for t in node.targets if isinstance(t, ast.Name)})
+    checks: Dict[int, Set[str]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+                and node.func.id == 'isinstance' and len(node.args) == 2:
+            named = _named(node.args[1], aliases)
+            if named:
+                checks.setdefault(node.lineno, set()).update(named)
+    return dict(sorted(checks.items()))
 
 
 def test_the_detector_finds_every_spelling_of_the_check():
@@ -58,19 +68,27 @@ def test_the_detector_finds_every_spelling_of_the_check():
         'isinstance(x, dict)',
         'is_data(x, hetero=True)',
         'isinstance(x, DataLoader)',
+        'isinstance(out, (SamplerOutput, HeteroSamplerOutput))',
+        'isinstance(book, partition.HeteroPartitionBook)',
+        'books = (PartitionBook, )',
+        'isinstance(book, books)',
+        'book.hetero',
     ])
-    assert kind_checks(source) == [1, 2, 3, 4, 6]
+    assert kind_checks(source) == {
+        1: {'HeteroData'}, 2: {'Data'}, 3: {'CSCTopology'},
+        4: {'CSCTopology', 'HeteroTopology'}, 6: {'Data', 'HeteroData'},
+        10: {'SamplerOutput', 'HeteroSamplerOutput'},
+        11: {'HeteroPartitionBook'}, 13: {'PartitionBook'}}
 
 
 def test_no_module_asks_the_kind_of_a_graph_itself():
     found = []
     for package in ('pyg_fastload', 'lightning_modules'):
         for file in sorted((ROOT / package).rglob('*.py')):
-            if file == HOME:
-                continue
             found += [f'{file.relative_to(ROOT)}:{line}'
-                      for line in kind_checks(file.read_text())]
+                      for line, named in kind_checks(file.read_text()).items()
+                      if any(HOMES[c] != file for c in named)]
     assert found == [], (
         'ask pyg_fastload.graph.kind (is_data, is_topology, is_hetero, '
-        'graph_input) instead of isinstance: ' + ', '.join(found))
-
+        'is_sampler_output, graph_input) or a partition book\'s hetero '
+        'instead of isinstance: ' + ', '.join(found))

@@ -48,7 +48,7 @@ from .collectives import Collectives
 from .requests import RequestService
 
 __all__ = ['CollectiveHops', 'CollectiveSampler', 'HeteroCollectiveSampler',
-           'request_seed', 'share_node_times', 'share_typed_node_times']
+           'request_seed', 'share_node_times']
 
 
 class CollectiveHops:
@@ -467,7 +467,7 @@ class CollectiveSampler(CollectiveHops, FastNeighborSampler):
                                  f"edges: give one time per CSC edge")
             return TemporalIndex(topo.indptr, topo.indices, edge_time)
         return TemporalIndex.of(topo, share_node_times(
-            self.collectives, node_time, topo.num_nodes, self.part), 'node')
+            self.collectives, self.book, self.part, node_time)[None], 'node')
 
     @property
     def num_nodes(self) -> int:
@@ -668,7 +668,7 @@ class HeteroCollectiveSampler(CollectiveHops, HeteroNeighborSampler):
                            f"edges of {e} in part {self.part} (its CSC "
                            f"order)"))
             return edge_time_index(topo, times), list(topo.node_types)
-        return node_time_index(topo, share_typed_node_times(
+        return node_time_index(topo, share_node_times(
             self.collectives, self.book, self.part, node_time))
 
     def _owned_segments(self, ids: Tensor
@@ -717,34 +717,24 @@ class HeteroCollectiveSampler(CollectiveHops, HeteroNeighborSampler):
                 torch.arange(edge.numel()))
 
 
-def share_node_times(collectives: Collectives, node_time: Any, owned: int,
-                     part: int) -> Tensor:
-    r"""Every part's node times end to end (the whole graph's new ids), from
-    :obj:`node_time`, those of the :obj:`owned` nodes :obj:`part` owns
-    (checked); a collective."""
-    node_time = check_times(node_time, "'node_time'")
-    if node_time.numel() != owned:
-        raise ValueError(f"'node_time' has {node_time.numel()} entries for "
-                         f"the {owned} nodes part {part} owns: give one "
-                         f"time per owned node, in new-id order")
-    return torch.cat(collectives.exchange(
-        [node_time] * collectives.world_size, 'control',
-        'share the node times'))
-
-
-def share_typed_node_times(collectives: Collectives,
-                           book: HeteroPartitionBook, part: int,
-                           node_time: Any) -> Dict[str, Tensor]:
+def share_node_times(collectives: Collectives,
+                     book: Union[PartitionBook, HeteroPartitionBook],
+                     part: int, node_time: Any) -> Dict[Any, Tensor]:
     r"""Every part's node times by node type, end to end (the whole graph's
-    typed new ids), from :obj:`node_time`: per node type, the times of the
-    nodes of that type :obj:`part` owns (checked; a type without times has
-    none, and every rank names the same types); a collective."""
-    types = book.node_types
-    owned = book.offsets.diff(dim=1)  # [node types, parts]
+    new ids, typed on a heterogeneous one), from :obj:`node_time`: the
+    times of the nodes :obj:`part` owns, per node type (checked; a type
+    without times has none, and every rank names the same types). A
+    homogeneous graph is one node type, :obj:`None`: its :obj:`node_time`
+    is one tensor, and so is the answer's ``[None]``. A collective."""
+    types: List[Optional[str]] = book.node_types if book.hetero else [None]
+    owned = book.offsets.view(len(types), -1).diff(dim=1)  # [types, parts]
+    given = node_time if book.hetero else {None: node_time}
     times = _agreed_times(
-        collectives, node_time, "'node_time'", 'node type', types,
+        collectives, given, "'node_time'", 'node type', types,
         lambda t: (int(owned[types.index(t), part]),
-                   f"{t!r} nodes part {part} owns (typed new-id order)"))
+                   f"nodes part {part} owns (new-id order)" if t is None
+                   else f"{t!r} nodes part {part} owns (typed new-id "
+                        f"order)"))
     timed = [t for t in types if t in times]
     rows = [types.index(t) for t in timed]
     got = collectives.exchange(
@@ -771,11 +761,12 @@ def _agreed_times(collectives: Collectives, given: Any, name: str,
         raise ValueError(f"{name} names {kind}(s) {unknown} the graph "
                          f"does not have; its {kind}s are {keys}")
     times = {}
-    for k in keys:
+    for k in keys:  # (a homogeneous graph's one type is None)
         if k in given:
             entries, what = count(k)
-            times[k] = checked_times(given[k], entries, f"{name}[{k!r}]",
-                                     what)
+            times[k] = checked_times(
+                given[k], entries, name if k is None else f"{name}[{k!r}]",
+                what)
     flags = collectives.all_gather_ints(
         [int(k in times) for k in keys] + [int(any(
             t.dtype.is_floating_point for t in times.values()))],

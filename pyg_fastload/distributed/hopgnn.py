@@ -48,7 +48,7 @@ from ..graph.hetero_topology import end_types
 from ..partition import HeteroPartitionBook, PartitionBook
 from ..sampling import FastNeighborSampler, HeteroNeighborSampler
 from ..sampling.temporal import TemporalIndex, check_strategy, node_time_index
-from .collective_sampling import share_node_times, share_typed_node_times
+from .collective_sampling import share_node_times
 from .collectives import Collectives
 
 __all__ = ['RootRouting', 'RootRouter', 'HeteroRootRouter', 'MergeSearch',
@@ -253,8 +253,14 @@ class RootRouting:
 
     def whole_times(self, node_time: Any) -> TemporalIndex:
         r"""The whole topology's in-edges sorted by their sources' times,
-        every part's :obj:`node_time` shared (a collective)."""
-        raise NotImplementedError
+        every part's :obj:`node_time` shared (a collective; by node type,
+        a homogeneous graph's one type :obj:`None`)."""
+        times = share_node_times(self.collectives, self.book, self.part,
+                                 node_time)
+        if not self.book.hetero:
+            return TemporalIndex.of(self.topology, times[None], 'node')
+        index, self.untimed_types = node_time_index(self.topology, times)
+        return index
 
     @property
     def time_steps(self) -> int:
@@ -412,11 +418,6 @@ class RootRouter(RootRouting, FastNeighborSampler):
                     generator: Optional[torch.Generator]) -> SamplerOutput:
         return self.sample(roots, generator, self.seed_time(roots, None))
 
-    def whole_times(self, node_time: Any) -> TemporalIndex:
-        start, end = self.book.part_range(self.part)
-        return TemporalIndex.of(self.topology, share_node_times(
-            self.collectives, node_time, end - start, self.part), 'node')
-
     def node_groups(self, out: SamplerOutput) -> Iterator[
             Tuple[PartitionBook, Tensor, Tensor]]:
         yield self.book, out.node, out.batch
@@ -433,12 +434,6 @@ class HeteroRootRouter(RootRouting, HeteroNeighborSampler):
                     generator: Optional[torch.Generator]
                     ) -> HeteroSamplerOutput:
         return self.sample_hetero(root_type, roots, generator)
-
-    def whole_times(self, node_time: Any) -> TemporalIndex:
-        index, self.untimed_types = node_time_index(
-            self.topology, share_typed_node_times(
-                self.collectives, self.book, self.part, node_time))
-        return index
 
     def node_groups(self, out: HeteroSamplerOutput) -> Iterator[
             Tuple[PartitionBook, Tensor, Tensor]]:

@@ -2,27 +2,29 @@ r"""What kind of graph this is, answered here and nowhere else: the
 input of a loader or sampler (:func:`graph_input`, as PyG's
 ``DataType.from_data`` answers it for its loaders: a ``Data``, a
 ``HeteroData`` or a ``(FeatureStore, GraphStore)`` pair), a graph in
-memory (:func:`is_data`), a topology (:func:`is_topology`), and whether
-any of them is heterogeneous (:func:`is_hetero`: several node or edge
-types).
+memory (:func:`is_data`), a topology (:func:`is_topology`), a sampler's
+output (:func:`is_sampler_output`), and whether any of them is
+heterogeneous (:func:`is_hetero`: several node or edge types).
 
 A dataset directory's kind is the same :class:`GraphInput` (the stores
 it opens into), read from the on-disk format by the layer that owns it:
 :func:`pyg_fastload.io.dataset_dir_kind`. ``tests/
 test_architecture_kind.py`` fails on a data-kind ``isinstance`` anywhere
-else."""
+else (a partition book answers its own kind:
+:attr:`pyg_fastload.partition.PartitionBook.hetero`)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, Optional, Tuple
 
 from torch_geometric.data import Data, FeatureStore, GraphStore, HeteroData
+from torch_geometric.sampler import HeteroSamplerOutput, SamplerOutput
 
 from .hetero_topology import HeteroTopology
 from .topology import CSCTopology
 
 __all__ = ['GraphInput', 'graph_input', 'stores_of', 'is_hetero', 'is_data',
-           'is_topology']
+           'is_topology', 'is_sampler_output']
 
 
 @dataclass(frozen=True)
@@ -129,6 +131,25 @@ def is_topology(obj: Any, hetero: Optional[bool] = None) -> bool:
     if isinstance(obj, HeteroTopology):
         return _kind_matches(True, hetero)
     return isinstance(obj, CSCTopology) and _kind_matches(False, hetero)
+
+
+def is_sampler_output(obj: Any, hetero: Optional[bool] = None) -> bool:
+    r"""Whether :obj:`obj` is a sampler's output: a ``SamplerOutput`` or
+    a ``HeteroSamplerOutput``; of that kind only where :obj:`hetero` is
+    given.
+
+    Example:
+        >>> import torch
+        >>> from torch_geometric.sampler import SamplerOutput
+        >>> from pyg_fastload.graph.kind import is_sampler_output
+        >>> out = SamplerOutput(torch.arange(2), torch.tensor([0]),
+        ...                     torch.tensor([1]), None)
+        >>> is_sampler_output(out), is_sampler_output(out, hetero=True)
+        (True, False)
+    """
+    if isinstance(obj, HeteroSamplerOutput):
+        return _kind_matches(True, hetero)
+    return isinstance(obj, SamplerOutput) and _kind_matches(False, hetero)
 
 
 def is_hetero(graph: Any, name: str = 'data') -> bool:

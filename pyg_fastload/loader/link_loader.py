@@ -16,7 +16,7 @@ from torch_geometric.sampler import HeteroSamplerOutput, SamplerOutput
 from torch_geometric.sampler.base import NegativeSampling, SubgraphType
 
 from ..config import PipelineSettings
-from ..graph.kind import graph_input, is_data
+from ..graph.kind import graph_input, is_data, is_sampler_output
 from ..placement import Placement
 from ..sampling import GraphSampler, HeteroNeighborSampler, SamplerChoice
 from .feature_join import on_host, pooled_attrs, with_edge_weight
@@ -265,7 +265,7 @@ class FastLinkNeighborLoader(PipelinedLoader, LinkLoader):
         buffers, a :class:`~pyg_fastload.storage.TieredFeatureStore`
         through its tiers; in the main process), and the label edges in
         PyG's layout."""
-        if isinstance(out, HeteroSamplerOutput):
+        if is_sampler_output(out, hetero=True):
             return self._hetero_filter(out)
         store = self._feature_source
         pooled = pooled_attrs(self.data) if is_data(

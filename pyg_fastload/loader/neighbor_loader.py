@@ -14,7 +14,7 @@ from torch_geometric.sampler import HeteroSamplerOutput, SamplerOutput
 from torch_geometric.sampler.base import SubgraphType
 
 from ..config import PipelineSettings, check_hops
-from ..graph.kind import graph_input, is_data
+from ..graph.kind import graph_input, is_data, is_sampler_output
 from ..placement import Placement
 from ..sampling import GraphSampler, SamplerChoice
 from ..storage import FeatureSource
@@ -281,7 +281,7 @@ class FastNeighborLoader(PipelinedLoader, NodeLoader):
         shared memory as in PyG)."""
         if get_worker_info() is not None:
             return with_sampled(super().filter_fn(out), out)
-        if isinstance(out, HeteroSamplerOutput):
+        if is_sampler_output(out, hetero=True):
             return self._hetero_filter(out)
         store = self._feature_source
         # What `data` holds now: a replaced `x` or `y` is served at once.

@@ -20,7 +20,7 @@ from torch_geometric.loader.utils import filter_custom_hetero_store
 from torch_geometric.sampler import HeteroSamplerOutput, SamplerOutput
 
 from ..config import ADAPTIVE_RUN_AHEAD, PipelineSettings, SettingError
-from ..graph.kind import is_data, stores_of
+from ..graph.kind import is_data, is_sampler_output, stores_of
 from ..placement import Placement
 from ..storage import FeatureSource
 from .auto_pipeline import (
@@ -207,8 +207,7 @@ class PipelinedLoader:
         depth = store.lookahead_depth if store is not None else 0
 
         def on_sampled(out: SamplerOutput) -> None:
-            if depth and isinstance(out, (SamplerOutput,
-                                          HeteroSamplerOutput)):
+            if depth and is_sampler_output(out):
                 store.announce(out.node)
 
         def start_pipeline() -> PipelineIterator:

@@ -87,6 +87,10 @@ class PartitionBook:
         >>> book.owner(torch.tensor([0, 3])).tolist(), book.part_range(1)
         ([0, 1], (2, 4))
     """
+    #: The book's kind, asked here rather than by ``isinstance``: one node
+    #: type (:class:`HeteroPartitionBook`'s is :obj:`True`).
+    hetero = False
+
     def __init__(self, offsets: Tensor):
         self.offsets = torch.as_tensor(offsets, dtype=torch.long)
 
@@ -139,6 +143,9 @@ class HeteroPartitionBook:
             order of the types), the ``num_parts + 1`` boundaries of its
             parts' ranges of type-local new ids.
     """
+    #: Several node types (:class:`PartitionBook`'s kind is :obj:`False`).
+    hetero = True
+
     def __init__(self, offsets: Dict[str, Tensor]):
         if not offsets:
             raise ValueError("'offsets' needs at least one node type")

@@ -10,7 +10,6 @@ import numpy as np
 
 from ..errors import UsageExit
 from ..io.staging import TargetExistsError
-from .book import HeteroPartitionBook
 from .bounded import max_memory_type
 from .methods import METHODS
 from .pagraph_link import TASK_HOPS
@@ -102,7 +101,7 @@ def run(args: argparse.Namespace) -> None:
             from None
     except (OSError, ValueError) as exc:  # incl. DatasetFormatError
         raise UsageExit('partition', str(exc)) from None
-    if isinstance(book, HeteroPartitionBook):
+    if book.hetero:
         sizes = np.diff(book.offsets.numpy(), axis=1)
         print(f"wrote '{args.out}' in {time.perf_counter() - start:.1f}s: "
               f'{book.num_parts} parts ({args.method}) of a heterogeneous '

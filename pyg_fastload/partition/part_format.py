@@ -39,8 +39,10 @@ PathLike = Union[str, 'os.PathLike[str]']
 
 
 def is_hetero_partition(meta: Dict[str, Any]) -> bool:
-    r"""Whether ``partition.json`` :obj:`meta` is of a heterogeneous
-    dataset's partition (typed new ids, typed parts)."""
+    r"""Whether ``partition.json`` :obj:`meta` (or the partition's
+    report, which carries the same ``'kind'``) is of a heterogeneous
+    dataset's partition (typed new ids, typed parts); the one reader of
+    that key."""
     return meta.get('kind') == 'hetero'
 
 

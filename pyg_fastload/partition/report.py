@@ -236,7 +236,7 @@ def _typed_lines(report: Dict[str, Any]) -> List[str]:
 def format_report(report: Dict[str, Any]) -> str:
     r"""The report as a table, one row per part (of a heterogeneous one,
     then per node type and per relation)."""
-    typed = report.get('kind') == 'hetero'
+    typed = is_hetero_partition(report)
     keys = [k for k in report['parts'][0]]
     cut = ("edge cut n/a (parts overlap; 'cut_edges' are in-edges from "
            "replicas)" if report['edge_cut'] is None else

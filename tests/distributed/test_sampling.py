@@ -186,7 +186,9 @@ def _in_time(rank, world, parts_dir, level, strategy, fanouts):
         own = times['node_time']
         for bad, match in (({'edge_time': own}, 'not both'),
                            ({'layer_wise': True}, 'the times unset'),
-                           ({'node_time': own[:-1]}, 'one time per owned')):
+                           ({'node_time': own[:-1]},
+                            r"'node_time' has .* nodes part .* owns "
+                            r"\(new-id order\): give one time")):
             with pytest.raises(ValueError, match=match):
                 CollectiveSampler(topo, book, rank, coll, fanouts,
                                   **{'node_time': own, **bad})

@@ -4,10 +4,12 @@ kind of a graph or topology anywhere else by the functions beside it."""
 import pytest
 import torch
 from torch_geometric.data import Data
+from torch_geometric.sampler import HeteroSamplerOutput, SamplerOutput
 
 from pyg_fastload.caching import stores_from_data
 from pyg_fastload.graph import (GraphInput, graph_input, is_data, is_hetero,
                                  is_topology, stores_of, topology_of)
+from pyg_fastload.graph.kind import is_sampler_output
 
 from ..helpers import random_hetero_graph
 
@@ -55,6 +57,19 @@ def test_each_kind_is_told_apart_by_one_function_per_question():
     assert [is_hetero(g) for g in (data, hetero, topo, typed, pair,
                                    stores_from_data(data))] == \
         [False, True, False, True, True, False]
+
+
+def test_a_sampler_output_is_told_apart_by_its_kind():
+    out = SamplerOutput(torch.arange(3), torch.tensor([0]),
+                        torch.tensor([1]), None)
+    typed = HeteroSamplerOutput({'a': torch.arange(3)}, {}, {}, {})
+    data = Data(x=torch.randn(3, 2))
+    assert [is_sampler_output(o) for o in (out, typed, data, None)] == \
+        [True, True, False, False]
+    assert [is_sampler_output(o, hetero=True) for o in (out, typed)] == \
+        [False, True]
+    assert [is_sampler_output(o, hetero=False) for o in (out, typed)] == \
+        [True, False]
 
 
 @pytest.mark.parametrize('bad', [None, {'x': 1}, 'cora'])

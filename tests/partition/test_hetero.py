@@ -69,7 +69,7 @@ def test_typed_ranges_are_contiguous_and_the_owner_a_range_check(
     assert np.array_equal(np.sort(new_id), np.arange(n))  # a permutation
     assert offsets.shape == (len(topo.node_types), K + 1)
     book = load_book(path)
-    assert isinstance(book, HeteroPartitionBook)
+    assert isinstance(book, HeteroPartitionBook) and book.hetero
     assert torch.equal(book.owner(torch.from_numpy(new_id)),
                        torch.from_numpy(owner))  # global new ids
     for t, node_type in enumerate(topo.node_types):
