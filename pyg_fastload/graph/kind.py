@@ -138,10 +138,16 @@ def is_sampler_output(obj: Any, hetero: Optional[bool] = None) -> bool:
     a ``HeteroSamplerOutput``; of that kind only where :obj:`hetero` is
     given.
 
+    Args:
+        obj (Any): what a sampler or a ``filter_fn`` handed over.
+        hetero (bool, optional): ``True`` asks for a
+            ``HeteroSamplerOutput``, ``False`` for a ``SamplerOutput``,
+            ``None`` for either.
+
     Example:
         >>> import torch
         >>> from torch_geometric.sampler import SamplerOutput
-        >>> from pyg_fastload.graph.kind import is_sampler_output
+        >>> from pyg_fastload.graph import is_sampler_output
         >>> out = SamplerOutput(torch.arange(2), torch.tensor([0]),
         ...                     torch.tensor([1]), None)
         >>> is_sampler_output(out), is_sampler_output(out, hetero=True)
