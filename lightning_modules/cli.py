@@ -18,12 +18,10 @@ from pytorch_lightning.callbacks import ModelCheckpoint
 from pytorch_lightning.cli import LightningCLI
 from pytorch_lightning.strategies import DDPStrategy
 
-from pyg_fastload.config import (EvalSettings, FeatureCache,
-                                 PipelineSettings, SettingError)
+from pyg_fastload.config import FeatureCache, PipelineSettings, SettingError
 from pyg_fastload.distributed.startup import form_restarted_group
 from pyg_fastload.errors import USAGE_EXIT
-from pyg_fastload.inference import InferenceOptions
-from pyg_fastload.modes import ModeOptions
+from pyg_fastload.modes import EvalSettings, ModeOptions
 from pyg_fastload.modes.link_split import LinkOptions
 from pyg_fastload.sampling import SAMPLERS
 
@@ -220,8 +218,7 @@ class FastLoadCLI(LightningCLI):
     def _check_nested(self) -> None:
         r"""Validates the data module's nested settings first
         (``data.feature_cache``, ``data.link``, ``data.mode_options``,
-        ``data.inference``, ``data.pipeline_settings``,
-        ``data.evaluation``), so their errors name the key instead of
+        ``data.pipeline_settings``, ``data.evaluation``), so their errors name the key instead of
         coming back as a failed type match."""
         config = self.config[self.subcommand] if self.subcommand else \
             self.config
@@ -229,7 +226,6 @@ class FastLoadCLI(LightningCLI):
         for section, cls in (('feature_cache', FeatureCache),
                              ('link', LinkOptions),
                              ('mode_options', ModeOptions),
-                             ('inference', InferenceOptions),
                              ('pipeline_settings', PipelineSettings),
                              ('evaluation', EvalSettings)):
             value = config.get(f'data.{section}')

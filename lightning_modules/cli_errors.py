@@ -12,7 +12,8 @@ from typing import IO, Dict, List, NoReturn, Optional
 
 from pytorch_lightning.cli import LightningArgumentParser
 
-from pyg_fastload.config import EVAL_ALIASES, PIPELINE_KEYS
+from pyg_fastload.config import PIPELINE_KEYS
+from pyg_fastload.modes import EVAL_ALIASES
 
 __all__ = ['ConciseParser', 'concise', 'RENAMED']
 
@@ -26,12 +27,13 @@ SECTIONS: Dict[str, List[str]] = {
     'data.link': ['pyg_fastload.modes.LinkOptions'],
     'data.mode_options': ['pyg_fastload.modes.spec.ModeOptions'],
     'data.pipeline_settings': ['pyg_fastload.config.PipelineSettings'],
-    'data.evaluation': ['pyg_fastload.config.EvalSettings'],
+    'data.evaluation': ['pyg_fastload.modes.EvalSettings'],
 }
 
 #: Config keys that moved, by their old name: the loaders' own options
-#: are one ``data.pipeline_settings``, the evaluation batches' one
-#: ``data.evaluation``, DSP's launch order a ``data.mode_options`` key.
+#: are one ``data.pipeline_settings``, the evaluation settings (fan-outs,
+#: batch size, method, inference options) one ``data.evaluation``, DSP's
+#: launch order a ``data.mode_options`` key.
 RENAMED: Dict[str, str] = {
     **{f'data.{name}': f'data.pipeline_settings.{name}'
        for name in PIPELINE_KEYS},
@@ -45,9 +47,12 @@ _OPTION = re.compile(r"Option '([^']+)' is not accepted")
 _UNKNOWN = re.compile(r"(?:Group '([\w.]+)' )?does not accept option "
                       r"'([^']+)'|unrecognized arguments: --([\w.]+)")
 #: argparse's word for a flag followed by no value: also a value that
-#: starts with '-' (``--data.inference.memory_budget -1GiB``), which
-#: argparse takes for another flag.
+#: starts with '-' (``--data.evaluation.inference.memory_budget -1GiB``),
+#: which argparse takes for another flag.
 _NO_VALUE = re.compile(r"argument (--[\w.]+): expected one argument")
+#: argparse's word for a flag that begins other flags' names (the renamed
+#: ``--data.eval`` begins ``--data.evaluation``).
+_AMBIGUOUS = re.compile(r"ambiguous option: --([\w.]+)")
 
 
 def _arguments(path: str) -> List[str]:
@@ -64,12 +69,17 @@ def _arguments(path: str) -> List[str]:
 def _unknown(key: str, classes: Optional[List[str]] = None) -> str:
     r"""``key`` is not a valid config key: the message, with its new name
     if it was renamed, else the closest valid key of its section."""
-    if key in RENAMED:
-        new = RENAMED[key]
-        section, group, name = new.split('.')
+    old = next((name for name in RENAMED
+                if key == name or key.startswith(f'{name}.')), None)
+    if old is not None:
+        new = RENAMED[old] + key[len(old):]
+        section, *groups, name = new.split('.')
+        nested = f'{name}: ...'
+        for group in reversed(groups):
+            nested = f'{group}: {{{nested}}}'
         return (f"config key '{key}' was renamed '{new}': write "
-                f"'{group}: {{{name}: ...}}' under '{section}:' (on the "
-                f"command line --{new})")
+                f"'{nested}' under '{section}:' (on the command line "
+                f"--{new})")
     section, _, name = key.rpartition('.')
     if classes is None:
         classes = SECTIONS.get(section, [])
@@ -88,12 +98,15 @@ def concise(message: str) -> str:
         if group and option and not option.startswith(f'{group}.'):
             option = f'{group}.{option}'  # a config file's key
         return _unknown(option or flag)
+    ambiguous = _AMBIGUOUS.search(message)
+    if ambiguous and ambiguous.group(1) in RENAMED:
+        return _unknown(ambiguous.group(1))
     no_value = _NO_VALUE.search(message)
     if no_value:
         return (f"{no_value.group(1)}: expected a value (one that starts "
                 f"with '-' is written after '=', as in "
-                f"--data.inference.memory_budget=-1GiB: else it reads as a "
-                f"flag)")
+                f"--data.evaluation.inference.memory_budget=-1GiB: else it "
+                f"reads as a flag)")
     keys = _KEY.findall(message)
     key = keys[0] if keys else None
     cls = _CLASS.search(message)

@@ -16,13 +16,13 @@ import torch
 from torch_geometric.data import Data, HeteroData
 
 from pyg_fastload import FastNeighborLoader
-from pyg_fastload.config import (EVAL_ALIASES, EvalSettings, FeatureCache,
-                                 PipelineSettings, folded_setting)
+from pyg_fastload.config import (FeatureCache, PipelineSettings,
+                                 folded_setting)
 from pyg_fastload.distributed import Collectives, DistContext, TrafficCounters
 from pyg_fastload.graph import is_data
-from pyg_fastload.modes import MODES, DatasetSource, LoadingSpec, ModeOptions
+from pyg_fastload.modes import (EVAL_ALIASES, MODES, DatasetSource,
+                                EvalSettings, LoadingSpec, ModeOptions)
 from pyg_fastload.modes.schema import HeteroSchema
-from pyg_fastload.inference import InferenceOptions
 from pyg_fastload.modes.link_split import LinkOptions
 from pyg_fastload.placement import Placement
 from pyg_fastload.storage import FeatureSource
@@ -58,11 +58,12 @@ class FastLoadDataModule(pl.LightningDataModule):
         num_neighbors (List[int]): fan-out per hop for training.
         batch_size (int): seed nodes per training batch.
         evaluation (EvalSettings, optional): how validation, test and
-            prediction batches are sampled
-            (:class:`~pyg_fastload.config.EvalSettings`: ``num_neighbors``
-            and ``batch_size``, each the training value unless given). In
-            Python also the keywords ``eval_num_neighbors`` and
-            ``eval_batch_size``.
+            prediction compute (:class:`~pyg_fastload.modes.EvalSettings`:
+            ``num_neighbors`` and ``batch_size``, each the training value
+            unless given; ``method``: ``'sampled'`` or ``'layerwise'``;
+            ``inference``: the layer-wise options). In Python also the
+            keywords ``eval_num_neighbors``, ``eval_batch_size``, ``eval``
+            and ``inference``, aliases of its fields.
         feature_cache (FeatureCache, optional): host buffer / device cache
             budgets and policy; without it features are read from where the
             dataset keeps them (memory, or disk for a directory).
@@ -116,18 +117,6 @@ class FastLoadDataModule(pl.LightningDataModule):
             ``evaluation.batch_size`` evaluation label edges.
         link (LinkOptions, optional): the link task's negatives, split
             ratios and evaluation (default: :class:`LinkOptions`'s).
-        eval (str): how validation, test and prediction compute a node's
-            output: ``'sampled'`` (default: on sampled neighbourhoods, with
-            ``evaluation.num_neighbors``) or ``'layerwise'``: every layer for
-            every node over all its in-neighbours
-            (:func:`~pyg_fastload.layerwise_inference`), the full-batch
-            forward's outputs; task ``'node'``, a homogeneous
-            :obj:`dataset`.
-        inference (InferenceOptions, optional): how :obj:`eval`
-            ``'layerwise'`` computes: chunk size, memory budget, the
-            directory of the layers over it, streamed aggregation (a graph
-            whose layers do not fit memory:
-            ``{memory_budget: 12GiB, work_dir: DIR, stream: true}``).
         time_attr (str, optional): temporal sampling. Task ``'node'``: the
             name of the dataset's node array holding one time per node
             (e.g. a ``Data``'s ``time``, kept by ``pyg-fastload prepare
@@ -135,8 +124,8 @@ class FastLoadDataModule(pl.LightningDataModule):
             neighbour later than it (PyG's ``time_attr``). Modes
             ``'replicated'`` and ``'pagraph'``, and ``'dsp'`` on a
             homogeneous partition (its collective sampler gets each part's
-            times); :obj:`eval` ``'sampled'``. Task ``'link'``: the name
-            of an edge array of a dataset directory holding one time per
+            times); ``evaluation.method`` ``'sampled'``. Task ``'link'``:
+            the name of an edge array of a dataset directory holding one time per
             edge (a ``Data``'s edge-level ``time``, kept by ``prepare
             --pyg-data``; of the supervised relation on a heterogeneous
             graph, ``data[edge_type].time``); every label edge (training,
@@ -199,8 +188,6 @@ class FastLoadDataModule(pl.LightningDataModule):
         mode_options: Optional[ModeOptions] = None,
         task: Literal['node', 'link'] = 'node',
         link: Optional[LinkOptions] = None,
-        eval: Literal['sampled', 'layerwise'] = 'sampled',  # noqa: A002
-        inference: Optional[InferenceOptions] = None,
         time_attr: Optional[str] = None,
         temporal_strategy: Literal['uniform', 'last'] = 'uniform',
         sampler: Union[str, Dict[str, Any], None] = None,
@@ -227,8 +214,8 @@ class FastLoadDataModule(pl.LightningDataModule):
             drop_last=drop_last,
             adjacency=adjacency, seed=seed, progress=progress, verify=verify,
             mode_options=mode_options,
-            dist_timeout=dist_timeout, task=task, link=link, eval=eval,
-            inference=inference, time_attr=time_attr,
+            dist_timeout=dist_timeout, task=task, link=link,
+            time_attr=time_attr,
             temporal_strategy=temporal_strategy, sampler=sampler)
         source = None
         if dataset is not None or partitions is None:

@@ -73,10 +73,10 @@ class NodeClassifier(pl.LightningModule):
             labelled type's nodes' rows).
         predict_logits (bool): prediction also gives every node's outputs
             (``logits``, which ``PredictionWriter(logits=True)`` writes).
-            ``False``: the classes alone; with ``data.eval: layerwise``
-            each chunk's outputs are reduced to their classes as they are
-            computed, so no node's logits are stored (for a graph whose
-            logits do not fit memory or disk).
+            ``False``: the classes alone; with ``data.evaluation.method:
+            layerwise`` each chunk's outputs are reduced to their classes
+            as they are computed, so no node's logits are stored (for a
+            graph whose logits do not fit memory or disk).
         schema (dict, optional): a heterogeneous dataset's schema
             (``HeteroSchema.to_dict()``); normally taken from the data
             module, and saved with the hyperparameters so that a checkpoint
@@ -266,8 +266,8 @@ class NodeClassifier(pl.LightningModule):
         r"""``(node ids, logits, labels, embeddings)`` of the batch's seeds
         (embeddings, the last hidden layer, with :obj:`embed`; logits
         through :obj:`reduce`, if given): of a sampled batch, or of a
-        :class:`~pyg_fastload.inference.WholeGraph` (``data.eval:
-        layerwise``), whose outputs are computed layer-wise for every node
+        :class:`~pyg_fastload.inference.WholeGraph`
+        (``data.evaluation.method: layerwise``), whose outputs are computed layer-wise for every node
         (and reduced chunk by chunk)."""
         if isinstance(batch, WholeGraph):  # one pass, hidden rows too
             logits, hidden = batch.outputs_and_hidden(self.net, reduce) \

@@ -17,8 +17,6 @@ __all__ = [
     'FeatureCache',
     'PipelineSettings',
     'PIPELINE_KEYS',
-    'EvalSettings',
-    'EVAL_ALIASES',
     'SettingError',
     'check_one_of',
     'nested_setting',
@@ -332,57 +330,6 @@ class PipelineSettings:
         """
         return folded_setting(key, cls, settings, flat,
                               {name: name for name in PIPELINE_KEYS})
-
-
-@dataclass(frozen=True)
-class EvalSettings:
-    r"""How validation, test and prediction batches are sampled: the
-    data module's ``evaluation`` (config key ``data.evaluation``; in
-    Python also the keywords ``eval_num_neighbors`` and
-    ``eval_batch_size``). :obj:`None` takes the training value.
-
-    Args:
-        num_neighbors (List[int], optional): fan-out per hop (default:
-            the training ``num_neighbors``).
-        batch_size (int, optional): seeds per batch (label edges with task
-            ``'link'``; default: the training ``batch_size``).
-
-    Example:
-        >>> from pyg_fastload.config import EvalSettings
-        >>> EvalSettings(batch_size=4096).filled([10, 5], 1024)
-        EvalSettings(num_neighbors=[10, 5], batch_size=4096)
-    """
-    num_neighbors: Optional[List[int]] = None
-    batch_size: Optional[int] = None
-
-    def __post_init__(self) -> None:
-        if self.num_neighbors is not None:
-            try:
-                fanouts = check_fanouts(self.num_neighbors)
-            except (TypeError, ValueError, NotImplementedError) as error:
-                raise SettingError('evaluation.num_neighbors',
-                                   str(error)) from None
-            object.__setattr__(self, 'num_neighbors', fanouts)
-        size = self.batch_size
-        if size is not None and (isinstance(size, bool) or not isinstance(
-                size, int) or size < 1):
-            raise SettingError('evaluation.batch_size', f"{size!r} must be "
-                               f"a positive int")
-
-    def filled(self, num_neighbors: List[int],
-               batch_size: int) -> EvalSettings:
-        r"""These settings with the training :obj:`num_neighbors` and
-        :obj:`batch_size` where they are :obj:`None`."""
-        return EvalSettings(
-            num_neighbors if self.num_neighbors is None
-            else self.num_neighbors,
-            batch_size if self.batch_size is None else self.batch_size)
-
-
-#: The data module's Python keywords for :class:`EvalSettings` fields, by
-#: field name.
-EVAL_ALIASES = {'eval_num_neighbors': 'num_neighbors',
-                'eval_batch_size': 'batch_size'}
 
 
 #: The fields of :class:`PipelineSettings`, which the loaders and the data

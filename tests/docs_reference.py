@@ -19,14 +19,13 @@ def sections() -> List[Tuple[str, type]]:
     r"""``(config key prefix, class)`` of every documented option table."""
     from pyg_fastload.lightning import (FastLoadDataModule, LinkOptions,
                                         LinkPredictor, NodeClassifier)
-    from pyg_fastload.config import (EvalSettings, FeatureCache,
-                                     PipelineSettings)
+    from pyg_fastload.config import FeatureCache, PipelineSettings
     from pyg_fastload.inference import InferenceOptions
-    from pyg_fastload.modes import ModeOptions
+    from pyg_fastload.modes import EvalSettings, ModeOptions
     return [('data', FastLoadDataModule), ('data.feature_cache', FeatureCache),
             ('data.pipeline_settings', PipelineSettings),
             ('data.evaluation', EvalSettings),
-            ('data.inference', InferenceOptions),
+            ('data.evaluation.inference', InferenceOptions),
             ('data.mode_options', ModeOptions), ('data.link', LinkOptions),
             ('model', NodeClassifier), ('model.init_args', LinkPredictor)]
 
@@ -39,7 +38,8 @@ def parameters(cls: type) -> List[Tuple[str, Any]]:
 def _options(cls: type) -> List[Tuple[str, Any, str]]:
     r"""``(name, default, annotation)`` of :obj:`cls`'s options."""
     if dataclasses.is_dataclass(cls):
-        return [(f.name, f.default, str(f.type))
+        return [(f.name, f.default if f.default_factory is dataclasses.MISSING
+                 else f.default_factory(), str(f.type))
                 for f in dataclasses.fields(cls)]
     signature = inspect.signature(cls.__init__)
     return [(p.name, p.default, str(p.annotation))
@@ -90,6 +90,8 @@ def _args(cls: type) -> Dict[str, Tuple[str, str]]:
 def _default(value: Any) -> str:
     if value is inspect.Parameter.empty or value is dataclasses.MISSING:
         return '(required)'
+    if dataclasses.is_dataclass(value) and value == type(value)():
+        return f'`{type(value).__name__}()`'  # a default_factory's object
     return f'`{value!r}`'
 
 

@@ -7,7 +7,8 @@ layer's outputs of all nodes), with the same ``GraphSAGE`` (random weights,
 seeded, in eval mode), the same chunk of destination nodes per batch, in one
 process, one after the other; and, for reference, our sampled prediction
 (every node as a seed of ``FastNeighborLoader`` with ``--fanout``, the
-model on each batch: what ``predict`` did before ``data.eval: layerwise``).
+model on each batch: what ``predict`` did before ``data.evaluation.method:
+layerwise``).
 Side ``streamed`` is :func:`~pyg_fastload.layerwise_inference` with
 ``stream=True`` (each layer's input read in order, once per range of
 destinations). With ``--dataset DIR`` the graph is a dataset directory read

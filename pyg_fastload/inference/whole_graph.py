@@ -1,6 +1,6 @@
 r"""The whole graph as one evaluation batch (:class:`WholeGraph`): what a
-loader gives a model that evaluates or predicts layer-wise (``data.eval:
-layerwise``) instead of on sampled neighbourhoods. The model asks it for
+loader gives a model that evaluates or predicts layer-wise
+(``data.evaluation.method: layerwise``) instead of on sampled neighbourhoods. The model asks it for
 its outputs (:meth:`WholeGraph.outputs`: :func:`layerwise_inference` over
 every node, then the seeds' rows) and the seeds' labels."""
 from __future__ import annotations
@@ -25,8 +25,9 @@ __all__ = ['WholeGraph', 'WholeGraphLoader', 'InferenceOptions']
 @dataclass(frozen=True)
 class InferenceOptions:
     r"""How a run's layer-wise evaluation and prediction compute
-    (``data.inference``, with ``data.eval: layerwise``): the options of
-    :func:`~pyg_fastload.layerwise_inference` of the same names.
+    (``data.evaluation.inference``, with ``data.evaluation.method:
+    layerwise``): the options of :func:`~pyg_fastload.layerwise_inference`
+    of the same names.
 
     Args:
         chunk_size (int): destination nodes per chunk.
@@ -41,11 +42,12 @@ class InferenceOptions:
     Example (a YAML config)::
 
         data:
-          eval: layerwise
-          inference:
-            memory_budget: 12GiB
-            work_dir: /scratch/layers
-            stream: true
+          evaluation:
+            method: layerwise
+            inference:
+              memory_budget: 12GiB
+              work_dir: /scratch/layers
+              stream: true
     """
     chunk_size: int = 4096
     memory_budget: Union[int, float, str] = 'auto'

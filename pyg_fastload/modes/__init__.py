@@ -16,13 +16,15 @@ from .link_split import LinkOptions, LinkSplit
 from .source import (DatasetSource, DirectorySource, GraphSource,
                      HeteroDirectorySource, HeteroGraphSource, PresetSource,
                      directory_metadata, split_seeds)
-from .spec import LoadingSpec, ModeOptions, feature_cache_from
+from .spec import (EVAL_ALIASES, EvalSettings, LoadingSpec, ModeOptions,
+                   feature_cache_from)
 
 #: Every mode by the name configs use.
 MODES: Dict[str, Type[LoadingMode]] = {
     mode.name: mode for mode in (Replicated, PaGraph, DSP, HopGNN)}
 
 __all__ = ['MODES', 'TASKS', 'LoadingMode', 'LoadingSpec', 'ModeOptions',
+           'EvalSettings', 'EVAL_ALIASES',
            'DatasetSource', 'PresetSource', 'GraphSource',
            'HeteroGraphSource', 'DirectorySource', 'HeteroDirectorySource',
            'Task', 'NodeTask', 'LinkTask', 'LinkOptions', 'LinkSplit',

@@ -387,7 +387,7 @@ def _whole_graph(mode: LoadingMode, data: Any, seeds: Optional[Tensor],
     spec = mode.spec
     return WholeGraphLoader(WholeGraph(
         data, seeds, target, progress=spec.progress, collectives=collectives,
-        **spec.inference.kwargs()))
+        **spec.evaluation.inference.kwargs()))
 
 
 class NodeTask(Task):
@@ -396,21 +396,22 @@ class NodeTask(Task):
     name = 'node'
 
     def infers_layerwise(self, spec: LoadingSpec) -> bool:
-        return spec.eval == 'layerwise'
+        return spec.evaluation.method == 'layerwise'
 
     def check(self, mode: LoadingMode) -> None:
         spec = mode.spec
-        if spec.eval == 'layerwise' and mode.source is None:
-            raise SettingError('eval', "'layerwise' evaluates on the whole "
-                               "graph: give 'dataset' (not only "
-                               "'partitions'); or use eval: sampled")
+        method = spec.evaluation.method
+        if method == 'layerwise' and mode.source is None:
+            raise SettingError('evaluation.method', "'layerwise' evaluates "
+                               "on the whole graph: give 'dataset' (not "
+                               "only 'partitions'); or use method: sampled")
         if spec.time_attr is None:
             return
-        if spec.eval == 'layerwise':
-            raise SettingError('eval', "'layerwise' aggregates every "
-                               "in-neighbour, later ones too, while "
+        if method == 'layerwise':
+            raise SettingError('evaluation.method', "'layerwise' aggregates "
+                               "every in-neighbour, later ones too, while "
                                "time_attr samples each seed's past: use "
-                               "eval: sampled")
+                               "method: sampled")
         if mode.temporal_refusal is not None:
             raise SettingError('time_attr', f"{spec.time_attr!r} with mode "
                                f"{mode.name!r}: {mode.temporal_refusal}")
@@ -421,7 +422,7 @@ class NodeTask(Task):
         train = split == 'train'
         data, seeds, sampler = mode.plan(split, generator)
         target = mode.target(data)
-        if not train and mode.spec.eval == 'layerwise':  # every in-edge
+        if not train and self.infers_layerwise(mode.spec):  # every in-edge
             return _whole_graph(mode, data, seeds, target, self.inference)
         extra: Dict[str, Any] = {}
         if sampler is not None:
@@ -515,10 +516,12 @@ class LinkTask(Task):
         self.training: Optional[LinkTraining] = None
 
     def check(self, mode: LoadingMode) -> None:
-        if mode.spec.eval != 'sampled':
-            raise SettingError('eval', f"{mode.spec.eval!r} is for task "
-                               f"'node': link batches are evaluated on "
-                               f"sampled neighbourhoods (eval: sampled)")
+        method = mode.spec.evaluation.method
+        if method != 'sampled':
+            raise SettingError('evaluation.method', f"{method!r} is for "
+                               f"task 'node': link batches are evaluated "
+                               f"on sampled neighbourhoods (method: "
+                               f"sampled)")
         if mode.link_refusal is not None:
             raise SettingError('mode', f"task 'link' with mode "
                                f"{mode.name!r}: {mode.link_refusal}")

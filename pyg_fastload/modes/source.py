@@ -124,11 +124,12 @@ class DatasetSource:
         if cache is not None and cache.in_memory:
             raise SettingError('feature_cache.in_memory',
                                'only applies to a dataset directory')
-        if spec.inference.stream and self.schema(labelled=False) is not None:
-            raise SettingError('inference.stream', "streams a homogeneous "
-                               "graph's layers; a heterogeneous one's "
-                               "chunks gather their in-neighbours: leave "
-                               "it out")
+        if spec.evaluation.inference.stream and \
+                self.schema(labelled=False) is not None:
+            raise SettingError('evaluation.inference.stream', "streams a "
+                               "homogeneous graph's layers; a heterogeneous "
+                               "one's chunks gather their in-neighbours: "
+                               "leave it out")
 
     def prepare(self) -> None:
         r"""Work done once per machine before any rank opens the dataset

@@ -14,9 +14,8 @@ import torch
 import torch_geometric.transforms as T
 
 from ..caching import Scores, loader_scores
-from ..config import (EvalSettings, FeatureCache, PipelineSettings,
-                      SettingError, check_fanouts, check_one_of,
-                      nested_setting)
+from ..config import (FeatureCache, PipelineSettings, SettingError,
+                      check_fanouts, check_one_of, nested_setting)
 from ..distributed.collectives import digest
 from ..distributed.dsp import LAUNCH_ORDERS
 from ..distributed.requests import REMOTE_MODES
@@ -28,8 +27,8 @@ from ..sampling.temporal import TEMPORAL_STRATEGIES
 from ..storage import STORAGE_KINDS, storage_kind
 from .link_split import LinkOptions
 
-__all__ = ['LoadingSpec', 'ModeOptions', 'feature_cache_from', 'RANK_LOCAL',
-           'EVAL_METHODS', 'TASK_NAMES']
+__all__ = ['LoadingSpec', 'ModeOptions', 'EvalSettings', 'EVAL_ALIASES',
+           'feature_cache_from', 'RANK_LOCAL', 'EVAL_METHODS', 'TASK_NAMES']
 
 #: Settings a rank may hold on its own (not compared across ranks).
 RANK_LOCAL = ('progress', )
@@ -41,6 +40,83 @@ EVAL_METHODS = ('sampled', 'layerwise')
 #: :data:`~pyg_fastload.modes.TASKS`, which build on this spec; only
 #: ``'link'`` takes the ``link`` options.
 TASK_NAMES = ('node', 'link')
+
+
+@dataclass(frozen=True)
+class EvalSettings:
+    r"""How validation, test and prediction compute: the data module's
+    ``evaluation`` (config key ``data.evaluation``; in Python also the
+    keywords of :data:`EVAL_ALIASES`). :obj:`None` takes the training
+    value.
+
+    Args:
+        num_neighbors (List[int], optional): fan-out per hop (default:
+            the training ``num_neighbors``).
+        batch_size (int, optional): seeds per batch (label edges with task
+            ``'link'``; default: the training ``batch_size``).
+        method (str): how a node's output is computed, one of
+            :data:`EVAL_METHODS`: ``'sampled'`` (on sampled
+            neighbourhoods, with :obj:`num_neighbors`) or ``'layerwise'``:
+            every layer for every node over all its in-neighbours
+            (:func:`~pyg_fastload.layerwise_inference`), the full-batch
+            forward's outputs; task ``'node'``, a :obj:`dataset` given.
+        inference (InferenceOptions): how ``'layerwise'`` computes
+            (:class:`~pyg_fastload.inference.InferenceOptions`: chunk size,
+            memory budget, the directory of the layers over it, streamed
+            aggregation), a dict of its fields in a config.
+
+    Example:
+        >>> from pyg_fastload.modes import EvalSettings
+        >>> EvalSettings(batch_size=4096).filled([10, 5], 1024).num_neighbors
+        [10, 5]
+        >>> EvalSettings(method='layerwise',
+        ...              inference={'chunk_size': 512}).inference.chunk_size
+        512
+    """
+    num_neighbors: Optional[List[int]] = None
+    batch_size: Optional[int] = None
+    method: str = 'sampled'
+    inference: InferenceOptions = field(default_factory=InferenceOptions)
+
+    def __post_init__(self) -> None:
+        if self.num_neighbors is not None:
+            try:
+                fanouts = check_fanouts(self.num_neighbors)
+            except (TypeError, ValueError, NotImplementedError) as error:
+                raise SettingError('evaluation.num_neighbors',
+                                   str(error)) from None
+            object.__setattr__(self, 'num_neighbors', fanouts)
+        size = self.batch_size
+        if size is not None and (isinstance(size, bool) or not isinstance(
+                size, int) or size < 1):
+            raise SettingError('evaluation.batch_size', f"{size!r} must be "
+                               f"a positive int")
+        check_one_of('evaluation.method', self.method, EVAL_METHODS)
+        try:
+            inference = nested_setting('inference', InferenceOptions,
+                                       self.inference)
+        except SettingError as error:
+            raise SettingError(f'evaluation.{error.key}', error.detail) \
+                from None
+        object.__setattr__(self, 'inference', inference or InferenceOptions())
+
+    def filled(self, num_neighbors: List[int],
+               batch_size: int) -> EvalSettings:
+        r"""These settings with the training :obj:`num_neighbors` and
+        :obj:`batch_size` where they are :obj:`None`."""
+        return dataclasses.replace(
+            self, num_neighbors=num_neighbors if self.num_neighbors is None
+            else self.num_neighbors,
+            batch_size=batch_size if self.batch_size is None
+            else self.batch_size)
+
+
+#: The data module's Python keywords for :class:`EvalSettings` fields, by
+#: field name: its former arguments, kept as aliases.
+EVAL_ALIASES = {'eval_num_neighbors': 'num_neighbors',
+                'eval_batch_size': 'batch_size', 'eval': 'method',
+                'inference': 'inference'}
+
 
 
 @dataclass(frozen=True)
@@ -154,8 +230,8 @@ class LoadingSpec:
         num_neighbors (List[int]): training fan-out per hop.
         batch_size (int): seeds per training batch (positive label edges
             with task ``'link'``).
-        evaluation (EvalSettings): evaluation fan-outs and batch size,
-            filled with the training values.
+        evaluation (EvalSettings): evaluation fan-outs, batch size (filled
+            with the training values), method and inference options.
         feature_cache (FeatureCache, optional): the feature caches.
         pipeline_settings (PipelineSettings): the loaders' pipeline; its
             ``sampling_device`` is ``'cpu'`` unless given.
@@ -174,8 +250,6 @@ class LoadingSpec:
             (:data:`~pyg_fastload.modes.TASKS`).
         link (LinkOptions, optional): the link task's options (task
             ``'link'`` only; its defaults there).
-        eval (str): how evaluation computes, one of :data:`EVAL_METHODS`.
-        inference (InferenceOptions): options of layer-wise evaluation.
         time_attr (str, optional): temporal sampling: the node array
             holding one time per node (task ``'link'``: the edge array
             holding one time per edge).
@@ -189,8 +263,8 @@ class LoadingSpec:
         >>> from pyg_fastload.modes import LoadingSpec
         >>> spec = LoadingSpec(num_neighbors=[5, 5], batch_size=64,
         ...                    evaluation={'batch_size': 128})
-        >>> spec.evaluation
-        EvalSettings(num_neighbors=[5, 5], batch_size=128)
+        >>> spec.evaluation.num_neighbors, spec.evaluation.batch_size
+        ([5, 5], 128)
     """
     num_neighbors: List[int] = field(default_factory=lambda: [15, 10, 5])
     batch_size: int = 1024
@@ -208,8 +282,6 @@ class LoadingSpec:
     dist_timeout: float = 300.0
     task: str = 'node'
     link: Optional[LinkOptions] = None
-    eval: str = 'sampled'
-    inference: InferenceOptions = field(default_factory=InferenceOptions)
     time_attr: Optional[str] = None
     temporal_strategy: str = 'uniform'
     sampler: Any = None
@@ -246,9 +318,6 @@ class LoadingSpec:
         check_one_of('verify', self.verify, VERIFY_MODES)
         put(self, 'mode_options', nested_setting(
             'mode_options', ModeOptions, self.mode_options) or ModeOptions())
-        put(self, 'inference', nested_setting(
-            'inference', InferenceOptions, self.inference)
-            or InferenceOptions())
         if isinstance(self.seed, bool) or not isinstance(self.seed, int):
             raise SettingError('seed', f"{self.seed!r} must be an int")
         for key in ('drop_last', 'progress'):
@@ -260,7 +329,6 @@ class LoadingSpec:
             raise SettingError('dist_timeout', f'{self.dist_timeout!r} must '
                                f'be a positive number of seconds')
         put(self, 'dist_timeout', float(self.dist_timeout))
-        check_one_of('eval', self.eval, EVAL_METHODS)
         check_one_of('task', self.task, TASK_NAMES)
         if self.time_attr is not None and (
                 not isinstance(self.time_attr, str) or not self.time_attr):

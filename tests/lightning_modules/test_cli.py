@@ -309,6 +309,18 @@ def test_ctrl_c_ends_a_fit_with_status_130(cache_env):
      "config key 'data.eval_batch_size' was renamed "
      "'data.evaluation.batch_size': write 'evaluation: {batch_size: ...}' "
      "under 'data:' (on the command line --data.evaluation.batch_size)"),
+    (['--data.eval', 'layerwise'],
+     "config key 'data.eval' was renamed 'data.evaluation.method': write "
+     "'evaluation: {method: ...}' under 'data:' (on the command line "
+     "--data.evaluation.method)"),
+    (['--data.inference.chunk_size', '8'],
+     "config key 'data.inference.chunk_size' was renamed "
+     "'data.evaluation.inference.chunk_size': write 'evaluation: "
+     "{inference: {chunk_size: ...}}' under 'data:' (on the command line "
+     "--data.evaluation.inference.chunk_size)"),
+    (['--data.evaluation', '{"method": "every"}'],
+     "config key 'data.evaluation.method': 'every' is not one of "
+     "'sampled', 'layerwise'"),
     (['--data.launch_order', 'coordinator'],
      "config key 'data.launch_order' was renamed "
      "'data.mode_options.launch_order': write 'mode_options: "
@@ -355,21 +367,30 @@ def test_a_config_file_with_a_renamed_key_names_the_new_one(cache_env,
 def test_a_config_file_with_old_evaluation_keys_names_the_new_ones(
         cache_env, capsys):
     old = cache_env / 'old.yaml'
-    old.write_text('data:\n  dataset: tiny\n  eval_num_neighbors: [3]\n')
-    with pytest.raises(SystemExit):
-        main(['fit', '-c', str(old), '--print_config'])
-    err = capsys.readouterr().err
-    assert ("error: config key 'data.eval_num_neighbors' was renamed "
-            "'data.evaluation.num_neighbors'") in err, err
+    for line, key, new_key in (
+            ('eval_num_neighbors: [3]', 'eval_num_neighbors',
+             'evaluation.num_neighbors'),
+            ('eval: layerwise', 'eval', 'evaluation.method'),
+            ('inference: {stream: true}', 'inference.stream',
+             'evaluation.inference.stream')):
+        old.write_text(f'data:\n  dataset: tiny\n  {line}\n')
+        with pytest.raises(SystemExit):
+            main(['fit', '-c', str(old), '--print_config'])
+        err = capsys.readouterr().err
+        assert (f"error: config key 'data.{key}' was renamed "
+                f"'data.{new_key}'") in err, err
     new = cache_env / 'new.yaml'
     new.write_text('data:\n  dataset: tiny\n  evaluation:\n'
-                   '    num_neighbors: [3]\n  mode_options:\n'
+                   '    num_neighbors: [3]\n    method: layerwise\n'
+                   '    inference: {stream: true}\n  mode_options:\n'
                    '    launch_order: coordinator\n')
     with pytest.raises(SystemExit):
         main(['fit', '-c', str(new), '--print_config'])
     printed = yaml.safe_load(capsys.readouterr().out)['data']
-    assert printed['evaluation'] == {'num_neighbors': [3],
-                                     'batch_size': None}
+    assert printed['evaluation'] == {
+        'num_neighbors': [3], 'batch_size': None, 'method': 'layerwise',
+        'inference': {'chunk_size': 4096, 'memory_budget': 'auto',
+                      'work_dir': None, 'stream': True}}
     assert printed['mode_options']['launch_order'] == 'coordinator'
 
 

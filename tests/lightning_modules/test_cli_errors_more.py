@@ -1,4 +1,5 @@
 import pickle
+import re
 
 import pytest
 import torch
@@ -12,6 +13,8 @@ pytestmark = [
     pytest.mark.filterwarnings('ignore::DeprecationWarning'),
 ]
 
+#: The start of an error naming a layer-wise inference option.
+INFERENCE = "config key 'data.evaluation.inference."
 TINY = ['--data.dataset', 'tiny', '--data.num_neighbors', '[3]',
         '--data.progress', 'false', '--model.hidden_channels', '8',
         '--model.num_layers', '1', '--trainer.max_epochs', '1',
@@ -114,38 +117,39 @@ def test_a_huge_hidden_width_is_named_not_the_input_width():
 
 
 @pytest.mark.reliability(
-    fault='`pyg-fastload predict` (or fit) with the data.inference options '
-          '`chunk_size` 0 or -1, `memory_budget` lots, -1GiB (with `=` or '
-          'without) or 0 without a `work_dir`, `chunk_size: 0` in a config, '
-          'a `work_dir` that is a file or lies under one; a `--ckpt_path` '
-          'naming no file; `--data.num_neighbors 10,5`',
-    behaviour="exit status 2 and one line naming the key (`data.inference."
-              "<key>`, `--ckpt_path`, ...) and what to give, before anything "
-              "is set up (was: a ~60-line traceback with the message buried "
-              "in it; memory_budget 0 refused only mid-prediction; a raw "
-              "FileExistsError or FileNotFoundError; `Expected a <class "
-              "'list'>` without the `[10, 5]` to write)")
+    fault='`pyg-fastload predict` (or fit) with the '
+          'data.evaluation.inference options `chunk_size` 0 or -1, '
+          '`memory_budget` lots, -1GiB (with `=` or without) or 0 without a '
+          '`work_dir`, `chunk_size: 0` in a config, a `work_dir` that is a '
+          'file or lies under one; a `--ckpt_path` naming no file; '
+          '`--data.num_neighbors 10,5`',
+    behaviour="exit status 2 and one line naming the key (`data.evaluation."
+              "inference.<key>`, `--ckpt_path`, ...) and what to give, before "
+              "anything is set up (was: a ~60-line traceback with the "
+              "message buried in it; memory_budget 0 refused only "
+              "mid-prediction; a raw FileExistsError or FileNotFoundError; "
+              "`Expected a <class 'list'>` without the `[10, 5]` to write)")
 @pytest.mark.parametrize('args, expected', [
-    (['--data.inference.chunk_size', '0'],
-     "config key 'data.inference.chunk_size': 0 must be a positive int"),
-    (['--data.inference.chunk_size', '-1'],
-     "config key 'data.inference.chunk_size': -1 must be a positive int"),
-    (['--data.inference.memory_budget', 'lots'],
-     "config key 'data.inference.memory_budget': .*'lots'.* is not a size"),
-    (['--data.inference.memory_budget=-1GiB'],
-     "config key 'data.inference.memory_budget': .*'-1gib'.* is not a size"),
-    (['--data.inference.memory_budget', '-1GiB'],
+    (['--data.evaluation.inference.chunk_size', '0'],
+     INFERENCE + "chunk_size': 0 must be a positive int"),
+    (['--data.evaluation.inference.chunk_size', '-1'],
+     INFERENCE + "chunk_size': -1 must be a positive int"),
+    (['--data.evaluation.inference.memory_budget', 'lots'],
+     INFERENCE + "memory_budget': .*'lots'.* is not a size"),
+    (['--data.evaluation.inference.memory_budget=-1GiB'],
+     INFERENCE + "memory_budget': .*'-1gib'.* is not a size"),
+    (['--data.evaluation.inference.memory_budget', '-1GiB'],
      "expected a value \\(one that starts with '-' is written after '='"),
     (['-c', 'CONFIG'],
-     "config key 'data.inference.chunk_size': 0 must be a positive int"),
-    (['--data.inference.work_dir', 'FILE'],
-     "config key 'data.inference.work_dir': '.*afile' is a file, not a "
+     INFERENCE + "chunk_size': 0 must be a positive int"),
+    (['--data.evaluation.inference.work_dir', 'FILE'],
+     INFERENCE + "work_dir': '.*afile' is a file, not a "
      "directory"),
-    (['--data.inference.work_dir', 'FILE/layers'],
-     "config key 'data.inference.work_dir': '.*afile/layers' lies under "
+    (['--data.evaluation.inference.work_dir', 'FILE/layers'],
+     INFERENCE + "work_dir': '.*afile/layers' lies under "
      "'.*afile', a file, not a directory"),
-    (['--data.inference.memory_budget', '0'],
-     "config key 'data.inference.memory_budget': 0 holds no layer in "
+    (['--data.evaluation.inference.memory_budget', '0'],
+     INFERENCE + "memory_budget': 0 holds no layer in "
      "memory, and no work_dir is given"),
     (['--ckpt_path', 'missing.ckpt'],
      "--ckpt_path 'missing.ckpt' names no file; give a .ckpt file"),
@@ -157,15 +161,15 @@ def test_a_huge_hidden_width_is_named_not_the_input_width():
         'num_neighbors-10,5'])
 def test_predict_errors_are_one_line_naming_the_key(args, expected,
                                                     cache_env, capsys):
-    import re
     (cache_env / 'afile').write_text('not a directory')
     config = cache_env / 'layerwise.yaml'
-    config.write_text('data:\n  eval: layerwise\n  inference:\n'
-                      '    chunk_size: 0\n')
+    config.write_text('data:\n  evaluation:\n    method: layerwise\n'
+                      '    inference:\n      chunk_size: 0\n')
     args = [str(config) if a == 'CONFIG' else
             a.replace('FILE', str(cache_env / 'afile')) for a in args]
     with pytest.raises(SystemExit) as info:
-        main(['predict', *TINY[:-2], '--data.eval', 'layerwise', *args])
+        main(['predict', *TINY[:-2], '--data.evaluation.method', 'layerwise',
+              *args])
     err = capsys.readouterr().err
     lines = [line for line in err.splitlines() if 'error:' in line]
     assert info.value.code == 2, err
