@@ -562,8 +562,8 @@ def test_two_ranks_write_one_set_of_predictions(tmp_path):
     env = {'PYG_FASTLOAD_CACHE': str(tmp_path / 'cache')}
     written = {}
     for devices in (2, 1):
-        config = _config(tmp_path, {'dataset': 'tiny', 'eval': 'layerwise'},
-                         devices=devices)
+        config = _config(tmp_path, {'dataset': 'tiny', 'evaluation': {
+            'method': 'layerwise'}}, devices=devices)
         spec = yaml.safe_load(config.read_text())
         spec['model']['predict_embeddings'] = True
         config.write_text(yaml.safe_dump(spec))

@@ -16,6 +16,7 @@ from pyg_fastload.lightning import (
 )
 from pyg_fastload import TieredFeatureStore
 from pyg_fastload.datasets import load_synthetic, prepare_synthetic
+from pyg_fastload.inference import InferenceOptions
 
 from ..helpers import requires_torch_sparse, timed_links
 
@@ -189,8 +190,9 @@ def test_evaluation_and_launch_order_come_as_objects_or_keywords(cache_dir):
     assert flat.spec == grouped.spec
     assert flat.spec.evaluation == EvalSettings([3], 200)
     assert flat.spec.mode_options.launch_order == 'coordinator'
-    assert flat.hparams['evaluation'] == {'num_neighbors': [3],
-                                          'batch_size': 200}
+    assert flat.hparams['evaluation'] == {
+        'num_neighbors': [3], 'batch_size': 200, 'method': 'sampled',
+        'inference': dataclasses.asdict(InferenceOptions())}
     assert flat.hparams['mode_options']['launch_order'] == 'coordinator'
     # unset fields take the training values; a keyword replaces a field
     both = module(cache_dir, evaluation={'num_neighbors': [3]},
@@ -203,6 +205,26 @@ def test_evaluation_and_launch_order_come_as_objects_or_keywords(cache_dir):
     with pytest.raises(ConfigError) as info:
         module(cache_dir, eval_batch_size=0)
     assert info.value.config_key == 'data.evaluation.batch_size'
+
+
+def test_the_evaluation_method_and_inference_options_are_evaluation_fields(
+        cache_dir):
+    grouped = module(cache_dir, evaluation=EvalSettings(
+        method='layerwise', inference=InferenceOptions(chunk_size=300)))
+    flat = module(cache_dir, eval='layerwise',
+                  inference={'chunk_size': 300})
+    assert flat.spec == grouped.spec
+    assert flat.spec.evaluation.method == 'layerwise'
+    assert flat.spec.evaluation.inference == InferenceOptions(chunk_size=300)
+    assert flat.hparams['evaluation']['inference']['chunk_size'] == 300
+    # an alias replaces its field of the object given
+    both = module(cache_dir, evaluation={'method': 'layerwise'},
+                  eval='sampled')
+    assert both.spec.evaluation.method == 'sampled'
+    assert module(cache_dir).spec.evaluation.inference == InferenceOptions()
+    with pytest.raises(ConfigError) as info:
+        module(cache_dir, evaluation={'method': 'every'})
+    assert info.value.config_key == 'data.evaluation.method'
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason='needs CUDA')

@@ -199,7 +199,8 @@ def test_pyg_fastload_predict_writes_a_link_predictors_embeddings(
                           atol=1e-4)
 
 
-HOMOGENEOUS = {'dataset': 'tiny', 'task': 'node', 'eval': 'layerwise'}
+HOMOGENEOUS = {'dataset': 'tiny', 'task': 'node',
+               'evaluation': {'method': 'layerwise'}}
 #: task link: the relation comes from the data module (no checkpoint)
 HETEROGENEOUS = {'dataset': 'hetero-tiny', 'task': 'link',
                  'link': {'edge_type': ['author', 'writes', 'paper']}}

@@ -292,25 +292,29 @@ def test_layerwise_classes_alone_from_layers_in_files(cache_env, tmp_path):
 
 
 @pytest.mark.reliability(
-    fault="bad `data.inference` options: an unknown key, chunk_size 0, a "
-          "memory_budget of 'lots', stream 'yes'",
-    behaviour='`ConfigError` naming `inference.<key>`, the value and what '
-              'to give')
+    fault="bad `data.evaluation.inference` options: an unknown key, "
+          "chunk_size 0, a memory_budget of 'lots', stream 'yes'",
+    behaviour='`ConfigError` naming `evaluation.inference.<key>`, the value '
+              'and what to give')
 def test_bad_inference_options_are_named():
-    for options, key in (({'chunks': 3}, "'inference': unknown keys"),
-                         ({'chunk_size': 0}, "'inference.chunk_size'"),
-                         ({'memory_budget': 'lots'},
-                          "'inference.memory_budget'"),
-                         ({'stream': 'yes'}, "'inference.stream'")):
+    for options, key in (
+            ({'chunks': 3}, "'evaluation.inference': unknown keys"),
+            ({'chunk_size': 0}, "'evaluation.inference.chunk_size'"),
+            ({'memory_budget': 'lots'},
+             "'evaluation.inference.memory_budget'"),
+            ({'stream': 'yes'}, "'evaluation.inference.stream'")):
         with pytest.raises(ConfigError, match=key):
+            FastLoadDataModule('tiny', evaluation={
+                'method': 'layerwise', 'inference': options}, progress=False)
+        with pytest.raises(ConfigError, match=key):  # the Python alias
             FastLoadDataModule('tiny', eval='layerwise', inference=options,
                                progress=False)
 
 
 def test_streamed_inference_of_a_hetero_dataset_is_refused_at_once(
         hetero_graph):
-    with pytest.raises(ConfigError, match="'inference.stream': streams a "
-                       "homogeneous graph's layers"):
+    with pytest.raises(ConfigError, match="'evaluation.inference.stream': "
+                       "streams a homogeneous graph's layers"):
         FastLoadDataModule(hetero_graph, eval='layerwise', progress=False,
                            inference={'stream': True})
 

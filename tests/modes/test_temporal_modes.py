@@ -87,7 +87,8 @@ def partitions(tmp_path_factory, tiny_dir):
     ({'temporal_strategy': 'last'}, 'temporal_strategy', 'set time_attr'),
     ({'time_attr': 'time', 'temporal_strategy': 'first'},
      'temporal_strategy', "'uniform', 'last'"),
-    ({'time_attr': 'time', 'eval': 'layerwise'}, 'eval', 'eval: sampled'),
+    ({'time_attr': 'time', 'evaluation': {'method': 'layerwise'}},
+     'evaluation.method', 'method: sampled'),
 ])
 def test_temporal_settings_are_checked(timed_dir, settings, key, match):
     with pytest.raises(ConfigError, match=match) as info:
@@ -109,8 +110,9 @@ def test_a_name_that_is_not_a_node_array_is_refused(timed_dir):
     fault='time_attr with a setting that cannot sample in time '
           "(layer-wise dsp), with layer-wise evaluation, or naming no node "
           'array',
-    behaviour='refused at start-up naming data.time_attr (data.eval, '
-              'data.temporal_strategy) and what to use instead')
+    behaviour='refused at start-up naming data.time_attr '
+              '(data.evaluation.method, data.temporal_strategy) and what to '
+              'use instead')
 def test_partitioned_modes_refuse_times_they_cannot_sample(partitions):
     dataset, parts = partitions['homogeneous']
     with pytest.raises(SettingError, match='sampling: node') as info:
