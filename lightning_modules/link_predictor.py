@@ -328,16 +328,18 @@ class LinkPredictor(pl.LightningModule):
             return {'n_id': batch.node_ids(),
                     'embeddings': batch.outputs(self.encoder)}
         if self.edge_type is not None:
-            raise ConfigError('data.eval', "a heterogeneous LinkPredictor "
-                              "predicts every node type's embeddings "
-                              "layer-wise: predict with --data.task link "
-                              "(or --data.eval layerwise)")
+            raise ConfigError('data.evaluation.method', "a heterogeneous "
+                              "LinkPredictor predicts every node type's "
+                              "embeddings layer-wise: predict with "
+                              "--data.task link (or "
+                              "--data.evaluation.method layerwise)")
         size = batch.get('batch_size')
         if size is None or batch.get('n_id') is None:
             raise ConfigError('data.task', "LinkPredictor predicts node "
                               "embeddings from node batches: predict with "
-                              "--data.task node (and --data.eval layerwise "
-                              "for the exact full-graph embeddings)")
+                              "--data.task node (and --data.evaluation."
+                              "method layerwise for the exact full-graph "
+                              "embeddings)")
         h = self(batch)[0]
         return {'n_id': batch.n_id[:size], 'embeddings': h[:size]}
 
