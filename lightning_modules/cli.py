@@ -218,8 +218,8 @@ class FastLoadCLI(LightningCLI):
     def _check_nested(self) -> None:
         r"""Validates the data module's nested settings first
         (``data.feature_cache``, ``data.link``, ``data.mode_options``,
-        ``data.pipeline_settings``, ``data.evaluation``), so their errors name the key instead of
-        coming back as a failed type match."""
+        ``data.pipeline_settings``, ``data.evaluation``), so their errors
+        name the key instead of coming back as a failed type match."""
         config = self.config[self.subcommand] if self.subcommand else \
             self.config
         self._check_sampler(config.get('data.sampler'))

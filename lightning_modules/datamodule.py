@@ -117,20 +117,19 @@ class FastLoadDataModule(pl.LightningDataModule):
             ``evaluation.batch_size`` evaluation label edges.
         link (LinkOptions, optional): the link task's negatives, split
             ratios and evaluation (default: :class:`LinkOptions`'s).
-        time_attr (str, optional): temporal sampling. Task ``'node'``: the
-            name of the dataset's node array holding one time per node
-            (e.g. a ``Data``'s ``time``, kept by ``pyg-fastload prepare
-            --pyg-data``); every seed is sampled at its own time, with no
-            neighbour later than it (PyG's ``time_attr``). Modes
-            ``'replicated'`` and ``'pagraph'``, and ``'dsp'`` on a
-            homogeneous partition (its collective sampler gets each part's
-            times); ``evaluation.method`` ``'sampled'``. Task ``'link'``:
-            the name of an edge array of a dataset directory holding one time per
-            edge (a ``Data``'s edge-level ``time``, kept by ``prepare
-            --pyg-data``; of the supervised relation on a heterogeneous
-            graph, ``data[edge_type].time``); every label edge (training,
-            validation, test) is sampled at its edge's time, its negatives
-            at the same, with no sampled edge later than it; modes
+        time_attr (str, optional): temporal sampling. Task ``'node'``: the name
+            of the dataset's node array holding one time per node (e.g. a
+            ``Data``'s ``time``, kept by ``pyg-fastload prepare --pyg-data``);
+            every seed is sampled at its own time, with no neighbour later than
+            it (PyG's ``time_attr``). Modes ``'replicated'`` and ``'pagraph'``,
+            and ``'dsp'`` on a homogeneous partition (its collective sampler
+            gets each part's times); ``evaluation.method`` ``'sampled'``. Task
+            ``'link'``: the name of an edge array of a dataset directory
+            holding one time per edge (a ``Data``'s edge-level ``time``, kept
+            by ``prepare --pyg-data``; of the supervised relation on a
+            heterogeneous graph, ``data[edge_type].time``); every label edge
+            (training, validation, test) is sampled at its edge's time, its
+            negatives at the same, with no sampled edge later than it; modes
             ``'replicated'`` and ``'dsp'``, and on homogeneous graphs
             ``'pagraph'``.
         temporal_strategy (str): ``'uniform'`` (default) among the

@@ -309,11 +309,11 @@ class LinkPredictor(pl.LightningModule):
         r"""The node ids and encoder embeddings of the batch's nodes (what
         :class:`PredictionWriter` writes, kind ``'embeddings'``): of every
         node, layer-wise and exact, from a
-        :class:`~pyg_fastload.inference.WholeGraph`
-        (``data.evaluation.method: layerwise``), else of a sampled batch's seeds. On a heterogeneous
+        :class:`~pyg_fastload.inference.WholeGraph` (``data.evaluation.method:
+        layerwise``), else of a sampled batch's seeds. On a heterogeneous
         model, of every node type of :attr:`node_types`: ``'n_id'`` and
-        ``'embeddings'`` are dicts by node type, each holding this rank's
-        share of the type's nodes (every ``world_size``-th)."""
+        ``'embeddings'`` are dicts by node type, each holding this rank's share
+        of the type's nodes (every ``world_size``-th)."""
         if self.encoder is None:
             raise RuntimeError("LinkPredictor has no encoder yet: pass "
                                "'in_channels', or load a checkpoint")

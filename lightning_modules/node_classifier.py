@@ -267,8 +267,8 @@ class NodeClassifier(pl.LightningModule):
         (embeddings, the last hidden layer, with :obj:`embed`; logits
         through :obj:`reduce`, if given): of a sampled batch, or of a
         :class:`~pyg_fastload.inference.WholeGraph`
-        (``data.evaluation.method: layerwise``), whose outputs are computed layer-wise for every node
-        (and reduced chunk by chunk)."""
+        (``data.evaluation.method: layerwise``), whose outputs are computed
+        layer-wise for every node (and reduced chunk by chunk)."""
         if isinstance(batch, WholeGraph):  # one pass, hidden rows too
             logits, hidden = batch.outputs_and_hidden(self.net, reduce) \
                 if embed else (batch.outputs(self.net, reduce=reduce), None)

@@ -1,8 +1,9 @@
 r"""The whole graph as one evaluation batch (:class:`WholeGraph`): what a
 loader gives a model that evaluates or predicts layer-wise
-(``data.evaluation.method: layerwise``) instead of on sampled neighbourhoods. The model asks it for
-its outputs (:meth:`WholeGraph.outputs`: :func:`layerwise_inference` over
-every node, then the seeds' rows) and the seeds' labels."""
+(``data.evaluation.method: layerwise``) instead of on sampled
+neighbourhoods. The model asks it for its outputs
+(:meth:`WholeGraph.outputs`: :func:`layerwise_inference` over every node,
+then the seeds' rows) and the seeds' labels."""
 from __future__ import annotations
 
 import contextlib
