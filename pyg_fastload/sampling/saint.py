@@ -151,7 +151,8 @@ class SaintSampler(HopSampler):
         self.seed = seed
         self.progress = progress
         #: Where each node is among the loader's seeds (-1: not one), the
-        #: batch size, the seeds' share of the nodes (after prepare).
+        #: seeds, batch size and drop_last prepared for, the seeds' share
+        #: of the nodes (after prepare).
         self._position: Optional[Tensor] = None
         self._prepared: Optional[Tuple[Tensor, int, bool]] = None
         self.loss_norm = 1.0
