@@ -79,7 +79,7 @@ class FastLoadDataModule(pl.LightningDataModule):
         adjacency (str): ``'edge_index'`` (default; fastest with per-layer
             trimming) or ``'sparse'``: a torch_sparse ``adj_t`` built in the
             loading stage (faster for untrimmed GCN and SAGE). Refused by
-            :class:`NodeClassifier` (models other than ``'mlp'``, on a
+            :class:`NodeClassifier` and :class:`LinkPredictor` (on a
             homogeneous graph) for batches whose edges carry estimator
             weights: LABOR's importance weights (``importance_sampling``
             not 0) and GraphSAINT's normalisation, which an aggregation

@@ -258,14 +258,21 @@ class LinkPredictor(pl.LightningModule):
     def forward(self, batch: Union[Data, HeteroData]
                 ) -> Tuple[Tensor, Tensor]:
         r"""Embeddings of the source-side and destination-side nodes of
-        :obj:`batch` (the same tensor on a homogeneous graph; on a
-        heterogeneous one, the scored relation's two types)."""
+        :obj:`batch` (the same tensor on a homogeneous graph, aggregated
+        over its ``adj_t`` where it has one (``data.adjacency: sparse``),
+        else over its ``edge_index``; on a heterogeneous one, the scored
+        relation's two types)."""
         if self.encoder is None:
             raise RuntimeError("LinkPredictor has no encoder yet: pass "
                                "'in_channels', or fit it with a data module")
         if not is_hetero(batch):
-            weight = batch.edge_weight if self.edge_weights else None
-            h = self.encoder(batch.x, batch.edge_index, edge_weight=weight)
+            adj_t = batch.get('adj_t')  # data.adjacency: sparse (unweighed)
+            if adj_t is not None:
+                h = self.encoder(batch.x, adj_t)
+            else:
+                weight = batch.edge_weight if self.edge_weights else None
+                h = self.encoder(batch.x, batch.edge_index,
+                                 edge_weight=weight)
             return h, h
         src, _, dst = self.edge_type
         h = self.encoder.embed(batch, self.edge_weights)

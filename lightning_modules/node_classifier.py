@@ -198,8 +198,6 @@ class NodeClassifier(pl.LightningModule):
             datamodule.features_only()  # no neighbourhood to sample
         self.edge_weights = edge_weights_of(datamodule, self.hparams.model,
                                             'model')
-        _check_adjacency(datamodule, self.edge_weights
-                         and self.hparams.model != 'mlp')
         if self.net is not None:
             check_graph_kind(self.net, datamodule)
             return
@@ -365,26 +363,6 @@ class NodeClassifier(pl.LightningModule):
     def configure_optimizers(self) -> torch.optim.Optimizer:
         return torch.optim.Adam(self.parameters(), lr=self.hparams.lr,
                                 weight_decay=self.hparams.weight_decay)
-
-
-def _check_adjacency(datamodule: Any, weighted: bool) -> None:
-    r"""Refuses a sparse ``adj_t`` (``data.adjacency: sparse``) for
-    batches whose edges carry estimator weights (:obj:`weighted`): PyG's
-    layers aggregate over ``adj_t`` without its values, so LABOR-*'s
-    ``edge_weight`` and GraphSAINT's normalisation would be dropped. The
-    typed model aggregates over ``edge_index`` (with the weights)."""
-    spec = getattr(datamodule, 'spec', None)
-    if (not weighted or getattr(spec, 'adjacency', None) != 'sparse'
-            or getattr(datamodule, 'hetero_schema', None) is not None):
-        return
-    raise ConfigError('data.adjacency', f"'sparse' with data.sampler "
-                      f"{spec.sampler.name!r}, whose batches weigh their "
-                      f"edges (LABOR's importance_sampling, GraphSAINT's "
-                      f"sample_coverage), which the model's aggregation over "
-                      f"a sparse adj_t drops: use data.adjacency: "
-                      f"edge_index (the default; it aggregates with the "
-                      f"weights), or a sampler without weights "
-                      f"(importance_sampling: 0)")
 
 
 @contextlib.contextmanager

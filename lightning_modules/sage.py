@@ -27,7 +27,17 @@ WEIGHTED_MODELS = ('sage', )
 def edge_weights_of(datamodule: Any, model: str, key: str) -> bool:
     r"""Whether :obj:`datamodule`'s batches carry estimator weights that
     :obj:`model` (named by config key :obj:`key`) must aggregate with;
-    refused for a model that cannot."""
+    refused for a model that cannot, and with a sparse ``adj_t``
+    (``data.adjacency: sparse``) on a homogeneous graph: PyG's layers
+    aggregate over ``adj_t`` without its values, so LABOR-*'s
+    ``edge_weight`` and GraphSAINT's normalisation would be dropped (the
+    typed model aggregates over ``edge_index``, with the weights).
+
+    Args:
+        datamodule: the trainer's data module (or :obj:`None`).
+        model (str): the model or encoder name.
+        key (str): its config key (``'model'``, ``'encoder'``).
+    """
     weighs = bool(getattr(datamodule, 'edge_weights', False))
     if weighs and model not in WEIGHTED_MODELS:
         raise ConfigError('data.sampler', f"its batches weigh their edges "
@@ -35,6 +45,17 @@ def edge_weights_of(datamodule: Any, model: str, key: str) -> bool:
                           f"edge_norm), which {key} {model!r} cannot "
                           f"aggregate with: use {key}: sage (or "
                           f"importance_sampling: 0)")
+    spec = getattr(datamodule, 'spec', None)
+    if (weighs and getattr(spec, 'adjacency', None) == 'sparse'
+            and getattr(datamodule, 'hetero_schema', None) is None):
+        raise ConfigError('data.adjacency', f"'sparse' with data.sampler "
+                          f"{spec.sampler.name!r}, whose batches weigh "
+                          f"their edges (LABOR's importance_sampling, "
+                          f"GraphSAINT's sample_coverage), which the "
+                          f"model's aggregation over a sparse adj_t drops: "
+                          f"use data.adjacency: edge_index (the default; "
+                          f"it aggregates with the weights), or a sampler "
+                          f"without weights (importance_sampling: 0)")
     return weighs
 
 

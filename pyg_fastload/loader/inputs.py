@@ -190,13 +190,15 @@ def built(neighbor_sampler: Any) -> bool:
         neighbor_sampler, (str, dict, type, SamplerChoice))
 
 
-def prepare_sampler(sampler: Any, inputs: Any, batch_size: int) -> None:
-    r"""Hands a loader's seeds (its ``input_data``) and batch size to its
+def prepare_sampler(sampler: Any, inputs: Any, batch_size: int,
+                    drop_last: bool) -> None:
+    r"""Hands a loader's seeds (its ``input_data``), batch size and
+    whether it drops a last, smaller batch (:obj:`drop_last`) to its
     sampler, if the sampler takes them (``prepare``: GraphSAINT estimates
     its normalisation for them; other samplers need nothing)."""
     prepare = getattr(sampler, 'prepare', None)
     if prepare is not None:
-        prepare(inputs, batch_size)
+        prepare(inputs, batch_size, drop_last=drop_last)
 
 
 def check_temporal(input_time: Any, time_attr: Optional[str],

@@ -235,7 +235,8 @@ class FastLinkNeighborLoader(PipelinedLoader, LinkLoader):
         check_negatives(self.neg_sampling, self.batch_size or 1,
                         'neg_sampling.amount' if neg_sampling is not None
                         else 'neg_sampling_ratio')
-        prepare_sampler(sampler, self.input_data, self.batch_size or 1)
+        prepare_sampler(sampler, self.input_data, self.batch_size or 1,
+                        self.drop_last)
         self.setup_pipeline(settings, placement)
 
     def batch_sampling(self) -> SampleFn:

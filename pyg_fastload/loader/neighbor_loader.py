@@ -270,7 +270,8 @@ class FastNeighborLoader(PipelinedLoader, NodeLoader):
             filter_per_worker=filter_per_worker,
             **kwargs,
         )
-        prepare_sampler(neighbor_sampler, self.input_data, batch_size)
+        prepare_sampler(neighbor_sampler, self.input_data, batch_size,
+                        self.drop_last)
         self.setup_pipeline(settings, placement)
 
     def filter_fn(self, out: SamplerOutput) -> Data:

@@ -23,11 +23,12 @@ each node (``C_v``) and edge (``C_e``) was in one; ``node_norm = samples /
 (C_v * num_nodes)`` (``C_v = 0`` read as 0.1) and ``edge_norm = C_u /
 C_e`` for an edge from ``u`` (clamped to ``[0, 1e4]``, 0.1 where never
 drawn). Where the seeds do not fill the last batch, its smaller subgraphs
-get a normalisation of their own, estimated likewise from batches of its
-size, from at most as many subgraphs as the full batches' estimate drew
-(PyG draws a fixed number of full batches, so has no last one; the
-full batches' normalisation would weigh its nodes as if drawn as often,
-about halving a half-full batch's loss). Batches carry ``node_norm`` and
+get a normalisation of their own (unless the loader drops that batch,
+``drop_last``), estimated likewise from batches of its size, from at
+most as many subgraphs as the full batches' estimate drew (PyG draws a
+fixed number of full batches, so has no last one; the full batches'
+normalisation would weigh its nodes as if drawn as often, about halving
+a half-full batch's loss). Batches carry ``node_norm`` and
 ``edge_norm`` as PyG's do (a PyG GraphSAINT training loop runs on them
 unchanged), and ``loss_norm``: the
 seeds' share of the graph's nodes, so that ``sum(node_norm * loss) /
@@ -150,9 +151,10 @@ class SaintSampler(HopSampler):
         self.seed = seed
         self.progress = progress
         #: Where each node is among the loader's seeds (-1: not one), the
-        #: batch size, the seeds' share of the nodes (after prepare).
+        #: seeds, batch size and drop_last prepared for, the seeds' share
+        #: of the nodes (after prepare).
         self._position: Optional[Tensor] = None
-        self._prepared: Optional[Tuple[Tensor, int]] = None
+        self._prepared: Optional[Tuple[Tensor, int, bool]] = None
         self.loss_norm = 1.0
         #: Per batch size drawn (the full batches', the last one's):
         #: per node, and per edge (CSC position), the normalisation.
@@ -171,7 +173,7 @@ class SaintSampler(HopSampler):
     def _full_norms(self) -> Tuple[Optional[Tensor], Optional[Tensor]]:
         if self._prepared is None or not self.norms:
             return None, None
-        seeds, batch_size = self._prepared
+        seeds, batch_size, _ = self._prepared
         return self.norms[min(batch_size, seeds.numel())]
 
     def _take_fanouts(self, fanouts: Any) -> int:
@@ -199,24 +201,33 @@ class SaintSampler(HopSampler):
 
     # The loader's seeds and the normalisation ################################
 
-    def prepare(self, inputs: Any, batch_size: int) -> None:
+    def prepare(self, inputs: Any, batch_size: int,
+                drop_last: bool = False) -> None:
         r"""Takes the loader's seeds (:obj:`inputs`, a
         ``NodeSamplerInput``) and :obj:`batch_size`, and estimates the
         normalisation for them (``sample_coverage``); a loader calls it
-        once, before its first batch."""
+        once, before its first batch.
+
+        Args:
+            inputs (NodeSamplerInput): the loader's seeds.
+            batch_size (int): the seeds per batch.
+            drop_last (bool): whether the loader drops its last, smaller
+                batch (then no estimate is drawn for that batch's size).
+        """
         name = type(self).__name__
         if not isinstance(inputs, NodeSamplerInput):
             raise self._links_refused()
         seeds = inputs.node.reshape(-1).long().to(self.device)
         if self._prepared is not None:
-            done, size = self._prepared
-            if size == batch_size and torch.equal(done, seeds):
+            done, size, dropped = self._prepared
+            if size == batch_size and torch.equal(done, seeds) and \
+                    (drop_last or not dropped):
                 return
             raise ValueError(
                 f"'neighbor_sampler' ({name}) estimated its normalisation "
-                f"for another loader's seeds or batch size: give each "
-                f"loader its own (pass the sampler's name, which each "
-                f"loader builds anew)")
+                f"for another loader's seeds, batch size or drop_last: "
+                f"give each loader its own (pass the sampler's name, which "
+                f"each loader builds anew)")
         num_nodes = self.num_nodes
         position = torch.full((num_nodes, ), -1, dtype=torch.long,
                               device=self.device)
@@ -230,11 +241,12 @@ class SaintSampler(HopSampler):
                                                          generator)
             self.norms[full] = (node_norm, edge_norm)
             last = seeds.numel() % batch_size
-            if last and last != full:  # from at most as many subgraphs
+            if last and last != full and not drop_last:
+                # from at most as many subgraphs as the full batches'
                 node_norm, edge_norm, _ = self._estimate(seeds, last,
                                                          generator, drawn)
                 self.norms[last] = (node_norm, edge_norm)
-        self._prepared = (seeds, batch_size)
+        self._prepared = (seeds, batch_size, drop_last)
 
     def _estimate(self, seeds: Tensor, size: int,
                   generator: torch.Generator, limit: Optional[int] = None

@@ -64,9 +64,10 @@ class GraphSampler(Protocol):
                           **kwargs: Any) -> Any:
         r"""A batch around label edges (``EdgeSamplerInput``)."""
 
-    # Optional: ``prepare(inputs, batch_size)``, which a loader calls once
-    # with all its seeds (its ``input_data``) and its batch size before
-    # its first batch, for a sampler that estimates something from them
+    # Optional: ``prepare(inputs, batch_size, drop_last=...)``, which a
+    # loader calls once with all its seeds (its ``input_data``), its batch
+    # size and whether it drops a last, smaller batch, before its first
+    # batch, for a sampler that estimates something from them
     # (GraphSAINT's normalisation).
 
 

@@ -13,6 +13,8 @@ from pyg_fastload.lightning import (
 )
 from pyg_fastload.lightning.link_predictor import ranking_metrics
 
+from ..helpers import requires_torch_sparse
+
 
 def test_ranking_metrics_rank_ties_halfway():
     scores = torch.tensor([[3., 1., 2.], [1., 2., 3.], [2., 2., 0.]])
@@ -136,3 +138,25 @@ def test_hetero_link_training_beats_chance(neg_sampling, loss):
     with pytest.raises(ConfigError, match="'gcn' does not take a "
                        "heterogeneous graph"):
         _trainer(1).fit(LinkPredictor(encoder='gcn'), module)
+
+
+@requires_torch_sparse
+@pytest.mark.parametrize('encoder', ['sage', 'gcn', 'gat'])
+def test_a_sparse_adjacency_gives_the_edge_index_embeddings(encoder, cache):
+    r"""``data.adjacency: sparse``: the encoder aggregates over the
+    batch's ``adj_t`` (without ``edge_index`` it still embeds), to the
+    embeddings ``edge_index`` gives."""
+    module = FastLoadDataModule('tiny', task='link', num_neighbors=[5, 5],
+                                batch_size=64, progress=False,
+                                cache_dir=cache, adjacency='sparse')
+    torch.manual_seed(0)
+    model = LinkPredictor(encoder=encoder, hidden_channels=16, heads=2,
+                          in_channels=module.num_features).eval()
+    batch = next(iter(module.train_dataloader()))
+    sparse, listed = batch.clone(), batch.clone()
+    del sparse.edge_index, listed.adj_t
+    with torch.no_grad():
+        h, _ = model(sparse)
+        want, _ = model(listed)
+    assert h.shape == (batch.num_nodes, 16)
+    torch.testing.assert_close(h, want, rtol=1e-5, atol=1e-5)

@@ -160,6 +160,28 @@ def test_a_sparse_adjacency_of_weighted_batches_is_refused(sampler):
     _trainer().fit(model, data)
     assert model.global_step == 2
 
+
+@requires_torch_sparse
+def test_a_link_model_refuses_a_sparse_adjacency_of_weighted_batches():
+    r"""A link encoder aggregates over a sparse ``adj_t`` as a node model
+    does (without its values): LABOR-1's weights are refused with it,
+    LABOR-0's unweighed batches train."""
+    links = FastLoadDataModule('tiny', num_neighbors=[4, 3], batch_size=64,
+                               progress=False, sampler=IMPORTANCE,
+                               task='link', adjacency='sparse')
+    with pytest.raises(ConfigError, match=r"'data\.adjacency': 'sparse' "
+                       r"with data\.sampler 'labor'.*use "
+                       r"data\.adjacency: edge_index"):
+        _trainer().fit(LinkPredictor(hidden_channels=16, num_layers=2),
+                       links)
+    links = FastLoadDataModule('tiny', num_neighbors=[4, 3], batch_size=64,
+                               progress=False, sampler='labor', task='link',
+                               adjacency='sparse')
+    model = LinkPredictor(hidden_channels=16, num_layers=2)
+    _trainer().fit(model, links)
+    assert model.global_step == 2 and model.edge_weights is False
+
+
 def test_a_link_predictor_trains_on_labor_batches():
     links = FastLoadDataModule('tiny', num_neighbors=[4, 3], batch_size=64,
                                progress=False, sampler=IMPORTANCE,

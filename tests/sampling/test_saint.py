@@ -214,6 +214,38 @@ def test_a_small_last_batch_costs_no_more_subgraphs_than_the_full_ones():
     assert set(sizes) == {25, 1} and sorted(sampler.norms) == [1, 25]
     assert sizes.count(1) == sizes.count(25) < 150 * 20
 
+
+def test_a_loader_dropping_its_last_batch_draws_no_estimate_for_it():
+    r"""101 seeds in batches of 25 with ``drop_last``: the estimate draws
+    no 1-seed subgraph (without ``drop_last`` it does), and the batches
+    are the first four of the loader that keeps the last one."""
+    data = random_graph(num_nodes=150, num_edges=1500, seed=2)
+    data.x = torch.randn(150, 3)
+
+    def loader(drop_last):
+        sizes = []
+
+        class Counting(SaintNodeSampler):
+            def subgraph_nodes(self, seeds, generator):
+                sizes.append(seeds.numel())
+                return super().subgraph_nodes(seeds, generator)
+        sampler = Counting(data, [1], sample_coverage=20, progress=False)
+        return sizes, FastNeighborLoader(
+            data, [1], batch_size=25, input_nodes=torch.arange(101),
+            shuffle=True, generator=torch.Generator().manual_seed(0),
+            pipeline=False, neighbor_sampler=sampler, drop_last=drop_last)
+    kept_sizes, kept = loader(False)
+    dropped_sizes, dropped = loader(True)
+    assert kept_sizes.count(1) == kept_sizes.count(25) > 0
+    assert set(dropped_sizes) == {25}
+    assert dropped_sizes == kept_sizes[:len(dropped_sizes)]
+    assert sorted(dropped.node_sampler.norms) == [25]
+    first, second = list(kept), list(dropped)
+    assert (len(first), len(second)) == (5, 4)
+    for a, b in zip(first, second):
+        for key in ('n_id', 'edge_index', 'node_norm', 'edge_norm'):
+            assert torch.equal(a[key], b[key]), key
+
 def test_the_contracts_loss_and_aggregation_weights():
     batch = Data(edge_index=torch.tensor([[1, 2, 0], [0, 0, 1]]),
                  num_nodes=3, node_norm=torch.tensor([0.5, 0.25, 2.0]),
@@ -336,10 +368,20 @@ def test_bad_graphsaint_arguments_are_named():
     FastNeighborLoader(data, [1], batch_size=8, neighbor_sampler=shared,
                        input_nodes=torch.arange(30))
     with pytest.raises(ValueError, match="estimated its normalisation for "
-                       "another loader's seeds or batch size: give each "
-                       "loader its own"):
+                       "another loader's seeds, batch size or drop_last: "
+                       "give each loader its own"):
         FastNeighborLoader(data, [1], batch_size=8, neighbor_sampler=shared,
                            input_nodes=torch.arange(30, 60))
+    # its last batch's estimate serves a loader that drops it, not back
+    FastNeighborLoader(data, [1], batch_size=8, neighbor_sampler=shared,
+                       input_nodes=torch.arange(30), drop_last=True)
+    dropping = SaintRandomWalkSampler(data, [1], sample_coverage=2,
+                                      progress=False)
+    FastNeighborLoader(data, [1], batch_size=8, neighbor_sampler=dropping,
+                       input_nodes=torch.arange(30), drop_last=True)
+    with pytest.raises(ValueError, match="batch size or drop_last"):
+        FastNeighborLoader(data, [1], batch_size=8, neighbor_sampler=dropping,
+                           input_nodes=torch.arange(30))
     assert SamplerChoice.of('saint_rw').gives_edge_weight
     assert not SamplerChoice.of({'class_path': 'saint_rw', 'init_args': {
         'sample_coverage': 0}}).gives_edge_weight
