@@ -196,18 +196,23 @@ def test_the_last_smaller_batch_gets_a_normalisation_of_its_size(name):
     assert sampler.node_norm is sampler.norms[20][0]
 
 
+def _counting(data, sizes):
+    r"""A node sampler (one node per seed, coverage 20) that appends each
+    subgraph's seed count to :obj:`sizes`."""
+    class Counting(SaintNodeSampler):
+        def subgraph_nodes(self, seeds, generator):
+            sizes.append(seeds.numel())
+            return super().subgraph_nodes(seeds, generator)
+    return Counting(data, [1], sample_coverage=20, progress=False)
+
+
 def test_a_small_last_batch_costs_no_more_subgraphs_than_the_full_ones():
     r"""101 seeds in batches of 25: the last batch's estimate (1 seed, 1
     node per subgraph) stops at as many subgraphs as the full batches'
     estimate drew, short of its coverage (it would draw 3,000)."""
     data = random_graph(num_nodes=150, num_edges=1500, seed=2)
     sizes = []
-
-    class Counting(SaintNodeSampler):
-        def subgraph_nodes(self, seeds, generator):
-            sizes.append(seeds.numel())
-            return super().subgraph_nodes(seeds, generator)
-    sampler = Counting(data, [1], sample_coverage=20, progress=False)
+    sampler = _counting(data, sizes)
     inputs = FastNeighborLoader(data, [1], batch_size=25,
                                 input_nodes=torch.arange(101)).input_data
     sampler.prepare(inputs, 25)
@@ -224,12 +229,7 @@ def test_a_loader_dropping_its_last_batch_draws_no_estimate_for_it():
 
     def loader(drop_last):
         sizes = []
-
-        class Counting(SaintNodeSampler):
-            def subgraph_nodes(self, seeds, generator):
-                sizes.append(seeds.numel())
-                return super().subgraph_nodes(seeds, generator)
-        sampler = Counting(data, [1], sample_coverage=20, progress=False)
+        sampler = _counting(data, sizes)
         return sizes, FastNeighborLoader(
             data, [1], batch_size=25, input_nodes=torch.arange(101),
             shuffle=True, generator=torch.Generator().manual_seed(0),
