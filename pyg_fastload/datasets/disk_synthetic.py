@@ -480,10 +480,10 @@ def prepare_disk_synthetic(
             raise ValueError(f"unknown disk preset {preset_or_config!r}: "
                              f"pass one of {', '.join(DISK_PRESETS)}")
         name, cfg = preset_or_config, DISK_PRESETS[preset_or_config]
-        typed = isinstance(cfg, HeteroDiskConfig)
     else:
-        cfg = preset_or_config
-        typed = isinstance(cfg, HeteroDiskConfig)
+        cfg, name = preset_or_config, None
+    typed = isinstance(cfg, HeteroDiskConfig)
+    if name is None:
         name = 'hetero-disk-synthetic-custom' if typed else \
             'disk-synthetic-custom'
     if scale is None:
