@@ -350,7 +350,7 @@ def nested_setting(key: str, cls: type, value: Any) -> Any:
     if value is None or isinstance(value, cls):
         return value
     if not isinstance(value, dict):
-        raise SettingError(key, f"must be a {cls.__name__} or a dict, got "
+        raise SettingError(key, f"must be {cls.__name__} or a dict, got "
                            f"{type(value).__name__}")
     known = sorted(cls.__dataclass_fields__)
     unknown = sorted(set(value) - set(known))

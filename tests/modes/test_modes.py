@@ -4,12 +4,14 @@ import pytest
 import torch
 
 from pyg_fastload import FastNeighborLoader
-from pyg_fastload.config import PipelineSettings, SettingError
+from pyg_fastload.config import (PipelineSettings, SettingError,
+                                 folded_setting)
 from pyg_fastload.distributed import Collectives, DistContext
 from pyg_fastload.modes import (
     DSP,
     MODES,
     DatasetSource,
+    EvalSettings,
     HopGNN,
     LoadingSpec,
     ModeOptions,
@@ -295,6 +297,44 @@ def test_remote_and_pipeline_settings_values_are_named():
         with pytest.raises(SettingError, match='pipeline_settings.*'
                            'PipelineSettings or a dict'):
             PipelineSettings.of(bad, {})
+
+
+@pytest.mark.reliability(
+    fault="careless or hostile evaluation settings (method 'fast' or True, "
+          "batch_size -1, 'x' or True, num_neighbors 'abc' or [-2], "
+          "inference a list, a negative chunk_size or an unknown key, "
+          "evaluation itself a list, a string or 3) or "
+          "mode_options.launch_order ('x', True, None)",
+    behaviour='a SettingError naming the key (evaluation.method, '
+              'evaluation.inference.chunk_size, ...), the value and what '
+              'it takes')
+def test_evaluation_and_launch_order_values_are_named():
+    cases = [({'method': 'fast'}, r"evaluation\.method.*'sampled', "
+              r"'layerwise'"),
+             ({'method': True}, r'evaluation\.method.*True'),
+             ({'batch_size': -1}, r'evaluation\.batch_size.*-1.*positive'),
+             ({'batch_size': 'x'}, r"evaluation\.batch_size.*'x'"),
+             ({'batch_size': True}, r'evaluation\.batch_size.*True'),
+             ({'num_neighbors': 'abc'}, r'evaluation\.num_neighbors.*'
+              r'\[15, 10, 5\]'),
+             ({'num_neighbors': [-2]}, r'evaluation\.num_neighbors.*-2'),
+             ({'inference': [1]}, r'evaluation\.inference.*dict, got list'),
+             ({'inference': {'chunk_size': -3}},
+              r'evaluation\.inference\.chunk_size.*-3'),
+             ({'inference': {'bogus': 1}},
+              r"evaluation\.inference.*unknown keys \['bogus'\]")]
+    for given, message in cases:
+        with pytest.raises(SettingError, match=message):
+            EvalSettings(**given)
+    for bad in ([3], 'layerwise', 3):
+        with pytest.raises(SettingError, match=r"'evaluation'.*EvalSettings "
+                           f'or a dict, got {type(bad).__name__}'):
+            folded_setting('evaluation', EvalSettings, bad, {}, {})
+    for bad in ('x', True, None):
+        with pytest.raises(SettingError, match=r"mode_options\.launch_order"
+                           r".*'groups', 'coordinator'"):
+            ModeOptions(launch_order=bad)
+    assert EvalSettings(method='layerwise', batch_size=7).batch_size == 7
 
 
 def test_dsp_opens_its_rank_with_the_mode_options_launch_order(
