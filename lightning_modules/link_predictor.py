@@ -266,7 +266,7 @@ class LinkPredictor(pl.LightningModule):
             raise RuntimeError("LinkPredictor has no encoder yet: pass "
                                "'in_channels', or fit it with a data module")
         if not is_hetero(batch):
-            adj_t = batch.get('adj_t')  # data.adjacency: sparse (unweighed)
+            adj_t = batch.get('adj_t')  # data.adjacency: sparse (unweighted)
             if adj_t is not None:
                 h = self.encoder(batch.x, adj_t)
             else:
